@@ -1,0 +1,49 @@
+import { openapi } from '@elysiajs/openapi';
+import { Elysia, type AnyElysia } from 'elysia';
+import { z } from 'zod';
+import type { AppDeps } from './deps.ts';
+import { errorsPlugin, MAX_BODY_BYTES } from './plugins/errors.ts';
+import { auditRoutes } from './routes/audit.ts';
+import { healthRoutes } from './routes/health.ts';
+import { identityRoutes } from './routes/identity.ts';
+import { meRoutes } from './routes/me.ts';
+import { metaRoutes } from './routes/meta.ts';
+
+/**
+ * The HTTP app. `extend` mounts extra routes after the shared plugins (tests mount test-only
+ * routes this way); production passes nothing.
+ */
+export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia) {
+  const app = new Elysia({
+    // Bun's own cap sits above ours so oversized bodies get our 413 body, not a bare one.
+    serve: { maxRequestBodySize: MAX_BODY_BYTES * 2 },
+  })
+    .use(errorsPlugin(deps.log))
+    .use(
+      openapi({
+        path: '/docs',
+        specPath: '/openapi.json',
+        mapJsonSchema: { zod: z.toJSONSchema },
+        documentation: {
+          info: {
+            title: 'CS2 pricing and platform API',
+            version: '1.0.0',
+            description: 'Keyless pricing, and keyed platform APIs (X-API-Key). Errors share one body: {"error":{"code","message","request_id","details?"}}.',
+          },
+          components: {
+            securitySchemes: {
+              apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+              session: { type: 'http', scheme: 'bearer' },
+              sessionCookie: { type: 'apiKey', in: 'cookie', name: 'session' },
+            },
+          },
+        },
+      }),
+    )
+    .use(healthRoutes(deps))
+    .use(metaRoutes(deps))
+    .use(identityRoutes(deps))
+    .use(meRoutes(deps))
+    .use(auditRoutes(deps));
+  return extend ? extend(app) : app;
+}

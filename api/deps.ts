@@ -1,0 +1,62 @@
+import { Queue } from 'bullmq';
+import type { Config } from '../shared/config.ts';
+import { createSql, type Sql } from '../shared/db.ts';
+import { ApiKeyCache, KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
+import { createLogger, type Logger } from '../shared/logger.ts';
+import { POOLS, queueName, type Pool } from '../shared/queues.ts';
+import { createRequestRedis, type Redis } from '../shared/redis.ts';
+import { UsageMeter } from '../shared/usage/metering.ts';
+
+/** Everything a route needs, built once per process (or per test) and passed in: no globals. */
+export type AppDeps = {
+  config: Config;
+  sql: Sql;
+  redis: Redis;
+  log: Logger;
+  meter: UsageMeter;
+  keys: ApiKeyCache;
+  queues: Record<Pool, Queue>;
+  now: () => Date;
+  startedAt: Date;
+  close: () => Promise<void>;
+};
+
+export function createDeps(config: Config, overrides: { now?: () => Date; log?: Logger } = {}): AppDeps {
+  const log = overrides.log ?? createLogger({ level: config.LOG_LEVEL, name: 'api' });
+  const sql = createSql(config.DATABASE_URL, { max: 10, application: 'api' });
+  const redis = createRequestRedis(config.REDIS_URL, 'api');
+  redis.on('error', (error) => log.warn({ err: error.message }, 'redis connection error'));
+  const keys = new ApiKeyCache(sql);
+
+  // Revocations announced by other processes (API replicas, admin CLI) clear this process's cache.
+  const subscriber = redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
+  subscriber.on('error', (error) => log.warn({ err: error.message }, 'redis subscriber error'));
+  subscriber.on('message', (_channel: string, keyHash: string) => keys.invalidate(keyHash));
+  subscriber.subscribe(KEY_INVALIDATION_CHANNEL).catch((error: Error) => log.warn({ err: error.message }, 'could not subscribe to key invalidations'));
+
+  const queues = Object.fromEntries(
+    POOLS.map((pool) => {
+      const queue = new Queue(queueName(pool), { connection: redis });
+      queue.on('error', (error) => log.warn({ err: error.message, queue: pool }, 'queue error'));
+      return [pool, queue];
+    }),
+  ) as Record<Pool, Queue>;
+
+  return {
+    config,
+    sql,
+    redis,
+    log,
+    meter: new UsageMeter(redis),
+    keys,
+    queues,
+    now: overrides.now ?? (() => new Date()),
+    startedAt: new Date(),
+    async close() {
+      await Promise.allSettled(Object.values(queues).map((queue) => queue.close()));
+      subscriber.disconnect();
+      redis.disconnect();
+      await sql.end({ timeout: 5 });
+    },
+  };
+}

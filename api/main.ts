@@ -1,0 +1,25 @@
+import { loadConfig } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import { createApp } from './app.ts';
+import { createDeps } from './deps.ts';
+
+const config = loadConfig();
+const log = createLogger({ level: config.LOG_LEVEL, name: 'api' });
+const deps = createDeps(config, { log });
+const app = createApp(deps).listen({ port: config.PORT, hostname: '0.0.0.0' });
+const base = config.PUBLIC_BASE_URL ?? `http://localhost:${app.server?.port}`;
+log.info({ port: app.server?.port }, `API listening: ${base}  docs: ${base}/docs`);
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'shutting down');
+  const force = setTimeout(() => process.exit(1), 10_000);
+  await app.stop();
+  await deps.close();
+  clearTimeout(force);
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

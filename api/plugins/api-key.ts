@@ -1,0 +1,101 @@
+import { Elysia } from 'elysia';
+import { insertAuditEvent } from '../../shared/audit/events.ts';
+import { errors } from '../../shared/errors.ts';
+import { hashKey, type ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import { operation as findOperation, type OperationId } from '../../shared/operations.ts';
+import { budgetsFor } from '../../shared/usage/budgets.ts';
+import { rateLimitHeaders, type DebitResult } from '../../shared/usage/metering.ts';
+import type { AppDeps } from '../deps.ts';
+import { requestIdOf } from './errors.ts';
+
+const KEY_MAX_LENGTH = 200;
+
+/**
+ * `operation: '<id>'` on a route: API-key authentication (401), workspace and scope checks (403,
+ * recorded as rejected audit events), then one metering debit (429/503) with RateLimit headers.
+ */
+export function apiKeyPlugin(deps: AppDeps) {
+  async function recordDenial(principal: ApiKeyPrincipal, operationId: string, status: number, reason: string, requestId: string, extra: Record<string, unknown> = {}) {
+    try {
+      await insertAuditEvent(deps.sql, {
+        workspaceId: principal.workspace.id,
+        eventType: 'request.denied',
+        resourceType: 'operation',
+        resourceId: operationId,
+        outcome: 'rejected',
+        actor: { type: 'api_key', id: principal.keyId },
+        requestId,
+        metadata: { status, reason, ...extra },
+      });
+    } catch (error) {
+      deps.log.error({ err: error, request_id: requestId }, 'could not record denied request');
+    }
+  }
+
+  return new Elysia({ name: 'api-key-auth' }).macro({
+    operation: (operationId: OperationId) => ({
+      detail: { security: [{ apiKey: [] }] },
+      async resolve({ request, set }) {
+        const op = findOperation(operationId);
+        const requestId = requestIdOf(set);
+        const rawKey = request.headers.get('x-api-key');
+        if (!rawKey) throw errors.unauthorized();
+        if (rawKey.length > KEY_MAX_LENGTH) throw errors.unauthorized('The API key is invalid.');
+        let principal: ApiKeyPrincipal | null;
+        try {
+          principal = await deps.keys.lookup(hashKey(rawKey));
+        } catch (error) {
+          deps.log.error({ err: error, request_id: requestId }, 'key lookup failed');
+          throw errors.unavailable('database_unavailable', 'The service cannot verify API keys right now; retry shortly.');
+        }
+        if (!principal) throw errors.unauthorized('The API key is invalid.');
+        if (principal.revoked) {
+          await recordDenial(principal, op.id, 401, 'key_revoked', requestId);
+          throw errors.unauthorized('The API key has been revoked.');
+        }
+        if (principal.workspace.suspended) {
+          await recordDenial(principal, op.id, 403, 'workspace_suspended', requestId);
+          throw errors.forbidden('workspace_suspended', 'The workspace of this API key is suspended.');
+        }
+        const missing = op.scopes.find((scope) => !principal.scopes.includes(scope));
+        if (missing) {
+          await recordDenial(principal, op.id, 403, 'insufficient_scope', requestId, { required_scope: missing });
+          throw errors.missingScope(missing);
+        }
+        let usage: DebitResult;
+        try {
+          usage = await deps.meter.debit({
+            workspaceId: principal.workspace.id,
+            keyId: principal.keyId,
+            operation: op.id,
+            units: op.units,
+            budgets: budgetsFor(principal.workspace),
+            now: deps.now(),
+          });
+        } catch (error) {
+          deps.log.warn({ err: (error as Error).message, request_id: requestId }, 'usage metering unavailable');
+          throw errors.unavailable('usage_unavailable', 'Usage metering is unavailable, so metered requests are refused; retry shortly.');
+        }
+        Object.assign(set.headers, rateLimitHeaders(usage));
+        if (!usage.allowed) {
+          const window = usage.exhausted === 'day' ? usage.day : usage.minute;
+          throw errors.tooManyRequests(
+            'usage_limit_exceeded',
+            `The workspace has used its ${usage.exhausted === 'day' ? 'UTC-day' : 'per-minute'} budget of ${window.limit} units.`,
+            window.resetSeconds,
+          );
+        }
+        return { principal, usage, operationId: op.id };
+      },
+      afterResponse(context) {
+        const { set } = context;
+        const principal = (context as { principal?: ApiKeyPrincipal }).principal;
+        const status = typeof set.status === 'number' ? set.status : 200;
+        if (!principal || status < 400) return;
+        deps.meter
+          .countError({ workspaceId: principal.workspace.id, keyId: principal.keyId, operation: operationId, now: deps.now() })
+          .catch((error: Error) => deps.log.warn({ err: error.message }, 'could not count an error'));
+      },
+    }),
+  });
+}

@@ -1,0 +1,94 @@
+import { Elysia } from 'elysia';
+import { ApiError, errorBody, type ErrorDetail } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import type { Logger } from '../../shared/logger.ts';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+type HeaderBag = Record<string, string | number | string[] | undefined>;
+
+export function requestIdOf(set: { headers: HeaderBag }): string {
+  const value = set.headers['x-request-id'];
+  return typeof value === 'string' ? value : 'unknown';
+}
+
+/** Zod issues from Elysia's ValidationError, as `{field, message}` details. */
+function validationDetails(error: unknown): ErrorDetail[] {
+  const raw = error as { type?: string; message?: string; validator?: unknown };
+  try {
+    const parsed = JSON.parse(raw.message ?? '{}') as {
+      on?: string;
+      property?: string;
+      message?: string;
+      errors?: { path?: (string | number)[]; message?: string; summary?: string }[];
+    };
+    const on = parsed.on ?? 'request';
+    const details = (parsed.errors ?? []).map((issue) => ({
+      field: [on, ...(issue.path ?? [])].join('.'),
+      message: issue.message ?? issue.summary ?? 'invalid value',
+    }));
+    if (details.length > 0) return details;
+    return [{ field: [on, parsed.property].filter(Boolean).join('.'), message: parsed.message ?? 'invalid value' }];
+  } catch {
+    return [{ field: 'request', message: 'invalid value' }];
+  }
+}
+
+const connectionErrorCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', '57P01', '57P03', '53300']);
+
+function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && connectionErrorCodes.has(code);
+}
+
+/**
+ * Request ids, JSON body parsing and the one error shape (DESIGN 6). Applied once at the root, so it
+ * covers every route, unknown routes and failures before routing.
+ */
+export function errorsPlugin(log: Logger) {
+  return new Elysia({ name: 'errors' })
+    .onRequest(({ request, set }) => {
+      const incoming = request.headers.get('x-request-id');
+      set.headers['x-request-id'] = incoming && requestIdPattern.test(incoming) ? incoming : newId();
+    })
+    .onParse({ as: 'global' }, async ({ request, contentType }) => {
+      const declared = Number(request.headers.get('content-length') ?? '0');
+      if (declared > MAX_BODY_BYTES) throw new ApiError(413, 'payload_too_large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`);
+      const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+      const text = await request.text();
+      if (text.length === 0) return null;
+      if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new ApiError(413, 'payload_too_large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`);
+      if (type !== 'application/json' && !type.endsWith('+json')) {
+        throw new ApiError(415, 'unsupported_media_type', 'Request bodies must be JSON with Content-Type: application/json.');
+      }
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
+      }
+    })
+    .onError({ as: 'global' }, ({ code, error, set, request }) => {
+      const requestId = requestIdOf(set);
+      let apiError: ApiError;
+      if (error instanceof ApiError) apiError = error;
+      else if (code === 'VALIDATION') apiError = new ApiError(400, 'invalid_request', 'The request is invalid.', validationDetails(error));
+      else if (code === 'PARSE') apiError = new ApiError(400, 'malformed_json', 'The request body could not be parsed.');
+      else if (code === 'NOT_FOUND') apiError = new ApiError(404, 'not_found', 'No such route.');
+      else if (isDatabaseUnavailable(error)) {
+        log.error({ err: error, request_id: requestId }, 'database unavailable');
+        apiError = new ApiError(503, 'database_unavailable', 'The database is unavailable; retry shortly.');
+      } else if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') apiError = new ApiError(400, 'invalid_request', 'The request is invalid.');
+      else {
+        log.error({ err: error, request_id: requestId, method: request.method, path: new URL(request.url).pathname }, 'unhandled error');
+        apiError = new ApiError(500, 'internal_error', 'Something went wrong on our side; the request id identifies it.');
+      }
+      if (apiError.status >= 500 && apiError.status !== 500) {
+        log.warn({ request_id: requestId, code: apiError.code }, apiError.message);
+      }
+      set.status = apiError.status;
+      for (const [name, value] of Object.entries(apiError.headers ?? {})) set.headers[name] = value;
+      set.headers['content-type'] = 'application/json';
+      return errorBody(apiError, requestId);
+    });
+}

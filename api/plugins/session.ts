@@ -1,0 +1,41 @@
+import { Elysia } from 'elysia';
+import { errors } from '../../shared/errors.ts';
+import { findActiveSession, type SessionPrincipal } from '../../shared/identity/sessions.ts';
+import type { AppDeps } from '../deps.ts';
+
+const TOKEN_MAX_LENGTH = 200;
+
+/** The session token from `Authorization: Bearer …` or the `session` cookie (DESIGN 5). */
+export function sessionTokenOf(request: Request): string | null {
+  const authorization = request.headers.get('authorization');
+  if (authorization?.toLowerCase().startsWith('bearer ')) return authorization.slice(7).trim() || null;
+  const cookie = request.headers.get('cookie');
+  if (!cookie) return null;
+  for (const part of cookie.split(';')) {
+    const [name, ...rest] = part.trim().split('=');
+    if (name === 'session') return decodeURIComponent(rest.join('='));
+  }
+  return null;
+}
+
+/** `session: true` on a route: a signed-in account session is required (401 otherwise). */
+export function sessionPlugin(deps: AppDeps) {
+  return new Elysia({ name: 'session-auth' }).macro({
+    session: (_required: true) => ({
+      detail: { security: [{ session: [] }, { sessionCookie: [] }] },
+      async resolve({ request }) {
+        const token = sessionTokenOf(request);
+        if (!token || token.length > TOKEN_MAX_LENGTH) throw errors.unauthorized('A signed-in session is required (Authorization: Bearer <token>).');
+        let session: SessionPrincipal | null;
+        try {
+          session = await findActiveSession(deps.sql, token, deps.now());
+        } catch (error) {
+          deps.log.error({ err: error }, 'session lookup failed');
+          throw errors.unavailable('database_unavailable', 'Sessions cannot be verified right now; retry shortly.');
+        }
+        if (!session) throw errors.unauthorized('The session is missing, expired or signed out.');
+        return { session };
+      },
+    }),
+  });
+}

@@ -1,0 +1,65 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { AUDIT_NAME_PATTERN, AUDIT_OUTCOMES, AUDIT_SOURCES, listAuditEvents, type AuditEventPosition } from '../../shared/audit/events.ts';
+import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { errors } from '../../shared/errors.ts';
+import type { AppDeps } from '../deps.ts';
+import { apiKeyPlugin } from '../plugins/api-key.ts';
+
+const dateTime = z.iso.datetime({ offset: true });
+const auditQuery = z.object({
+  source: z.enum(AUDIT_SOURCES).optional(),
+  event_type: z.string().regex(AUDIT_NAME_PATTERN).optional(),
+  resource_type: z.string().regex(AUDIT_NAME_PATTERN).optional(),
+  outcome: z.enum(AUDIT_OUTCOMES).optional(),
+  from: dateTime.optional(),
+  to: dateTime.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().min(1).max(2048).optional(),
+});
+
+const isPosition = (value: unknown): value is AuditEventPosition =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as AuditEventPosition).id === 'string' &&
+  /^[0-9a-f-]{36}$/.test((value as AuditEventPosition).id) &&
+  typeof (value as AuditEventPosition).occurred_at === 'string' &&
+  !Number.isNaN(Date.parse((value as AuditEventPosition).occurred_at));
+
+export function auditRoutes(deps: AppDeps) {
+  const signingKey = deps.config.SIGNING_KEY!;
+  return new Elysia({ name: 'audit-routes' })
+    .use(apiKeyPlugin(deps))
+    .get(
+      '/v2/audit/events',
+      async ({ principal, query }) => {
+        const from = query.from ? new Date(query.from) : undefined;
+        const to = query.to ? new Date(query.to) : undefined;
+        if (from && to && from >= to) throw errors.invalidRequest('`from` must be before `to`.', [{ field: 'query.from', message: 'must be before to' }]);
+        // spec 4: the cursor binds every filter (and the workspace), not the page size.
+        const filters = {
+          workspace: principal.workspace.id,
+          source: query.source ?? null,
+          event_type: query.event_type ?? null,
+          resource_type: query.resource_type ?? null,
+          outcome: query.outcome ?? null,
+          from: from?.toISOString() ?? null,
+          to: to?.toISOString() ?? null,
+        };
+        const after = query.cursor ? decodeCursor(signingKey, 'audit_events', filters, query.cursor, isPosition) : null;
+        const page = await listAuditEvents(
+          deps.sql,
+          principal.workspace.id,
+          { source: query.source, event_type: query.event_type, resource_type: query.resource_type, outcome: query.outcome, from, to },
+          after,
+          query.limit,
+        );
+        return { data: page.events, next_cursor: page.next ? encodeCursor(signingKey, 'audit_events', filters, page.next) : null };
+      },
+      {
+        operation: 'audit_events.list',
+        query: auditQuery,
+        detail: { summary: 'Audit events of the workspace, newest first (needs audit:read)', tags: ['audit'] },
+      },
+    );
+}

@@ -1,0 +1,47 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { errors } from '../../shared/errors.ts';
+import { sourceFreshness } from '../../shared/health/sources.ts';
+import { platformStatus } from '../../shared/health/status.ts';
+import type { AppDeps } from '../deps.ts';
+
+const healthReport = z.object({
+  status: z.enum(['up', 'degraded']),
+  sources: z.record(z.string(), z.object({ updated_at: z.string().nullable(), status: z.enum(['fresh', 'stale', 'never_succeeded']) })),
+  stats: z.object({ items: z.number().int() }),
+});
+
+export function healthRoutes(deps: AppDeps) {
+  const version = process.env.npm_package_version ?? '0.1.0';
+  return new Elysia({ name: 'health-routes' })
+    .get(
+      '/health',
+      async ({ set }) => {
+        const report = await sourceFreshness(deps.sql, deps.config.SOURCES, deps.now());
+        // spec 4: 503 when any enabled source is stale or never succeeded, same body shape.
+        if (report.status !== 'up') set.status = 503;
+        set.headers['cache-control'] = 'no-store';
+        return report;
+      },
+      { response: { 200: healthReport, 503: healthReport }, detail: { summary: 'Price source freshness', tags: ['public'] } },
+    )
+    .get(
+      '/v2/health',
+      () => ({
+        status: 'ok' as const,
+        version,
+        started_at: deps.startedAt.toISOString(),
+        uptime_seconds: Math.floor((Date.now() - deps.startedAt.getTime()) / 1000),
+      }),
+      { detail: { summary: 'API process liveness', tags: ['public'] } },
+    )
+    .get(
+      '/v2/status',
+      async () => {
+        const report = await platformStatus(deps);
+        if (!report) throw errors.unavailable('status_unavailable', 'Platform status cannot be assembled: the database is unreachable.');
+        return report;
+      },
+      { detail: { summary: 'Aggregate platform status with degraded components', tags: ['public'] } },
+    );
+}

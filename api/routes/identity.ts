@@ -1,0 +1,127 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { errors } from '../../shared/errors.ts';
+import { KEY_INVALIDATION_CHANNEL } from '../../shared/identity/key-cache.ts';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../shared/identity/passwords.ts';
+import { createAccount, createKey, listKeys, revokeKey, signIn, signOut } from '../../shared/identity/service.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { SCOPES } from '../../shared/scopes.ts';
+import type { AppDeps } from '../deps.ts';
+import { requestIdOf } from '../plugins/errors.ts';
+import { idempotencyPlugin } from '../plugins/idempotency.ts';
+import { sessionPlugin } from '../plugins/session.ts';
+
+const email = z.string().trim().max(254).pipe(z.email());
+const password = z.string().min(PASSWORD_MIN_LENGTH, `must be at least ${PASSWORD_MIN_LENGTH} characters`).max(PASSWORD_MAX_LENGTH);
+
+const keyMetadata = z.object({
+  id: z.uuid(),
+  label: z.string(),
+  prefix: z.string(),
+  scopes: z.array(z.enum(SCOPES)),
+  created_at: z.string(),
+  revoked_at: z.string().nullable(),
+});
+
+const createKeyBody = z
+  .object({
+    label: z.string().trim().min(1).max(80).optional(),
+    scopes: z
+      .array(z.enum(SCOPES, { error: (issue) => `unknown scope ${JSON.stringify(issue.input)}; see GET /v2/meta/scopes` }))
+      .min(1, 'name at least one scope, or omit scopes for the read-only defaults')
+      .max(SCOPES.length * 2)
+      .optional(),
+  })
+  .strict()
+  .nullable()
+  .optional();
+
+/** The client address for sign-in limits: X-Forwarded-For only when TRUST_PROXY is set. */
+function clientIp(deps: AppDeps, request: Request, server: { requestIP(request: Request): { address: string } | null } | null): string | null {
+  if (deps.config.TRUST_PROXY) {
+    const forwarded = request.headers.get('x-forwarded-for')?.split(',')[0]?.trim();
+    if (forwarded) return forwarded.slice(0, 64);
+  }
+  return server?.requestIP(request)?.address ?? null;
+}
+
+export function identityRoutes(deps: AppDeps) {
+  const meta = (set: { headers: Record<string, string | number | string[] | undefined> }) => ({ requestId: requestIdOf(set), now: deps.now() });
+  const ttl = deps.config.SESSION_TTL_SECONDS;
+  return new Elysia({ name: 'identity-routes' })
+    .use(sessionPlugin(deps))
+    .use(idempotencyPlugin(deps))
+    .post(
+      '/v1/accounts',
+      async ({ body, set }) => {
+        const created = await createAccount(
+          deps.sql,
+          { email: body.email, password: body.password, workspaceName: body.workspace_name, sessionTtlSeconds: ttl },
+          meta(set),
+        );
+        set.status = 201;
+        return created;
+      },
+      {
+        body: z.object({ email, password, workspace_name: z.string().trim().min(1).max(120).optional() }),
+        detail: { summary: 'Create an account and its workspace; returns a session', tags: ['identity'] },
+      },
+    )
+    .post(
+      '/v1/sessions',
+      async ({ body, set, request, server }) => {
+        const created = await signIn(
+          deps.sql,
+          { email: body.email, password: body.password, clientIp: clientIp(deps, request, server), sessionTtlSeconds: ttl },
+          meta(set),
+        );
+        set.status = 201;
+        return created;
+      },
+      {
+        body: z.object({ email: z.string().max(254), password: z.string().max(PASSWORD_MAX_LENGTH) }),
+        detail: { summary: 'Sign in; failed attempts are limited per email and per client IP', tags: ['identity'] },
+      },
+    )
+    .delete(
+      '/v1/sessions/current',
+      async ({ session, set }) => {
+        await signOut(deps.sql, session, meta(set));
+        set.status = 204;
+      },
+      { session: true, detail: { summary: 'Sign out the current session', tags: ['identity'] } },
+    )
+    .get('/v1/me/keys', async ({ session }) => ({ keys: await listKeys(deps.sql, session) }), {
+      session: true,
+      response: { 200: z.object({ keys: z.array(keyMetadata) }) },
+      detail: { summary: "List the workspace's API keys (never their secrets)", tags: ['identity'] },
+    })
+    .post(
+      '/v1/me/keys',
+      async ({ session, body, set }) => {
+        const created = await createKey(deps.sql, session, { label: body?.label, scopes: body?.scopes }, meta(set));
+        set.status = 201;
+        return created;
+      },
+      {
+        session: true,
+        idempotent: { operation: 'keys.create', required: false },
+        body: createKeyBody,
+        detail: { summary: 'Create an API key; the raw key is returned once', tags: ['identity'] },
+      },
+    )
+    .delete(
+      '/v1/me/keys/:id',
+      async ({ session, params, set }) => {
+        if (!isUuid(params.id)) throw errors.notFound('No live API key with this id in your workspace.');
+        const { keyHash } = await revokeKey(deps.sql, session, params.id, meta(set));
+        deps.keys.invalidate(keyHash);
+        await deps.redis.publish(KEY_INVALIDATION_CHANNEL, keyHash).catch((error: Error) => {
+          // Other API processes fall back to their cache TTL (seconds).
+          deps.log.warn({ err: error.message, request_id: requestIdOf(set) }, 'could not announce key revocation');
+        });
+        set.status = 204;
+      },
+      { session: true, params: z.object({ id: z.string().max(64) }), detail: { summary: 'Revoke an API key', tags: ['identity'] } },
+    );
+}

@@ -1,0 +1,52 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { unitWeights } from '../../shared/operations.ts';
+import { SCOPES } from '../../shared/scopes.ts';
+import type { WindowState } from '../../shared/usage/metering.ts';
+import { errors } from '../../shared/errors.ts';
+import type { AppDeps } from '../deps.ts';
+import { apiKeyPlugin } from '../plugins/api-key.ts';
+
+const principalRecord = z.object({
+  workspace: z.object({ id: z.uuid(), name: z.string(), tier: z.enum(['free', 'pro', 'enterprise']) }),
+  key: z.object({ id: z.uuid(), label: z.string(), prefix: z.string(), scopes: z.array(z.enum(SCOPES)) }),
+});
+
+const windowJson = (window: WindowState) => ({
+  limit: window.limit,
+  used: window.used,
+  remaining: window.remaining,
+  resets_at: window.resetsAt.toISOString(),
+});
+
+export function meRoutes(deps: AppDeps) {
+  return new Elysia({ name: 'me-routes' })
+    .use(apiKeyPlugin(deps))
+    .get(
+      '/v2/me',
+      ({ principal }) => ({
+        workspace: { id: principal.workspace.id, name: principal.workspace.name, tier: principal.workspace.tier },
+        key: { id: principal.keyId, label: principal.label, prefix: principal.prefix, scopes: principal.scopes },
+      }),
+      { operation: 'me.get', response: { 200: principalRecord }, detail: { summary: 'The calling key, its workspace and tier', tags: ['platform'] } },
+    )
+    .get(
+      '/v2/usage',
+      async ({ principal, usage }) => {
+        let counters;
+        try {
+          counters = await deps.meter.keyCounters({ workspaceId: principal.workspace.id, keyId: principal.keyId, now: deps.now() });
+        } catch {
+          throw errors.unavailable('usage_unavailable', 'Usage counters are unavailable; retry shortly.');
+        }
+        return {
+          workspace: { id: principal.workspace.id, tier: principal.workspace.tier },
+          // The state after this request's own unit was debited.
+          budgets: { minute: windowJson(usage.minute), day: windowJson(usage.day) },
+          key: { id: principal.keyId, day: counters.day, operations: counters.counters },
+          unit_weights: unitWeights(),
+        };
+      },
+      { operation: 'usage.get', detail: { summary: 'Workspace budgets and the calling key’s per-operation counters (1 unit)', tags: ['platform'] } },
+    );
+}

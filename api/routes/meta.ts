@@ -1,0 +1,30 @@
+import { existsSync } from 'node:fs';
+import { Elysia } from 'elysia';
+import { capabilities } from '../../shared/capabilities.ts';
+import type { Dependency } from '../../shared/operations.ts';
+import { DEFAULT_SCOPES, SCOPES } from '../../shared/scopes.ts';
+import type { AppDeps } from '../deps.ts';
+
+export function metaRoutes(deps: AppDeps) {
+  const dependencyAvailable = (dependency: Dependency): boolean => {
+    switch (dependency) {
+      case 'redis':
+        return deps.redis.status === 'ready';
+      case 'webhook_secret_key':
+        return deps.config.WEBHOOK_SECRET_KEY !== undefined;
+      case 'steam_web_api_key':
+        return deps.config.STEAM_WEB_API_KEY !== undefined;
+      case 'chromium':
+        return existsSync(deps.config.CHROMIUM_PATH);
+      case 'item_files':
+        return existsSync(deps.config.ITEM_FILES_DIR);
+    }
+  };
+  return new Elysia({ name: 'meta-routes' })
+    .get('/v2/meta/scopes', () => ({ scopes: [...SCOPES], default_scopes: [...DEFAULT_SCOPES] }), {
+      detail: { summary: 'Every recognised scope, in stable order', tags: ['public'] },
+    })
+    .get('/v2/meta/capabilities', () => ({ spec_version: '1.0.0', capabilities: capabilities(dependencyAvailable) }), {
+      detail: { summary: 'Each operation as production, unavailable or planned, with its scopes', tags: ['public'] },
+    });
+}

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+
+const booleanString = z
+  .enum(['true', 'false', '1', '0', ''])
+  .transform((value) => value === 'true' || value === '1');
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((value) => (value === '' ? undefined : value));
+
+// DESIGN 4: one schema over the environment, parsed once; a bad value fails boot naming the variable.
+export const configSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/cs2'),
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SIGNING_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  WEBHOOK_SECRET_KEY: optionalString.pipe(
+    z
+      .string()
+      .refine((value) => Buffer.from(value, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
+      .optional(),
+  ),
+  BLOB_DIR: z.string().default('.data/blobs'),
+  CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
+  ITEM_FILES_DIR: z.string().default('.data/item-files'),
+  SOURCES: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name.length > 0),
+    )
+    .pipe(z.array(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'source names are lower-case words'))),
+  INGEST_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
+  STEAM_WEB_API_KEY: optionalString,
+  STEAM_COMMUNITY_URL: z.string().url().default('https://steamcommunity.com'),
+  STEAM_API_URL: z.string().url().default('https://api.steampowered.com'),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString.default(false),
+  // Not in DESIGN 4's list: trust X-Forwarded-For for the client IP (sign-in limits) only behind a proxy.
+  TRUST_PROXY: booleanString.default(false),
+  // Not in DESIGN 4's list: session lifetime (DESIGN 5 default 12 h).
+  SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(12 * 60 * 60),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration: ${problems.join('; ')}`);
+  }
+}
+
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  const result = configSchema.safeParse(env);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`));
+  }
+  const config = result.data;
+  if (config.SIGNING_KEY === undefined) {
+    if (config.NODE_ENV === 'production') throw new ConfigError(['SIGNING_KEY: required in production']);
+    // Development and tests get a fixed key so cursors survive restarts; production must set its own.
+    config.SIGNING_KEY = 'development-signing-key-change-me';
+  }
+  return config;
+}
+
+let cached: Config | undefined;
+
+/** The process configuration, parsed once from process.env. */
+export function loadConfig(): Config {
+  cached ??= parseConfig(process.env);
+  return cached;
+}

@@ -1,0 +1,35 @@
+import type { Queryable } from '../db.ts';
+
+export type SourceState = 'fresh' | 'stale' | 'never_succeeded';
+export type HealthReport = {
+  status: 'up' | 'degraded';
+  sources: Record<string, { updated_at: string | null; status: SourceState }>;
+  stats: { items: number };
+};
+
+/** spec 2.1: each enabled source's last success against its stale threshold. */
+export async function sourceFreshness(db: Queryable, enabled: readonly string[], now: Date): Promise<HealthReport> {
+  const rows = enabled.length
+    ? await db<{ name: string; last_success_at: Date | null; stale_after_seconds: number }[]>`
+        select name, last_success_at, stale_after_seconds from price_sources where name in ${db(enabled as string[])}`
+    : [];
+  const byName = new Map(rows.map((row) => [row.name, row]));
+  const sources: HealthReport['sources'] = {};
+  for (const name of enabled) {
+    const row = byName.get(name);
+    const last = row?.last_success_at ?? null;
+    const state: SourceState = !last ? 'never_succeeded' : now.getTime() - last.getTime() > row!.stale_after_seconds * 1000 ? 'stale' : 'fresh';
+    sources[name] = { updated_at: last ? last.toISOString() : null, status: state };
+  }
+  const items = await countCatalogItems(db);
+  const allFresh = Object.values(sources).every((source) => source.status === 'fresh');
+  return { status: allFresh ? 'up' : 'degraded', sources, stats: { items } };
+}
+
+/** Items held; zero until the catalog (a later migration) exists. */
+async function countCatalogItems(db: Queryable): Promise<number> {
+  const [row] = await db<{ exists: boolean }[]>`select to_regclass('public.catalog_items') is not null as exists`;
+  if (!row?.exists) return 0;
+  const [count] = await db<{ count: number }[]>`select count(*)::int as count from catalog_items`;
+  return count?.count ?? 0;
+}

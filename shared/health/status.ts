@@ -1,0 +1,84 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Queryable } from '../db.ts';
+import { POOLS, type Pool } from '../queues.ts';
+import { liveWorkersByPool } from './heartbeats.ts';
+
+const CHECK_TIMEOUT_MS = 1_500;
+
+type ComponentStatus = 'ok' | 'degraded' | 'down';
+export type PlatformStatus = {
+  status: 'ok' | 'degraded';
+  checked_at: string;
+  degraded: string[];
+  components: {
+    database: { status: ComponentStatus; latency_ms: number };
+    redis: { status: ComponentStatus; latency_ms: number | null };
+    queues: Record<string, { status: ComponentStatus; waiting: number | null; active: number | null; delayed: number | null; failed: number | null }>;
+    workers: Record<string, { status: ComponentStatus; live: number; last_seen_at: string | null }>;
+  };
+};
+
+function withTimeout<T>(promise: Promise<T>, ms = CHECK_TIMEOUT_MS): Promise<T> {
+  let timer: Timer | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timed out')), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+async function timed<T>(check: () => Promise<T>): Promise<{ ok: true; value: T; ms: number } | { ok: false; ms: number }> {
+  const started = performance.now();
+  try {
+    const value = await withTimeout(check());
+    return { ok: true, value, ms: Math.round((performance.now() - started) * 10) / 10 };
+  } catch {
+    return { ok: false, ms: Math.round(performance.now() - started) };
+  }
+}
+
+/**
+ * Database, Redis, every queue's depth and failures, and live workers per pool, each check bounded
+ * in time. Returns null when the database (which holds heartbeats) cannot be reached: without it
+ * no status can be assembled (spec 4: 503).
+ */
+export async function platformStatus(input: { sql: Queryable; redis: Redis; queues: Record<Pool, Queue>; now: () => Date }): Promise<PlatformStatus | null> {
+  const now = input.now();
+  const [database, redis, workers, ...queueCounts] = await Promise.all([
+    timed(() => input.sql`select 1`),
+    timed(() => input.redis.ping()),
+    timed(() => liveWorkersByPool(input.sql, now)),
+    ...POOLS.map((pool) => timed(() => input.queues[pool].getJobCounts('waiting', 'active', 'delayed', 'failed'))),
+  ]);
+  if (!database.ok || !workers.ok) return null;
+  const degraded: string[] = [];
+  if (!redis.ok) degraded.push('redis');
+  const queues: PlatformStatus['components']['queues'] = {};
+  const workerStatus: PlatformStatus['components']['workers'] = {};
+  POOLS.forEach((pool, index) => {
+    const counts = queueCounts[index]!;
+    if (counts.ok) {
+      const value = counts.value as Record<string, number>;
+      queues[pool] = { status: 'ok', waiting: value.waiting ?? 0, active: value.active ?? 0, delayed: value.delayed ?? 0, failed: value.failed ?? 0 };
+    } else {
+      queues[pool] = { status: 'down', waiting: null, active: null, delayed: null, failed: null };
+      degraded.push(`queues.${pool}`);
+    }
+    const live = workers.value.get(pool);
+    workerStatus[pool] = { status: live ? 'ok' : 'down', live: live?.live ?? 0, last_seen_at: live?.lastSeenAt.toISOString() ?? null };
+    if (!live) degraded.push(`workers.${pool}`);
+  });
+  return {
+    status: degraded.length === 0 ? 'ok' : 'degraded',
+    checked_at: now.toISOString(),
+    degraded,
+    components: {
+      database: { status: 'ok', latency_ms: database.ms },
+      redis: { status: redis.ok ? 'ok' : 'down', latency_ms: redis.ok ? redis.ms : null },
+      queues,
+      workers: workerStatus,
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import { canonicalJson } from '../canonical-json.ts';
+import { sha256Hex } from '../crypto.ts';
+import type { Queryable } from '../db.ts';
+
+// DESIGN 6: records are kept 24 h; an in-flight claim whose owner died is taken over after a minute.
+export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+export const IDEMPOTENCY_LOCK_MS = 60 * 1000;
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+export function requestFingerprint(request: { method: string; path: string; body: unknown }): string {
+  return sha256Hex(`${request.method.toUpperCase()} ${request.path}\n${canonicalJson(request.body ?? null)}`);
+}
+
+export type ClaimOutcome =
+  | { kind: 'claimed' }
+  | { kind: 'replay'; status: number; body: unknown }
+  | { kind: 'reused' }
+  | { kind: 'in_use' };
+
+type Scope = { workspaceId: string; operation: string; key: string };
+
+/**
+ * Claims (workspace, operation, key) for one request. Exactly one of any number of concurrent
+ * identical requests gets `claimed`; the others see `in_use`, or `replay` once it completed.
+ */
+export async function claimIdempotencyKey(db: Queryable, scope: Scope, fingerprint: string, now: Date): Promise<ClaimOutcome> {
+  const lockedUntil = new Date(now.getTime() + IDEMPOTENCY_LOCK_MS);
+  const expiresAt = new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS);
+  // Insert, or take over a row that expired or whose in-flight owner's lock lapsed.
+  const claimed = await db`
+    insert into idempotency_records (workspace_id, operation, idempotency_key, fingerprint, state, locked_until, created_at, expires_at)
+    values (${scope.workspaceId}, ${scope.operation}, ${scope.key}, ${fingerprint}, 'in_flight', ${lockedUntil}, ${now}, ${expiresAt})
+    on conflict (workspace_id, operation, idempotency_key) do update
+      set fingerprint = excluded.fingerprint, state = 'in_flight', response_status = null, response_body = null,
+          locked_until = excluded.locked_until, created_at = excluded.created_at, expires_at = excluded.expires_at
+      where idempotency_records.expires_at <= ${now}
+         or (idempotency_records.state = 'in_flight' and idempotency_records.locked_until <= ${now}
+             and idempotency_records.fingerprint = excluded.fingerprint)
+    returning 1`;
+  if (claimed.length === 1) return { kind: 'claimed' };
+  const [existing] = await db<{ fingerprint: string; state: string; response_status: number | null; response_body: unknown }[]>`
+    select fingerprint, state, response_status, response_body from idempotency_records
+    where workspace_id = ${scope.workspaceId} and operation = ${scope.operation} and idempotency_key = ${scope.key}`;
+  // Deleted between our insert and select (the owner failed): the caller may simply retry.
+  if (!existing) return { kind: 'in_use' };
+  if (existing.fingerprint !== fingerprint) return { kind: 'reused' };
+  if (existing.state === 'in_flight') return { kind: 'in_use' };
+  return { kind: 'replay', status: existing.response_status ?? 200, body: existing.response_body };
+}
+
+export async function completeIdempotencyKey(db: Queryable, scope: Scope, status: number, body: unknown): Promise<void> {
+  await db`
+    update idempotency_records set state = 'completed', response_status = ${status}, response_body = ${db.json(body as never)}
+    where workspace_id = ${scope.workspaceId} and operation = ${scope.operation} and idempotency_key = ${scope.key}`;
+}
+
+/** Drops an in-flight claim whose request failed, so the same key can be retried. */
+export async function releaseIdempotencyKey(db: Queryable, scope: Scope): Promise<void> {
+  await db`
+    delete from idempotency_records
+    where workspace_id = ${scope.workspaceId} and operation = ${scope.operation} and idempotency_key = ${scope.key}
+      and state = 'in_flight'`;
+}
+
+export async function deleteExpiredIdempotencyRecords(db: Queryable, now: Date): Promise<number> {
+  const rows = await db`delete from idempotency_records where expires_at <= ${now} returning 1`;
+  return rows.length;
+}

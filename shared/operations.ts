@@ -1,0 +1,84 @@
+import type { Scope } from './scopes.ts';
+
+/**
+ * Every operation of the interface (spec 4), with its scope, its unit weight (DESIGN 5: a table in
+ * code, exposed by GET /v2/usage) and whether this deployment serves it yet. Capabilities, metering
+ * and route guards all read this one table.
+ */
+export type Availability = 'production' | 'planned';
+/** A runtime dependency that, when missing, makes a built operation `unavailable`. */
+export type Dependency = 'redis' | 'webhook_secret_key' | 'steam_web_api_key' | 'chromium' | 'item_files';
+
+export type Operation = {
+  id: string;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  auth: 'public' | 'api_key' | 'session';
+  scopes: Scope[];
+  /** Weighted units debited per request (API-key operations only). */
+  units: number;
+  built: Availability;
+  dependsOn: Dependency[];
+};
+
+const op = (
+  id: string,
+  method: Operation['method'],
+  path: string,
+  auth: Operation['auth'],
+  scopes: Scope[],
+  units: number,
+  built: Availability,
+  dependsOn: Dependency[] = [],
+): Operation => ({ id, method, path, auth, scopes, units, built, dependsOn });
+
+export const OPERATIONS = [
+  op('health.report', 'GET', '/health', 'public', [], 0, 'production'),
+  op('platform.health', 'GET', '/v2/health', 'public', [], 0, 'production'),
+  op('platform.status', 'GET', '/v2/status', 'public', [], 0, 'production'),
+  op('meta.capabilities', 'GET', '/v2/meta/capabilities', 'public', [], 0, 'production'),
+  op('meta.scopes', 'GET', '/v2/meta/scopes', 'public', [], 0, 'production'),
+  op('prices.public.list', 'GET', '/v1/prices', 'public', [], 0, 'planned'),
+  op('prices.public.get', 'GET', '/v1/prices/{market_hash_name}', 'public', [], 0, 'planned'),
+  op('accounts.create', 'POST', '/v1/accounts', 'public', [], 0, 'production'),
+  op('sessions.create', 'POST', '/v1/sessions', 'public', [], 0, 'production'),
+  op('sessions.delete', 'DELETE', '/v1/sessions/current', 'session', [], 0, 'production'),
+  op('keys.list', 'GET', '/v1/me/keys', 'session', [], 0, 'production'),
+  op('keys.create', 'POST', '/v1/me/keys', 'session', [], 0, 'production'),
+  op('keys.delete', 'DELETE', '/v1/me/keys/{id}', 'session', [], 0, 'production'),
+  op('me.get', 'GET', '/v2/me', 'api_key', [], 1, 'production', ['redis']),
+  op('usage.get', 'GET', '/v2/usage', 'api_key', ['usage:read'], 1, 'production', ['redis']),
+  op('audit_events.list', 'GET', '/v2/audit/events', 'api_key', ['audit:read'], 2, 'production', ['redis']),
+  op('audit_exports.list', 'GET', '/v2/audit/exports', 'api_key', ['audit:read'], 1, 'planned', ['redis']),
+  op('audit_exports.create', 'POST', '/v2/audit/exports', 'api_key', ['audit:export'], 25, 'planned', ['redis']),
+  op('audit_exports.get', 'GET', '/v2/audit/exports/{export_id}', 'api_key', ['audit:export'], 1, 'planned', ['redis']),
+  op('scenes.create', 'POST', '/v2/scenes', 'api_key', ['media:write'], 2, 'planned', ['redis']),
+  op('webhooks.create', 'POST', '/v2/webhooks', 'api_key', ['webhooks:write'], 2, 'planned', ['redis', 'webhook_secret_key']),
+  op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'planned', ['redis', 'chromium', 'item_files']),
+  op('trade_intents.create', 'POST', '/v2/trade-intents', 'api_key', ['trade:write'], 5, 'planned', ['redis']),
+  op('viewer_sessions.create', 'POST', '/v2/viewer/sessions', 'api_key', ['media:read'], 2, 'planned', ['redis', 'item_files']),
+  op('inspect.decode', 'POST', '/v2/inspect/decode', 'api_key', ['inspect:read'], 1, 'planned', ['redis']),
+  op('prices.get', 'GET', '/v2/prices/{catalog_id}', 'api_key', ['prices:read'], 1, 'planned', ['redis']),
+  op('prices.history', 'GET', '/v2/prices/{catalog_id}/history', 'api_key', ['prices:read'], 3, 'planned', ['redis']),
+  op('catalog.items.list', 'GET', '/v2/catalog/items', 'api_key', ['catalog:read'], 2, 'planned', ['redis']),
+  op('market_index.get', 'GET', '/v2/market-index/cs2', 'api_key', ['market:read'], 2, 'planned', ['redis']),
+  op('market.summary', 'GET', '/v2/market/summary', 'api_key', ['market:read'], 5, 'planned', ['redis']),
+  op('inventories.get', 'GET', '/v2/inventories/{gameplatform_id}', 'api_key', ['inventory:read'], 10, 'planned', ['redis']),
+  op('profiles.get', 'GET', '/v2/profiles/{gameplatform_id}', 'api_key', ['profiles:read'], 3, 'planned', ['redis', 'steam_web_api_key']),
+  op('gameplatform_accounts.list', 'GET', '/v2/gameplatform/accounts', 'api_key', ['accounts:read'], 1, 'planned', ['redis']),
+] as const satisfies readonly Operation[];
+
+export type OperationId = (typeof OPERATIONS)[number]['id'];
+
+const byId = new Map<string, Operation>(OPERATIONS.map((operation) => [operation.id, operation]));
+
+export function operation(id: OperationId): Operation {
+  const found = byId.get(id);
+  if (!found) throw new Error(`unknown operation ${id}`);
+  return found;
+}
+
+/** The unit weights of every metered operation (GET /v2/usage). */
+export function unitWeights(): Record<string, number> {
+  return Object.fromEntries(OPERATIONS.filter((o) => o.auth === 'api_key').map((o) => [o.id, o.units]));
+}

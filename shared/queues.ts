@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import type { JobsOptions } from 'bullmq';
+
+/**
+ * The job registry (STYLE "one job registry"): every job's queue, payload schema and default
+ * options. Queue names are the contract between the API (producer) and the worker pools.
+ */
+export const POOLS = ['ingest', 'index', 'render', 'exports', 'webhooks', 'maintenance'] as const;
+export type Pool = (typeof POOLS)[number];
+
+const defaultOptions: JobsOptions = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 2_000 },
+  removeOnComplete: { age: 3_600, count: 1_000 },
+  removeOnFail: { age: 7 * 86_400 },
+};
+
+export const JOBS = {
+  'maintenance.cleanup': {
+    queue: 'maintenance',
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 3 },
+  },
+} as const satisfies Record<string, { queue: Pool; payload: z.ZodType; options: JobsOptions }>;
+
+export type JobName = keyof typeof JOBS;
+export type JobPayload<Name extends JobName> = z.infer<(typeof JOBS)[Name]['payload']>;
+export type JobHandler<Name extends JobName> = (payload: JobPayload<Name>, context: { jobId: string | undefined; attempt: number }) => Promise<unknown>;
+/** One handler per job, by construction: a missing or misspelt name is a type error. */
+export type JobHandlers = { [Name in JobName]: JobHandler<Name> };
+
+export function jobsOfPool(pool: Pool): JobName[] {
+  return (Object.keys(JOBS) as JobName[]).filter((name) => JOBS[name].queue === pool);
+}
+
+export function queueName(pool: Pool): string {
+  return pool;
+}
+
+/** Validates a payload against its job's schema (at enqueue and again in the processor). */
+export function parseJobPayload<Name extends JobName>(name: Name, payload: unknown): JobPayload<Name> {
+  return JOBS[name].payload.parse(payload) as JobPayload<Name>;
+}
+
+/**
+ * Checks a pool's registered handlers against the registry: every job of the pool has exactly one
+ * handler and no handler names a job of another pool. Boot fails otherwise.
+ */
+export function checkHandlers(pool: Pool, registrations: readonly (readonly [string, unknown])[]): void {
+  const problems: string[] = [];
+  const counts = new Map<string, number>();
+  for (const [name] of registrations) counts.set(name, (counts.get(name) ?? 0) + 1);
+  for (const name of jobsOfPool(pool)) {
+    const count = counts.get(name) ?? 0;
+    if (count === 0) problems.push(`job ${name} has no handler`);
+    if (count > 1) problems.push(`job ${name} has ${count} handlers`);
+  }
+  for (const name of counts.keys()) {
+    if (!(name in JOBS)) problems.push(`handler for unknown job ${name}`);
+    else if (JOBS[name as JobName].queue !== pool) problems.push(`job ${name} belongs to pool ${JOBS[name as JobName].queue}, not ${pool}`);
+  }
+  if (problems.length > 0) throw new Error(`job registry mismatch in pool ${pool}: ${problems.join('; ')}`);
+}
