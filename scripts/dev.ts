@@ -1,0 +1,308 @@
+/**
+ * Developer entry point.
+ *
+ *   bun scripts/dev.ts start            services + migrations + every Procfile process (except release)
+ *   bun scripts/dev.ts test [args…]     services + fresh <db>_test database + migrations + `bun test args…`
+ *   bun scripts/dev.ts exec <cmd…>      services + run one command with DATABASE_URL / REDIS_URL set
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { databaseName, ensureServices, recreateDatabase, repoRoot } from './services.ts';
+import type { Services } from './services.ts';
+
+const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
+const COLORS = [36, 33, 32, 35, 34, 91, 92, 93, 94, 95, 96];
+const paint = (code: number, s: string): string => (useColor ? `\x1b[${code}m${s}\x1b[0m` : s);
+
+function log(line: string): void {
+  console.log(`${paint(90, '[dev]')} ${line}`);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function usage(): never {
+  console.error('usage: bun scripts/dev.ts start | test [bun test args…] | exec <command…>');
+  process.exit(2);
+}
+
+function childEnv(services: Services, extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  const pathParts = [path.join(repoRoot, 'node_modules', '.bin')];
+  if (path.basename(process.execPath) === 'bun') pathParts.push(path.dirname(process.execPath));
+  if (env.PATH) pathParts.push(env.PATH);
+  env.PATH = pathParts.join(path.delimiter);
+  env.DATABASE_URL = services.databaseUrl;
+  env.REDIS_URL = services.redisUrl;
+  return { ...env, ...extra };
+}
+
+/** `bun` always means the bun running this script; other names are looked up on the child PATH. */
+function resolveCommand(argv: string[], env: Record<string, string>): string[] {
+  const [cmd, ...args] = argv;
+  if (cmd === undefined) usage();
+  if (cmd === 'bun') return [process.execPath, ...args];
+  if (cmd.includes('/')) return argv;
+  const found = Bun.which(cmd, { PATH: env.PATH ?? '' });
+  if (!found) throw new Error(`command not found: ${cmd}`);
+  return [found, ...args];
+}
+
+function exitCodeOf(proc: { exitCode: number | null; signalCode: string | number | null }): number {
+  if (proc.exitCode !== null) return proc.exitCode;
+  const sig = proc.signalCode;
+  if (typeof sig === 'number') return 128 + sig;
+  const signals: Record<string, number> = os.constants.signals;
+  const num = sig ? signals[sig] : undefined;
+  return num !== undefined ? 128 + num : 1;
+}
+
+/** Runs a command with inherited stdio; forwards SIGINT/SIGTERM to it while it runs. */
+async function runForeground(argv: string[], env: Record<string, string>): Promise<number> {
+  const proc = Bun.spawn(resolveCommand(argv, env), {
+    cwd: repoRoot,
+    env,
+    stdin: 'inherit',
+    stdout: 'inherit',
+    stderr: 'inherit',
+  });
+  const forward = (sig: NodeJS.Signals) => () => {
+    try {
+      proc.kill(sig);
+    } catch {
+      // already gone
+    }
+  };
+  const onInt = forward('SIGINT');
+  const onTerm = forward('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  try {
+    await proc.exited;
+  } finally {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+  }
+  return exitCodeOf(proc);
+}
+
+async function migrate(env: Record<string, string>): Promise<number> {
+  if (!fs.existsSync(path.join(repoRoot, 'scripts', 'migrate.ts'))) {
+    log('scripts/migrate.ts not found; skipping migrations');
+    return 0;
+  }
+  log('running migrations (bun scripts/migrate.ts)');
+  const code = await runForeground(['bun', 'scripts/migrate.ts'], env);
+  if (code !== 0) log(`migrations failed (exit ${code})`);
+  return code;
+}
+
+// ---------------------------------------------------------------------------
+// start
+
+interface ProcfileEntry {
+  name: string;
+  command: string;
+}
+
+function readProcfile(): ProcfileEntry[] {
+  const file = path.join(repoRoot, 'Procfile');
+  const entries: ProcfileEntry[] = [];
+  for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const m = /^([A-Za-z0-9_-]+):\s*(.+)$/.exec(line);
+    if (!m || m[1] === undefined || m[2] === undefined) throw new Error(`Procfile: cannot parse line: ${raw}`);
+    entries.push({ name: m[1], command: m[2] });
+  }
+  return entries;
+}
+
+async function pipeLines(stream: ReadableStream<Uint8Array>, prefix: string, out: NodeJS.WriteStream): Promise<void> {
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  let buf = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      out.write(`${prefix}${buf.slice(0, nl)}\n`);
+      buf = buf.slice(nl + 1);
+    }
+  }
+  buf += decoder.decode();
+  if (buf) out.write(`${prefix}${buf}\n`);
+}
+
+function signalGroup(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, sig); // children run in their own process group (detached)
+  } catch {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function spawnEntry(entry: ProcfileEntry, prefix: string, env: Record<string, string>) {
+  const proc = Bun.spawn(['sh', '-c', entry.command], {
+    cwd: repoRoot,
+    env,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    detached: true,
+  });
+  const output = Promise.all([
+    pipeLines(proc.stdout, prefix, process.stdout),
+    pipeLines(proc.stderr, prefix, process.stderr),
+  ]).catch(() => undefined);
+  return { name: entry.name, proc, output, done: false };
+}
+
+type Child = ReturnType<typeof spawnEntry>;
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits until every child's process group is gone (the `sh -c` leader may exit before its command). */
+async function waitForGroups(children: Child[], ms: number): Promise<Child[]> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const alive = children.filter((c) => !c.done || groupAlive(c.proc.pid));
+    if (alive.length === 0 || Date.now() >= deadline) return alive;
+    await sleep(100);
+  }
+}
+
+async function stopChildren(children: Child[]): Promise<void> {
+  const alive = children.filter((c) => !c.done || groupAlive(c.proc.pid));
+  if (alive.length > 0) log(`sending SIGTERM to ${alive.map((c) => c.name).join(', ')}`);
+  for (const c of alive) signalGroup(c.proc.pid, 'SIGTERM');
+  const leftovers = await waitForGroups(alive, 10_000);
+  if (leftovers.length > 0) {
+    log(`killing ${leftovers.map((c) => c.name).join(', ')} (still running after 10 s)`);
+    for (const c of leftovers) signalGroup(c.proc.pid, 'SIGKILL');
+    await waitForGroups(leftovers, 2000);
+  }
+  await Promise.race([Promise.all(children.map((c) => c.output)), sleep(500)]);
+}
+
+async function start(services: Services): Promise<never> {
+  const env = childEnv(services);
+  const entries = readProcfile().filter((e) => e.name !== 'release');
+  if (entries.length === 0) throw new Error('Procfile has no processes to run');
+
+  let shuttingDown = false;
+  const children: Child[] = [];
+
+  const shutdown = async (code: number): Promise<never> => {
+    shuttingDown = true;
+    await stopChildren(children);
+    await services.stop();
+    process.exit(code);
+  };
+  let signalled = false;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (signalled) {
+      log(`${sig} again: killing everything now`);
+      for (const c of children) signalGroup(c.proc.pid, 'SIGKILL');
+      return;
+    }
+    signalled = true;
+    if (shuttingDown) return;
+    log(`${sig} received, shutting down`);
+    void shutdown(0);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const code = await migrate(env);
+  if (code !== 0) return shutdown(code);
+  if (shuttingDown) return new Promise<never>(() => {});
+
+  const width = Math.max(...entries.map((e) => e.name.length));
+  entries.forEach((entry, i) => {
+    const prefix = `${paint(COLORS[i % COLORS.length] ?? 36, entry.name.padEnd(width))} | `;
+    const child = spawnEntry(entry, prefix, env);
+    children.push(child);
+    void child.proc.exited.then(() => {
+      child.done = true;
+      const status = child.proc.signalCode ?? `code ${child.proc.exitCode}`;
+      if (shuttingDown) {
+        log(`${entry.name} exited (${status})`);
+        return;
+      }
+      log(`${entry.name} exited unexpectedly (${status}); stopping the others`);
+      void shutdown(1);
+    });
+  });
+
+  const port = process.env.PORT || '3000';
+  log(`API: http://localhost:${port}  docs: http://localhost:${port}/docs`);
+  return new Promise<never>(() => {});
+}
+
+// ---------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const [mode, ...rest] = process.argv.slice(2);
+  if (mode !== 'start' && mode !== 'test' && mode !== 'exec') usage();
+  if (mode === 'exec' && rest.length === 0) usage();
+
+  // Until a mode installs its own handlers, a signal must not kill us before
+  // the services we started are stopped again.
+  let interrupted = false;
+  const markInterrupted = () => {
+    interrupted = true;
+  };
+  process.on('SIGINT', markInterrupted);
+  process.on('SIGTERM', markInterrupted);
+
+  const services = await ensureServices({ log });
+  let code = 1;
+  try {
+    if (interrupted) {
+      code = 130;
+    } else if (mode === 'start') {
+      process.off('SIGINT', markInterrupted);
+      process.off('SIGTERM', markInterrupted);
+      await start(services); // only returns by throwing; shutdown exits the process
+    } else if (mode === 'test') {
+      const testDb = `${databaseName(services.databaseUrl)}_test`;
+      const testUrl = await recreateDatabase(services.databaseUrl, testDb, log);
+      const env = childEnv(services, { DATABASE_URL: testUrl, NODE_ENV: 'test' });
+      code = await migrate(env);
+      if (code === 0) {
+        log(`running: bun test ${rest.join(' ')}`.trimEnd());
+        code = await runForeground(['bun', 'test', ...rest], env);
+      }
+    } else {
+      code = await runForeground(rest, childEnv(services));
+    }
+  } catch (err) {
+    log(`error: ${err instanceof Error ? err.message : String(err)}`);
+    code = 1;
+  } finally {
+    await services.stop();
+  }
+  process.exit(code);
+}
+
+main().catch((err: unknown) => {
+  log(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  process.exit(1);
+});

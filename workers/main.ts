@@ -1,0 +1,28 @@
+// Usage: bun workers/main.ts <pool> [<pool> …]   (Procfile entries run one pool each)
+import { loadConfig } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import { POOLS, type Pool } from '../shared/queues.ts';
+import { POOL_DEFINITIONS } from './pools.ts';
+import { startPools } from './runtime.ts';
+
+const config = loadConfig();
+const names = process.argv.slice(2);
+const log = createLogger({ level: config.LOG_LEVEL, name: `workers:${names.join(',') || 'none'}` });
+const unknown = names.filter((name) => !(POOLS as readonly string[]).includes(name));
+if (names.length === 0 || unknown.length > 0) {
+  log.fatal({ unknown, known: POOLS }, 'usage: bun workers/main.ts <pool…>');
+  process.exit(2);
+}
+
+const running = await startPools((names as Pool[]).map((name) => POOL_DEFINITIONS[name]), config, log);
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'stopping pools');
+  await running.stop(10_000);
+  log.info('stopped');
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

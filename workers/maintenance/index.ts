@@ -1,0 +1,24 @@
+import { deleteStaleHeartbeats } from '../../shared/health/heartbeats.ts';
+import { deleteExpiredIdempotencyRecords } from '../../shared/idempotency/records.ts';
+import { deleteExpiredSessions } from '../../shared/identity/sessions.ts';
+import { deleteOldSignInFailures } from '../../shared/identity/sign-in-limits.ts';
+import { handle, type PoolDefinition } from '../pool.ts';
+
+/** Housekeeping: drops idempotency records past 24 h, expired sessions and old sign-in failures. */
+export const maintenancePool: PoolDefinition = {
+  pool: 'maintenance',
+  schedules: [{ id: 'maintenance-cleanup', job: 'maintenance.cleanup', everyMs: 10 * 60_000 }],
+  handlers: ({ sql, log, now }) => [
+    handle('maintenance.cleanup', async () => {
+      const at = now();
+      const removed = {
+        idempotency_records: await deleteExpiredIdempotencyRecords(sql, at),
+        sessions: await deleteExpiredSessions(sql, at),
+        sign_in_failures: await deleteOldSignInFailures(sql, at),
+        heartbeats: await deleteStaleHeartbeats(sql, at),
+      };
+      log.info({ removed }, 'cleanup done');
+      return removed;
+    }),
+  ],
+};

@@ -1,0 +1,89 @@
+import { hostname } from 'node:os';
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
+import { ZodError } from 'zod';
+import type { Config } from '../shared/config.ts';
+import { createSql } from '../shared/db.ts';
+import { deleteHeartbeat, HEARTBEAT_INTERVAL_MS, upsertHeartbeat } from '../shared/health/heartbeats.ts';
+import { newId } from '../shared/ids.ts';
+import type { Logger } from '../shared/logger.ts';
+import { checkHandlers, JOBS, parseJobPayload, queueName, type JobName, type Pool } from '../shared/queues.ts';
+import { createWorkerRedis } from '../shared/redis.ts';
+import type { PoolDefinition } from './pool.ts';
+
+export type RunningPools = { stop: (timeoutMs?: number) => Promise<void> };
+
+/**
+ * Starts the given pools in this process: checks each pool's handlers against the job registry
+ * (boot fails on a missing or duplicate handler), upserts schedules, heartbeats to Postgres, and
+ * stops in order: workers (bounded), queues, Redis, then Postgres.
+ */
+export async function startPools(definitions: PoolDefinition[], config: Config, log: Logger): Promise<RunningPools> {
+  const sql = createSql(config.DATABASE_URL, { max: 5, application: `workers:${definitions.map((d) => d.pool).join(',')}` });
+  const connection = createWorkerRedis(config.REDIS_URL, 'workers');
+  connection.on('error', (error) => log.warn({ err: error.message }, 'redis connection error'));
+  const now = () => new Date();
+  const workers: Worker[] = [];
+  const queues: Queue[] = [];
+  const heartbeats: { workerId: string; pool: Pool; hostname: string; pid: number; startedAt: Date }[] = [];
+
+  for (const definition of definitions) {
+    const pool = definition.pool;
+    const poolLog = log.child({ pool });
+    const queue = new Queue(queueName(pool), { connection });
+    queue.on('error', (error) => poolLog.warn({ err: error.message }, 'queue error'));
+    queues.push(queue);
+    const registrations = definition.handlers({ config, sql, log: poolLog, now, queue });
+    checkHandlers(pool, registrations);
+    const handlers = new Map(registrations);
+
+    for (const schedule of definition.schedules ?? []) {
+      await queue.upsertJobScheduler(schedule.id, { every: schedule.everyMs }, { name: schedule.job, data: {}, opts: JOBS[schedule.job].options });
+    }
+
+    const worker = new Worker(
+      queueName(pool),
+      async (job) => {
+        const handler = handlers.get(job.name as JobName);
+        if (!handler) throw new UnrecoverableError(`no handler for job ${job.name} in pool ${pool}`);
+        let payload;
+        try {
+          payload = parseJobPayload(job.name as JobName, job.data);
+        } catch (error) {
+          if (error instanceof ZodError) throw new UnrecoverableError(`invalid payload for ${job.name}: ${error.message}`);
+          throw error;
+        }
+        return handler(payload as never, { jobId: job.id, attempt: job.attemptsMade + 1 });
+      },
+      { connection, concurrency: definition.concurrency ?? 1, autorun: true },
+    );
+    worker.on('error', (error) => poolLog.error({ err: error.message }, 'worker error'));
+    worker.on('failed', (job, error) => poolLog.warn({ job: job?.name, id: job?.id, err: error.message }, 'job failed'));
+    workers.push(worker);
+    heartbeats.push({ workerId: `${hostname()}:${process.pid}:${pool}:${newId()}`, pool, hostname: hostname(), pid: process.pid, startedAt: now() });
+    poolLog.info({ jobs: registrations.map(([name]) => name) }, 'pool started');
+  }
+
+  const beat = async () => {
+    for (const heartbeat of heartbeats) {
+      await upsertHeartbeat(sql, heartbeat, now()).catch((error: Error) => log.warn({ err: error.message }, 'heartbeat failed'));
+    }
+  };
+  await beat();
+  const timer = setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS);
+
+  return {
+    async stop(timeoutMs = 10_000) {
+      clearInterval(timer);
+      const closing = Promise.allSettled(workers.map((worker) => worker.close()));
+      const timedOut = await Promise.race([closing.then(() => false), Bun.sleep(timeoutMs).then(() => true)]);
+      if (timedOut) {
+        log.warn({ timeoutMs }, 'workers did not finish in time; forcing close');
+        await Promise.allSettled(workers.map((worker) => worker.close(true)));
+      }
+      await Promise.allSettled(queues.map((queue) => queue.close()));
+      for (const heartbeat of heartbeats) await deleteHeartbeat(sql, heartbeat.workerId).catch(() => undefined);
+      connection.disconnect();
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
