@@ -1,0 +1,120 @@
+import type { AnyElysia } from 'elysia';
+import { createApp } from '../api/app.ts';
+import { createDeps, type AppDeps } from '../api/deps.ts';
+import { parseConfig, type Config } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import type { Scope } from '../shared/scopes.ts';
+import { adminCreateKey, adminUpdateWorkspace } from '../shared/identity/admin.ts';
+import type { Tier } from '../shared/identity/workspaces.ts';
+
+/**
+ * Test harness: a real app over the real Postgres and Redis that `npm test` prepared
+ * (DATABASE_URL/REDIS_URL), driven through `app.handle(new Request(…))`. Each test makes its own
+ * workspace, so suites never depend on each other or on order.
+ */
+export type TestClock = { now: () => Date; set: (at: Date | string) => void; advance: (ms: number) => void };
+
+export function testClock(start: Date | string = new Date()): TestClock {
+  let current = new Date(start);
+  return {
+    now: () => new Date(current),
+    set: (at) => {
+      current = new Date(at);
+    },
+    advance: (ms) => {
+      current = new Date(current.getTime() + ms);
+    },
+  };
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return parseConfig({ ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', TRUST_PROXY: 'true', ...overrides });
+}
+
+export type TestApp = {
+  app: AnyElysia;
+  deps: AppDeps;
+  request: (path: string, init?: RequestInit & { json?: unknown }) => Promise<Response>;
+  close: () => Promise<void>;
+};
+
+export function createTestApp(
+  options: { config?: Record<string, string>; now?: () => Date; extend?: (app: AnyElysia) => AnyElysia } = {},
+): TestApp {
+  const config = testConfig(options.config);
+  const deps = createDeps(config, { now: options.now, log: createLogger({ level: 'silent', name: 'test' }) });
+  const app = createApp(deps, options.extend);
+  return {
+    app,
+    deps,
+    request: (path, init = {}) => {
+      const { json, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      if (json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
+      return app.handle(
+        new Request(`http://localhost${path}`, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body }),
+      );
+    },
+    close: () => deps.close(),
+  };
+}
+
+let counter = 0;
+export function uniqueEmail(tag = 'user'): string {
+  counter += 1;
+  return `${tag}-${Date.now().toString(36)}-${counter}-${Math.random().toString(36).slice(2, 8)}@example.test`;
+}
+
+export const TEST_PASSWORD = 'correct horse battery staple';
+
+/** Signs up through the API: a new account, workspace and session. */
+export async function signUp(t: TestApp, options: { email?: string; workspaceName?: string } = {}) {
+  const email = options.email ?? uniqueEmail();
+  const response = await t.request('/v1/accounts', {
+    method: 'POST',
+    json: { email, password: TEST_PASSWORD, ...(options.workspaceName ? { workspace_name: options.workspaceName } : {}) },
+  });
+  if (response.status !== 201) throw new Error(`sign-up failed: ${response.status} ${await response.text()}`);
+  const body = (await response.json()) as {
+    account: { id: string; email: string };
+    workspace: { id: string; name: string; tier: Tier };
+    session: { token: string; expires_at: string };
+  };
+  return { ...body, email, token: body.session.token, auth: { authorization: `Bearer ${body.session.token}` } };
+}
+
+/** Creates an API key through the API (POST /v1/me/keys) and returns the raw key. */
+export async function createKey(t: TestApp, sessionToken: string, body: { label?: string; scopes?: Scope[] } = {}) {
+  const response = await t.request('/v1/me/keys', { method: 'POST', headers: { authorization: `Bearer ${sessionToken}` }, json: body });
+  if (response.status !== 201) throw new Error(`key creation failed: ${response.status} ${await response.text()}`);
+  return (await response.json()) as { id: string; key: string; label: string; prefix: string; scopes: Scope[]; created_at: string };
+}
+
+/** A workspace with one API key holding `scopes` (default: every scope). */
+export async function workspaceWithKey(t: TestApp, options: { scopes?: Scope[]; tier?: Tier; budgets?: { minute: number | null; day: number | null } } = {}) {
+  const user = await signUp(t);
+  if (options.tier) await adminUpdateWorkspace(t.deps.sql, user.workspace.id, { tier: options.tier });
+  if (options.budgets) await adminUpdateWorkspace(t.deps.sql, user.workspace.id, { budgets: options.budgets });
+  const key = await adminCreateKey(t.deps.sql, {
+    workspaceId: user.workspace.id,
+    label: 'test',
+    scopes: options.scopes ?? [...(await import('../shared/scopes.ts')).SCOPES],
+  });
+  return { ...user, key: key.key, keyId: key.id, keyHeaders: { 'x-api-key': key.key } };
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, intervalMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await Bun.sleep(intervalMs);
+  }
+}
+
+export async function errorOf(response: Response): Promise<{ code: string; message: string; request_id: string; details?: { field: string; message: string }[] }> {
+  const body = (await response.json()) as { error: { code: string; message: string; request_id: string } };
+  return body.error;
+}
