@@ -2,13 +2,13 @@
  * Developer entry point.
  *
  *   bun scripts/dev.ts start            services + migrations + every Procfile process (except release)
- *   bun scripts/dev.ts test [args…]     services + fresh <db>_test database + migrations + `bun test args…`
+ *   bun scripts/dev.ts test [args…]     services + fresh <db>_test_<pid> database (dropped afterwards) + migrations + `bun test args…`
  *   bun scripts/dev.ts exec <cmd…>      services + run one command with DATABASE_URL / REDIS_URL set
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { databaseName, ensureServices, recreateDatabase, repoRoot } from './services.ts';
+import { databaseName, dropDatabase, ensureServices, recreateDatabase, repoRoot } from './services.ts';
 import type { Services } from './services.ts';
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
@@ -282,13 +282,18 @@ async function main(): Promise<void> {
       process.off('SIGTERM', markInterrupted);
       await start(services); // only returns by throwing; shutdown exits the process
     } else if (mode === 'test') {
-      const testDb = `${databaseName(services.databaseUrl)}_test`;
+      // One database per run, so two test runs on one server never drop each other's data.
+      const testDb = `${databaseName(services.databaseUrl)}_test_${process.pid}`;
       const testUrl = await recreateDatabase(services.databaseUrl, testDb, log);
-      const env = childEnv(services, { DATABASE_URL: testUrl, NODE_ENV: 'test' });
-      code = await migrate(env);
-      if (code === 0) {
-        log(`running: bun test ${rest.join(' ')}`.trimEnd());
-        code = await runForeground(['bun', 'test', ...rest], env);
+      try {
+        const env = childEnv(services, { DATABASE_URL: testUrl, NODE_ENV: 'test' });
+        code = await migrate(env);
+        if (code === 0) {
+          log(`running: bun test ${rest.join(' ')}`.trimEnd());
+          code = await runForeground(['bun', 'test', ...rest], env);
+        }
+      } finally {
+        await dropDatabase(services.databaseUrl, testDb, log).catch((err: unknown) => log(`could not drop ${testDb}: ${String(err)}`));
       }
     } else {
       code = await runForeground(rest, childEnv(services));

@@ -314,6 +314,16 @@ export async function recreateDatabase(url: string, name: string, log: Log): Pro
   return withDatabase(url, name);
 }
 
+export async function dropDatabase(url: string, name: string, log: Log): Promise<void> {
+  const sql = maintenanceClient(url);
+  try {
+    log(`dropping database "${name}"`);
+    await sql.unsafe(`drop database if exists ${quoteIdent(name)} with (force)`);
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {});
+  }
+}
+
 interface PosixUser {
   name: string;
   uid: number;
