@@ -70,8 +70,11 @@ export function errorsPlugin(log: Logger) {
     })
     .onError({ as: 'global' }, ({ code, error, set, request }) => {
       const requestId = requestIdOf(set);
+      // Elysia wraps anything thrown while parsing in a ParseError; our own parse errors ride as its cause.
+      const cause = code === 'PARSE' ? (error as Error).cause : undefined;
       let apiError: ApiError;
       if (error instanceof ApiError) apiError = error;
+      else if (cause instanceof ApiError) apiError = cause;
       else if (code === 'VALIDATION') apiError = new ApiError(400, 'invalid_request', 'The request is invalid.', validationDetails(error));
       else if (code === 'PARSE') apiError = new ApiError(400, 'malformed_json', 'The request body could not be parsed.');
       else if (code === 'NOT_FOUND') apiError = new ApiError(404, 'not_found', 'No such route.');

@@ -16,7 +16,7 @@ const auditQuery = z.object({
   to: dateTime.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().min(1).max(2048).optional(),
-});
+}).strict();
 
 const isPosition = (value: unknown): value is AuditEventPosition =>
   typeof value === 'object' &&
