@@ -152,7 +152,7 @@ function signalGroup(pid: number, sig: NodeJS.Signals): void {
 }
 
 function spawnEntry(entry: ProcfileEntry, prefix: string, env: Record<string, string>) {
-  const proc = Bun.spawn(['sh', '-c', entry.command], {
+  const proc = Bun.spawn(['sh', '-c', `exec ${entry.command}`], {
     cwd: repoRoot,
     env,
     stdin: 'ignore',
