@@ -18,6 +18,8 @@ export type AppDeps = {
   queues: Record<Pool, Queue>;
   now: () => Date;
   startedAt: Date;
+  /** Resolves once Redis is connected, or after `timeoutMs` (metered calls answer 503 until then). */
+  ready: (timeoutMs?: number) => Promise<boolean>;
   close: () => Promise<void>;
 };
 
@@ -52,6 +54,13 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     queues,
     now: overrides.now ?? (() => new Date()),
     startedAt: new Date(),
+    async ready(timeoutMs = 5_000) {
+      if (redis.status === 'ready') return true;
+      return Promise.race([
+        new Promise<boolean>((resolve) => redis.once('ready', () => resolve(true))),
+        Bun.sleep(timeoutMs).then(() => redis.status === 'ready'),
+      ]);
+    },
     async close() {
       await Promise.allSettled(Object.values(queues).map((queue) => queue.close()));
       subscriber.disconnect();

@@ -6,6 +6,8 @@ import { createDeps } from './deps.ts';
 const config = loadConfig();
 const log = createLogger({ level: config.LOG_LEVEL, name: 'api' });
 const deps = createDeps(config, { log });
+// Serve once Redis is connected, so the first metered calls are not 503s; public routes work either way.
+if (!(await deps.ready(5_000))) log.warn('Redis is not reachable yet: metered endpoints answer 503 until it is');
 const app = createApp(deps).listen({ port: config.PORT, hostname: '0.0.0.0' });
 const base = config.PUBLIC_BASE_URL ?? `http://localhost:${app.server?.port}`;
 log.info({ port: app.server?.port }, `API listening: ${base}  docs: ${base}/docs`);

@@ -30,8 +30,10 @@ export function decodeCursor<Position>(
 ): Position {
   const [payload, signature, extra] = cursor.split('.');
   if (!payload || !signature || extra !== undefined || cursor.length > 2048) throw errors.invalidCursor();
-  const expected = hmacSha256(signingKey, `cursor.${payload}`);
-  if (!constantTimeEqual(Buffer.from(signature, 'base64url'), expected)) throw errors.invalidCursor();
+  // Compare the encoded text, not decoded bytes: base64url decoding ignores trailing bits, so two
+  // spellings of one signature would otherwise both pass.
+  const expected = hmacSha256(signingKey, `cursor.${payload}`).toString('base64url');
+  if (!constantTimeEqual(Buffer.from(signature), Buffer.from(expected))) throw errors.invalidCursor();
   let envelope: unknown;
   try {
     envelope = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));

@@ -39,11 +39,17 @@ export type TestApp = {
 };
 
 export function createTestApp(
-  options: { config?: Record<string, string>; now?: () => Date; extend?: (app: AnyElysia) => AnyElysia } = {},
+  options: {
+    config?: Record<string, string>;
+    now?: () => Date;
+    /** Mounts test-only routes after the shared plugins; receives the app's deps for plugins that need them. */
+    extend?: (app: AnyElysia, deps: AppDeps) => AnyElysia;
+  } = {},
 ): TestApp {
   const config = testConfig(options.config);
   const deps = createDeps(config, { now: options.now, log: createLogger({ level: 'silent', name: 'test' }) });
-  const app = createApp(deps, options.extend);
+  const extend = options.extend;
+  const app = createApp(deps, extend ? (base) => extend(base, deps) : undefined);
   return {
     app,
     deps,
@@ -92,6 +98,7 @@ export async function createKey(t: TestApp, sessionToken: string, body: { label?
 
 /** A workspace with one API key holding `scopes` (default: every scope). */
 export async function workspaceWithKey(t: TestApp, options: { scopes?: Scope[]; tier?: Tier; budgets?: { minute: number | null; day: number | null } } = {}) {
+  await t.deps.ready();
   const user = await signUp(t);
   if (options.tier) await adminUpdateWorkspace(t.deps.sql, user.workspace.id, { tier: options.tier });
   if (options.budgets) await adminUpdateWorkspace(t.deps.sql, user.workspace.id, { budgets: options.budgets });

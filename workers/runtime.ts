@@ -26,41 +26,50 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
   const queues: Queue[] = [];
   const heartbeats: { workerId: string; pool: Pool; hostname: string; pid: number; startedAt: Date }[] = [];
 
-  for (const definition of definitions) {
-    const pool = definition.pool;
-    const poolLog = log.child({ pool });
-    const queue = new Queue(queueName(pool), { connection });
-    queue.on('error', (error) => poolLog.warn({ err: error.message }, 'queue error'));
-    queues.push(queue);
-    const registrations = definition.handlers({ config, sql, log: poolLog, now, queue });
-    checkHandlers(pool, registrations);
-    const handlers = new Map(registrations);
+  try {
+    for (const definition of definitions) {
+      const pool = definition.pool;
+      const poolLog = log.child({ pool });
+      const queue = new Queue(queueName(pool), { connection });
+      queue.on('error', (error) => poolLog.warn({ err: error.message }, 'queue error'));
+      queues.push(queue);
+      const registrations = definition.handlers({ config, sql, log: poolLog, now, queue });
+      checkHandlers(pool, registrations);
+      const handlers = new Map(registrations);
 
-    for (const schedule of definition.schedules ?? []) {
-      await queue.upsertJobScheduler(schedule.id, { every: schedule.everyMs }, { name: schedule.job, data: {}, opts: JOBS[schedule.job].options });
+      for (const schedule of definition.schedules ?? []) {
+        await queue.upsertJobScheduler(schedule.id, { every: schedule.everyMs }, { name: schedule.job, data: {}, opts: JOBS[schedule.job].options });
+      }
+
+      const worker = new Worker(
+        queueName(pool),
+        async (job) => {
+          const handler = handlers.get(job.name as JobName);
+          if (!handler) throw new UnrecoverableError(`no handler for job ${job.name} in pool ${pool}`);
+          let payload;
+          try {
+            payload = parseJobPayload(job.name as JobName, job.data);
+          } catch (error) {
+            if (error instanceof ZodError) throw new UnrecoverableError(`invalid payload for ${job.name}: ${error.message}`);
+            throw error;
+          }
+          return handler(payload as never, { jobId: job.id, attempt: job.attemptsMade + 1 });
+        },
+        { connection, concurrency: definition.concurrency ?? 1, autorun: true },
+      );
+      worker.on('error', (error) => poolLog.error({ err: error.message }, 'worker error'));
+      worker.on('failed', (job, error) => poolLog.warn({ job: job?.name, id: job?.id, err: error.message }, 'job failed'));
+      workers.push(worker);
+      heartbeats.push({ workerId: `${hostname()}:${process.pid}:${pool}:${newId()}`, pool, hostname: hostname(), pid: process.pid, startedAt: now() });
+      poolLog.info({ jobs: registrations.map(([name]) => name) }, 'pool started');
     }
-
-    const worker = new Worker(
-      queueName(pool),
-      async (job) => {
-        const handler = handlers.get(job.name as JobName);
-        if (!handler) throw new UnrecoverableError(`no handler for job ${job.name} in pool ${pool}`);
-        let payload;
-        try {
-          payload = parseJobPayload(job.name as JobName, job.data);
-        } catch (error) {
-          if (error instanceof ZodError) throw new UnrecoverableError(`invalid payload for ${job.name}: ${error.message}`);
-          throw error;
-        }
-        return handler(payload as never, { jobId: job.id, attempt: job.attemptsMade + 1 });
-      },
-      { connection, concurrency: definition.concurrency ?? 1, autorun: true },
-    );
-    worker.on('error', (error) => poolLog.error({ err: error.message }, 'worker error'));
-    worker.on('failed', (job, error) => poolLog.warn({ job: job?.name, id: job?.id, err: error.message }, 'job failed'));
-    workers.push(worker);
-    heartbeats.push({ workerId: `${hostname()}:${process.pid}:${pool}:${newId()}`, pool, hostname: hostname(), pid: process.pid, startedAt: now() });
-    poolLog.info({ jobs: registrations.map(([name]) => name) }, 'pool started');
+  } catch (error) {
+    // Boot failed (e.g. a registry mismatch): release what was opened so nothing keeps running.
+    await Promise.allSettled(workers.map((worker) => worker.close(true)));
+    await Promise.allSettled(queues.map((queue) => queue.close()));
+    connection.disconnect();
+    await sql.end({ timeout: 5 });
+    throw error;
   }
 
   const beat = async () => {

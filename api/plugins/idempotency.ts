@@ -1,4 +1,4 @@
-import { Elysia, status } from 'elysia';
+import { Elysia, ElysiaCustomStatusResponse, status } from 'elysia';
 import { insertAuditEvent } from '../../shared/audit/events.ts';
 import { ApiError, errors } from '../../shared/errors.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
@@ -13,6 +13,11 @@ import {
 import type { OperationId } from '../../shared/operations.ts';
 import type { AppDeps } from '../deps.ts';
 import { requestIdOf } from './errors.ts';
+
+function pathWithQuery(url: string): string {
+  const parsed = new URL(url);
+  return parsed.pathname + parsed.search;
+}
 
 export type IdempotencyOptions = { operation: OperationId; required: boolean };
 type Claim = { workspaceId: string; operation: string; key: string; settled: boolean };
@@ -41,7 +46,7 @@ export function idempotencyPlugin(deps: AppDeps) {
           throw errors.invalidRequest('Idempotency-Key must be 1 to 255 visible ASCII characters.', [{ field: 'header.idempotency-key', message: 'invalid format' }]);
         }
         const claim: Claim = { workspaceId, operation: options.operation, key, settled: false };
-        const fingerprint = requestFingerprint({ method: request.method, path: new URL(request.url).pathname, body });
+        const fingerprint = requestFingerprint({ method: request.method, path: pathWithQuery(request.url), body });
         const outcome = await claimIdempotencyKey(deps.sql, claim, fingerprint, deps.now());
         if (outcome.kind === 'claimed') return { idempotency: claim as Claim | null };
         if (outcome.kind === 'replay') {
@@ -65,9 +70,12 @@ export function idempotencyPlugin(deps: AppDeps) {
       },
       async afterHandle(context) {
         const claim = (context as { idempotency?: Claim | null }).idempotency;
-        const code = typeof context.set.status === 'number' ? context.set.status : 200;
+        const response = (context as { response?: unknown }).response;
+        // A handler answering with `status(code, body)` sets neither set.status nor a bare body.
+        const custom = response instanceof ElysiaCustomStatusResponse ? response : null;
+        const code = custom ? Number(custom.code) : typeof context.set.status === 'number' ? context.set.status : 200;
         if (!claim || code >= 300) return;
-        await completeIdempotencyKey(deps.sql, claim, code, (context as { response?: unknown }).response ?? null);
+        await completeIdempotencyKey(deps.sql, claim, code, (custom ? custom.response : response) ?? null);
         claim.settled = true;
       },
       async afterResponse(context) {

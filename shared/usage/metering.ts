@@ -17,8 +17,9 @@ local dayUsed = tonumber(redis.call('GET', KEYS[2]) or '0')
 redis.call('HINCRBY', KEYS[3], ARGV[6], 1)
 redis.call('EXPIRE', KEYS[3], ARGV[5])
 local exhausted = 0
-if minuteUsed + units > tonumber(ARGV[2]) then exhausted = 1
-elseif dayUsed + units > tonumber(ARGV[3]) then exhausted = 2 end
+-- The day window first: when both refuse, only its reset (the later one) lets the request through.
+if dayUsed + units > tonumber(ARGV[3]) then exhausted = 2
+elseif minuteUsed + units > tonumber(ARGV[2]) then exhausted = 1 end
 if exhausted > 0 then
   redis.call('HINCRBY', KEYS[3], ARGV[8], 1)
   return {0, minuteUsed, dayUsed, exhausted}

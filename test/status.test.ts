@@ -1,0 +1,367 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { OPERATIONS } from '../shared/operations.ts';
+import { POOLS } from '../shared/queues.ts';
+import { createTestApp, errorOf, eventually, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
+import { freePort } from './private-redis.ts';
+
+/** Public endpoints: /health, /v2/health, /v2/status, /v2/meta/*, OpenAPI and docs, request ids. */
+
+const t = createTestApp({ config: { SOURCES: '' } });
+beforeAll(async () => {
+  // A fresh client connects asynchronously; status checks below expect a connected Redis.
+  await eventually(async () => (t.deps.redis.status === 'ready' ? true : undefined));
+});
+afterAll(() => t.close());
+
+const randomSuffix = () => `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+const uniqueSource = () => `skinport_${randomSuffix()}`;
+
+type HealthReport = { status: string; sources: Record<string, { updated_at: string | null; status: string }>; stats: { items: number } };
+
+async function withApp(options: Parameters<typeof createTestApp>[0], body: (app: TestApp) => Promise<void>): Promise<void> {
+  const app = createTestApp(options);
+  try {
+    await body(app);
+  } finally {
+    await app.close();
+  }
+}
+
+describe('GET /health', () => {
+  test('with no enabled sources it answers 200 up with no sources and no items', async () => {
+    const response = await t.request('/health');
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'up', sources: {}, stats: { items: 0 } });
+  });
+
+  test('an enabled source that never succeeded makes it 503 with the same body shape', async () => {
+    const source = uniqueSource();
+    await withApp({ config: { SOURCES: source } }, async (app) => {
+      const response = await app.request('/health');
+      expect(response.status).toBe(503);
+      const body = (await response.json()) as HealthReport;
+      expect(Object.keys(body).sort()).toEqual(['sources', 'stats', 'status']);
+      expect(body).toEqual({ status: 'degraded', sources: { [source]: { updated_at: null, status: 'never_succeeded' } }, stats: { items: 0 } });
+    });
+  });
+
+  test('a fresh source makes it 200, and the same source gone stale makes it 503 stale', async () => {
+    const source = uniqueSource();
+    await withApp({ config: { SOURCES: source } }, async (app) => {
+      try {
+        const [row] = await app.deps.sql<{ last_success_at: Date }[]>`
+          insert into price_sources (name, last_success_at, stale_after_seconds)
+          values (${source}, now(), 600) returning last_success_at`;
+        const fresh = await app.request('/health');
+        expect(fresh.status).toBe(200);
+        expect(await fresh.json()).toEqual({
+          status: 'up',
+          sources: { [source]: { updated_at: row!.last_success_at.toISOString(), status: 'fresh' } },
+          stats: { items: 0 },
+        });
+
+        const [old] = await app.deps.sql<{ last_success_at: Date }[]>`
+          update price_sources set last_success_at = now() - interval '11 minutes' where name = ${source} returning last_success_at`;
+        const stale = await app.request('/health');
+        expect(stale.status).toBe(503);
+        expect(await stale.json()).toEqual({
+          status: 'degraded',
+          sources: { [source]: { updated_at: old!.last_success_at.toISOString(), status: 'stale' } },
+          stats: { items: 0 },
+        });
+      } finally {
+        await app.deps.sql`delete from price_sources where name = ${source}`;
+      }
+    });
+  });
+
+  test('one stale source among fresh ones is enough for 503, and every enabled source is reported', async () => {
+    const fresh = uniqueSource();
+    const never = uniqueSource();
+    await withApp({ config: { SOURCES: `${fresh},${never}` } }, async (app) => {
+      try {
+        await app.deps.sql`insert into price_sources (name, last_success_at, stale_after_seconds) values (${fresh}, now(), 600)`;
+        const response = await app.request('/health');
+        expect(response.status).toBe(503);
+        const body = (await response.json()) as HealthReport;
+        expect(body.status).toBe('degraded');
+        expect(Object.keys(body.sources).sort()).toEqual([fresh, never].sort());
+        expect(body.sources[fresh]!.status).toBe('fresh');
+        expect(body.sources[never]!.status).toBe('never_succeeded');
+      } finally {
+        await app.deps.sql`delete from price_sources where name = ${fresh}`;
+      }
+    });
+  });
+});
+
+type StatusBody = {
+  status: 'ok' | 'degraded';
+  checked_at: string;
+  degraded: string[];
+  components: {
+    database: { status: string; latency_ms: number };
+    redis: { status: string; latency_ms: number | null };
+    queues: Record<string, { status: string; waiting: number | null; active: number | null; delayed: number | null; failed: number | null }>;
+    workers: Record<string, { status: string; live: number; last_seen_at: string | null }>;
+  };
+};
+
+/**
+ * An app whose clock sits at a random instant far in the future, so heartbeats written in real
+ * time by other suites are not live for it and only the ones a test inserts count.
+ */
+async function withFutureClock(body: (app: TestApp, clock: ReturnType<typeof testClock>, heartbeat: (pool: string) => Promise<void>) => Promise<void>) {
+  const clock = testClock(new Date(Date.UTC(2040, 0, 1) + Math.floor(Math.random() * 500_000) * 60_000));
+  const workerIds: string[] = [];
+  const app = createTestApp({ now: clock.now });
+  const heartbeat = async (pool: string) => {
+    const workerId = `test-${pool}-${randomSuffix()}`;
+    workerIds.push(workerId);
+    await app.deps.sql`
+      insert into worker_heartbeats (worker_id, pool, hostname, pid, started_at, last_seen_at)
+      values (${workerId}, ${pool}, 'status-test', ${process.pid}, ${clock.now()}, ${clock.now()})`;
+  };
+  try {
+    await eventually(async () => (app.deps.redis.status === 'ready' ? true : undefined));
+    await body(app, clock, heartbeat);
+  } finally {
+    // Future-dated rows would look live to everyone else: never leave them behind.
+    if (workerIds.length > 0) await app.deps.sql`delete from worker_heartbeats where worker_id in ${app.deps.sql(workerIds)}`;
+    await app.close();
+  }
+}
+
+describe('GET /v2/health and GET /v2/status', () => {
+  test('GET /v2/health reports the process alive with its version and start time', async () => {
+    const response = await t.request('/v2/health');
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { status: string; version: string; started_at: string; uptime_seconds: number };
+    expect(body.status).toBe('ok');
+    expect(typeof body.version).toBe('string');
+    expect(Number.isNaN(Date.parse(body.started_at))).toBe(false);
+    expect(body.uptime_seconds).toBeGreaterThanOrEqual(0);
+  });
+
+  test('GET /v2/status reports database, Redis, every queue’s counts and names pools without workers as degraded', async () => {
+    await withFutureClock(async (app, clock) => {
+      const response = await app.request('/v2/status');
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as StatusBody;
+      expect(body.checked_at).toBe(clock.now().toISOString());
+      expect(body.components.database.status).toBe('ok');
+      expect(typeof body.components.database.latency_ms).toBe('number');
+      expect(body.components.redis.status).toBe('ok');
+      expect(typeof body.components.redis.latency_ms).toBe('number');
+
+      expect(Object.keys(body.components.queues).sort()).toEqual([...POOLS].sort());
+      for (const pool of POOLS) {
+        const queue = body.components.queues[pool]!;
+        expect(queue.status).toBe('ok');
+        for (const count of [queue.waiting, queue.active, queue.delayed, queue.failed]) {
+          expect(Number.isInteger(count)).toBe(true);
+          expect(count).toBeGreaterThanOrEqual(0);
+        }
+      }
+
+      expect(Object.keys(body.components.workers).sort()).toEqual([...POOLS].sort());
+      for (const pool of POOLS) expect(body.components.workers[pool]).toEqual({ status: 'down', live: 0, last_seen_at: null });
+      expect(body.status).toBe('degraded');
+      expect([...body.degraded].sort()).toEqual(POOLS.map((pool) => `workers.${pool}`).sort());
+    });
+  });
+
+  test('a live worker heartbeat makes its pool ok until the heartbeat is too old', async () => {
+    await withFutureClock(async (app, clock, heartbeat) => {
+      await heartbeat('render');
+      await heartbeat('render');
+      const seenAt = clock.now().toISOString();
+
+      const live = (await (await app.request('/v2/status')).json()) as StatusBody;
+      expect(live.components.workers.render).toEqual({ status: 'ok', live: 2, last_seen_at: seenAt });
+      expect(live.degraded).not.toContain('workers.render');
+      expect(live.degraded).toContain('workers.ingest');
+
+      clock.advance(31_000); // past the 30 s liveness window
+      const gone = (await (await app.request('/v2/status')).json()) as StatusBody;
+      expect(gone.components.workers.render).toEqual({ status: 'down', live: 0, last_seen_at: null });
+      expect(gone.degraded).toContain('workers.render');
+    });
+  });
+
+  test('with every dependency up and a worker in every pool the status is ok with nothing degraded', async () => {
+    await withFutureClock(async (app, _clock, heartbeat) => {
+      for (const pool of POOLS) await heartbeat(pool);
+      const response = await app.request('/v2/status');
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as StatusBody;
+      expect(body.degraded).toEqual([]);
+      expect(body.status).toBe('ok');
+      for (const pool of POOLS) expect(body.components.workers[pool]!.status).toBe('ok');
+    });
+  });
+
+  test('GET /v2/status answers 503 status_unavailable promptly when the database is unreachable', async () => {
+    await withApp({ config: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nope' } }, async (app) => {
+      const started = performance.now();
+      const response = await app.request('/v2/status');
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(response.status).toBe(503);
+      const error = await errorOf(response);
+      expect(error.code).toBe('status_unavailable');
+      expect(error.request_id).toBe(response.headers.get('x-request-id')!);
+      // Liveness does not depend on the database.
+      expect((await app.request('/v2/health')).status).toBe(200);
+    });
+  });
+});
+
+describe('GET /v2/meta/*', () => {
+  test('GET /v2/meta/scopes lists every scope in the stable order of DESIGN 5, and the defaults', async () => {
+    const response = await t.request('/v2/meta/scopes');
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      scopes: [
+        'catalog:read',
+        'prices:read',
+        'market:read',
+        'inventory:read',
+        'profiles:read',
+        'accounts:read',
+        'inspect:read',
+        'media:read',
+        'media:write',
+        'trade:write',
+        'webhooks:read',
+        'webhooks:write',
+        'audit:read',
+        'audit:export',
+        'usage:read',
+      ],
+      default_scopes: ['catalog:read', 'prices:read', 'market:read', 'inventory:read', 'profiles:read', 'inspect:read', 'media:read', 'usage:read'],
+    });
+  });
+
+  type CapabilitiesBody = {
+    spec_version: string;
+    capabilities: { operation: string; method: string; path: string; status: string; auth: string; scopes: string[]; units: number; unavailable_because?: string[] }[];
+  };
+
+  test('GET /v2/meta/capabilities lists every operation as production or planned with its scopes', async () => {
+    const response = await t.request('/v2/meta/capabilities');
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as CapabilitiesBody;
+    expect(body.spec_version).toBe('1.0.0');
+    expect(body.capabilities.map((capability) => capability.operation)).toEqual(OPERATIONS.map((operation) => operation.id));
+    for (const operation of OPERATIONS) {
+      const capability = body.capabilities.find((entry) => entry.operation === operation.id)!;
+      expect(capability).toEqual({
+        operation: operation.id,
+        method: operation.method,
+        path: operation.path,
+        status: operation.built,
+        auth: operation.auth,
+        scopes: [...operation.scopes],
+        units: operation.units,
+      });
+    }
+    const statuses = new Set(body.capabilities.map((capability) => capability.status));
+    expect(statuses).toEqual(new Set(['production', 'planned']));
+    expect(body.capabilities.find((capability) => capability.operation === 'audit_events.list')!.scopes).toEqual(['audit:read']);
+  });
+
+  test('a built operation whose dependency is missing is listed as unavailable, naming the dependency', async () => {
+    const closedPort = await freePort(); // nothing listens there: Redis never becomes ready
+    await withApp({ config: { REDIS_URL: `redis://127.0.0.1:${closedPort}` } }, async (app) => {
+      expect(app.deps.redis.status).not.toBe('ready');
+      const response = await app.request('/v2/meta/capabilities');
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as CapabilitiesBody;
+      for (const operation of OPERATIONS) {
+        const capability = body.capabilities.find((entry) => entry.operation === operation.id)!;
+        if (operation.built === 'planned') {
+          expect(capability.status).toBe('planned');
+        } else if ((operation.dependsOn as readonly string[]).includes('redis')) {
+          expect(capability.status).toBe('unavailable');
+          expect(capability.unavailable_because).toEqual(['redis']);
+        } else {
+          expect(capability.status).toBe('production');
+          expect(capability.unavailable_because).toBeUndefined();
+        }
+      }
+      expect(body.capabilities.filter((capability) => capability.status === 'unavailable').map((capability) => capability.operation).sort()).toEqual(
+        ['audit_events.list', 'me.get', 'usage.get'],
+      );
+    });
+  });
+});
+
+describe('OpenAPI and docs', () => {
+  test('GET /openapi.json is an OpenAPI 3.1 document covering the platform and identity paths', async () => {
+    const response = await t.request('/openapi.json');
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { openapi: string; info: { title: string }; paths: Record<string, Record<string, unknown>> };
+    expect(body.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(body.info.title.length).toBeGreaterThan(0);
+    for (const path of ['/v2/me', '/v2/audit/events', '/v1/me/keys', '/v1/accounts', '/health', '/v2/usage']) {
+      expect(Object.keys(body.paths)).toContain(path);
+    }
+    expect(body.paths['/v2/me']!.get).toBeDefined();
+    expect(body.paths['/v2/audit/events']!.get).toBeDefined();
+    expect(body.paths['/v1/me/keys']!.get).toBeDefined();
+    expect(body.paths['/v1/me/keys']!.post).toBeDefined();
+    expect(body.paths['/v1/accounts']!.post).toBeDefined();
+  });
+
+  test('GET /docs returns an HTML page', async () => {
+    const response = await t.request('/docs');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/html');
+    expect((await response.text()).toLowerCase()).toContain('<html');
+  });
+});
+
+describe('X-Request-Id', () => {
+  test('every response carries an X-Request-Id, each one different', async () => {
+    const ws = await workspaceWithKey(t);
+    const responses = await Promise.all([
+      t.request('/health'),
+      t.request('/v2/health'),
+      t.request('/v2/status'),
+      t.request('/v2/meta/scopes'),
+      t.request('/v2/meta/capabilities'),
+      t.request('/openapi.json'),
+      t.request('/docs'),
+      t.request('/v2/me', { headers: ws.keyHeaders }),
+      t.request('/v2/me'),
+      t.request('/no/such/route'),
+      t.request('/v1/accounts', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' }),
+    ]);
+    const ids = responses.map((response) => response.headers.get('x-request-id'));
+    for (const id of ids) {
+      expect(id).toBeTruthy();
+      expect(id!.length).toBeGreaterThan(0);
+    }
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  test('a valid incoming X-Request-Id is echoed in the header and in error bodies', async () => {
+    const requestId = `client-${randomSuffix()}:abc.1`;
+    const ok = await t.request('/v2/health', { headers: { 'x-request-id': requestId } });
+    expect(ok.headers.get('x-request-id')).toBe(requestId);
+
+    const denied = await t.request('/v2/me', { headers: { 'x-request-id': requestId } });
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get('x-request-id')).toBe(requestId);
+    expect((await errorOf(denied)).request_id).toBe(requestId);
+  });
+
+  test('an invalid incoming X-Request-Id is replaced by a generated one', async () => {
+    for (const invalid of ['has spaces in it', 'x'.repeat(129), 'semi;colon']) {
+      const response = await t.request('/v2/health', { headers: { 'x-request-id': invalid } });
+      const id = response.headers.get('x-request-id');
+      expect(id).toBeTruthy();
+      expect(id).not.toBe(invalid);
+    }
+  });
+});

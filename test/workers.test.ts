@@ -1,0 +1,160 @@
+import { afterAll, describe, expect, spyOn, test } from 'bun:test';
+import { Queue, Worker } from 'bullmq';
+import { createSql } from '../shared/db.ts';
+import { createLogger } from '../shared/logger.ts';
+import { checkHandlers, queueName } from '../shared/queues.ts';
+import { createWorkerRedis, Redis } from '../shared/redis.ts';
+import { maintenancePool } from '../workers/maintenance/index.ts';
+import { POOL_DEFINITIONS } from '../workers/pools.ts';
+import { startPools } from '../workers/runtime.ts';
+import { eventually, testConfig } from './helpers.ts';
+
+const config = testConfig();
+const log = createLogger({ level: 'silent', name: 'workers-test' });
+const sql = createSql(config.DATABASE_URL, { max: 2, application: 'workers-test' });
+afterAll(() => sql.end({ timeout: 5 }));
+
+const noop = async () => undefined;
+
+describe('checkHandlers', () => {
+  test('a pool with exactly one handler per job passes', () => {
+    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop]])).not.toThrow();
+    expect(() => checkHandlers('render', [])).not.toThrow();
+  });
+
+  test('a job without a handler fails boot', () => {
+    expect(() => checkHandlers('maintenance', [])).toThrow(/maintenance\.cleanup has no handler/);
+  });
+
+  test('a job with two handlers fails boot', () => {
+    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop], ['maintenance.cleanup', noop]])).toThrow(
+      /maintenance\.cleanup has 2 handlers/,
+    );
+  });
+
+  test("a handler for another pool's job fails boot", () => {
+    expect(() => checkHandlers('render', [['maintenance.cleanup', noop]])).toThrow(/belongs to pool maintenance, not render/);
+  });
+
+  test('a handler for an unknown job fails boot', () => {
+    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop], ['maintenance.vacuum', noop]])).toThrow(
+      /unknown job maintenance\.vacuum/,
+    );
+  });
+
+  test('every defined pool matches the registry', () => {
+    for (const definition of Object.values(POOL_DEFINITIONS)) {
+      const registrations = definition.handlers({ config, sql, log, now: () => new Date(), queue: undefined as never });
+      expect(() => checkHandlers(definition.pool, registrations)).not.toThrow();
+    }
+  });
+});
+
+type HeartbeatRow = { worker_id: string; pool: string; pid: number; last_seen_at: Date };
+
+async function heartbeats(pool: string): Promise<HeartbeatRow[]> {
+  return sql<HeartbeatRow[]>`select worker_id, pool, pid, last_seen_at from worker_heartbeats where pool = ${pool} and pid = ${process.pid}`;
+}
+
+/** Heartbeat rows of `pool` from this process that were not there before. */
+async function newHeartbeats(pool: string, before: HeartbeatRow[]): Promise<HeartbeatRow[]> {
+  const known = new Set(before.map((row) => row.worker_id));
+  return (await heartbeats(pool)).filter((row) => !known.has(row.worker_id));
+}
+
+/**
+ * Removes the cleanup job scheduler, so the pool's boot creates it afresh and its first job runs at
+ * once (an existing scheduler would keep its next run up to ten minutes away).
+ */
+async function resetCleanupSchedule(): Promise<void> {
+  const connection = createWorkerRedis(config.REDIS_URL, 'workers-test');
+  const queue = new Queue(queueName('maintenance'), { connection });
+  try {
+    for (const schedule of maintenancePool.schedules ?? []) await queue.removeJobScheduler(schedule.id);
+  } finally {
+    await queue.close();
+    connection.disconnect();
+  }
+}
+
+describe('startPools', () => {
+  test('the maintenance pool heartbeats, runs its scheduled cleanup, and stops within its timeout', async () => {
+    const workspaceId = crypto.randomUUID();
+    const expiredKey = `expired-${crypto.randomUUID()}`;
+    const liveKey = `live-${crypto.randomUUID()}`;
+    const past = new Date(Date.now() - 25 * 3_600_000);
+    await sql`
+      insert into idempotency_records (workspace_id, operation, idempotency_key, fingerprint, state, response_status, response_body, locked_until, created_at, expires_at)
+      values (${workspaceId}, 'keys.create', ${expiredKey}, 'f', 'completed', 201, '{}'::jsonb, ${past}, ${past}, ${new Date(Date.now() - 3_600_000)}),
+             (${workspaceId}, 'keys.create', ${liveKey}, 'f', 'completed', 201, '{}'::jsonb, ${past}, ${past}, ${new Date(Date.now() + 3_600_000)})`;
+    const before = await heartbeats('maintenance');
+    await resetCleanupSchedule();
+
+    const running = await startPools([POOL_DEFINITIONS.maintenance], config, log);
+    let stopped = false;
+    try {
+      const [beat] = await newHeartbeats('maintenance', before);
+      // startPools beats once before it returns.
+      expect(beat).toBeDefined();
+      expect(Date.now() - beat!.last_seen_at.getTime()).toBeLessThan(60_000);
+
+      await eventually(async () => {
+        const rows = await sql`select 1 from idempotency_records where workspace_id = ${workspaceId} and idempotency_key = ${expiredKey}`;
+        return rows.length === 0 ? true : undefined;
+      }, 20_000);
+      const [live] = await sql`select 1 from idempotency_records where workspace_id = ${workspaceId} and idempotency_key = ${liveKey}`;
+      expect(live).toBeDefined();
+
+      const timeoutMs = 5_000;
+      const started = performance.now();
+      await running.stop(timeoutMs);
+      stopped = true;
+      // Bounded: the worker close timeout plus closing queues, Redis and Postgres.
+      expect(performance.now() - started).toBeLessThan(timeoutMs + 5_000);
+      expect(await newHeartbeats('maintenance', before)).toEqual([]);
+    } finally {
+      if (!stopped) await running.stop(1_000);
+      await sql`delete from idempotency_records where workspace_id = ${workspaceId}`;
+    }
+  });
+
+  test('a pool without jobs starts, heartbeats and stops cleanly', async () => {
+    const before = await heartbeats('render');
+    const running = await startPools([POOL_DEFINITIONS.render], config, log);
+    const beats = await newHeartbeats('render', before);
+    expect(beats).toHaveLength(1);
+    const started = performance.now();
+    await running.stop(2_000);
+    expect(performance.now() - started).toBeLessThan(7_000);
+    expect(await newHeartbeats('render', before)).toEqual([]);
+  });
+
+  test('several pools in one process each get their own heartbeat', async () => {
+    const before = [...(await heartbeats('render')), ...(await heartbeats('webhooks'))];
+    const running = await startPools([POOL_DEFINITIONS.render, POOL_DEFINITIONS.webhooks], config, log);
+    try {
+      expect((await newHeartbeats('render', before)).length).toBe(1);
+      expect((await newHeartbeats('webhooks', before)).length).toBe(1);
+    } finally {
+      await running.stop(2_000);
+    }
+    expect([...(await newHeartbeats('render', before)), ...(await newHeartbeats('webhooks', before))]).toEqual([]);
+  });
+
+  test('a pool whose handlers do not match the registry fails to start and releases what it opened', async () => {
+    const before = await heartbeats('maintenance');
+    const broken = { ...maintenancePool, schedules: [], handlers: () => [] };
+    const closedWorkers = spyOn(Worker.prototype, 'close');
+    const disconnects = spyOn(Redis.prototype, 'disconnect');
+    try {
+      // A healthy pool first, so a worker is already running when the broken one is checked.
+      await expect(startPools([POOL_DEFINITIONS.render, broken], config, log)).rejects.toThrow(/maintenance\.cleanup has no handler/);
+      expect(closedWorkers).toHaveBeenCalledTimes(1);
+      expect(disconnects).toHaveBeenCalled();
+    } finally {
+      closedWorkers.mockRestore();
+      disconnects.mockRestore();
+    }
+    expect(await newHeartbeats('maintenance', before)).toEqual([]);
+  });
+});
