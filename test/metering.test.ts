@@ -409,7 +409,7 @@ describe('Redis stopped mid-run', () => {
     // Killed like a crash; the very next requests must not hang on the dead connection.
     await redis.kill();
 
-    for (const path of ['/v2/me', '/v2/usage']) {
+    for (const path of ['/v2/me', '/v2/usage', '/v2/audit/events']) {
       const started = performance.now();
       const response = await app.request(path, { headers: ws.keyHeaders });
       const elapsed = performance.now() - started;
