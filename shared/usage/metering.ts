@@ -12,10 +12,11 @@ import type { Budgets } from './budgets.ts';
  */
 const DEBIT_SCRIPT = `
 local units = tonumber(ARGV[1])
-local minuteUsed = tonumber(redis.call('GET', KEYS[1]) or '0')
-local dayUsed = tonumber(redis.call('GET', KEYS[2]) or '0')
-redis.call('HINCRBY', KEYS[3], ARGV[6], 1)
-redis.call('EXPIRE', KEYS[3], ARGV[5])
+local used = redis.call('MGET', KEYS[1], KEYS[2])
+local minuteUsed = tonumber(used[1] or '0')
+local dayUsed = tonumber(used[2] or '0')
+-- Expiry is set when a counter is created, not on every call: fewer commands on the hot path.
+if redis.call('HINCRBY', KEYS[3], ARGV[6], 1) == 1 then redis.call('EXPIRE', KEYS[3], ARGV[5]) end
 local exhausted = 0
 -- The day window first: when both refuse, only its reset (the later one) lets the request through.
 if dayUsed + units > tonumber(ARGV[3]) then exhausted = 2
@@ -25,9 +26,9 @@ if exhausted > 0 then
   return {0, minuteUsed, dayUsed, exhausted}
 end
 minuteUsed = redis.call('INCRBY', KEYS[1], units)
-redis.call('EXPIRE', KEYS[1], ARGV[4])
+if minuteUsed == units then redis.call('EXPIRE', KEYS[1], ARGV[4]) end
 dayUsed = redis.call('INCRBY', KEYS[2], units)
-redis.call('EXPIRE', KEYS[2], ARGV[5])
+if dayUsed == units then redis.call('EXPIRE', KEYS[2], ARGV[5]) end
 redis.call('HINCRBY', KEYS[3], ARGV[7], units)
 return {1, minuteUsed, dayUsed, 0}
 `;
