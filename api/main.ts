@@ -1,9 +1,9 @@
-import { loadConfig } from '../shared/config.ts';
+import { loadConfigOrExit } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
 import { createApp } from './app.ts';
 import { createDeps } from './deps.ts';
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const log = createLogger({ level: config.LOG_LEVEL, name: 'api' });
 const deps = createDeps(config, { log });
 // Serve once Redis is connected, so the first metered calls are not 503s; public routes work either way.

@@ -1,6 +1,6 @@
 // Operator CLI: `npm run admin -- <command> [options]`. Run without arguments for help.
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../shared/config.ts';
+import { loadConfigOrExit } from '../shared/config.ts';
 import { createSql } from '../shared/db.ts';
 import {
   adminCreateAccount,
@@ -73,7 +73,7 @@ if (!command || command === 'help') {
   process.exit(command ? 0 : 2);
 }
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const sql = createSql(config.DATABASE_URL, { max: 2, application: 'admin' });
 const redis = createRequestRedis(config.REDIS_URL, 'admin');
 redis.on('error', () => undefined);

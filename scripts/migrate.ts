@@ -1,11 +1,11 @@
 // Procfile `release:` step: apply pending migrations and exit.
 import { join } from 'node:path';
-import { loadConfig } from '../shared/config.ts';
+import { loadConfigOrExit } from '../shared/config.ts';
 import { createSql } from '../shared/db.ts';
 import { createLogger } from '../shared/logger.ts';
 import { migrate } from '../shared/migrate.ts';
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const log = createLogger({ level: config.LOG_LEVEL, name: 'migrate' });
 const sql = createSql(config.DATABASE_URL, { max: 1, application: 'migrate' });
 try {

@@ -77,3 +77,14 @@ export function loadConfig(): Config {
   cached ??= parseConfig(process.env);
   return cached;
 }
+
+/** For entry points: the configuration, or a one-line error naming each bad variable and exit 1. */
+export function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
+}

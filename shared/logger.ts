@@ -19,11 +19,21 @@ const redactPaths = [
   'headers.cookie',
 ];
 
+/** Errors without the SQL text and bound parameters that postgres.js attaches (hashes, emails, …). */
+function errorSerializer(error: unknown) {
+  const serialized = pino.stdSerializers.err(error as Error) as Record<string, unknown>;
+  delete serialized.query;
+  delete serialized.parameters;
+  delete serialized.args;
+  return serialized;
+}
+
 export function createLogger(options: { level: string; name: string }): Logger {
   return pino({
     name: options.name,
     level: options.level,
     redact: { paths: redactPaths, censor: '[REDACTED]' },
+    serializers: { err: errorSerializer },
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
   });

@@ -1,11 +1,11 @@
 // Usage: bun workers/main.ts <pool> [<pool> …]   (Procfile entries run one pool each)
-import { loadConfig } from '../shared/config.ts';
+import { loadConfigOrExit } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
 import { POOLS, type Pool } from '../shared/queues.ts';
 import { POOL_DEFINITIONS } from './pools.ts';
 import { startPools } from './runtime.ts';
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const names = process.argv.slice(2);
 const log = createLogger({ level: config.LOG_LEVEL, name: `workers:${names.join(',') || 'none'}` });
 const unknown = names.filter((name) => !(POOLS as readonly string[]).includes(name));
