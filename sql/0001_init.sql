@@ -51,19 +51,21 @@ create table sign_in_failures (
 );
 create index sign_in_failures_subject_idx on sign_in_failures (subject, failed_at);
 
+-- The client's Idempotency-Key is kept only as its SHA-256 (key_digest), and the stored response is
+-- sealed (AES-256-GCM) under a key derived from it: responses may carry secrets such as a new API key.
 create table idempotency_records (
   workspace_id uuid not null,
   operation text not null,
-  idempotency_key text not null,
+  key_digest text not null,
   fingerprint text not null,
   state text not null check (state in ('in_flight', 'completed')),
   response_status integer,
-  response_body jsonb,
+  response_sealed bytea,
   -- An in-flight record whose owner died is taken over after this time.
   locked_until timestamptz not null,
   created_at timestamptz not null default now(),
   expires_at timestamptz not null,
-  primary key (workspace_id, operation, idempotency_key)
+  primary key (workspace_id, operation, key_digest)
 );
 create index idempotency_records_expires_at_idx on idempotency_records (expires_at);
 

@@ -5,6 +5,7 @@ import type { AppDeps } from '../api/deps.ts';
 import { apiKeyPlugin } from '../api/plugins/api-key.ts';
 import { idempotencyPlugin } from '../api/plugins/idempotency.ts';
 import type { AuditEvent } from '../shared/audit/events.ts';
+import { sha256Hex } from '../shared/crypto.ts';
 import { deleteExpiredIdempotencyRecords, IDEMPOTENCY_RETENTION_MS } from '../shared/idempotency/records.ts';
 import { createTestApp, errorOf, eventually, signUp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 
@@ -111,7 +112,7 @@ async function keyIds(auth: Record<string, string>): Promise<string[]> {
 
 async function recordCount(workspaceId: string, key: string): Promise<number> {
   const [row] = await t.deps.sql<{ count: number }[]>`
-    select count(*)::int as count from idempotency_records where workspace_id = ${workspaceId} and idempotency_key = ${key}`;
+    select count(*)::int as count from idempotency_records where workspace_id = ${workspaceId} and key_digest = ${sha256Hex(key)}`;
   return row!.count;
 }
 
@@ -433,5 +434,23 @@ describe('retention', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('stored responses', () => {
+  test('keep neither the raw Idempotency-Key nor the new API key in the database', async () => {
+    const user = await signUp(t);
+    const idempotencyKey = `secret-check-${crypto.randomUUID()}`;
+    const first = await t.request('/v1/me/keys', { method: 'POST', headers: { ...user.auth, 'idempotency-key': idempotencyKey }, json: { label: 'sealed' } });
+    expect(first.status).toBe(201);
+    const created = (await first.json()) as { key: string };
+    const rows = await t.deps.sql`select * from idempotency_records where workspace_id = ${user.workspace.id}`;
+    expect(rows).toHaveLength(1);
+    const stored = JSON.stringify(rows[0], (_name, value) => (value instanceof Uint8Array || (value && value.type === 'Buffer') ? Buffer.from(value).toString('latin1') : value));
+    expect(stored).not.toContain(idempotencyKey);
+    expect(stored).not.toContain(created.key);
+    const replay = await t.request('/v1/me/keys', { method: 'POST', headers: { ...user.auth, 'idempotency-key': idempotencyKey }, json: { label: 'sealed' } });
+    expect(replay.status).toBe(200);
+    expect(((await replay.json()) as { key: string }).key).toBe(created.key);
   });
 });

@@ -84,9 +84,9 @@ describe('startPools', () => {
     const liveKey = `live-${crypto.randomUUID()}`;
     const past = new Date(Date.now() - 25 * 3_600_000);
     await sql`
-      insert into idempotency_records (workspace_id, operation, idempotency_key, fingerprint, state, response_status, response_body, locked_until, created_at, expires_at)
-      values (${workspaceId}, 'keys.create', ${expiredKey}, 'f', 'completed', 201, '{}'::jsonb, ${past}, ${past}, ${new Date(Date.now() - 3_600_000)}),
-             (${workspaceId}, 'keys.create', ${liveKey}, 'f', 'completed', 201, '{}'::jsonb, ${past}, ${past}, ${new Date(Date.now() + 3_600_000)})`;
+      insert into idempotency_records (workspace_id, operation, key_digest, fingerprint, state, response_status, locked_until, created_at, expires_at)
+      values (${workspaceId}, 'keys.create', ${expiredKey}, 'f', 'completed', 201, ${past}, ${past}, ${new Date(Date.now() - 3_600_000)}),
+             (${workspaceId}, 'keys.create', ${liveKey}, 'f', 'completed', 201, ${past}, ${past}, ${new Date(Date.now() + 3_600_000)})`;
     const before = await heartbeats('maintenance');
     await resetCleanupSchedule();
 
@@ -99,10 +99,10 @@ describe('startPools', () => {
       expect(Date.now() - beat!.last_seen_at.getTime()).toBeLessThan(60_000);
 
       await eventually(async () => {
-        const rows = await sql`select 1 from idempotency_records where workspace_id = ${workspaceId} and idempotency_key = ${expiredKey}`;
+        const rows = await sql`select 1 from idempotency_records where workspace_id = ${workspaceId} and key_digest = ${expiredKey}`;
         return rows.length === 0 ? true : undefined;
       }, 20_000);
-      const [live] = await sql`select 1 from idempotency_records where workspace_id = ${workspaceId} and idempotency_key = ${liveKey}`;
+      const [live] = await sql`select 1 from idempotency_records where workspace_id = ${workspaceId} and key_digest = ${liveKey}`;
       expect(live).toBeDefined();
 
       const timeoutMs = 5_000;

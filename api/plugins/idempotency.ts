@@ -47,7 +47,7 @@ export function idempotencyPlugin(deps: AppDeps) {
         }
         const claim: Claim = { workspaceId, operation: options.operation, key, settled: false };
         const fingerprint = requestFingerprint({ method: request.method, path: pathWithQuery(request.url), body });
-        const outcome = await claimIdempotencyKey(deps.sql, claim, fingerprint, deps.now());
+        const outcome = await claimIdempotencyKey(deps.sql, claim, fingerprint, deps.now(), deps.config.SIGNING_KEY!);
         if (outcome.kind === 'claimed') return { idempotency: claim as Claim | null };
         if (outcome.kind === 'replay') {
           set.headers['idempotent-replayed'] = 'true';
@@ -75,7 +75,7 @@ export function idempotencyPlugin(deps: AppDeps) {
         const custom = response instanceof ElysiaCustomStatusResponse ? response : null;
         const code = custom ? Number(custom.code) : typeof context.set.status === 'number' ? context.set.status : 200;
         if (!claim || code >= 300) return;
-        await completeIdempotencyKey(deps.sql, claim, code, (custom ? custom.response : response) ?? null);
+        await completeIdempotencyKey(deps.sql, claim, code, (custom ? custom.response : response) ?? null, deps.config.SIGNING_KEY!);
         claim.settled = true;
       },
       async afterResponse(context) {

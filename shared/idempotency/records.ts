@@ -1,5 +1,6 @@
 import { canonicalJson } from '../canonical-json.ts';
-import { sha256Hex } from '../crypto.ts';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { hmacSha256, sha256Hex } from '../crypto.ts';
 import type { Queryable } from '../db.ts';
 
 // DESIGN 6: records are kept 24 h; an in-flight claim whose owner died is taken over after a minute.
@@ -20,45 +21,75 @@ export type ClaimOutcome =
 type Scope = { workspaceId: string; operation: string; key: string };
 
 /**
+ * Stored responses can hold secrets (a new API key's raw value), so they are sealed with AES-256-GCM
+ * under a key derived from SIGNING_KEY and the client's raw Idempotency-Key, which is itself stored
+ * only as a digest: a database dump alone cannot reopen them, while the client repeating the same
+ * request gets its original response back.
+ */
+function sealingKey(secret: string, scope: Scope): Buffer {
+  return hmacSha256(secret, `idempotency-response\n${scope.workspaceId}\n${scope.operation}\n${scope.key}`);
+}
+
+function sealResponse(secret: string, scope: Scope, body: unknown): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealingKey(secret, scope), iv);
+  const sealed = Buffer.concat([cipher.update(JSON.stringify(body ?? null), 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), sealed]);
+}
+
+function openResponse(secret: string, scope: Scope, sealed: Buffer): unknown {
+  const decipher = createDecipheriv('aes-256-gcm', sealingKey(secret, scope), sealed.subarray(0, 12));
+  decipher.setAuthTag(sealed.subarray(12, 28));
+  return JSON.parse(Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8'));
+}
+
+/**
  * Claims (workspace, operation, key) for one request. Exactly one of any number of concurrent
  * identical requests gets `claimed`; the others see `in_use`, or `replay` once it completed.
  */
-export async function claimIdempotencyKey(db: Queryable, scope: Scope, fingerprint: string, now: Date): Promise<ClaimOutcome> {
+export async function claimIdempotencyKey(
+  db: Queryable,
+  scope: Scope,
+  fingerprint: string,
+  now: Date,
+  secret: string,
+): Promise<ClaimOutcome> {
   const lockedUntil = new Date(now.getTime() + IDEMPOTENCY_LOCK_MS);
   const expiresAt = new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS);
   // Insert, or take over a row that expired or whose in-flight owner's lock lapsed.
   const claimed = await db`
-    insert into idempotency_records (workspace_id, operation, idempotency_key, fingerprint, state, locked_until, created_at, expires_at)
-    values (${scope.workspaceId}, ${scope.operation}, ${scope.key}, ${fingerprint}, 'in_flight', ${lockedUntil}, ${now}, ${expiresAt})
-    on conflict (workspace_id, operation, idempotency_key) do update
-      set fingerprint = excluded.fingerprint, state = 'in_flight', response_status = null, response_body = null,
+    insert into idempotency_records (workspace_id, operation, key_digest, fingerprint, state, locked_until, created_at, expires_at)
+    values (${scope.workspaceId}, ${scope.operation}, ${sha256Hex(scope.key)}, ${fingerprint}, 'in_flight', ${lockedUntil}, ${now}, ${expiresAt})
+    on conflict (workspace_id, operation, key_digest) do update
+      set fingerprint = excluded.fingerprint, state = 'in_flight', response_status = null, response_sealed = null,
           locked_until = excluded.locked_until, created_at = excluded.created_at, expires_at = excluded.expires_at
       where idempotency_records.expires_at <= ${now}
          or (idempotency_records.state = 'in_flight' and idempotency_records.locked_until <= ${now}
              and idempotency_records.fingerprint = excluded.fingerprint)
     returning 1`;
   if (claimed.length === 1) return { kind: 'claimed' };
-  const [existing] = await db<{ fingerprint: string; state: string; response_status: number | null; response_body: unknown }[]>`
-    select fingerprint, state, response_status, response_body from idempotency_records
-    where workspace_id = ${scope.workspaceId} and operation = ${scope.operation} and idempotency_key = ${scope.key}`;
+  const [existing] = await db<{ fingerprint: string; state: string; response_status: number | null; response_sealed: Buffer | null }[]>`
+    select fingerprint, state, response_status, response_sealed from idempotency_records
+    where workspace_id = ${scope.workspaceId} and operation = ${scope.operation} and key_digest = ${sha256Hex(scope.key)}`;
   // Deleted between our insert and select (the owner failed): the caller may simply retry.
   if (!existing) return { kind: 'in_use' };
   if (existing.fingerprint !== fingerprint) return { kind: 'reused' };
   if (existing.state === 'in_flight') return { kind: 'in_use' };
-  return { kind: 'replay', status: existing.response_status ?? 200, body: existing.response_body };
+  const body = existing.response_sealed ? openResponse(secret, scope, existing.response_sealed) : null;
+  return { kind: 'replay', status: existing.response_status ?? 200, body };
 }
 
-export async function completeIdempotencyKey(db: Queryable, scope: Scope, status: number, body: unknown): Promise<void> {
+export async function completeIdempotencyKey(db: Queryable, scope: Scope, status: number, body: unknown, secret: string): Promise<void> {
   await db`
-    update idempotency_records set state = 'completed', response_status = ${status}, response_body = ${db.json(body as never)}
-    where workspace_id = ${scope.workspaceId} and operation = ${scope.operation} and idempotency_key = ${scope.key}`;
+    update idempotency_records set state = 'completed', response_status = ${status}, response_sealed = ${sealResponse(secret, scope, body)}
+    where workspace_id = ${scope.workspaceId} and operation = ${scope.operation} and key_digest = ${sha256Hex(scope.key)}`;
 }
 
 /** Drops an in-flight claim whose request failed, so the same key can be retried. */
 export async function releaseIdempotencyKey(db: Queryable, scope: Scope): Promise<void> {
   await db`
     delete from idempotency_records
-    where workspace_id = ${scope.workspaceId} and operation = ${scope.operation} and idempotency_key = ${scope.key}
+    where workspace_id = ${scope.workspaceId} and operation = ${scope.operation} and key_digest = ${sha256Hex(scope.key)}
       and state = 'in_flight'`;
 }
 
