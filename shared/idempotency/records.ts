@@ -75,7 +75,13 @@ export async function claimIdempotencyKey(
   if (!existing) return { kind: 'in_use' };
   if (existing.fingerprint !== fingerprint) return { kind: 'reused' };
   if (existing.state === 'in_flight') return { kind: 'in_use' };
-  const body = existing.response_sealed ? openResponse(secret, scope, existing.response_sealed) : null;
+  let body: unknown = null;
+  try {
+    body = existing.response_sealed ? openResponse(secret, scope, existing.response_sealed) : null;
+  } catch {
+    // Sealed under a SIGNING_KEY since rotated: the original cannot be replayed, so the key is spent.
+    return { kind: 'reused' };
+  }
   return { kind: 'replay', status: existing.response_status ?? 200, body };
 }
 
