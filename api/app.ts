@@ -4,10 +4,13 @@ import { z } from 'zod';
 import type { AppDeps } from './deps.ts';
 import { errorsPlugin, MAX_BODY_BYTES } from './plugins/errors.ts';
 import { auditRoutes } from './routes/audit.ts';
+import { catalogRoutes } from './routes/catalog.ts';
 import { healthRoutes } from './routes/health.ts';
 import { identityRoutes } from './routes/identity.ts';
 import { meRoutes } from './routes/me.ts';
 import { metaRoutes } from './routes/meta.ts';
+import { priceRoutes } from './routes/prices.ts';
+import { publicPriceRoutes } from './routes/public-prices.ts';
 
 /**
  * The HTTP app. `extend` mounts extra routes after the shared plugins (tests mount test-only
@@ -44,6 +47,9 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(metaRoutes(deps))
     .use(identityRoutes(deps))
     .use(meRoutes(deps))
-    .use(auditRoutes(deps));
+    .use(auditRoutes(deps))
+    .use(catalogRoutes(deps))
+    .use(priceRoutes(deps))
+    .use(publicPriceRoutes(deps));
   return extend ? extend(app) : app;
 }

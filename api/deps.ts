@@ -3,6 +3,8 @@ import type { Config } from '../shared/config.ts';
 import { createSql, type Sql } from '../shared/db.ts';
 import { ApiKeyCache, KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
+import { PRICE_SNAPSHOT_CHANNEL } from '../shared/prices/snapshot.ts';
+import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { POOLS, queueName, type Pool } from '../shared/queues.ts';
 import { createRequestRedis, type Redis } from '../shared/redis.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
@@ -15,6 +17,8 @@ export type AppDeps = {
   log: Logger;
   meter: UsageMeter;
   keys: ApiKeyCache;
+  /** The keyless price list of this process, held in memory (shared/prices/snapshot-cache.ts). */
+  priceSnapshots: PriceSnapshotCache;
   queues: Record<Pool, Queue>;
   now: () => Date;
   startedAt: Date;
@@ -29,16 +33,23 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const redis = createRequestRedis(config.REDIS_URL, 'api');
   redis.on('error', (error) => log.warn({ err: error.message }, 'redis connection error'));
   const keys = new ApiKeyCache(sql);
+  const priceSnapshots = new PriceSnapshotCache(sql, log);
 
-  // Revocations announced by other processes (API replicas, admin CLI) clear this process's cache.
+  // Revocations announced by other processes (API replicas, admin CLI) clear this process's cache;
+  // new price snapshots announced by the ingest pool are loaded at once (polling is the fallback).
   const subscriber = redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
   subscriber.on('error', (error) => log.warn({ err: error.message }, 'redis subscriber error'));
-  subscriber.on('message', (_channel: string, keyHash: string) => keys.invalidate(keyHash));
-  subscriber.subscribe(KEY_INVALIDATION_CHANNEL).catch((error: Error) => log.warn({ err: error.message }, 'could not subscribe to key invalidations'));
+  subscriber.on('message', (channel: string, message: string) => {
+    if (channel === KEY_INVALIDATION_CHANNEL) keys.invalidate(message);
+    else if (channel === PRICE_SNAPSHOT_CHANNEL) priceSnapshots.notify();
+  });
+  subscriber
+    .subscribe(KEY_INVALIDATION_CHANNEL, PRICE_SNAPSHOT_CHANNEL)
+    .catch((error: Error) => log.warn({ err: error.message }, 'could not subscribe to key invalidations and price snapshots'));
 
   const queues = Object.fromEntries(
     POOLS.map((pool) => {
-      const queue = new Queue(queueName(pool), { connection: redis });
+      const queue = new Queue(queueName(pool), { connection: redis, prefix: config.QUEUE_PREFIX });
       queue.on('error', (error) => log.warn({ err: error.message, queue: pool }, 'queue error'));
       return [pool, queue];
     }),
@@ -51,6 +62,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     log,
     meter: new UsageMeter(redis),
     keys,
+    priceSnapshots,
     queues,
     now: overrides.now ?? (() => new Date()),
     startedAt: new Date(),

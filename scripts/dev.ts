@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { databaseName, dropDatabase, ensureServices, recreateDatabase, repoRoot } from './services.ts';
+import { databaseName, dropDatabase, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
 import type { Services } from './services.ts';
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
@@ -201,6 +201,19 @@ async function stopChildren(children: Child[]): Promise<void> {
   await Promise.race([Promise.all(children.map((c) => c.output)), sleep(500)]);
 }
 
+async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      await fetch(url, { signal: AbortSignal.timeout(1_000) });
+      return;
+    } catch {
+      await Bun.sleep(200);
+    }
+  }
+  log(`warning: ${url} did not answer within ${timeoutMs / 1000} s`);
+}
+
 async function start(services: Services): Promise<never> {
   const env = childEnv(services);
   const entries = readProcfile().filter((e) => e.name !== 'release');
@@ -233,9 +246,27 @@ async function start(services: Services): Promise<never> {
   const code = await migrate(env);
   if (code !== 0) return shutdown(code);
   if (shuttingDown) return new Promise<never>(() => {});
+  log('syncing the catalog (bun scripts/catalog-sync.ts)');
+  const synced = await runForeground(['bun', 'scripts/catalog-sync.ts'], env);
+  if (synced !== 0) return shutdown(synced);
+
+  // DESIGN 4/9: with no SOURCES configured, prices come from the local market simulator.
+  if (!process.env.SOURCES) {
+    const simulatorPort = await freePort();
+    const simulatorUrl = `http://127.0.0.1:${simulatorPort}`;
+    entries.unshift({ name: 'simulator', command: 'bun test/fakes/simulator-main.ts' });
+    Object.assign(env, {
+      SIMULATOR_PORT: String(simulatorPort),
+      SOURCES: 'skinport,steam,csfloat',
+      SOURCE_SKINPORT_URL: `${simulatorUrl}/skinport`,
+      SOURCE_STEAM_URL: `${simulatorUrl}/steam`,
+      SOURCE_CSFLOAT_URL: `${simulatorUrl}/csfloat`,
+    });
+    log(`no SOURCES set: prices come from the local market simulator at ${simulatorUrl}`);
+  }
 
   const width = Math.max(...entries.map((e) => e.name.length));
-  entries.forEach((entry, i) => {
+  for (const [i, entry] of entries.entries()) {
     const prefix = `${paint(COLORS[i % COLORS.length] ?? 36, entry.name.padEnd(width))} | `;
     const child = spawnEntry(entry, prefix, env);
     children.push(child);
@@ -249,7 +280,9 @@ async function start(services: Services): Promise<never> {
       log(`${entry.name} exited unexpectedly (${status}); stopping the others`);
       void shutdown(1);
     });
-  });
+    // The simulator answers before the ingest pool's first run asks it for prices.
+    if (entry.name === 'simulator') await waitForHttp(`http://127.0.0.1:${env.SIMULATOR_PORT}/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=x`, 30_000);
+  }
 
   const port = process.env.PORT || '3000';
   log(`API: http://localhost:${port}  docs: http://localhost:${port}/docs`);
@@ -286,7 +319,7 @@ async function main(): Promise<void> {
       const testDb = `${databaseName(services.databaseUrl)}_test_${process.pid}`;
       const testUrl = await recreateDatabase(services.databaseUrl, testDb, log);
       try {
-        const env = childEnv(services, { DATABASE_URL: testUrl, NODE_ENV: 'test' });
+        const env = childEnv(services, { DATABASE_URL: testUrl, NODE_ENV: 'test', QUEUE_PREFIX: `test${process.pid}` });
         code = await migrate(env);
         if (code === 0) {
           log(`running: bun test ${rest.join(' ')}`.trimEnd());

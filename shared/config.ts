@@ -36,16 +36,33 @@ export const configSchema = z.object({
         .map((name) => name.trim())
         .filter((name) => name.length > 0),
     )
+    // Any lower-case name parses; the ingest pool refuses to boot on a source it has no adapter for.
     .pipe(z.array(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'source names are lower-case words'))),
   INGEST_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
+  // DESIGN 4 `SOURCE_<NAME>_URL` / `SOURCE_<NAME>_INTERVAL_SECONDS` for the known sources; unset URLs
+  // mean the real upstream. `SOURCE_<NAME>_STALE_SECONDS` (an addition) overrides the stale threshold.
+  SOURCE_SKINPORT_URL: z.string().url().default('https://api.skinport.com'),
+  SOURCE_STEAM_URL: z.string().url().default('https://steamcommunity.com'),
+  SOURCE_CSFLOAT_URL: z.string().url().default('https://csfloat.com'),
+  SOURCE_SKINPORT_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
+  SOURCE_STEAM_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
+  SOURCE_CSFLOAT_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
+  SOURCE_SKINPORT_STALE_SECONDS: z.coerce.number().int().positive().optional(),
+  SOURCE_STEAM_STALE_SECONDS: z.coerce.number().int().positive().optional(),
+  SOURCE_CSFLOAT_STALE_SECONDS: z.coerce.number().int().positive().optional(),
+  SOURCE_CSFLOAT_API_KEY: optionalString,
   STEAM_WEB_API_KEY: optionalString,
   STEAM_COMMUNITY_URL: z.string().url().default('https://steamcommunity.com'),
   STEAM_API_URL: z.string().url().default('https://api.steampowered.com'),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString.default(false),
   // Not in DESIGN 4's list: trust X-Forwarded-For for the client IP (sign-in limits) only behind a proxy.
   TRUST_PROXY: booleanString.default(false),
+  // Not in DESIGN 4's list: the BullMQ key prefix, so a test run's queues never meet a dev instance's.
+  QUEUE_PREFIX: z.string().regex(/^[a-z0-9_-]{1,40}$/).default('bull'),
   // Not in DESIGN 4's list: session lifetime (DESIGN 5 default 12 h).
   SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(12 * 60 * 60),
+  // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
+  PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
 });
 
 export type Config = z.infer<typeof configSchema>;

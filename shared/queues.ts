@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { JobsOptions } from 'bullmq';
+import { SOURCE_NAMES } from './sources/types.ts';
 
 /**
  * The job registry (STYLE "one job registry"): every job's queue, payload schema and default
@@ -16,6 +17,12 @@ const defaultOptions: JobsOptions = {
 };
 
 export const JOBS = {
+  'ingest.source': {
+    queue: 'ingest',
+    payload: z.object({ source: z.enum(SOURCE_NAMES) }).strict(),
+    // No retries: the next scheduled run is the retry, and a run slot is claimed once in Postgres.
+    options: { ...defaultOptions, attempts: 1, removeOnFail: { age: 86_400, count: 1_000 } },
+  },
   'maintenance.cleanup': {
     queue: 'maintenance',
     payload: z.object({}).strict(),
@@ -25,7 +32,8 @@ export const JOBS = {
 
 export type JobName = keyof typeof JOBS;
 export type JobPayload<Name extends JobName> = z.infer<(typeof JOBS)[Name]['payload']>;
-export type JobHandler<Name extends JobName> = (payload: JobPayload<Name>, context: { jobId: string | undefined; attempt: number }) => Promise<unknown>;
+export type JobContext = { jobId: string | undefined; attempt: number; /** When the job was due (scheduled jobs: its slot). */ scheduledAt: Date };
+export type JobHandler<Name extends JobName> = (payload: JobPayload<Name>, context: JobContext) => Promise<unknown>;
 /** One handler per job, by construction: a missing or misspelt name is a type error. */
 export type JobHandlers = { [Name in JobName]: JobHandler<Name> };
 

@@ -67,7 +67,7 @@ create table latest_prices (
   ingested_at timestamptz not null,
   run_id uuid not null,
   primary key (catalog_id, version, source)
-);
+) with (fillfactor = 70); -- updated every run: room for HOT updates
 create index latest_prices_source_idx on latest_prices (source, catalog_id);
 
 -- History buckets, merged at ingest time so history reads never scan raw observations.
@@ -85,7 +85,7 @@ create table price_rollups (
   first_at timestamptz not null,
   last_at timestamptz not null,
   primary key (catalog_id, source, version, granularity, bucket_start)
-);
+) with (fillfactor = 80);
 
 alter table price_sources
   add column last_error_at timestamptz,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { catalogItemCount } from '../shared/catalog/repository.ts';
 import { OPERATIONS } from '../shared/operations.ts';
 import { POOLS } from '../shared/queues.ts';
 import { createTestApp, errorOf, eventually, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
@@ -27,11 +28,12 @@ async function withApp(options: Parameters<typeof createTestApp>[0], body: (app:
   }
 }
 
+// Other suites load the catalog into the shared database, so /health's item count is whatever it holds.
 describe('GET /health', () => {
-  test('with no enabled sources it answers 200 up with no sources and no items', async () => {
+  test('with no enabled sources it answers 200 up with no sources and the catalog item count', async () => {
     const response = await t.request('/health');
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'up', sources: {}, stats: { items: 0 } });
+    expect(await response.json()).toEqual({ status: 'up', sources: {}, stats: { items: await catalogItemCount(t.deps.sql) } });
   });
 
   test('an enabled source that never succeeded makes it 503 with the same body shape', async () => {
@@ -41,7 +43,7 @@ describe('GET /health', () => {
       expect(response.status).toBe(503);
       const body = (await response.json()) as HealthReport;
       expect(Object.keys(body).sort()).toEqual(['sources', 'stats', 'status']);
-      expect(body).toEqual({ status: 'degraded', sources: { [source]: { updated_at: null, status: 'never_succeeded' } }, stats: { items: 0 } });
+      expect(body).toEqual({ status: 'degraded', sources: { [source]: { updated_at: null, status: 'never_succeeded' } }, stats: { items: await catalogItemCount(t.deps.sql) } });
     });
   });
 
@@ -57,7 +59,7 @@ describe('GET /health', () => {
         expect(await fresh.json()).toEqual({
           status: 'up',
           sources: { [source]: { updated_at: row!.last_success_at.toISOString(), status: 'fresh' } },
-          stats: { items: 0 },
+          stats: { items: await catalogItemCount(t.deps.sql) },
         });
 
         const [old] = await app.deps.sql<{ last_success_at: Date }[]>`
@@ -67,7 +69,7 @@ describe('GET /health', () => {
         expect(await stale.json()).toEqual({
           status: 'degraded',
           sources: { [source]: { updated_at: old!.last_success_at.toISOString(), status: 'stale' } },
-          stats: { items: 0 },
+          stats: { items: await catalogItemCount(t.deps.sql) },
         });
       } finally {
         await app.deps.sql`delete from price_sources where name = ${source}`;
@@ -290,7 +292,7 @@ describe('GET /v2/meta/*', () => {
         }
       }
       expect(body.capabilities.filter((capability) => capability.status === 'unavailable').map((capability) => capability.operation).sort()).toEqual(
-        ['audit_events.list', 'me.get', 'usage.get'],
+        ['audit_events.list', 'catalog.items.list', 'me.get', 'prices.get', 'prices.history', 'usage.get'],
       );
     });
   });

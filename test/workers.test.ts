@@ -44,7 +44,7 @@ describe('checkHandlers', () => {
 
   test('every defined pool matches the registry', () => {
     for (const definition of Object.values(POOL_DEFINITIONS)) {
-      const registrations = definition.handlers({ config, sql, log, now: () => new Date(), queue: undefined as never });
+      const registrations = definition.handlers({ config, sql, redis: undefined as never, log, now: () => new Date(), queue: undefined as never });
       expect(() => checkHandlers(definition.pool, registrations)).not.toThrow();
     }
   });
@@ -68,9 +68,10 @@ async function newHeartbeats(pool: string, before: HeartbeatRow[]): Promise<Hear
  */
 async function resetCleanupSchedule(): Promise<void> {
   const connection = createWorkerRedis(config.REDIS_URL, 'workers-test');
-  const queue = new Queue(queueName('maintenance'), { connection });
+  const queue = new Queue(queueName('maintenance'), { connection, prefix: config.QUEUE_PREFIX });
   try {
-    for (const schedule of maintenancePool.schedules ?? []) await queue.removeJobScheduler(schedule.id);
+    const schedules = typeof maintenancePool.schedules === 'function' ? maintenancePool.schedules(config) : (maintenancePool.schedules ?? []);
+    for (const schedule of schedules) await queue.removeJobScheduler(schedule.id);
   } finally {
     await queue.close();
     connection.disconnect();

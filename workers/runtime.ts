@@ -7,7 +7,7 @@ import { deleteHeartbeat, HEARTBEAT_INTERVAL_MS, upsertHeartbeat } from '../shar
 import { newId } from '../shared/ids.ts';
 import type { Logger } from '../shared/logger.ts';
 import { checkHandlers, JOBS, parseJobPayload, queueName, type JobName, type Pool } from '../shared/queues.ts';
-import { createWorkerRedis } from '../shared/redis.ts';
+import { createRequestRedis, createWorkerRedis } from '../shared/redis.ts';
 import type { PoolDefinition } from './pool.ts';
 
 export type RunningPools = { stop: (timeoutMs?: number) => Promise<void> };
@@ -21,6 +21,9 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
   const sql = createSql(config.DATABASE_URL, { max: 5, application: `workers:${definitions.map((d) => d.pool).join(',')}` });
   const connection = createWorkerRedis(config.REDIS_URL, 'workers');
   connection.on('error', (error) => log.warn({ err: error.message }, 'redis connection error'));
+  // Plain commands from job code (budgets, caches) fail fast instead of waiting on a dead Redis.
+  const redis = createRequestRedis(config.REDIS_URL, 'workers-commands');
+  redis.on('error', (error) => log.warn({ err: error.message }, 'redis command connection error'));
   const now = () => new Date();
   const workers: Worker[] = [];
   const queues: Queue[] = [];
@@ -30,15 +33,21 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
     for (const definition of definitions) {
       const pool = definition.pool;
       const poolLog = log.child({ pool });
-      const queue = new Queue(queueName(pool), { connection });
+      const queue = new Queue(queueName(pool), { connection, prefix: config.QUEUE_PREFIX });
       queue.on('error', (error) => poolLog.warn({ err: error.message }, 'queue error'));
       queues.push(queue);
-      const registrations = definition.handlers({ config, sql, log: poolLog, now, queue });
+      const registrations = definition.handlers({ config, sql, redis, log: poolLog, now, queue });
       checkHandlers(pool, registrations);
       const handlers = new Map(registrations);
 
-      for (const schedule of definition.schedules ?? []) {
-        await queue.upsertJobScheduler(schedule.id, { every: schedule.everyMs }, { name: schedule.job, data: {}, opts: JOBS[schedule.job].options });
+      const schedules = typeof definition.schedules === 'function' ? definition.schedules(config) : (definition.schedules ?? []);
+      for (const schedule of schedules) {
+        await queue.upsertJobScheduler(schedule.id, { every: schedule.everyMs }, { name: schedule.job, data: schedule.data ?? {}, opts: JOBS[schedule.job].options });
+      }
+      // Schedulers this pool no longer wants (e.g. a source removed from SOURCES) are dropped.
+      const wanted = new Set(schedules.map((schedule) => schedule.id));
+      for (const existing of await queue.getJobSchedulers()) {
+        if (existing.key && !wanted.has(existing.key) && existing.key.startsWith(`${pool}-`)) await queue.removeJobScheduler(existing.key);
       }
 
       const worker = new Worker(
@@ -53,9 +62,10 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
             if (error instanceof ZodError) throw new UnrecoverableError(`invalid payload for ${job.name}: ${error.message}`);
             throw error;
           }
-          return handler(payload as never, { jobId: job.id, attempt: job.attemptsMade + 1 });
+          const scheduledAt = new Date(job.timestamp + (job.opts.delay ?? 0));
+          return handler(payload as never, { jobId: job.id, attempt: job.attemptsMade + 1, scheduledAt });
         },
-        { connection, concurrency: definition.concurrency ?? 1, autorun: true },
+        { connection, prefix: config.QUEUE_PREFIX, concurrency: definition.concurrency ?? 1, autorun: true },
       );
       worker.on('error', (error) => poolLog.error({ err: error.message }, 'worker error'));
       worker.on('failed', (job, error) => poolLog.warn({ job: job?.name, id: job?.id, err: error.message }, 'job failed'));
@@ -68,6 +78,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
     await Promise.allSettled(workers.map((worker) => worker.close(true)));
     await Promise.allSettled(queues.map((queue) => queue.close()));
     connection.disconnect();
+    redis.disconnect();
     await sql.end({ timeout: 5 });
     throw error;
   }
@@ -92,6 +103,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
       await Promise.allSettled(queues.map((queue) => queue.close()));
       for (const heartbeat of heartbeats) await deleteHeartbeat(sql, heartbeat.workerId).catch(() => undefined);
       connection.disconnect();
+      redis.disconnect();
       await sql.end({ timeout: 5 });
     },
   };

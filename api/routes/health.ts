@@ -38,7 +38,7 @@ export function healthRoutes(deps: AppDeps) {
     .get(
       '/v2/status',
       async () => {
-        const report = await platformStatus(deps);
+        const report = await platformStatus({ ...deps, sources: deps.config.SOURCES });
         if (!report) throw errors.unavailable('status_unavailable', 'Platform status cannot be assembled: the database is unreachable.');
         return report;
       },

@@ -7,6 +7,7 @@ import { createAccount, createKey, listKeys, revokeKey, signIn, signOut } from '
 import { isUuid } from '../../shared/ids.ts';
 import { SCOPES } from '../../shared/scopes.ts';
 import type { AppDeps } from '../deps.ts';
+import { clientIp } from '../plugins/client-ip.ts';
 import { requestIdOf } from '../plugins/errors.ts';
 import { idempotencyPlugin } from '../plugins/idempotency.ts';
 import { sessionPlugin } from '../plugins/session.ts';
@@ -35,15 +36,6 @@ const createKeyBody = z
   .strict()
   .nullable()
   .optional();
-
-/** The client address for sign-in limits: X-Forwarded-For only when TRUST_PROXY is set. */
-function clientIp(deps: AppDeps, request: Request, server: { requestIP(request: Request): { address: string } | null } | null): string | null {
-  if (deps.config.TRUST_PROXY) {
-    const forwarded = request.headers.get('x-forwarded-for')?.split(',')[0]?.trim();
-    if (forwarded) return forwarded.slice(0, 64);
-  }
-  return server?.requestIP(request)?.address ?? null;
-}
 
 export function identityRoutes(deps: AppDeps) {
   const meta = (set: { headers: Record<string, string | number | string[] | undefined> }) => ({ requestId: requestIdOf(set), now: deps.now() });

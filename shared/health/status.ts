@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Queryable } from '../db.ts';
 import { POOLS, type Pool } from '../queues.ts';
 import { liveWorkersByPool } from './heartbeats.ts';
+import { sourceFreshness, type HealthReport } from './sources.ts';
 
 const CHECK_TIMEOUT_MS = 1_500;
 
@@ -16,6 +17,8 @@ export type PlatformStatus = {
     redis: { status: ComponentStatus; latency_ms: number | null };
     queues: Record<string, { status: ComponentStatus; waiting: number | null; active: number | null; delayed: number | null; failed: number | null }>;
     workers: Record<string, { status: ComponentStatus; live: number; last_seen_at: string | null }>;
+    /** Each enabled price source, as on GET /health. */
+    sources: HealthReport['sources'];
   };
 };
 
@@ -44,15 +47,22 @@ async function timed<T>(check: () => Promise<T>): Promise<{ ok: true; value: T; 
  * in time. Returns null when the database (which holds heartbeats) cannot be reached: without it
  * no status can be assembled (spec 4: 503).
  */
-export async function platformStatus(input: { sql: Queryable; redis: Redis; queues: Record<Pool, Queue>; now: () => Date }): Promise<PlatformStatus | null> {
+export async function platformStatus(input: {
+  sql: Queryable;
+  redis: Redis;
+  queues: Record<Pool, Queue>;
+  now: () => Date;
+  sources: readonly string[];
+}): Promise<PlatformStatus | null> {
   const now = input.now();
-  const [database, redis, workers, ...queueCounts] = await Promise.all([
+  const [database, redis, workers, sources, ...queueCounts] = await Promise.all([
     timed(() => input.sql`select 1`),
     timed(() => input.redis.ping()),
     timed(() => liveWorkersByPool(input.sql, now)),
+    timed(() => sourceFreshness(input.sql, input.sources, now)),
     ...POOLS.map((pool) => timed(() => input.queues[pool].getJobCounts('waiting', 'active', 'delayed', 'failed'))),
   ]);
-  if (!database.ok || !workers.ok) return null;
+  if (!database.ok || !workers.ok || !sources.ok) return null;
   const degraded: string[] = [];
   if (!redis.ok) degraded.push('redis');
   const queues: PlatformStatus['components']['queues'] = {};
@@ -70,6 +80,9 @@ export async function platformStatus(input: { sql: Queryable; redis: Redis; queu
     workerStatus[pool] = { status: live ? 'ok' : 'down', live: live?.live ?? 0, last_seen_at: live?.lastSeenAt.toISOString() ?? null };
     if (!live) degraded.push(`workers.${pool}`);
   });
+  for (const [name, source] of Object.entries(sources.value.sources)) {
+    if (source.status !== 'fresh') degraded.push(`sources.${name}`);
+  }
   return {
     status: degraded.length === 0 ? 'ok' : 'degraded',
     checked_at: now.toISOString(),
@@ -79,6 +92,7 @@ export async function platformStatus(input: { sql: Queryable; redis: Redis; queu
       redis: { status: redis.ok ? 'ok' : 'down', latency_ms: redis.ok ? redis.ms : null },
       queues,
       workers: workerStatus,
+      sources: sources.value.sources,
     },
   };
 }

@@ -12,6 +12,10 @@ export type SourceObservation = {
   /** The lowest ask (skinport min_price, steam lowest_price, csfloat cheapest listing), e.g. "2.30". */
   price: string;
   median_price: string | null;
+  /**
+   * Units behind the price: skinport `quantity` (listings), csfloat listings seen, steam `volume`
+   * (units sold in the last 24 h; Steam publishes no listing count here). Null when not given.
+   */
   quantity: number | null;
   /** When the upstream says the price was observed (or the fetch time when it says nothing). */
   source_time: Date;
@@ -21,40 +25,77 @@ export type SourceFetchResult = {
   observations: SourceObservation[];
   /** Rows present upstream but malformed (missing/invalid fields): counted, never fatal. */
   skipped: number;
+  /**
+   * Names the upstream answered it does not know (steam `{"success":false}`). Whole-market sources
+   * (skinport, csfloat) report 0: names they send that the catalog lacks are counted at ingest.
+   */
+  unknown: number;
   /** HTTP requests made. */
   requests: number;
 };
 
+/**
+ * What a multi-request fetch (steam's names, csfloat's pages) had gathered when it was stopped by an
+ * error: well-formed and safe to write, but incomplete. Single-request sources never set it.
+ */
+export type PartialResult = { partial?: SourceFetchResult };
+
 /** Thrown when the upstream refuses for now (429, or our own request budget is spent). */
 export class SourceRateLimitedError extends Error {
+  /** `upstream`: the upstream answered 429; `budget`: our shared request budget (shared/sources/budget.ts) is spent or blocked. */
+  readonly origin: 'upstream' | 'budget';
+  partial?: SourceFetchResult;
+
   constructor(
     readonly source: SourceName,
     readonly retryAfterMs: number,
+    options: { origin?: 'upstream' | 'budget' } & PartialResult = {},
   ) {
-    super(`${source} is rate-limited for ${Math.ceil(retryAfterMs / 1000)} s`);
+    super(`${source} is rate-limited for ${Math.ceil(retryAfterMs / 1000)} s (${options.origin ?? 'upstream'})`);
+    this.name = 'SourceRateLimitedError';
+    this.origin = options.origin ?? 'upstream';
+    this.partial = options.partial;
   }
 }
 
-/** Thrown for upstream failures (5xx, timeouts, unparseable bodies). */
+/** Thrown for upstream failures (5xx and other unexpected statuses, network errors, timeouts, unparseable bodies). */
 export class SourceUnavailableError extends Error {
+  partial?: SourceFetchResult;
+
   constructor(
     readonly source: SourceName,
     message: string,
+    options: PartialResult = {},
   ) {
     super(`${source}: ${message}`);
+    this.name = 'SourceUnavailableError';
+    this.partial = options.partial;
   }
 }
 
 export type FetchContext = {
   baseUrl: string;
   log: Logger;
-  /** Per-request timeout. */
+  /** Per-request timeout (connect, headers and body), through AbortSignal.timeout. */
   timeoutMs: number;
-  /** Called before every HTTP request; throws SourceRateLimitedError when the budget is spent. */
+  /**
+   * Called before every HTTP request; throws SourceRateLimitedError when the budget is spent
+   * (createRequestBudget(...).acquire). After an upstream 429 the caller (the ingest run) is the one
+   * that calls budget.blockUntil: adapters only speak HTTP.
+   */
   acquire: () => Promise<void>;
-  /** Market hash names to ask for, for sources that price one item per request (steam). */
+  /** Market hash names to ask for, for sources that price one item per request (steam). Ignored by the others. */
   names: string[];
   now: () => Date;
+  /** Secret for upstreams that take one (csfloat `Authorization`, SOURCE_CSFLOAT_API_KEY): sent when set, never logged. */
+  apiKey?: string;
+  /**
+   * Paging sources (csfloat): listings asked per page (default: the real upstream's maximum, 50) and
+   * pages per run (default: what fits its hourly budget at its default interval). A local simulator
+   * accepts up to 1000 per page.
+   */
+  pageSize?: number;
+  maxPages?: number;
 };
 
 export interface SourceAdapter {

@@ -1,7 +1,29 @@
-import type { PoolDefinition } from '../pool.ts';
+import { ADAPTERS } from '../../shared/sources/index.ts';
+import { runSourceIngest } from '../../shared/sources/run.ts';
+import { isKnownSource, sourceSettings } from '../../shared/sources/settings.ts';
+import { handle, type PoolDefinition } from '../pool.ts';
 
-// No jobs yet: the pool starts, heartbeats and stops cleanly; its jobs arrive with later issues.
+/** Each enabled source (SOURCES) is a job scheduler on the ingest queue (DESIGN 9). */
 export const ingestPool: PoolDefinition = {
   pool: 'ingest',
-  handlers: () => [],
+  concurrency: 3,
+  schedules: (config) =>
+    config.SOURCES.map((name) => {
+      if (!isKnownSource(name)) throw new Error(`SOURCES names ${name}, which has no adapter (known: ${Object.keys(ADAPTERS).join(', ')})`);
+      return {
+        id: `ingest-${name}`,
+        job: 'ingest.source' as const,
+        everyMs: sourceSettings(config, ADAPTERS[name]).intervalSeconds * 1000,
+        data: { source: name },
+      };
+    }),
+  handlers: ({ config, sql, redis, log, now }) => [
+    handle('ingest.source', async ({ source }, { scheduledAt }) => {
+      if (!config.SOURCES.includes(source)) {
+        log.warn({ source }, 'source is not enabled; skipping');
+        return { status: 'disabled' };
+      }
+      return runSourceIngest({ sql, redis, config, log, now }, ADAPTERS[source], scheduledAt);
+    }),
+  ],
 };

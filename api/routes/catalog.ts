@@ -1,0 +1,83 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { catalogWeapons } from '../../shared/catalog/generate.ts';
+import { EXTERIORS, ITEM_TYPES, PHASE_VERSIONS, RARITIES } from '../../shared/catalog/identity.ts';
+import { catalogIsLoaded, listCatalogItems, type CatalogPosition } from '../../shared/catalog/repository.ts';
+import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { errors } from '../../shared/errors.ts';
+import type { AppDeps } from '../deps.ts';
+import { apiKeyPlugin } from '../plugins/api-key.ts';
+
+const INDEX_MAX = 2_147_483_647;
+const booleanFlag = z.enum(['true', 'false']);
+// Integers written plainly (no sign, exponent or fraction), within Postgres's integer. Kept a string
+// here (a transform has no JSON Schema for the OpenAPI document) and converted in the handler.
+const catalogIndex = z
+  .string()
+  .regex(/^(0|[1-9][0-9]{0,9})$/, 'must be a non-negative integer')
+  .refine((value) => Number(value) <= INDEX_MAX, `must be at most ${INDEX_MAX}`);
+const toIndex = (value: string | undefined) => (value === undefined ? undefined : Number(value));
+
+function catalogQuery() {
+  return z
+    .object({
+      // An empty q (a cleared search box) is no filter.
+      q: z.string().max(200).optional(),
+      type: z.enum(ITEM_TYPES).optional(),
+      // The weapon, knife and glove names the catalog uses, so a typo is a 400 naming the choices.
+      weapon: z.enum(catalogWeapons() as [string, ...string[]]).optional(),
+      exterior: z.enum(EXTERIORS).optional(),
+      rarity: z.enum(RARITIES).optional(),
+      phase: z.enum(PHASE_VERSIONS).optional(),
+      stattrak: booleanFlag.optional(),
+      souvenir: booleanFlag.optional(),
+      definition_index: catalogIndex.optional(),
+      paint_index: catalogIndex.optional(),
+      limit: z.coerce.number().int().min(1).max(200).default(50),
+      cursor: z.string().min(1).max(2048).optional(),
+    })
+    .strict();
+}
+
+const isPosition = (value: unknown): value is CatalogPosition =>
+  typeof value === 'object' && value !== null && typeof (value as CatalogPosition).name === 'string' && (value as CatalogPosition).name.length > 0;
+
+const flag = (value: 'true' | 'false' | undefined) => (value === undefined ? undefined : value === 'true');
+
+export function catalogRoutes(deps: AppDeps) {
+  const signingKey = deps.config.SIGNING_KEY!;
+  return new Elysia({ name: 'catalog-routes' })
+    .use(apiKeyPlugin(deps))
+    .get(
+      '/v2/catalog/items',
+      async ({ principal, query }) => {
+        const filters = {
+          q: query.q ? query.q : undefined,
+          type: query.type,
+          weapon: query.weapon,
+          exterior: query.exterior,
+          rarity: query.rarity,
+          phase: query.phase,
+          stattrak: flag(query.stattrak),
+          souvenir: flag(query.souvenir),
+          definition_index: toIndex(query.definition_index),
+          paint_index: toIndex(query.paint_index),
+        };
+        // spec 4: the cursor binds every filter and the workspace, not the page size.
+        const bound = { workspace: principal.workspace.id, ...Object.fromEntries(Object.entries(filters).map(([k, v]) => [k, v ?? null])) };
+        const after = query.cursor ? decodeCursor(signingKey, 'catalog_items', bound, query.cursor, isPosition) : null;
+        const page = await listCatalogItems(deps.sql, filters, after, query.limit);
+        // spec 7: 503 when the catalog is unavailable, i.e. has never been loaded (an empty page of a
+        // loaded catalog is a 200).
+        if (page.items.length === 0 && !(await catalogIsLoaded(deps.sql))) {
+          throw errors.unavailable('catalog_unavailable', 'The catalog has not been loaded yet; retry shortly.');
+        }
+        return { data: page.items, next_cursor: page.next ? encodeCursor(signingKey, 'catalog_items', bound, page.next) : null };
+      },
+      {
+        operation: 'catalog.items.list',
+        query: catalogQuery(),
+        detail: { summary: 'Catalog items ordered by market_hash_name (needs catalog:read)', tags: ['catalog'] },
+      },
+    );
+}

@@ -1,0 +1,151 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
+import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { ApiError, errors } from '../../shared/errors.ts';
+import { currentItemPrices } from '../../shared/prices/current.ts';
+import {
+  DEFAULT_GRANULARITY,
+  GRANULARITIES,
+  HISTORY_LIMIT_DEFAULT,
+  HISTORY_LIMIT_MAX,
+  itemHistoryPage,
+  resolveHistoryWindow,
+} from '../../shared/prices/history.ts';
+import type { HistoryPosition } from '../../shared/prices/repository.ts';
+import { SOURCE_NAMES } from '../../shared/sources/types.ts';
+import type { AppDeps } from '../deps.ts';
+import { apiKeyPlugin } from '../plugins/api-key.ts';
+
+const dateTime = z.iso.datetime({ offset: true });
+const versionMessage = 'unknown version: default, phase-1…phase-4, ruby, sapphire, black-pearl, emerald, pattern-<0…1000> or tier-<n>';
+const version = z.string().max(32).refine(isPriceVersion, versionMessage);
+const allowedSources = SOURCE_NAMES.join(', ');
+
+const itemParams = z.object({ catalog_id: z.string().describe('A catalog id as returned by the catalog API (itm_…), passed back unchanged') });
+
+const pricesQuery = z.object({ version: version.optional() }).strict();
+
+const historyQuery = z
+  .object({
+    marketplace: z.enum(SOURCE_NAMES, {
+      error: (issue) =>
+        issue.input === undefined ? `required; one of ${allowedSources}` : `unknown marketplace ${JSON.stringify(issue.input)}; one of ${allowedSources}`,
+    }),
+    version: version.optional(),
+    granularity: z
+      .enum(GRANULARITIES, { error: (issue) => `unknown granularity ${JSON.stringify(issue.input)}; one of ${GRANULARITIES.join(', ')}` })
+      .default(DEFAULT_GRANULARITY),
+    from: dateTime.optional(),
+    to: dateTime.optional(),
+    limit: z.coerce.number().int().min(1).max(HISTORY_LIMIT_MAX).default(HISTORY_LIMIT_DEFAULT),
+    cursor: z.string().min(1).max(2048).optional(),
+  })
+  .strict();
+
+type HistoryCursorPosition = { v: string; b: string; f: string; t: string };
+
+const isIsoInstant = (value: unknown): value is string => typeof value === 'string' && !Number.isNaN(Date.parse(value));
+const isHistoryPosition = (value: unknown): value is HistoryCursorPosition => {
+  const position = value as Partial<HistoryCursorPosition> | null;
+  return (
+    typeof position === 'object' &&
+    position !== null &&
+    typeof position.v === 'string' &&
+    isPriceVersion(position.v) &&
+    isIsoInstant(position.b) &&
+    isIsoInstant(position.f) &&
+    isIsoInstant(position.t)
+  );
+};
+
+/** Checked before validation and authentication, so a malformed id is a 400 with its own code. */
+function checkCatalogId({ params }: { params: Record<string, string | undefined> }) {
+  const catalogId = params.catalog_id ?? '';
+  if (!isCatalogId(catalogId)) {
+    throw new ApiError(400, 'invalid_catalog_id', 'The catalog id is malformed; pass back a catalog_id from the catalog API unchanged.', [
+      { field: 'params.catalog_id', message: 'malformed catalog id' },
+    ]);
+  }
+}
+
+const notFound = () => errors.notFound('No catalog item has this catalog id.');
+
+export function priceRoutes(deps: AppDeps) {
+  const signingKey = deps.config.SIGNING_KEY!;
+  return new Elysia({ name: 'price-routes' })
+    .use(apiKeyPlugin(deps))
+    .get(
+      '/v2/prices/:catalog_id',
+      async ({ params, query }) => {
+        const prices = await currentItemPrices(deps.sql, params.catalog_id, query.version, deps.now());
+        if (!prices) throw notFound();
+        return prices;
+      },
+      {
+        operation: 'prices.get',
+        params: itemParams,
+        query: pricesQuery,
+        transform: checkCatalogId,
+        detail: {
+          summary: 'Current prices of a catalog item per version and source, with freshness and min/median/max (needs prices:read)',
+          tags: ['prices'],
+        },
+      },
+    )
+    .get(
+      '/v2/prices/:catalog_id/history',
+      async ({ params, query, principal }) => {
+        const from = query.from ? new Date(query.from) : undefined;
+        const to = query.to ? new Date(query.to) : undefined;
+        // spec 4: the cursor binds the item, the workspace and every filter (not the page size).
+        const filters = {
+          workspace: principal.workspace.id,
+          catalog_id: params.catalog_id,
+          marketplace: query.marketplace,
+          version: query.version ?? null,
+          granularity: query.granularity,
+          from: from?.toISOString() ?? null,
+          to: to?.toISOString() ?? null,
+        };
+        let window: { from: Date; to: Date };
+        let after: HistoryPosition | null = null;
+        if (query.cursor) {
+          const position = decodeCursor(signingKey, 'price_history', filters, query.cursor, isHistoryPosition);
+          // The window a default (omitted from/to) resolved to on the first page rides in the cursor,
+          // so later pages page through the same window instead of one that moved with the clock.
+          window = { from: new Date(position.f), to: new Date(position.t) };
+          after = { version: position.v, bucket_start: position.b };
+        } else {
+          window = resolveHistoryWindow(query.granularity, from, to, deps.now());
+        }
+        const page = await itemHistoryPage(
+          deps.sql,
+          { catalogId: params.catalog_id, marketplace: query.marketplace, granularity: query.granularity, version: query.version ?? null, window },
+          after,
+          query.limit,
+        );
+        if (!page) throw notFound();
+        const { next, ...body } = page;
+        const nextCursor = next
+          ? encodeCursor<HistoryCursorPosition>(signingKey, 'price_history', filters, {
+              v: next.version,
+              b: next.bucket_start,
+              f: window.from.toISOString(),
+              t: window.to.toISOString(),
+            })
+          : null;
+        return { ...body, next_cursor: nextCursor };
+      },
+      {
+        operation: 'prices.history',
+        params: itemParams,
+        query: historyQuery,
+        transform: checkCatalogId,
+        detail: {
+          summary: 'Price history buckets (open/high/low/close, samples) of one marketplace, per version (needs prices:read)',
+          tags: ['prices'],
+        },
+      },
+    );
+}

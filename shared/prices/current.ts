@@ -1,0 +1,71 @@
+import type { Queryable } from '../db.ts';
+import { summarizeDecimals } from './decimal.ts';
+import { findCatalogItemById, listCurrentPrices, type CurrentPriceRow } from './repository.ts';
+
+export type SourcePrice = {
+  source: string;
+  price: string;
+  median_price: string | null;
+  quantity: number | null;
+  source_time: string;
+  ingested_at: string;
+  freshness: 'fresh' | 'stale';
+  /** Seconds since source_time (0 when the upstream's clock is ahead of ours). */
+  age_seconds: number;
+  stale_after_seconds: number;
+};
+
+export type VersionPrices = {
+  version: string;
+  /** Across this version's sources (stale ones included; each source says its freshness). */
+  min: string;
+  median: string;
+  max: string;
+  sources: SourcePrice[];
+};
+
+export type ItemPrices = {
+  catalog_id: string;
+  market_hash_name: string;
+  currency: 'USD';
+  versions: VersionPrices[];
+};
+
+function sourcePrice(row: CurrentPriceRow, now: Date): SourcePrice {
+  const age = Math.max(0, Math.floor((now.getTime() - row.source_time.getTime()) / 1000));
+  return {
+    source: row.source,
+    price: row.price,
+    median_price: row.median_price,
+    quantity: row.quantity,
+    source_time: row.source_time.toISOString(),
+    ingested_at: row.ingested_at.toISOString(),
+    // Same rule as GET /health: stale once older than the source's threshold.
+    freshness: age > row.stale_after_seconds ? 'stale' : 'fresh',
+    age_seconds: age,
+    stale_after_seconds: row.stale_after_seconds,
+  };
+}
+
+/**
+ * The current prices of one catalog item, per stored version and source, with freshness as of
+ * `now`; null when the catalog id is unknown. A version the item has no price for yields an empty
+ * `versions` list (the item exists; it is just not priced in that version).
+ */
+export async function currentItemPrices(db: Queryable, catalogId: string, version: string | undefined, now: Date): Promise<ItemPrices | null> {
+  const item = await findCatalogItemById(db, catalogId);
+  if (!item) return null;
+  const rows = await listCurrentPrices(db, catalogId, version);
+  const byVersion = new Map<string, SourcePrice[]>();
+  for (const row of rows) {
+    const list = byVersion.get(row.version) ?? [];
+    list.push(sourcePrice(row, now));
+    byVersion.set(row.version, list);
+  }
+  const versions: VersionPrices[] = [];
+  for (const [name, sources] of byVersion) {
+    const summary = summarizeDecimals(sources.map((source) => source.price))!;
+    versions.push({ version: name, ...summary, sources });
+  }
+  return { catalog_id: item.catalog_id, market_hash_name: item.market_hash_name, currency: 'USD', versions };
+}

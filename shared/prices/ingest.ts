@@ -1,0 +1,254 @@
+import type { Queryable, Sql } from '../db.ts';
+import { newId } from '../ids.ts';
+import type { SourceObservation } from '../sources/types.ts';
+
+/** A normalised observation already mapped to the catalog. */
+export type StagedObservation = {
+  catalog_id: string;
+  version: string;
+  price: string;
+  median_price: string | null;
+  quantity: number | null;
+  source_time: Date;
+};
+
+export type CatalogNameMap = Map<string, { catalogId: string; phases: readonly string[] }>;
+
+export async function loadCatalogNameMap(db: Queryable): Promise<CatalogNameMap> {
+  const rows = await db<{ catalog_id: string; market_hash_name: string; phases: string[] }[]>`
+    select catalog_id, market_hash_name, phases from catalog_items`;
+  return new Map(rows.map((row) => [row.market_hash_name, { catalogId: row.catalog_id, phases: row.phases }]));
+}
+
+/**
+ * Maps upstream names to catalog ids. Unknown names and versions the item cannot carry are counted
+ * (never fatal); duplicates of one (item, version) keep the cheapest ask.
+ */
+export function mapToCatalog(observations: SourceObservation[], catalog: CatalogNameMap) {
+  const staged = new Map<string, StagedObservation>();
+  const unknownNames: string[] = [];
+  let unknownVersions = 0;
+  for (const observation of observations) {
+    const item = catalog.get(observation.market_hash_name);
+    if (!item) {
+      unknownNames.push(observation.market_hash_name);
+      continue;
+    }
+    if (observation.version !== 'default' && !item.phases.includes(observation.version)) {
+      unknownVersions += 1;
+      continue;
+    }
+    const key = `${item.catalogId}\u0000${observation.version}`;
+    const existing = staged.get(key);
+    if (existing && compareDecimal(existing.price, observation.price) <= 0) continue;
+    staged.set(key, {
+      catalog_id: item.catalogId,
+      version: observation.version,
+      price: observation.price,
+      median_price: observation.median_price,
+      quantity: observation.quantity,
+      source_time: observation.source_time,
+    });
+  }
+  return { staged: [...staged.values()], unknownNames, unknownVersions };
+}
+
+/** Compares two non-negative decimal strings exactly (no floats). */
+export function compareDecimal(a: string, b: string): number {
+  const [ai = '0', af = ''] = a.split('.');
+  const [bi = '0', bf = ''] = b.split('.');
+  const aInt = ai.replace(/^0+(?=\d)/, '');
+  const bInt = bi.replace(/^0+(?=\d)/, '');
+  if (aInt.length !== bInt.length) return aInt.length < bInt.length ? -1 : 1;
+  if (aInt !== bInt) return aInt < bInt ? -1 : 1;
+  const width = Math.max(af.length, bf.length);
+  const aFrac = af.padEnd(width, '0');
+  const bFrac = bf.padEnd(width, '0');
+  return aFrac === bFrac ? 0 : aFrac < bFrac ? -1 : 1;
+}
+
+/**
+ * Claims the run of `source` for `slot` (one scheduled interval). Returns null when another worker
+ * already has it, so two workers never double-write one run.
+ */
+export async function claimIngestRun(db: Queryable, source: string, slot: number, now: Date): Promise<string | null> {
+  const id = newId();
+  const rows = await db`
+    insert into ingest_runs (id, source, slot, started_at, status) values (${id}, ${source}, ${slot}, ${now}, 'running')
+    on conflict (source, slot) do nothing returning id`;
+  return rows.length === 1 ? id : null;
+}
+
+/** Names a per-item source should price next: never priced by it first, then the stalest. */
+export async function stalestNamesForSource(db: Queryable, source: string, limit: number): Promise<string[]> {
+  const rows = await db<{ market_hash_name: string }[]>`
+    select c.market_hash_name from catalog_items c
+    left join latest_prices l on l.catalog_id = c.catalog_id and l.source = ${source} and l.version = 'default'
+    order by l.ingested_at asc nulls first, c.market_hash_name
+    limit ${limit}`;
+  return rows.map((row) => row.market_hash_name);
+}
+
+const PARTITION_LOCK_KEY = 727_002;
+
+/** Monthly partitions of price_observations for this month and the next (created ahead of inserts). */
+export async function ensureObservationPartitions(sql: Sql, now: Date): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${PARTITION_LOCK_KEY})`;
+    for (const offset of [0, 1]) {
+      const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + offset, 1));
+      const end = new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1));
+      const name = `price_observations_${start.getUTCFullYear()}_${String(start.getUTCMonth() + 1).padStart(2, '0')}`;
+      const [exists] = await tx<{ exists: boolean }[]>`select to_regclass(${name}) is not null as exists`;
+      if (exists?.exists) continue;
+      // Rows that already landed in the default partition for this range move into the new one.
+      await tx.unsafe(`create table ${name} (like price_observations including defaults)`);
+      await tx.unsafe(
+        `with moved as (delete from price_observations_default where ingested_at >= $1 and ingested_at < $2 returning *)
+         insert into ${name} select * from moved`,
+        [start.toISOString(), end.toISOString()],
+      );
+      await tx.unsafe(`alter table price_observations attach partition ${name} for values from ('${start.toISOString()}') to ('${end.toISOString()}')`);
+    }
+  });
+}
+
+export type WriteResult = { written: number; changed: number };
+
+/**
+ * Writes one run set-based, in one transaction: stage the rows (unnest), drop those not newer than
+ * the stored latest, append observations, upsert latest prices and write `price.updated` to the
+ * outbox for every changed price, merge history rollups, and mark the run and source healthy.
+ */
+export async function writeIngestRun(
+  sql: Sql,
+  input: {
+    runId: string;
+    source: string;
+    rows: StagedObservation[];
+    ingestedAt: Date;
+    staleAfterSeconds: number;
+    received: number;
+    skipped: number;
+    unknownNames: number;
+  },
+): Promise<WriteResult> {
+  const { runId, source, rows, ingestedAt } = input;
+  const timings: Record<string, number> = {};
+  let mark = performance.now();
+  const lap = (name: string) => {
+    const now = performance.now();
+    timings[name] = Math.round(now - mark);
+    mark = now;
+  };
+  const result = await sql.begin(async (tx) => {
+    // Runs of one source overlap when a run outlasts its interval or two workers hold neighbouring
+    // slots: writes of one source are serialised, so each sees what the previous one committed.
+    await tx`select pg_advisory_xact_lock(hashtext(${`ingest:${source}`}))`;
+    await tx`
+      create temp table ingest_stage (
+        catalog_id text not null, version text not null, price numeric not null, median_price numeric,
+        quantity integer, source_time timestamptz not null
+      ) on commit drop`;
+    if (rows.length > 0) {
+      await tx`
+        insert into ingest_stage (catalog_id, version, price, median_price, quantity, source_time)
+        select * from unnest(
+          ${rows.map((row) => row.catalog_id)}::text[],
+          ${rows.map((row) => row.version)}::text[],
+          ${rows.map((row) => row.price)}::numeric[],
+          ${rows.map((row) => row.median_price)}::numeric[],
+          ${rows.map((row) => row.quantity)}::integer[],
+          ${rows.map((row) => row.source_time.toISOString())}::timestamptz[])`;
+    }
+    // Temp tables have no statistics until analysed; without them the joins below plan badly.
+    await tx`analyze ingest_stage`;
+    lap('stage');
+    // An upstream that repeats an observation (same source time) is not a new sample.
+    await tx`
+      delete from ingest_stage s using latest_prices l
+      where l.source = ${source} and l.catalog_id = s.catalog_id and l.version = s.version and l.source_time >= s.source_time`;
+    lap('dedupe');
+    const written = await tx`
+      insert into price_observations (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)
+      select catalog_id, ${source}, version, price, median_price, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage`;
+    lap('observations');
+    const changed = await tx`
+      with previous as (
+        select l.catalog_id, l.version, l.price from latest_prices l
+        join ingest_stage s on s.catalog_id = l.catalog_id and s.version = l.version
+        where l.source = ${source}
+      ), upserted as (
+        insert into latest_prices (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)
+        select catalog_id, ${source}, version, price, median_price, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage
+        on conflict (catalog_id, version, source) do update set
+          price = excluded.price, median_price = excluded.median_price, quantity = excluded.quantity,
+          source_time = excluded.source_time, ingested_at = excluded.ingested_at, run_id = excluded.run_id
+        returning catalog_id, version, price, source_time
+      )
+      insert into event_outbox (id, event_type, payload, created_at)
+      select gen_random_uuid(), 'price.updated',
+             jsonb_build_object(
+               'catalog_id', u.catalog_id, 'market_hash_name', c.market_hash_name, 'source', ${source}::text,
+               'version', u.version, 'price', u.price::text, 'previous_price', p.price::text,
+               'currency', 'USD', 'source_time', u.source_time),
+             ${ingestedAt}
+      from upserted u
+      join catalog_items c on c.catalog_id = u.catalog_id
+      left join previous p on p.catalog_id = u.catalog_id and p.version = u.version
+      where p.price is distinct from u.price`;
+    lap('latest_outbox');
+    await tx`
+      insert into price_rollups (catalog_id, source, version, granularity, bucket_start, open, high, low, close, samples, first_at, last_at)
+      select s.catalog_id, ${source}, s.version, g.granularity, date_bin(g.step, s.source_time, timestamptz '2000-01-01T00:00:00Z'),
+             s.price, s.price, s.price, s.price, 1, s.source_time, s.source_time
+      from ingest_stage s
+      cross join (values ('10m', interval '10 minutes'), ('hourly', interval '1 hour'), ('daily', interval '1 day')) as g (granularity, step)
+      on conflict (catalog_id, source, version, granularity, bucket_start) do update set
+        open = case when excluded.first_at < price_rollups.first_at then excluded.open else price_rollups.open end,
+        close = case when excluded.last_at >= price_rollups.last_at then excluded.close else price_rollups.close end,
+        high = greatest(price_rollups.high, excluded.high),
+        low = least(price_rollups.low, excluded.low),
+        samples = price_rollups.samples + excluded.samples,
+        first_at = least(price_rollups.first_at, excluded.first_at),
+        last_at = greatest(price_rollups.last_at, excluded.last_at)`;
+    lap('rollups');
+    await tx`
+      update ingest_runs set status = 'succeeded', finished_at = ${new Date()}, rows_received = ${input.received},
+        rows_written = ${written.count}, rows_skipped = ${input.skipped}, unknown_names = ${input.unknownNames}
+      where id = ${runId}`;
+    await tx`
+      insert into price_sources (name, last_success_at, last_attempt_at, last_error, stale_after_seconds, last_run_id,
+                                 last_rows_written, last_rows_skipped, last_unknown_names, consecutive_failures)
+      values (${source}, ${ingestedAt}, ${ingestedAt}, null, ${input.staleAfterSeconds}, ${runId},
+              ${written.count}, ${input.skipped}, ${input.unknownNames}, 0)
+      on conflict (name) do update set
+        last_success_at = excluded.last_success_at, last_attempt_at = excluded.last_attempt_at, last_error = null,
+        stale_after_seconds = excluded.stale_after_seconds, last_run_id = excluded.last_run_id,
+        last_rows_written = excluded.last_rows_written, last_rows_skipped = excluded.last_rows_skipped,
+        last_unknown_names = excluded.last_unknown_names, consecutive_failures = 0`;
+    lap('health');
+    return { written: written.count, changed: changed.count };
+  });
+  lap('commit');
+  if (process.env.INGEST_TIMINGS) process.stderr.write(`${JSON.stringify(timings)}\n`);
+  return result;
+}
+
+/** Records a failed run: the source keeps its last success (and so turns stale in time). */
+export async function recordIngestFailure(
+  sql: Sql,
+  input: { runId: string; source: string; error: string; at: Date; staleAfterSeconds: number },
+): Promise<void> {
+  const error = input.error.slice(0, 500);
+  await sql.begin(async (tx) => {
+    await tx`update ingest_runs set status = 'failed', finished_at = ${input.at}, error = ${error} where id = ${input.runId}`;
+    await tx`
+      insert into price_sources (name, last_attempt_at, last_error, last_error_at, stale_after_seconds, last_run_id, consecutive_failures)
+      values (${input.source}, ${input.at}, ${error}, ${input.at}, ${input.staleAfterSeconds}, ${input.runId}, 1)
+      on conflict (name) do update set
+        last_attempt_at = excluded.last_attempt_at, last_error = excluded.last_error, last_error_at = excluded.last_error_at,
+        stale_after_seconds = excluded.stale_after_seconds, last_run_id = excluded.last_run_id,
+        consecutive_failures = price_sources.consecutive_failures + 1`;
+  });
+}

@@ -1,0 +1,168 @@
+import { promisify } from 'node:util';
+import { brotliCompress, brotliCompressSync, constants as zlibConstants, gzip, gzipSync } from 'node:zlib';
+import { sha256Hex } from '../crypto.ts';
+import { summarizeDecimals } from './decimal.ts';
+import type { SnapshotInputRow } from './repository.ts';
+
+/**
+ * The keyless price documents (DESIGN 9): `GET /v1/prices` (every priced item, optionally one
+ * source) and `GET /v1/prices/{market_hash_name}`. Pure functions: the snapshot builder assembles
+ * the full list from the database; the API derives the per-source lists and per-item bodies from it.
+ */
+export type PublicSourcePrice = { price: string; source_time: string };
+
+export type PublicVersionPrices = {
+  /** Keyed by source name, in byte order. */
+  sources: Record<string, PublicSourcePrice>;
+  /** Across the sources; null only when the version has no source (an item priced only in other versions). */
+  min: string | null;
+  median: string | null;
+  max: string | null;
+};
+
+/** One item of the list: its `default` version at the top level, other stored versions under `versions`. */
+export type PublicPriceItem = {
+  market_hash_name: string;
+  catalog_id: string;
+} & PublicVersionPrices & {
+    /** Only present when the item has stored versions besides `default` (Doppler phases, …). */
+    versions?: Record<string, PublicVersionPrices>;
+  };
+
+export type PublicPriceList = {
+  currency: 'USD';
+  /** Present in a `?source=` list. */
+  source?: string;
+  item_count: number;
+  /** The oldest source_time among every price in the document. */
+  oldest_input_at: string | null;
+  items: PublicPriceItem[];
+};
+
+export type PublicItemPrices = {
+  market_hash_name: string;
+  catalog_id: string;
+  currency: 'USD';
+  versions: ({ version: string } & PublicVersionPrices)[];
+};
+
+function versionPrices(sources: Record<string, PublicSourcePrice>): PublicVersionPrices {
+  const summary = summarizeDecimals(Object.values(sources).map((source) => source.price));
+  return { sources, min: summary?.min ?? null, median: summary?.median ?? null, max: summary?.max ?? null };
+}
+
+const noPrices = (): PublicVersionPrices => ({ sources: {}, min: null, median: null, max: null });
+
+function item(marketHashName: string, catalogId: string, defaultPrices: PublicVersionPrices, others: Record<string, PublicVersionPrices>): PublicPriceItem {
+  const entry: PublicPriceItem = { market_hash_name: marketHashName, catalog_id: catalogId, ...defaultPrices };
+  if (Object.keys(others).length > 0) entry.versions = others;
+  return entry;
+}
+
+function oldestTime(items: PublicPriceItem[]): string | null {
+  // Every time has the same fixed-width RFC 3339 UTC form, so text order is time order.
+  let oldest: string | null = null;
+  const visit = (prices: PublicVersionPrices) => {
+    for (const source of Object.values(prices.sources)) if (oldest === null || source.source_time < oldest) oldest = source.source_time;
+  };
+  for (const entry of items) {
+    visit(entry);
+    for (const other of Object.values(entry.versions ?? {})) visit(other);
+  }
+  return oldest;
+}
+
+/** The full list from the snapshot query's rows (ordered by item, then version with `default` first, then source). */
+export function assemblePriceList(rows: readonly SnapshotInputRow[]): PublicPriceList {
+  const items: PublicPriceItem[] = [];
+  let index = 0;
+  while (index < rows.length) {
+    const first = rows[index]!;
+    let defaultPrices = noPrices();
+    const others: Record<string, PublicVersionPrices> = {};
+    while (index < rows.length && rows[index]!.catalog_id === first.catalog_id) {
+      const version = rows[index]!.version;
+      const sources: Record<string, PublicSourcePrice> = {};
+      for (; index < rows.length && rows[index]!.catalog_id === first.catalog_id && rows[index]!.version === version; index += 1) {
+        const row = rows[index]!;
+        sources[row.source] = { price: row.price, source_time: row.source_time };
+      }
+      if (version === 'default') defaultPrices = versionPrices(sources);
+      else others[version] = versionPrices(sources);
+    }
+    items.push(item(first.market_hash_name, first.catalog_id, defaultPrices, others));
+  }
+  return { currency: 'USD', item_count: items.length, oldest_input_at: oldestTime(items), items };
+}
+
+/** The list restricted to one source: versions without it are dropped, and items left without any price. */
+export function filterPriceListBySource(list: PublicPriceList, source: string): PublicPriceList {
+  const only = (prices: PublicVersionPrices): PublicVersionPrices | null => {
+    const price = prices.sources[source];
+    return price ? { sources: { [source]: price }, min: price.price, median: price.price, max: price.price } : null;
+  };
+  const items: PublicPriceItem[] = [];
+  for (const entry of list.items) {
+    const others: Record<string, PublicVersionPrices> = {};
+    for (const [name, prices] of Object.entries(entry.versions ?? {})) {
+      const filtered = only(prices);
+      if (filtered) others[name] = filtered;
+    }
+    const defaultPrices = only(entry);
+    if (!defaultPrices && Object.keys(others).length === 0) continue;
+    items.push(item(entry.market_hash_name, entry.catalog_id, defaultPrices ?? noPrices(), others));
+  }
+  return { currency: 'USD', source, item_count: items.length, oldest_input_at: oldestTime(items), items };
+}
+
+/** `GET /v1/prices/{market_hash_name}`: every stored version of one list item, `default` first. */
+export function itemPricesFromList(entry: PublicPriceItem): PublicItemPrices {
+  const versions: PublicItemPrices['versions'] = [];
+  if (Object.keys(entry.sources).length > 0) {
+    versions.push({ version: 'default', sources: entry.sources, min: entry.min, median: entry.median, max: entry.max });
+  }
+  for (const [name, prices] of Object.entries(entry.versions ?? {})) versions.push({ version: name, ...prices });
+  return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, currency: 'USD', versions };
+}
+
+/** A response body in every encoding we serve, with its strong ETag (quoted SHA-256 of the JSON). */
+export type EncodedBody = { etag: string; json: Buffer; gzip: Buffer; br: Buffer };
+
+export function etagOf(json: string | Uint8Array): string {
+  return `"${sha256Hex(json)}"`;
+}
+
+const gzipAsync = promisify(gzip);
+const brotliAsync = promisify(brotliCompress);
+
+/**
+ * Compresses on libuv's thread pool, not the event loop. Brotli quality trades build time for size:
+ * the builder (once per ingest run, in a worker) uses a higher one than the API's derived bodies.
+ */
+export async function encodeBody(json: string, options: { brotliQuality: number; gzipLevel?: number }): Promise<EncodedBody> {
+  const raw = Buffer.from(json);
+  const [gzipped, brotli] = await Promise.all([
+    gzipAsync(raw, { level: options.gzipLevel ?? 6 }),
+    brotliAsync(raw, {
+      params: {
+        [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT,
+        [zlibConstants.BROTLI_PARAM_QUALITY]: options.brotliQuality,
+        [zlibConstants.BROTLI_PARAM_SIZE_HINT]: raw.length,
+      },
+    }),
+  ]);
+  return { etag: etagOf(raw), json: raw, gzip: gzipped, br: brotli };
+}
+
+/** For small bodies (one item): synchronous, cheaper than a trip to the thread pool. */
+export function encodeSmallBody(json: string, options: { brotliQuality: number }): EncodedBody {
+  const raw = Buffer.from(json);
+  return {
+    etag: etagOf(raw),
+    json: raw,
+    gzip: gzipSync(raw),
+    br: brotliCompressSync(raw, {
+      params: { [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT, [zlibConstants.BROTLI_PARAM_QUALITY]: options.brotliQuality },
+    }),
+  };
+}

@@ -1,0 +1,133 @@
+import type { Config } from '../config.ts';
+import type { Sql } from '../db.ts';
+import type { Logger } from '../logger.ts';
+import {
+  claimIngestRun,
+  ensureObservationPartitions,
+  loadCatalogNameMap,
+  mapToCatalog,
+  recordIngestFailure,
+  stalestNamesForSource,
+  writeIngestRun,
+  type CatalogNameMap,
+} from '../prices/ingest.ts';
+import { buildPriceSnapshot, PRICE_SNAPSHOT_CHANNEL } from '../prices/snapshot.ts';
+import type { Redis } from '../redis.ts';
+import { createRequestBudget } from './budget.ts';
+import { sourceSettings } from './settings.ts';
+import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult } from './types.ts';
+
+const REQUEST_TIMEOUT_MS = 15_000;
+const CATALOG_CACHE_MS = 60_000;
+
+export type IngestOutcome =
+  | { status: 'succeeded'; runId: string; received: number; written: number; changed: number; skipped: number; unknownNames: number; ms: number }
+  | { status: 'failed'; runId: string; error: string }
+  | { status: 'duplicate' };
+
+export type IngestDeps = { sql: Sql; redis: Redis; config: Config; log: Logger; now: () => Date };
+
+/** The keyless price list is rebuilt after each run that changed a price (spec: served from a snapshot). */
+async function rebuildSnapshot(deps: IngestDeps, log: Logger): Promise<void> {
+  try {
+    await buildPriceSnapshot(deps.sql, deps.now(), { log, publish: (id) => deps.redis.publish(PRICE_SNAPSHOT_CHANNEL, String(id)) });
+  } catch (error) {
+    // The run's prices are committed; the next run rebuilds the snapshot.
+    log.error({ err: error }, 'price snapshot build failed');
+  }
+}
+
+let catalogCache: { map: CatalogNameMap; loadedAt: number } | undefined;
+
+async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
+  if (!catalogCache || Date.now() - catalogCache.loadedAt > CATALOG_CACHE_MS || catalogCache.map.size === 0) {
+    catalogCache = { map: await loadCatalogNameMap(sql), loadedAt: Date.now() };
+  }
+  return catalogCache.map;
+}
+
+/**
+ * One scheduled run of one source: claim the run's slot (a second worker with the same slot does
+ * nothing), respect the source's request budget and any Retry-After block, fetch, map names to the
+ * catalog, and write set-based. Failures are recorded on the run and the source, never thrown, so
+ * the source turns stale by itself when it keeps failing.
+ */
+export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, scheduledAt: Date): Promise<IngestOutcome> {
+  const settings = sourceSettings(deps.config, adapter);
+  const started = deps.now();
+  const slot = Math.floor(scheduledAt.getTime() / (settings.intervalSeconds * 1000));
+  await ensureObservationPartitions(deps.sql, started);
+  const runId = await claimIngestRun(deps.sql, adapter.name, slot, started);
+  if (!runId) {
+    deps.log.info({ source: adapter.name, slot }, 'run already claimed by another worker');
+    return { status: 'duplicate' };
+  }
+  const log = deps.log.child({ source: adapter.name, run_id: runId });
+  const budget = createRequestBudget(deps.redis, adapter.name, settings.budget);
+  const fail = async (error: string): Promise<IngestOutcome> => {
+    log.warn({ error }, 'ingest run failed');
+    await recordIngestFailure(deps.sql, { runId, source: adapter.name, error, at: deps.now(), staleAfterSeconds: settings.staleAfterSeconds });
+    return { status: 'failed', runId, error };
+  };
+  try {
+    const blockedMs = await budget.blockedFor();
+    if (blockedMs > 0) return fail(`rate-limited upstream: waiting ${Math.ceil(blockedMs / 1000)} s (Retry-After)`);
+    const names = adapter.needsNames ? await stalestNamesForSource(deps.sql, adapter.name, settings.batchSize) : [];
+    let fetched: SourceFetchResult;
+    let interruption: string | null = null;
+    try {
+      fetched = await adapter.fetchSnapshot({
+        baseUrl: settings.baseUrl,
+        log,
+        timeoutMs: REQUEST_TIMEOUT_MS,
+        acquire: () => budget.acquire(),
+        names,
+        now: deps.now,
+        apiKey: adapter.name === 'csfloat' ? deps.config.SOURCE_CSFLOAT_API_KEY : undefined,
+        ...settings.paging,
+      });
+    } catch (error) {
+      if (error instanceof SourceRateLimitedError && error.origin === 'upstream') {
+        await budget.blockUntil(new Date(deps.now().getTime() + error.retryAfterMs)).catch(() => undefined);
+      }
+      // What a per-item source collected before it was stopped still lands; the run counts as failed.
+      const partial = (error as { partial?: SourceFetchResult }).partial;
+      if (!partial || partial.observations.length === 0) throw error;
+      fetched = partial;
+      interruption = error instanceof Error ? error.message : String(error);
+    }
+    const mapped = mapToCatalog(fetched.observations, await catalogNames(deps.sql));
+    if (mapped.unknownNames.length > 0) {
+      log.warn({ unknown_names: mapped.unknownNames.length, sample: mapped.unknownNames.slice(0, 5) }, 'upstream names not in the catalog');
+    }
+    const result = await writeIngestRun(deps.sql, {
+      runId,
+      source: adapter.name,
+      rows: mapped.staged,
+      ingestedAt: deps.now(),
+      staleAfterSeconds: settings.staleAfterSeconds,
+      received: fetched.observations.length + fetched.skipped,
+      skipped: fetched.skipped + mapped.unknownVersions,
+      unknownNames: mapped.unknownNames.length + fetched.unknown,
+    });
+    if (result.changed > 0) await rebuildSnapshot(deps, log);
+    if (interruption) {
+      log.warn({ written: result.written, error: interruption }, 'ingest run interrupted; kept what was fetched');
+      return fail(interruption);
+    }
+    const outcome = {
+      status: 'succeeded' as const,
+      runId,
+      received: fetched.observations.length + fetched.skipped,
+      written: result.written,
+      changed: result.changed,
+      skipped: fetched.skipped + mapped.unknownVersions,
+      unknownNames: mapped.unknownNames.length + fetched.unknown,
+      ms: deps.now().getTime() - started.getTime(),
+    };
+    log.info(outcome, 'ingest run done');
+    return outcome;
+  } catch (error) {
+    return fail(error instanceof Error ? error.message : String(error));
+  }
+}

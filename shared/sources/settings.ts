@@ -1,0 +1,46 @@
+import type { Config } from '../config.ts';
+import { SOURCE_NAMES, type SourceAdapter, type SourceName } from './types.ts';
+
+export type SourceSettings = {
+  name: SourceName;
+  baseUrl: string;
+  intervalSeconds: number;
+  staleAfterSeconds: number;
+  budget: { requests: number; windowSeconds: number };
+  /** Names priced per run by per-item sources (steam). */
+  batchSize: number;
+  /** Listing pages per run (csfloat): the real API allows 50 per page; the simulator 1000. */
+  paging: { pageSize?: number; maxPages?: number };
+};
+
+// Against a local simulator prices move within a minute (DESIGN 4); real upstreams get their own pace.
+const LOCAL_INTERVAL_SECONDS = 30;
+
+function isLocal(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === 'localhost' || host === '::1' || host === '[::1]' || host.startsWith('127.');
+}
+
+export function isKnownSource(name: string): name is SourceName {
+  return (SOURCE_NAMES as readonly string[]).includes(name);
+}
+
+/** Interval, stale threshold and request budget of one source, from config and its adapter. */
+export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSettings {
+  const upper = adapter.name.toUpperCase() as 'SKINPORT' | 'STEAM' | 'CSFLOAT';
+  const baseUrl = config[`SOURCE_${upper}_URL`];
+  const local = isLocal(baseUrl);
+  const intervalSeconds =
+    config[`SOURCE_${upper}_INTERVAL_SECONDS`] ?? config.INGEST_INTERVAL_SECONDS ?? (local ? LOCAL_INTERVAL_SECONDS : adapter.defaultIntervalSeconds);
+  // A simulator has no real budget to protect; keep a generous one so the code path still runs.
+  const budget = local ? { requests: Math.max(adapter.defaultBudget.requests * 50, 1_000), windowSeconds: 60 } : adapter.defaultBudget;
+  return {
+    name: adapter.name,
+    baseUrl,
+    intervalSeconds,
+    staleAfterSeconds: config[`SOURCE_${upper}_STALE_SECONDS`] ?? Math.max(3 * intervalSeconds, 90),
+    budget,
+    batchSize: local ? 500 : Math.max(1, Math.floor((budget.requests * intervalSeconds) / budget.windowSeconds)),
+    paging: local ? { pageSize: 1000, maxPages: 60 } : {},
+  };
+}

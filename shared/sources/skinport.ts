@@ -1,0 +1,74 @@
+import { versionFromPhaseLabel } from '../catalog/identity.ts';
+import { priceFromJsonNumber } from './money.ts';
+import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
+import { getJson, integerOf, isRecord, joinUrl, JsonNumber } from './upstream.ts';
+
+/**
+ * Skinport's public `GET /v1/items?app_id=730&currency=USD` (DESIGN 9): one request answers the whole
+ * market as a bare array of rows, one per (market_hash_name, version). Prices are JSON numbers, read
+ * as their source text; rows with `quantity` 0 carry null prices and are simply not priced (not
+ * malformed). The real API requires `Accept-Encoding: br` and allows 8 requests per 5 minutes.
+ */
+
+/** Without a Retry-After, wait out the whole published window. */
+const DEFAULT_RETRY_AFTER_MS = 300_000;
+
+type RowOutcome = SourceObservation | 'unpriced' | 'malformed';
+
+function optionalPrice(value: unknown): string | null | 'malformed' {
+  if (value === null || value === undefined) return null;
+  if (!(value instanceof JsonNumber)) return 'malformed';
+  return priceFromJsonNumber(value.text) ?? 'malformed';
+}
+
+export function parseSkinportRow(row: unknown, now: Date): RowOutcome {
+  if (!isRecord(row)) return 'malformed';
+  const name = row.market_hash_name;
+  if (typeof name !== 'string' || name.trim() === '') return 'malformed';
+  if (row.version !== null && row.version !== undefined && typeof row.version !== 'string') return 'malformed';
+  const version = versionFromPhaseLabel(row.version as string | null | undefined);
+  if (version === null) return 'malformed';
+  if (row.currency !== undefined && row.currency !== 'USD') return 'malformed';
+  const quantity = integerOf(row.quantity);
+  if (quantity === null) return 'malformed';
+  const price = optionalPrice(row.min_price);
+  const median = optionalPrice(row.median_price);
+  if (price === 'malformed' || median === 'malformed') return 'malformed';
+  if (price === null) return quantity === 0 ? 'unpriced' : 'malformed';
+  const updatedAt = integerOf(row.updated_at);
+  return {
+    market_hash_name: name,
+    version,
+    price,
+    median_price: median,
+    quantity,
+    source_time: updatedAt !== null && updatedAt > 0 ? new Date(updatedAt * 1000) : now,
+  };
+}
+
+export const skinport: SourceAdapter = {
+  name: 'skinport',
+  defaultBudget: { requests: 8, windowSeconds: 300 },
+  defaultIntervalSeconds: 300,
+  needsNames: false,
+  async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
+    const { body } = await getJson({
+      source: 'skinport',
+      context,
+      url: joinUrl(context.baseUrl, '/v1/items?app_id=730&currency=USD'),
+      headers: { 'accept-encoding': 'br' },
+      defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
+    });
+    if (!Array.isArray(body)) throw new SourceUnavailableError('skinport', 'unexpected body: not an array of items');
+    const now = context.now();
+    const observations: SourceObservation[] = [];
+    let skipped = 0;
+    for (const row of body) {
+      const outcome = parseSkinportRow(row, now);
+      if (outcome === 'malformed') skipped += 1;
+      else if (outcome !== 'unpriced') observations.push(outcome);
+    }
+    if (skipped > 0) context.log.warn({ source: 'skinport', skipped, rows: body.length }, 'skipped malformed rows');
+    return { observations, skipped, unknown: 0, requests: 1 };
+  },
+};

@@ -1,0 +1,49 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Per-client-address request budget of the keyless endpoints (DESIGN 9): a fixed one-minute window
+ * per address, one INCR (with its expiry set when the counter is created) per request.
+ */
+const HIT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return count
+`;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    hitIpLimit(key: string, ttlSeconds: number): import('ioredis').Result<number, Context>;
+  }
+}
+
+export type IpLimitResult = { allowed: boolean; limit: number; remaining: number; resetSeconds: number };
+
+export class IpRateLimiter {
+  constructor(
+    private readonly redis: Redis,
+    private readonly name: string,
+    private readonly limitPerMinute: number,
+  ) {
+    redis.defineCommand('hitIpLimit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+  }
+
+  /** Counts one request from `address` (null: unknown, all such requests share one counter). Throws when Redis fails. */
+  async hit(address: string | null, now: Date): Promise<IpLimitResult> {
+    const minute = Math.floor(now.getTime() / 60_000);
+    const count = await this.redis.hitIpLimit(`iplimit:${this.name}:${address ?? 'unknown'}:${minute}`, 120);
+    return {
+      allowed: count <= this.limitPerMinute,
+      limit: this.limitPerMinute,
+      remaining: Math.max(0, this.limitPerMinute - count),
+      resetSeconds: Math.max(1, Math.ceil(((minute + 1) * 60_000 - now.getTime()) / 1000)),
+    };
+  }
+}
+
+/** IETF RateLimit headers, in the form the metered endpoints use. */
+export function ipRateLimitHeaders(result: IpLimitResult): Record<string, string> {
+  return {
+    'ratelimit-policy': `"ip-minute";q=${result.limit};w=60`,
+    ratelimit: `"ip-minute";r=${result.remaining};t=${result.resetSeconds}`,
+  };
+}

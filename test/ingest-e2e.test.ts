@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { join } from 'node:path';
+import { generateCatalog } from '../shared/catalog/generate.ts';
+import { syncCatalog } from '../shared/catalog/repository.ts';
+import { createSql } from '../shared/db.ts';
+import { adminCreateKey } from '../shared/identity/admin.ts';
+import { eventually, signUp, createTestApp } from './helpers.ts';
+import { freePort } from '../scripts/services.ts';
+
+// End to end over real processes: market simulator → two ingest workers → Postgres → API.
+const root = join(import.meta.dir, '..');
+const sql = createSql(process.env.DATABASE_URL!, { max: 2 });
+const processes: ReturnType<typeof Bun.spawn>[] = [];
+let simulatorUrl = '';
+let apiUrl = '';
+let apiKey = '';
+
+function spawn(args: string[], env: Record<string, string>) {
+  const child = Bun.spawn(['bun', ...args], { cwd: root, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdout: 'ignore', stderr: 'inherit' });
+  processes.push(child);
+  return child;
+}
+
+async function waitForHttp(url: string) {
+  await eventually(async () => {
+    try {
+      await fetch(url, { signal: AbortSignal.timeout(1_000) });
+      return true;
+    } catch {
+      return undefined;
+    }
+  }, 30_000, 100);
+}
+
+const health = async () => {
+  const response = await fetch(`${apiUrl}/health`);
+  return { status: response.status, body: (await response.json()) as { status: string; sources: Record<string, { status: string; updated_at: string | null }> } };
+};
+const control = (source: string, mode: string) => fetch(`${simulatorUrl}/_control/${source}/${mode}`, { method: 'POST' });
+
+beforeAll(async () => {
+  await syncCatalog(sql, generateCatalog());
+  const t = createTestApp();
+  const user = await signUp(t);
+  apiKey = (await adminCreateKey(sql, { workspaceId: user.workspace.id, label: 'e2e', scopes: ['prices:read', 'catalog:read'] })).key;
+  await t.close();
+
+  const simulatorPort = await freePort();
+  simulatorUrl = `http://127.0.0.1:${simulatorPort}`;
+  spawn(['test/fakes/simulator-main.ts'], { SIMULATOR_PORT: String(simulatorPort) });
+  await waitForHttp(`${simulatorUrl}/_control`);
+
+  const sources = {
+    SOURCES: 'skinport,steam,csfloat',
+    SOURCE_SKINPORT_URL: `${simulatorUrl}/skinport`,
+    SOURCE_STEAM_URL: `${simulatorUrl}/steam`,
+    SOURCE_CSFLOAT_URL: `${simulatorUrl}/csfloat`,
+    SOURCE_SKINPORT_INTERVAL_SECONDS: '6',
+    SOURCE_CSFLOAT_INTERVAL_SECONDS: '6',
+    SOURCE_STEAM_INTERVAL_SECONDS: '2',
+    SOURCE_SKINPORT_STALE_SECONDS: '60',
+    SOURCE_CSFLOAT_STALE_SECONDS: '60',
+    SOURCE_STEAM_STALE_SECONDS: '8',
+  };
+  // Two workers of the same pool: runs must never be written twice.
+  spawn(['workers/main.ts', 'ingest'], sources);
+  spawn(['workers/main.ts', 'ingest'], sources);
+  const apiPort = await freePort();
+  apiUrl = `http://127.0.0.1:${apiPort}`;
+  spawn(['api/main.ts'], { ...sources, PORT: String(apiPort) });
+  await waitForHttp(`${apiUrl}/v2/health`);
+}, 120_000);
+
+afterAll(async () => {
+  for (const child of processes) child.kill('SIGTERM');
+  await Promise.all(processes.map((child) => Promise.race([child.exited, Bun.sleep(15_000).then(() => child.kill('SIGKILL'))])));
+  await sql.end({ timeout: 5 });
+});
+
+describe('simulator → ingest → Postgres → API', () => {
+  test('every source turns fresh and prices reach the keyed and keyless APIs', async () => {
+    await eventually(async () => ((await health()).status === 200 ? true : undefined), 90_000, 500);
+    const report = await health();
+    expect(Object.keys(report.body.sources).sort()).toEqual(['csfloat', 'skinport', 'steam']);
+    expect(report.body.status).toBe('up');
+
+    const [row] = await sql<{ catalog_id: string; price: string; market_hash_name: string }[]>`
+      select l.catalog_id, l.price::text as price, c.market_hash_name from latest_prices l
+      join catalog_items c using (catalog_id) where l.source = 'skinport' and l.version = 'default' limit 1`;
+    expect(row).toBeDefined();
+    const prices = await fetch(`${apiUrl}/v2/prices/${row!.catalog_id}`, { headers: { 'x-api-key': apiKey } });
+    expect(prices.status).toBe(200);
+    const body = (await prices.json()) as { versions: { version: string; sources: { source: string; price: string }[] }[] };
+    const fromSkinport = body.versions.find((version) => version.version === 'default')?.sources.find((source) => source.source === 'skinport');
+    expect(typeof fromSkinport?.price).toBe('string');
+    expect(fromSkinport!.price).toMatch(/^\d+(\.\d+)?$/);
+
+    const keyless = await eventually(async () => {
+      const response = await fetch(`${apiUrl}/v1/prices/${encodeURIComponent(row!.market_hash_name)}`);
+      return response.status === 200 ? response : undefined;
+    }, 30_000, 250);
+    expect(keyless.headers.get('etag')).toBeTruthy();
+    const list = await fetch(`${apiUrl}/v1/prices`, { headers: { 'accept-encoding': 'br' } });
+    expect(list.status).toBe(200);
+    const etag = list.headers.get('etag')!;
+    expect((await fetch(`${apiUrl}/v1/prices`, { headers: { 'if-none-match': etag } })).status).toBe(304);
+
+    const [events] = await sql<{ count: number }[]>`select count(*)::int as count from event_outbox where event_type = 'price.updated'`;
+    expect(events!.count).toBeGreaterThan(0);
+  }, 120_000);
+
+  test('a failing source turns stale and /health answers 503 while the others stay fresh', async () => {
+    await control('steam', 'fail');
+    try {
+      const failing = await eventually(async () => {
+        const report = await health();
+        return report.status === 503 ? report : undefined;
+      }, 60_000, 500);
+      expect(failing.body.sources.steam!.status).toBe('stale');
+      expect(failing.body.sources.skinport!.status).toBe('fresh');
+      expect(failing.body.sources.csfloat!.status).toBe('fresh');
+      const [failed] = await sql<{ error: string }[]>`select error from ingest_runs where source = 'steam' and status = 'failed' order by started_at desc limit 1`;
+      expect(failed?.error).toBeTruthy();
+    } finally {
+      await control('steam', 'ok');
+    }
+    await eventually(async () => ((await health()).status === 200 ? true : undefined), 60_000, 500);
+  }, 150_000);
+
+  test('malformed rows are skipped and counted while the rest land', async () => {
+    const since = new Date();
+    await control('skinport', 'partial');
+    try {
+      const run = await eventually(async () => {
+        const [found] = await sql<{ rows_written: number; rows_skipped: number }[]>`
+          select rows_written, rows_skipped from ingest_runs
+          where source = 'skinport' and status = 'succeeded' and started_at > ${since} and rows_skipped > 0 limit 1`;
+        return found;
+      }, 60_000, 500);
+      expect(run.rows_skipped).toBeGreaterThan(0);
+      const [source] = await sql<{ last_rows_skipped: number; last_error: string | null }[]>`select last_rows_skipped, last_error from price_sources where name = 'skinport'`;
+      expect(source!.last_error).toBeNull();
+    } finally {
+      await control('skinport', 'ok');
+    }
+  }, 90_000);
+
+  test('two workers never write one run twice', async () => {
+    const [duplicates] = await sql<{ count: number }[]>`
+      select count(*)::int as count from (
+        select catalog_id, source, version, source_time from price_observations
+        group by 1, 2, 3, 4 having count(*) > 1) d`;
+    expect(duplicates!.count).toBe(0);
+    const [runs] = await sql<{ count: number }[]>`select count(*)::int as count from ingest_runs where status = 'succeeded'`;
+    expect(runs!.count).toBeGreaterThan(3);
+  });
+});

@@ -1,0 +1,404 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { catalogIdFor } from '../shared/catalog/identity.ts';
+import type { PublicItemPrices, PublicPriceList } from '../shared/prices/public-document.ts';
+import { buildPriceSnapshot, PRICE_SNAPSHOT_CHANNEL, PRICE_SNAPSHOTS_KEPT } from '../shared/prices/snapshot.ts';
+import { createTestApp, errorOf, eventually, testClock, type TestApp } from './helpers.ts';
+import { freePort } from './private-redis.ts';
+
+const t = createTestApp();
+const sql = t.deps.sql;
+const opened: TestApp[] = [];
+afterAll(async () => {
+  await Promise.all(opened.map((app) => app.close()));
+  await t.close();
+});
+
+function app(options: Parameters<typeof createTestApp>[0]) {
+  const created = createTestApp(options);
+  opened.push(created);
+  return created;
+}
+
+let addressCounter = 0;
+/** A client address of its own, so per-address limits of one test never meet another's. */
+const uniqueAddress = () => `198.51.${Math.floor(Math.random() * 250)}.${(addressCounter += 1) % 250}`;
+
+function get(target: TestApp, path: string, headers: Record<string, string> = {}) {
+  return target.request(path, { headers: { 'x-forwarded-for': uniqueAddress(), ...headers } });
+}
+
+async function insertItem(name: string) {
+  const catalogId = catalogIdFor(name);
+  await sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogId}, ${name}, 'knife')`;
+  return { catalog_id: catalogId, market_hash_name: name };
+}
+
+async function setPrice(catalogId: string, source: string, price: string, options: { version?: string; sourceTime?: string } = {}) {
+  await sql`
+    insert into latest_prices (catalog_id, source, version, price, source_time, ingested_at, run_id)
+    values (${catalogId}, ${source}, ${options.version ?? 'default'}, ${price}::numeric, ${options.sourceTime ?? '2030-01-01T00:00:00.000Z'},
+            now(), ${crypto.randomUUID()})
+    on conflict (catalog_id, version, source) do update set price = excluded.price, source_time = excluded.source_time`;
+}
+
+const uniqueName = (label: string) => `★ Test ${label} | Doppler ${crypto.randomUUID()} (Factory New)`;
+const publish = (id: number) => t.deps.redis.publish(PRICE_SNAPSHOT_CHANNEL, String(id));
+
+/** Builds a snapshot, announces it, and waits until the suite's app serves it. */
+async function buildAndServe() {
+  const build = await buildPriceSnapshot(sql, new Date(), { publish });
+  await eventually(async () => ((await get(t, '/v1/prices')).headers.get('etag') === build.etag ? true : undefined));
+  return build;
+}
+
+async function list(target: TestApp, query = ''): Promise<{ response: Response; body: PublicPriceList }> {
+  const response = await get(target, `/v1/prices${query}`);
+  if (response.status !== 200) throw new Error(`list failed: ${response.status} ${await response.text()}`);
+  return { response, body: (await response.json()) as PublicPriceList };
+}
+
+describe('before any snapshot exists', () => {
+  test('GET /v1/prices and GET /v1/prices/{name} are 503 prices_unavailable, not cacheable', async () => {
+    await sql`delete from price_snapshots`;
+    const fresh = app({});
+    for (const path of ['/v1/prices', `/v1/prices/${encodeURIComponent('AK-47 | Redline (Field-Tested)')}`]) {
+      const response = await get(fresh, path);
+      expect(response.status).toBe(503);
+      expect((await errorOf(response)).code).toBe('prices_unavailable');
+      expect(response.headers.get('retry-after')).toBe('5');
+      expect(response.headers.get('cache-control')).toBe('no-store');
+    }
+  });
+});
+
+describe('GET /v1/prices', () => {
+  test('lists every priced item with exact decimal strings, per-source prices and min/median/max', async () => {
+    const doppler = await insertItem(uniqueName('list'));
+    const steamOnly = await insertItem(uniqueName('steam-only'));
+    const phasesOnly = await insertItem(uniqueName('phases-only'));
+    const unpriced = await insertItem(uniqueName('unpriced'));
+    await setPrice(doppler.catalog_id, 'skinport', '2.30', { sourceTime: '2030-01-01T00:00:01.000Z' });
+    await setPrice(doppler.catalog_id, 'steam', '0.0001', { sourceTime: '2030-01-01T00:00:02.000Z' });
+    await setPrice(doppler.catalog_id, 'csfloat', '123456789.12', { sourceTime: '2030-01-01T00:00:03.000Z' });
+    await setPrice(doppler.catalog_id, 'skinport', '1500.00', { version: 'ruby' });
+    await setPrice(doppler.catalog_id, 'csfloat', '1400.5', { version: 'ruby' });
+    await setPrice(doppler.catalog_id, 'skinport', '900.10', { version: 'phase-2' });
+    await setPrice(steamOnly.catalog_id, 'steam', '10', { sourceTime: '1990-01-01T00:00:00.000Z' });
+    await setPrice(phasesOnly.catalog_id, 'csfloat', '77.70', { version: 'phase-4' });
+    const build = await buildPriceSnapshot(sql, new Date(), { publish });
+    expect(build.unchanged).toBe(false);
+
+    const { response, body } = await eventually(async () => {
+      const current = await list(t);
+      return current.response.headers.get('etag') === build.etag ? current : undefined;
+    });
+    expect(response.headers.get('content-type')).toBe('application/json');
+    expect(response.headers.get('cache-control')).toBe('public, max-age=30');
+    expect(response.headers.get('vary')).toBe('Accept-Encoding');
+    expect(response.headers.get('last-modified')).toBeString();
+
+    expect(body.currency).toBe('USD');
+    expect(body.item_count).toBe(body.items.length);
+    expect(body.oldest_input_at).toBe('1990-01-01T00:00:00.000Z');
+    const names = body.items.map((item) => item.market_hash_name);
+    expect(names).toEqual([...names].sort((a, b) => (Buffer.from(a) < Buffer.from(b) ? -1 : 1)));
+    const byName = new Map(body.items.map((item) => [item.market_hash_name, item]));
+    expect(byName.get(doppler.market_hash_name)).toEqual({
+      market_hash_name: doppler.market_hash_name,
+      catalog_id: doppler.catalog_id,
+      sources: {
+        csfloat: { price: '123456789.12', source_time: '2030-01-01T00:00:03.000Z' },
+        skinport: { price: '2.30', source_time: '2030-01-01T00:00:01.000Z' },
+        steam: { price: '0.0001', source_time: '2030-01-01T00:00:02.000Z' },
+      },
+      min: '0.0001',
+      median: '2.30',
+      max: '123456789.12',
+      versions: {
+        'phase-2': { sources: { skinport: { price: '900.10', source_time: '2030-01-01T00:00:00.000Z' } }, min: '900.10', median: '900.10', max: '900.10' },
+        ruby: {
+          sources: {
+            csfloat: { price: '1400.5', source_time: '2030-01-01T00:00:00.000Z' },
+            skinport: { price: '1500.00', source_time: '2030-01-01T00:00:00.000Z' },
+          },
+          min: '1400.5',
+          median: '1450.25',
+          max: '1500.00',
+        },
+      },
+    });
+    expect(byName.get(steamOnly.market_hash_name)).toEqual({
+      market_hash_name: steamOnly.market_hash_name,
+      catalog_id: steamOnly.catalog_id,
+      sources: { steam: { price: '10', source_time: '1990-01-01T00:00:00.000Z' } },
+      min: '10',
+      median: '10',
+      max: '10',
+    });
+    expect(byName.get(phasesOnly.market_hash_name)).toMatchObject({ sources: {}, min: null, median: null, max: null, versions: { 'phase-4': { min: '77.70' } } });
+    expect(byName.has(unpriced.market_hash_name)).toBe(false);
+    await sql`delete from latest_prices where catalog_id = ${steamOnly.catalog_id}`;
+  });
+
+  test('the ETag is the quoted SHA-256 of the JSON; If-None-Match answers 304 without a body', async () => {
+    await buildAndServe();
+    const { response } = await list(t);
+    const etag = response.headers.get('etag')!;
+    const identity = await (await get(t, '/v1/prices')).arrayBuffer();
+    expect(etag).toBe(`"${createHash('sha256').update(Buffer.from(identity)).digest('hex')}"`);
+
+    for (const ifNoneMatch of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const notModified = await get(t, '/v1/prices', { 'if-none-match': ifNoneMatch, 'accept-encoding': 'br' });
+      expect(notModified.status).toBe(304);
+      expect(await notModified.text()).toBe('');
+      expect(notModified.headers.get('etag')).toBe(etag);
+      expect(notModified.headers.get('cache-control')).toBe('public, max-age=30');
+      expect(notModified.headers.get('vary')).toBe('Accept-Encoding');
+      expect(notModified.headers.get('content-encoding')).toBeNull();
+    }
+    expect((await get(t, '/v1/prices', { 'if-none-match': '"stale-etag"' })).status).toBe(200);
+  });
+
+  test('br is preferred, then gzip, else identity; every encoding decodes to the same JSON', async () => {
+    await buildAndServe();
+    const identityResponse = await get(t, '/v1/prices');
+    const identity = Buffer.from(await identityResponse.arrayBuffer());
+    const etag = identityResponse.headers.get('etag');
+    const cases: [string | null, string | null][] = [
+      ['gzip, deflate, br', 'br'],
+      ['br', 'br'],
+      ['*', 'br'],
+      ['gzip', 'gzip'],
+      ['br;q=0, gzip;q=0.5', 'gzip'],
+      ['x-gzip', 'gzip'],
+      ['deflate', null],
+      ['identity', null],
+      ['br;q=0, gzip;q=0', null],
+      [null, null],
+    ];
+    for (const [acceptEncoding, expected] of cases) {
+      const response = await get(t, '/v1/prices', acceptEncoding === null ? {} : { 'accept-encoding': acceptEncoding });
+      expect([acceptEncoding, response.status, response.headers.get('content-encoding')]).toEqual([acceptEncoding, 200, expected]);
+      expect(response.headers.get('etag')).toBe(etag);
+      const raw = Buffer.from(await response.arrayBuffer());
+      const decoded = expected === 'br' ? brotliDecompressSync(raw) : expected === 'gzip' ? gunzipSync(raw) : raw;
+      expect(decoded.equals(identity)).toBe(true);
+      if (expected) expect(raw.length).toBeLessThan(identity.length);
+    }
+  });
+
+  test('max-age follows INGEST_INTERVAL_SECONDS', async () => {
+    await buildPriceSnapshot(sql, new Date());
+    const configured = app({ config: { INGEST_INTERVAL_SECONDS: '45' } });
+    const response = await get(configured, '/v1/prices');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('public, max-age=45');
+  });
+
+  test('?source= keeps one source per item and version, drops the rest, and has its own ETag and 304', async () => {
+    const both = await insertItem(uniqueName('both'));
+    const steamOnly = await insertItem(uniqueName('steam'));
+    await setPrice(both.catalog_id, 'skinport', '3.10');
+    await setPrice(both.catalog_id, 'steam', '3.50');
+    await setPrice(both.catalog_id, 'steam', '800.00', { version: 'phase-1' });
+    await setPrice(steamOnly.catalog_id, 'steam', '1.00');
+    const build = await buildAndServe();
+
+    const { response, body } = await list(t, '?source=skinport');
+    expect(body.source).toBe('skinport');
+    expect(body.item_count).toBe(body.items.length);
+    for (const item of body.items) {
+      expect(Object.keys(item.sources).every((source) => source === 'skinport')).toBe(true);
+      for (const version of Object.values(item.versions ?? {})) expect(Object.keys(version.sources)).toEqual(['skinport']);
+    }
+    expect(body.items.find((item) => item.market_hash_name === both.market_hash_name)).toEqual({
+      market_hash_name: both.market_hash_name,
+      catalog_id: both.catalog_id,
+      sources: { skinport: { price: '3.10', source_time: '2030-01-01T00:00:00.000Z' } },
+      min: '3.10',
+      median: '3.10',
+      max: '3.10',
+    });
+    expect(body.items.some((item) => item.market_hash_name === steamOnly.market_hash_name)).toBe(false);
+
+    const steam = await list(t, '?source=steam');
+    expect(steam.body.items.find((item) => item.market_hash_name === both.market_hash_name)).toMatchObject({
+      sources: { steam: { price: '3.50' } },
+      versions: { 'phase-1': { sources: { steam: { price: '800.00' } } } },
+    });
+
+    const etag = response.headers.get('etag')!;
+    expect(etag).not.toBe(build.etag);
+    const brotli = await get(t, '/v1/prices?source=skinport', { 'accept-encoding': 'br' });
+    expect(brotli.headers.get('content-encoding')).toBe('br');
+    expect(JSON.parse(brotliDecompressSync(Buffer.from(await brotli.arrayBuffer())).toString())).toEqual(body);
+    expect((await get(t, '/v1/prices?source=skinport', { 'if-none-match': etag })).status).toBe(304);
+    // The full list's ETag does not validate a filtered one.
+    expect((await get(t, '/v1/prices?source=skinport', { 'if-none-match': build.etag })).status).toBe(200);
+  });
+
+  test.each([['buff'], ['SKINPORT'], ['']])('source %p is a 400 naming the allowed sources', async (source) => {
+    const response = await get(t, `/v1/prices?source=${source}`);
+    expect(response.status).toBe(400);
+    const error = await errorOf(response);
+    expect(error.code).toBe('invalid_request');
+    expect(error.details?.[0]?.field).toBe('query.source');
+    expect(error.details?.[0]?.message).toContain('skinport, steam, csfloat');
+    expect(response.headers.get('cache-control')).toBe('no-store');
+  });
+
+  test('an unknown query parameter is a 400', async () => {
+    expect((await get(t, '/v1/prices?marketplace=steam')).status).toBe(400);
+  });
+});
+
+describe('GET /v1/prices/{market_hash_name}', () => {
+  test('returns every stored version of the exactly named item, default first', async () => {
+    const item = await insertItem(uniqueName('single'));
+    await setPrice(item.catalog_id, 'skinport', '812.40');
+    await setPrice(item.catalog_id, 'steam', '830.00');
+    await setPrice(item.catalog_id, 'skinport', '2100.00', { version: 'sapphire' });
+    await setPrice(item.catalog_id, 'skinport', '1000.0001', { version: 'phase-1' });
+    await buildAndServe();
+
+    const response = await get(t, `/v1/prices/${encodeURIComponent(item.market_hash_name)}`, { 'accept-encoding': 'gzip' });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-encoding')).toBe('gzip');
+    expect(response.headers.get('cache-control')).toBe('public, max-age=30');
+    const raw = gunzipSync(Buffer.from(await response.arrayBuffer()));
+    expect(response.headers.get('etag')).toBe(`"${createHash('sha256').update(raw).digest('hex')}"`);
+    const body = JSON.parse(raw.toString()) as PublicItemPrices;
+    expect(body).toEqual({
+      market_hash_name: item.market_hash_name,
+      catalog_id: item.catalog_id,
+      currency: 'USD',
+      versions: [
+        {
+          version: 'default',
+          sources: {
+            skinport: { price: '812.40', source_time: '2030-01-01T00:00:00.000Z' },
+            steam: { price: '830.00', source_time: '2030-01-01T00:00:00.000Z' },
+          },
+          min: '812.40',
+          median: '821.20',
+          max: '830.00',
+        },
+        { version: 'phase-1', sources: { skinport: { price: '1000.0001', source_time: '2030-01-01T00:00:00.000Z' } }, min: '1000.0001', median: '1000.0001', max: '1000.0001' },
+        { version: 'sapphire', sources: { skinport: { price: '2100.00', source_time: '2030-01-01T00:00:00.000Z' } }, min: '2100.00', median: '2100.00', max: '2100.00' },
+      ],
+    });
+    const notModified = await get(t, `/v1/prices/${encodeURIComponent(item.market_hash_name)}`, { 'if-none-match': response.headers.get('etag')! });
+    expect(notModified.status).toBe(304);
+    expect(await notModified.text()).toBe('');
+  });
+
+  test('unknown names, names differing only in case, and items without prices are 404', async () => {
+    const item = await insertItem(uniqueName('case'));
+    await setPrice(item.catalog_id, 'steam', '5.00');
+    const unpriced = await insertItem(uniqueName('unpriced'));
+    await buildAndServe();
+    expect((await get(t, `/v1/prices/${encodeURIComponent(item.market_hash_name)}`)).status).toBe(200);
+    for (const name of [`No such item ${crypto.randomUUID()}`, item.market_hash_name.toUpperCase(), unpriced.market_hash_name, `${item.market_hash_name} `]) {
+      const response = await get(t, `/v1/prices/${encodeURIComponent(name)}`);
+      expect(response.status).toBe(404);
+      expect((await errorOf(response)).code).toBe('not_found');
+    }
+  });
+
+  test('a malformed percent-encoding is a 400', async () => {
+    await buildPriceSnapshot(sql, new Date());
+    const response = await get(t, '/v1/prices/%E0%A4%A');
+    expect(response.status).toBe(400);
+  });
+});
+
+describe('snapshots', () => {
+  test('a new build reaches running API processes: at once when announced, within the poll interval when not', async () => {
+    const item = await insertItem(uniqueName('refresh'));
+    await setPrice(item.catalog_id, 'skinport', '1.00');
+    const first = await buildPriceSnapshot(sql, new Date(), { publish });
+    const price = async () => {
+      const response = await get(t, `/v1/prices/${encodeURIComponent(item.market_hash_name)}`);
+      if (response.status !== 200) return undefined;
+      return ((await response.json()) as PublicItemPrices).versions[0]!.min;
+    };
+    expect(await eventually(async () => ((await price()) === '1.00' ? '1.00' : undefined))).toBe('1.00');
+
+    await setPrice(item.catalog_id, 'skinport', '1.25');
+    const announced = await buildPriceSnapshot(sql, new Date(), { publish });
+    expect(announced.id).toBeGreaterThan(first.id);
+    expect(await eventually(async () => ((await price()) === '1.25' ? '1.25' : undefined), 1_500)).toBe('1.25');
+
+    await setPrice(item.catalog_id, 'skinport', '1.50');
+    await buildPriceSnapshot(sql, new Date()); // no announcement: the poll finds it
+    expect(await eventually(async () => ((await price()) === '1.50' ? '1.50' : undefined), 5_000)).toBe('1.50');
+    const { response } = await list(t);
+    expect(response.headers.get('etag')).not.toBe(announced.etag);
+  });
+
+  test('an unchanged price set keeps its snapshot and ETag; only the newest few snapshots are kept', async () => {
+    const item = await insertItem(uniqueName('keep'));
+    await setPrice(item.catalog_id, 'csfloat', '4.00');
+    const built = await buildPriceSnapshot(sql, new Date());
+    const again = await buildPriceSnapshot(sql, new Date());
+    expect(again).toMatchObject({ id: built.id, etag: built.etag, unchanged: true, bytes: null });
+    for (const price of ['4.01', '4.02', '4.03', '4.04']) {
+      await setPrice(item.catalog_id, 'csfloat', price);
+      const next = await buildPriceSnapshot(sql, new Date());
+      expect(next.unchanged).toBe(false);
+      expect(next.bytes!.br).toBeLessThan(next.bytes!.json);
+    }
+    const [count] = await sql<{ count: number }[]>`select count(*)::int as count from price_snapshots`;
+    expect(count!.count).toBe(PRICE_SNAPSHOTS_KEPT);
+    const [stored] = await sql<{ etag: string; body: Buffer; oldest_input_at: Date | null; item_count: number }[]>`
+      select etag, body, oldest_input_at, item_count from price_snapshots order by id desc limit 1`;
+    const document = JSON.parse(stored!.body.toString()) as PublicPriceList;
+    expect(stored!.etag).toBe(`"${createHash('sha256').update(stored!.body).digest('hex')}"`);
+    expect(stored!.item_count).toBe(document.item_count);
+    expect(stored!.oldest_input_at?.toISOString() ?? null).toBe(document.oldest_input_at);
+  });
+});
+
+describe('per-address limit', () => {
+  test('over the per-minute budget an address gets 429 rate_limited with Retry-After; both endpoints share it; others are unaffected', async () => {
+    await buildPriceSnapshot(sql, new Date());
+    // A fixed clock keeps every request in one minute window.
+    const limited = app({ config: { PUBLIC_PRICES_RATE_LIMIT: '3' }, now: testClock('2031-02-03T04:05:06.000Z').now });
+    await limited.deps.ready();
+    const address = uniqueAddress();
+    const headers = { 'x-forwarded-for': address };
+    const seen: [number, string | null][] = [];
+    for (const path of ['/v1/prices', '/v1/prices/nothing-by-this-name', '/v1/prices?source=steam']) {
+      const response = await limited.request(path, { headers });
+      seen.push([response.status, response.headers.get('ratelimit')]);
+    }
+    expect(seen).toEqual([
+      [200, '"ip-minute";r=2;t=54'],
+      [404, '"ip-minute";r=1;t=54'],
+      [200, '"ip-minute";r=0;t=54'],
+    ]);
+    const refused = await limited.request('/v1/prices', { headers });
+    expect(refused.status).toBe(429);
+    expect((await errorOf(refused)).code).toBe('rate_limited');
+    expect(refused.headers.get('retry-after')).toBe('54');
+    expect(refused.headers.get('ratelimit-policy')).toBe('"ip-minute";q=3;w=60');
+    expect(refused.headers.get('ratelimit')).toBe('"ip-minute";r=0;t=54');
+    expect(refused.headers.get('cache-control')).toBe('no-store');
+    expect((await limited.request(`/v1/prices/${encodeURIComponent('AK-47 | Redline (Field-Tested)')}`, { headers })).status).toBe(429);
+    // Another address has its own budget.
+    expect((await limited.request('/v1/prices', { headers: { 'x-forwarded-for': uniqueAddress() } })).status).toBe(200);
+  });
+
+  test('without Redis the keyless price list is served unlimited (fail open)', async () => {
+    await buildPriceSnapshot(sql, new Date());
+    const closedPort = await freePort();
+    const noRedis = app({ config: { REDIS_URL: `redis://127.0.0.1:${closedPort}`, PUBLIC_PRICES_RATE_LIMIT: '1' } });
+    for (let i = 0; i < 3; i += 1) {
+      const response = await noRedis.request('/v1/prices', { headers: { 'x-forwarded-for': '203.0.113.9' } });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('ratelimit')).toBeNull();
+    }
+  });
+});

@@ -1,0 +1,564 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { createLogger } from '../shared/logger.ts';
+import { createRequestBudget } from '../shared/sources/budget.ts';
+import { CSFLOAT_DEFAULT_MAX_PAGES, CSFLOAT_MAX_PAGE_SIZE } from '../shared/sources/csfloat.ts';
+import { ADAPTERS } from '../shared/sources/index.ts';
+import { decimalFromCents, decimalFromJsonNumber, decimalFromSteamMoney, integerFromSteamCount } from '../shared/sources/money.ts';
+import {
+  SOURCE_NAMES,
+  SourceRateLimitedError,
+  SourceUnavailableError,
+  type FetchContext,
+  type SourceName,
+  type SourceObservation,
+} from '../shared/sources/types.ts';
+import { parseJsonExact, parseRetryAfter, JsonNumber } from '../shared/sources/upstream.ts';
+import { startMarketSimulator, type FixedPrice, type MarketSimulator, type SimulatorItem } from './fakes/market-simulator.ts';
+
+/** Source adapters (DESIGN 9) against the market simulator, and the Redis request budget. */
+
+const silent = createLogger({ level: 'silent', name: 'test' });
+const NOW = new Date('2026-03-01T12:00:10.000Z');
+/** The simulator's 30 s bucket holding NOW: skinport's `updated_at`. */
+const BUCKET_START = new Date('2026-03-01T12:00:00.000Z');
+
+const AK = 'AK-47 | Redline (Field-Tested)';
+const AWP = 'StatTrak™ AWP | Asiimov (Battle-Scarred)';
+const KARAMBIT = '★ Karambit | Doppler (Factory New)';
+const STICKER = 'Sticker | Crown (Foil)';
+const CASE = 'Snakebite Case';
+
+const ITEMS: SimulatorItem[] = [
+  { market_hash_name: AK, phases: [], definition_index: 7, paint_index: 282 },
+  { market_hash_name: AWP, phases: [], definition_index: 9, paint_index: 279, stattrak: true },
+  { market_hash_name: KARAMBIT, phases: ['phase-2', 'ruby', 'black-pearl'], definition_index: 507, paint_index: 418 },
+  { market_hash_name: STICKER, phases: [] },
+  { market_hash_name: CASE, phases: [] },
+];
+
+const FIXED: Record<string, Record<string, FixedPrice>> = {
+  [AK]: { default: { price: '2.30', median_price: '2.45', quantity: 1234 } },
+  [AWP]: { default: { price: '1234.56', quantity: 3 } },
+  [KARAMBIT]: {
+    default: { price: '612.00', quantity: 9 },
+    'phase-2': { price: '640.10', quantity: 3 },
+    ruby: { price: '3850', quantity: 1 },
+    'black-pearl': { price: '2100.5', quantity: 2 },
+  },
+  [STICKER]: { default: { price: null, quantity: 0 } },
+  [CASE]: { default: { price: '0.7', median_price: null, quantity: 25000 } },
+};
+
+function context(baseUrl: string, overrides: Partial<FetchContext> = {}): FetchContext {
+  return { baseUrl, log: silent, timeoutMs: 5_000, acquire: async () => {}, names: [], now: () => NOW, ...overrides };
+}
+
+const byKey = (observations: SourceObservation[]) =>
+  [...observations].sort((a, b) => `${a.market_hash_name}|${a.version}`.localeCompare(`${b.market_hash_name}|${b.version}`));
+
+async function failure(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a failure');
+}
+
+/** Seeded PRNG for the property tests, so a failure names its seed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+let sim: MarketSimulator;
+let url: (source: SourceName) => string;
+beforeAll(() => {
+  sim = startMarketSimulator({ items: ITEMS, prices: FIXED, now: () => NOW });
+  url = (source) => `${sim.url}/${source}`;
+});
+afterAll(() => sim.stop());
+afterEach(() => {
+  sim.setMode('all', 'ok');
+  sim.setRetryAfter('30');
+});
+
+describe('money text', () => {
+  test('JSON number text stays as written; exponents expand; negatives are refused', () => {
+    expect(decimalFromJsonNumber('2.30')).toBe('2.30');
+    expect(decimalFromJsonNumber('2')).toBe('2');
+    expect(decimalFromJsonNumber('0.07')).toBe('0.07');
+    expect(decimalFromJsonNumber('1.5e2')).toBe('150');
+    expect(decimalFromJsonNumber('25E-3')).toBe('0.025');
+    expect(decimalFromJsonNumber('1.25e1')).toBe('12.5');
+    expect(decimalFromJsonNumber('-1.00')).toBeNull();
+    expect(decimalFromJsonNumber('01')).toBeNull();
+    expect(decimalFromJsonNumber('abc')).toBeNull();
+  });
+
+  test('parseJsonExact keeps number text and tells numbers from strings', () => {
+    const parsed = parseJsonExact('{"a":2.30,"b":"2.30","c":[1e3,null]}') as Record<string, unknown>;
+    expect(parsed.a).toBeInstanceOf(JsonNumber);
+    expect((parsed.a as JsonNumber).text).toBe('2.30');
+    expect(parsed.b).toBe('2.30');
+    expect(((parsed.c as unknown[])[0] as JsonNumber).text).toBe('1e3');
+  });
+
+  test('Steam money and counts', () => {
+    expect(decimalFromSteamMoney('$1,234.56')).toBe('1234.56');
+    expect(decimalFromSteamMoney('$0.03')).toBe('0.03');
+    expect(decimalFromSteamMoney('$12')).toBe('12');
+    expect(decimalFromSteamMoney('$1,234,567.00 USD')).toBe('1234567.00');
+    for (const bad of ['$1,23.00', '-$1.00', '$-1.00', '$0.00', '2.30', '€2,30', '$', '$1.2.3']) expect(decimalFromSteamMoney(bad)).toBeNull();
+    expect(integerFromSteamCount('1,234')).toBe(1234);
+    expect(integerFromSteamCount('12')).toBe(12);
+    expect(integerFromSteamCount('1,23')).toBeNull();
+    expect(integerFromSteamCount('-4')).toBeNull();
+  });
+
+  test('cents → decimal by string math', () => {
+    expect(decimalFromCents('5')).toBe('0.05');
+    expect(decimalFromCents('70')).toBe('0.70');
+    expect(decimalFromCents('1250')).toBe('12.50');
+    expect(decimalFromCents('100000')).toBe('1000.00');
+    expect(decimalFromCents('123456789012345678')).toBe('1234567890123456.78');
+    for (const bad of ['0', '12.5', '-5', '1e3', '05']) expect(decimalFromCents(bad)).toBeNull();
+  });
+
+  test('Retry-After: seconds, HTTP-date, garbage', () => {
+    expect(parseRetryAfter('30', NOW, 5)).toBe(30_000);
+    expect(parseRetryAfter(new Date(NOW.getTime() + 90_000).toUTCString(), NOW, 5)).toBe(90_000);
+    expect(parseRetryAfter(new Date(NOW.getTime() - 90_000).toUTCString(), NOW, 5)).toBe(0);
+    expect(parseRetryAfter('soon', NOW, 5)).toBe(5);
+    expect(parseRetryAfter(null, NOW, 5)).toBe(5);
+  });
+});
+
+describe('adapters registry', () => {
+  test('one adapter per source with the published budgets', () => {
+    expect(Object.keys(ADAPTERS).sort()).toEqual([...SOURCE_NAMES].sort());
+    for (const name of SOURCE_NAMES) expect(ADAPTERS[name].name).toBe(name);
+    expect(ADAPTERS.skinport).toMatchObject({ defaultBudget: { requests: 8, windowSeconds: 300 }, defaultIntervalSeconds: 300, needsNames: false });
+    expect(ADAPTERS.steam).toMatchObject({ defaultBudget: { requests: 20, windowSeconds: 60 }, defaultIntervalSeconds: 60, needsNames: true });
+    expect(ADAPTERS.csfloat).toMatchObject({ defaultBudget: { requests: 200, windowSeconds: 3600 }, defaultIntervalSeconds: 300, needsNames: false });
+    expect(CSFLOAT_MAX_PAGE_SIZE).toBe(50);
+    expect(CSFLOAT_DEFAULT_MAX_PAGES * 12).toBeLessThanOrEqual(200);
+  });
+});
+
+describe('skinport', () => {
+  test('a snapshot: exact decimal text, phases as versions, quantity-0 rows unpriced (not skipped)', async () => {
+    const result = await ADAPTERS.skinport.fetchSnapshot(context(url('skinport')));
+    expect(result).toMatchObject({ skipped: 0, unknown: 0, requests: 1 });
+    const at = BUCKET_START;
+    expect(byKey(result.observations)).toEqual([
+      { market_hash_name: KARAMBIT, version: 'black-pearl', price: '2100.5', median_price: '2100.5', quantity: 2, source_time: at },
+      { market_hash_name: KARAMBIT, version: 'default', price: '612.00', median_price: '612.00', quantity: 9, source_time: at },
+      { market_hash_name: KARAMBIT, version: 'phase-2', price: '640.10', median_price: '640.10', quantity: 3, source_time: at },
+      { market_hash_name: KARAMBIT, version: 'ruby', price: '3850', median_price: '3850', quantity: 1, source_time: at },
+      { market_hash_name: AK, version: 'default', price: '2.30', median_price: '2.45', quantity: 1234, source_time: at },
+      { market_hash_name: CASE, version: 'default', price: '0.7', median_price: null, quantity: 25000, source_time: at },
+      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', quantity: 3, source_time: at },
+    ]);
+    // The real API requires brotli.
+    expect(sim.lastRequest('skinport')?.headers['accept-encoding']).toBe('br');
+  });
+
+  test('generated prices: realistic, deterministic within a bucket, drifting slowly', async () => {
+    let at = NOW;
+    const generated = startMarketSimulator({ items: ITEMS, seed: 7, now: () => at });
+    try {
+      const fetchAt = async (when: Date) => {
+        at = when;
+        const { observations } = await ADAPTERS.skinport.fetchSnapshot(context(`${generated.url}/skinport`, { now: () => when }));
+        return new Map(observations.map((o) => [`${o.market_hash_name}|${o.version}`, o]));
+      };
+      const first = await fetchAt(NOW);
+      const again = await fetchAt(new Date(NOW.getTime() + 5_000));
+      const next = await fetchAt(new Date(NOW.getTime() + 30_000));
+      const later = await fetchAt(new Date(NOW.getTime() + 3 * 86_400_000));
+      expect(first.size).toBeGreaterThan(3);
+      expect([...again.entries()]).toEqual([...first.entries()]);
+      for (const [key, observation] of first) {
+        expect(observation.price).toMatch(/^[0-9]+\.[0-9]{2}$/);
+        const following = next.get(key);
+        if (!following) continue;
+        // One bucket later: within 2 %, or one cent for cheap items (test arithmetic only, not money handling).
+        const change = Math.abs(Number(following.price) - Number(observation.price));
+        expect(change).toBeLessThanOrEqual(Math.max(0.02 * Number(observation.price), 0.011));
+      }
+      expect([...first.keys()].some((key) => later.get(key) && later.get(key)!.price !== first.get(key)!.price)).toBe(true);
+      const karambit = first.get(`${KARAMBIT}|phase-2`);
+      if (karambit) expect(Number(karambit.price)).toBeGreaterThan(30);
+      const snakebite = first.get(`${CASE}|default`);
+      if (snakebite) expect(Number(snakebite.price)).toBeLessThan(20);
+    } finally {
+      await generated.stop();
+    }
+  });
+
+  test('partial: every third row broken (missing name, string price, negative price) is skipped and counted', async () => {
+    sim.setMode('skinport', 'partial');
+    const result = await ADAPTERS.skinport.fetchSnapshot(context(url('skinport')));
+    // Rows in order: AK, AWP*, Karambit, Karambit P2, Karambit Ruby*, Karambit BP, Sticker (unpriced), Case*.
+    expect(result.skipped).toBe(3);
+    expect(byKey(result.observations).map((o) => `${o.market_hash_name}|${o.version}|${o.price}`)).toEqual([
+      `${KARAMBIT}|black-pearl|2100.5`,
+      `${KARAMBIT}|default|612.00`,
+      `${KARAMBIT}|phase-2|640.10`,
+      `${AK}|default|2.30`,
+    ]);
+  });
+});
+
+describe('steam', () => {
+  test('one request per name: "$1,234.56" → "1234.56", volume "1,234" → 1234, unknown names counted', async () => {
+    const names = [AK, AWP, KARAMBIT, STICKER, CASE, 'Nope | Not An Item (Field-Tested)', AK];
+    const before = sim.requestCount('steam');
+    const result = await ADAPTERS.steam.fetchSnapshot(context(url('steam'), { names }));
+    expect(result).toMatchObject({ skipped: 0, unknown: 1, requests: 6 });
+    expect(sim.requestCount('steam') - before).toBe(6);
+    expect(byKey(result.observations)).toEqual([
+      { market_hash_name: KARAMBIT, version: 'default', price: '612.00', median_price: '612.00', quantity: 9, source_time: NOW },
+      { market_hash_name: AK, version: 'default', price: '2.30', median_price: '2.45', quantity: 1234, source_time: NOW },
+      { market_hash_name: CASE, version: 'default', price: '0.7', median_price: null, quantity: 25000, source_time: NOW },
+      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', quantity: 3, source_time: NOW },
+    ]);
+  });
+
+  test('partial: malformed answers are skipped and counted', async () => {
+    sim.setMode('steam', 'partial');
+    const result = await ADAPTERS.steam.fetchSnapshot(context(url('steam'), { names: [AK, AWP, KARAMBIT, CASE, STICKER] }));
+    // Requests 1 (AWP: no success field) and 4 (Sticker: a number price) are broken.
+    expect(result.skipped).toBe(2);
+    expect(result.observations.map((o) => o.market_hash_name).sort()).toEqual([KARAMBIT, AK, CASE].sort());
+  });
+
+  test('a 429 in the middle of a run keeps what was gathered', async () => {
+    let acquired = 0;
+    const acquire = async () => {
+      acquired += 1;
+      if (acquired === 3) sim.setMode('steam', 'rate_limit');
+    };
+    sim.setRetryAfter(null);
+    const error = await failure(ADAPTERS.steam.fetchSnapshot(context(url('steam'), { names: [AK, AWP, CASE, KARAMBIT], acquire })));
+    expect(error).toBeInstanceOf(SourceRateLimitedError);
+    const limited = error as SourceRateLimitedError;
+    // Steam's 429 (body `null`) carries no Retry-After here: the adapter's default backoff.
+    expect(limited.retryAfterMs).toBe(300_000);
+    expect(limited.origin).toBe('upstream');
+    expect(limited.partial?.observations.map((o) => o.market_hash_name)).toEqual([AK, AWP]);
+    expect(limited.partial?.requests).toBe(3);
+  });
+});
+
+describe('csfloat', () => {
+  const LISTED: Record<string, Record<string, FixedPrice>> = {
+    [AK]: { default: { price: '2.30', listings: ['2.30', '2.35', '2.10', '5.00'] } },
+    [AWP]: { default: { price: '1234.56', listings: ['1234.56'] } },
+    [KARAMBIT]: {
+      'phase-2': { price: '640.10', listings: ['700.00', '640.10', '655.55'] },
+      ruby: { price: '3850.00', listings: ['3850'] },
+      'black-pearl': { price: null },
+    },
+    [STICKER]: { default: { price: null } },
+    [CASE]: { default: { price: '0.05', listings: ['0.07', '0.05'] } },
+  };
+  let market: MarketSimulator;
+  beforeAll(() => {
+    market = startMarketSimulator({ items: ITEMS, prices: LISTED, now: () => NOW, seed: 3 });
+  });
+  afterAll(() => market.stop());
+
+  async function rawListings(): Promise<{ created_at: string; item: { market_hash_name: string; phase?: string } }[]> {
+    const response = await fetch(`${market.url}/csfloat/api/v1/listings?limit=1000`);
+    return ((await response.json()) as { data: { created_at: string; item: { market_hash_name: string; phase?: string } }[] }).data;
+  }
+
+  test('pages through the cursor and aggregates: cheapest, lower median, count, newest created_at', async () => {
+    const before = market.requestCount('csfloat');
+    const result = await ADAPTERS.csfloat.fetchSnapshot(context(`${market.url}/csfloat`, { pageSize: 3 }));
+    // 11 listings, 3 a page: 4 pages, the last one without a cursor.
+    expect(result).toMatchObject({ skipped: 0, unknown: 0, requests: 4 });
+    expect(market.requestCount('csfloat') - before).toBe(4);
+    const newest = new Map<string, number>();
+    for (const listing of await rawListings()) {
+      const key = `${listing.item.market_hash_name}|${listing.item.phase ?? ''}`;
+      newest.set(key, Math.max(newest.get(key) ?? 0, Date.parse(listing.created_at)));
+    }
+    const at = (name: string, phase = '') => new Date(newest.get(`${name}|${phase}`)!);
+    expect(byKey(result.observations)).toEqual([
+      { market_hash_name: KARAMBIT, version: 'phase-2', price: '640.10', median_price: '655.55', quantity: 3, source_time: at(KARAMBIT, 'Phase 2') },
+      { market_hash_name: KARAMBIT, version: 'ruby', price: '3850.00', median_price: '3850.00', quantity: 1, source_time: at(KARAMBIT, 'Ruby') },
+      // Sorted 2.10, 2.30, 2.35, 5.00: an even count takes the lower middle.
+      { market_hash_name: AK, version: 'default', price: '2.10', median_price: '2.30', quantity: 4, source_time: at(AK) },
+      { market_hash_name: CASE, version: 'default', price: '0.05', median_price: '0.05', quantity: 2, source_time: at(CASE) },
+      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', quantity: 1, source_time: at(AWP) },
+    ]);
+    for (const observation of result.observations) {
+      expect(observation.source_time.getTime()).toBeLessThanOrEqual(NOW.getTime());
+      expect(observation.source_time.getTime()).toBeGreaterThan(NOW.getTime() - 7 * 3_600_000);
+    }
+  });
+
+  test('the page cap stops paging; the listings seen are aggregated', async () => {
+    const result = await ADAPTERS.csfloat.fetchSnapshot(context(`${market.url}/csfloat`, { pageSize: 3, maxPages: 2 }));
+    expect(result.requests).toBe(2);
+    expect(result.observations.reduce((sum, o) => sum + (o.quantity ?? 0), 0)).toBe(6);
+    // The default page size is the real upstream's maximum.
+    await ADAPTERS.csfloat.fetchSnapshot(context(`${market.url}/csfloat`, { maxPages: 1 }));
+    expect(new URL(market.lastRequest('csfloat')!.url).searchParams.get('limit')).toBe('50');
+  });
+
+  test('partial: broken listings are skipped, the rest aggregated', async () => {
+    market.setMode('csfloat', 'partial');
+    try {
+      const result = await ADAPTERS.csfloat.fetchSnapshot(context(`${market.url}/csfloat`, { pageSize: 4 }));
+      // Positions 1, 4, 7, 10 of 11 are broken.
+      expect(result.skipped).toBe(4);
+      expect(result.observations.reduce((sum, o) => sum + (o.quantity ?? 0), 0)).toBe(7);
+      for (const observation of result.observations) expect(observation.price).toMatch(/^[0-9]+\.[0-9]{2}$/);
+    } finally {
+      market.setMode('csfloat', 'ok');
+    }
+  });
+
+  test('Authorization carries the API key only when set, and never reaches the logs', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const log = pino({ level: 'trace' }, sink);
+    const apiKey = 'csfloat-secret-key-0123456789';
+    await ADAPTERS.csfloat.fetchSnapshot(context(`${market.url}/csfloat`, { apiKey, log, maxPages: 1 }));
+    expect(market.lastRequest('csfloat')?.headers.authorization).toBe(apiKey);
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.join('')).not.toContain(apiKey);
+    await ADAPTERS.csfloat.fetchSnapshot(context(`${market.url}/csfloat`, { maxPages: 1 }));
+    expect(market.lastRequest('csfloat')?.headers.authorization).toBeUndefined();
+  });
+
+  test('a failure on a later page keeps the pages already read', async () => {
+    let acquired = 0;
+    const acquire = async () => {
+      acquired += 1;
+      if (acquired === 3) market.setMode('csfloat', 'fail');
+    };
+    try {
+      const error = await failure(ADAPTERS.csfloat.fetchSnapshot(context(`${market.url}/csfloat`, { pageSize: 3, acquire })));
+      expect(error).toBeInstanceOf(SourceUnavailableError);
+      const partial = (error as SourceUnavailableError).partial!;
+      expect(partial.requests).toBe(3);
+      expect(partial.observations.reduce((sum, o) => sum + (o.quantity ?? 0), 0)).toBe(6);
+    } finally {
+      market.setMode('csfloat', 'ok');
+    }
+  });
+});
+
+describe('property: decimal text round-trips simulator → adapter unchanged', () => {
+  const seed = 20260301;
+  const random = prng(seed);
+  const digits = (count: number) => Array.from({ length: count }, () => Math.floor(random() * 10)).join('');
+  const decimals: string[] = [];
+  while (decimals.length < 150) {
+    const whole = random() < 0.3 ? '0' : `${1 + Math.floor(random() * 9)}${digits(Math.floor(random() * 5))}`;
+    const fraction = digits(Math.floor(random() * 3));
+    const text = fraction ? `${whole}.${fraction}` : whole;
+    if (/[1-9]/.test(text)) decimals.push(text);
+  }
+  const items = decimals.map((_, i) => ({ market_hash_name: `Property Item ${i} | Seed ${seed} (Field-Tested)`, phases: [] }));
+  const prices = Object.fromEntries(items.map((item, i) => [item.market_hash_name, { default: decimals[i]! }]));
+  const expected = new Map(items.map((item, i) => [item.market_hash_name, decimals[i]!]));
+  let market: MarketSimulator;
+  beforeAll(() => {
+    market = startMarketSimulator({ items, prices, now: () => NOW });
+  });
+  afterAll(() => market.stop());
+
+  test(`skinport (seed ${seed})`, async () => {
+    const result = await ADAPTERS.skinport.fetchSnapshot(context(`${market.url}/skinport`));
+    expect(result.observations.length).toBe(decimals.length);
+    for (const observation of result.observations) expect(observation.price).toBe(expected.get(observation.market_hash_name)!);
+  });
+
+  test(`steam (seed ${seed})`, async () => {
+    const result = await ADAPTERS.steam.fetchSnapshot(context(`${market.url}/steam`, { names: items.map((item) => item.market_hash_name) }));
+    expect(result.observations.length).toBe(decimals.length);
+    for (const observation of result.observations) expect(observation.price).toBe(expected.get(observation.market_hash_name)!);
+  });
+
+  test(`csfloat cents → two decimals (seed ${seed})`, async () => {
+    const result = await ADAPTERS.csfloat.fetchSnapshot(context(`${market.url}/csfloat`, { pageSize: 1000, maxPages: 10 }));
+    expect(result.observations.length).toBe(decimals.length);
+    for (const observation of result.observations) {
+      const [whole, fraction = ''] = expected.get(observation.market_hash_name)!.split('.');
+      expect(observation.price).toBe(`${whole}.${fraction.padEnd(2, '0')}`);
+    }
+  });
+});
+
+describe('failure modes', () => {
+  const cases: [SourceName, () => Partial<FetchContext>][] = [
+    ['skinport', () => ({})],
+    ['steam', () => ({ names: [AK, AWP] })],
+    ['csfloat', () => ({})],
+  ];
+  for (const [source, extra] of cases) {
+    test(`${source}: fail → unavailable (HTTP 500)`, async () => {
+      sim.setMode(source, 'fail');
+      const error = await failure(ADAPTERS[source].fetchSnapshot(context(url(source), extra())));
+      expect(error).toBeInstanceOf(SourceUnavailableError);
+      expect((error as Error).message).toContain('HTTP 500');
+    });
+
+    test(`${source}: malformed JSON → unavailable`, async () => {
+      sim.setMode(source, 'malformed');
+      const error = await failure(ADAPTERS[source].fetchSnapshot(context(url(source), extra())));
+      expect(error).toBeInstanceOf(SourceUnavailableError);
+      expect((error as Error).message).toContain('unparseable');
+    });
+
+    test(`${source}: 429 → rate-limited with Retry-After seconds`, async () => {
+      sim.setMode(source, 'rate_limit');
+      const error = await failure(ADAPTERS[source].fetchSnapshot(context(url(source), extra())));
+      expect(error).toBeInstanceOf(SourceRateLimitedError);
+      expect((error as SourceRateLimitedError).retryAfterMs).toBe(30_000);
+      expect((error as SourceRateLimitedError).source).toBe(source);
+    });
+
+    test(`${source}: 429 with an HTTP-date, and without Retry-After`, async () => {
+      sim.setMode(source, 'rate_limit');
+      sim.setRetryAfter(new Date(NOW.getTime() + 90_000).toUTCString());
+      const dated = await failure(ADAPTERS[source].fetchSnapshot(context(url(source), extra())));
+      expect((dated as SourceRateLimitedError).retryAfterMs).toBe(90_000);
+      sim.setRetryAfter(null);
+      const bare = await failure(ADAPTERS[source].fetchSnapshot(context(url(source), extra())));
+      expect((bare as SourceRateLimitedError).retryAfterMs).toBe(source === 'csfloat' ? 60_000 : 300_000);
+    });
+
+    test(`${source}: stall → unavailable after timeoutMs`, async () => {
+      sim.setMode(source, 'stall');
+      const started = performance.now();
+      const error = await failure(ADAPTERS[source].fetchSnapshot(context(url(source), { ...extra(), timeoutMs: 250 })));
+      const elapsed = performance.now() - started;
+      expect(error).toBeInstanceOf(SourceUnavailableError);
+      expect((error as Error).message).toContain('timed out after 250 ms');
+      expect(elapsed).toBeGreaterThanOrEqual(200);
+      expect(elapsed).toBeLessThan(2_000);
+    });
+  }
+
+  test('network error → unavailable', async () => {
+    const closed = startMarketSimulator({ items: ITEMS });
+    const deadUrl = closed.url;
+    await closed.stop();
+    const error = await failure(ADAPTERS.skinport.fetchSnapshot(context(`${deadUrl}/skinport`)));
+    expect(error).toBeInstanceOf(SourceUnavailableError);
+  });
+
+  test('modes switch over HTTP: POST /_control/<source>/<mode>', async () => {
+    const post = (path: string) => fetch(`${sim.url}${path}`, { method: 'POST' });
+    expect((await post('/_control/skinport/fail')).status).toBe(200);
+    expect(sim.mode('skinport')).toBe('fail');
+    expect(await failure(ADAPTERS.skinport.fetchSnapshot(context(url('skinport'))))).toBeInstanceOf(SourceUnavailableError);
+    expect((await post('/_control/all/ok')).status).toBe(200);
+    expect((await ADAPTERS.skinport.fetchSnapshot(context(url('skinport')))).observations.length).toBe(7);
+    expect((await post('/_control/skinport/sideways')).status).toBe(400);
+    expect((await post('/_control/nowhere/ok')).status).toBe(400);
+    const state = (await (await fetch(`${sim.url}/_control`)).json()) as { modes: Record<string, string> };
+    expect(state.modes).toEqual({ skinport: 'ok', steam: 'ok', csfloat: 'ok' });
+  });
+});
+
+describe('request budget (Redis)', () => {
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  // Two connections: two worker processes sharing one Redis.
+  const first = new Redis(redisUrl, { lazyConnect: false });
+  const second = new Redis(redisUrl, { lazyConnect: false });
+  afterAll(async () => {
+    await first.quit();
+    await second.quit();
+  });
+  const prefix = () => `test-budget:${crypto.randomUUID()}`;
+
+  test('two instances share one window; the refusal says how long to wait', async () => {
+    const keyPrefix = prefix();
+    const a = createRequestBudget(first, 'steam', { requests: 3, windowSeconds: 60 }, { keyPrefix });
+    const b = createRequestBudget(second, 'steam', { requests: 3, windowSeconds: 60 }, { keyPrefix });
+    expect(await b.blockedFor()).toBe(0);
+    await a.acquire();
+    await b.acquire();
+    await a.acquire();
+    for (const budget of [a, b]) {
+      const error = await failure(budget.acquire());
+      expect(error).toBeInstanceOf(SourceRateLimitedError);
+      expect((error as SourceRateLimitedError).origin).toBe('budget');
+      expect((error as SourceRateLimitedError).retryAfterMs).toBeGreaterThan(55_000);
+      expect((error as SourceRateLimitedError).retryAfterMs).toBeLessThanOrEqual(60_000);
+    }
+    expect(await a.blockedFor()).toBeGreaterThan(55_000);
+    // Another source (or prefix) is untouched.
+    await createRequestBudget(first, 'skinport', { requests: 3, windowSeconds: 60 }, { keyPrefix }).acquire();
+  });
+
+  test('acquire is atomic under concurrency', async () => {
+    const keyPrefix = prefix();
+    const budgets = [first, second, first, second].map((redis) => createRequestBudget(redis, 'csfloat', { requests: 5, windowSeconds: 60 }, { keyPrefix }));
+    const outcomes = await Promise.allSettled(Array.from({ length: 24 }, (_, i) => budgets[i % budgets.length]!.acquire()));
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled').length).toBe(5);
+  });
+
+  test('sliding window: a slot frees when its request leaves the window', async () => {
+    const keyPrefix = prefix();
+    const budget = createRequestBudget(first, 'skinport', { requests: 2, windowSeconds: 0.4 }, { keyPrefix });
+    await budget.acquire();
+    await Bun.sleep(200);
+    await budget.acquire();
+    const error = (await failure(budget.acquire())) as SourceRateLimitedError;
+    expect(error.retryAfterMs).toBeLessThanOrEqual(220);
+    await Bun.sleep(error.retryAfterMs + 20);
+    // The first request left the window; the second still holds its slot.
+    await budget.acquire();
+    expect(await failure(budget.acquire())).toBeInstanceOf(SourceRateLimitedError);
+  });
+
+  test('blockUntil after an upstream 429 stops every process, and never shortens', async () => {
+    const keyPrefix = prefix();
+    const a = createRequestBudget(first, 'steam', { requests: 100, windowSeconds: 60 }, { keyPrefix });
+    const b = createRequestBudget(second, 'steam', { requests: 100, windowSeconds: 60 }, { keyPrefix });
+    await a.blockUntil(new Date(Date.now() + 2_000));
+    await a.blockUntil(new Date(Date.now() + 500));
+    const error = (await failure(b.acquire())) as SourceRateLimitedError;
+    expect(error.origin).toBe('budget');
+    expect(error.retryAfterMs).toBeGreaterThan(1_500);
+    expect(error.retryAfterMs).toBeLessThanOrEqual(2_000);
+    const left = await b.blockedFor();
+    expect(left).toBeGreaterThan(1_500);
+    await a.blockUntil(new Date(Date.now() - 1_000));
+    expect(await a.blockedFor()).toBeGreaterThan(1_000);
+  });
+
+  test('an adapter stops at the budget and keeps what it fetched', async () => {
+    const budget = createRequestBudget(first, 'steam', { requests: 2, windowSeconds: 60 }, { keyPrefix: prefix() });
+    const before = sim.requestCount('steam');
+    const error = await failure(ADAPTERS.steam.fetchSnapshot(context(url('steam'), { names: [AK, AWP, CASE, KARAMBIT], acquire: budget.acquire })));
+    expect(error).toBeInstanceOf(SourceRateLimitedError);
+    const limited = error as SourceRateLimitedError;
+    expect(limited.origin).toBe('budget');
+    expect(limited.partial?.observations.map((o) => o.market_hash_name)).toEqual([AK, AWP]);
+    expect(limited.partial?.requests).toBe(2);
+    expect(sim.requestCount('steam') - before).toBe(2);
+  });
+});
