@@ -125,7 +125,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       unknownNames: mapped.unknownNames.length + fetched.unknown,
       ms: deps.now().getTime() - started.getTime(),
     };
-    log.info(outcome, 'ingest run done');
+    log.info({ ...outcome, timings: result.timings }, 'ingest run done');
     return outcome;
   } catch (error) {
     return fail(error instanceof Error ? error.message : String(error));

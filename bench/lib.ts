@@ -1,0 +1,350 @@
+/**
+ * Shared plumbing of the benchmarks (bench/*.ts): child processes that are always stopped again,
+ * cleanup hooks (SQL clients, scratch databases, in-process servers) run on exit, error and signal,
+ * a throwaway database per run, readiness polling, RSS / CPU of a process from /proc, autocannon in
+ * its own process, and a plain-text table.
+ */
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { databaseName, dropDatabase, recreateDatabase } from '../scripts/services.ts';
+
+export const repoRoot = join(import.meta.dir, '..');
+export const CONNECTIONS = 50;
+export const DURATION_S = positiveInt('BENCH_DURATION', 10);
+export const WARMUP_S = positiveInt('BENCH_WARMUP', 2);
+export const READY_TIMEOUT_MS = 20_000;
+
+export function positiveInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer number of seconds, not ${raw}`);
+  return value;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export const say = (line: string) => process.stdout.write(`[bench] ${line}\n`);
+
+// ---------------------------------------------------------------------------------------------
+// Cleanup: every child process we start, then every registered hook (last registered first), is
+// released on exit, on error and on SIGINT/SIGTERM.
+
+export type Child = ReturnType<typeof Bun.spawn>;
+const children = new Set<Child>();
+const hooks: (() => Promise<unknown> | unknown)[] = [];
+let cleaning: Promise<void> | undefined;
+let interrupted = false;
+
+/** Registers work for cleanup (after the children are stopped); hooks run last-registered first. */
+export function onCleanup(hook: () => Promise<unknown> | unknown): void {
+  hooks.push(hook);
+}
+
+export function track(child: Child): Child {
+  children.add(child);
+  return child;
+}
+
+export function untrack(child: Child): void {
+  children.delete(child);
+}
+
+/** SIGTERM, then SIGKILL after 5 s; resolves once the child has exited (or 2 s after SIGKILL). */
+export async function stopChild(child: Child): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    child.kill('SIGTERM');
+  } catch {
+    return;
+  }
+  const exited = await Promise.race([child.exited.then(() => true), sleep(5_000).then(() => false)]);
+  if (!exited) {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+    await Promise.race([child.exited, sleep(2_000)]);
+  }
+}
+
+export function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await Promise.allSettled([...children].map(stopChild));
+    children.clear();
+    while (hooks.length > 0) {
+      const hook = hooks.pop()!;
+      try {
+        await hook();
+      } catch (error) {
+        process.stderr.write(`[bench] cleanup: ${error instanceof Error ? error.message : String(error)}\n`);
+      }
+    }
+  })();
+  return cleaning;
+}
+
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.on(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    say(`${signal}: stopping servers`);
+    void cleanup().finally(() => process.exit(code));
+  });
+}
+
+/** Runs a benchmark's main: prints an error (not after a signal), sets the exit code, always cleans up. */
+export async function runBench(main: () => Promise<void>): Promise<void> {
+  try {
+    await main();
+  } catch (error) {
+    // After a signal, the load generator's exit is expected, not an error worth printing.
+    if (!interrupted) process.stderr.write(`[bench] error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A scratch database per run: `<dev database>_bench_<pid>`, dropped at cleanup.
+
+export async function scratchDatabase(): Promise<{ name: string; url: string }> {
+  const baseUrl = process.env.DATABASE_URL;
+  if (!baseUrl) throw new Error('DATABASE_URL is not set; run this through `npm run bench:…` (scripts/dev.ts exec)');
+  const name = `${databaseName(baseUrl)}_bench_${process.pid}`;
+  const quiet = () => undefined;
+  // Registered before it exists, so an interrupted create is still dropped.
+  onCleanup(async () => {
+    await dropDatabase(baseUrl, name, quiet);
+    say(`dropped scratch database ${name}`);
+  });
+  const url = await recreateDatabase(baseUrl, name, quiet);
+  say(`scratch database ${name}`);
+  return { name, url };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => (port ? resolve(port) : reject(new Error('could not find a free port'))));
+    });
+  });
+}
+
+/** Keeps draining a child's output (a full pipe would stall it) and remembers the last lines. */
+export class OutputTail {
+  lines = 0;
+  readonly last: string[] = [];
+
+  constructor(private readonly onLine?: (line: string) => void) {}
+
+  drain(stream: ReadableStream<Uint8Array>): void {
+    void (async () => {
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for await (const chunk of stream) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let nl: number;
+        while ((nl = buffer.indexOf('\n')) >= 0) {
+          this.push(buffer.slice(0, nl));
+          buffer = buffer.slice(nl + 1);
+        }
+      }
+      if (buffer) this.push(buffer);
+    })().catch(() => undefined);
+  }
+
+  private push(line: string): void {
+    this.lines += 1;
+    this.onLine?.(line);
+    this.last.push(line.length > 400 ? `${line.slice(0, 400)}…` : line);
+    if (this.last.length > 10) this.last.shift();
+  }
+}
+
+export type Spawned = { proc: Child; output: OutputTail; startedAt: number };
+
+/** `bun <args…>` from the repo root with extra environment; output drained (and seen line by line by `onLine`). */
+export function spawnBun(args: string[], extraEnv: Record<string, string>, onLine?: (line: string) => void): Spawned {
+  const output = new OutputTail(onLine);
+  const startedAt = performance.now();
+  const proc = Bun.spawn([process.execPath, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...extraEnv },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  track(proc);
+  output.drain(proc.stdout);
+  output.drain(proc.stderr);
+  return { proc, output, startedAt };
+}
+
+export type SpawnedServer = Spawned & { port: number };
+
+export function spawnServer(script: string, port: number, extraEnv: Record<string, string>): SpawnedServer {
+  return { ...spawnBun([script], { ...extraEnv, PORT: String(port) }), port };
+}
+
+export function exitedEarly(spawned: Spawned): boolean {
+  return spawned.proc.exitCode !== null || spawned.proc.signalCode !== null;
+}
+
+export async function waitReady(name: string, server: Spawned, url: string, init: RequestInit = {}): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let lastProblem = 'no answer yet';
+  while (Date.now() < deadline) {
+    if (exitedEarly(server)) {
+      throw new Error(`${name} exited (${server.proc.signalCode ?? `code ${server.proc.exitCode}`}) before it was ready:\n${server.output.last.join('\n')}`);
+    }
+    try {
+      const response = await fetch(url, { ...init, signal: AbortSignal.timeout(1_000) });
+      await response.arrayBuffer();
+      if (response.status === 200) return;
+      lastProblem = `status ${response.status}`;
+    } catch (error) {
+      lastProblem = (error as Error).message;
+    }
+    await sleep(100);
+  }
+  throw new Error(`${name} was not ready within ${READY_TIMEOUT_MS / 1000} s (${lastProblem}):\n${server.output.last.join('\n')}`);
+}
+
+/** VmRSS (and VmHWM, the peak) of a process, in MiB. */
+export async function rssOf(pid: number): Promise<{ rss: number; peak: number }> {
+  const status = await Bun.file(`/proc/${pid}/status`).text();
+  const field = (name: string) => {
+    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status);
+    if (!match) throw new Error(`no ${name} in /proc/${pid}/status`);
+    return Number(match[1]) / 1024;
+  };
+  return { rss: field('VmRSS'), peak: field('VmHWM') };
+}
+
+/** CPU time (user + system) a process has used so far, in ms; /proc/<pid>/stat counts 100 Hz ticks. */
+export async function cpuMsOf(pid: number): Promise<number> {
+  const stat = await Bun.file(`/proc/${pid}/stat`).text();
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // After "pid (comm) ": state is fields[0], utime fields[11], stime fields[12].
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load
+
+export type Result = {
+  name: string;
+  /** The server process's CPU during the measured run: µs per request, and share of one core. */
+  cpuUsPerRequest: number;
+  cpuCores: number;
+  rps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** Response bytes per second (average), as autocannon counts them (headers and body). */
+  throughputBytes: number;
+  statusCodes: Record<string, { count: number }>;
+};
+
+const autocannonScript = join(repoRoot, 'node_modules', 'autocannon', 'autocannon.js');
+// Node runs autocannon if it is installed; otherwise this same Bun does.
+export const loadRuntime = Bun.which('node') ?? process.execPath;
+export const loadRuntimeName = Bun.which('node') ? 'node' : 'bun';
+
+export type LoadOptions = {
+  connections?: number;
+  /**
+   * A HAR file (see harFile) whose requests each connection sends in turn, instead of `url` alone;
+   * `url` must still name the same origin.
+   */
+  har?: string;
+};
+
+export async function autocannon(url: string, seconds: number, headers: Record<string, string>, options: LoadOptions = {}): Promise<Record<string, any>> {
+  const args = [autocannonScript, '--json', '--no-progress', '-c', String(options.connections ?? CONNECTIONS), '-d', String(seconds)];
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`);
+  if (options.har) args.push('--har', options.har);
+  args.push(url);
+  const proc = track(Bun.spawn([loadRuntime, ...args], { cwd: repoRoot, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }));
+  try {
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    if (code !== 0) throw new Error(`autocannon exited with ${code}: ${stderr.trim()}`);
+    const lastLine = stdout.trim().split('\n').at(-1);
+    if (!lastLine) throw new Error(`autocannon printed no result: ${stderr.trim()}`);
+    return JSON.parse(lastLine) as Record<string, any>;
+  } finally {
+    untrack(proc);
+  }
+}
+
+/** Warm-up (BENCH_WARMUP s, discarded), then BENCH_DURATION s measured, with the server's CPU over the measured run. */
+export async function load(name: string, serverPid: number, url: string, headers: Record<string, string> = {}, options: LoadOptions = {}): Promise<Result> {
+  if (WARMUP_S > 0) await autocannon(url, WARMUP_S, headers, options);
+  say(`${name}: ${options.connections ?? CONNECTIONS} connections for ${DURATION_S} s`);
+  const cpuBefore = await cpuMsOf(serverPid);
+  const raw = await autocannon(url, DURATION_S, headers, options);
+  const cpuMs = (await cpuMsOf(serverPid)) - cpuBefore;
+  return {
+    name,
+    cpuUsPerRequest: raw.requests.total > 0 ? (cpuMs * 1000) / raw.requests.total : 0,
+    cpuCores: cpuMs / (raw.duration * 1000),
+    rps: raw.requests.average,
+    p50: raw.latency.p50,
+    p90: raw.latency.p90,
+    p99: raw.latency.p99,
+    max: raw.latency.max,
+    total: raw.requests.total,
+    non2xx: raw.non2xx,
+    errors: raw.errors,
+    timeouts: raw.timeouts,
+    throughputBytes: raw.throughput?.average ?? 0,
+    statusCodes: raw.statusCodeStats ?? {},
+  };
+}
+
+/** Writes a HAR file of GET requests (for `--har`: each autocannon connection cycles through them). */
+export async function harFile(path: string, urls: string[], headers: Record<string, string> = {}): Promise<string> {
+  const headerList = Object.entries(headers).map(([name, value]) => ({ name, value }));
+  const har = { log: { version: '1.2', creator: { name: 'bench', version: '1' }, entries: urls.map((url) => ({ request: { method: 'GET', url, headers: headerList } })) } };
+  await Bun.write(path, JSON.stringify(har));
+  return path;
+}
+
+/** A warning line per result that saw non-2xx answers, errors or timeouts. */
+export function warnAbnormal(results: Result[]): void {
+  for (const result of results) {
+    if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+      const codes = Object.entries(result.statusCodes).map(([code, stats]) => `${code}×${stats.count}`).join(', ');
+      say(`warning: ${result.name}: ${result.non2xx} non-2xx (${codes}), ${result.errors} errors, ${result.timeouts} timeouts`);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+export function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  const line = (row: string[]) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  return [line(rows[0]!), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.slice(1).map(line)].join('\n');
+}
+
+export function printChecks(checks: [string, boolean, string][]): void {
+  process.stdout.write('targets:\n');
+  for (const [label, ok, actual] of checks) process.stdout.write(`  ${ok ? 'PASS' : 'FAIL'}  ${label}  (${actual})\n`);
+}
