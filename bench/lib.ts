@@ -40,7 +40,7 @@ export function onCleanup(hook: () => Promise<unknown> | unknown): void {
   hooks.push(hook);
 }
 
-export function track(child: Child): Child {
+export function track<T extends Child>(child: T): T {
   children.add(child);
   return child;
 }

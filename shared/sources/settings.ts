@@ -40,7 +40,9 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
     intervalSeconds,
     staleAfterSeconds: config[`SOURCE_${upper}_STALE_SECONDS`] ?? Math.max(3 * intervalSeconds, 90),
     budget,
-    batchSize: local ? 500 : Math.max(1, Math.floor((budget.requests * intervalSeconds) / budget.windowSeconds)),
+    // Per-item sources use at most ~80 % of what their budget allows per interval, so consecutive
+    // runs never find the sliding window still full.
+    batchSize: Math.max(1, Math.floor((0.8 * budget.requests * Math.min(intervalSeconds, budget.windowSeconds)) / budget.windowSeconds / (local ? 2 : 1))),
     paging: local ? { pageSize: 1000, maxPages: 60 } : {},
   };
 }
