@@ -79,7 +79,12 @@ afterAll(async () => {
 
 describe('simulator → ingest → Postgres → API', () => {
   test('every source turns fresh and prices reach the keyed and keyless APIs', async () => {
-    await eventually(async () => ((await health()).status === 200 ? true : undefined), 90_000, 500);
+    // Other suites may have marked a source healthy already: wait for this run's full skinport snapshot too.
+    await eventually(async () => {
+      if ((await health()).status !== 200) return undefined;
+      const [priced] = await sql<{ count: number }[]>`select count(*)::int as count from latest_prices where source = 'skinport'`;
+      return priced!.count > 30_000 ? true : undefined;
+    }, 90_000, 500);
     const report = await health();
     expect(Object.keys(report.body.sources).sort()).toEqual(['csfloat', 'skinport', 'steam']);
     expect(report.body.status).toBe('up');

@@ -306,6 +306,20 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
   }
 
   const bucketOf = (at: Date) => Math.floor(at.getTime() / bucketMs);
+  const CHANGE_SHARE = 0.1;
+
+  /**
+   * The last bucket at or before `bucket` in which this entry's market moved. Like a real market,
+   * only some items change in any 30 s (about one in ten per bucket); the rest keep their price and
+   * their `updated_at`, so an ingest run writes only what changed.
+   */
+  function changeBucket(entry: Entry, source: SimulatedSource, bucket: number): number {
+    if (entry.phaseEntries.length > 0) return Math.max(...entry.phaseEntries.map((phase) => changeBucket(phase, source, bucket)));
+    for (let back = 0; back < 64; back += 1) {
+      if (unit(mix(entry.hash, SOURCE_SALT[source], bucket - back, 11)) < CHANGE_SHARE) return bucket - back;
+    }
+    return bucket - 64;
+  }
 
   /** The lowest ask of an entry in a source at a bucket, or null when nothing is for sale. */
   function ask(entry: Entry, source: SimulatedSource, bucket: number): Quote | null {
@@ -321,7 +335,8 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       }
       return best;
     }
-    const level = entry.base * SOURCE_LEVEL[source] * Math.exp(drift(entry.hash, bucket) + drift(entry.hash ^ SOURCE_SALT[source], bucket, 0.3));
+    const moved = changeBucket(entry, source, bucket);
+    const level = entry.base * SOURCE_LEVEL[source] * Math.exp(drift(entry.hash, moved) + drift(entry.hash ^ SOURCE_SALT[source], moved, 0.3));
     return quoteFromCents(Math.max(3, Math.round(level * 100)));
   }
 
@@ -355,7 +370,8 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     let mean: string | null = null;
     let median: string | null = null;
     let suggested: string;
-    const h = mix(entry.hash, bucket);
+    const moved = entry.fixed ? bucket : changeBucket(entry, 'skinport', bucket);
+    const h = mix(entry.hash, moved);
     if (entry.fixed) {
       quantity = quote ? Math.max(1, entry.fixed.quantity ?? 1 + (entry.hash % 50)) : 0;
       suggested = quote?.text ?? entry.fixed.median ?? '1.00';
@@ -394,7 +410,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       `"item_page":${JSON.stringify(`https://skinport.com/item/${itemSlug}${entry.label ? `-${slug(entry.label)}` : ''}`)},` +
       `"market_page":${JSON.stringify(`https://skinport.com/market?item=${encodeURIComponent(entry.name)}&cat=${encodeURIComponent(entry.item.market_hash_name.split(' | ')[0] ?? '')}`)},` +
       `"min_price":${minField},"max_price":${max ?? 'null'},"mean_price":${mean ?? 'null'},"median_price":${median ?? 'null'},` +
-      `"quantity":${quantity},"created_at":${CREATED_EPOCH + (entry.hash % 150_000_000)},"updated_at":${Math.floor((bucket * bucketMs) / 1000)}}`
+      `"quantity":${quantity},"created_at":${CREATED_EPOCH + (entry.hash % 150_000_000)},"updated_at":${Math.floor((moved * bucketMs) / 1000)}}`
     );
   }
 

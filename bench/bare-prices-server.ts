@@ -1,0 +1,39 @@
+// Baseline for bench/prices.ts: a bare Bun.serve in its own process answering every request with the
+// newest stored price snapshot's brotli body (read once from price_snapshots at start), with the
+// headers GET /v1/prices sends for it: same content-type, content-encoding, etag, cache-control,
+// vary and last-modified. PORT and DATABASE_URL are required.
+import { createSql } from '../shared/db.ts';
+import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
+
+const port = Number(process.env.PORT);
+if (!Number.isInteger(port) || port <= 0) throw new Error('bench/bare-prices-server.ts: PORT must be set');
+const databaseUrl = process.env.DATABASE_URL;
+if (!databaseUrl) throw new Error('bench/bare-prices-server.ts: DATABASE_URL must be set');
+
+const sql = createSql(databaseUrl, { max: 1, application: 'bench-bare-prices' });
+const snapshot = await findNewestPriceSnapshot(sql);
+await sql.end({ timeout: 5 });
+if (!snapshot) throw new Error('bench/bare-prices-server.ts: no price snapshot in the database');
+
+const body = new Uint8Array(snapshot.body_br);
+const headers = {
+  etag: snapshot.etag,
+  'cache-control': `public, max-age=${process.env.INGEST_INTERVAL_SECONDS ?? 30}`,
+  vary: 'Accept-Encoding',
+  'last-modified': snapshot.created_at.toUTCString(),
+  'content-type': 'application/json',
+  'content-encoding': 'br',
+};
+
+const server = Bun.serve({
+  port,
+  hostname: '127.0.0.1',
+  fetch: () => new Response(body, { headers }),
+});
+
+const stop = () => {
+  void server.stop(true);
+  process.exit(0);
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,293 @@
+/**
+ * Price read-path benchmark: `npm run bench:prices`.
+ *
+ * In a scratch database (`<dev db>_bench_<pid>`, dropped afterwards): the real catalog, latest prices
+ * written set-based for every item and version (skinport and steam everywhere, csfloat for about
+ * half: 2–3 sources per item, deterministic decimal prices), one keyless snapshot built with
+ * buildPriceSnapshot, and a year of history for a few items (10-minute, hourly and daily rollups).
+ * Then the API (api/main.ts) and a bare Bun.serve serving the snapshot's very br bytes
+ * (bench/bare-prices-server.ts) run as separate processes, and autocannon (its own process, 50
+ * connections, BENCH_DURATION s after BENCH_WARMUP s) loads:
+ *
+ *   bare Bun.serve            the stored br body with /v1/prices's headers
+ *   GET /v1/prices            accept-encoding: br (PUBLIC_PRICES_RATE_LIMIT raised so nothing is limited)
+ *   GET /v2/prices/{id}       API key (prices:read, enterprise, huge budgets), rotating over many ids
+ *   GET /v2/prices/{id}/history?granularity=10m&limit=1000
+ *                             pages deep inside the year, reached by following cursors; 10m allows at
+ *                             most 31 days per request, so each window is 31 days wide
+ *
+ * Environment: DATABASE_URL and REDIS_URL (scripts/dev.ts), BENCH_DURATION (default 10),
+ * BENCH_WARMUP (default 2).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateCatalog } from '../shared/catalog/generate.ts';
+import { syncCatalog } from '../shared/catalog/repository.ts';
+import { createSql } from '../shared/db.ts';
+import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
+import { migrate } from '../shared/migrate.ts';
+import { HISTORY_LIMIT_MAX, HISTORY_MAX_RANGE_DAYS } from '../shared/prices/history.ts';
+import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
+import {
+  CONNECTIONS,
+  DURATION_S,
+  WARMUP_S,
+  freePort,
+  harFile,
+  load,
+  loadRuntimeName,
+  onCleanup,
+  printChecks,
+  repoRoot,
+  rssOf,
+  runBench,
+  say,
+  scratchDatabase,
+  spawnServer,
+  table,
+  waitReady,
+  warnAbnormal,
+  type Result,
+} from './lib.ts';
+
+const TARGETS = { listShare: 0.7, itemP99Ms: 10, historyP99Ms: 50 };
+const PUBLIC_RATE_LIMIT = 1_000_000_000;
+const ITEM_IDS = 200;
+const HISTORY_ITEMS = 5;
+const HISTORY_DAYS = 365;
+/** Windows per item, spread over the year; each is the widest 10m allows. */
+const HISTORY_WINDOWS = 6;
+const BUCKETS_10M = (HISTORY_DAYS * 24 * 60) / 10; // 52 560
+const DAY_MS = 86_400_000;
+
+const ms = (value: number) => `${value.toFixed(0)} ms`;
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`;
+
+async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
+  const started = performance.now();
+  const value = await work();
+  return [value, performance.now() - started];
+}
+
+async function main(): Promise<void> {
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const now = new Date();
+
+  // 1. Scratch database, schema, the real catalog.
+  const db = await scratchDatabase();
+  const sql = createSql(db.url, { max: 4, application: 'bench-prices' });
+  onCleanup(() => sql.end({ timeout: 5 }).catch(() => undefined));
+  await migrate(sql, join(repoRoot, 'sql'));
+  const [synced, syncMs] = await timed(() => syncCatalog(sql, generateCatalog()));
+  say(`catalog: ${synced.total} items synced in ${ms(syncMs)}`);
+
+  // 2. Latest prices, set-based and deterministic: every item and version from skinport and steam,
+  //    about half from csfloat; prices from a hash of (item, source, version), two decimals.
+  const [, seedMs] = await timed(async () => {
+    await sql`
+      insert into latest_prices (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)
+      select c.catalog_id, s.source, v.version,
+             round(0.03 + (abs(hashtext(c.catalog_id || s.source || v.version)) % 250000) / 100.0, 2),
+             round(0.03 + (abs(hashtext(c.catalog_id || s.source || v.version)) % 250000) / 100.0 * 1.04, 2),
+             1 + abs(hashtext(v.version || c.catalog_id || s.source)) % 500,
+             ${now}::timestamptz - (abs(hashtext(s.source || c.catalog_id)) % 300) * interval '1 second',
+             ${now}::timestamptz,
+             md5(c.catalog_id || s.source || v.version)::uuid
+      from catalog_items c
+      cross join (values ('skinport', 100), ('steam', 100), ('csfloat', 50)) s (source, share)
+      cross join lateral (select 'default' as version union all select unnest(c.phases)) v
+      where abs(hashtext(c.catalog_id || 'share' || s.source)) % 100 < s.share`;
+    await sql`
+      insert into price_sources (name, last_success_at, last_attempt_at, stale_after_seconds)
+      values ('skinport', ${now}, ${now}, 900), ('steam', ${now}, ${now}, 900), ('csfloat', ${now}, ${now}, 900)`;
+  });
+  const [counts] = await sql<{ prices: number; sources: string }[]>`
+    select sum(n)::int as prices, string_agg(source || ' ' || n, ', ' order by source) as sources
+    from (select source, count(*) as n from latest_prices group by source) s`;
+  say(`latest prices: ${counts!.prices} rows (${counts!.sources}) in ${ms(seedMs)}`);
+
+  // 3. A year of history for a few items, skinport default: 10m, hourly and daily rollups.
+  const historyIds = (
+    await sql<{ catalog_id: string }[]>`
+      select catalog_id from latest_prices where source = 'skinport' and version = 'default'
+      order by md5(catalog_id) limit ${HISTORY_ITEMS}`
+  ).map((row) => row.catalog_id);
+  const end = new Date(Math.floor(now.getTime() / 600_000) * 600_000);
+  const [, historyMs] = await timed(async () => {
+    for (const [granularity, stepMinutes, buckets] of [
+      ['10m', 10, BUCKETS_10M],
+      ['hourly', 60, HISTORY_DAYS * 24],
+      ['daily', 1440, HISTORY_DAYS],
+    ] as const) {
+      await sql`
+        insert into price_rollups (catalog_id, source, version, granularity, bucket_start, open, high, low, close, samples, first_at, last_at)
+        select i.catalog_id, 'skinport', 'default', ${granularity}, b.bucket_start,
+               p.price, round(p.price * 1.01, 2), round(p.price * 0.99, 2), round(p.price * 1.002, 2),
+               ${stepMinutes}::int / 10 * 20, b.bucket_start, b.bucket_start + (${stepMinutes}::int - 1) * interval '1 minute'
+        from unnest(${historyIds}::text[]) with ordinality i (catalog_id, n)
+        cross join generate_series(0, ${buckets}::int - 1) g (k)
+        cross join lateral (select date_bin(${stepMinutes}::int * interval '1 minute', ${end}::timestamptz, timestamptz '2000-01-01T00:00:00Z')
+                                   - g.k * ${stepMinutes}::int * interval '1 minute' as bucket_start) b
+        cross join lateral (select round(((5 + 40 * i.n) * (1 + 0.08 * sin(g.k / 144.0 * ${stepMinutes}::int / 10)))::numeric, 2) as price) p`;
+    }
+  });
+  await sql`vacuum analyze latest_prices`;
+  await sql`vacuum analyze price_rollups`;
+  await sql`vacuum analyze catalog_items`;
+  const [rollups] = await sql<{ rows: number }[]>`select count(*)::int as rows from price_rollups`;
+  say(`history: ${HISTORY_ITEMS} items × ${BUCKETS_10M} 10m buckets (+ hourly, daily) = ${rollups!.rows} rollup rows in ${ms(historyMs)}`);
+
+  // 4. The keyless snapshot.
+  const build = await buildPriceSnapshot(sql, now);
+  say(`snapshot ${build.id}: ${build.item_count} items; JSON ${kib(build.bytes!.json)}, gzip ${kib(build.bytes!.gzip)}, br ${kib(build.bytes!.br)}; built in ${ms(build.duration_ms)} ${JSON.stringify(build.phases_ms)}`);
+
+  // 5. Workspace and key.
+  const workspace = await adminCreateWorkspace(sql, { name: `bench-prices-${now.toISOString()}`, tier: 'enterprise' });
+  await adminUpdateWorkspace(sql, workspace.id, { budgets: { minute: 1e9, day: 1e9 } });
+  const key = await adminCreateKey(sql, { workspaceId: workspace.id, label: 'bench-prices', scopes: ['prices:read'] });
+  // Items in rotation for GET /v2/prices/{id}: a fixed pseudo-random sample of the priced ones.
+  const itemIds = (
+    await sql<{ catalog_id: string }[]>`
+      select catalog_id from catalog_items c where exists (select 1 from latest_prices l where l.catalog_id = c.catalog_id)
+      order by md5(catalog_id || 'bench') limit ${ITEM_IDS}`
+  ).map((row) => row.catalog_id);
+
+  // 6. The API and the bare baseline, each in its own process.
+  const [apiPort, barePort] = [await freePort(), await freePort()];
+  const api = spawnServer('api/main.ts', apiPort, {
+    DATABASE_URL: db.url,
+    REDIS_URL: redisUrl,
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    SIGNING_KEY: 'bench-signing-key-0123456789',
+    PUBLIC_PRICES_RATE_LIMIT: String(PUBLIC_RATE_LIMIT),
+    QUEUE_PREFIX: `bench${process.pid}`,
+  });
+  const bare = spawnServer('bench/bare-prices-server.ts', barePort, { DATABASE_URL: db.url });
+  const apiBase = `http://127.0.0.1:${apiPort}`;
+  const bareUrl = `http://127.0.0.1:${barePort}/v1/prices`;
+  const br = { 'accept-encoding': 'br' };
+  await Promise.all([waitReady('API', api, `${apiBase}/v2/health`), waitReady('bare server', bare, bareUrl, { headers: br })]);
+  say(`API pid ${api.proc.pid} on :${apiPort}, bare server pid ${bare.proc.pid} on :${barePort}`);
+
+  // Same bytes and headers from both, or the comparison means nothing.
+  const raw = async (url: string) => {
+    const response = await fetch(url, { headers: br, decompress: false });
+    return { status: response.status, headers: response.headers, body: Buffer.from(await response.arrayBuffer()) };
+  };
+  const [apiList, bareList] = [await raw(`${apiBase}/v1/prices`), await raw(bareUrl)];
+  if (apiList.status !== 200) throw new Error(`GET /v1/prices answered ${apiList.status}: ${apiList.body.toString().slice(0, 300)}`);
+  for (const header of ['etag', 'content-type', 'content-encoding']) {
+    if (apiList.headers.get(header) !== bareList.headers.get(header)) {
+      throw new Error(`${header} differs: API ${apiList.headers.get(header)}, bare ${bareList.headers.get(header)}`);
+    }
+  }
+  if (!apiList.body.equals(bareList.body)) throw new Error(`the bodies differ: API ${apiList.body.length} bytes, bare ${bareList.body.length} bytes`);
+  say(`GET /v1/prices and the bare server send the same ${kib(apiList.body.length)} br body, etag ${apiList.headers.get('etag')}`);
+
+  const keyed = { 'x-api-key': key.key };
+  const itemUrls = itemIds.map((id) => `${apiBase}/v2/prices/${id}`);
+  const probe = await fetch(itemUrls[0]!, { headers: keyed });
+  if (probe.status !== 200) throw new Error(`GET /v2/prices/{id} answered ${probe.status}: ${await probe.text()}`);
+  const probeBody = (await probe.json()) as { versions: { sources: unknown[] }[] };
+  say(`GET /v2/prices/{id}: ${itemUrls.length} ids in rotation (first: ${probeBody.versions.length} version(s), ${probeBody.versions[0]?.sources.length ?? 0} source(s))`);
+
+  // History: a year at 10m is refused (the widest 10m range is HISTORY_MAX_RANGE_DAYS['10m'] days),
+  // so each window is that wide, spread across the year, and every page of it is reached by cursor.
+  const maxDays = HISTORY_MAX_RANGE_DAYS['10m'];
+  const historyQuery = (from: Date, to: Date) =>
+    `marketplace=skinport&granularity=10m&from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(to.toISOString())}&limit=${HISTORY_LIMIT_MAX}`;
+  const yearAgo = new Date(end.getTime() - HISTORY_DAYS * DAY_MS);
+  const wholeYear = await fetch(`${apiBase}/v2/prices/${historyIds[0]}/history?${historyQuery(yearAgo, end)}`, { headers: keyed });
+  const wholeYearBody = (await wholeYear.json()) as { error?: { message?: string } };
+  say(`a whole year at 10m: ${wholeYear.status} ${wholeYearBody.error?.message ?? ''}`.trimEnd());
+  const historyUrls: string[] = [];
+  const [, crawlMs] = await timed(async () => {
+    for (const id of historyIds) {
+      for (let window = 0; window < HISTORY_WINDOWS; window += 1) {
+        const from = new Date(yearAgo.getTime() + Math.floor(((HISTORY_DAYS - maxDays) * window) / (HISTORY_WINDOWS - 1)) * DAY_MS);
+        const to = new Date(from.getTime() + maxDays * DAY_MS);
+        const base = `${apiBase}/v2/prices/${id}/history?${historyQuery(from, to)}`;
+        let url = base;
+        for (;;) {
+          const response = await fetch(url, { headers: keyed });
+          const body = (await response.json()) as { data: { points: unknown[] }[]; next_cursor: string | null; error?: unknown };
+          if (response.status !== 200) throw new Error(`history ${url} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
+          const points = body.data.reduce((sum, series) => sum + series.points.length, 0);
+          if (points !== HISTORY_LIMIT_MAX && body.next_cursor) throw new Error(`history page with ${points} points and a next cursor: ${url}`);
+          historyUrls.push(url);
+          if (!body.next_cursor) break;
+          url = `${base}&cursor=${encodeURIComponent(body.next_cursor)}`;
+        }
+      }
+    }
+  });
+  const pagesPerWindow = historyUrls.length / (HISTORY_ITEMS * HISTORY_WINDOWS);
+  say(
+    `history: ${historyUrls.length} page URLs (${HISTORY_ITEMS} items × ${HISTORY_WINDOWS} windows of ${maxDays} days across the year × ` +
+      `${pagesPerWindow.toFixed(1)} pages of ≤ ${HISTORY_LIMIT_MAX} 10m buckets), collected by following cursors in ${ms(crawlMs)}`,
+  );
+
+  const scratch = await mkdtemp(join(tmpdir(), 'bench-prices-'));
+  onCleanup(() => rm(scratch, { recursive: true, force: true }));
+  const itemHar = await harFile(join(scratch, 'items.har'), itemUrls);
+  const historyHar = await harFile(join(scratch, 'history.har'), historyUrls);
+
+  // 7. Load, one target at a time.
+  const results: Result[] = [];
+  results.push(await load('bare Bun.serve (same br body)', bare.proc.pid, bareUrl, br));
+  results.push(await load('GET /v1/prices (br)', api.proc.pid, `${apiBase}/v1/prices`, br));
+  results.push(await load(`GET /v2/prices/{id} (${itemUrls.length} ids)`, api.proc.pid, itemUrls[0]!, keyed, { har: itemHar }));
+  results.push(await load(`GET …/history 10m limit ${HISTORY_LIMIT_MAX} (${historyUrls.length} pages)`, api.proc.pid, historyUrls[0]!, keyed, { har: historyHar }));
+  const memory = await rssOf(api.proc.pid);
+
+  // 8. Report.
+  const [bareResult, list, item, history] = results as [Result, Result, Result, Result];
+  const share = list.rps / bareResult.rps;
+  process.stdout.write(
+    `\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up; loopback; ` +
+      `load generator: autocannon on ${loadRuntimeName} (1 thread); latency resolution 1 ms\n\n`,
+  );
+  process.stdout.write(
+    `${table([
+      ['target', 'req/s (avg)', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', '% of bare', 'requests', 'non-2xx', 'errors', 'MB/s', 'server CPU µs/req', 'server CPU'],
+      ...results.map((result, index) => [
+        result.name,
+        result.rps.toFixed(0),
+        String(result.p50),
+        String(result.p90),
+        String(result.p99),
+        String(result.max),
+        index < 2 ? `${((result.rps / bareResult.rps) * 100).toFixed(1)} %` : '',
+        String(result.total),
+        String(result.non2xx),
+        String(result.errors + result.timeouts),
+        (result.throughputBytes / 1024 / 1024).toFixed(0),
+        result.cpuUsPerRequest.toFixed(1),
+        `${(result.cpuCores * 100).toFixed(0)} %`,
+      ]),
+    ])}\n\n`,
+  );
+  process.stdout.write(
+    'server CPU: of the server process alone, during the measured run (100 % = one core; Redis and Postgres not included).\n' +
+      `history: each request is one page of ${HISTORY_LIMIT_MAX} 10m buckets; 10m allows at most ${maxDays} days per request, so the year is read as\n` +
+      `${HISTORY_WINDOWS} ${maxDays}-day windows per item, every page of each reached by following next_cursor (a whole-year request answers ${wholeYear.status}).\n\n`,
+  );
+  process.stdout.write(`API RSS after load: ${memory.rss.toFixed(1)} MB (peak ${memory.peak.toFixed(1)} MB)\n\n`);
+
+  warnAbnormal(results);
+  if (api.output.lines > 0) {
+    say(`warning: the API logged ${api.output.lines} line(s) at warn or above; the last ones:\n${api.output.last.join('\n')}`);
+  }
+
+  const clean = (result: Result) => result.non2xx === 0 && result.errors === 0 && result.timeouts === 0;
+  const extra = (result: Result) => (clean(result) ? '' : `, ${result.non2xx} non-2xx, ${result.errors + result.timeouts} errors`);
+  printChecks([
+    [`GET /v1/prices >= ${TARGETS.listShare * 100} % of bare`, share >= TARGETS.listShare && clean(list), `${(share * 100).toFixed(1)} %${extra(list)}`],
+    [`GET /v2/prices/{id} p99 < ${TARGETS.itemP99Ms} ms`, item.p99 < TARGETS.itemP99Ms && clean(item), `p99 ${item.p99} ms${extra(item)}`],
+    [`GET /v2/prices/{id}/history (10m, ${HISTORY_LIMIT_MAX}/page) p99 < ${TARGETS.historyP99Ms} ms`, history.p99 < TARGETS.historyP99Ms && clean(history), `p99 ${history.p99} ms${extra(history)}`],
+  ]);
+}
+
+await runBench(main);
