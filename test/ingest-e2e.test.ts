@@ -67,7 +67,7 @@ beforeAll(async () => {
   spawn(['workers/main.ts', 'ingest'], sources);
   const apiPort = await freePort();
   apiUrl = `http://127.0.0.1:${apiPort}`;
-  spawn(['api/main.ts'], { ...sources, PORT: String(apiPort) });
+  spawn(['api/main.ts'], { ...sources, PORT: String(apiPort), PUBLIC_PRICES_RATE_LIMIT: '100000' });
   await waitForHttp(`${apiUrl}/v2/health`);
 }, 120_000);
 
