@@ -9,9 +9,8 @@
  *      exactly once, at start) fetches and writes it. Measured: spawn → run committed (ingest_runs
  *      polled every 20 ms), the run's own started_at → finished_at, spawn → its `ingest run done`
  *      line (which follows the keyless snapshot rebuild), rows written, and the worker's peak RSS
- *      (VmHWM, plus VmRSS sampled every 50 ms). The worker's own timings are printed when it logs
- *      them (INGEST_TIMINGS=1 makes writeIngestRun print per-statement ms; a pino line carrying
- *      `timings` at any level is picked up too).
+ *      (VmHWM, plus VmRSS sampled every 50 ms). The worker's own per-step timings are printed when
+ *      it logs them (any pino line carrying `timings`, e.g. `ingest run done`).
  *  (b) raw COPY baseline: the very rows the run wrote (read back from price_observations by run id)
  *      streamed as TSV through postgres.js `copy … from stdin` into a plain table with the same
  *      columns and no indexes; three times, median reported.
@@ -24,7 +23,6 @@
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Redis } from 'ioredis';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { createSql, type Sql } from '../shared/db.ts';
@@ -34,7 +32,23 @@ import { loadCatalogNameMap, mapToCatalog } from '../shared/prices/ingest.ts';
 import { skinport } from '../shared/sources/skinport.ts';
 import type { FetchContext } from '../shared/sources/types.ts';
 import { startMarketSimulator } from '../test/fakes/market-simulator.ts';
-import { exitedEarly, onCleanup, printChecks, repoRoot, rssOf, runBench, say, scratchDatabase, sleep, spawnBun, stopChild, table, untrack } from './lib.ts';
+import {
+  exitedEarly,
+  onCleanup,
+  printChecks,
+  removeQueueKeysAtCleanup,
+  reportQuietness,
+  repoRoot,
+  rssOf,
+  runBench,
+  say,
+  scratchDatabase,
+  sleep,
+  spawnBun,
+  stopChild,
+  table,
+  untrack,
+} from './lib.ts';
 
 const TARGETS = { copyShare: 0.25, wallS: 5, peakRssMb: 300 };
 const MIN_ROWS = 30_000;
@@ -82,11 +96,7 @@ function watchWorkerLine(log: WorkerLog, line: string): void {
   }
   if (typeof parsed !== 'object' || parsed === null) return;
   const record = parsed as Record<string, unknown>;
-  // pino lines carry level/msg; INGEST_TIMINGS prints a bare object of per-statement milliseconds.
-  if (typeof record.msg !== 'string') {
-    if (Object.values(record).every((value) => typeof value === 'number')) log.timings.push(record);
-    return;
-  }
+  if (typeof record.msg !== 'string') return;
   if (record.timings && typeof record.timings === 'object') log.timings.push(record.timings as Record<string, unknown>);
   if (record.msg === 'pool started') log.poolStartedAt ??= at;
   else if (record.msg === 'ingest run done') log.runDone ??= { at, line: record };
@@ -170,24 +180,9 @@ async function main(): Promise<void> {
   if (priced < MIN_ROWS) throw new Error(`the skinport snapshot has only ${priced} priced rows; the benchmark needs at least ${MIN_ROWS}`);
 
   // 3. One real ingest worker process; its scheduler's first job fires at once.
+  await reportQuietness();
   const queuePrefix = `bench${process.pid}`;
-  onCleanup(async () => {
-    // The worker's BullMQ keys live under our unique prefix; nothing else uses it.
-    const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    try {
-      await redis.connect();
-      let removed = 0;
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${queuePrefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length > 0) removed += await redis.del(...keys);
-      } while (cursor !== '0');
-      say(`removed ${removed} Redis key(s) under QUEUE_PREFIX ${queuePrefix}`);
-    } finally {
-      redis.disconnect();
-    }
-  });
+  removeQueueKeysAtCleanup(redisUrl, queuePrefix);
   const workerLog: WorkerLog = { timings: [], problems: [] };
   const worker = spawnBun(
     ['workers/main.ts', 'ingest'],
@@ -199,7 +194,6 @@ async function main(): Promise<void> {
       SOURCE_SKINPORT_INTERVAL_SECONDS: String(INTERVAL_SECONDS),
       LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL || 'info',
       QUEUE_PREFIX: queuePrefix,
-      INGEST_TIMINGS: '1',
     },
     (line) => watchWorkerLine(workerLog, line),
   );
@@ -320,7 +314,7 @@ async function main(): Promise<void> {
       ['spawn → "ingest run done" (after snapshot rebuild)', doneMs === null ? 'n/a' : secs(doneMs)],
       ['worker peak RSS (VmHWM)', `${memory.peak.toFixed(1)} MB`],
       ['worker RSS: max of 50 ms samples / at the end', `${sampledPeakMb.toFixed(1)} MB / ${memory.rss.toFixed(1)} MB`],
-      ['  sampled: after boot / max until run commit / max after commit (snapshot rebuild)', `${bootRss?.toFixed(1) ?? 'n/a'} / ${peakOf(0, committedAt).toFixed(1)} / ${peakOf(committedAt, Number.POSITIVE_INFINITY).toFixed(1)} MB`],
+      ['  RSS samples: after boot / max to commit / max after (snapshot)', `${bootRss?.toFixed(1) ?? 'n/a'} / ${peakOf(0, committedAt).toFixed(1)} / ${peakOf(committedAt, Number.POSITIVE_INFINITY).toFixed(1)} MB`],
     ])}\n\n`,
   );
 
@@ -338,8 +332,8 @@ async function main(): Promise<void> {
     const total = sum(entries);
     // finished_at is stamped inside the write transaction, before the health upsert and the commit.
     const beforeFinish = sum(entries.filter(([name]) => name !== 'health' && name !== 'commit'));
-    process.stdout.write(`  writeIngestRun per statement (ms): ${entries.map(([name, value]) => `${name} ${String(value)}`).join(', ')}; total ${total}\n`);
-    process.stdout.write(`  run s − write statements up to finished_at = ${Math.max(0, runMs - beforeFinish)} ms: claim, partitions, fetch, parse, catalog mapping\n`);
+    process.stdout.write(`  writeIngestRun per step (ms): ${entries.map(([name, value]) => `${name} ${String(value)}`).join(', ')}; total ${total}\n`);
+    process.stdout.write(`  run s − write steps up to finished_at = ${Math.max(0, runMs - beforeFinish)} ms: claim, partitions, fetch, parse, catalog mapping\n`);
   } else {
     process.stdout.write('  (the worker logged no per-statement timings)\n');
   }

@@ -4,8 +4,10 @@
  * a throwaway database per run, readiness polling, RSS / CPU of a process from /proc, autocannon in
  * its own process, and a plain-text table.
  */
+import { readdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { databaseName, dropDatabase, recreateDatabase } from '../scripts/services.ts';
 
 export const repoRoot = join(import.meta.dir, '..');
@@ -124,6 +126,30 @@ export async function scratchDatabase(): Promise<{ name: string; url: string }> 
   return { name, url };
 }
 
+/**
+ * At cleanup, deletes every Redis key under `<prefix>:` (BullMQ keys of processes started with
+ * QUEUE_PREFIX=<prefix>; API processes create queue metadata there too). Use a prefix unique to
+ * this run, e.g. `bench<pid>`: nothing else may live under it.
+ */
+export function removeQueueKeysAtCleanup(redisUrl: string, prefix: string): void {
+  onCleanup(async () => {
+    const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await redis.connect();
+      let removed = 0;
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) removed += await redis.del(...keys);
+      } while (cursor !== '0');
+      say(`removed ${removed} Redis key(s) under QUEUE_PREFIX ${prefix}`);
+    } finally {
+      redis.disconnect();
+    }
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Processes
 
@@ -239,14 +265,66 @@ export async function cpuMsOf(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/**
+ * CPU time (ms) used so far by every process named `comm` (e.g. postgres, redis-server): live ones,
+ * plus what their parents have reaped (cutime/cstime), so short-lived children such as Postgres's
+ * parallel workers are counted too. Processes we cannot read are skipped.
+ */
+export async function cpuMsOfCommand(comm: string): Promise<number> {
+  let ticks = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = await Bun.file(`/proc/${entry}/stat`).text();
+    } catch {
+      continue;
+    }
+    const open = stat.indexOf('(');
+    const close = stat.lastIndexOf(')');
+    if (stat.slice(open + 1, close) !== comm) continue;
+    const fields = stat.slice(close + 2).split(' ');
+    // utime, stime, cutime, cstime
+    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+  }
+  return ticks * 10;
+}
+
+/** Share of the machine's CPU (all cores) busy over `ms`, from /proc/stat: a check that nothing else is running. */
+export async function machineBusy(ms = 1_000): Promise<number> {
+  const read = async () => {
+    const fields = (await Bun.file('/proc/stat').text()).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const idle = fields[3]! + (fields[4] ?? 0);
+    return { idle, total: fields.reduce((sum, value) => sum + value, 0) };
+  };
+  const before = await read();
+  await sleep(ms);
+  const after = await read();
+  const total = after.total - before.total;
+  return total > 0 ? 1 - (after.idle - before.idle) / total : 0;
+}
+
+/** Says how busy the machine is before a measurement, and warns when something else is using it. */
+export async function reportQuietness(): Promise<void> {
+  const busy = await machineBusy();
+  const cores = navigator.hardwareConcurrency;
+  say(`machine: ${cores} cores, ${(busy * 100).toFixed(0)} % busy over 1 s before the load${busy > 0.15 ? ' — warning: something else is running; numbers will be noisy' : ''}`);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Load
 
 export type Result = {
   name: string;
+  connections: number;
   /** The server process's CPU during the measured run: µs per request, and share of one core. */
   cpuUsPerRequest: number;
   cpuCores: number;
+  /** Every postgres process's CPU during the measured run, in cores (same machine, loopback). */
+  dbCpuCores: number;
+  /** The server process's VmRSS and VmHWM (peak so far) right after the measured run, in MiB. */
+  serverRssMb: number;
+  serverPeakMb: number;
   rps: number;
   p50: number;
   p90: number;
@@ -296,13 +374,19 @@ export async function autocannon(url: string, seconds: number, headers: Record<s
 export async function load(name: string, serverPid: number, url: string, headers: Record<string, string> = {}, options: LoadOptions = {}): Promise<Result> {
   if (WARMUP_S > 0) await autocannon(url, WARMUP_S, headers, options);
   say(`${name}: ${options.connections ?? CONNECTIONS} connections for ${DURATION_S} s`);
-  const cpuBefore = await cpuMsOf(serverPid);
+  const [cpuBefore, dbBefore] = [await cpuMsOf(serverPid), await cpuMsOfCommand('postgres')];
   const raw = await autocannon(url, DURATION_S, headers, options);
   const cpuMs = (await cpuMsOf(serverPid)) - cpuBefore;
+  const dbMs = (await cpuMsOfCommand('postgres')) - dbBefore;
+  const memory = await rssOf(serverPid);
   return {
     name,
+    connections: options.connections ?? CONNECTIONS,
     cpuUsPerRequest: raw.requests.total > 0 ? (cpuMs * 1000) / raw.requests.total : 0,
     cpuCores: cpuMs / (raw.duration * 1000),
+    dbCpuCores: dbMs / (raw.duration * 1000),
+    serverRssMb: memory.rss,
+    serverPeakMb: memory.peak,
     rps: raw.requests.average,
     p50: raw.latency.p50,
     p90: raw.latency.p90,

@@ -22,12 +22,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import postgres from 'postgres';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { createSql } from '../shared/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { migrate } from '../shared/migrate.ts';
-import { HISTORY_LIMIT_MAX, HISTORY_MAX_RANGE_DAYS } from '../shared/prices/history.ts';
+import { HISTORY_LIMIT_MAX, HISTORY_MAX_RANGE_DAYS, itemHistoryPage } from '../shared/prices/history.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import {
   CONNECTIONS,
@@ -39,6 +40,8 @@ import {
   loadRuntimeName,
   onCleanup,
   printChecks,
+  removeQueueKeysAtCleanup,
+  reportQuietness,
   repoRoot,
   rssOf,
   runBench,
@@ -68,6 +71,32 @@ async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
   const started = performance.now();
   const value = await work();
   return [value, performance.now() - started];
+}
+
+/**
+ * The plan Postgres actually runs for one history page (itemHistoryPage, as the API calls it), via
+ * auto_explain reported to this session; null when auto_explain cannot be loaded (not a superuser).
+ */
+async function explainHistoryPage(url: string, catalogId: string, from: Date, days: number): Promise<{ ms: number; plan: string[] } | null> {
+  const notices: string[] = [];
+  const probe = postgres(url, { max: 1, onnotice: (notice) => notices.push(String(notice.message)), transform: { undefined: null } });
+  try {
+    await probe.unsafe(`load 'auto_explain'`);
+    await probe.unsafe('set auto_explain.log_min_duration = 0');
+    await probe.unsafe('set auto_explain.log_analyze = on');
+    await probe.unsafe('set client_min_messages = log');
+    const window = { from, to: new Date(from.getTime() + days * DAY_MS) };
+    const [, elapsed] = await timed(() => itemHistoryPage(probe, { catalogId, marketplace: 'skinport', granularity: '10m', version: null, window }, null, HISTORY_LIMIT_MAX));
+    const plan = notices.find((notice) => notice.includes('price_rollups'));
+    if (!plan) return null;
+    const lines = plan.split('\n');
+    const start = lines.findIndex((line) => /^\s*Limit\b/.test(line));
+    return { ms: elapsed, plan: lines.slice(start < 0 ? 0 : start).filter((line) => line.trim() !== '') };
+  } catch {
+    return null;
+  } finally {
+    await probe.end({ timeout: 5 });
+  }
 }
 
 async function main(): Promise<void> {
@@ -154,6 +183,8 @@ async function main(): Promise<void> {
   ).map((row) => row.catalog_id);
 
   // 6. The API and the bare baseline, each in its own process.
+  const queuePrefix = `bench${process.pid}`;
+  removeQueueKeysAtCleanup(redisUrl, queuePrefix);
   const [apiPort, barePort] = [await freePort(), await freePort()];
   const api = spawnServer('api/main.ts', apiPort, {
     DATABASE_URL: db.url,
@@ -162,7 +193,7 @@ async function main(): Promise<void> {
     NODE_ENV: 'production',
     SIGNING_KEY: 'bench-signing-key-0123456789',
     PUBLIC_PRICES_RATE_LIMIT: String(PUBLIC_RATE_LIMIT),
-    QUEUE_PREFIX: `bench${process.pid}`,
+    QUEUE_PREFIX: queuePrefix,
   });
   const bare = spawnServer('bench/bare-prices-server.ts', barePort, { DATABASE_URL: db.url });
   const apiBase = `http://127.0.0.1:${apiPort}`;
@@ -229,21 +260,27 @@ async function main(): Promise<void> {
       `${pagesPerWindow.toFixed(1)} pages of ≤ ${HISTORY_LIMIT_MAX} 10m buckets), collected by following cursors in ${ms(crawlMs)}`,
   );
 
+  const historyPlan = await explainHistoryPage(db.url, historyIds[0]!, new Date(yearAgo.getTime() + 180 * DAY_MS), maxDays);
+
   const scratch = await mkdtemp(join(tmpdir(), 'bench-prices-'));
   onCleanup(() => rm(scratch, { recursive: true, force: true }));
   const itemHar = await harFile(join(scratch, 'items.har'), itemUrls);
   const historyHar = await harFile(join(scratch, 'history.har'), historyUrls);
 
   // 7. Load, one target at a time.
+  await reportQuietness();
   const results: Result[] = [];
   results.push(await load('bare Bun.serve (same br body)', bare.proc.pid, bareUrl, br));
   results.push(await load('GET /v1/prices (br)', api.proc.pid, `${apiBase}/v1/prices`, br));
   results.push(await load(`GET /v2/prices/{id} (${itemUrls.length} ids)`, api.proc.pid, itemUrls[0]!, keyed, { har: itemHar }));
   results.push(await load(`GET …/history 10m limit ${HISTORY_LIMIT_MAX} (${historyUrls.length} pages)`, api.proc.pid, historyUrls[0]!, keyed, { har: historyHar }));
+  // Informational: the same two keyed targets at one connection, i.e. service time without queueing.
+  results.push(await load(`GET /v2/prices/{id}, 1 connection`, api.proc.pid, itemUrls[0]!, keyed, { har: itemHar, connections: 1 }));
+  results.push(await load(`GET …/history, 1 connection`, api.proc.pid, historyUrls[0]!, keyed, { har: historyHar, connections: 1 }));
   const memory = await rssOf(api.proc.pid);
 
   // 8. Report.
-  const [bareResult, list, item, history] = results as [Result, Result, Result, Result];
+  const [bareResult, list, item, history] = results as [Result, Result, Result, Result, Result, Result];
   const share = list.rps / bareResult.rps;
   process.stdout.write(
     `\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up; loopback; ` +
@@ -251,14 +288,14 @@ async function main(): Promise<void> {
   );
   process.stdout.write(
     `${table([
-      ['target', 'req/s (avg)', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', '% of bare', 'requests', 'non-2xx', 'errors', 'MB/s', 'server CPU µs/req', 'server CPU'],
+      ['target', 'conns', 'req/s (avg)', 'p50 ms', 'p90 ms', 'p99 ms', '% of bare', 'requests', 'non-2xx', 'errors', 'MB/s', 'server CPU µs/req', 'server CPU', 'Postgres CPU', 'server RSS / peak MB'],
       ...results.map((result, index) => [
         result.name,
+        String(result.connections),
         result.rps.toFixed(0),
         String(result.p50),
         String(result.p90),
         String(result.p99),
-        String(result.max),
         index < 2 ? `${((result.rps / bareResult.rps) * 100).toFixed(1)} %` : '',
         String(result.total),
         String(result.non2xx),
@@ -266,14 +303,32 @@ async function main(): Promise<void> {
         (result.throughputBytes / 1024 / 1024).toFixed(0),
         result.cpuUsPerRequest.toFixed(1),
         `${(result.cpuCores * 100).toFixed(0)} %`,
+        `${(result.dbCpuCores * 100).toFixed(0)} %`,
+        `${result.serverRssMb.toFixed(0)} / ${result.serverPeakMb.toFixed(0)}`,
       ]),
     ])}\n\n`,
   );
   process.stdout.write(
-    'server CPU: of the server process alone, during the measured run (100 % = one core; Redis and Postgres not included).\n' +
+    'server CPU: of the server process alone, during the measured run (100 % = one core). Postgres CPU: every postgres process on\n' +
+      `this machine (${navigator.hardwareConcurrency} cores, shared with the load generator and Redis) over the same run. RSS / peak: the server process right after its run.\n` +
       `history: each request is one page of ${HISTORY_LIMIT_MAX} 10m buckets; 10m allows at most ${maxDays} days per request, so the year is read as\n` +
       `${HISTORY_WINDOWS} ${maxDays}-day windows per item, every page of each reached by following next_cursor (a whole-year request answers ${wholeYear.status}).\n\n`,
   );
+  const cpuShare = bareResult.cpuUsPerRequest / list.cpuUsPerRequest;
+  const clientBound = bareResult.cpuCores < 0.5 && list.cpuCores < 0.5;
+  if (clientBound) {
+    process.stdout.write(
+      `note: for the list, neither server was busy (server CPU ${(bareResult.cpuCores * 100).toFixed(0)} % bare, ${(list.cpuCores * 100).toFixed(0)} % API): ` +
+        `the load generator receiving ${kib(apiList.body.length)} per response is the limit, so req/s compares the client, not the servers.\n` +
+        `      By server CPU per request instead, the API costs ${list.cpuUsPerRequest.toFixed(0)} µs vs bare ${bareResult.cpuUsPerRequest.toFixed(0)} µs: ` +
+        `bare/API = ${(cpuShare * 100).toFixed(1)} %.\n\n`,
+    );
+  }
+  if (historyPlan) {
+    process.stdout.write(`history page plan (auto_explain of itemHistoryPage, one page 180 days back, ${ms(historyPlan.ms)} end to end, idle):\n`);
+    for (const line of historyPlan.plan.slice(0, 14)) process.stdout.write(`  ${line.trimEnd().slice(0, 220)}\n`);
+    process.stdout.write('\n');
+  }
   process.stdout.write(`API RSS after load: ${memory.rss.toFixed(1)} MB (peak ${memory.peak.toFixed(1)} MB)\n\n`);
 
   warnAbnormal(results);
@@ -284,7 +339,11 @@ async function main(): Promise<void> {
   const clean = (result: Result) => result.non2xx === 0 && result.errors === 0 && result.timeouts === 0;
   const extra = (result: Result) => (clean(result) ? '' : `, ${result.non2xx} non-2xx, ${result.errors + result.timeouts} errors`);
   printChecks([
-    [`GET /v1/prices >= ${TARGETS.listShare * 100} % of bare`, share >= TARGETS.listShare && clean(list), `${(share * 100).toFixed(1)} %${extra(list)}`],
+    [
+      `GET /v1/prices >= ${TARGETS.listShare * 100} % of bare`,
+      share >= TARGETS.listShare && clean(list),
+      `${(share * 100).toFixed(1)} %${extra(list)}${clientBound ? `; load-generator bound, by server CPU per request ${(cpuShare * 100).toFixed(1)} %` : ''}`,
+    ],
     [`GET /v2/prices/{id} p99 < ${TARGETS.itemP99Ms} ms`, item.p99 < TARGETS.itemP99Ms && clean(item), `p99 ${item.p99} ms${extra(item)}`],
     [`GET /v2/prices/{id}/history (10m, ${HISTORY_LIMIT_MAX}/page) p99 < ${TARGETS.historyP99Ms} ms`, history.p99 < TARGETS.historyP99Ms && clean(history), `p99 ${history.p99} ms${extra(history)}`],
   ]);
