@@ -84,7 +84,8 @@ create table price_rollups (
   samples integer not null,
   first_at timestamptz not null,
   last_at timestamptz not null,
-  primary key (catalog_id, source, version, granularity, bucket_start)
+  -- Granularity before version: a history page without `version` still seeks on bucket_start.
+  primary key (catalog_id, source, granularity, version, bucket_start)
 ) with (fillfactor = 80);
 
 alter table price_sources

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db.ts';
 import { summarizeDecimals } from './decimal.ts';
-import { findCatalogItemById, listCurrentPrices, type CurrentPriceRow } from './repository.ts';
+import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
 
 export type SourcePrice = {
   source: string;
@@ -53,9 +53,9 @@ function sourcePrice(row: CurrentPriceRow, now: Date): SourcePrice {
  * `versions` list (the item exists; it is just not priced in that version).
  */
 export async function currentItemPrices(db: Queryable, catalogId: string, version: string | undefined, now: Date): Promise<ItemPrices | null> {
-  const item = await findCatalogItemById(db, catalogId);
-  if (!item) return null;
-  const rows = await listCurrentPrices(db, catalogId, version);
+  const found = await findItemWithCurrentPrices(db, catalogId, version);
+  if (!found) return null;
+  const { item, prices: rows } = found;
   const byVersion = new Map<string, SourcePrice[]>();
   for (const row of rows) {
     const list = byVersion.get(row.version) ?? [];

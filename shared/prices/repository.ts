@@ -27,17 +27,29 @@ export type CurrentPriceRow = {
   stale_after_seconds: number;
 };
 
-/** Every stored (version, source) price of one item, or of one version; ordered by version then source. */
-export async function listCurrentPrices(db: Queryable, catalogId: string, version?: string): Promise<CurrentPriceRow[]> {
-  return db<CurrentPriceRow[]>`
-    select p.version, p.source, p.price::text as price, p.median_price::text as median_price, p.quantity,
+/**
+ * One item and every stored (version, source) price of it, or of one version, in one round trip:
+ * null when the item is unknown; `prices` ordered by version (default first) then source.
+ */
+export async function findItemWithCurrentPrices(
+  db: Queryable,
+  catalogId: string,
+  version?: string,
+): Promise<{ item: PricedItem; prices: CurrentPriceRow[] } | null> {
+  const rows = await db<(PricedItem & { [K in keyof CurrentPriceRow]: CurrentPriceRow[K] | null })[]>`
+    select c.catalog_id, c.market_hash_name,
+           p.version, p.source, p.price::text as price, p.median_price::text as median_price, p.quantity,
            p.source_time, p.ingested_at,
            coalesce(s.stale_after_seconds, ${DEFAULT_STALE_AFTER_SECONDS}::int) as stale_after_seconds
-    from latest_prices p
+    from catalog_items c
+    left join latest_prices p on p.catalog_id = c.catalog_id ${version ? db`and p.version = ${version}` : db``}
     left join price_sources s on s.name = p.source
-    where p.catalog_id = ${catalogId}
-      ${version ? db`and p.version = ${version}` : db``}
+    where c.catalog_id = ${catalogId}
     order by p.version <> 'default', p.version collate "C", p.source collate "C"`;
+  const first = rows[0];
+  if (!first) return null;
+  const prices = rows.filter((row): row is PricedItem & CurrentPriceRow => row.version !== null);
+  return { item: { catalog_id: first.catalog_id, market_hash_name: first.market_hash_name }, prices };
 }
 
 export type Granularity = '10m' | 'hourly' | 'daily';
@@ -87,12 +99,13 @@ export async function listHistoryPoints(
       and source = ${filters.source}
       and granularity = ${filters.granularity}
       ${filters.version ? db`and version = ${filters.version}` : db``}
-      and bucket_start >= ${filters.from}
-      and bucket_start < ${filters.to}
-      ${after ? db`and (version, bucket_start) > (${after.version}::text, ${after.bucket_start}::timestamptz)` : db``}
+      and price_rollups.bucket_start >= ${filters.from}
+      and price_rollups.bucket_start < ${filters.to}
+      ${after ? db`and (price_rollups.version, price_rollups.bucket_start) > (${after.version}::text, ${after.bucket_start}::timestamptz)` : db``}
+    -- Qualified: the bare name would mean the to_char() output column above and defeat the index.
     -- The column's own collation (no COLLATE): the primary key's order then serves this directly,
     -- and the row comparison above uses the same order, so pages neither skip nor repeat.
-    order by version, bucket_start
+    order by price_rollups.version, price_rollups.bucket_start
     limit ${limit + 1}`;
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
