@@ -23,6 +23,11 @@ export const JOBS = {
     // No retries: the next scheduled run is the retry, and a run slot is claimed once in Postgres.
     options: { ...defaultOptions, attempts: 1, removeOnFail: { age: 86_400, count: 1_000 } },
   },
+  'prices.snapshot': {
+    queue: 'index',
+    payload: z.object({ after_run: z.string().uuid().optional() }).strict(),
+    options: { ...defaultOptions, attempts: 3, removeOnComplete: true, removeOnFail: { age: 86_400 } },
+  },
   'maintenance.cleanup': {
     queue: 'maintenance',
     payload: z.object({}).strict(),

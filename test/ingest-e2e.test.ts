@@ -7,7 +7,8 @@ import { adminCreateKey } from '../shared/identity/admin.ts';
 import { eventually, signUp, createTestApp } from './helpers.ts';
 import { freePort } from '../scripts/services.ts';
 
-// End to end over real processes: market simulator → two ingest workers → Postgres → API.
+// End to end over real processes: market simulator → two ingest workers (+ the index pool's
+// snapshot job) → Postgres → API.
 const root = join(import.meta.dir, '..');
 const sql = createSql(process.env.DATABASE_URL!, { max: 2 });
 const processes: ReturnType<typeof Bun.spawn>[] = [];
@@ -65,6 +66,8 @@ beforeAll(async () => {
   // Two workers of the same pool: runs must never be written twice.
   spawn(['workers/main.ts', 'ingest'], sources);
   spawn(['workers/main.ts', 'ingest'], sources);
+  // The index pool rebuilds the keyless price snapshot after each run.
+  spawn(['workers/main.ts', 'index'], sources);
   const apiPort = await freePort();
   apiUrl = `http://127.0.0.1:${apiPort}`;
   spawn(['api/main.ts'], { ...sources, PORT: String(apiPort), PUBLIC_PRICES_RATE_LIMIT: '100000' });

@@ -44,7 +44,7 @@ describe('checkHandlers', () => {
 
   test('every defined pool matches the registry', () => {
     for (const definition of Object.values(POOL_DEFINITIONS)) {
-      const registrations = definition.handlers({ config, sql, redis: undefined as never, log, now: () => new Date(), queue: undefined as never });
+      const registrations = definition.handlers({ config, sql, redis: undefined as never, log, now: () => new Date(), queue: undefined as never, enqueue: undefined as never });
       expect(() => checkHandlers(definition.pool, registrations)).not.toThrow();
     }
   });

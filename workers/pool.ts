@@ -3,7 +3,7 @@ import type { Config } from '../shared/config.ts';
 import type { Sql } from '../shared/db.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { Redis } from '../shared/redis.ts';
-import type { JobHandlers, JobName, Pool } from '../shared/queues.ts';
+import type { JobHandlers, JobName, JobPayload, Pool } from '../shared/queues.ts';
 
 /** What a pool's module receives: shared resources, never a request context. */
 export type PoolContext = {
@@ -14,6 +14,8 @@ export type PoolContext = {
   log: Logger;
   now: () => Date;
   queue: Queue;
+  /** Enqueues a job of any pool (payload validated; `jobId` makes it idempotent). */
+  enqueue: <Name extends JobName>(name: Name, payload: JobPayload<Name>, options?: { jobId?: string }) => Promise<void>;
 };
 
 export type Schedule = { id: string; job: JobName; everyMs: number; data?: Record<string, unknown> };

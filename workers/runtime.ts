@@ -8,7 +8,7 @@ import { newId } from '../shared/ids.ts';
 import type { Logger } from '../shared/logger.ts';
 import { checkHandlers, JOBS, parseJobPayload, queueName, type JobName, type Pool } from '../shared/queues.ts';
 import { createRequestRedis, createWorkerRedis } from '../shared/redis.ts';
-import type { PoolDefinition } from './pool.ts';
+import type { PoolContext, PoolDefinition } from './pool.ts';
 
 export type RunningPools = { stop: (timeoutMs?: number) => Promise<void> };
 
@@ -28,6 +28,17 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
   const workers: Worker[] = [];
   const queues: Queue[] = [];
   const heartbeats: { workerId: string; pool: Pool; hostname: string; pid: number; startedAt: Date }[] = [];
+  const producers = new Map<Pool, Queue>();
+  const enqueue: PoolContext['enqueue'] = async (name, payload, options = {}) => {
+    const pool = JOBS[name].queue;
+    let producer = producers.get(pool);
+    if (!producer) {
+      producer = new Queue(queueName(pool), { connection, prefix: config.QUEUE_PREFIX });
+      producer.on('error', (error) => log.warn({ err: error.message, queue: pool }, 'queue error'));
+      producers.set(pool, producer);
+    }
+    await producer.add(name, parseJobPayload(name, payload), { ...JOBS[name].options, jobId: options.jobId });
+  };
 
   try {
     for (const definition of definitions) {
@@ -36,7 +47,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
       const queue = new Queue(queueName(pool), { connection, prefix: config.QUEUE_PREFIX });
       queue.on('error', (error) => poolLog.warn({ err: error.message }, 'queue error'));
       queues.push(queue);
-      const registrations = definition.handlers({ config, sql, redis, log: poolLog, now, queue });
+      const registrations = definition.handlers({ config, sql, redis, log: poolLog, now, queue, enqueue });
       checkHandlers(pool, registrations);
       const handlers = new Map(registrations);
 
@@ -76,7 +87,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
   } catch (error) {
     // Boot failed (e.g. a registry mismatch): release what was opened so nothing keeps running.
     await Promise.allSettled(workers.map((worker) => worker.close(true)));
-    await Promise.allSettled(queues.map((queue) => queue.close()));
+    await Promise.allSettled([...queues, ...producers.values()].map((queue) => queue.close()));
     connection.disconnect();
     redis.disconnect();
     await sql.end({ timeout: 5 });
@@ -100,7 +111,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
         log.warn({ timeoutMs }, 'workers did not finish in time; forcing close');
         await Promise.allSettled(workers.map((worker) => worker.close(true)));
       }
-      await Promise.allSettled(queues.map((queue) => queue.close()));
+      await Promise.allSettled([...queues, ...producers.values()].map((queue) => queue.close()));
       for (const heartbeat of heartbeats) await deleteHeartbeat(sql, heartbeat.workerId).catch(() => undefined);
       connection.disconnect();
       redis.disconnect();

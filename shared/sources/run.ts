@@ -11,7 +11,6 @@ import {
   writeIngestRun,
   type CatalogNameMap,
 } from '../prices/ingest.ts';
-import { buildPriceSnapshot, PRICE_SNAPSHOT_CHANNEL } from '../prices/snapshot.ts';
 import type { Redis } from '../redis.ts';
 import { createRequestBudget } from './budget.ts';
 import { sourceSettings } from './settings.ts';
@@ -25,17 +24,15 @@ export type IngestOutcome =
   | { status: 'failed'; runId: string; error: string }
   | { status: 'duplicate' };
 
-export type IngestDeps = { sql: Sql; redis: Redis; config: Config; log: Logger; now: () => Date };
-
-/** The keyless price list is rebuilt after each run that changed a price (spec: served from a snapshot). */
-async function rebuildSnapshot(deps: IngestDeps, log: Logger): Promise<void> {
-  try {
-    await buildPriceSnapshot(deps.sql, deps.now(), { log, publish: (id) => deps.redis.publish(PRICE_SNAPSHOT_CHANNEL, String(id)) });
-  } catch (error) {
-    // The run's prices are committed; the next run rebuilds the snapshot.
-    log.error({ err: error }, 'price snapshot build failed');
-  }
-}
+export type IngestDeps = {
+  sql: Sql;
+  redis: Redis;
+  config: Config;
+  log: Logger;
+  now: () => Date;
+  /** Asks for the keyless price snapshot to be rebuilt (the index pool does it). */
+  requestSnapshot?: (runId: string) => Promise<void>;
+};
 
 let catalogCache: { map: CatalogNameMap; loadedAt: number } | undefined;
 
@@ -110,7 +107,10 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       skipped: fetched.skipped + mapped.unknownVersions,
       unknownNames: mapped.unknownNames.length + fetched.unknown,
     });
-    if (result.changed > 0) await rebuildSnapshot(deps, log);
+    // The keyless price list is rebuilt from a snapshot after each run that changed a price.
+    if (result.changed > 0 && deps.requestSnapshot) {
+      await deps.requestSnapshot(runId).catch((error: Error) => log.warn({ err: error.message }, 'could not request a price snapshot; the next run will'));
+    }
     if (interruption) {
       log.warn({ written: result.written, error: interruption }, 'ingest run interrupted; kept what was fetched');
       return fail(interruption);

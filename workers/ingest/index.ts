@@ -17,13 +17,14 @@ export const ingestPool: PoolDefinition = {
         data: { source: name },
       };
     }),
-  handlers: ({ config, sql, redis, log, now }) => [
+  handlers: ({ config, sql, redis, log, now, enqueue }) => [
     handle('ingest.source', async ({ source }, { scheduledAt }) => {
       if (!config.SOURCES.includes(source)) {
         log.warn({ source }, 'source is not enabled; skipping');
         return { status: 'disabled' };
       }
-      return runSourceIngest({ sql, redis, config, log, now }, ADAPTERS[source], scheduledAt);
+      const requestSnapshot = (runId: string) => enqueue('prices.snapshot', { after_run: runId }, { jobId: `snapshot-${runId}` });
+      return runSourceIngest({ sql, redis, config, log, now, requestSnapshot }, ADAPTERS[source], scheduledAt);
     }),
   ],
 };
