@@ -3,6 +3,7 @@ import type { Config } from '../shared/config.ts';
 import { createSql, type Sql } from '../shared/db.ts';
 import { ApiKeyCache, KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
+import { ItemPriceCache } from '../shared/prices/current.ts';
 import { PRICE_SNAPSHOT_CHANNEL } from '../shared/prices/snapshot.ts';
 import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { POOLS, queueName, type Pool } from '../shared/queues.ts';
@@ -19,6 +20,7 @@ export type AppDeps = {
   keys: ApiKeyCache;
   /** The keyless price list of this process, held in memory (shared/prices/snapshot-cache.ts). */
   priceSnapshots: PriceSnapshotCache;
+  itemPrices: ItemPriceCache;
   queues: Record<Pool, Queue>;
   now: () => Date;
   startedAt: Date;
@@ -34,6 +36,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   redis.on('error', (error) => log.warn({ err: error.message }, 'redis connection error'));
   const keys = new ApiKeyCache(sql);
   const priceSnapshots = new PriceSnapshotCache(sql, log);
+  const itemPrices = new ItemPriceCache(config.PRICE_CACHE_MS);
 
   // Revocations announced by other processes (API replicas, admin CLI) clear this process's cache;
   // new price snapshots announced by the ingest pool are loaded at once (polling is the fallback).
@@ -41,7 +44,10 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   subscriber.on('error', (error) => log.warn({ err: error.message }, 'redis subscriber error'));
   subscriber.on('message', (channel: string, message: string) => {
     if (channel === KEY_INVALIDATION_CHANNEL) keys.invalidate(message);
-    else if (channel === PRICE_SNAPSHOT_CHANNEL) priceSnapshots.notify();
+    else if (channel === PRICE_SNAPSHOT_CHANNEL) {
+      priceSnapshots.notify();
+      itemPrices.clear();
+    }
   });
   subscriber
     .subscribe(KEY_INVALIDATION_CHANNEL, PRICE_SNAPSHOT_CHANNEL)
@@ -63,6 +69,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     meter: new UsageMeter(redis),
     keys,
     priceSnapshots,
+    itemPrices,
     queues,
     now: overrides.now ?? (() => new Date()),
     startedAt: new Date(),

@@ -62,6 +62,8 @@ export const configSchema = z.object({
   // Not in DESIGN 4's list: session lifetime (DESIGN 5 default 12 h).
   SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(12 * 60 * 60),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
+  // Not in DESIGN 4's list: how long an API process may reuse one item's stored prices (0 = never).
+  PRICE_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
 });
 

@@ -28,7 +28,8 @@ export function testClock(start: Date | string = new Date()): TestClock {
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return parseConfig({ ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', TRUST_PROXY: 'true', ...overrides });
+  // Suites write prices straight into Postgres, so the per-process item price cache is off unless asked for.
+  return parseConfig({ ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', TRUST_PROXY: 'true', PRICE_CACHE_MS: '0', ...overrides });
 }
 
 export type TestApp = {

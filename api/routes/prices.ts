@@ -78,7 +78,7 @@ export function priceRoutes(deps: AppDeps) {
     .get(
       '/v2/prices/:catalog_id',
       async ({ params, query }) => {
-        const prices = await currentItemPrices(deps.sql, params.catalog_id, query.version, deps.now());
+        const prices = await currentItemPrices(deps.sql, params.catalog_id, query.version, deps.now(), deps.itemPrices);
         if (!prices) throw notFound();
         return prices;
       },

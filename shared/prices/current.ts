@@ -52,8 +52,15 @@ function sourcePrice(row: CurrentPriceRow, now: Date): SourcePrice {
  * `now`; null when the catalog id is unknown. A version the item has no price for yields an empty
  * `versions` list (the item exists; it is just not priced in that version).
  */
-export async function currentItemPrices(db: Queryable, catalogId: string, version: string | undefined, now: Date): Promise<ItemPrices | null> {
-  const found = await findItemWithCurrentPrices(db, catalogId, version);
+export async function currentItemPrices(
+  db: Queryable,
+  catalogId: string,
+  version: string | undefined,
+  now: Date,
+  cache?: ItemPriceCache,
+): Promise<ItemPrices | null> {
+  const load = () => findItemWithCurrentPrices(db, catalogId, version);
+  const found = cache ? await cache.get(`${catalogId}\u0000${version ?? ''}`, load) : await load();
   if (!found) return null;
   const { item, prices: rows } = found;
   const byVersion = new Map<string, SourcePrice[]>();
@@ -68,4 +75,36 @@ export async function currentItemPrices(db: Queryable, catalogId: string, versio
     versions.push({ version: name, ...summary, sources });
   }
   return { catalog_id: item.catalog_id, market_hash_name: item.market_hash_name, currency: 'USD', versions };
+}
+
+type ItemWithPrices = Awaited<ReturnType<typeof findItemWithCurrentPrices>>;
+
+/**
+ * A short-lived per-process cache of one item's stored prices: prices change only when an ingest
+ * run commits, and every process drops the cache when a new snapshot is announced after such a run
+ * (the TTL bounds staleness if an announcement is lost). Freshness (`age_seconds`) is still
+ * computed per request. A TTL of 0 disables it.
+ */
+export class ItemPriceCache {
+  private readonly entries = new Map<string, { value: ItemWithPrices; expiresAt: number }>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 20_000,
+  ) {}
+
+  async get(key: string, load: () => Promise<ItemWithPrices>): Promise<ItemWithPrices> {
+    if (this.ttlMs <= 0) return load();
+    const now = Date.now();
+    const cached = this.entries.get(key);
+    if (cached && cached.expiresAt > now) return cached.value;
+    const value = await load();
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    this.entries.set(key, { value, expiresAt: now + this.ttlMs });
+    return value;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
 }
