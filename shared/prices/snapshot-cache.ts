@@ -27,8 +27,11 @@ export class LoadedPriceSnapshot {
   readonly createdAt: Date;
   readonly itemCount: number;
   readonly body: EncodedBody;
-  private readonly list: PublicPriceList;
-  private readonly byName: Map<string, PublicPriceItem>;
+  /**
+   * Each item as its JSON text, not as parsed objects: tens of thousands of small object graphs kept
+   * for the snapshot's life made every garbage collection of the process slower.
+   */
+  private readonly byName: Map<string, string>;
   private readonly sourceBodies = new Map<string, Promise<EncodedBody>>();
   private readonly itemBodies = new Map<string, EncodedBody>();
 
@@ -37,15 +40,16 @@ export class LoadedPriceSnapshot {
     this.createdAt = record.created_at;
     this.itemCount = record.item_count;
     this.body = { etag: record.etag, json: record.body, gzip: record.body_gzip, br: record.body_br };
-    this.list = JSON.parse(record.body.toString('utf8')) as PublicPriceList;
-    this.byName = new Map(this.list.items.map((item) => [item.market_hash_name, item]));
+    const list = JSON.parse(record.body.toString('utf8')) as PublicPriceList;
+    this.byName = new Map(list.items.map((item) => [item.market_hash_name, JSON.stringify(item)]));
   }
 
   /** The list restricted to one source, derived and compressed at its first request, then reused. */
   sourceBody(source: string): Promise<EncodedBody> {
     let body = this.sourceBodies.get(source);
     if (!body) {
-      body = encodeBody(JSON.stringify(filterPriceListBySource(this.list, source)), { brotliQuality: DERIVED_BROTLI_QUALITY });
+      const list = JSON.parse(this.body.json.toString('utf8')) as PublicPriceList;
+      body = encodeBody(JSON.stringify(filterPriceListBySource(list, source)), { brotliQuality: DERIVED_BROTLI_QUALITY });
       // A failure is not memoised: the next request tries again.
       body.catch(() => this.sourceBodies.delete(source));
       this.sourceBodies.set(source, body);
@@ -57,9 +61,9 @@ export class LoadedPriceSnapshot {
   itemBody(marketHashName: string): EncodedBody | null {
     const memo = this.itemBodies.get(marketHashName);
     if (memo) return memo;
-    const item = this.byName.get(marketHashName);
-    if (!item) return null;
-    const body = encodeSmallBody(JSON.stringify(itemPricesFromList(item)), { brotliQuality: DERIVED_BROTLI_QUALITY });
+    const text = this.byName.get(marketHashName);
+    if (!text) return null;
+    const body = encodeSmallBody(JSON.stringify(itemPricesFromList(JSON.parse(text) as PublicPriceItem)), { brotliQuality: DERIVED_BROTLI_QUALITY });
     if (this.itemBodies.size >= ITEM_BODY_MEMO_LIMIT) this.itemBodies.clear();
     this.itemBodies.set(marketHashName, body);
     return body;
