@@ -60,7 +60,15 @@ export async function currentItemPrices(
   cache?: ItemPriceCache,
 ): Promise<ItemPrices | null> {
   const load = () => findItemWithCurrentPrices(db, catalogId, version);
-  const found = cache ? await cache.get(`${catalogId}\u0000${version ?? ''}`, load) : await load();
+  if (!cache || !cache.enabled) return shapeItemPrices(await load(), now);
+  const entry = await cache.entry(`${catalogId}\u0000${version ?? ''}`, load);
+  // The response depends on the stored rows and on `now` only through ages in whole seconds.
+  const second = Math.floor(now.getTime() / 1000);
+  if (entry.shaped?.second !== second) entry.shaped = { second, value: shapeItemPrices(entry.value, now) };
+  return entry.shaped.value;
+}
+
+function shapeItemPrices(found: ItemWithPrices, now: Date): ItemPrices | null {
   if (!found) return null;
   const { item, prices: rows } = found;
   const byVersion = new Map<string, SourcePrice[]>();
@@ -86,25 +94,31 @@ type ItemWithPrices = Awaited<ReturnType<typeof findItemWithCurrentPrices>>;
  * computed per request. A TTL of 0 disables it.
  */
 export class ItemPriceCache {
-  private readonly entries = new Map<string, { value: ItemWithPrices; expiresAt: number }>();
+  private readonly entries = new Map<string, CacheEntry>();
 
   constructor(
     private readonly ttlMs: number,
     private readonly maxEntries = 20_000,
   ) {}
 
-  async get(key: string, load: () => Promise<ItemWithPrices>): Promise<ItemWithPrices> {
-    if (this.ttlMs <= 0) return load();
+  get enabled(): boolean {
+    return this.ttlMs > 0;
+  }
+
+  /** The cached rows of `key` (loading them when absent or expired), with room for a shaped memo. */
+  async entry(key: string, load: () => Promise<ItemWithPrices>): Promise<CacheEntry> {
     const now = Date.now();
     const cached = this.entries.get(key);
-    if (cached && cached.expiresAt > now) return cached.value;
-    const value = await load();
+    if (cached && cached.expiresAt > now) return cached;
+    const entry: CacheEntry = { value: await load(), expiresAt: now + this.ttlMs };
     if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(key, { value, expiresAt: now + this.ttlMs });
-    return value;
+    this.entries.set(key, entry);
+    return entry;
   }
 
   clear(): void {
     this.entries.clear();
   }
 }
+
+type CacheEntry = { value: ItemWithPrices; expiresAt: number; shaped?: { second: number; value: ItemPrices | null } };
