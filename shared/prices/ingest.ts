@@ -1,6 +1,7 @@
 import type { Queryable, Sql, TransactionSql } from '../db.ts';
 import { newId } from '../ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
+import { compareDecimals } from './decimal.ts';
 
 /** A normalised observation already mapped to the catalog. */
 export type StagedObservation = {
@@ -40,7 +41,7 @@ export function mapToCatalog(observations: SourceObservation[], catalog: Catalog
     }
     const key = `${item.catalogId}\u0000${observation.version}`;
     const existing = staged.get(key);
-    if (existing && compareDecimal(existing.price, observation.price) <= 0) continue;
+    if (existing && compareDecimals(existing.price, observation.price) <= 0) continue;
     staged.set(key, {
       catalog_id: item.catalogId,
       version: observation.version,
@@ -51,20 +52,6 @@ export function mapToCatalog(observations: SourceObservation[], catalog: Catalog
     });
   }
   return { staged: [...staged.values()], unknownNames, unknownVersions };
-}
-
-/** Compares two non-negative decimal strings exactly (no floats). */
-export function compareDecimal(a: string, b: string): number {
-  const [ai = '0', af = ''] = a.split('.');
-  const [bi = '0', bf = ''] = b.split('.');
-  const aInt = ai.replace(/^0+(?=\d)/, '');
-  const bInt = bi.replace(/^0+(?=\d)/, '');
-  if (aInt.length !== bInt.length) return aInt.length < bInt.length ? -1 : 1;
-  if (aInt !== bInt) return aInt < bInt ? -1 : 1;
-  const width = Math.max(af.length, bf.length);
-  const aFrac = af.padEnd(width, '0');
-  const bFrac = bf.padEnd(width, '0');
-  return aFrac === bFrac ? 0 : aFrac < bFrac ? -1 : 1;
 }
 
 /**
