@@ -49,26 +49,11 @@ function isDatabaseUnavailable(error: unknown): boolean {
 export function errorsPlugin(log: Logger) {
   const accessLog = log.isLevelEnabled('debug');
   const startedAt = new WeakMap<Request, number>();
-  return new Elysia({ name: 'errors' })
+  const plugin = new Elysia({ name: 'errors' })
     .onRequest(({ request, set }) => {
       const incoming = request.headers.get('x-request-id');
       set.headers['x-request-id'] = incoming && requestIdPattern.test(incoming) ? incoming : newId();
       if (accessLog) startedAt.set(request, performance.now());
-    })
-    .onAfterResponse({ as: 'global' }, ({ request, set }) => {
-      // Access log at debug level only: at info it would cost the hot path and flood the logs.
-      if (!accessLog) return;
-      const started = startedAt.get(request);
-      log.debug(
-        {
-          request_id: requestIdOf(set),
-          method: request.method,
-          path: new URL(request.url).pathname,
-          status: set.status,
-          ms: typeof started === 'number' ? Math.round((performance.now() - started) * 10) / 10 : undefined,
-        },
-        'request',
-      );
     })
     .onParse({ as: 'global' }, async ({ request, contentType }) => {
       const declared = Number(request.headers.get('content-length') ?? '0');
@@ -112,4 +97,20 @@ export function errorsPlugin(log: Logger) {
       set.headers['content-type'] = 'application/json';
       return errorBody(apiError, requestId);
     });
+  // Access log at debug level only, and the hook only exists then: an after-response hook on every
+  // route costs the hot path even when it returns at once.
+  if (!accessLog) return plugin;
+  return plugin.onAfterResponse({ as: 'global' }, ({ request, set }) => {
+    const started = startedAt.get(request);
+    log.debug(
+      {
+        request_id: requestIdOf(set),
+        method: request.method,
+        path: new URL(request.url).pathname,
+        status: set.status,
+        ms: typeof started === 'number' ? Math.round((performance.now() - started) * 10) / 10 : undefined,
+      },
+      'request',
+    );
+  });
 }

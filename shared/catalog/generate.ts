@@ -357,15 +357,3 @@ export function generateCatalog(): CatalogItem[] {
   const names = [...byName.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return names.map((name) => merge(byName.get(name)!));
 }
-
-let cachedWeapons: readonly string[] | null = null;
-
-/** The `weapon` values the catalog uses (weapons, knives and gloves), sorted; computed once. */
-export function catalogWeapons(): readonly string[] {
-  if (!cachedWeapons) {
-    const weapons = new Set<string>();
-    for (const item of generateCatalog()) if (item.weapon) weapons.add(item.weapon);
-    cachedWeapons = [...weapons].sort();
-  }
-  return cachedWeapons;
-}

@@ -189,3 +189,9 @@ function toCatalogItem(row: CatalogRow): CatalogItem {
     phases: row.phases,
   };
 }
+
+/** The weapon, knife and glove names the catalog uses, sorted. */
+export async function catalogWeaponNames(db: Queryable): Promise<string[]> {
+  const rows = await db<{ weapon: string }[]>`select distinct weapon from catalog_items where weapon is not null order by weapon`;
+  return rows.map((row) => row.weapon);
+}
