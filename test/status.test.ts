@@ -203,6 +203,28 @@ describe('GET /v2/health and GET /v2/status', () => {
     });
   });
 
+  test('GET /v2/status shows every enabled source as on /health and names stale ones as degraded', async () => {
+    const fresh = uniqueSource();
+    const stale = uniqueSource();
+    await withApp({ config: { SOURCES: `${fresh},${stale}` } }, async (app) => {
+      try {
+        await app.deps.sql`
+          insert into price_sources (name, last_success_at, stale_after_seconds)
+          values (${fresh}, now(), 600), (${stale}, now() - interval '1 hour', 600)`;
+        await eventually(async () => (app.deps.redis.status === 'ready' ? true : undefined));
+        const response = await app.request('/v2/status');
+        expect(response.status).toBe(200);
+        const body = (await response.json()) as { degraded: string[]; components: { sources: Record<string, { status: string }> } };
+        expect(body.components.sources[fresh]!.status).toBe('fresh');
+        expect(body.components.sources[stale]!.status).toBe('stale');
+        expect(body.degraded).toContain(`sources.${stale}`);
+        expect(body.degraded).not.toContain(`sources.${fresh}`);
+      } finally {
+        await app.deps.sql`delete from price_sources where name in (${fresh}, ${stale})`;
+      }
+    });
+  });
+
   test('GET /v2/status answers 503 status_unavailable promptly when the database is unreachable', async () => {
     await withApp({ config: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nope' } }, async (app) => {
       const started = performance.now();
