@@ -157,14 +157,8 @@ async function main(): Promise<void> {
     hostname: '127.0.0.1',
     seed: 1,
     now: () => pinnedNow,
-    items: catalog.map((item) => ({
-      market_hash_name: item.market_hash_name,
-      phases: item.phases,
-      definition_index: item.definition_index,
-      paint_index: item.paint_index,
-      stattrak: item.stattrak,
-      souvenir: item.souvenir,
-    })),
+    // Catalog items carry every field the simulator reads.
+    items: catalog,
   });
   onCleanup(() => simulator.stop());
   const skinportUrl = `${simulator.url}/skinport`;

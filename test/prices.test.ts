@@ -1,3 +1,4 @@
+import type { ItemPrices } from '../shared/prices/current.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { compareDecimals, meanOfTwoDecimals, summarizeDecimals } from '../shared/prices/decimal.ts';
@@ -57,23 +58,8 @@ function get(path: string, key: string | null, query: Record<string, string> = {
   return t.request(`${path}${search ? `?${search}` : ''}`, { headers: key ? { 'x-api-key': key } : {} });
 }
 
-type SourcePrice = {
-  source: string;
-  price: string;
-  median_price: string | null;
-  quantity: number | null;
-  source_time: string;
-  ingested_at: string;
-  freshness: 'fresh' | 'stale';
-  age_seconds: number;
-  stale_after_seconds: number;
-};
-type PricesBody = {
-  catalog_id: string;
-  market_hash_name: string;
-  currency: string;
-  versions: { version: string; min: string; median: string; max: string; sources: SourcePrice[] }[];
-};
+// The response body as the route declares it.
+type PricesBody = ItemPrices;
 
 async function prices(key: string, catalogId: string, query: Record<string, string> = {}): Promise<PricesBody> {
   const response = await get(`/v2/prices/${catalogId}`, key, query);

@@ -28,14 +28,8 @@ const catalog = generateCatalog();
 const simulator = startMarketSimulator({
   port,
   seed,
-  items: catalog.map((item) => ({
-    market_hash_name: item.market_hash_name,
-    phases: item.phases,
-    definition_index: item.definition_index,
-    paint_index: item.paint_index,
-    stattrak: item.stattrak,
-    souvenir: item.souvenir,
-  })),
+  // Catalog items carry every field the simulator reads.
+  items: catalog,
 });
 log.info(
   {
