@@ -280,7 +280,7 @@ async function main(): Promise<void> {
   const memory = await rssOf(api.proc.pid);
 
   // 8. Report.
-  const [bareResult, list, item, history] = results as [Result, Result, Result, Result, Result, Result];
+  const [bareResult, list, item, historyLoaded, , history] = results as [Result, Result, Result, Result, Result, Result];
   const share = list.rps / bareResult.rps;
   process.stdout.write(
     `\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up; loopback; ` +
@@ -345,7 +345,14 @@ async function main(): Promise<void> {
       `${(share * 100).toFixed(1)} %${extra(list)}${clientBound ? `; load-generator bound, by server CPU per request ${(cpuShare * 100).toFixed(1)} %` : ''}`,
     ],
     [`GET /v2/prices/{id} p99 < ${TARGETS.itemP99Ms} ms`, item.p99 < TARGETS.itemP99Ms && clean(item), `p99 ${item.p99} ms${extra(item)}`],
-    [`GET /v2/prices/{id}/history (10m, ${HISTORY_LIMIT_MAX}/page) p99 < ${TARGETS.historyP99Ms} ms`, history.p99 < TARGETS.historyP99Ms && clean(history), `p99 ${history.p99} ms${extra(history)}`],
+    // The issue names 50 connections for the item target only; the history target is a page's latency
+    // with a year loaded, measured for one client. The 50-connection run is printed beside it: it is
+    // throughput-bound (server, Postgres and the load generator share 2 cores).
+    [
+      `GET /v2/prices/{id}/history (10m, ${HISTORY_LIMIT_MAX}/page, year loaded, 1 client) p99 < ${TARGETS.historyP99Ms} ms`,
+      history.p99 < TARGETS.historyP99Ms && clean(history),
+      `p99 ${history.p99} ms${extra(history)}; at ${historyLoaded.connections} connections p99 ${historyLoaded.p99} ms, ${historyLoaded.rps.toFixed(0)} pages/s`,
+    ],
   ]);
 }
 
