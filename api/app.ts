@@ -7,6 +7,8 @@ import { auditRoutes } from './routes/audit.ts';
 import { catalogRoutes } from './routes/catalog.ts';
 import { healthRoutes } from './routes/health.ts';
 import { identityRoutes } from './routes/identity.ts';
+import { marketSummaryRoutes } from './routes/market-summary.ts';
+import { marketIndexRoutes } from './routes/market-index.ts';
 import { meRoutes } from './routes/me.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { priceRoutes } from './routes/prices.ts';
@@ -50,6 +52,8 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(auditRoutes(deps))
     .use(catalogRoutes(deps))
     .use(priceRoutes(deps))
+    .use(marketIndexRoutes(deps))
+    .use(marketSummaryRoutes(deps))
     .use(publicPriceRoutes(deps));
   return extend ? extend(app) : app;
 }

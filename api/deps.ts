@@ -3,6 +3,7 @@ import type { Config } from '../shared/config.ts';
 import { createSql, type Sql } from '../shared/db.ts';
 import { ApiKeyCache, KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
+import { TtlCache, type MarketSummary } from '../shared/market/summary.ts';
 import { ItemPriceCache } from '../shared/prices/current.ts';
 import { PRICE_SNAPSHOT_CHANNEL } from '../shared/prices/snapshot.ts';
 import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
@@ -21,6 +22,8 @@ export type AppDeps = {
   /** The keyless price list of this process, held in memory (shared/prices/snapshot-cache.ts). */
   priceSnapshots: PriceSnapshotCache;
   itemPrices: ItemPriceCache;
+  /** GET /v2/market/summary bodies per query (PRICE_CACHE_MS; dropped on each new price snapshot). */
+  marketSummaries: TtlCache<MarketSummary>;
   queues: Record<Pool, Queue>;
   now: () => Date;
   startedAt: Date;
@@ -37,6 +40,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const keys = new ApiKeyCache(sql);
   const priceSnapshots = new PriceSnapshotCache(sql, log);
   const itemPrices = new ItemPriceCache(config.PRICE_CACHE_MS);
+  const marketSummaries = new TtlCache<MarketSummary>(config.PRICE_CACHE_MS);
 
   // Revocations announced by other processes (API replicas, admin CLI) clear this process's cache;
   // new price snapshots announced by the ingest pool are loaded at once (polling is the fallback).
@@ -47,6 +51,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     else if (channel === PRICE_SNAPSHOT_CHANNEL) {
       priceSnapshots.notify();
       itemPrices.clear();
+      marketSummaries.clear();
     }
   });
   subscriber
@@ -70,6 +75,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     keys,
     priceSnapshots,
     itemPrices,
+    marketSummaries,
     queues,
     now: overrides.now ?? (() => new Date()),
     startedAt: new Date(),

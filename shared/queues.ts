@@ -28,6 +28,12 @@ export const JOBS = {
     payload: z.object({ after_run: z.string().uuid().optional() }).strict(),
     options: { ...defaultOptions, attempts: 3, removeOnComplete: true, removeOnFail: { age: 86_400 } },
   },
+  'market_index.calculate': {
+    queue: 'index',
+    // Enqueued after every successful ingest run with jobId `index-<run>`: one calculation per run.
+    payload: z.object({ marketplace: z.enum(SOURCE_NAMES), after_run: z.string().uuid() }).strict(),
+    options: { ...defaultOptions, attempts: 3, removeOnComplete: { age: 3_600, count: 1_000 }, removeOnFail: { age: 86_400 } },
+  },
   'maintenance.cleanup': {
     queue: 'maintenance',
     payload: z.object({}).strict(),

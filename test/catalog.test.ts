@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
-import postgres from 'postgres';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { catalogIdFor, type CatalogItem } from '../shared/catalog/identity.ts';
 import { catalogItemCount, findCatalogItem, syncCatalog } from '../shared/catalog/repository.ts';
-import { migrate } from '../shared/migrate.ts';
-import { createKey, createTestApp, errorOf, workspaceWithKey, type TestApp } from './helpers.ts';
+import { createKey, createTestApp, errorOf, scratchTestApp, workspaceWithKey, type TestApp } from './helpers.ts';
 
 // The shared test database holds the real catalog (loaded once here; syncCatalog is idempotent, so
 // other suites may load it too). Other suites add their own uniquely named items, so assertions on
@@ -19,29 +16,16 @@ beforeAll(async () => {
 });
 
 // A scratch database (migrated, empty catalog) for the 503 and for synthetic names.
-const SQL_DIR = join(import.meta.dir, '..', 'sql');
-const serverUrl = (database: string) => {
-  const url = new URL(process.env.DATABASE_URL!);
-  url.pathname = `/${database}`;
-  return url.toString();
-};
-const admin = postgres(serverUrl('postgres'), { max: 1, onnotice: () => undefined });
-const scratchName = `catalog_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
 let scratch: TestApp | null = null;
 
 async function scratchApp(): Promise<TestApp> {
-  if (scratch) return scratch;
-  await admin.unsafe(`create database "${scratchName}"`);
-  scratch = createTestApp({ config: { DATABASE_URL: serverUrl(scratchName) } });
-  await migrate(scratch.deps.sql, SQL_DIR);
+  scratch ??= await scratchTestApp({ tag: 'catalog' });
   return scratch;
 }
 
 afterAll(async () => {
   await t.close();
   if (scratch) await scratch.close();
-  await admin.unsafe(`drop database if exists "${scratchName}" with (force)`);
-  await admin.end({ timeout: 5 });
 });
 
 type Page = { data: CatalogItem[]; next_cursor: string | null };

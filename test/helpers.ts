@@ -1,8 +1,11 @@
+import { join } from 'node:path';
 import type { AnyElysia } from 'elysia';
+import postgres from 'postgres';
 import { createApp } from '../api/app.ts';
 import { createDeps, type AppDeps } from '../api/deps.ts';
 import { parseConfig, type Config } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
+import { migrate } from '../shared/migrate.ts';
 import type { Scope } from '../shared/scopes.ts';
 import { adminCreateKey, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import type { Tier } from '../shared/identity/workspaces.ts';
@@ -125,4 +128,30 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
 export async function errorOf(response: Response): Promise<{ code: string; message: string; request_id: string; details?: { field: string; message: string }[] }> {
   const body = (await response.json()) as { error: { code: string; message: string; request_id: string } };
   return body.error;
+}
+
+/**
+ * A TestApp over its own freshly migrated database (dropped by `close`), for suites that need the
+ * whole of a table to themselves (an empty catalog, every latest price of a marketplace).
+ */
+export async function scratchTestApp(options: Parameters<typeof createTestApp>[0] & { tag: string }): Promise<TestApp> {
+  const base = new URL(process.env.DATABASE_URL!);
+  const name = `${options.tag}_${process.pid}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const serverUrl = (database: string) => {
+    const url = new URL(base);
+    url.pathname = `/${database}`;
+    return url.toString();
+  };
+  const admin = postgres(serverUrl('postgres'), { max: 1, onnotice: () => undefined });
+  await admin.unsafe(`create database "${name}"`);
+  const scratch = createTestApp({ ...options, config: { ...options.config, DATABASE_URL: serverUrl(name) } });
+  await migrate(scratch.deps.sql, join(import.meta.dir, '..', 'sql'));
+  return {
+    ...scratch,
+    close: async () => {
+      await scratch.close();
+      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+      await admin.end({ timeout: 5 });
+    },
+  };
 }

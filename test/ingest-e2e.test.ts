@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { createSql } from '../shared/db.ts';
-import { adminCreateKey } from '../shared/identity/admin.ts';
-import { eventually, signUp, createTestApp } from './helpers.ts';
+import { createTestApp, eventually, workspaceWithKey } from './helpers.ts';
+import { referenceLink } from './index-reference.ts';
 import { freePort } from '../scripts/services.ts';
 
 // End to end over real processes: market simulator → two ingest workers (+ the index pool's
@@ -42,8 +42,8 @@ const control = (source: string, mode: string) => fetch(`${simulatorUrl}/_contro
 beforeAll(async () => {
   await syncCatalog(sql, generateCatalog());
   const t = createTestApp();
-  const user = await signUp(t);
-  apiKey = (await adminCreateKey(sql, { workspaceId: user.workspace.id, label: 'e2e', scopes: ['prices:read', 'catalog:read'] })).key;
+  const { key } = await workspaceWithKey(t, { scopes: ['prices:read', 'catalog:read', 'market:read'], tier: 'enterprise' });
+  apiKey = key;
   await t.close();
 
   const simulatorPort = await freePort();
@@ -66,7 +66,7 @@ beforeAll(async () => {
   // Two workers of the same pool: runs must never be written twice.
   spawn(['workers/main.ts', 'ingest'], sources);
   spawn(['workers/main.ts', 'ingest'], sources);
-  // The index pool rebuilds the keyless price snapshot after each run.
+  // The index pool rebuilds the keyless price snapshot and calculates the market index after each run.
   spawn(['workers/main.ts', 'index'], sources);
   const apiPort = await freePort();
   apiUrl = `http://127.0.0.1:${apiPort}`;
@@ -115,6 +115,36 @@ describe('simulator → ingest → Postgres → API', () => {
 
     const [events] = await sql<{ count: number }[]>`select count(*)::int as count from event_outbox where event_type = 'price.updated'`;
     expect(events!.count).toBeGreaterThan(0);
+  }, 120_000);
+
+  test('each successful run is followed by a market index calculation that anyone can recompute from the API', async () => {
+    const headers = { 'x-api-key': apiKey };
+    type Calculation = { id: string; level: string; previous_level: string | null; link_factor: string | null; constituent_count: number; inception: boolean };
+    const linked = (query: string) =>
+      eventually(async () => {
+        const response = await fetch(`${apiUrl}/v2/market-index/cs2?${query}`, { headers });
+        if (response.status !== 200) return undefined;
+        const body = (await response.json()) as Calculation;
+        return body.inception ? undefined : body;
+      }, 90_000, 500);
+    for (const query of ['marketplace=skinport', 'marketplace=skinport&segment=weapon&value=AK-47']) {
+      const calculation = await linked(query);
+      const constituents: { previous_price: string; current_price: string }[] = [];
+      let cursor: string | null = null;
+      do {
+        const response = await fetch(
+          `${apiUrl}/v2/market-index/cs2/calculations/${calculation.id}/constituents?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          { headers },
+        );
+        expect(response.status).toBe(200);
+        const page = (await response.json()) as { data: { previous_price: string; current_price: string }[]; next_cursor: string | null };
+        constituents.push(...page.data);
+        cursor = page.next_cursor;
+      } while (cursor);
+      expect(constituents.length).toBe(calculation.constituent_count);
+      const recomputed = referenceLink(calculation.previous_level!, constituents.map((c) => ({ previous: c.previous_price, current: c.current_price })));
+      expect({ link: calculation.link_factor, level: calculation.level }).toEqual(recomputed);
+    }
   }, 120_000);
 
   test('a failing source turns stale and /health answers 503 while the others stay fresh', async () => {

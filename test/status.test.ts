@@ -314,7 +314,18 @@ describe('GET /v2/meta/*', () => {
         }
       }
       expect(body.capabilities.filter((capability) => capability.status === 'unavailable').map((capability) => capability.operation).sort()).toEqual(
-        ['audit_events.list', 'catalog.items.list', 'me.get', 'prices.get', 'prices.history', 'usage.get'],
+        [
+          'audit_events.list',
+          'catalog.items.list',
+          'market.summary',
+          'market_index.constituents',
+          'market_index.get',
+          'market_index.history',
+          'me.get',
+          'prices.get',
+          'prices.history',
+          'usage.get',
+        ],
       );
     });
   });

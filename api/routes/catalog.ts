@@ -1,11 +1,12 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { EXTERIORS, ITEM_TYPES, PHASE_VERSIONS, RARITIES } from '../../shared/catalog/identity.ts';
-import { catalogIsLoaded, catalogWeaponNames, listCatalogItems, type CatalogPosition } from '../../shared/catalog/repository.ts';
+import { catalogIsLoaded, listCatalogItems, type CatalogPosition } from '../../shared/catalog/repository.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
 import type { AppDeps } from '../deps.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { weaponNameCheck } from '../weapon-names.ts';
 
 const INDEX_MAX = 2_147_483_647;
 const booleanFlag = z.enum(['true', 'false']);
@@ -23,8 +24,7 @@ function catalogQuery() {
       // An empty q (a cleared search box) is no filter.
       q: z.string().max(200).optional(),
       type: z.enum(ITEM_TYPES).optional(),
-      // Checked against the catalog's own weapon, knife and glove names in the handler (a typo is a
-      // 400 naming the choices); read from the database so the API never loads the item library.
+      // Checked against the catalog's own names in the handler (api/weapon-names.ts).
       weapon: z.string().min(1).max(80).optional(),
       exterior: z.enum(EXTERIORS).optional(),
       rarity: z.enum(RARITIES).optional(),
@@ -44,29 +44,15 @@ const isPosition = (value: unknown): value is CatalogPosition =>
 
 const flag = (value: 'true' | 'false' | undefined) => (value === undefined ? undefined : value === 'true');
 
-const WEAPON_NAMES_TTL_MS = 60_000;
-
 export function catalogRoutes(deps: AppDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
-  let weapons: { names: Set<string>; list: string[]; loadedAt: number } | null = null;
-  async function checkWeapon(weapon: string | undefined) {
-    if (weapon === undefined) return;
-    if (!weapons || Date.now() - weapons.loadedAt > WEAPON_NAMES_TTL_MS || (!weapons.names.has(weapon) && weapons.list.length === 0)) {
-      const list = await catalogWeaponNames(deps.sql);
-      weapons = { names: new Set(list), list, loadedAt: Date.now() };
-    }
-    if (weapons.list.length > 0 && !weapons.names.has(weapon)) {
-      throw errors.invalidRequest(`Unknown weapon ${JSON.stringify(weapon)}.`, [
-        { field: 'query.weapon', message: `expected one of ${weapons.list.map((name) => JSON.stringify(name)).join('|')}` },
-      ]);
-    }
-  }
+  const checkWeapon = weaponNameCheck(deps);
   return new Elysia({ name: 'catalog-routes' })
     .use(apiKeyPlugin(deps))
     .get(
       '/v2/catalog/items',
       async ({ principal, query }) => {
-        await checkWeapon(query.weapon);
+        await checkWeapon(query.weapon, 'query.weapon');
         const filters = {
           q: query.q ? query.q : undefined,
           type: query.type,

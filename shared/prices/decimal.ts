@@ -5,9 +5,10 @@
  */
 const DECIMAL_PATTERN = /^(-?)(\d+)(?:\.(\d+))?$/;
 
-type Unscaled = { value: bigint; scale: number };
+/** A decimal as an integer and its scale: "2.30" is { value: 230n, scale: 2 }. */
+export type Unscaled = { value: bigint; scale: number };
 
-function parse(text: string): Unscaled {
+export function parseUnscaled(text: string): Unscaled {
   const match = DECIMAL_PATTERN.exec(text);
   if (!match) throw new Error(`not a decimal string: ${JSON.stringify(text)}`);
   const fraction = match[3] ?? '';
@@ -19,7 +20,8 @@ function rescale(decimal: Unscaled, scale: number): bigint {
   return decimal.value * 10n ** BigInt(scale - decimal.scale);
 }
 
-function format(value: bigint, scale: number): string {
+/** The decimal string of value × 10^-scale, with exactly `scale` fraction digits. */
+export function formatUnscaled(value: bigint, scale: number): string {
   const negative = value < 0n;
   const digits = (negative ? -value : value).toString().padStart(scale + 1, '0');
   const whole = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
@@ -32,8 +34,8 @@ export function isDecimalString(text: string): boolean {
 
 /** Numeric order: negative, zero or positive as `a` is below, equal to or above `b` ("2.3" equals "2.30"). */
 export function compareDecimals(a: string, b: string): number {
-  const left = parse(a);
-  const right = parse(b);
+  const left = parseUnscaled(a);
+  const right = parseUnscaled(b);
   const scale = Math.max(left.scale, right.scale);
   const difference = rescale(left, scale) - rescale(right, scale);
   return difference < 0n ? -1 : difference > 0n ? 1 : 0;
@@ -45,12 +47,12 @@ export function compareDecimals(a: string, b: string): number {
  * it must ("2.30","2.41" → "2.355").
  */
 export function meanOfTwoDecimals(a: string, b: string): string {
-  const left = parse(a);
-  const right = parse(b);
+  const left = parseUnscaled(a);
+  const right = parseUnscaled(b);
   const scale = Math.max(left.scale, right.scale);
   const sum = rescale(left, scale) + rescale(right, scale);
-  if (sum % 2n === 0n) return format(sum / 2n, scale);
-  return format(sum * 5n, scale + 1);
+  if (sum % 2n === 0n) return formatUnscaled(sum / 2n, scale);
+  return formatUnscaled(sum * 5n, scale + 1);
 }
 
 export type PriceSummary = { min: string; median: string; max: string };
@@ -63,7 +65,7 @@ export type PriceSummary = { min: string; median: string; max: string };
 export function summarizeDecimals(values: readonly string[]): PriceSummary | null {
   if (values.length === 0) return null;
   const sorted = values
-    .map((text, index) => ({ text, index, parsed: parse(text) }))
+    .map((text, index) => ({ text, index, parsed: parseUnscaled(text) }))
     .sort((a, b) => {
       const scale = Math.max(a.parsed.scale, b.parsed.scale);
       const difference = rescale(a.parsed, scale) - rescale(b.parsed, scale);

@@ -1,4 +1,4 @@
-import type { Queryable, Sql, TransactionSql } from '../db.ts';
+import { copyRows, type Queryable, type Sql } from '../db.ts';
 import { newId } from '../ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
 import { compareDecimals } from './decimal.ts';
@@ -103,31 +103,6 @@ export async function ensureObservationPartitions(sql: Sql, now: Date): Promise<
 /** `timings`: milliseconds per step, for the run's log line and bench:ingest. */
 export type WriteResult = { written: number; changed: number; timings: Record<string, number> };
 
-// Catalog ids and versions are [a-z0-9-]; prices are validated decimal strings: nothing to escape.
-const copyField = (value: string | number | null) => (value === null ? '\\N' : String(value));
-
-/** COPY is the fastest way into Postgres; the stage is then read by set-based statements. */
-async function copyIntoStage(tx: TransactionSql, rows: StagedObservation[]): Promise<void> {
-  const stream = await tx`copy ingest_stage (catalog_id, version, price, median_price, quantity, source_time) from stdin`.writable();
-  const chunk: string[] = [];
-  const flush = () => {
-    const text = chunk.join('');
-    chunk.length = 0;
-    return stream.write(text) ? Promise.resolve() : new Promise<void>((resolve) => stream.once('drain', () => resolve()));
-  };
-  for (const row of rows) {
-    chunk.push(
-      `${row.catalog_id}\t${row.version}\t${row.price}\t${copyField(row.median_price)}\t${copyField(row.quantity)}\t${row.source_time.toISOString()}\n`,
-    );
-    if (chunk.length >= 2_000) await flush();
-  }
-  if (chunk.length > 0) await flush();
-  await new Promise<void>((resolve, reject) => {
-    stream.once('error', reject);
-    stream.end(() => resolve());
-  });
-}
-
 /**
  * Writes one run set-based, in one transaction: stage the rows (unnest), drop those not newer than
  * the stored latest, append observations, upsert latest prices and write `price.updated` to the
@@ -163,7 +138,13 @@ export async function writeIngestRun(
         catalog_id text not null, version text not null, price numeric not null, median_price numeric,
         quantity integer, source_time timestamptz not null
       ) on commit drop`;
-    if (rows.length > 0) await copyIntoStage(tx, rows);
+    if (rows.length > 0) {
+      await copyRows(
+        tx,
+        'ingest_stage (catalog_id, version, price, median_price, quantity, source_time)',
+        rows.map((row) => [row.catalog_id, row.version, row.price, row.median_price, row.quantity, row.source_time.toISOString()]),
+      );
+    }
     // Temp tables have no statistics until analysed; without them the joins below plan badly.
     await tx`analyze ingest_stage`;
     lap('stage');

@@ -32,6 +32,8 @@ export type IngestDeps = {
   now: () => Date;
   /** Asks for the keyless price snapshot to be rebuilt (the index pool does it). */
   requestSnapshot?: (runId: string) => Promise<void>;
+  /** Asks for the market index of this source to be calculated after a successful run (index pool). */
+  requestIndex?: (runId: string) => Promise<void>;
 };
 
 let catalogCache: { map: CatalogNameMap; loadedAt: number } | undefined;
@@ -114,6 +116,10 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
     if (interruption) {
       log.warn({ written: result.written, error: interruption }, 'ingest run interrupted; kept what was fetched');
       return fail(interruption);
+    }
+    // Every successful run is a period of the market index, changed prices or not.
+    if (deps.requestIndex) {
+      await deps.requestIndex(runId).catch((error: Error) => log.warn({ err: error.message }, 'could not request the market index; the next run will'));
     }
     const outcome = {
       status: 'succeeded' as const,

@@ -24,7 +24,8 @@ export const ingestPool: PoolDefinition = {
         return { status: 'disabled' };
       }
       const requestSnapshot = (runId: string) => enqueue('prices.snapshot', { after_run: runId }, { jobId: `snapshot-${runId}` });
-      return runSourceIngest({ sql, redis, config, log, now, requestSnapshot }, ADAPTERS[source], scheduledAt);
+      const requestIndex = (runId: string) => enqueue('market_index.calculate', { marketplace: source, after_run: runId }, { jobId: `index-${runId}` });
+      return runSourceIngest({ sql, redis, config, log, now, requestSnapshot, requestIndex }, ADAPTERS[source], scheduledAt);
     }),
   ],
 };

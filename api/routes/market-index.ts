@@ -1,0 +1,248 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { errors } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { METHODOLOGIES, METHODOLOGY, ratioText, ROUNDING } from '../../shared/market-index/methodology.ts';
+import {
+  findCalculation,
+  findLatestCalculation,
+  listConstituents,
+  listLevelHistory,
+  type Calculation,
+  type ConstituentPosition,
+  type IndexQuery,
+} from '../../shared/market-index/repository.ts';
+import { SOURCE_NAMES } from '../../shared/sources/types.ts';
+import type { AppDeps } from '../deps.ts';
+import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
+
+const allowedSources = SOURCE_NAMES.join(', ');
+const dateTime = z.iso.datetime({ offset: true });
+const DAY_MS = 86_400_000;
+/** History windows: omitted `from` is 30 days before `to` (default now); at most 366 days per request. */
+export const INDEX_HISTORY_DEFAULT_DAYS = 30;
+export const INDEX_HISTORY_MAX_DAYS = 366;
+export const INDEX_PAGE_LIMIT = { default: 100, max: 1000 } as const;
+
+const indexQueryFields = {
+  marketplace: z.enum(SOURCE_NAMES, {
+    error: (issue) =>
+      issue.input === undefined ? `required; one of ${allowedSources}` : `unknown marketplace ${JSON.stringify(issue.input)}; one of ${allowedSources}`,
+  }),
+  ...segmentQueryFields,
+  methodology: z
+    .enum(METHODOLOGIES, { error: (issue) => `unknown methodology ${JSON.stringify(issue.input)}; the only one is ${METHODOLOGY}` })
+    .default(METHODOLOGY),
+};
+const pageFields = {
+  limit: z.coerce.number().int().min(1).max(INDEX_PAGE_LIMIT.max).default(INDEX_PAGE_LIMIT.default),
+  cursor: z.string().min(1).max(2048).optional(),
+};
+
+const latestQuery = z.object(indexQueryFields).strict();
+const historyQuery = z.object({ ...indexQueryFields, from: dateTime.optional(), to: dateTime.optional(), ...pageFields }).strict();
+const constituentsQuery = z.object(pageFields).strict();
+const calculationParams = z.object({ calculation_id: z.string().describe('The id of a calculation (uuid)') });
+
+type HistoryCursor = { a: string; i: string; f: string; t: string };
+const isInstant = (value: unknown): value is string => typeof value === 'string' && !Number.isNaN(Date.parse(value));
+const isHistoryCursor = (value: unknown): value is HistoryCursor => {
+  const position = value as Partial<HistoryCursor> | null;
+  return (
+    typeof position === 'object' &&
+    position !== null &&
+    isInstant(position.a) &&
+    typeof position.i === 'string' &&
+    isUuid(position.i) &&
+    isInstant(position.f) &&
+    isInstant(position.t)
+  );
+};
+const isConstituentPosition = (value: unknown): value is ConstituentPosition => {
+  const position = value as Partial<ConstituentPosition> | null;
+  return typeof position === 'object' && position !== null && typeof position.catalog_id === 'string' && typeof position.version === 'string';
+};
+
+function queryString(query: IndexQuery): string {
+  const search = new URLSearchParams({ marketplace: query.marketplace });
+  if (query.filter) {
+    search.set('segment', query.filter.segment);
+    search.set('value', query.filter.value);
+  }
+  search.set('methodology', query.methodology);
+  return search.toString();
+}
+
+const constituentsPath = (id: string) => `/v2/market-index/cs2/calculations/${id}/constituents`;
+
+/** A successful calculation with what it takes to reproduce it. */
+function publishCalculation(calculation: Calculation, query: IndexQuery) {
+  return {
+    id: calculation.id,
+    methodology: calculation.methodology,
+    marketplace: calculation.marketplace,
+    segment: calculation.segment,
+    value: calculation.value,
+    level: calculation.level,
+    previous_level: calculation.previous_level,
+    link_factor: calculation.link_factor,
+    constituent_count: calculation.constituent_count,
+    inception: calculation.inception,
+    as_of: calculation.as_of.toISOString(),
+    calculated_at: calculation.calculated_at.toISOString(),
+    previous_calculation_id: calculation.previous_calculation_id,
+    rounding: ROUNDING,
+    links: {
+      constituents: constituentsPath(calculation.id),
+      previous_constituents: calculation.previous_calculation_id ? constituentsPath(calculation.previous_calculation_id) : null,
+      history: `/v2/market-index/cs2/history?${queryString(query)}`,
+    },
+  };
+}
+
+const noCalculation = () => errors.notFound('No successful index calculation matches this query yet.');
+
+export function marketIndexRoutes(deps: AppDeps) {
+  const signingKey = deps.config.SIGNING_KEY!;
+  const parseSegmentFilter = segmentFilterParser(deps);
+  const indexQuery = async (query: z.infer<typeof latestQuery>): Promise<IndexQuery> => ({
+    marketplace: query.marketplace,
+    methodology: query.methodology,
+    filter: await parseSegmentFilter(query),
+  });
+  return new Elysia({ name: 'market-index-routes' })
+    .use(apiKeyPlugin(deps))
+    .get(
+      '/v2/market-index/cs2',
+      async ({ query }) => {
+        const resolved = await indexQuery(query);
+        const calculation = await findLatestCalculation(deps.sql, resolved);
+        if (!calculation) throw noCalculation();
+        return publishCalculation(calculation, resolved);
+      },
+      {
+        operation: 'market_index.get',
+        query: latestQuery,
+        detail: {
+          summary: 'Newest successful cs2.chain-equal-weight.v1 calculation for a marketplace and segment, with its inputs (needs market:read)',
+          tags: ['market'],
+        },
+      },
+    )
+    .get(
+      '/v2/market-index/cs2/history',
+      async ({ query, principal }) => {
+        const resolved = await indexQuery(query);
+        const from = query.from ? new Date(query.from) : undefined;
+        const to = query.to ? new Date(query.to) : undefined;
+        const filters = {
+          workspace: principal.workspace.id,
+          ...resolved,
+          filter: resolved.filter ?? null,
+          from: from?.toISOString() ?? null,
+          to: to?.toISOString() ?? null,
+        };
+        let window: { from: Date; to: Date };
+        let after: { as_of: string; id: string } | null = null;
+        if (query.cursor) {
+          const position = decodeCursor(signingKey, 'market_index_history', filters, query.cursor, isHistoryCursor);
+          window = { from: new Date(position.f), to: new Date(position.t) };
+          after = { as_of: position.a, id: position.i };
+        } else {
+          window = historyWindow(from, to, deps.now());
+        }
+        const page = await listLevelHistory(deps.sql, resolved, window, after, query.limit);
+        return {
+          methodology: resolved.methodology,
+          marketplace: resolved.marketplace,
+          segment: resolved.filter?.segment ?? null,
+          value: resolved.filter?.value ?? null,
+          from: window.from.toISOString(),
+          to: window.to.toISOString(),
+          data: page.points.map((point) => ({
+            calculation_id: point.id,
+            as_of: point.as_of.toISOString(),
+            calculated_at: point.calculated_at.toISOString(),
+            level: point.level,
+            previous_level: point.previous_level,
+            link_factor: point.link_factor,
+            constituent_count: point.constituent_count,
+            inception: point.inception,
+          })),
+          next_cursor: page.next
+            ? encodeCursor<HistoryCursor>(signingKey, 'market_index_history', filters, {
+                a: page.next.as_of,
+                i: page.next.id,
+                f: window.from.toISOString(),
+                t: window.to.toISOString(),
+              })
+            : null,
+        };
+      },
+      {
+        operation: 'market_index.history',
+        query: historyQuery,
+        detail: { summary: 'Level series of a marketplace and segment over a time range, oldest first (needs market:read)', tags: ['market'] },
+      },
+    )
+    .get(
+      '/v2/market-index/cs2/calculations/:calculation_id/constituents',
+      async ({ params, query, principal }) => {
+        const calculation = await findCalculation(deps.sql, params.calculation_id);
+        // Only successful calculations are published; a failed one has no constituents by definition.
+        if (!calculation || calculation.status !== 'succeeded') throw errors.notFound('No successful index calculation has this id.');
+        const filters = { workspace: principal.workspace.id, calculation: calculation.id };
+        const after = query.cursor ? decodeCursor(signingKey, 'market_index_constituents', filters, query.cursor, isConstituentPosition) : null;
+        const page = await listConstituents(deps.sql, calculation, after, query.limit);
+        return {
+          calculation: {
+            id: calculation.id,
+            methodology: calculation.methodology,
+            marketplace: calculation.marketplace,
+            segment: calculation.segment,
+            value: calculation.value,
+            level: calculation.level,
+            previous_level: calculation.previous_level,
+            link_factor: calculation.link_factor,
+            constituent_count: calculation.constituent_count,
+            inception: calculation.inception,
+            as_of: calculation.as_of.toISOString(),
+          },
+          data: page.items.map((item) => ({
+            ...item,
+            ratio: item.previous_price === null ? null : ratioText(item.previous_price, item.current_price),
+          })),
+          next_cursor: page.next ? encodeCursor(signingKey, 'market_index_constituents', filters, page.next) : null,
+        };
+      },
+      {
+        operation: 'market_index.constituents',
+        params: calculationParams,
+        query: constituentsQuery,
+        // Checked before authentication, like catalog ids: a malformed id is a 400 naming the field.
+        transform: ({ params }: { params: Record<string, string | undefined> }) => {
+          if (!isUuid(params.calculation_id ?? '')) {
+            throw errors.invalidRequest('The calculation id is malformed; it is a uuid.', [{ field: 'params.calculation_id', message: 'must be a uuid' }]);
+          }
+        },
+        detail: {
+          summary: "Every constituent of a calculation with its previous and current price and ratio, paginated (needs market:read)",
+          tags: ['market'],
+        },
+      },
+    );
+}
+
+function historyWindow(from: Date | undefined, to: Date | undefined, now: Date): { from: Date; to: Date } {
+  const end = to ?? now;
+  const start = from ?? new Date(end.getTime() - INDEX_HISTORY_DEFAULT_DAYS * DAY_MS);
+  if (start >= end) throw errors.invalidRequest('`from` must be before `to` (to defaults to now).', [{ field: 'query.from', message: 'must be before to' }]);
+  if (end.getTime() - start.getTime() > INDEX_HISTORY_MAX_DAYS * DAY_MS) {
+    throw errors.invalidRequest(`The range from..to may span at most ${INDEX_HISTORY_MAX_DAYS} days.`, [
+      { field: 'query.to', message: `range exceeds ${INDEX_HISTORY_MAX_DAYS} days` },
+    ]);
+  }
+  return { from: start, to: end };
+}

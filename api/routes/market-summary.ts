@@ -1,0 +1,50 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { marketSummary } from '../../shared/market/summary.ts';
+import { SOURCE_NAMES } from '../../shared/sources/types.ts';
+import type { AppDeps } from '../deps.ts';
+import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
+
+const allowedSources = SOURCE_NAMES.join(', ');
+
+const summaryQuery = z
+  .object({
+    marketplace: z
+      .enum(SOURCE_NAMES, { error: (issue) => `unknown marketplace ${JSON.stringify(issue.input)}; one of ${allowedSources}` })
+      .optional()
+      .describe('Only this marketplace; omitted: every marketplace'),
+    ...segmentQueryFields,
+    fresh_only: z
+      .enum(['true', 'false'], { error: (issue) => `expected true or false, got ${JSON.stringify(issue.input)}` })
+      .default('false')
+      .describe('Count only prices that are fresh now (younger than their source’s stale threshold)'),
+  })
+  .strict();
+
+export function marketSummaryRoutes(deps: AppDeps) {
+  const parseSegment = segmentFilterParser(deps);
+  return new Elysia({ name: 'market-summary-routes' })
+    .use(apiKeyPlugin(deps))
+    .get(
+      '/v2/market/summary',
+      async ({ query }) => {
+        const segment = await parseSegment(query);
+        return marketSummary(
+          deps.sql,
+          { marketplace: query.marketplace ?? null, segment, freshOnly: query.fresh_only === 'true' },
+          deps.now,
+          deps.marketSummaries,
+        );
+      },
+      {
+        operation: 'market.summary',
+        query: summaryQuery,
+        detail: {
+          summary:
+            'Current USD totals from the latest price of every item per marketplace: items priced, sum of lowest prices, listed value and listings, overall and per marketplace (needs market:read)',
+          tags: ['market'],
+        },
+      },
+    );
+}

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+import { errors } from '../shared/errors.ts';
+import { FIXED_SEGMENT_VALUES, SEGMENTS, type SegmentFilter } from '../shared/market/segments.ts';
+import type { AppDeps } from './deps.ts';
+import { weaponNameCheck } from './weapon-names.ts';
+
+/** Query fields of a segment filter (market index and market summary). */
+export const segmentQueryFields = {
+  segment: z.enum(SEGMENTS, {
+    error: (issue) => `unknown segment ${JSON.stringify(issue.input)}; one of ${SEGMENTS.join(', ')}`,
+  }).optional(),
+  value: z.string().min(1).max(80).optional().describe('Exact value of the segment attribute, e.g. segment=weapon&value=AK-47; required with segment'),
+};
+
+/**
+ * Resolves `segment` + `value` to a filter: value is required with segment and meaningless without
+ * it, and must be one of the segment's values (exact, case-sensitive), else 400 naming the field.
+ */
+export function segmentFilterParser(deps: AppDeps) {
+  const checkWeapon = weaponNameCheck(deps);
+  return async function parseSegmentFilter(query: { segment?: (typeof SEGMENTS)[number]; value?: string }): Promise<SegmentFilter> {
+    if (query.segment === undefined) {
+      if (query.value !== undefined) throw errors.invalidRequest('`value` needs a `segment`.', [{ field: 'query.value', message: 'only allowed with segment' }]);
+      return null;
+    }
+    if (query.value === undefined) {
+      throw errors.invalidRequest('`value` is required with `segment`.', [{ field: 'query.value', message: `required with segment=${query.segment}` }]);
+    }
+    if (query.segment === 'weapon') await checkWeapon(query.value, 'query.value');
+    else if (!FIXED_SEGMENT_VALUES[query.segment].includes(query.value)) {
+      throw errors.invalidRequest(`Unknown ${query.segment} ${JSON.stringify(query.value)}.`, [
+        { field: 'query.value', message: `expected one of ${FIXED_SEGMENT_VALUES[query.segment].join(', ')}` },
+      ]);
+    }
+    return { segment: query.segment, value: query.value };
+  };
+}

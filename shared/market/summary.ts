@@ -1,0 +1,214 @@
+import type { Queryable } from '../db.ts';
+import { DEFAULT_STALE_AFTER_SECONDS } from '../prices/repository.ts';
+import { SOURCE_NAMES, type SourceName } from '../sources/types.ts';
+import type { SegmentFilter } from './segments.ts';
+
+/**
+ * GET /v2/market/summary: point-in-time USD totals over the latest price of every (item, version,
+ * marketplace), computed in Postgres `numeric` (money never passes through a JS number).
+ */
+export type MarketSummaryQuery = {
+  /** One marketplace, or null for every known one (SOURCE_NAMES). */
+  marketplace: SourceName | null;
+  segment: SegmentFilter;
+  /** Count only prices that are fresh as of `now` (same rule as GET /v2/prices/{catalog_id}). */
+  freshOnly: boolean;
+};
+
+export type MarketplaceSummary = {
+  marketplace: SourceName;
+  /** Distinct (catalog_id, version) this marketplace prices. */
+  items_priced: number;
+  /** Sum of this marketplace's prices (its own lowest ask per item and version). */
+  lowest_price_sum: string;
+  /** Sum of price × quantity over its prices with a quantity. */
+  listed_value_sum: string;
+  /** Sum of quantity. */
+  listings: number;
+  /** Prices with a quantity. */
+  items_with_quantity: number;
+  oldest_source_time: string | null;
+  newest_source_time: string | null;
+};
+
+export type MarketSummary = {
+  as_of: string;
+  currency: 'USD';
+  marketplace: SourceName | null;
+  segment: string | null;
+  value: string | null;
+  fresh_only: boolean;
+  totals: {
+    /** Distinct (catalog_id, version) priced by any included marketplace. */
+    items_priced: number;
+    /** Sum over those (item, version) of the lowest price across the included marketplaces. */
+    lowest_price_sum: string;
+    listed_value_sum: string;
+    listings: number;
+  };
+  marketplaces: MarketplaceSummary[];
+};
+
+type SummaryRow = {
+  marketplace: SourceName;
+  items_priced: number;
+  lowest_price_sum: string;
+  listed_value_sum: string;
+  listings: string | bigint;
+  items_with_quantity: number;
+  oldest_source_time: Date | null;
+  newest_source_time: Date | null;
+  total_items_priced: number;
+  total_lowest_price_sum: string;
+  total_listed_value_sum: string;
+  total_listings: string | bigint;
+};
+
+/** Catalog columns of each segment (a fixed map: the segment never reaches SQL as text). */
+const SEGMENT_COLUMNS = { type: 'type', weapon: 'weapon', rarity: 'rarity', exterior: 'exterior' } as const;
+
+/**
+ * The summary as of `now`, in one set-based query: the included latest prices (marketplace, segment
+ * and freshness filters) are grouped per marketplace and per (item, version) for the totals; each
+ * included marketplace gets a row, with zeros when it has no prices.
+ */
+export async function computeMarketSummary(db: Queryable, query: MarketSummaryQuery, now: Date): Promise<MarketSummary> {
+  const sources: string[] = query.marketplace ? [query.marketplace] : [...SOURCE_NAMES];
+  const segment = query.segment;
+  // Fresh iff floor((now - source_time) / 1 s) <= stale_after_seconds, as in shared/prices/current.ts;
+  // source_time is cut to milliseconds there (a JS Date), so it is here too.
+  const rows = await db<SummaryRow[]>`
+    with included as (
+      select p.catalog_id, p.version, p.source, p.price, p.quantity, p.source_time
+      from latest_prices p
+      ${segment ? db`join catalog_items c on c.catalog_id = p.catalog_id` : db``}
+      ${query.freshOnly ? db`left join price_sources s on s.name = p.source` : db``}
+      where p.source in ${db(sources)}
+      ${segment ? db`and c.${db(SEGMENT_COLUMNS[segment.segment])} = ${segment.value}` : db``}
+      ${
+        query.freshOnly
+          ? db`and floor(extract(epoch from (${now}::timestamptz - date_trunc('milliseconds', p.source_time))))
+                 <= coalesce(s.stale_after_seconds, ${DEFAULT_STALE_AFTER_SECONDS}::int)`
+          : db``
+      }
+    ),
+    by_source as (
+      select source,
+             count(*) as items_priced,
+             sum(price) as lowest_price_sum,
+             sum(price * quantity) as listed_value_sum,
+             sum(quantity) as listings,
+             count(quantity) as items_with_quantity,
+             min(source_time) as oldest_source_time,
+             max(source_time) as newest_source_time
+      from included
+      group by source
+    ),
+    lowest as (
+      select min(price) as price from included group by catalog_id, version
+    ),
+    totals as (
+      select (select count(*) from lowest) as items_priced,
+             (select sum(price) from lowest) as lowest_price_sum,
+             (select sum(price * quantity) from included) as listed_value_sum,
+             (select sum(quantity) from included) as listings
+    )
+    select m.source as marketplace,
+           coalesce(b.items_priced, 0)::int as items_priced,
+           coalesce(b.lowest_price_sum, 0)::text as lowest_price_sum,
+           coalesce(b.listed_value_sum, 0)::text as listed_value_sum,
+           coalesce(b.listings, 0)::text as listings,
+           coalesce(b.items_with_quantity, 0)::int as items_with_quantity,
+           b.oldest_source_time,
+           b.newest_source_time,
+           t.items_priced::int as total_items_priced,
+           coalesce(t.lowest_price_sum, 0)::text as total_lowest_price_sum,
+           coalesce(t.listed_value_sum, 0)::text as total_listed_value_sum,
+           coalesce(t.listings, 0)::text as total_listings
+    from unnest(${sources}::text[]) with ordinality as m(source, ord)
+    left join by_source b on b.source = m.source
+    cross join totals t
+    order by m.ord`;
+  const first = rows[0]!;
+  return {
+    as_of: now.toISOString(),
+    currency: 'USD',
+    marketplace: query.marketplace,
+    segment: segment?.segment ?? null,
+    value: segment?.value ?? null,
+    fresh_only: query.freshOnly,
+    totals: {
+      items_priced: first.total_items_priced,
+      lowest_price_sum: first.total_lowest_price_sum,
+      listed_value_sum: first.total_listed_value_sum,
+      listings: Number(first.total_listings),
+    },
+    marketplaces: rows.map((row) => ({
+      marketplace: row.marketplace,
+      items_priced: row.items_priced,
+      lowest_price_sum: row.lowest_price_sum,
+      listed_value_sum: row.listed_value_sum,
+      listings: Number(row.listings),
+      items_with_quantity: row.items_with_quantity,
+      oldest_source_time: row.oldest_source_time?.toISOString() ?? null,
+      newest_source_time: row.newest_source_time?.toISOString() ?? null,
+    })),
+  };
+}
+
+/** The cache key of a summary query: every input but the clock. */
+export function marketSummaryKey(query: MarketSummaryQuery): string {
+  return JSON.stringify([query.marketplace, query.segment?.segment ?? null, query.segment?.value ?? null, query.freshOnly]);
+}
+
+/** The summary, from `cache` when it holds a recent one for the same query (`as_of` is when it was computed). */
+export function marketSummary(db: Queryable, query: MarketSummaryQuery, now: () => Date, cache?: TtlCache<MarketSummary>): Promise<MarketSummary> {
+  const load = () => computeMarketSummary(db, query, now());
+  return cache ? cache.get(marketSummaryKey(query), load) : load();
+}
+
+/**
+ * A small per-process TTL cache with single flight: concurrent misses of one key share one load, a
+ * failed load is not kept, and `clear()` (a new price snapshot) drops everything, including loads
+ * under way for later callers. A TTL of 0 disables it (every call loads).
+ */
+export class TtlCache<V> {
+  private readonly entries = new Map<string, { value: Promise<V>; expiresAt: number }>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 1_000,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  get enabled(): boolean {
+    return this.ttlMs > 0;
+  }
+
+  get(key: string, load: () => Promise<V>): Promise<V> {
+    if (!this.enabled) return load();
+    const cached = this.entries.get(key);
+    if (cached && cached.expiresAt > this.clock()) return cached.value;
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    // In flight it never expires; once loaded it lives ttlMs from then.
+    const entry = { value: load(), expiresAt: Number.POSITIVE_INFINITY };
+    this.entries.set(key, entry);
+    entry.value.then(
+      () => {
+        entry.expiresAt = this.clock() + this.ttlMs;
+      },
+      () => {
+        if (this.entries.get(key) === entry) this.entries.delete(key);
+      },
+    );
+    return entry.value;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
