@@ -77,8 +77,8 @@ function queryString(query: IndexQuery): string {
 
 const constituentsPath = (id: string) => `/v2/market-index/cs2/calculations/${id}/constituents`;
 
-/** A successful calculation with what it takes to reproduce it. */
-function publishCalculation(calculation: Calculation, query: IndexQuery) {
+/** What identifies a calculation and its result (also heads each constituents page). */
+function calculationSummary(calculation: Calculation) {
   return {
     id: calculation.id,
     methodology: calculation.methodology,
@@ -91,6 +91,13 @@ function publishCalculation(calculation: Calculation, query: IndexQuery) {
     constituent_count: calculation.constituent_count,
     inception: calculation.inception,
     as_of: calculation.as_of.toISOString(),
+  };
+}
+
+/** A successful calculation with what it takes to reproduce it. */
+function publishCalculation(calculation: Calculation, query: IndexQuery) {
+  return {
+    ...calculationSummary(calculation),
     calculated_at: calculation.calculated_at.toISOString(),
     previous_calculation_id: calculation.previous_calculation_id,
     rounding: ROUNDING,
@@ -197,19 +204,7 @@ export function marketIndexRoutes(deps: AppDeps) {
         const after = query.cursor ? decodeCursor(signingKey, 'market_index_constituents', filters, query.cursor, isConstituentPosition) : null;
         const page = await listConstituents(deps.sql, calculation, after, query.limit);
         return {
-          calculation: {
-            id: calculation.id,
-            methodology: calculation.methodology,
-            marketplace: calculation.marketplace,
-            segment: calculation.segment,
-            value: calculation.value,
-            level: calculation.level,
-            previous_level: calculation.previous_level,
-            link_factor: calculation.link_factor,
-            constituent_count: calculation.constituent_count,
-            inception: calculation.inception,
-            as_of: calculation.as_of.toISOString(),
-          },
+          calculation: calculationSummary(calculation),
           data: page.items.map((item) => ({
             ...item,
             ratio: item.previous_price === null ? null : ratioText(item.previous_price, item.current_price),

@@ -1,6 +1,7 @@
 import { copyRows, type Sql, type TransactionSql } from '../db.ts';
 import { newId } from '../ids.ts';
 import { SEGMENTS } from '../market/segments.ts';
+import type { Calculation } from './repository.ts';
 import { chainLevel, formatScaled, INCEPTION_LEVEL, linkFromSum, METHODOLOGY, scaledRatio } from './methodology.ts';
 
 /** One fresh price of the marketplace at t, with the item's segment attributes and its price at t-1. */
@@ -17,24 +18,8 @@ type VectorRow = {
 
 type Accumulator = { segment: string; value: string; priced: number; constituents: number; sum: bigint };
 
-type CalculationRow = {
-  id: string;
-  index_run_id: string;
-  marketplace: string;
-  methodology: string;
-  segment: string;
-  value: string;
-  status: 'succeeded' | 'failed';
-  failure_reason: string | null;
-  inception: boolean;
-  level: string | null;
-  previous_level: string | null;
-  link_factor: string | null;
-  previous_calculation_id: string | null;
-  constituent_count: number;
-  as_of: Date;
-  calculated_at: Date;
-};
+/** A calculation as stored: the whole market is segment '' with value ''. */
+type CalculationRow = Omit<Calculation, 'segment' | 'value'> & { segment: string; value: string };
 
 export type IndexRunOutcome =
   | { status: 'skipped'; reason: string }
