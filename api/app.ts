@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AppDeps } from './deps.ts';
 import { errorsPlugin, MAX_BODY_BYTES } from './plugins/errors.ts';
 import { auditRoutes } from './routes/audit.ts';
+import { auditExportRoutes } from './routes/audit-exports.ts';
 import { catalogRoutes } from './routes/catalog.ts';
 import { healthRoutes } from './routes/health.ts';
 import { identityRoutes } from './routes/identity.ts';
@@ -13,6 +14,7 @@ import { meRoutes } from './routes/me.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { priceRoutes } from './routes/prices.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 
 /**
  * The HTTP app. `extend` mounts extra routes after the shared plugins (tests mount test-only
@@ -50,10 +52,12 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(identityRoutes(deps))
     .use(meRoutes(deps))
     .use(auditRoutes(deps))
+    .use(auditExportRoutes(deps))
     .use(catalogRoutes(deps))
     .use(priceRoutes(deps))
     .use(marketIndexRoutes(deps))
     .use(marketSummaryRoutes(deps))
-    .use(publicPriceRoutes(deps));
+    .use(publicPriceRoutes(deps))
+    .use(webhookRoutes(deps));
   return extend ? extend(app) : app;
 }

@@ -12,6 +12,8 @@ import {
 import { KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
 import { TIERS, type Tier } from '../shared/identity/workspaces.ts';
 import { isScope, type Scope } from '../shared/scopes.ts';
+import { SecretKeyring } from '../shared/webhooks/secrets.ts';
+import { rewrapWebhookSecrets } from '../shared/webhooks/service.ts';
 import { createRequestRedis } from '../shared/redis.ts';
 
 const help = `usage: npm run admin -- <command> [options]
@@ -24,6 +26,8 @@ const help = `usage: npm run admin -- <command> [options]
   suspend          --workspace ID
   unsuspend        --workspace ID
   revoke-key       --key ID
+  rewrap-webhook-secrets   re-encrypt every webhook signing secret under the current WEBHOOK_SECRET_KEY
+                           (after a rotation: new key in WEBHOOK_SECRET_KEY, old ones in WEBHOOK_SECRET_KEYS_PREVIOUS)
 
 Every command prints JSON and records an audit event in the workspace.`;
 
@@ -118,6 +122,12 @@ async function run(): Promise<unknown> {
       if (!hash) fail(`no live key ${keyId}`);
       await announce([hash]);
       return { key_id: keyId, revoked: true };
+    }
+    case 'rewrap-webhook-secrets': {
+      const report = await rewrapWebhookSecrets(sql, SecretKeyring.fromConfig(config), { type: 'admin', id: process.env.USER ?? 'cli' });
+      // Secrets under a key that is not configured stay as they are; the operator must restore that key.
+      if (report.unreadable.length > 0) process.exitCode = 1;
+      return report;
     }
     default:
       fail(`unknown command ${command}`);

@@ -55,12 +55,41 @@ export const configSchema = z.object({
   STEAM_COMMUNITY_URL: z.string().url().default('https://steamcommunity.com'),
   STEAM_API_URL: z.string().url().default('https://api.steampowered.com'),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString.default(false),
+  // Not in DESIGN 4's list: keys WEBHOOK_SECRET_KEY replaced (comma-separated base64, 32 bytes each).
+  // They still decrypt stored secrets until `npm run admin -- rewrap-webhook-secrets` has re-encrypted
+  // every secret under the current key.
+  WEBHOOK_SECRET_KEYS_PREVIOUS: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((key) => key.trim())
+        .filter((key) => key.length > 0),
+    )
+    .pipe(z.array(z.string().refine((value) => Buffer.from(value, 'base64').length === 32, 'each key must be base64 of exactly 32 bytes'))),
+  // Not in DESIGN 4's list: the delay before each webhook delivery attempt, in ms (DESIGN 8's schedule:
+  // at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); its length is the number of attempts. Tests shorten it.
+  WEBHOOK_RETRY_DELAYS_MS: z
+    .string()
+    .default('0,5000,300000,1800000,7200000,18000000,36000000,36000000')
+    .transform((value) => value.split(',').map((delay) => (delay.trim() === '' ? Number.NaN : Number(delay))))
+    .pipe(z.array(z.number().int('each delay is a whole number of ms').min(0).max(7 * 86_400_000)).min(1).max(20)),
+  // Not in DESIGN 4's list: how long one delivery attempt may take (15 s); tests shorten it.
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
   // Not in DESIGN 4's list: trust X-Forwarded-For for the client IP (sign-in limits) only behind a proxy.
   TRUST_PROXY: booleanString.default(false),
   // Not in DESIGN 4's list: the BullMQ key prefix, so a test run's queues never meet a dev instance's.
   QUEUE_PREFIX: z.string().regex(/^[a-z0-9_-]{1,40}$/).default('bull'),
   // Not in DESIGN 4's list: session lifetime (DESIGN 5 default 12 h).
   SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(12 * 60 * 60),
+  // Not in DESIGN 4's list: audit exports. A worker's lease on a job (renewed every third of it),
+  // leases per job before it fails, how long a finished file is kept, and how often the sweeper
+  // runs (expired leases, missing BullMQ jobs, files past retention). Tests shorten lease and sweep.
+  EXPORT_LEASE_SECONDS: z.coerce.number().int().min(1).max(3_600).default(60),
+  EXPORT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
+  EXPORT_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3_600).default(30),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
   // Not in DESIGN 4's list: how long an API process may reuse one item's stored prices (0 = never).
   PRICE_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),

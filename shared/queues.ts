@@ -34,10 +34,44 @@ export const JOBS = {
     payload: z.object({ marketplace: z.enum(SOURCE_NAMES), after_run: z.string().uuid() }).strict(),
     options: { ...defaultOptions, attempts: 3, removeOnComplete: { age: 3_600, count: 1_000 }, removeOnFail: { age: 86_400 } },
   },
+  'webhooks.dispatch': {
+    queue: 'webhooks',
+    // Fans unpublished outbox events out to deliveries. Scheduled every second and nudged (jobId
+    // `dispatch-nudge`) by Postgres NOTIFY on outbox inserts; it loops until the outbox is drained.
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
+  'webhooks.deliver': {
+    queue: 'webhooks',
+    // One attempt of one delivery, jobId `whd-<delivery>-<attempts made>`. Retries are new delayed
+    // jobs on the delivery's own schedule (not BullMQ's backoff); Postgres decides whether an attempt
+    // is due. Removed when done, so the sweeper can always re-add a job that went missing.
+    payload: z.object({ delivery_id: z.string().uuid() }).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: true },
+  },
+  'webhooks.sweep': {
+    queue: 'webhooks',
+    // Returns deliveries whose worker died mid-attempt to pending, re-enqueues overdue ones whose job
+    // vanished, and drops settled deliveries past their retention.
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
   'maintenance.cleanup': {
     queue: 'maintenance',
     payload: z.object({}).strict(),
     options: { ...defaultOptions, attempts: 3 },
+  },
+  'audit_export.run': {
+    queue: 'exports',
+    // jobId `audit-export-<id>-<attempt>`. Attempts are leases counted in Postgres, not BullMQ
+    // retries: a failed or finished job is removed and the sweeper re-enqueues a still-queued row.
+    payload: z.object({ export_id: z.uuid() }).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: true },
+  },
+  'audit_export.sweep': {
+    queue: 'exports',
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
   },
 } as const satisfies Record<string, { queue: Pool; payload: z.ZodType; options: JobsOptions }>;
 

@@ -7,7 +7,9 @@ import { freePort } from './private-redis.ts';
 
 /** Public endpoints: /health, /v2/health, /v2/status, /v2/meta/*, OpenAPI and docs, request ids. */
 
-const t = createTestApp({ config: { SOURCES: '' } });
+// A webhook secret key, so every built operation is `production` here (its absence is tested in test/webhooks-api.test.ts).
+const WEBHOOK_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
+const t = createTestApp({ config: { SOURCES: '', WEBHOOK_SECRET_KEY } });
 beforeAll(async () => {
   // A fresh client connects asynchronously; status checks below expect a connected Redis.
   await eventually(async () => (t.deps.redis.status === 'ready' ? true : undefined));
@@ -296,7 +298,7 @@ describe('GET /v2/meta/*', () => {
 
   test('a built operation whose dependency is missing is listed as unavailable, naming the dependency', async () => {
     const closedPort = await freePort(); // nothing listens there: Redis never becomes ready
-    await withApp({ config: { REDIS_URL: `redis://127.0.0.1:${closedPort}` } }, async (app) => {
+    await withApp({ config: { REDIS_URL: `redis://127.0.0.1:${closedPort}`, WEBHOOK_SECRET_KEY } }, async (app) => {
       expect(app.deps.redis.status).not.toBe('ready');
       const response = await app.request('/v2/meta/capabilities');
       expect(response.status).toBe(200);
@@ -316,6 +318,9 @@ describe('GET /v2/meta/*', () => {
       expect(body.capabilities.filter((capability) => capability.status === 'unavailable').map((capability) => capability.operation).sort()).toEqual(
         [
           'audit_events.list',
+          'audit_exports.create',
+          'audit_exports.get',
+          'audit_exports.list',
           'catalog.items.list',
           'market.summary',
           'market_index.constituents',
@@ -325,6 +330,11 @@ describe('GET /v2/meta/*', () => {
           'prices.get',
           'prices.history',
           'usage.get',
+          'webhooks.create',
+          'webhooks.delete',
+          'webhooks.deliveries.list',
+          'webhooks.get',
+          'webhooks.list',
         ],
       );
     });

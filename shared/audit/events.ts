@@ -76,7 +76,8 @@ export type AuditEventFilters = {
 
 export type AuditEventPosition = { occurred_at: string; id: string };
 
-type AuditEventRow = {
+/** An audit_events row as stored (what the listing and the exports read). */
+export type StoredAuditEvent = {
   id: string;
   occurred_at: Date;
   source: AuditSource;
@@ -88,8 +89,9 @@ type AuditEventRow = {
   actor_id: string | null;
   request_id: string | null;
   metadata: Record<string, unknown>;
-  occurred_at_text: string;
 };
+
+type AuditEventRow = StoredAuditEvent & { occurred_at_text: string };
 
 /**
  * One page, newest first, keyset on (occurred_at, id). `from` is inclusive and `to` exclusive.
@@ -126,7 +128,8 @@ export async function listAuditEvents(
   };
 }
 
-function toAuditEvent(row: AuditEventRow): AuditEvent {
+/** The published shape of an event, key for key, metadata redacted (DESIGN 7). */
+export function toAuditEvent(row: StoredAuditEvent): AuditEvent {
   return {
     id: row.id,
     occurred_at: row.occurred_at.toISOString(),

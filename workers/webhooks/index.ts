@@ -1,7 +1,93 @@
-import type { PoolDefinition } from '../pool.ts';
+import type { Queue } from 'bullmq';
+import type { Logger } from '../../shared/logger.ts';
+import { JOBS, parseJobPayload } from '../../shared/queues.ts';
+import { attemptDelivery, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
+import { deliveryJobId, dispatchOutbox, sweepDeliveries, type DeliveryJob } from '../../shared/webhooks/dispatch.ts';
+import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
+import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 
-// No jobs yet: the pool starts, heartbeats and stops cleanly; its jobs arrive with later issues.
+/** The channel the outbox trigger (sql/0006) notifies on every insert. */
+const OUTBOX_CHANNEL = 'event_outbox';
+const NUDGE_JOB_ID = 'dispatch-nudge';
+
+function enqueuer(queue: Queue) {
+  return async (jobs: DeliveryJob[]) => {
+    const options = JOBS['webhooks.deliver'].options;
+    await queue.addBulk(
+      jobs.map((job) => ({
+        name: 'webhooks.deliver',
+        data: parseJobPayload('webhooks.deliver', { delivery_id: job.deliveryId }),
+        opts: { ...options, jobId: deliveryJobId(job.deliveryId, job.attemptsMade), delay: job.delayMs },
+      })),
+    );
+  };
+}
+
+/**
+ * Wakes the dispatcher as soon as outbox rows commit: each notification adds one dispatch job (a
+ * second one while it waits is the same job id, so dropped). Started by the pool's first job rather
+ * than at definition time, so merely loading the pool has no side effects.
+ */
+function outboxListener(context: PoolContext, log: Logger) {
+  let listening: Promise<unknown> | null = null;
+  const nudge = () => {
+    context.queue
+      .add('webhooks.dispatch', {}, { ...JOBS['webhooks.dispatch'].options, jobId: NUDGE_JOB_ID })
+      .catch((error: Error) => log.warn({ err: error.message }, 'could not nudge the webhook dispatcher'));
+  };
+  return () => {
+    listening ??= context.sql.listen(OUTBOX_CHANNEL, nudge).catch((error: Error) => {
+      // The one-second schedule keeps dispatching meanwhile; the next job tries to listen again.
+      listening = null;
+      log.warn({ err: error.message }, 'could not listen for outbox inserts');
+    });
+  };
+}
+
+/**
+ * DESIGN 8 delivery: `webhooks.dispatch` fans outbox events out to delivery rows (every second and
+ * on NOTIFY), `webhooks.deliver` makes one signed attempt and schedules the next, `webhooks.sweep`
+ * recovers attempts of dead workers and deliveries whose job was lost.
+ */
 export const webhooksPool: PoolDefinition = {
   pool: 'webhooks',
-  handlers: () => [],
+  // Deliveries wait on receivers (up to WEBHOOK_TIMEOUT_MS each), not on this process's CPU.
+  concurrency: 64,
+  schedules: [
+    { id: 'webhooks-dispatch', job: 'webhooks.dispatch', everyMs: 1_000 },
+    { id: 'webhooks-sweep', job: 'webhooks.sweep', everyMs: 5_000 },
+  ],
+  handlers: (context) => {
+    const { config, sql, log, now, queue } = context;
+    const deliveryDeps: DeliveryDeps = {
+      sql,
+      log,
+      keyring: SecretKeyring.fromConfig(config),
+      now,
+      retryDelaysMs: config.WEBHOOK_RETRY_DELAYS_MS,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    };
+    const enqueueDeliveries = enqueuer(queue);
+    const listen = outboxListener(context, log);
+    return [
+      handle('webhooks.dispatch', async () => {
+        listen();
+        const dispatched = await dispatchOutbox(sql, now, enqueueDeliveries, { firstDelayMs: config.WEBHOOK_RETRY_DELAYS_MS[0] });
+        if (dispatched.events > 0) log.debug(dispatched, 'outbox dispatched');
+        return dispatched;
+      }),
+      handle('webhooks.deliver', async ({ delivery_id }) => {
+        const result = await attemptDelivery(deliveryDeps, delivery_id);
+        if (result.kind === 'retry') await enqueueDeliveries([{ deliveryId: delivery_id, attemptsMade: result.attempt, delayMs: result.delayMs }]);
+        return result;
+      }),
+      handle('webhooks.sweep', async () => {
+        listen();
+        const swept = await sweepDeliveries(sql, now(), config.WEBHOOK_RETRY_DELAYS_MS.length, enqueueDeliveries);
+        if (swept.reclaimed + swept.requeued + swept.expired > 0) log.info(swept, 'webhook deliveries swept');
+        return swept;
+      }),
+    ];
+  },
 };

@@ -1,0 +1,199 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import {
+  AUDIT_EXPORT_STATES,
+  checkExportRange,
+  createAuditExport,
+  enqueueAuditExport,
+  findAuditExport,
+  findAuditExportById,
+  isDownloadable,
+  listAuditExports,
+  toAuditExportJob,
+  type AuditExportPosition,
+  type AuditExportRow,
+} from '../../shared/audit/exports.ts';
+import { checkDownloadSignature, signDownloadUrl } from '../../shared/audit/exports-download.ts';
+import { blobPath, blobSize } from '../../shared/blob-store.ts';
+import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { errors } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
+import type { AppDeps } from '../deps.ts';
+import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { requestIdOf } from '../plugins/errors.ts';
+import { idempotencyPlugin } from '../plugins/idempotency.ts';
+
+const dateTime = z.iso.datetime({ offset: true });
+const createBody = z
+  .object({
+    from: dateTime.describe('Start of the range, inclusive (RFC 3339)'),
+    to: dateTime.describe('End of the range, exclusive (RFC 3339); not in the future, at most 32 days after from'),
+  })
+  .strict();
+const listQuery = z
+  .object({
+    state: z.enum(AUDIT_EXPORT_STATES).optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(25),
+    cursor: z.string().min(1).max(2048).optional(),
+  })
+  .strict();
+const exportParams = z.object({ export_id: z.string().describe('The export id (uuid)') });
+// Unknown parameters are tolerated here: the URL is handed to browsers and download tools as is.
+const downloadQuery = z.object({ expires: z.string().max(20).optional(), signature: z.string().max(200).optional() });
+
+const isoOrNull = z.string().nullable();
+const countOrNull = z.number().int().nullable();
+const jobSchema = z.object({
+  export_id: z.uuid(),
+  state: z.enum(AUDIT_EXPORT_STATES),
+  from: z.string(),
+  to: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  attempts: z.number().int(),
+  leased_until: isoOrNull,
+  completed_at: isoOrNull,
+  failed_at: isoOrNull,
+  event_count: countOrNull,
+  bytes: countOrNull,
+  sha256: z.string().nullable(),
+  expires_at: isoOrNull,
+  download_url: z.string().nullable(),
+  download_url_expires_at: isoOrNull,
+  failure_reason: z.string().nullable(),
+});
+
+const isPosition = (value: unknown): value is AuditExportPosition =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as AuditExportPosition).id === 'string' &&
+  isUuid((value as AuditExportPosition).id) &&
+  typeof (value as AuditExportPosition).created_at === 'string' &&
+  !Number.isNaN(Date.parse((value as AuditExportPosition).created_at));
+
+// Checked before authentication, like other ids: a malformed id is a 400 naming the field.
+const checkExportId = ({ params }: { params: Record<string, string | undefined> }) => {
+  if (!isUuid(params.export_id ?? '')) {
+    throw errors.invalidRequest('The export id is malformed; it is a uuid.', [{ field: 'params.export_id', message: 'must be a uuid' }]);
+  }
+};
+
+export function auditExportRoutes(deps: AppDeps) {
+  const signingKey = deps.config.SIGNING_KEY!;
+
+  /**
+   * The job as a client sees it; a completed, unexpired one gets a newly signed URL on every read.
+   * URLs are under PUBLIC_BASE_URL, or the request's own origin when it is unset (development).
+   */
+  const jobJson = (row: AuditExportRow, request: Request) => {
+    const now = deps.now();
+    const base = deps.config.PUBLIC_BASE_URL ?? new URL(request.url).origin;
+    return toAuditExportJob(row, isDownloadable(row, now) ? signDownloadUrl(base, signingKey, row.id, now) : null);
+  };
+
+  return new Elysia({ name: 'audit-export-routes' })
+    .use(apiKeyPlugin(deps))
+    .use(idempotencyPlugin(deps))
+    .post(
+      '/v2/audit/exports',
+      async ({ principal, body, set }) => {
+        const from = new Date(body.from);
+        const to = new Date(body.to);
+        const now = deps.now();
+        checkExportRange(from, to, now);
+        const row = await createAuditExport(deps.sql, {
+          workspaceId: principal.workspace.id,
+          from,
+          to,
+          actor: { type: 'api_key', id: principal.keyId },
+          requestId: requestIdOf(set),
+          now,
+        });
+        // After commit. If Redis fails us here the job is still recorded, and the sweeper enqueues it.
+        await enqueueAuditExport(deps.queues.exports, row).catch((error: Error) =>
+          deps.log.warn({ err: error.message, export_id: row.id, request_id: requestIdOf(set) }, 'could not enqueue an audit export; the sweeper will'),
+        );
+        set.status = 201;
+        // The receipt carries no URL: a new job is never completed.
+        return toAuditExportJob(row, null);
+      },
+      {
+        operation: 'audit_exports.create',
+        idempotent: { operation: 'audit_exports.create', required: true },
+        body: createBody,
+        response: { 200: jobSchema, 201: jobSchema },
+        detail: {
+          summary: 'Export the audit events of a time range as NDJSON.gz (needs audit:export; Idempotency-Key required)',
+          tags: ['audit'],
+        },
+      },
+    )
+    .get(
+      '/v2/audit/exports',
+      async ({ principal, query, request }) => {
+        // spec 4: the cursor binds the state filter (and the workspace), not the page size.
+        const filters = { workspace: principal.workspace.id, state: query.state ?? null };
+        const after = query.cursor ? decodeCursor(signingKey, 'audit_exports', filters, query.cursor, isPosition) : null;
+        const page = await listAuditExports(deps.sql, principal.workspace.id, { state: query.state }, after, query.limit);
+        return {
+          data: page.rows.map((row) => jobJson(row, request)),
+          next_cursor: page.next ? encodeCursor(signingKey, 'audit_exports', filters, page.next) : null,
+        };
+      },
+      {
+        operation: 'audit_exports.list',
+        query: listQuery,
+        response: { 200: z.object({ data: z.array(jobSchema), next_cursor: z.string().nullable() }) },
+        detail: { summary: 'Audit export jobs of the workspace, newest first (needs audit:read)', tags: ['audit'] },
+      },
+    )
+    .get(
+      '/v2/audit/exports/:export_id',
+      async ({ principal, params, request }) => {
+        const row = await findAuditExport(deps.sql, principal.workspace.id, params.export_id);
+        // spec 7: another workspace's export is as absent as a missing one.
+        if (!row) throw errors.notFound('No audit export with this id in your workspace.');
+        return jobJson(row, request);
+      },
+      {
+        operation: 'audit_exports.get',
+        params: exportParams,
+        transform: checkExportId,
+        response: { 200: jobSchema },
+        detail: { summary: 'One audit export job, with a fresh 5-minute download URL once completed (needs audit:export)', tags: ['audit'] },
+      },
+    )
+    .get(
+      '/v2/audit/exports/:export_id/download',
+      async ({ params, query }) => {
+        // The signature is checked first, before any lookup: unsigned traffic costs one HMAC.
+        const check = checkDownloadSignature(signingKey, params.export_id, query.expires, query.signature, deps.now());
+        if (check === 'invalid') throw errors.forbidden('invalid_download_url', 'The download URL is not valid; fetch the export again for a new one.');
+        if (check === 'expired') throw errors.forbidden('download_url_expired', 'The download URL has expired; fetch the export again for a new one.');
+        const row = await findAuditExportById(deps.sql, params.export_id);
+        if (!row || !isDownloadable(row, deps.now())) throw errors.notFound('The export file is no longer available.');
+        const size = await blobSize(deps.config.BLOB_DIR, row.blob_key!);
+        if (size === null) throw errors.notFound('The export file is no longer available.');
+        // The stored .ndjson.gz as is, without Content-Encoding: clients save exactly the bytes that
+        // `bytes` and `sha256` describe, instead of having them silently decompressed on the way.
+        return new Response(Bun.file(blobPath(deps.config.BLOB_DIR, row.blob_key!)), {
+          headers: {
+            'content-type': 'application/gzip',
+            'content-length': String(size),
+            'content-disposition': `attachment; filename="audit-export-${row.id}.ndjson.gz"`,
+            'cache-control': 'private, no-store',
+            etag: `"${row.sha256}"`,
+            'x-content-type-options': 'nosniff',
+          },
+        });
+      },
+      {
+        params: exportParams,
+        query: downloadQuery,
+        detail: {
+          summary: 'Download a finished export (public: the signed URL from GET /v2/audit/exports/{export_id} is the credential)',
+          tags: ['audit'],
+        },
+      },
+    );
+}

@@ -1,0 +1,135 @@
+import type { Queryable } from '../db.ts';
+import type { EventType } from '../events/outbox.ts';
+
+/** An endpoint as clients see it: never its secret, sealed or not. */
+export type WebhookEndpoint = {
+  id: string;
+  url: string;
+  description: string | null;
+  event_types: EventType[];
+  status: 'enabled' | 'disabled';
+  disabled_reason: string | null;
+  disabled_at: string | null;
+  created_at: string;
+};
+
+type EndpointRow = {
+  id: string;
+  url: string;
+  description: string | null;
+  event_types: EventType[];
+  created_at: Date;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  created_at_text: string;
+};
+
+export type EndpointPosition = { created_at: string; id: string };
+
+const publicColumns = (db: Queryable) => db`
+  id, url, description, event_types, created_at, disabled_at, disabled_reason,
+  to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at_text`;
+
+function toEndpoint(row: EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    event_types: row.event_types,
+    status: row.disabled_at ? 'disabled' : 'enabled',
+    disabled_reason: row.disabled_reason,
+    disabled_at: row.disabled_at?.toISOString() ?? null,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export async function insertWebhookEndpoint(
+  db: Queryable,
+  endpoint: { id: string; workspaceId: string; url: string; description: string | null; eventTypes: EventType[]; secretCiphertext: Buffer; secretKeyId: string; createdAt: Date },
+): Promise<WebhookEndpoint> {
+  const [row] = await db<EndpointRow[]>`
+    insert into webhook_endpoints (id, workspace_id, url, description, event_types, secret_ciphertext, secret_key_id, created_at)
+    values (${endpoint.id}, ${endpoint.workspaceId}, ${endpoint.url}, ${endpoint.description}, ${endpoint.eventTypes},
+            ${endpoint.secretCiphertext}, ${endpoint.secretKeyId}, ${endpoint.createdAt})
+    returning ${publicColumns(db)}`;
+  return toEndpoint(row!);
+}
+
+/** A live (not deleted) endpoint of the workspace; another workspace's id finds nothing. */
+export async function findWebhookEndpoint(db: Queryable, workspaceId: string, id: string): Promise<WebhookEndpoint | null> {
+  const [row] = await db<EndpointRow[]>`
+    select ${publicColumns(db)} from webhook_endpoints
+    where id = ${id} and workspace_id = ${workspaceId} and deleted_at is null`;
+  return row ? toEndpoint(row) : null;
+}
+
+/** Newest first, keyset on (created_at, id); one row more than asked means another page. */
+export async function listWebhookEndpoints(
+  db: Queryable,
+  workspaceId: string,
+  after: EndpointPosition | null,
+  limit: number,
+): Promise<{ endpoints: WebhookEndpoint[]; next: EndpointPosition | null }> {
+  const rows = await db<EndpointRow[]>`
+    select ${publicColumns(db)} from webhook_endpoints
+    where workspace_id = ${workspaceId} and deleted_at is null
+      ${after ? db`and (created_at, id) < (${after.created_at}::timestamptz, ${after.id}::uuid)` : db``}
+    order by created_at desc, id desc
+    limit ${limit + 1}`;
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return { endpoints: page.map(toEndpoint), next: rows.length > limit && last ? { created_at: last.created_at_text, id: last.id } : null };
+}
+
+/**
+ * Deletes an endpoint: its secret is destroyed and deliveries not yet made are cancelled. The row
+ * stays (deleted) so its delivery history keeps its owner until the sweeper's retention drops it.
+ */
+export async function deleteWebhookEndpoint(db: Queryable, workspaceId: string, id: string, now: Date): Promise<WebhookEndpoint | null> {
+  const [row] = await db<EndpointRow[]>`
+    update webhook_endpoints set deleted_at = ${now}, secret_ciphertext = null, secret_key_id = null
+    where id = ${id} and workspace_id = ${workspaceId} and deleted_at is null
+    returning ${publicColumns(db)}`;
+  if (!row) return null;
+  await cancelUnsentDeliveries(db, id, now, 'the endpoint was deleted');
+  return toEndpoint(row);
+}
+
+/** After a 410 Gone: no more deliveries to it. Returns its workspace when this call disabled it. */
+export async function disableWebhookEndpoint(db: Queryable, id: string, reason: string, now: Date): Promise<string | null> {
+  const [row] = await db<{ workspace_id: string }[]>`
+    update webhook_endpoints set disabled_at = ${now}, disabled_reason = ${reason}
+    where id = ${id} and disabled_at is null and deleted_at is null
+    returning workspace_id`;
+  if (!row) return null;
+  await cancelUnsentDeliveries(db, id, now, `the endpoint was disabled: ${reason}`);
+  return row.workspace_id;
+}
+
+/** Pending deliveries of an endpoint become cancelled; one being attempted right now finishes as it may. */
+async function cancelUnsentDeliveries(db: Queryable, endpointId: string, now: Date, reason: string): Promise<void> {
+  await db`
+    update webhook_deliveries set state = 'cancelled', next_attempt_at = null, settled_at = ${now}, last_error = ${reason}
+    where endpoint_id = ${endpointId} and state = 'pending'`;
+}
+
+export type SealedSecret = { id: string; workspace_id: string; secret_ciphertext: Buffer; secret_key_id: string };
+
+/** Live endpoints whose secret is sealed under another key than `keyId` (for rewrapping), a batch at a time. */
+export async function findSecretsNotUnderKey(db: Queryable, keyId: string, afterId: string | null, limit: number): Promise<SealedSecret[]> {
+  return db<SealedSecret[]>`
+    select id, workspace_id, secret_ciphertext, secret_key_id from webhook_endpoints
+    where deleted_at is null and secret_key_id <> ${keyId}
+      ${afterId ? db`and id > ${afterId}` : db``}
+    order by id
+    limit ${limit}`;
+}
+
+/** Replaces a sealed secret, only if it is still the one that was read (a concurrent rewrap wins once). */
+export async function replaceSealedSecret(db: Queryable, id: string, expectedKeyId: string, sealed: { ciphertext: Buffer; keyId: string }): Promise<boolean> {
+  const rows = await db`
+    update webhook_endpoints set secret_ciphertext = ${sealed.ciphertext}, secret_key_id = ${sealed.keyId}
+    where id = ${id} and secret_key_id = ${expectedKeyId} and deleted_at is null
+    returning 1`;
+  return rows.length === 1;
+}
