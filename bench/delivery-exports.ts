@@ -82,7 +82,7 @@ export async function benchExports(): Promise<[string, boolean, string][]> {
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
   // 1. Scratch database, one workspace, a million events.
-  const db = await scratchDatabase();
+  const db = await scratchDatabase('exports');
   const sql = createSql(db.url, { max: 4, application: 'bench-exports' });
   onCleanup(() => sql.end({ timeout: 5 }).catch(() => undefined));
   await migrate(sql, join(repoRoot, 'sql'));

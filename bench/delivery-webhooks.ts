@@ -140,7 +140,7 @@ async function insertBenchItems(sql: Sql, count: number): Promise<string[]> {
 
 export async function benchWebhooks(): Promise<[string, boolean, string][]> {
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const db = await scratchDatabase();
+  const db = await scratchDatabase('webhooks');
   const sql = createSql(db.url, { max: 4, application: 'bench-webhooks' });
   onCleanup(() => sql.end({ timeout: 5 }).catch(() => undefined));
   await migrate(sql, join(repoRoot, 'sql'));

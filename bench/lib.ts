@@ -111,10 +111,11 @@ export async function runBench(main: () => Promise<void>): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // A scratch database per run: `<dev database>_bench_<pid>`, dropped at cleanup.
 
-export async function scratchDatabase(): Promise<{ name: string; url: string }> {
+/** `tag` tells apart several scratch databases of one bench process (bench:delivery runs two parts). */
+export async function scratchDatabase(tag?: string): Promise<{ name: string; url: string }> {
   const baseUrl = process.env.DATABASE_URL;
   if (!baseUrl) throw new Error('DATABASE_URL is not set; run this through `npm run bench:…` (scripts/dev.ts exec)');
-  const name = `${databaseName(baseUrl)}_bench_${process.pid}`;
+  const name = `${databaseName(baseUrl)}_bench_${process.pid}${tag ? `_${tag}` : ''}`;
   const quiet = () => undefined;
   // Registered before it exists, so an interrupted create is still dropped.
   onCleanup(async () => {
