@@ -1,8 +1,17 @@
 import { z } from 'zod';
 import { errors } from '../shared/errors.ts';
 import { FIXED_SEGMENT_VALUES, SEGMENTS, type SegmentFilter } from '../shared/market/segments.ts';
+import { SOURCE_NAMES } from '../shared/sources/types.ts';
 import type { AppDeps } from './deps.ts';
 import { weaponNameCheck } from './weapon-names.ts';
+
+const allowedSources = SOURCE_NAMES.join(', ');
+
+/** `marketplace`: one of the known sources; a missing or unknown one is a 400 naming them (price history, market index, summary). */
+export const marketplaceField = z.enum(SOURCE_NAMES, {
+  error: (issue) =>
+    issue.input === undefined ? `required; one of ${allowedSources}` : `unknown marketplace ${JSON.stringify(issue.input)}; one of ${allowedSources}`,
+});
 
 /** Query fields of a segment filter (market index and market summary). */
 export const segmentQueryFields = {

@@ -9,6 +9,17 @@ const optionalString = z
   .optional()
   .transform((value) => (value === '' ? undefined : value));
 
+/** A comma-separated list: items trimmed, empty ones dropped ('' is no items). */
+const commaList = z
+  .string()
+  .default('')
+  .transform((value) =>
+    value
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item.length > 0),
+  );
+
 // DESIGN 4: one schema over the environment, parsed once; a bad value fails boot naming the variable.
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -27,15 +38,7 @@ export const configSchema = z.object({
   BLOB_DIR: z.string().default('.data/blobs'),
   CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
   ITEM_FILES_DIR: z.string().default('.data/item-files'),
-  SOURCES: z
-    .string()
-    .default('')
-    .transform((value) =>
-      value
-        .split(',')
-        .map((name) => name.trim())
-        .filter((name) => name.length > 0),
-    )
+  SOURCES: commaList
     // Any lower-case name parses; the ingest pool refuses to boot on a source it has no adapter for.
     .pipe(z.array(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'source names are lower-case words'))),
   INGEST_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
@@ -58,16 +61,7 @@ export const configSchema = z.object({
   // Not in DESIGN 4's list: keys WEBHOOK_SECRET_KEY replaced (comma-separated base64, 32 bytes each).
   // They still decrypt stored secrets until `npm run admin -- rewrap-webhook-secrets` has re-encrypted
   // every secret under the current key.
-  WEBHOOK_SECRET_KEYS_PREVIOUS: z
-    .string()
-    .default('')
-    .transform((value) =>
-      value
-        .split(',')
-        .map((key) => key.trim())
-        .filter((key) => key.length > 0),
-    )
-    .pipe(z.array(z.string().refine((value) => Buffer.from(value, 'base64').length === 32, 'each key must be base64 of exactly 32 bytes'))),
+  WEBHOOK_SECRET_KEYS_PREVIOUS: commaList.pipe(z.array(z.string().refine((value) => Buffer.from(value, 'base64').length === 32, 'each key must be base64 of exactly 32 bytes'))),
   // Not in DESIGN 4's list: the delay before each webhook delivery attempt, in ms (DESIGN 8's schedule:
   // at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); its length is the number of attempts. Tests shorten it.
   WEBHOOK_RETRY_DELAYS_MS: z

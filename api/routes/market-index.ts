@@ -13,24 +13,19 @@ import {
   type ConstituentPosition,
   type IndexQuery,
 } from '../../shared/market-index/repository.ts';
-import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import type { AppDeps } from '../deps.ts';
+import { resolveWindow } from '../../shared/prices/history.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
-import { segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
+import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
 
-const allowedSources = SOURCE_NAMES.join(', ');
 const dateTime = z.iso.datetime({ offset: true });
-const DAY_MS = 86_400_000;
 /** History windows: omitted `from` is 30 days before `to` (default now); at most 366 days per request. */
 export const INDEX_HISTORY_DEFAULT_DAYS = 30;
 export const INDEX_HISTORY_MAX_DAYS = 366;
 export const INDEX_PAGE_LIMIT = { default: 100, max: 1000 } as const;
 
 const indexQueryFields = {
-  marketplace: z.enum(SOURCE_NAMES, {
-    error: (issue) =>
-      issue.input === undefined ? `required; one of ${allowedSources}` : `unknown marketplace ${JSON.stringify(issue.input)}; one of ${allowedSources}`,
-  }),
+  marketplace: marketplaceField,
   ...segmentQueryFields,
   methodology: z
     .enum(METHODOLOGIES, { error: (issue) => `unknown methodology ${JSON.stringify(issue.input)}; the only one is ${METHODOLOGY}` })
@@ -158,7 +153,7 @@ export function marketIndexRoutes(deps: AppDeps) {
           window = { from: new Date(position.f), to: new Date(position.t) };
           after = { as_of: position.a, id: position.i };
         } else {
-          window = historyWindow(from, to, deps.now());
+          window = resolveWindow(from, to, deps.now(), { defaultDays: INDEX_HISTORY_DEFAULT_DAYS, maxDays: INDEX_HISTORY_MAX_DAYS });
         }
         const page = await listLevelHistory(deps.sql, resolved, window, after, query.limit);
         return {
@@ -228,16 +223,4 @@ export function marketIndexRoutes(deps: AppDeps) {
         },
       },
     );
-}
-
-function historyWindow(from: Date | undefined, to: Date | undefined, now: Date): { from: Date; to: Date } {
-  const end = to ?? now;
-  const start = from ?? new Date(end.getTime() - INDEX_HISTORY_DEFAULT_DAYS * DAY_MS);
-  if (start >= end) throw errors.invalidRequest('`from` must be before `to` (to defaults to now).', [{ field: 'query.from', message: 'must be before to' }]);
-  if (end.getTime() - start.getTime() > INDEX_HISTORY_MAX_DAYS * DAY_MS) {
-    throw errors.invalidRequest(`The range from..to may span at most ${INDEX_HISTORY_MAX_DAYS} days.`, [
-      { field: 'query.to', message: `range exceeds ${INDEX_HISTORY_MAX_DAYS} days` },
-    ]);
-  }
-  return { from: start, to: end };
 }

@@ -1,17 +1,13 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { marketSummary } from '../../shared/market/summary.ts';
-import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import type { AppDeps } from '../deps.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
-import { segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
-
-const allowedSources = SOURCE_NAMES.join(', ');
+import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
 
 const summaryQuery = z
   .object({
-    marketplace: z
-      .enum(SOURCE_NAMES, { error: (issue) => `unknown marketplace ${JSON.stringify(issue.input)}; one of ${allowedSources}` })
+    marketplace: marketplaceField
       .optional()
       .describe('Only this marketplace; omitted: every marketplace'),
     ...segmentQueryFields,

@@ -13,14 +13,13 @@ import {
   resolveHistoryWindow,
 } from '../../shared/prices/history.ts';
 import type { HistoryPosition } from '../../shared/prices/repository.ts';
-import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import type { AppDeps } from '../deps.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { marketplaceField } from '../segment-filter.ts';
 
 const dateTime = z.iso.datetime({ offset: true });
 const versionMessage = 'unknown version: default, phase-1…phase-4, ruby, sapphire, black-pearl, emerald, pattern-<0…1000> or tier-<n>';
 const version = z.string().max(32).refine(isPriceVersion, versionMessage);
-const allowedSources = SOURCE_NAMES.join(', ');
 
 const itemParams = z.object({ catalog_id: z.string().describe('A catalog id as returned by the catalog API (itm_…), passed back unchanged') });
 
@@ -28,10 +27,7 @@ const pricesQuery = z.object({ version: version.optional() }).strict();
 
 const historyQuery = z
   .object({
-    marketplace: z.enum(SOURCE_NAMES, {
-      error: (issue) =>
-        issue.input === undefined ? `required; one of ${allowedSources}` : `unknown marketplace ${JSON.stringify(issue.input)}; one of ${allowedSources}`,
-    }),
+    marketplace: marketplaceField,
     version: version.optional(),
     granularity: z
       .enum(GRANULARITIES, { error: (issue) => `unknown granularity ${JSON.stringify(issue.input)}; one of ${GRANULARITIES.join(', ')}` })

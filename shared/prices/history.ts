@@ -19,23 +19,33 @@ export const HISTORY_DEFAULT_RANGE_DAYS: Record<Granularity, number> = { '10m': 
 export type HistoryWindow = { from: Date; to: Date };
 
 /**
- * `from` inclusive, `to` exclusive (spec 8's convention). Omitted `to` is now; omitted `from` is the
- * granularity's default window before `to`. from < to and to − from ≤ the granularity's maximum,
- * else 400 naming the field.
+ * A time window: `from` inclusive, `to` exclusive (spec 8's convention). Omitted `to` is now;
+ * omitted `from` is `defaultDays` before `to`. from < to and to − from ≤ `maxDays`, else 400 naming
+ * the field; `granularity`, when given, is named in the message. Price and index history share it.
  */
-export function resolveHistoryWindow(granularity: Granularity, from: Date | undefined, to: Date | undefined, now: Date): HistoryWindow {
+export function resolveWindow(
+  from: Date | undefined,
+  to: Date | undefined,
+  now: Date,
+  limits: { defaultDays: number; maxDays: number; granularity?: string },
+): HistoryWindow {
   const end = to ?? now;
-  const start = from ?? new Date(end.getTime() - HISTORY_DEFAULT_RANGE_DAYS[granularity] * DAY_MS);
+  const start = from ?? new Date(end.getTime() - limits.defaultDays * DAY_MS);
   if (start >= end) {
     throw errors.invalidRequest('`from` must be before `to` (to defaults to now).', [{ field: 'query.from', message: 'must be before to' }]);
   }
-  const maxDays = HISTORY_MAX_RANGE_DAYS[granularity];
+  const { maxDays, granularity } = limits;
   if (end.getTime() - start.getTime() > maxDays * DAY_MS) {
-    throw errors.invalidRequest(`The range from..to may span at most ${maxDays} days at granularity ${granularity}.`, [
-      { field: 'query.to', message: `range exceeds ${maxDays} days for granularity ${granularity}` },
+    throw errors.invalidRequest(`The range from..to may span at most ${maxDays} days${granularity ? ` at granularity ${granularity}` : ''}.`, [
+      { field: 'query.to', message: `range exceeds ${maxDays} days${granularity ? ` for granularity ${granularity}` : ''}` },
     ]);
   }
   return { from: start, to: end };
+}
+
+/** The window of a price history request at `granularity` (its default and widest range). */
+export function resolveHistoryWindow(granularity: Granularity, from: Date | undefined, to: Date | undefined, now: Date): HistoryWindow {
+  return resolveWindow(from, to, now, { defaultDays: HISTORY_DEFAULT_RANGE_DAYS[granularity], maxDays: HISTORY_MAX_RANGE_DAYS[granularity], granularity });
 }
 
 export type HistorySeries = {
