@@ -4,7 +4,7 @@ import { syncCatalog } from '../shared/catalog/repository.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { createRequestRedis } from '../shared/redis.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
-import { runSourceIngest } from '../shared/sources/run.ts';
+import { runSourceIngest } from '../workers/ingest/run.ts';
 import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
 import { createTestApp, eventually, testConfig, workspaceWithKey } from './helpers.ts';
 

@@ -1,7 +1,7 @@
 import { ADAPTERS } from '../../shared/sources/index.ts';
-import { runSourceIngest } from '../../shared/sources/run.ts';
 import { isKnownSource, sourceSettings } from '../../shared/sources/settings.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
+import { runSourceIngest } from './run.ts';
 
 /** Each enabled source (SOURCES) is a job scheduler on the ingest queue (DESIGN 9). */
 export const ingestPool: PoolDefinition = {

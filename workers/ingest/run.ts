@@ -1,6 +1,6 @@
-import type { Config } from '../config.ts';
-import type { Sql } from '../db.ts';
-import type { Logger } from '../logger.ts';
+import type { Config } from '../../shared/config.ts';
+import type { Sql } from '../../shared/db.ts';
+import type { Logger } from '../../shared/logger.ts';
 import {
   claimIngestRun,
   ensureObservationPartitions,
@@ -10,11 +10,11 @@ import {
   stalestNamesForSource,
   writeIngestRun,
   type CatalogNameMap,
-} from '../prices/ingest.ts';
-import type { Redis } from '../redis.ts';
-import { createRequestBudget } from './budget.ts';
-import { sourceSettings } from './settings.ts';
-import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult } from './types.ts';
+} from '../../shared/prices/ingest.ts';
+import type { Redis } from '../../shared/redis.ts';
+import { createRequestBudget } from '../../shared/sources/budget.ts';
+import { sourceSettings } from '../../shared/sources/settings.ts';
+import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult } from '../../shared/sources/types.ts';
 
 const REQUEST_TIMEOUT_MS = 15_000;
 const CATALOG_CACHE_MS = 60_000;
