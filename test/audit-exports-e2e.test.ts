@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AuditEvent } from '../shared/audit/events.ts';
-import type { AuditExportJob } from '../shared/audit/exports.ts';
+import type { AuditExportJob } from '../shared/audit/exports-model.ts';
 import { createTestApp, eventually, workspaceWithKey } from './helpers.ts';
 import { expectedExportIds, insertGeneratedAuditEvents } from './audit-exports-fixtures.ts';
 

@@ -1,18 +1,8 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import {
-  AUDIT_EXPORT_STATES,
-  checkExportRange,
-  createAuditExport,
-  enqueueAuditExport,
-  findAuditExport,
-  findAuditExportById,
-  isDownloadable,
-  listAuditExports,
-  toAuditExportJob,
-  type AuditExportPosition,
-  type AuditExportRow,
-} from '../../shared/audit/exports.ts';
+import { AUDIT_EXPORT_STATES, checkExportRange, isDownloadable, toAuditExportJob, type AuditExportPosition, type AuditExportRow } from '../../shared/audit/exports-model.ts';
+import { findAuditExport, findAuditExportById, listAuditExports } from '../../shared/audit/exports-repository.ts';
+import { createAuditExport, enqueueAuditExport } from '../../shared/audit/exports-service.ts';
 import { checkDownloadSignature, signDownloadUrl } from '../../shared/audit/exports-download.ts';
 import { blobPath, blobSize } from '../../shared/blob-store.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';

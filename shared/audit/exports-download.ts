@@ -1,5 +1,5 @@
 import { constantTimeEqual, hmacSha256 } from '../crypto.ts';
-import type { SignedDownload } from './exports.ts';
+import type { SignedDownload } from './exports-model.ts';
 
 /**
  * Signed download URLs of finished exports (DESIGN 7): each read of a completed, unexpired job

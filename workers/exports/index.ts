@@ -1,19 +1,14 @@
 import { hostname } from 'node:os';
 import { removeBlobs } from '../../shared/blob-store.ts';
+import { exportBlobDirectory, exportBlobKey, type AuditExportRow } from '../../shared/audit/exports-model.ts';
 import {
   auditExportFilesPastRetention,
-  auditExportJobId,
-  completeAuditExport,
-  expireAuditExportLeases,
-  exportBlobDirectory,
-  exportBlobKey,
   leaseAuditExport,
   markAuditExportFileDeleted,
   queuedAuditExports,
-  releaseFailedAuditExport,
   renewAuditExportLease,
-  type AuditExportRow,
-} from '../../shared/audit/exports.ts';
+} from '../../shared/audit/exports-repository.ts';
+import { auditExportJobId, completeAuditExport, expireAuditExportLeases, releaseFailedAuditExport } from '../../shared/audit/exports-service.ts';
 import { writeAuditExportFile } from '../../shared/audit/exports-file.ts';
 import { newId } from '../../shared/ids.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
