@@ -1,0 +1,65 @@
+/**
+ * The price data both keyless-list benchmarks (bench/prices.ts, bench/prices-memory.ts) start from,
+ * in a scratch database: the real catalog, latest prices written set-based for every item and
+ * version (skinport and steam everywhere, csfloat for about half: 2–3 sources per item,
+ * deterministic decimal prices), and one keyless snapshot built with buildPriceSnapshot.
+ */
+import { join } from 'node:path';
+import { generateCatalog } from '../shared/catalog/generate.ts';
+import { syncCatalog } from '../shared/catalog/repository.ts';
+import { createSql, type Sql } from '../shared/db.ts';
+import { migrate } from '../shared/migrate.ts';
+import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
+import { onCleanup, repoRoot, say, scratchDatabase } from './lib.ts';
+
+export const ms = (value: number) => `${value.toFixed(0)} ms`;
+export const kib = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`;
+
+export async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
+  const started = performance.now();
+  const value = await work();
+  return [value, performance.now() - started];
+}
+
+/** Scratch database with the real catalog and its schema; the SQL client is ended at cleanup. */
+export async function catalogDatabase(application: string): Promise<{ url: string; sql: Sql }> {
+  const db = await scratchDatabase();
+  const sql = createSql(db.url, { max: 4, application });
+  onCleanup(() => sql.end({ timeout: 5 }).catch(() => undefined));
+  await migrate(sql, join(repoRoot, 'sql'));
+  const [synced, syncMs] = await timed(() => syncCatalog(sql, generateCatalog()));
+  say(`catalog: ${synced.total} items synced in ${ms(syncMs)}`);
+  return { url: db.url, sql };
+}
+
+/** Latest prices from a hash of (item, source, version), two decimals, and fresh price_sources rows. */
+export async function seedLatestPrices(sql: Sql, now: Date): Promise<void> {
+  const [, seedMs] = await timed(async () => {
+    await sql`
+      insert into latest_prices (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)
+      select c.catalog_id, s.source, v.version,
+             round(0.03 + (abs(hashtext(c.catalog_id || s.source || v.version)) % 250000) / 100.0, 2),
+             round(0.03 + (abs(hashtext(c.catalog_id || s.source || v.version)) % 250000) / 100.0 * 1.04, 2),
+             1 + abs(hashtext(v.version || c.catalog_id || s.source)) % 500,
+             ${now}::timestamptz - (abs(hashtext(s.source || c.catalog_id)) % 300) * interval '1 second',
+             ${now}::timestamptz,
+             md5(c.catalog_id || s.source || v.version)::uuid
+      from catalog_items c
+      cross join (values ('skinport', 100), ('steam', 100), ('csfloat', 50)) s (source, share)
+      cross join lateral (select 'default' as version union all select unnest(c.phases)) v
+      where abs(hashtext(c.catalog_id || 'share' || s.source)) % 100 < s.share`;
+    await sql`
+      insert into price_sources (name, last_success_at, last_attempt_at, stale_after_seconds)
+      values ('skinport', ${now}, ${now}, 900), ('steam', ${now}, ${now}, 900), ('csfloat', ${now}, ${now}, 900)`;
+  });
+  const [counts] = await sql<{ prices: number; sources: string }[]>`
+    select sum(n)::int as prices, string_agg(source || ' ' || n, ', ' order by source) as sources
+    from (select source, count(*) as n from latest_prices group by source) s`;
+  say(`latest prices: ${counts!.prices} rows (${counts!.sources}) in ${ms(seedMs)}`);
+}
+
+export async function buildSnapshot(sql: Sql, now: Date) {
+  const build = await buildPriceSnapshot(sql, now);
+  say(`snapshot ${build.id}: ${build.item_count} items; JSON ${kib(build.bytes!.json)}, gzip ${kib(build.bytes!.gzip)}, br ${kib(build.bytes!.br)}; built in ${ms(build.duration_ms)} ${JSON.stringify(build.phases_ms)}`);
+  return build;
+}
