@@ -43,6 +43,21 @@ function toEndpoint(row: EndpointRow): WebhookEndpoint {
   };
 }
 
+/** DESIGN 8: live (not deleted) endpoints a workspace may have, so fan-out stays proportionate. */
+export const MAX_ENDPOINTS_PER_WORKSPACE = 20;
+
+/**
+ * Locks the workspace's row for the rest of the transaction (creates of one workspace queue here;
+ * NO KEY UPDATE still lets other transactions insert rows that reference the workspace) and counts
+ * its live endpoints, disabled ones included: they stay listed until deleted.
+ */
+export async function lockAndCountLiveEndpoints(db: Queryable, workspaceId: string): Promise<number> {
+  await db`select 1 from workspaces where id = ${workspaceId} for no key update`;
+  const [row] = await db<{ count: number }[]>`
+    select count(*)::int as count from webhook_endpoints where workspace_id = ${workspaceId} and deleted_at is null`;
+  return row!.count;
+}
+
 export async function insertWebhookEndpoint(
   db: Queryable,
   endpoint: { id: string; workspaceId: string; url: string; description: string | null; eventTypes: EventType[]; secretCiphertext: Buffer; secretKeyId: string; createdAt: Date },

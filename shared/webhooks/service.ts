@@ -3,7 +3,15 @@ import type { Sql } from '../db.ts';
 import { errors } from '../errors.ts';
 import { EVENT_TYPES, type EventType } from '../events/outbox.ts';
 import { newId } from '../ids.ts';
-import { deleteWebhookEndpoint, findSecretsNotUnderKey, insertWebhookEndpoint, replaceSealedSecret, type WebhookEndpoint } from './endpoints.ts';
+import {
+  deleteWebhookEndpoint,
+  findSecretsNotUnderKey,
+  insertWebhookEndpoint,
+  lockAndCountLiveEndpoints,
+  MAX_ENDPOINTS_PER_WORKSPACE,
+  replaceSealedSecret,
+  type WebhookEndpoint,
+} from './endpoints.ts';
 import { generateSigningSecret, type SecretKeyring } from './secrets.ts';
 import { parseWebhookUrl, resolveTarget, TargetRefusedError, type TargetPolicy } from './targets.ts';
 
@@ -28,7 +36,8 @@ function normaliseEventTypes(eventTypes: readonly EventType[]): EventType[] {
 
 /**
  * Creates an endpoint with a new signing secret, sealed under the current WEBHOOK_SECRET_KEY, and
- * records `webhook_endpoint.created` in the same transaction (DESIGN 7). The clear secret exists
+ * records `webhook_endpoint.created` in the same transaction (DESIGN 7). A workspace that already
+ * has MAX_ENDPOINTS_PER_WORKSPACE live endpoints gets 409 `webhook_limit_reached` instead. The clear secret exists
  * only in the returned object: this response is the one time the client sees it.
  */
 export async function createWebhookEndpoint(
@@ -47,7 +56,9 @@ export async function createWebhookEndpoint(
   const secret = generateSigningSecret();
   const sealed = keyring.seal(id, secret);
   const eventTypes = normaliseEventTypes(input.eventTypes);
-  return sql.begin(async (tx) => {
+  const created = await sql.begin(async (tx) => {
+    // Counted under the workspace's lock, so concurrent creates cannot all pass at 19.
+    if ((await lockAndCountLiveEndpoints(tx, meta.workspaceId)) >= MAX_ENDPOINTS_PER_WORKSPACE) return null;
     const endpoint = await insertWebhookEndpoint(tx, {
       id,
       workspaceId: meta.workspaceId,
@@ -65,6 +76,17 @@ export async function createWebhookEndpoint(
     });
     return { ...endpoint, secret };
   });
+  if (created) return created;
+  // DESIGN 7: a 409 is recorded as a rejected request, as the idempotency conflicts are.
+  await insertAuditEvent(sql, {
+    workspaceId: meta.workspaceId, eventType: 'request.denied', resourceType: 'operation', resourceId: 'webhooks.create',
+    outcome: 'rejected', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+    metadata: { status: 409, reason: 'webhook_limit_reached', limit: MAX_ENDPOINTS_PER_WORKSPACE },
+  });
+  throw errors.conflict(
+    'webhook_limit_reached',
+    `This workspace already has ${MAX_ENDPOINTS_PER_WORKSPACE} webhook endpoints, the most it may have; delete one to create another.`,
+  );
 }
 
 /** Deletes a live endpoint of the workspace (404 otherwise) and records `webhook_endpoint.deleted`. */
