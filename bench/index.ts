@@ -25,7 +25,7 @@ import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../s
 import { computeMarketSummary, type MarketSummaryQuery } from '../shared/market/summary.ts';
 import { migrate } from '../shared/migrate.ts';
 import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
-import { JOBS, queueName } from '../shared/queues.ts';
+import { enqueue, JOBS, queueName } from '../shared/queues.ts';
 import { createWorkerRedis } from '../shared/redis.ts';
 import {
   CONNECTIONS,
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
   for (let run = 0; run < RUNS; run += 1) {
     const runId = await ingestRun('skinport', run, 1);
     const enqueued = performance.now();
-    await queue.add('market_index.calculate', { marketplace: 'skinport', after_run: runId }, { ...JOBS['market_index.calculate'].options, jobId: `index-${runId}` });
+    await enqueue(queue, 'market_index.calculate', { marketplace: 'skinport', after_run: runId }, { jobId: `index-${runId}` });
     while (!done.has(runId)) {
       if (exitedEarly(worker)) throw new Error(`the index worker exited:\n${worker.output.last.join('\n')}`);
       if (performance.now() - enqueued > JOB_TIMEOUT_MS) throw new Error(`no index calculation for run ${run} within ${JOB_TIMEOUT_MS / 1000} s:\n${worker.output.last.join('\n')}`);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { JobsOptions } from 'bullmq';
+import { Queue, type JobsOptions } from 'bullmq';
 import { SOURCE_NAMES } from './sources/types.ts';
 
 /**
@@ -93,6 +93,58 @@ export function queueName(pool: Pool): string {
 /** Validates a payload against its job's schema (at enqueue and again in the processor). */
 export function parseJobPayload<Name extends JobName>(name: Name, payload: unknown): JobPayload<Name> {
   return JOBS[name].payload.parse(payload) as JobPayload<Name>;
+}
+
+/** Where jobs go: the queue of the job's pool, or a set of pools' queues to pick it from. */
+export type JobQueues = Queue | Readonly<Partial<Record<Pool, Queue>>>;
+/** Per job: a deterministic id from business keys (a repeat is a no-op; no `:`), and an optional wait. */
+export type EnqueueOptions = { jobId: string; delay?: number };
+/** `enqueue` with its queues already chosen, as pools hand it to their handlers. */
+export type Enqueue = <Name extends JobName>(name: Name, payload: JobPayload<Name>, options: EnqueueOptions) => Promise<void>;
+/** A schedule of one job: upserted at boot under a stable id, with a payload of that job. */
+export type JobSchedule = { [Name in JobName]: { id: string; job: Name; everyMs: number; data?: JobPayload<Name> } }[JobName];
+
+function queueFor(queues: JobQueues, name: JobName): Queue {
+  const pool = JOBS[name].queue;
+  const queue = queues instanceof Queue ? queues : queues[pool];
+  // A job added to another pool's queue would never find its handler: fail the caller instead.
+  if (!queue || queue.name !== queueName(pool)) throw new Error(`job ${name} belongs on queue ${queueName(pool)}, not ${queue?.name ?? 'none'}`);
+  return queue;
+}
+
+function jobOptions(name: JobName, options: EnqueueOptions): JobsOptions {
+  // BullMQ reserves `:` in custom ids (STYLE: ids from business keys, no `:`).
+  if (options.jobId.includes(':')) throw new Error(`job id ${options.jobId} of ${name} contains ':'`);
+  return { ...JOBS[name].options, jobId: options.jobId, ...(options.delay === undefined ? {} : { delay: options.delay }) };
+}
+
+/**
+ * The one way to add a job: the payload is validated against the job's schema (and again in the
+ * processor), the job's default options apply, and `jobId` makes a repeat a no-op.
+ */
+export async function enqueue<Name extends JobName>(queues: JobQueues, name: Name, payload: JobPayload<Name>, options: EnqueueOptions): Promise<void> {
+  await queueFor(queues, name).add(name, parseJobPayload(name, payload), jobOptions(name, options));
+}
+
+/** `enqueue` for many jobs of one name, in one round trip. */
+export async function enqueueMany<Name extends JobName>(
+  queues: JobQueues,
+  name: Name,
+  jobs: readonly { payload: JobPayload<Name>; options: EnqueueOptions }[],
+): Promise<void> {
+  if (jobs.length === 0) return;
+  const queue = queueFor(queues, name);
+  await queue.addBulk(jobs.map((job) => ({ name, data: parseJobPayload(name, job.payload), opts: jobOptions(name, job.options) })));
+}
+
+/** Creates or updates a job scheduler; its payload is validated like an enqueued one. */
+export async function upsertSchedule(queues: JobQueues, schedule: JobSchedule): Promise<void> {
+  const name: JobName = schedule.job;
+  await queueFor(queues, name).upsertJobScheduler(
+    schedule.id,
+    { every: schedule.everyMs },
+    { name, data: parseJobPayload(name, schedule.data ?? {}), opts: JOBS[name].options },
+  );
 }
 
 /**

@@ -8,7 +8,7 @@ import type { AuditExportJob } from '../shared/audit/exports-model.ts';
 import { leaseAuditExport } from '../shared/audit/exports-repository.ts';
 import { auditExportJobId } from '../shared/audit/exports-service.ts';
 import { createLogger } from '../shared/logger.ts';
-import { JOBS, parseJobPayload, type JobName } from '../shared/queues.ts';
+import { enqueue, type JobName } from '../shared/queues.ts';
 import { exportsPool } from '../workers/exports/index.ts';
 import type { PoolContext } from '../workers/pool.ts';
 import { createKey, createTestApp, errorOf, eventually, testClock, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
@@ -42,9 +42,7 @@ function exportsWorker(options: { config?: Record<string, string>; now?: () => D
     log,
     now: options.now ?? (() => new Date()),
     queue,
-    enqueue: async (name, payload, jobOptions = {}) => {
-      await queue.add(name, parseJobPayload(name, payload), { ...JOBS[name].options, jobId: jobOptions.jobId });
-    },
+    enqueue: (name, payload, jobOptions) => enqueue(queue, name, payload, jobOptions),
   };
   const handlers = new Map(exportsPool.handlers(context));
   const invoke = (name: JobName, payload: unknown) => handlers.get(name)!(payload as never, { jobId: undefined, attempt: 1, scheduledAt: new Date() });

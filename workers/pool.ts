@@ -3,7 +3,7 @@ import type { Config } from '../shared/config.ts';
 import type { Sql } from '../shared/db.ts';
 import type { Logger } from '../shared/logger.ts';
 import type { Redis } from '../shared/redis.ts';
-import type { JobHandlers, JobName, JobPayload, Pool } from '../shared/queues.ts';
+import type { Enqueue, JobHandlers, JobName, JobSchedule, Pool } from '../shared/queues.ts';
 
 /** What a pool's module receives: shared resources, never a request context. */
 export type PoolContext = {
@@ -14,11 +14,11 @@ export type PoolContext = {
   log: Logger;
   now: () => Date;
   queue: Queue;
-  /** Enqueues a job of any pool (payload validated; `jobId` makes it idempotent). */
-  enqueue: <Name extends JobName>(name: Name, payload: JobPayload<Name>, options?: { jobId?: string }) => Promise<void>;
+  /** Enqueues a job of any pool (shared/queues.ts `enqueue` over this process's queues). */
+  enqueue: Enqueue;
 };
 
-export type Schedule = { id: string; job: JobName; everyMs: number; data?: Record<string, unknown> };
+export type Schedule = JobSchedule;
 
 /** A pool: its handlers (one per job of its queue) and optional schedules set up at boot. */
 export type PoolDefinition = {

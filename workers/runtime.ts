@@ -6,9 +6,9 @@ import { createSql } from '../shared/db.ts';
 import { deleteHeartbeat, HEARTBEAT_INTERVAL_MS, upsertHeartbeat } from '../shared/health/heartbeats.ts';
 import { newId } from '../shared/ids.ts';
 import type { Logger } from '../shared/logger.ts';
-import { checkHandlers, JOBS, parseJobPayload, queueName, type JobName, type Pool } from '../shared/queues.ts';
+import { checkHandlers, enqueue as enqueueOn, JOBS, parseJobPayload, queueName, upsertSchedule, type Enqueue, type JobName, type Pool } from '../shared/queues.ts';
 import { createRequestRedis, createWorkerRedis } from '../shared/redis.ts';
-import type { PoolContext, PoolDefinition } from './pool.ts';
+import type { PoolDefinition } from './pool.ts';
 
 export type RunningPools = { stop: (timeoutMs?: number) => Promise<void> };
 
@@ -28,17 +28,18 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
   const workers: Worker[] = [];
   const queues: Queue[] = [];
   const heartbeats: { workerId: string; pool: Pool; hostname: string; pid: number; startedAt: Date }[] = [];
+  // Producers for other pools' jobs, opened on first use.
   const producers = new Map<Pool, Queue>();
-  const enqueue: PoolContext['enqueue'] = async (name, payload, options = {}) => {
-    const pool = JOBS[name].queue;
-    let producer = producers.get(pool);
-    if (!producer) {
-      producer = new Queue(queueName(pool), { connection, prefix: config.QUEUE_PREFIX });
-      producer.on('error', (error) => log.warn({ err: error.message, queue: pool }, 'queue error'));
-      producers.set(pool, producer);
+  const producer = (pool: Pool) => {
+    let queue = producers.get(pool);
+    if (!queue) {
+      queue = new Queue(queueName(pool), { connection, prefix: config.QUEUE_PREFIX });
+      queue.on('error', (error) => log.warn({ err: error.message, queue: pool }, 'queue error'));
+      producers.set(pool, queue);
     }
-    await producer.add(name, parseJobPayload(name, payload), { ...JOBS[name].options, jobId: options.jobId });
+    return queue;
   };
+  const enqueue: Enqueue = (name, payload, options) => enqueueOn(producer(JOBS[name].queue), name, payload, options);
 
   try {
     for (const definition of definitions) {
@@ -53,7 +54,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
 
       const schedules = typeof definition.schedules === 'function' ? definition.schedules(config) : (definition.schedules ?? []);
       for (const schedule of schedules) {
-        await queue.upsertJobScheduler(schedule.id, { every: schedule.everyMs }, { name: schedule.job, data: schedule.data ?? {}, opts: JOBS[schedule.job].options });
+        await upsertSchedule(queue, schedule);
       }
       // Schedulers this pool no longer wants (e.g. a source removed from SOURCES) are dropped.
       const wanted = new Set(schedules.map((schedule) => schedule.id));

@@ -1,8 +1,7 @@
-import type { Queue } from 'bullmq';
 import type { Queryable, Sql } from '../db.ts';
 import { insertOutboxEvent } from '../events/outbox.ts';
 import { newId } from '../ids.ts';
-import { JOBS, parseJobPayload } from '../queues.ts';
+import { enqueue, type JobQueues } from '../queues.ts';
 import { insertAuditEvent, type AuditActor } from './events.ts';
 import { completedEventPayload, failedEventPayload, type AuditExportRow } from './exports-model.ts';
 import {
@@ -28,9 +27,8 @@ export function auditExportJobId(row: Pick<AuditExportRow, 'id' | 'attempts'>): 
 }
 
 /** From the API, after the row committed (STYLE: write the row first, enqueue after commit). */
-export async function enqueueAuditExport(queue: Queue, row: Pick<AuditExportRow, 'id' | 'attempts'>): Promise<void> {
-  const name = 'audit_export.run';
-  await queue.add(name, parseJobPayload(name, { export_id: row.id }), { ...JOBS[name].options, jobId: auditExportJobId(row) });
+export async function enqueueAuditExport(queues: JobQueues, row: Pick<AuditExportRow, 'id' | 'attempts'>): Promise<void> {
+  await enqueue(queues, 'audit_export.run', { export_id: row.id }, { jobId: auditExportJobId(row) });
 }
 
 /** Creates a queued job and its `audit_export.requested` event in one transaction (DESIGN 7). */
