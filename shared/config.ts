@@ -88,6 +88,8 @@ export const configSchema = z.object({
   // Not in DESIGN 4's list: how long an API process may reuse one item's stored prices (0 = never).
   PRICE_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
+  // Not in DESIGN 4's list: concurrent GET /v1/prices downloads per client address, per API process.
+  PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT: z.coerce.number().int().positive().default(4),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -4,6 +4,8 @@ import { ApiError, errors } from '../../shared/errors.ts';
 import type { EncodedBody } from '../../shared/prices/public-document.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import type { AppDeps } from '../deps.ts';
+import { clientIp } from '../plugins/client-ip.ts';
+import { DownloadSlots, sharedBodyStream } from '../plugins/download-slots.ts';
 import { publicRateLimitPlugin } from '../plugins/public-rate-limit.ts';
 
 const allowedSources = SOURCE_NAMES.join(', ');
@@ -46,11 +48,20 @@ export function ifNoneMatchMatches(ifNoneMatch: string | null, etag: string): bo
 const unavailable = () =>
   new ApiError(503, 'prices_unavailable', 'No price snapshot has been built yet (or it cannot be read); retry shortly.', undefined, { 'retry-after': '5' });
 
+// A download slot frees up as soon as one of the address's downloads ends; lists take seconds at most.
+const DOWNLOAD_RETRY_AFTER_SECONDS = 2;
+
 export function publicPriceRoutes(deps: AppDeps) {
   const maxAge = deps.config.INGEST_INTERVAL_SECONDS ?? 30;
+  const maxDownloads = deps.config.PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT;
+  const downloads = new DownloadSlots(maxDownloads);
 
-  /** 304 when If-None-Match matches, else the body in the best encoding the client accepts. */
-  function serve(request: Request, body: EncodedBody, lastModified: Date): Response {
+  /**
+   * 304 when If-None-Match matches, else the body in the best encoding the client accepts. With
+   * `client` (the lists, megabytes each) the body is streamed from the snapshot's shared buffer
+   * under one of that address's download slots; small item bodies are sent as they are.
+   */
+  function serve(request: Request, body: EncodedBody, lastModified: Date, client?: string): Response {
     const headers: Record<string, string> = {
       etag: body.etag,
       'cache-control': `public, max-age=${maxAge}`,
@@ -61,7 +72,17 @@ export function publicPriceRoutes(deps: AppDeps) {
     const coding = negotiateEncoding(request.headers.get('accept-encoding'));
     headers['content-type'] = 'application/json';
     if (coding !== 'identity') headers['content-encoding'] = coding;
-    return new Response(coding === 'br' ? body.br : coding === 'gzip' ? body.gzip : body.json, { status: 200, headers });
+    const bytes = coding === 'br' ? body.br : coding === 'gzip' ? body.gzip : body.json;
+    if (client === undefined) return new Response(bytes, { status: 200, headers });
+    const release = downloads.acquire(client);
+    if (!release) {
+      throw errors.tooManyRequests(
+        'too_many_concurrent_downloads',
+        `At most ${maxDownloads} downloads of the price list may run at once from one address; retry when one has finished.`,
+        DOWNLOAD_RETRY_AFTER_SECONDS,
+      );
+    }
+    return new Response(sharedBodyStream(bytes, request.signal, release), { status: 200, headers });
   }
 
   // Error answers (400, 429, 503) of these endpoints must not be cached by shared caches.
@@ -73,11 +94,11 @@ export function publicPriceRoutes(deps: AppDeps) {
     .use(publicRateLimitPlugin(deps))
     .get(
       '/v1/prices',
-      async ({ query, request }) => {
+      async ({ query, request, server }) => {
         const snapshot = await deps.priceSnapshots.current();
         if (!snapshot) throw unavailable();
         const body = query.source ? await snapshot.sourceBody(query.source) : snapshot.body;
-        return serve(request, body, snapshot.createdAt);
+        return serve(request, body, snapshot.createdAt, clientIp(deps, request, server) ?? 'unknown');
       },
       {
         query: listQuery,
@@ -85,6 +106,10 @@ export function publicPriceRoutes(deps: AppDeps) {
         transform: noStore,
         detail: {
           summary: 'Every priced item: latest price per source (default version; other versions under `versions`) with min/median/max. No key; limited per client address.',
+          description:
+            'Limited per client address: `PUBLIC_PRICES_RATE_LIMIT` requests per minute (429 `rate_limited`), and at most ' +
+            '`PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT` (default 4) downloads running at once per API process; one more is answered ' +
+            '429 `too_many_concurrent_downloads` with `Retry-After` and `Cache-Control: no-store`. A 304 does not take a download slot.',
           tags: ['public'],
         },
       },
