@@ -1,18 +1,11 @@
 import type { Queue } from 'bullmq';
 import type { Config } from '../shared/config.ts';
-import type { Sql } from '../shared/db.ts';
-import type { Logger } from '../shared/logger.ts';
-import type { Redis } from '../shared/redis.ts';
 import type { Enqueue, JobHandlers, JobName, JobSchedule, Pool } from '../shared/queues.ts';
+import type { WorkerResources } from '../shared/resources.ts';
 
-/** What a pool's module receives: shared resources, never a request context. */
-export type PoolContext = {
-  config: Config;
-  sql: Sql;
-  /** For plain commands (budgets, caches); fails fast when Redis is down. */
-  redis: Redis;
-  log: Logger;
-  now: () => Date;
+/** What a pool's module receives: the process's resources and its queues, never a request context. */
+export type PoolContext = WorkerResources & {
+  /** This pool's own queue. */
   queue: Queue;
   /** Enqueues a job of any pool (shared/queues.ts `enqueue` over this process's queues). */
   enqueue: Enqueue;

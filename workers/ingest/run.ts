@@ -1,6 +1,4 @@
-import type { Config } from '../../shared/config.ts';
 import type { Sql } from '../../shared/db.ts';
-import type { Logger } from '../../shared/logger.ts';
 import {
   claimIngestRun,
   ensureObservationPartitions,
@@ -11,7 +9,7 @@ import {
   writeIngestRun,
   type CatalogNameMap,
 } from '../../shared/prices/ingest.ts';
-import type { Redis } from '../../shared/redis.ts';
+import type { WorkerResources } from '../../shared/resources.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
 import { sourceSettings } from '../../shared/sources/settings.ts';
 import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult } from '../../shared/sources/types.ts';
@@ -24,12 +22,7 @@ export type IngestOutcome =
   | { status: 'failed'; runId: string; error: string }
   | { status: 'duplicate' };
 
-export type IngestDeps = {
-  sql: Sql;
-  redis: Redis;
-  config: Config;
-  log: Logger;
-  now: () => Date;
+export type IngestDeps = WorkerResources & {
   /** Asks for the keyless price snapshot to be rebuilt (the index pool does it). */
   requestSnapshot?: (runId: string) => Promise<void>;
   /** Asks for the market index of this source to be calculated after a successful run (index pool). */
