@@ -47,6 +47,7 @@ function deliveryDeps(overrides: Partial<DeliveryDeps> = {}): DeliveryDeps {
     retryDelaysMs: [0, 60_000],
     timeoutMs: 2_000,
     allowPrivate: false,
+    pageLinks: { signingKey: t.deps.config.SIGNING_KEY!, baseUrl: 'https://api.example.test' },
     ...overrides,
   };
 }

@@ -11,6 +11,7 @@ import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
 import { createWebhookEndpoint, removeWebhookEndpoint } from '../../shared/webhooks/service.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../shared/webhooks/targets.ts';
 import type { AppDeps } from '../deps.ts';
+import { webhookEventPageRoutes } from './webhook-event-pages.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 import { requestIdOf } from '../plugins/errors.ts';
 import { idempotencyPlugin } from '../plugins/idempotency.ts';
@@ -194,5 +195,7 @@ export function webhookRoutes(deps: AppDeps) {
           tags: ['webhooks'],
         },
       },
-    );
+    )
+    // The keyless pages behind a prices.updated event's signed next_url.
+    .use(webhookEventPageRoutes(deps));
 }

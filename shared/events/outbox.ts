@@ -4,6 +4,7 @@ import { newId } from '../ids.ts';
 /** DESIGN 8: every webhook event type. An endpoint subscribing to anything else is a 400. */
 export const EVENT_TYPES = [
   'price.updated',
+  'prices.updated',
   'render.completed',
   'render.failed',
   'audit_export.completed',
@@ -12,9 +13,30 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** Changed items per prices.updated event, and per page behind its next_url (DESIGN 8). */
+export const PRICES_UPDATED_PAGE_SIZE = 1_000;
+
+/** One changed price of a prices.updated event or page; `previous_price` null when the item is new to the source. */
+export type ChangedPrice = { catalog_id: string; version: string; price: string; previous_price: string | null };
+
+/**
+ * The stored data of a prices.updated event: the run's first page. Deliveries add `next_url` (signed
+ * per attempt, see shared/webhooks/event-pages.ts), so the outbox row never holds an expiring URL.
+ */
+export type PricesUpdatedPayload = {
+  source: string;
+  run_id: string;
+  ingested_at: string;
+  currency: 'USD';
+  item_count: number;
+  page: 1;
+  page_count: number;
+  items: ChangedPrice[];
+};
+
 /**
  * Writes an event to the outbox, in the caller's transaction (so it exists exactly when the change
- * it announces commits). `workspaceId` null is a market-wide event (price.updated), delivered to
+ * it announces commits). `workspaceId` null is a market-wide event (price.updated, prices.updated), delivered to
  * every subscribed endpoint; otherwise only that workspace's endpoints receive it.
  */
 export async function insertOutboxEvent(

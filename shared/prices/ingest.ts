@@ -1,6 +1,7 @@
 import { copyRows, type Queryable, type Sql } from '../db.ts';
 import { newId } from '../ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
+import { PRICES_UPDATED_PAGE_SIZE, type PricesUpdatedPayload } from '../events/outbox.ts';
 import { compareDecimals } from './decimal.ts';
 
 /** A normalised observation already mapped to the catalog. */
@@ -100,13 +101,68 @@ export async function ensureObservationPartitions(sql: Sql, now: Date): Promise<
   });
 }
 
+/**
+ * prices.updated (DESIGN 8) from the run's `ingest_changed`: one outbox event holding the first
+ * PRICES_UPDATED_PAGE_SIZE items and one price_event_pages row per further page, numbered over a
+ * single order (catalog id, version) so pages never skip or repeat an item. Stored once per run,
+ * whoever subscribes: fan-out is one delivery per endpoint of this one event.
+ */
+async function insertPricesUpdatedEvent(tx: Queryable, run: { source: string; runId: string; ingestedAt: Date; itemCount: number }): Promise<void> {
+  const eventId = newId();
+  const pageCount = Math.ceil(run.itemCount / PRICES_UPDATED_PAGE_SIZE);
+  const payload = {
+    source: run.source,
+    run_id: run.runId,
+    ingested_at: run.ingestedAt.toISOString(),
+    currency: 'USD',
+    item_count: run.itemCount,
+    page: 1,
+    page_count: pageCount,
+  } satisfies Omit<PricesUpdatedPayload, 'items'>;
+  await tx`
+    with numbered as (
+      select catalog_id, version, price, previous_price,
+             ((row_number() over (order by catalog_id, version) - 1) / ${PRICES_UPDATED_PAGE_SIZE} + 1)::int as page
+      from ingest_changed
+    ), pages as (
+      select page, jsonb_agg(
+               jsonb_build_object('catalog_id', catalog_id, 'version', version, 'price', price::text, 'previous_price', previous_price::text)
+               order by catalog_id, version) as items
+      from numbered group by page
+    ), event as (
+      insert into event_outbox (id, event_type, payload, created_at)
+      select ${eventId}, 'prices.updated', ${tx.json(payload)}::jsonb || jsonb_build_object('items', items), ${run.ingestedAt}
+      from pages where page = 1
+    )
+    insert into price_event_pages (event_id, page, items, created_at)
+    select ${eventId}, page, items, ${run.ingestedAt} from pages where page > 1`;
+}
+
+/**
+ * One observation per item and version: the newest, the cheapest of equally new ones. A run that
+ * sees an item twice then upserts it once and announces it once (price.updated is coalesced per
+ * item and version per run) instead of failing on a second upsert of the same key.
+ */
+export function coalesceObservations(rows: StagedObservation[]): StagedObservation[] {
+  const kept = new Map<string, StagedObservation>();
+  for (const row of rows) {
+    const key = `${row.catalog_id}\u0000${row.version}`;
+    const existing = kept.get(key);
+    const newer = !existing || row.source_time.getTime() > existing.source_time.getTime();
+    const cheaperTie = existing && row.source_time.getTime() === existing.source_time.getTime() && compareDecimals(row.price, existing.price) < 0;
+    if (newer || cheaperTie) kept.set(key, row);
+  }
+  return kept.size === rows.length ? rows : [...kept.values()];
+}
+
 /** `timings`: milliseconds per step, for the run's log line and bench:ingest. */
 export type WriteResult = { written: number; changed: number; timings: Record<string, number> };
 
 /**
  * Writes one run set-based, in one transaction: stage the rows (unnest), drop those not newer than
  * the stored latest, append observations, upsert latest prices and write `price.updated` to the
- * outbox for every changed price, merge history rollups, and mark the run and source healthy.
+ * outbox for every changed price and one `prices.updated` for the run, merge history rollups, and
+ * mark the run and source healthy.
  */
 export async function writeIngestRun(
   sql: Sql,
@@ -121,7 +177,8 @@ export async function writeIngestRun(
     unknownNames: number;
   },
 ): Promise<WriteResult> {
-  const { runId, source, rows, ingestedAt } = input;
+  const { runId, source, ingestedAt } = input;
+  const rows = coalesceObservations(input.rows);
   const timings: Record<string, number> = {};
   let mark = performance.now();
   const lap = (name: string) => {
@@ -157,6 +214,11 @@ export async function writeIngestRun(
       insert into price_observations (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)
       select catalog_id, ${source}, version, price, median_price, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage`;
     lap('observations');
+    // The run's changed prices, read once by both event types below.
+    await tx`
+      create temp table ingest_changed (
+        catalog_id text not null, version text not null, price numeric not null, previous_price numeric, source_time timestamptz not null
+      ) on commit drop`;
     const changed = await tx`
       with previous as (
         select l.catalog_id, l.version, l.price from latest_prices l
@@ -170,17 +232,22 @@ export async function writeIngestRun(
           source_time = excluded.source_time, ingested_at = excluded.ingested_at, run_id = excluded.run_id
         returning catalog_id, version, price, source_time
       )
+      insert into ingest_changed (catalog_id, version, price, previous_price, source_time)
+      select u.catalog_id, u.version, u.price, p.price, u.source_time
+      from upserted u
+      left join previous p on p.catalog_id = u.catalog_id and p.version = u.version
+      where p.price is distinct from u.price`;
+    await tx`
       insert into event_outbox (id, event_type, payload, created_at)
       select gen_random_uuid(), 'price.updated',
              jsonb_build_object(
                'catalog_id', u.catalog_id, 'market_hash_name', c.market_hash_name, 'source', ${source}::text,
-               'version', u.version, 'price', u.price::text, 'previous_price', p.price::text,
+               'version', u.version, 'price', u.price::text, 'previous_price', u.previous_price::text,
                'currency', 'USD', 'source_time', u.source_time),
              ${ingestedAt}
-      from upserted u
-      join catalog_items c on c.catalog_id = u.catalog_id
-      left join previous p on p.catalog_id = u.catalog_id and p.version = u.version
-      where p.price is distinct from u.price`;
+      from ingest_changed u
+      join catalog_items c on c.catalog_id = u.catalog_id`;
+    if (changed.count > 0) await insertPricesUpdatedEvent(tx, { source, runId, ingestedAt, itemCount: changed.count });
     lap('latest_outbox');
     await tx`
       insert into price_rollups (catalog_id, source, version, granularity, bucket_start, open, high, low, close, samples, first_at, last_at)

@@ -1,8 +1,8 @@
 import { insertAuditEvent } from '../audit/events.ts';
-import type { Sql } from '../db.ts';
-import type { Logger } from '../logger.ts';
+import type { WorkerResources } from '../resources.ts';
 import { cancelDelivery, claimDelivery, recordAttempt, type ClaimedDelivery } from './deliveries.ts';
 import { disableWebhookEndpoint } from './endpoints.ts';
+import { deliveryData, type PageLinks } from './event-pages.ts';
 import { nextRetryDelay, parseRetryAfter } from './retry.ts';
 import { SecretKeyUnavailableError, type SecretKeyring } from './secrets.ts';
 import { postWebhook } from './send.ts';
@@ -14,15 +14,14 @@ export const LEASE_MARGIN_MS = 5_000;
 /** A job may fire this much before its delivery's due time (clocks of hosts differ). */
 const DUE_TOLERANCE_MS = 1_000;
 
-export type DeliveryDeps = {
-  sql: Sql;
-  log: Logger;
+export type DeliveryDeps = Pick<WorkerResources, 'sql' | 'log' | 'now'> & {
   keyring: SecretKeyring;
-  now: () => Date;
   retryDelaysMs: readonly number[];
   timeoutMs: number;
   /** WEBHOOK_ALLOW_PRIVATE_TARGETS: development and tests only. */
   allowPrivate: boolean;
+  /** Signs the next_url of prices.updated deliveries (SIGNING_KEY, PUBLIC_BASE_URL). */
+  pageLinks: PageLinks;
   lookup?: Lookup;
   /** An extra trusted certificate authority (tests with a local TLS receiver). */
   ca?: string;
@@ -60,7 +59,8 @@ async function exchange(deps: DeliveryDeps, delivery: ClaimedDelivery, secret: s
     if (!(error instanceof TargetRefusedError)) throw error;
     return { responseStatus: null, error: `refused: ${error.message}`, durationMs: Math.round(performance.now() - started), retryAfterMs: null };
   }
-  const body = webhookBody({ id: delivery.event_id, type: delivery.event_type, createdAt: delivery.event_created_at, data: delivery.payload });
+  const data = deliveryData(delivery.event_type, delivery.event_id, delivery.payload, deps.pageLinks, deps.now());
+  const body = webhookBody({ id: delivery.event_id, type: delivery.event_type, createdAt: delivery.event_created_at, data });
   const headers = signWebhook(secret, delivery.event_id, Math.floor(deps.now().getTime() / 1000), body);
   // Resolution and the exchange share one budget, so an attempt never outlives its lease.
   const remainingMs = Math.max(1, deps.timeoutMs - Math.round(performance.now() - started));

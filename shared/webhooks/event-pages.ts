@@ -1,0 +1,107 @@
+import { constantTimeEqual, hmacSha256 } from '../crypto.ts';
+import type { Queryable } from '../db.ts';
+import type { ChangedPrice, EventType } from '../events/outbox.ts';
+
+/**
+ * The pages of a prices.updated event past its first (DESIGN 8). The event carries the first 1 000
+ * changed items; `next_url` leads to the next page, which carries the next `next_url`, null on the
+ * last page:
+ *
+ *   <base>/v2/webhooks/events/<event_id>/pages/<page>?expires=<unix seconds>&signature=<base64url HMAC-SHA256>
+ *
+ * As for audit export downloads, the HMAC (SIGNING_KEY) covers a purpose label, the event id, the
+ * page and the expiry, so the URL needs no API key and editing any part of it makes it a 403.
+ * URLs are signed when sent, not stored: each delivery attempt and each page served carries one
+ * valid PAGE_URL_TTL_SECONDS from then, so a retry hours later still links to live pages.
+ */
+export const PAGE_URL_TTL_SECONDS = 24 * 60 * 60;
+/**
+ * Pages are kept this long after their run: longer than the retry schedule (about 28 h) plus one
+ * URL lifetime, so any URL a delivery carried expires before its pages go.
+ */
+export const PAGE_RETENTION_MS = 7 * 86_400_000;
+
+export type PageLinks = { signingKey: string; baseUrl: string };
+
+export function eventPagePath(eventId: string, page: number): string {
+  return `/v2/webhooks/events/${eventId}/pages/${page}`;
+}
+
+function pageSignature(signingKey: string, eventId: string, page: number, expires: string): string {
+  return hmacSha256(signingKey, `webhook-event-page\n${eventId}\n${page}\n${expires}`).toString('base64url');
+}
+
+export function signEventPageUrl(links: PageLinks, eventId: string, page: number, now: Date): string {
+  const expires = String(Math.floor(now.getTime() / 1000) + PAGE_URL_TTL_SECONDS);
+  const query = new URLSearchParams({ expires, signature: pageSignature(links.signingKey, eventId, page, expires) });
+  return `${links.baseUrl.replace(/\/+$/, '')}${eventPagePath(eventId, page)}?${query}`;
+}
+
+export type PageUrlCheck = 'valid' | 'invalid' | 'expired';
+
+/** The signature first (so an edited expiry is `invalid`, not `expired`), then the expiry. */
+export function checkEventPageSignature(
+  signingKey: string,
+  eventId: string,
+  page: number,
+  expires: string | undefined,
+  signature: string | undefined,
+  now: Date,
+): PageUrlCheck {
+  if (!expires || !signature || !/^\d{1,12}$/.test(expires) || signature.length > 100) return 'invalid';
+  // Compare the encoded text: base64url decoding ignores trailing bits, so two spellings would pass.
+  const expected = pageSignature(signingKey, eventId, page, expires);
+  if (!constantTimeEqual(Buffer.from(signature), Buffer.from(expected))) return 'invalid';
+  return Number(expires) * 1000 > now.getTime() ? 'valid' : 'expired';
+}
+
+/** The `data` a delivery sends: a prices.updated event gains its signed `next_url` (null when it has one page). */
+export function deliveryData(type: EventType, eventId: string, payload: unknown, links: PageLinks, now: Date): unknown {
+  if (type !== 'prices.updated') return payload;
+  const stored = payload as { page_count?: number };
+  return { ...(payload as object), next_url: (stored.page_count ?? 1) > 1 ? signEventPageUrl(links, eventId, 2, now) : null };
+}
+
+export type EventPage = {
+  event_id: string;
+  type: 'prices.updated';
+  source: string;
+  run_id: string;
+  page: number;
+  page_count: number;
+  items: ChangedPrice[];
+  next_url: string | null;
+};
+
+/** One stored page with its event's identity, and the link to the page after it; null once gone. */
+export async function findEventPage(db: Queryable, eventId: string, page: number, links: PageLinks, now: Date): Promise<EventPage | null> {
+  const [row] = await db<{ items: ChangedPrice[]; source: string; run_id: string; page_count: number }[]>`
+    select p.items, o.payload->>'source' as source, o.payload->>'run_id' as run_id, (o.payload->>'page_count')::int as page_count
+    from price_event_pages p join event_outbox o on o.id = p.event_id
+    where p.event_id = ${eventId} and p.page = ${page} and o.event_type = 'prices.updated'`;
+  if (!row) return null;
+  return {
+    event_id: eventId,
+    type: 'prices.updated',
+    source: row.source,
+    run_id: row.run_id,
+    page,
+    page_count: row.page_count,
+    items: row.items,
+    next_url: page < row.page_count ? signEventPageUrl(links, eventId, page + 1, now) : null,
+  };
+}
+
+/** Pages of runs older than the retention go, a batch at a time (the webhooks sweeper's job). */
+export async function deleteExpiredEventPages(db: Queryable, createdBefore: Date, limit = 5_000): Promise<number> {
+  const rows = await db`
+    delete from price_event_pages where (event_id, page) in (
+      select event_id, page from price_event_pages where created_at < ${createdBefore} order by created_at limit ${limit})
+    returning 1`;
+  return rows.length;
+}
+
+/** Where page URLs point: PUBLIC_BASE_URL, else the API on this host's PORT (development). */
+export function pageLinksFromConfig(config: { SIGNING_KEY?: string; PUBLIC_BASE_URL?: string; PORT: number }): PageLinks {
+  return { signingKey: config.SIGNING_KEY!, baseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}` };
+}
