@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { errors } from '../shared/errors.ts';
 import { FIXED_SEGMENT_VALUES, SEGMENTS, type SegmentFilter } from '../shared/market/segments.ts';
 import { SOURCE_NAMES } from '../shared/sources/types.ts';
+import { text } from '../shared/validation.ts';
 import type { AppDeps } from './deps.ts';
 import { weaponNameCheck } from './weapon-names.ts';
 
@@ -18,7 +19,7 @@ export const segmentQueryFields = {
   segment: z.enum(SEGMENTS, {
     error: (issue) => `unknown segment ${JSON.stringify(issue.input)}; one of ${SEGMENTS.join(', ')}`,
   }).optional(),
-  value: z.string().min(1).max(80).optional().describe('Exact value of the segment attribute, e.g. segment=weapon&value=AK-47; required with segment'),
+  value: text({ min: 1, max: 80 }).optional().describe('Exact value of the segment attribute, e.g. segment=weapon&value=AK-47; required with segment'),
 };
 
 /**

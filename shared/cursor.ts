@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { canonicalJson } from './canonical-json.ts';
 import { constantTimeEqual, hmacSha256, sha256Hex } from './crypto.ts';
 import { errors } from './errors.ts';
@@ -20,13 +21,16 @@ export function encodeCursor<Position>(signingKey: string, list: string, filters
   return `${payload}.${signature}`;
 }
 
-/** Returns the position, or throws 400 invalid_cursor; `isPosition` checks the payload's shape. */
+/**
+ * Returns the position, or throws 400 invalid_cursor. `position` is the zod schema of the payload:
+ * a signed cursor is still parsed, so a position can never carry a value its query cannot hold.
+ */
 export function decodeCursor<Position>(
   signingKey: string,
   list: string,
   filters: Record<string, unknown>,
   cursor: string,
-  isPosition: (value: unknown) => value is Position,
+  position: z.ZodType<Position>,
 ): Position {
   const [payload, signature, extra] = cursor.split('.');
   if (!payload || !signature || extra !== undefined || cursor.length > 2048) throw errors.invalidCursor();
@@ -42,6 +46,8 @@ export function decodeCursor<Position>(
   }
   if (typeof envelope !== 'object' || envelope === null) throw errors.invalidCursor();
   const { l, f, p } = envelope as Partial<CursorEnvelope<unknown>>;
-  if (l !== list || f !== filterDigest(list, filters) || !isPosition(p)) throw errors.invalidCursor();
-  return p;
+  if (l !== list || f !== filterDigest(list, filters)) throw errors.invalidCursor();
+  const parsed = position.safeParse(p);
+  if (!parsed.success) throw errors.invalidCursor();
+  return parsed.data;
 }

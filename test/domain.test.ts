@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { describe, expect, test } from 'bun:test';
 import { canonicalJson } from '../shared/canonical-json.ts';
 import { ConfigError, parseConfig } from '../shared/config.ts';
@@ -36,7 +37,7 @@ describe('config', () => {
 });
 
 describe('cursors', () => {
-  const isPosition = (value: unknown): value is { n: number } => typeof (value as { n?: unknown })?.n === 'number';
+  const isPosition = z.object({ n: z.number() });
   const key = 'unit-test-signing-key-000';
 
   test('round-trip only with the same list, filters and key', () => {
@@ -54,6 +55,9 @@ describe('cursors', () => {
     expect(invalid(() => decodeCursor(key, 'others', { a: 1, b: null }, cursor, isPosition))).toBe('invalid_cursor');
     expect(invalid(() => decodeCursor('another-signing-key-0000', 'things', { a: 1, b: null }, cursor, isPosition))).toBe('invalid_cursor');
     expect(invalid(() => decodeCursor(key, 'things', { a: 1, b: null }, `${cursor}x`, isPosition))).toBe('invalid_cursor');
+    // Signed by us but of another shape (a position an older release wrote, say): still a 400.
+    const otherShape = encodeCursor(key, 'things', { a: 1, b: null }, { n: 'seven' });
+    expect(invalid(() => decodeCursor(key, 'things', { a: 1, b: null }, otherShape, isPosition))).toBe('invalid_cursor');
   });
 });
 

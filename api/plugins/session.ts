@@ -2,6 +2,7 @@ import { Elysia } from 'elysia';
 import { errors } from '../../shared/errors.ts';
 import { findActiveSession, type SessionPrincipal } from '../../shared/identity/sessions.ts';
 import type { AppDeps } from '../deps.ts';
+import { errorResponses } from '../openapi.ts';
 
 const TOKEN_MAX_LENGTH = 200;
 
@@ -13,16 +14,25 @@ export function sessionTokenOf(request: Request): string | null {
   if (!cookie) return null;
   for (const part of cookie.split(';')) {
     const [name, ...rest] = part.trim().split('=');
-    if (name === 'session') return decodeURIComponent(rest.join('='));
+    if (name === 'session') return decodeCookieValue(rest.join('='));
   }
   return null;
+}
+
+/** A cookie value that cannot be percent-decoded is no session at all (401), never a 500. */
+function decodeCookieValue(value: string): string | null {
+  try {
+    return decodeURIComponent(value) || null;
+  } catch {
+    return null;
+  }
 }
 
 /** `session: true` on a route: a signed-in account session is required (401 otherwise). */
 export function sessionPlugin(deps: AppDeps) {
   return new Elysia({ name: 'session-auth' }).macro({
     session: (_required: true) => ({
-      detail: { security: [{ session: [] }, { sessionCookie: [] }] },
+      detail: { security: [{ session: [] }, { sessionCookie: [] }], responses: errorResponses(401, 503) },
       async resolve({ request }) {
         const token = sessionTokenOf(request);
         if (!token || token.length > TOKEN_MAX_LENGTH) throw errors.unauthorized('A signed-in session is required (Authorization: Bearer <token>).');

@@ -7,13 +7,12 @@ import { checkDownloadSignature, signDownloadUrl } from '../../shared/audit/expo
 import { blobPath, blobSize } from '../../shared/blob-store.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 import { requestIdOf } from '../plugins/errors.ts';
 import { idempotencyPlugin } from '../plugins/idempotency.ts';
 
-const dateTime = z.iso.datetime({ offset: true });
 const createBody = z
   .object({
     from: dateTime.describe('Start of the range, inclusive (RFC 3339)'),
@@ -23,13 +22,15 @@ const createBody = z
 const listQuery = z
   .object({
     state: z.enum(AUDIT_EXPORT_STATES).optional(),
-    limit: z.coerce.number().int().min(1).max(100).default(25),
-    cursor: z.string().min(1).max(2048).optional(),
+    limit: pageLimit({ max: 100, default: 25 }),
+    cursor: pageCursor,
   })
   .strict();
-const exportParams = z.object({ export_id: z.string().describe('The export id (uuid)') });
+const exportParams = z.object({ export_id: uuid('The export id (uuid)') });
+// The download URL is its own credential: its id is not checked for shape before the signature is.
+const downloadParams = z.object({ export_id: text({ max: 64 }).describe('The export id (uuid)') });
 // Unknown parameters are tolerated here: the URL is handed to browsers and download tools as is.
-const downloadQuery = z.object({ expires: z.string().max(20).optional(), signature: z.string().max(200).optional() });
+const downloadQuery = z.object({ expires: text({ max: 20 }).optional(), signature: text({ max: 200 }).optional() });
 
 const isoOrNull = z.string().nullable();
 const countOrNull = z.number().int().nullable();
@@ -53,20 +54,7 @@ const jobSchema = z.object({
   failure_reason: z.string().nullable(),
 });
 
-const isPosition = (value: unknown): value is AuditExportPosition =>
-  typeof value === 'object' &&
-  value !== null &&
-  typeof (value as AuditExportPosition).id === 'string' &&
-  isUuid((value as AuditExportPosition).id) &&
-  typeof (value as AuditExportPosition).created_at === 'string' &&
-  !Number.isNaN(Date.parse((value as AuditExportPosition).created_at));
-
-// Checked before authentication, like other ids: a malformed id is a 400 naming the field.
-const checkExportId = ({ params }: { params: Record<string, string | undefined> }) => {
-  if (!isUuid(params.export_id ?? '')) {
-    throw errors.invalidRequest('The export id is malformed; it is a uuid.', [{ field: 'params.export_id', message: 'must be a uuid' }]);
-  }
-};
+const position: z.ZodType<AuditExportPosition> = z.object({ id: uuid('export id'), created_at: cursorInstant });
 
 export function auditExportRoutes(deps: AppDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
@@ -87,8 +75,7 @@ export function auditExportRoutes(deps: AppDeps) {
     .post(
       '/v2/audit/exports',
       async ({ principal, body, set }) => {
-        const from = new Date(body.from);
-        const to = new Date(body.to);
+        const { from, to } = body;
         const now = deps.now();
         checkExportRange(from, to, now);
         const row = await createAuditExport(deps.sql, {
@@ -123,7 +110,7 @@ export function auditExportRoutes(deps: AppDeps) {
       async ({ principal, query, request }) => {
         // spec 4: the cursor binds the state filter (and the workspace), not the page size.
         const filters = { workspace: principal.workspace.id, state: query.state ?? null };
-        const after = query.cursor ? decodeCursor(signingKey, 'audit_exports', filters, query.cursor, isPosition) : null;
+        const after = query.cursor ? decodeCursor(signingKey, 'audit_exports', filters, query.cursor, position) : null;
         const page = await listAuditExports(deps.sql, principal.workspace.id, { state: query.state }, after, query.limit);
         return {
           data: page.rows.map((row) => jobJson(row, request)),
@@ -148,7 +135,6 @@ export function auditExportRoutes(deps: AppDeps) {
       {
         operation: 'audit_exports.get',
         params: exportParams,
-        transform: checkExportId,
         response: { 200: jobSchema },
         detail: { summary: 'One audit export job, with a fresh 5-minute download URL once completed (needs audit:export)', tags: ['audit'] },
       },
@@ -178,7 +164,7 @@ export function auditExportRoutes(deps: AppDeps) {
         });
       },
       {
-        params: exportParams,
+        params: downloadParams,
         query: downloadQuery,
         detail: {
           summary: 'Download a finished export (public: the signed URL from GET /v2/audit/exports/{export_id} is the credential)',

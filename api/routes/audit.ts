@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { AUDIT_NAME_PATTERN, AUDIT_OUTCOMES, AUDIT_SOURCES, listAuditEvents, type AuditEventPosition } from '../../shared/audit/events.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, uuid } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 
-const dateTime = z.iso.datetime({ offset: true });
 const auditQuery = z.object({
   source: z.enum(AUDIT_SOURCES).optional(),
   event_type: z.string().regex(AUDIT_NAME_PATTERN).optional(),
@@ -14,17 +14,11 @@ const auditQuery = z.object({
   outcome: z.enum(AUDIT_OUTCOMES).optional(),
   from: dateTime.optional(),
   to: dateTime.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().min(1).max(2048).optional(),
+  limit: pageLimit({ max: 200, default: 50 }),
+  cursor: pageCursor,
 }).strict();
 
-const isPosition = (value: unknown): value is AuditEventPosition =>
-  typeof value === 'object' &&
-  value !== null &&
-  typeof (value as AuditEventPosition).id === 'string' &&
-  /^[0-9a-f-]{36}$/.test((value as AuditEventPosition).id) &&
-  typeof (value as AuditEventPosition).occurred_at === 'string' &&
-  !Number.isNaN(Date.parse((value as AuditEventPosition).occurred_at));
+const position: z.ZodType<AuditEventPosition> = z.object({ id: uuid('event id'), occurred_at: cursorInstant });
 
 export function auditRoutes(deps: AppDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
@@ -33,8 +27,7 @@ export function auditRoutes(deps: AppDeps) {
     .get(
       '/v2/audit/events',
       async ({ principal, query }) => {
-        const from = query.from ? new Date(query.from) : undefined;
-        const to = query.to ? new Date(query.to) : undefined;
+        const { from, to } = query;
         if (from && to && from >= to) throw errors.invalidRequest('`from` must be before `to`.', [{ field: 'query.from', message: 'must be before to' }]);
         // spec 4: the cursor binds every filter (and the workspace), not the page size.
         const filters = {
@@ -46,7 +39,7 @@ export function auditRoutes(deps: AppDeps) {
           from: from?.toISOString() ?? null,
           to: to?.toISOString() ?? null,
         };
-        const after = query.cursor ? decodeCursor(signingKey, 'audit_events', filters, query.cursor, isPosition) : null;
+        const after = query.cursor ? decodeCursor(signingKey, 'audit_events', filters, query.cursor, position) : null;
         const page = await listAuditEvents(
           deps.sql,
           principal.workspace.id,

@@ -4,6 +4,7 @@ import { EXTERIORS, ITEM_TYPES, PHASE_VERSIONS, RARITIES } from '../../shared/ca
 import { catalogIsLoaded, listCatalogItems, type CatalogPosition } from '../../shared/catalog/repository.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
+import { pageCursor, pageLimit, text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 import { weaponNameCheck } from '../weapon-names.ts';
@@ -22,10 +23,10 @@ function catalogQuery() {
   return z
     .object({
       // An empty q (a cleared search box) is no filter.
-      q: z.string().max(200).optional(),
+      q: text({ max: 200 }).optional(),
       type: z.enum(ITEM_TYPES).optional(),
       // Checked against the catalog's own names in the handler (api/weapon-names.ts).
-      weapon: z.string().min(1).max(80).optional(),
+      weapon: text({ min: 1, max: 80 }).optional(),
       exterior: z.enum(EXTERIORS).optional(),
       rarity: z.enum(RARITIES).optional(),
       phase: z.enum(PHASE_VERSIONS).optional(),
@@ -33,14 +34,13 @@ function catalogQuery() {
       souvenir: booleanFlag.optional(),
       definition_index: catalogIndex.optional(),
       paint_index: catalogIndex.optional(),
-      limit: z.coerce.number().int().min(1).max(200).default(50),
-      cursor: z.string().min(1).max(2048).optional(),
+      limit: pageLimit({ max: 200, default: 50 }),
+      cursor: pageCursor,
     })
     .strict();
 }
 
-const isPosition = (value: unknown): value is CatalogPosition =>
-  typeof value === 'object' && value !== null && typeof (value as CatalogPosition).name === 'string' && (value as CatalogPosition).name.length > 0;
+const position: z.ZodType<CatalogPosition> = z.object({ name: text({ min: 1, max: 512 }) });
 
 const flag = (value: 'true' | 'false' | undefined) => (value === undefined ? undefined : value === 'true');
 
@@ -67,7 +67,7 @@ export function catalogRoutes(deps: AppDeps) {
         };
         // spec 4: the cursor binds every filter and the workspace, not the page size.
         const bound = { workspace: principal.workspace.id, ...Object.fromEntries(Object.entries(filters).map(([k, v]) => [k, v ?? null])) };
-        const after = query.cursor ? decodeCursor(signingKey, 'catalog_items', bound, query.cursor, isPosition) : null;
+        const after = query.cursor ? decodeCursor(signingKey, 'catalog_items', bound, query.cursor, position) : null;
         const page = await listCatalogItems(deps.sql, filters, after, query.limit);
         // spec 7: 503 when the catalog is unavailable, i.e. has never been loaded (an empty page of a
         // loaded catalog is a 200).

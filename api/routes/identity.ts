@@ -6,14 +6,16 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../shared/identity/
 import { createAccount, createKey, listKeys, revokeKey, signIn, signOut } from '../../shared/identity/service.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { SCOPES } from '../../shared/scopes.ts';
+import { text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { clientIp } from '../plugins/client-ip.ts';
 import { requestIdOf } from '../plugins/errors.ts';
 import { idempotencyPlugin } from '../plugins/idempotency.ts';
+import { requestMetaPlugin } from '../plugins/request-meta.ts';
 import { sessionPlugin } from '../plugins/session.ts';
 
-const email = z.string().trim().max(254).pipe(z.email());
-const password = z.string().min(PASSWORD_MIN_LENGTH, `must be at least ${PASSWORD_MIN_LENGTH} characters`).max(PASSWORD_MAX_LENGTH);
+const email = text({ max: 254, trim: true }).pipe(z.email());
+const password = text({ max: PASSWORD_MAX_LENGTH }).pipe(z.string().min(PASSWORD_MIN_LENGTH, `must be at least ${PASSWORD_MIN_LENGTH} characters`));
 
 const keyMetadata = z.object({
   id: z.uuid(),
@@ -26,7 +28,7 @@ const keyMetadata = z.object({
 
 const createKeyBody = z
   .object({
-    label: z.string().trim().min(1).max(80).optional(),
+    label: text({ min: 1, max: 80, trim: true }).optional(),
     scopes: z
       .array(z.enum(SCOPES, { error: (issue) => `unknown scope ${JSON.stringify(issue.input)}; see GET /v2/meta/scopes` }))
       .min(1, 'name at least one scope, or omit scopes for the read-only defaults')
@@ -38,47 +40,47 @@ const createKeyBody = z
   .optional();
 
 export function identityRoutes(deps: AppDeps) {
-  const meta = (set: { headers: Record<string, string | number | string[] | undefined> }) => ({ requestId: requestIdOf(set), now: deps.now() });
   const ttl = deps.config.SESSION_TTL_SECONDS;
   return new Elysia({ name: 'identity-routes' })
     .use(sessionPlugin(deps))
     .use(idempotencyPlugin(deps))
+    .use(requestMetaPlugin(deps))
     .post(
       '/v1/accounts',
-      async ({ body, set }) => {
+      async ({ body, set, requestMeta }) => {
         const created = await createAccount(
           deps.sql,
           { email: body.email, password: body.password, workspaceName: body.workspace_name, sessionTtlSeconds: ttl },
-          meta(set),
+          requestMeta,
         );
         set.status = 201;
         return created;
       },
       {
-        body: z.object({ email, password, workspace_name: z.string().trim().min(1).max(120).optional() }),
+        body: z.object({ email, password, workspace_name: text({ min: 1, max: 120, trim: true }).optional() }),
         detail: { summary: 'Create an account and its workspace; returns a session', tags: ['identity'] },
       },
     )
     .post(
       '/v1/sessions',
-      async ({ body, set, request, server }) => {
+      async ({ body, set, request, server, requestMeta }) => {
         const created = await signIn(
           deps.sql,
           { email: body.email, password: body.password, clientIp: clientIp(deps, request, server), sessionTtlSeconds: ttl },
-          meta(set),
+          requestMeta,
         );
         set.status = 201;
         return created;
       },
       {
-        body: z.object({ email: z.string().max(254), password: z.string().max(PASSWORD_MAX_LENGTH) }),
+        body: z.object({ email: text({ max: 254 }), password: text({ max: PASSWORD_MAX_LENGTH }) }),
         detail: { summary: 'Sign in; failed attempts are limited per email and per client IP', tags: ['identity'] },
       },
     )
     .delete(
       '/v1/sessions/current',
-      async ({ session, set }) => {
-        await signOut(deps.sql, session, meta(set));
+      async ({ session, set, requestMeta }) => {
+        await signOut(deps.sql, session, requestMeta);
         set.status = 204;
       },
       { session: true, detail: { summary: 'Sign out the current session', tags: ['identity'] } },
@@ -90,8 +92,8 @@ export function identityRoutes(deps: AppDeps) {
     })
     .post(
       '/v1/me/keys',
-      async ({ session, body, set }) => {
-        const created = await createKey(deps.sql, session, { label: body?.label, scopes: body?.scopes }, meta(set));
+      async ({ session, body, set, requestMeta }) => {
+        const created = await createKey(deps.sql, session, { label: body?.label, scopes: body?.scopes }, requestMeta);
         set.status = 201;
         return created;
       },
@@ -104,9 +106,9 @@ export function identityRoutes(deps: AppDeps) {
     )
     .delete(
       '/v1/me/keys/:id',
-      async ({ session, params, set }) => {
+      async ({ session, params, set, requestMeta }) => {
         if (!isUuid(params.id)) throw errors.notFound('No live API key with this id in your workspace.');
-        const { keyHash } = await revokeKey(deps.sql, session, params.id, meta(set));
+        const { keyHash } = await revokeKey(deps.sql, session, params.id, requestMeta);
         deps.keys.invalidate(keyHash);
         await deps.redis.publish(KEY_INVALIDATION_CHANNEL, keyHash).catch((error: Error) => {
           // Other API processes fall back to their cache TTL (seconds).
@@ -114,6 +116,6 @@ export function identityRoutes(deps: AppDeps) {
         });
         set.status = 204;
       },
-      { session: true, params: z.object({ id: z.string().max(64) }), detail: { summary: 'Revoke an API key', tags: ['identity'] } },
+      { session: true, params: z.object({ id: text({ max: 64 }) }), detail: { summary: 'Revoke an API key', tags: ['identity'] } },
     );
 }

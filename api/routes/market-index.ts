@@ -2,7 +2,6 @@ import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
 import { METHODOLOGIES, METHODOLOGY, ratioText, ROUNDING } from '../../shared/market-index/methodology.ts';
 import {
   findCalculation,
@@ -17,8 +16,8 @@ import type { AppDeps } from '../deps.ts';
 import { resolveWindow } from '../../shared/prices/history.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 
-const dateTime = z.iso.datetime({ offset: true });
 /** History windows: omitted `from` is 30 days before `to` (default now); at most 366 days per request. */
 export const INDEX_HISTORY_DEFAULT_DAYS = 30;
 export const INDEX_HISTORY_MAX_DAYS = 366;
@@ -32,33 +31,18 @@ const indexQueryFields = {
     .default(METHODOLOGY),
 };
 const pageFields = {
-  limit: z.coerce.number().int().min(1).max(INDEX_PAGE_LIMIT.max).default(INDEX_PAGE_LIMIT.default),
-  cursor: z.string().min(1).max(2048).optional(),
+  limit: pageLimit(INDEX_PAGE_LIMIT),
+  cursor: pageCursor,
 };
 
 const latestQuery = z.object(indexQueryFields).strict();
 const historyQuery = z.object({ ...indexQueryFields, from: dateTime.optional(), to: dateTime.optional(), ...pageFields }).strict();
 const constituentsQuery = z.object(pageFields).strict();
-const calculationParams = z.object({ calculation_id: z.string().describe('The id of a calculation (uuid)') });
+const calculationParams = z.object({ calculation_id: uuid('The id of a calculation (uuid)') });
 
 type HistoryCursor = { a: string; i: string; f: string; t: string };
-const isInstant = (value: unknown): value is string => typeof value === 'string' && !Number.isNaN(Date.parse(value));
-const isHistoryCursor = (value: unknown): value is HistoryCursor => {
-  const position = value as Partial<HistoryCursor> | null;
-  return (
-    typeof position === 'object' &&
-    position !== null &&
-    isInstant(position.a) &&
-    typeof position.i === 'string' &&
-    isUuid(position.i) &&
-    isInstant(position.f) &&
-    isInstant(position.t)
-  );
-};
-const isConstituentPosition = (value: unknown): value is ConstituentPosition => {
-  const position = value as Partial<ConstituentPosition> | null;
-  return typeof position === 'object' && position !== null && typeof position.catalog_id === 'string' && typeof position.version === 'string';
-};
+const historyPosition: z.ZodType<HistoryCursor> = z.object({ a: cursorInstant, i: uuid('calculation id'), f: cursorInstant, t: cursorInstant });
+const constituentPosition: z.ZodType<ConstituentPosition> = z.object({ catalog_id: text({ max: 128 }), version: text({ max: 32 }) });
 
 function queryString(query: IndexQuery): string {
   const search = new URLSearchParams({ marketplace: query.marketplace });
@@ -137,8 +121,7 @@ export function marketIndexRoutes(deps: AppDeps) {
       '/v2/market-index/cs2/history',
       async ({ query, principal }) => {
         const resolved = await indexQuery(query);
-        const from = query.from ? new Date(query.from) : undefined;
-        const to = query.to ? new Date(query.to) : undefined;
+        const { from, to } = query;
         const filters = {
           workspace: principal.workspace.id,
           ...resolved,
@@ -149,7 +132,7 @@ export function marketIndexRoutes(deps: AppDeps) {
         let window: { from: Date; to: Date };
         let after: { as_of: string; id: string } | null = null;
         if (query.cursor) {
-          const position = decodeCursor(signingKey, 'market_index_history', filters, query.cursor, isHistoryCursor);
+          const position = decodeCursor(signingKey, 'market_index_history', filters, query.cursor, historyPosition);
           window = { from: new Date(position.f), to: new Date(position.t) };
           after = { as_of: position.a, id: position.i };
         } else {
@@ -196,7 +179,7 @@ export function marketIndexRoutes(deps: AppDeps) {
         // Only successful calculations are published; a failed one has no constituents by definition.
         if (!calculation || calculation.status !== 'succeeded') throw errors.notFound('No successful index calculation has this id.');
         const filters = { workspace: principal.workspace.id, calculation: calculation.id };
-        const after = query.cursor ? decodeCursor(signingKey, 'market_index_constituents', filters, query.cursor, isConstituentPosition) : null;
+        const after = query.cursor ? decodeCursor(signingKey, 'market_index_constituents', filters, query.cursor, constituentPosition) : null;
         const page = await listConstituents(deps.sql, calculation, after, query.limit);
         return {
           calculation: calculationSummary(calculation),
@@ -211,12 +194,6 @@ export function marketIndexRoutes(deps: AppDeps) {
         operation: 'market_index.constituents',
         params: calculationParams,
         query: constituentsQuery,
-        // Checked before authentication, like catalog ids: a malformed id is a 400 naming the field.
-        transform: ({ params }: { params: Record<string, string | undefined> }) => {
-          if (!isUuid(params.calculation_id ?? '')) {
-            throw errors.invalidRequest('The calculation id is malformed; it is a uuid.', [{ field: 'params.calculation_id', message: 'must be a uuid' }]);
-          }
-        },
         detail: {
           summary: "Every constituent of a calculation with its previous and current price and ratio, paginated (needs market:read)",
           tags: ['market'],

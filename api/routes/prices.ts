@@ -13,15 +13,15 @@ import {
   resolveHistoryWindow,
 } from '../../shared/prices/history.ts';
 import type { HistoryPosition } from '../../shared/prices/repository.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 import { marketplaceField } from '../segment-filter.ts';
 
-const dateTime = z.iso.datetime({ offset: true });
 const versionMessage = 'unknown version: default, phase-1…phase-4, ruby, sapphire, black-pearl, emerald, pattern-<0…1000> or tier-<n>';
 const version = z.string().max(32).refine(isPriceVersion, versionMessage);
 
-const itemParams = z.object({ catalog_id: z.string().describe('A catalog id as returned by the catalog API (itm_…), passed back unchanged') });
+const itemParams = z.object({ catalog_id: text({ max: 128 }).describe('A catalog id as returned by the catalog API (itm_…), passed back unchanged') });
 
 const pricesQuery = z.object({ version: version.optional() }).strict();
 
@@ -34,26 +34,14 @@ const historyQuery = z
       .default(DEFAULT_GRANULARITY),
     from: dateTime.optional(),
     to: dateTime.optional(),
-    limit: z.coerce.number().int().min(1).max(HISTORY_LIMIT_MAX).default(HISTORY_LIMIT_DEFAULT),
-    cursor: z.string().min(1).max(2048).optional(),
+    limit: pageLimit({ max: HISTORY_LIMIT_MAX, default: HISTORY_LIMIT_DEFAULT }),
+    cursor: pageCursor,
   })
   .strict();
 
 type HistoryCursorPosition = { v: string; b: string; f: string; t: string };
 
-const isIsoInstant = (value: unknown): value is string => typeof value === 'string' && !Number.isNaN(Date.parse(value));
-const isHistoryPosition = (value: unknown): value is HistoryCursorPosition => {
-  const position = value as Partial<HistoryCursorPosition> | null;
-  return (
-    typeof position === 'object' &&
-    position !== null &&
-    typeof position.v === 'string' &&
-    isPriceVersion(position.v) &&
-    isIsoInstant(position.b) &&
-    isIsoInstant(position.f) &&
-    isIsoInstant(position.t)
-  );
-};
+const historyPosition: z.ZodType<HistoryCursorPosition> = z.object({ v: version, b: cursorInstant, f: cursorInstant, t: cursorInstant });
 
 /** Checked before validation and authentication, so a malformed id is a 400 with its own code. */
 function checkCatalogId({ params }: { params: Record<string, string | undefined> }) {
@@ -92,8 +80,7 @@ export function priceRoutes(deps: AppDeps) {
     .get(
       '/v2/prices/:catalog_id/history',
       async ({ params, query, principal }) => {
-        const from = query.from ? new Date(query.from) : undefined;
-        const to = query.to ? new Date(query.to) : undefined;
+        const { from, to } = query;
         // spec 4: the cursor binds the item, the workspace and every filter (not the page size).
         const filters = {
           workspace: principal.workspace.id,
@@ -107,7 +94,7 @@ export function priceRoutes(deps: AppDeps) {
         let window: { from: Date; to: Date };
         let after: HistoryPosition | null = null;
         if (query.cursor) {
-          const position = decodeCursor(signingKey, 'price_history', filters, query.cursor, isHistoryPosition);
+          const position = decodeCursor(signingKey, 'price_history', filters, query.cursor, historyPosition);
           // The window a default (omitted from/to) resolved to on the first page rides in the cursor,
           // so later pages page through the same window instead of one that moved with the clock.
           window = { from: new Date(position.f), to: new Date(position.t) };

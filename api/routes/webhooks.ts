@@ -4,7 +4,7 @@ import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
 import { EVENT_TYPES } from '../../shared/events/outbox.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { cursorInstant, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 import { DELIVERY_STATES, listDeliveries, type DeliveryPosition } from '../../shared/webhooks/deliveries.ts';
 import { findWebhookEndpoint, listWebhookEndpoints, type EndpointPosition } from '../../shared/webhooks/endpoints.ts';
 import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
@@ -13,20 +13,20 @@ import { MAX_WEBHOOK_URL_LENGTH } from '../../shared/webhooks/targets.ts';
 import type { AppDeps } from '../deps.ts';
 import { webhookEventPageRoutes } from './webhook-event-pages.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
-import { requestIdOf } from '../plugins/errors.ts';
 import { idempotencyPlugin } from '../plugins/idempotency.ts';
+import { requestMetaPlugin, type RequestMeta } from '../plugins/request-meta.ts';
 
 export const WEBHOOK_PAGE_LIMIT = { default: 25, max: 100 } as const;
 
 const allowedEventTypes = EVENT_TYPES.join(', ');
 const createBody = z
   .object({
-    url: z.string().trim().min(1).max(MAX_WEBHOOK_URL_LENGTH).describe('HTTPS address that receives the events'),
+    url: text({ min: 1, max: MAX_WEBHOOK_URL_LENGTH, trim: true }).describe('HTTPS address that receives the events'),
     event_types: z
       .array(z.enum(EVENT_TYPES, { error: (issue) => `unknown event type ${JSON.stringify(issue.input)}; one of ${allowedEventTypes}` }))
       .min(1, `name at least one event type: ${allowedEventTypes}`)
       .max(EVENT_TYPES.length * 2),
-    description: z.string().trim().min(1).max(500).optional(),
+    description: text({ min: 1, max: 500, trim: true }).optional(),
   })
   .strict();
 
@@ -64,31 +64,14 @@ const deliverySchema = z.object({
 });
 
 const pageFields = {
-  limit: z.coerce.number().int().min(1).max(WEBHOOK_PAGE_LIMIT.max).default(WEBHOOK_PAGE_LIMIT.default),
-  cursor: z.string().min(1).max(2048).optional(),
+  limit: pageLimit(WEBHOOK_PAGE_LIMIT),
+  cursor: pageCursor,
 };
 const listQuery = z.object(pageFields).strict();
 const deliveriesQuery = z.object({ status: z.enum(DELIVERY_STATES).optional(), ...pageFields }).strict();
-const endpointParams = z.object({ webhook_id: z.string().describe('The id of a webhook endpoint (uuid)') });
+const endpointParams = z.object({ webhook_id: uuid('The id of a webhook endpoint (uuid)') });
 
-const isPosition = (value: unknown): value is EndpointPosition & DeliveryPosition => {
-  const position = value as Partial<EndpointPosition> | null;
-  return (
-    typeof position === 'object' &&
-    position !== null &&
-    typeof position.id === 'string' &&
-    isUuid(position.id) &&
-    typeof position.created_at === 'string' &&
-    !Number.isNaN(Date.parse(position.created_at))
-  );
-};
-
-// Checked before authentication, like other ids: a malformed id is a 400 naming the field.
-const requireUuidId = ({ params }: { params: Record<string, string | undefined> }) => {
-  if (!isUuid(params.webhook_id ?? '')) {
-    throw errors.invalidRequest('The webhook id is malformed; it is a uuid.', [{ field: 'params.webhook_id', message: 'must be a uuid' }]);
-  }
-};
+const position: z.ZodType<EndpointPosition & DeliveryPosition> = z.object({ id: uuid('position id'), created_at: cursorInstant });
 
 const notFound = () => errors.notFound('No webhook endpoint with this id in your workspace.');
 
@@ -97,25 +80,25 @@ export function webhookRoutes(deps: AppDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const keyring = SecretKeyring.fromConfig(deps.config);
   const policy = { allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS };
-  const meta = (principal: ApiKeyPrincipal, set: { headers: Record<string, string | number | string[] | undefined> }) => ({
+  const meta = (principal: ApiKeyPrincipal, requestMeta: RequestMeta) => ({
+    ...requestMeta,
     workspaceId: principal.workspace.id,
     actor: { type: 'api_key' as const, id: principal.keyId },
-    requestId: requestIdOf(set),
-    now: deps.now(),
   });
 
   return new Elysia({ name: 'webhook-routes' })
     .use(apiKeyPlugin(deps))
     .use(idempotencyPlugin(deps))
+    .use(requestMetaPlugin(deps))
     .post(
       '/v2/webhooks',
-      async ({ principal, body, set }) => {
+      async ({ principal, body, set, requestMeta }) => {
         const created = await createWebhookEndpoint(
           deps.sql,
           keyring,
           policy,
           { url: body.url, eventTypes: body.event_types, description: body.description },
-          meta(principal, set),
+          meta(principal, requestMeta),
         );
         set.status = 201;
         return created;
@@ -134,7 +117,7 @@ export function webhookRoutes(deps: AppDeps) {
       '/v2/webhooks',
       async ({ principal, query }) => {
         const filters = { workspace: principal.workspace.id };
-        const after = query.cursor ? decodeCursor(signingKey, 'webhook_endpoints', filters, query.cursor, isPosition) : null;
+        const after = query.cursor ? decodeCursor(signingKey, 'webhook_endpoints', filters, query.cursor, position) : null;
         const page = await listWebhookEndpoints(deps.sql, principal.workspace.id, after, query.limit);
         return { data: page.endpoints, next_cursor: page.next ? encodeCursor(signingKey, 'webhook_endpoints', filters, page.next) : null };
       },
@@ -155,21 +138,19 @@ export function webhookRoutes(deps: AppDeps) {
       {
         operation: 'webhooks.get',
         params: endpointParams,
-        transform: requireUuidId,
         response: { 200: endpointSchema },
         detail: { summary: 'One webhook endpoint, never its secret (needs webhooks:read)', tags: ['webhooks'] },
       },
     )
     .delete(
       '/v2/webhooks/:webhook_id',
-      async ({ principal, params, set }) => {
-        await removeWebhookEndpoint(deps.sql, params.webhook_id, meta(principal, set));
+      async ({ principal, params, set, requestMeta }) => {
+        await removeWebhookEndpoint(deps.sql, params.webhook_id, meta(principal, requestMeta));
         set.status = 204;
       },
       {
         operation: 'webhooks.delete',
         params: endpointParams,
-        transform: requireUuidId,
         detail: { summary: 'Delete a webhook endpoint: its secret is destroyed and unsent deliveries are cancelled (needs webhooks:write)', tags: ['webhooks'] },
       },
     )
@@ -180,7 +161,7 @@ export function webhookRoutes(deps: AppDeps) {
         if (!endpoint) throw notFound();
         // spec 4: the cursor binds the workspace, the endpoint and the status filter (not the page size).
         const filters = { workspace: principal.workspace.id, endpoint: endpoint.id, status: query.status ?? null };
-        const after = query.cursor ? decodeCursor(signingKey, 'webhook_deliveries', filters, query.cursor, isPosition) : null;
+        const after = query.cursor ? decodeCursor(signingKey, 'webhook_deliveries', filters, query.cursor, position) : null;
         const page = await listDeliveries(deps.sql, endpoint.id, query.status, after, query.limit);
         return { data: page.deliveries, next_cursor: page.next ? encodeCursor(signingKey, 'webhook_deliveries', filters, page.next) : null };
       },
@@ -188,7 +169,6 @@ export function webhookRoutes(deps: AppDeps) {
         operation: 'webhooks.deliveries.list',
         params: endpointParams,
         query: deliveriesQuery,
-        transform: requireUuidId,
         response: { 200: z.object({ data: z.array(deliverySchema), next_cursor: z.string().nullable() }) },
         detail: {
           summary: "An endpoint's deliveries, newest first, each with every attempt: status, response code, duration, next retry (needs webhooks:read)",
