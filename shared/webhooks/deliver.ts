@@ -1,6 +1,5 @@
 import { insertAuditEvent } from '../audit/events.ts';
-import type { Sql } from '../db.ts';
-import type { Logger } from '../logger.ts';
+import type { WorkerResources } from '../resources.ts';
 import { cancelDelivery, claimDelivery, recordAttempt, type ClaimedDelivery } from './deliveries.ts';
 import { disableWebhookEndpoint } from './endpoints.ts';
 import { deliveryData, type PageLinks } from './event-pages.ts';
@@ -15,11 +14,8 @@ export const LEASE_MARGIN_MS = 5_000;
 /** A job may fire this much before its delivery's due time (clocks of hosts differ). */
 const DUE_TOLERANCE_MS = 1_000;
 
-export type DeliveryDeps = {
-  sql: Sql;
-  log: Logger;
+export type DeliveryDeps = Pick<WorkerResources, 'sql' | 'log' | 'now'> & {
   keyring: SecretKeyring;
-  now: () => Date;
   retryDelaysMs: readonly number[];
   timeoutMs: number;
   /** WEBHOOK_ALLOW_PRIVATE_TARGETS: development and tests only. */

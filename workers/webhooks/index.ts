@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '../../shared/logger.ts';
-import { JOBS, parseJobPayload } from '../../shared/queues.ts';
+import { enqueue, enqueueMany } from '../../shared/queues.ts';
 import { attemptDelivery, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
 import { pageLinksFromConfig } from '../../shared/webhooks/event-pages.ts';
 import { deliveryJobId, dispatchOutbox, sweepDeliveries, type DeliveryJob } from '../../shared/webhooks/dispatch.ts';
@@ -12,16 +12,15 @@ const OUTBOX_CHANNEL = 'event_outbox';
 const NUDGE_JOB_ID = 'dispatch-nudge';
 
 function enqueuer(queue: Queue) {
-  return async (jobs: DeliveryJob[]) => {
-    const options = JOBS['webhooks.deliver'].options;
-    await queue.addBulk(
+  return (jobs: DeliveryJob[]) =>
+    enqueueMany(
+      queue,
+      'webhooks.deliver',
       jobs.map((job) => ({
-        name: 'webhooks.deliver',
-        data: parseJobPayload('webhooks.deliver', { delivery_id: job.deliveryId }),
-        opts: { ...options, jobId: deliveryJobId(job.deliveryId, job.attemptsMade), delay: job.delayMs },
+        payload: { delivery_id: job.deliveryId },
+        options: { jobId: deliveryJobId(job.deliveryId, job.attemptsMade), delay: job.delayMs },
       })),
     );
-  };
 }
 
 /**
@@ -32,9 +31,7 @@ function enqueuer(queue: Queue) {
 function outboxListener(context: PoolContext, log: Logger) {
   let listening: Promise<unknown> | null = null;
   const nudge = () => {
-    context.queue
-      .add('webhooks.dispatch', {}, { ...JOBS['webhooks.dispatch'].options, jobId: NUDGE_JOB_ID })
-      .catch((error: Error) => log.warn({ err: error.message }, 'could not nudge the webhook dispatcher'));
+    enqueue(context.queue, 'webhooks.dispatch', {}, { jobId: NUDGE_JOB_ID }).catch((error: Error) => log.warn({ err: error.message }, 'could not nudge the webhook dispatcher'));
   };
   return () => {
     listening ??= context.sql.listen(OUTBOX_CHANNEL, nudge).catch((error: Error) => {
