@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { databaseName, dropDatabase, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
+import { databaseName, dropDatabase, ensureChromium, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
 import type { Services } from './services.ts';
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
@@ -214,8 +214,19 @@ async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
   log(`warning: ${url} did not answer within ${timeoutMs / 1000} s`);
 }
 
+/** SIMULATOR_PORT, when set, puts the simulator at a known address; unset means a free port. */
+function configuredSimulatorPort(): number | undefined {
+  const raw = process.env.SIMULATOR_PORT;
+  if (raw === undefined || raw === '') return undefined;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`SIMULATOR_PORT: must be an integer from 1 to 65535, got ${JSON.stringify(raw)}`);
+  return port;
+}
+
 async function start(services: Services): Promise<never> {
   const env = childEnv(services);
+  // Checked before the slow steps, so a bad value fails at once.
+  const simulatorPort = configuredSimulatorPort();
   const entries = readProcfile().filter((e) => e.name !== 'release');
   if (entries.length === 0) throw new Error('Procfile has no processes to run');
 
@@ -252,11 +263,11 @@ async function start(services: Services): Promise<never> {
 
   // DESIGN 4/9: with no SOURCES configured, prices come from the local market simulator.
   if (!process.env.SOURCES) {
-    const simulatorPort = await freePort();
-    const simulatorUrl = `http://127.0.0.1:${simulatorPort}`;
+    const simulatorAt = simulatorPort ?? (await freePort());
+    const simulatorUrl = `http://127.0.0.1:${simulatorAt}`;
     entries.unshift({ name: 'simulator', command: 'bun test/fakes/simulator-main.ts' });
     Object.assign(env, {
-      SIMULATOR_PORT: String(simulatorPort),
+      SIMULATOR_PORT: String(simulatorAt),
       SOURCES: 'skinport,steam,csfloat',
       SOURCE_SKINPORT_URL: `${simulatorUrl}/skinport`,
       SOURCE_STEAM_URL: `${simulatorUrl}/steam`,
@@ -308,6 +319,7 @@ async function main(): Promise<void> {
   const services = await ensureServices({ log });
   let code = 1;
   try {
+    if (mode !== 'exec') await ensureChromium(log);
     if (interrupted) {
       code = 130;
     } else if (mode === 'start') {

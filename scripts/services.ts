@@ -662,6 +662,23 @@ async function resolveRedis(log: Log): Promise<{ url: string; stop: (() => Promi
 }
 
 // ---------------------------------------------------------------------------
+// Chromium
+
+/**
+ * DESIGN 4: renders and the docs-page test drive Debian's Chromium, installed with apt-get like
+ * Postgres when CHROMIUM_PATH (default /usr/bin/chromium) is missing.
+ */
+export async function ensureChromium(log: Log): Promise<void> {
+  const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+  if (isExecutable(chromiumPath)) return;
+  log(`Chromium not found at ${chromiumPath}: installing package "chromium"`);
+  await aptInstall('chromium', log);
+  if (!isExecutable(chromiumPath)) {
+    throw new Error(`chromium was installed but ${chromiumPath} still does not exist; point CHROMIUM_PATH at its binary`);
+  }
+}
+
+// ---------------------------------------------------------------------------
 
 /**
  * Ensures Postgres and Redis are available. Returns their URLs and a stop()
