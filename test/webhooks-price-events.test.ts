@@ -144,9 +144,9 @@ describe('price.updated and prices.updated', () => {
     const singles = (await received(single.path, 3)).map((request) => verify<{ catalog_id: string; source: string; price: string; previous_price: string | null }>(single.hook, request));
     expect(singles.map((event) => event.type)).toEqual(['price.updated', 'price.updated', 'price.updated']);
     expect(singles.map((event) => [event.data.catalog_id, event.data.price, event.data.previous_price]).sort()).toEqual([
-      [a, '1.50', null],
-      [b, '2.00', null],
-      [c, '3.00', null],
+      [a!, '1.50', null],
+      [b!, '2.00', null],
+      [c!, '3.00', null],
     ]);
     const [batch] = (await received(batched.path, 1)).map((request) => verify<PricesUpdated>(batched.hook, request));
     expect(batch!.type).toBe('prices.updated');
@@ -173,7 +173,7 @@ describe('price.updated and prices.updated', () => {
     await settled(batched.hook, 2);
     const all = receiver.received(single.path).map((request) => verify<{ catalog_id: string; price: string; previous_price: string }>(single.hook, request));
     expect(all).toHaveLength(4);
-    expect([all[3]!.data.catalog_id, all[3]!.data.price, all[3]!.data.previous_price]).toEqual([b, '2.50', '2.00']);
+    expect([all[3]!.data.catalog_id, all[3]!.data.price, all[3]!.data.previous_price]).toEqual([b!, '2.50', '2.00']);
     const batches = receiver.received(batched.path).map((request) => verify<PricesUpdated>(batched.hook, request));
     expect(batches.map((event) => event.type)).toEqual(['prices.updated', 'prices.updated']);
     expect(batches[1]!.data.items).toEqual([{ catalog_id: b!, version: 'default', price: '2.50', previous_price: '2.00' }]);
@@ -182,7 +182,7 @@ describe('price.updated and prices.updated', () => {
     const stored = await sql<{ event_type: string; count: number }[]>`
       select event_type, count(*)::int as count from event_outbox
       where payload->>'source' = ${source} group by event_type order by event_type`;
-    expect(stored).toEqual([
+    expect([...stored]).toEqual([
       { event_type: 'price.updated', count: 4 },
       { event_type: 'prices.updated', count: 2 },
     ]);
