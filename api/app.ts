@@ -1,11 +1,11 @@
-import { openapi } from '@elysiajs/openapi';
 import { Elysia, type AnyElysia } from 'elysia';
-import { z } from 'zod';
 import type { AppDeps } from './deps.ts';
 import { errorsPlugin, MAX_BODY_BYTES } from './plugins/errors.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { auditExportRoutes } from './routes/audit-exports.ts';
 import { catalogRoutes } from './routes/catalog.ts';
+import { buildOpenApiDocument } from './openapi.ts';
+import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
 import { identityRoutes } from './routes/identity.ts';
 import { marketSummaryRoutes } from './routes/market-summary.ts';
@@ -15,6 +15,21 @@ import { metaRoutes } from './routes/meta.ts';
 import { priceRoutes } from './routes/prices.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+
+const documentation = {
+  info: {
+    title: 'CS2 pricing and platform API',
+    version: '1.0.0',
+    description: 'Keyless pricing, and keyed platform APIs (X-API-Key). Errors share one body: {"error":{"code","message","request_id","details?"}}.',
+  },
+  components: {
+    securitySchemes: {
+      apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+      session: { type: 'http', scheme: 'bearer' },
+      sessionCookie: { type: 'apiKey', in: 'cookie', name: 'session' },
+    },
+  },
+};
 
 /**
  * The HTTP app. `extend` mounts extra routes after the shared plugins (tests mount test-only
@@ -26,27 +41,6 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 2 },
   })
     .use(errorsPlugin(deps.log))
-    .use(
-      openapi({
-        path: '/docs',
-        specPath: '/openapi.json',
-        mapJsonSchema: { zod: z.toJSONSchema },
-        documentation: {
-          info: {
-            title: 'CS2 pricing and platform API',
-            version: '1.0.0',
-            description: 'Keyless pricing, and keyed platform APIs (X-API-Key). Errors share one body: {"error":{"code","message","request_id","details?"}}.',
-          },
-          components: {
-            securitySchemes: {
-              apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
-              session: { type: 'http', scheme: 'bearer' },
-              sessionCookie: { type: 'apiKey', in: 'cookie', name: 'session' },
-            },
-          },
-        },
-      }),
-    )
     .use(healthRoutes(deps))
     .use(metaRoutes(deps))
     .use(identityRoutes(deps))
@@ -59,5 +53,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(marketSummaryRoutes(deps))
     .use(publicPriceRoutes(deps))
     .use(webhookRoutes(deps));
-  return extend ? extend(app) : app;
+  const full = extend ? extend(app) : app;
+  // Mounted last and built at its first request, so the document covers every route of the app.
+  return full.use(docsRoutes(() => buildOpenApiDocument(full, documentation), documentation.info));
 }

@@ -6,6 +6,7 @@ import { operation as findOperation, type OperationId } from '../../shared/opera
 import { budgetsFor } from '../../shared/usage/budgets.ts';
 import { rateLimitHeaders, type DebitResult } from '../../shared/usage/metering.ts';
 import type { AppDeps } from '../deps.ts';
+import { errorResponses } from '../openapi.ts';
 import { requestIdOf } from './errors.ts';
 
 const KEY_MAX_LENGTH = 200;
@@ -34,7 +35,7 @@ export function apiKeyPlugin(deps: AppDeps) {
 
   return new Elysia({ name: 'api-key-auth' }).macro({
     operation: (operationId: OperationId) => ({
-      detail: { security: [{ apiKey: [] }] },
+      detail: { security: [{ apiKey: [] }], responses: errorResponses(401, 403, 429, 503) },
       async resolve({ request, set }) {
         const op = findOperation(operationId);
         const requestId = requestIdOf(set);

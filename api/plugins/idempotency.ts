@@ -12,6 +12,7 @@ import {
 } from '../../shared/idempotency/records.ts';
 import type { OperationId } from '../../shared/operations.ts';
 import type { AppDeps } from '../deps.ts';
+import { errorResponses } from '../openapi.ts';
 import { requestIdOf } from './errors.ts';
 
 function pathWithQuery(url: string): string {
@@ -31,6 +32,8 @@ type Claim = { workspaceId: string; operation: string; key: string; settled: boo
 export function idempotencyPlugin(deps: AppDeps) {
   return new Elysia({ name: 'idempotency' }).macro({
     idempotent: (options: IdempotencyOptions) => ({
+      // 400 idempotency_key_required (or a malformed key), 409 reused or still in use (DESIGN 6).
+      detail: { responses: errorResponses(400, 409) },
       async resolve(context) {
         const { request, set, body } = context;
         const principal = (context as { principal?: ApiKeyPrincipal }).principal;

@@ -2,6 +2,7 @@ import { Elysia } from 'elysia';
 import { errors } from '../../shared/errors.ts';
 import { IpRateLimiter, ipRateLimitHeaders } from '../../shared/usage/ip-limits.ts';
 import type { AppDeps } from '../deps.ts';
+import { errorResponses } from '../openapi.ts';
 import { clientIp } from './client-ip.ts';
 import { requestIdOf } from './errors.ts';
 
@@ -27,6 +28,7 @@ export function publicRateLimitPlugin(deps: AppDeps) {
 
   return new Elysia({ name: 'public-rate-limit' }).macro({
     publicRateLimit: (name: string) => ({
+      detail: { responses: errorResponses(429) },
       async resolve({ request, server, set }) {
         let result;
         try {

@@ -9,6 +9,7 @@ import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 import { requestIdOf } from '../plugins/errors.ts';
 import { idempotencyPlugin } from '../plugins/idempotency.ts';
@@ -136,7 +137,7 @@ export function auditExportRoutes(deps: AppDeps) {
         operation: 'audit_exports.get',
         params: exportParams,
         response: { 200: jobSchema },
-        detail: { summary: 'One audit export job, with a fresh 5-minute download URL once completed (needs audit:export)', tags: ['audit'] },
+        detail: { summary: 'One audit export job, with a fresh 5-minute download URL once completed (needs audit:export)', tags: ['audit'], responses: routeResponses({}, 404) },
       },
     )
     .get(
@@ -168,7 +169,7 @@ export function auditExportRoutes(deps: AppDeps) {
         query: downloadQuery,
         detail: {
           summary: 'Download a finished export (public: the signed URL from GET /v2/audit/exports/{export_id} is the credential)',
-          tags: ['audit'],
+          tags: ['audit'], responses: routeResponses({}, 403, 404),
         },
       },
     );

@@ -4,6 +4,7 @@ import { errors } from '../../shared/errors.ts';
 import { sourceFreshness } from '../../shared/health/sources.ts';
 import { platformStatus } from '../../shared/health/status.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 
 const healthReport = z.object({
   status: z.enum(['up', 'degraded']),
@@ -42,6 +43,6 @@ export function healthRoutes(deps: AppDeps) {
         if (!report) throw errors.unavailable('status_unavailable', 'Platform status cannot be assembled: the database is unreachable.');
         return report;
       },
-      { detail: { summary: 'Aggregate platform status with degraded components', tags: ['public'] } },
+      { detail: { summary: 'Aggregate platform status with degraded components', tags: ['public'], responses: routeResponses({}, 503) } },
     );
 }

@@ -8,6 +8,7 @@ import { isUuid } from '../../shared/ids.ts';
 import { SCOPES } from '../../shared/scopes.ts';
 import { text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { clientIp } from '../plugins/client-ip.ts';
 import { requestIdOf } from '../plugins/errors.ts';
 import { idempotencyPlugin } from '../plugins/idempotency.ts';
@@ -58,7 +59,7 @@ export function identityRoutes(deps: AppDeps) {
       },
       {
         body: z.object({ email, password, workspace_name: text({ min: 1, max: 120, trim: true }).optional() }),
-        detail: { summary: 'Create an account and its workspace; returns a session', tags: ['identity'] },
+        detail: { summary: 'Create an account and its workspace; returns a session', tags: ['identity'], responses: routeResponses({ 201: 'Account, workspace and session created' }, 409) },
       },
     )
     .post(
@@ -74,7 +75,7 @@ export function identityRoutes(deps: AppDeps) {
       },
       {
         body: z.object({ email: text({ max: 254 }), password: text({ max: PASSWORD_MAX_LENGTH }) }),
-        detail: { summary: 'Sign in; failed attempts are limited per email and per client IP', tags: ['identity'] },
+        detail: { summary: 'Sign in; failed attempts are limited per email and per client IP', tags: ['identity'], responses: routeResponses({ 201: 'Session created' }, 401, 429, 503) },
       },
     )
     .delete(
@@ -83,7 +84,7 @@ export function identityRoutes(deps: AppDeps) {
         await signOut(deps.sql, session, requestMeta);
         set.status = 204;
       },
-      { session: true, detail: { summary: 'Sign out the current session', tags: ['identity'] } },
+      { session: true, detail: { summary: 'Sign out the current session', tags: ['identity'], responses: routeResponses({ 204: 'Signed out' }) } },
     )
     .get('/v1/me/keys', async ({ session }) => ({ keys: await listKeys(deps.sql, session) }), {
       session: true,
@@ -101,7 +102,7 @@ export function identityRoutes(deps: AppDeps) {
         session: true,
         idempotent: { operation: 'keys.create', required: false },
         body: createKeyBody,
-        detail: { summary: 'Create an API key; the raw key is returned once', tags: ['identity'] },
+        detail: { summary: 'Create an API key; the raw key is returned once', tags: ['identity'], responses: routeResponses({ 201: 'Key created; `key` appears in this response only' }) },
       },
     )
     .delete(
@@ -116,6 +117,6 @@ export function identityRoutes(deps: AppDeps) {
         });
         set.status = 204;
       },
-      { session: true, params: z.object({ id: text({ max: 64 }) }), detail: { summary: 'Revoke an API key', tags: ['identity'] } },
+      { session: true, params: z.object({ id: text({ max: 64 }) }), detail: { summary: 'Revoke an API key', tags: ['identity'], responses: routeResponses({ 204: 'Revoked' }, 404) } },
     );
 }

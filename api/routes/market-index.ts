@@ -13,6 +13,7 @@ import {
   type IndexQuery,
 } from '../../shared/market-index/repository.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { resolveWindow } from '../../shared/prices/history.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
@@ -113,7 +114,7 @@ export function marketIndexRoutes(deps: AppDeps) {
         query: latestQuery,
         detail: {
           summary: 'Newest successful cs2.chain-equal-weight.v1 calculation for a marketplace and segment, with its inputs (needs market:read)',
-          tags: ['market'],
+          tags: ['market'], responses: routeResponses({}, 404),
         },
       },
     )
@@ -196,7 +197,7 @@ export function marketIndexRoutes(deps: AppDeps) {
         query: constituentsQuery,
         detail: {
           summary: "Every constituent of a calculation with its previous and current price and ratio, paginated (needs market:read)",
-          tags: ['market'],
+          tags: ['market'], responses: routeResponses({}, 404),
         },
       },
     );

@@ -15,6 +15,7 @@ import {
 import type { HistoryPosition } from '../../shared/prices/repository.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 import { marketplaceField } from '../segment-filter.ts';
 
@@ -73,7 +74,7 @@ export function priceRoutes(deps: AppDeps) {
         transform: checkCatalogId,
         detail: {
           summary: 'Current prices of a catalog item per version and source, with freshness and min/median/max (needs prices:read)',
-          tags: ['prices'],
+          tags: ['prices'], responses: routeResponses({}, 404),
         },
       },
     )
@@ -127,7 +128,7 @@ export function priceRoutes(deps: AppDeps) {
         transform: checkCatalogId,
         detail: {
           summary: 'Price history buckets (open/high/low/close, samples) of one marketplace, per version (needs prices:read)',
-          tags: ['prices'],
+          tags: ['prices'], responses: routeResponses({}, 404),
         },
       },
     );

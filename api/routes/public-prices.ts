@@ -4,6 +4,7 @@ import { ApiError, errors } from '../../shared/errors.ts';
 import type { EncodedBody } from '../../shared/prices/public-document.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { clientIp } from '../plugins/client-ip.ts';
 import { DownloadSlots, sharedBodyStream } from '../plugins/download-slots.ts';
 import { publicRateLimitPlugin } from '../plugins/public-rate-limit.ts';
@@ -110,7 +111,7 @@ export function publicPriceRoutes(deps: AppDeps) {
             'Limited per client address: `PUBLIC_PRICES_RATE_LIMIT` requests per minute (429 `rate_limited`), and at most ' +
             '`PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT` (default 4) downloads running at once per API process; one more is answered ' +
             '429 `too_many_concurrent_downloads` with `Retry-After` and `Cache-Control: no-store`. A 304 does not take a download slot.',
-          tags: ['public'],
+          tags: ['public'], responses: routeResponses({ 304: 'Not modified (If-None-Match)' }, 429, 503),
         },
       },
     )
@@ -127,7 +128,7 @@ export function publicPriceRoutes(deps: AppDeps) {
         params: itemParams,
         publicRateLimit: 'prices',
         transform: noStore,
-        detail: { summary: 'Every stored price version of one item by its exact market_hash_name. No key; limited per client address.', tags: ['public'] },
+        detail: { summary: 'Every stored price version of one item by its exact market_hash_name. No key; limited per client address.', tags: ['public'], responses: routeResponses({ 304: 'Not modified (If-None-Match)' }, 404, 503) },
       },
     );
 }

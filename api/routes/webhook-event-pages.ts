@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { errors } from '../../shared/errors.ts';
 import { checkEventPageSignature, findEventPage } from '../../shared/webhooks/event-pages.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 
 const pageParams = z.object({
   event_id: z.uuid({ error: 'must be a uuid' }).describe('The prices.updated event id (the webhook-id of its delivery)'),
@@ -55,7 +56,7 @@ export function webhookEventPageRoutes(deps: AppDeps) {
       response: { 200: pageSchema },
       detail: {
         summary: "A further page of a prices.updated event's changed prices (public: the signed next_url is the credential)",
-        tags: ['webhooks'],
+        tags: ['webhooks'], responses: routeResponses({}, 403, 404),
       },
     },
   );

@@ -11,6 +11,7 @@ import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
 import { createWebhookEndpoint, removeWebhookEndpoint } from '../../shared/webhooks/service.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../shared/webhooks/targets.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { webhookEventPageRoutes } from './webhook-event-pages.ts';
 import { apiKeyPlugin } from '../plugins/api-key.ts';
 import { idempotencyPlugin } from '../plugins/idempotency.ts';
@@ -109,7 +110,7 @@ export function webhookRoutes(deps: AppDeps) {
         body: createBody,
         detail: {
           summary: 'Create a webhook endpoint; its signing secret is returned in this response only (needs webhooks:write)',
-          tags: ['webhooks'],
+          tags: ['webhooks'], responses: routeResponses({ 201: 'Endpoint created; `secret` appears in this response only' }),
         },
       },
     )
@@ -139,7 +140,7 @@ export function webhookRoutes(deps: AppDeps) {
         operation: 'webhooks.get',
         params: endpointParams,
         response: { 200: endpointSchema },
-        detail: { summary: 'One webhook endpoint, never its secret (needs webhooks:read)', tags: ['webhooks'] },
+        detail: { summary: 'One webhook endpoint, never its secret (needs webhooks:read)', tags: ['webhooks'], responses: routeResponses({}, 404) },
       },
     )
     .delete(
@@ -151,7 +152,7 @@ export function webhookRoutes(deps: AppDeps) {
       {
         operation: 'webhooks.delete',
         params: endpointParams,
-        detail: { summary: 'Delete a webhook endpoint: its secret is destroyed and unsent deliveries are cancelled (needs webhooks:write)', tags: ['webhooks'] },
+        detail: { summary: 'Delete a webhook endpoint: its secret is destroyed and unsent deliveries are cancelled (needs webhooks:write)', tags: ['webhooks'], responses: routeResponses({ 204: 'Deleted' }, 404) },
       },
     )
     .get(
@@ -172,7 +173,7 @@ export function webhookRoutes(deps: AppDeps) {
         response: { 200: z.object({ data: z.array(deliverySchema), next_cursor: z.string().nullable() }) },
         detail: {
           summary: "An endpoint's deliveries, newest first, each with every attempt: status, response code, duration, next retry (needs webhooks:read)",
-          tags: ['webhooks'],
+          tags: ['webhooks'], responses: routeResponses({}, 404),
         },
       },
     )

@@ -1,0 +1,122 @@
+import { toOpenAPISchema } from '@elysiajs/openapi';
+import type { AnyElysia } from 'elysia';
+import { z } from 'zod';
+
+/**
+ * The OpenAPI 3.1 document (DESIGN 6), from the same zod schemas that validate requests. The
+ * plugin's generator lays out paths and parameters; this module completes what it cannot know: the
+ * JSON request body (our own body parser hides the content type from it), parameters as the client
+ * sends them (a field with a default is optional), and every status a route can answer with the
+ * shared error body.
+ */
+
+const OPENAPI_VERSION = '3.1.0';
+const ERROR_SCHEMA_REF = '#/components/schemas/Error';
+
+const errorBodySchema = z
+  .object({
+    error: z.object({
+      code: z.string().describe('Machine-readable snake_case code'),
+      message: z.string(),
+      request_id: z.string().describe('Also sent as the X-Request-Id header'),
+      details: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+    }),
+  })
+  .describe('The error body every endpoint shares');
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Invalid request: a parameter, body field, cursor or id is malformed or out of range (details name the field)',
+  401: 'Missing, invalid or revoked credentials',
+  403: 'The key lacks a required scope, its workspace is suspended, or a signed URL is invalid',
+  404: 'No such resource in this workspace',
+  409: 'Conflict (an Idempotency-Key reused or in use, or a resource limit or state conflict)',
+  412: 'The If-Match precondition failed',
+  413: 'The request body is larger than 1 MiB',
+  415: 'The request body is not JSON',
+  428: 'A precondition header is required',
+  429: 'Rate or concurrency limit reached; see Retry-After',
+  503: 'A dependency (usage metering, database, upstream, or storage) is unavailable; retry shortly',
+};
+
+export type ResponsesObject = Record<string, { description: string; content?: Record<string, { schema: { $ref: string } }> }>;
+
+/** Error responses with the shared body, for `detail.responses` of a route or a plugin's macro. */
+export function errorResponses(...statuses: number[]): ResponsesObject {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      String(status),
+      { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: { $ref: ERROR_SCHEMA_REF } } } },
+    ]),
+  );
+}
+
+/**
+ * A route's own answers for `detail.responses`: success statuses without a response schema (201,
+ * 204, 304) with what they mean, and the errors only that route gives (404, 409, …).
+ */
+export function routeResponses(success: Record<number, string>, ...errorStatuses: number[]): ResponsesObject {
+  const documented: ResponsesObject = Object.fromEntries(Object.entries(success).map(([status, description]) => [status, { description }]));
+  return { ...documented, ...errorResponses(...errorStatuses) };
+}
+
+/** JSON Schema of what the client sends: defaults make a field optional, transforms show their input. */
+export function requestJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  // The document declares the dialect once; `$schema` inside every embedded schema is noise.
+  const { $schema: _dialect, ...jsonSchema } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' });
+  return jsonSchema;
+}
+
+type RouteHooks = {
+  body?: unknown;
+  query?: unknown;
+  params?: unknown;
+  response?: unknown;
+  detail?: { hide?: boolean; responses?: ResponsesObject };
+};
+type Operation = { parameters?: unknown[]; requestBody?: unknown; responses?: ResponsesObject; [key: string]: unknown };
+
+const isZod = (schema: unknown): schema is z.ZodType => typeof schema === 'object' && schema !== null && '_zod' in schema;
+
+/** `/v2/things/:id` → `/v2/things/{id}`. */
+export const openApiPath = (path: string) => path.replace(/:([^/]+)/g, '{$1}');
+
+export function buildOpenApiDocument(app: AnyElysia, documentation: { info: Record<string, unknown>; components?: Record<string, unknown> }) {
+  const generated = toOpenAPISchema(app, undefined, undefined, { zod: requestJsonSchema }, OPENAPI_VERSION) as {
+    paths: Record<string, Record<string, Operation>>;
+    components: { schemas: Record<string, unknown> };
+  };
+  for (const route of app.routes as { method: string; path: string; hooks: RouteHooks }[]) {
+    const operation = generated.paths[openApiPath(route.path)]?.[route.method.toLowerCase()];
+    if (!operation) continue;
+    const hooks = route.hooks;
+    const body = isZod(hooks.body) ? hooks.body : undefined;
+    if (body) {
+      operation.requestBody = {
+        required: !body.safeParse(undefined).success,
+        content: { 'application/json': { schema: requestJsonSchema(body) } },
+      };
+    } else {
+      delete operation.requestBody;
+    }
+    // Success responses come from the route's response schemas (via the generator) or its detail;
+    // every route answers a 400 when it has inputs, and bodies add their size and type checks.
+    const success = Object.fromEntries(Object.entries(operation.responses ?? {}).filter(([status]) => status.startsWith('2') || status === '304'));
+    const declared = hooks.detail?.responses ?? {};
+    const inputErrors = [
+      ...(isZod(hooks.query) || isZod(hooks.params) || body ? [400] : []),
+      ...(body ? [413, 415] : []),
+    ];
+    const responses: ResponsesObject = { ...errorResponses(...inputErrors), ...declared, ...success };
+    if (!Object.keys(responses).some((status) => status.startsWith('2'))) responses['200'] = { description: 'Success' };
+    operation.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
+  }
+  return {
+    openapi: OPENAPI_VERSION,
+    info: documentation.info,
+    paths: generated.paths,
+    components: {
+      ...documentation.components,
+      schemas: { ...generated.components.schemas, Error: requestJsonSchema(errorBodySchema) },
+    },
+  };
+}

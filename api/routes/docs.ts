@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ElysiaOpenAPIConfig } from '@elysiajs/openapi/types';
+import { ScalarRender } from '@elysiajs/openapi/scalar';
+import { Elysia } from 'elysia';
+
+/**
+ * The API reference page's script, served by the API itself from the pinned `@scalar/api-reference`
+ * package, so `GET /docs` renders with no internet (the plugin's default is a CDN at `@latest`).
+ */
+
+// The package's exports map hides dist/browser, so resolve its main entry and step over to the bundle.
+const scalarDist = dirname(fileURLToPath(import.meta.resolve('@scalar/api-reference')));
+const scalarBundle = join(scalarDist, 'browser', 'standalone.js');
+const scalarVersion = (JSON.parse(readFileSync(join(scalarDist, '..', 'package.json'), 'utf8')) as { version: string }).version;
+
+export const DOCS_SCRIPT_PATH = '/docs/scalar.js';
+
+// The plugin types `scalar` with @scalar/types' parsed configuration (every default filled in) and
+// without the per-document options (`agent`); Scalar takes a partial one and applies its defaults.
+type ScalarOptions = NonNullable<ElysiaOpenAPIConfig['scalar']>;
+type ScalarPageOptions = Partial<ScalarOptions> & { agent?: { disabled?: boolean } };
+
+/**
+ * Options for `openapi({ scalar })`. The version in the script URL changes with the package, so the
+ * year-long cache below never serves a browser an old bundle after an upgrade.
+ */
+const scalarPageOptions: ScalarPageOptions = {
+  cdn: `${DOCS_SCRIPT_PATH}?v=${scalarVersion}`,
+  version: scalarVersion,
+  // Scalar's defaults fetch fonts from its CDN and report telemetry; the page must stay on our origin.
+  withDefaultFonts: false,
+  telemetry: false,
+  // Its AI chat, MCP generator and share/deploy tools hand the document to Scalar's hosted services.
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  showDeveloperTools: 'never',
+};
+export const docsPageScalar = scalarPageOptions as ScalarOptions;
+
+export function docsRoutes(buildDocument: () => object, info: { title: string; description: string; version: string }) {
+  let document: object | null = null;
+  const page = ScalarRender(info, { ...docsPageScalar, url: '/openapi.json' });
+  return new Elysia({ name: 'docs-routes' })
+    .get('/openapi.json', () => (document ??= buildDocument()), { detail: { hide: true } })
+    .get('/docs', () => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), { detail: { hide: true } })
+    .get(
+    DOCS_SCRIPT_PATH,
+    () =>
+      // Bun.file streams from disk: the 4 MB bundle is never held in the API's memory.
+      new Response(Bun.file(scalarBundle), {
+        headers: {
+          'content-type': 'text/javascript; charset=utf-8',
+          'cache-control': 'public, max-age=31536000, immutable',
+        },
+      }),
+    { detail: { hide: true } },
+  );
+}

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { type Browser } from 'puppeteer-core';
+import { createTestApp, type TestApp } from './helpers.ts';
+
+/**
+ * GET /docs in real headless Chromium against the real app over HTTP: the page renders the API's
+ * operations from its own origin only (no CDN script, no web fonts, no telemetry), so it works
+ * with no internet.
+ */
+
+type OpenApiDocument = { paths: Record<string, Record<string, { summary?: string; tags?: string[] }>> };
+
+// What the page callbacks below touch in the browser (the test's own lib has no DOM types).
+declare const document: { body: { innerText: string } };
+
+const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const EXTERNAL = /cdn\.jsdelivr|unpkg\.com|cdnjs|@latest|fonts\.(googleapis|gstatic|scalar)\.com/;
+
+let t: TestApp;
+let origin: string;
+let browser: Browser;
+let profileDir: string;
+
+beforeAll(async () => {
+  t = createTestApp();
+  const server = t.app.listen({ port: 0, hostname: '127.0.0.1' }).server;
+  if (!server) throw new Error('the app did not start listening');
+  origin = `http://127.0.0.1:${server.port}`;
+  profileDir = mkdtempSync(join(tmpdir(), 'docs-page-chromium-'));
+  browser = await puppeteer.launch({
+    executablePath: chromiumPath,
+    // prettier-ignore
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      `--user-data-dir=${profileDir}`,
+    ],
+  });
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.app.stop();
+  await t?.close();
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+});
+
+describe('GET /docs', () => {
+  test('the page references only the API origin: its script is /docs/scalar.js at a pinned version, no CDN', async () => {
+    const page = await fetch(`${origin}/docs`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).not.toMatch(EXTERNAL);
+    expect(html).not.toMatch(/\bsrc="https?:/);
+    const src = /<script src="([^"]+)"/.exec(html)?.[1];
+    expect(src).toMatch(/^\/docs\/scalar\.js\?v=\d+\.\d+\.\d+$/);
+    const configuration = /data-configuration='([^']*)'/.exec(html)?.[1];
+    expect(JSON.parse(configuration ?? '{}')).toMatchObject({ withDefaultFonts: false, telemetry: false });
+
+    const script = await fetch(`${origin}${src}`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(script.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect((await script.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+  });
+
+  test('renders the operations of /openapi.json in headless Chromium with no request leaving the API origin', async () => {
+    const spec = (await (await fetch(`${origin}/openapi.json`)).json()) as OpenApiDocument;
+    const operations = Object.entries(spec.paths).flatMap(([path, methods]) => Object.values(methods).map((operation) => ({ path, ...operation })));
+    const tags = [...new Set(operations.flatMap((operation) => operation.tags ?? []))];
+    // The page opens on the first tag: its operations are listed by path in the body and by summary
+    // in the sidebar; the other tags show as sidebar groups.
+    const opened = operations.filter((operation) => operation.tags?.[0] === tags[0]);
+    const expected = [...tags, ...opened.map((operation) => operation.path), ...opened.flatMap((operation) => (operation.summary ? [operation.summary] : []))];
+    expect(tags.length).toBeGreaterThanOrEqual(5);
+    expect(opened.length).toBeGreaterThanOrEqual(3);
+
+    const page = await browser.newPage();
+    const requested: string[] = [];
+    page.on('request', (request) => {
+      requested.push(request.url());
+    });
+    // Chromium fires no request events for a WebSocket; record those too.
+    const cdp = await page.createCDPSession();
+    await cdp.send('Network.enable');
+    cdp.on('Network.webSocketCreated', ({ url }) => requested.push(url));
+
+    await page.setViewport({ width: 1400, height: 1000 });
+    await page.goto(`${origin}/docs`, { waitUntil: 'load', timeout: 20_000 });
+    const missing = () => page.evaluate((needles: string[]) => needles.filter((needle) => !document.body.innerText.includes(needle)), expected);
+    await page
+      .waitForFunction((needles: string[]) => needles.every((needle) => document.body.innerText.includes(needle)), { timeout: 20_000, polling: 100 }, expected)
+      .catch(async (err: unknown) => {
+        throw new Error(`/docs did not render ${JSON.stringify(await missing())}: ${String(err)}`);
+      });
+    // Whatever the page fetches after rendering (lazy fonts, telemetry) counts too.
+    await page.waitForNetworkIdle({ idleTime: 500, timeout: 10_000 });
+    await page.close();
+
+    const offOrigin = requested.filter((url) => !url.startsWith('data:') && !url.startsWith('blob:') && new URL(url).origin !== origin);
+    expect(offOrigin).toEqual([]);
+    expect(requested).toContain(`${origin}/openapi.json`);
+  }, 60_000);
+});
