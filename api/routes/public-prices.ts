@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ApiError, errors } from '../../shared/errors.ts';
 import type { EncodedBody } from '../../shared/prices/public-document.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
+import { text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { clientIp } from '../plugins/client-ip.ts';
@@ -15,7 +16,7 @@ const listQuery = z
     source: z.enum(SOURCE_NAMES, { error: (issue) => `unknown source ${JSON.stringify(issue.input)}; one of ${allowedSources}` }).optional(),
   })
   .strict();
-const itemParams = z.object({ market_hash_name: z.string().min(1).max(512).describe("Steam's market_hash_name, URL-encoded") });
+const itemParams = z.object({ market_hash_name: text({ min: 1, max: 512 }).describe("Steam's market_hash_name, URL-encoded") });
 
 export type ContentCoding = 'br' | 'gzip' | 'identity';
 
