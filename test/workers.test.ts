@@ -2,7 +2,7 @@ import { afterAll, describe, expect, spyOn, test } from 'bun:test';
 import { Queue, Worker } from 'bullmq';
 import { createSql } from '../shared/db.ts';
 import { createLogger } from '../shared/logger.ts';
-import { checkHandlers, queueName } from '../shared/queues.ts';
+import { checkHandlers, enqueue, enqueueMany, JOBS, queueName } from '../shared/queues.ts';
 import { createWorkerRedis, Redis } from '../shared/redis.ts';
 import { maintenancePool } from '../workers/maintenance/index.ts';
 import { POOL_DEFINITIONS } from '../workers/pools.ts';
@@ -47,6 +47,43 @@ describe('checkHandlers', () => {
       const registrations = definition.handlers({ config, sql, redis: undefined as never, log, now: () => new Date(), queue: undefined as never, enqueue: undefined as never });
       expect(() => checkHandlers(definition.pool, registrations)).not.toThrow();
     }
+  });
+});
+
+describe('enqueue', () => {
+  // A prefix of its own: no worker of any test run ever takes these jobs.
+  const connection = createWorkerRedis(config.REDIS_URL, 'workers-test-enqueue');
+  const indexQueue = new Queue(queueName('index'), { connection, prefix: `${config.QUEUE_PREFIX}-enqueue-${crypto.randomUUID()}` });
+  afterAll(async () => {
+    await indexQueue.obliterate({ force: true });
+    await indexQueue.close();
+    connection.disconnect();
+  });
+  const waiting = () => indexQueue.getJobCountByTypes('waiting', 'delayed');
+
+  test('adds the job with its registry options under its id; the same id again is a no-op', async () => {
+    const runId = crypto.randomUUID();
+    await enqueue(indexQueue, 'prices.snapshot', { after_run: runId }, { jobId: `snapshot-${runId}` });
+    await enqueue({ index: indexQueue }, 'prices.snapshot', { after_run: runId }, { jobId: `snapshot-${runId}` });
+    const job = await indexQueue.getJob(`snapshot-${runId}`);
+    expect(job?.data).toEqual({ after_run: runId });
+    expect(job?.opts.attempts).toBe(JOBS['prices.snapshot'].options.attempts);
+    expect(await waiting()).toBe(1);
+  });
+
+  test('refuses a payload its job schema rejects, adding nothing (one bad job fails the whole batch)', async () => {
+    const before = await waiting();
+    await expect(enqueue(indexQueue, 'prices.snapshot', { after_run: 'not-a-uuid' }, { jobId: 'snapshot-bad' })).rejects.toThrow();
+    const good = { payload: { marketplace: 'skinport' as const, after_run: crypto.randomUUID() }, options: { jobId: `index-${crypto.randomUUID()}` } };
+    const bad = { payload: { marketplace: 'nowhere', after_run: crypto.randomUUID() } as never, options: { jobId: `index-${crypto.randomUUID()}` } };
+    await expect(enqueueMany(indexQueue, 'market_index.calculate', [good, bad])).rejects.toThrow();
+    expect(await waiting()).toBe(before);
+  });
+
+  test("refuses another pool's queue and a job id with ':'", async () => {
+    await expect(enqueue(indexQueue, 'maintenance.cleanup', {}, { jobId: 'cleanup-once' })).rejects.toThrow(/belongs on queue maintenance, not index/);
+    await expect(enqueue({}, 'prices.snapshot', {}, { jobId: 'snapshot-none' })).rejects.toThrow(/belongs on queue index/);
+    await expect(enqueue(indexQueue, 'prices.snapshot', {}, { jobId: 'snapshot:1' })).rejects.toThrow(/contains ':'/);
   });
 });
 
