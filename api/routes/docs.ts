@@ -7,7 +7,7 @@ import { Elysia } from 'elysia';
 
 /**
  * The API reference page's script, served by the API itself from the pinned `@scalar/api-reference`
- * package, so `GET /docs` renders with no internet (the plugin's default is a CDN at `@latest`).
+ * package, so `GET /docs` renders with no internet (the plugin's default is an unpinned CDN build).
  */
 
 // The package's exports map hides dist/browser, so resolve its main entry and step over to the bundle.
