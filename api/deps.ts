@@ -1,12 +1,13 @@
 import { Queue } from 'bullmq';
 import type { Config } from '../shared/config.ts';
 import { createSql, type Sql } from '../shared/db.ts';
-import { ApiKeyCache, KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
+import { ApiKeyCache } from '../shared/identity/key-cache.ts';
+import { subscribeToKeyInvalidations } from '../shared/identity/key-invalidation.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { TtlCache, type MarketSummary } from '../shared/market/summary.ts';
 import { ItemPriceCache } from '../shared/prices/current.ts';
-import { PRICE_SNAPSHOT_CHANNEL } from '../shared/prices/snapshot.ts';
 import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
+import { subscribeToPriceSnapshots } from '../shared/prices/snapshot-subscription.ts';
 import { POOLS, queueName, type Pool } from '../shared/queues.ts';
 import { createRequestRedis, type Redis } from '../shared/redis.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
@@ -42,21 +43,11 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const itemPrices = new ItemPriceCache(config.PRICE_CACHE_MS);
   const marketSummaries = new TtlCache<MarketSummary>(config.PRICE_CACHE_MS);
 
-  // Revocations announced by other processes (API replicas, admin CLI) clear this process's cache;
-  // new price snapshots announced by the ingest pool are loaded at once (polling is the fallback).
+  // One subscriber connection; each feature subscribes its own channel and owns what it invalidates.
   const subscriber = redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
   subscriber.on('error', (error) => log.warn({ err: error.message }, 'redis subscriber error'));
-  subscriber.on('message', (channel: string, message: string) => {
-    if (channel === KEY_INVALIDATION_CHANNEL) keys.invalidate(message);
-    else if (channel === PRICE_SNAPSHOT_CHANNEL) {
-      priceSnapshots.notify();
-      itemPrices.clear();
-      marketSummaries.clear();
-    }
-  });
-  subscriber
-    .subscribe(KEY_INVALIDATION_CHANNEL, PRICE_SNAPSHOT_CHANNEL)
-    .catch((error: Error) => log.warn({ err: error.message }, 'could not subscribe to key invalidations and price snapshots'));
+  subscribeToKeyInvalidations(subscriber, log, keys);
+  subscribeToPriceSnapshots(subscriber, log, priceSnapshots, [itemPrices, marketSummaries]);
 
   const queues = Object.fromEntries(
     POOLS.map((pool) => {
