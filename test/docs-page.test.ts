@@ -11,10 +11,10 @@ import { createTestApp, type TestApp } from './helpers.ts';
  * with no internet.
  */
 
-type OpenApiDocument = { paths: Record<string, Record<string, { summary?: string; tags?: string[] }>> };
+type OpenApiDocument = { info: { title: string; description: string }; paths: Record<string, Record<string, { summary?: string; tags?: string[] }>> };
 
 // What the page callbacks below touch in the browser (the test's own lib has no DOM types).
-declare const document: { body: { innerText: string } };
+declare const document: { body: { innerText: string }; title: string; querySelector(selector: string): { getAttribute(name: string): string | null } | null };
 
 const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const EXTERNAL = /cdn\.jsdelivr|unpkg\.com|cdnjs|@latest|fonts\.(googleapis|gstatic|scalar)\.com/;
@@ -96,6 +96,9 @@ describe('GET /docs', () => {
       .catch(async (err: unknown) => {
         throw new Error(`/docs did not render ${JSON.stringify(await missing())}: ${String(err)}`);
       });
+    // The title and description (which quotes JSON) survive as the page's own text, not broken markup.
+    const head = await page.evaluate(() => ({ title: document.title, description: document.querySelector('meta[name="description"]')?.getAttribute('content') }));
+    expect(head).toEqual({ title: spec.info.title, description: spec.info.description });
     // Whatever the page fetches after rendering (lazy fonts, telemetry) counts too.
     await page.waitForNetworkIdle({ idleTime: 500, timeout: 10_000 });
     await page.close();

@@ -23,8 +23,8 @@ type ScalarOptions = NonNullable<ElysiaOpenAPIConfig['scalar']>;
 type ScalarPageOptions = Partial<ScalarOptions> & { agent?: { disabled?: boolean } };
 
 /**
- * Options for `openapi({ scalar })`. The version in the script URL changes with the package, so the
- * year-long cache below never serves a browser an old bundle after an upgrade.
+ * Options for the plugin's Scalar page. The version in the script URL changes with the package, so
+ * the year-long cache below never serves a browser an old bundle after an upgrade.
  */
 const scalarPageOptions: ScalarPageOptions = {
   cdn: `${DOCS_SCRIPT_PATH}?v=${scalarVersion}`,
@@ -37,24 +37,30 @@ const scalarPageOptions: ScalarPageOptions = {
   mcp: { disabled: true },
   showDeveloperTools: 'never',
 };
-export const docsPageScalar = scalarPageOptions as ScalarOptions;
+const docsPageScalar = scalarPageOptions as ScalarOptions;
+
+// ScalarRender writes the title and description into HTML attributes as they are; ours quotes JSON.
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 
 export function docsRoutes(buildDocument: () => object, info: { title: string; description: string; version: string }) {
   let document: object | null = null;
-  const page = ScalarRender(info, { ...docsPageScalar, url: '/openapi.json' });
+  const page = ScalarRender(
+    { ...info, title: escapeHtml(info.title), description: escapeHtml(info.description) },
+    { ...docsPageScalar, url: '/openapi.json' },
+  );
   return new Elysia({ name: 'docs-routes' })
     .get('/openapi.json', () => (document ??= buildDocument()), { detail: { hide: true } })
     .get('/docs', () => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), { detail: { hide: true } })
     .get(
-    DOCS_SCRIPT_PATH,
-    () =>
-      // Bun.file streams from disk: the 4 MB bundle is never held in the API's memory.
-      new Response(Bun.file(scalarBundle), {
-        headers: {
-          'content-type': 'text/javascript; charset=utf-8',
-          'cache-control': 'public, max-age=31536000, immutable',
-        },
-      }),
-    { detail: { hide: true } },
-  );
+      DOCS_SCRIPT_PATH,
+      () =>
+        // Bun.file streams from disk: the 4 MB bundle is never held in the API's memory.
+        new Response(Bun.file(scalarBundle), {
+          headers: {
+            'content-type': 'text/javascript; charset=utf-8',
+            'cache-control': 'public, max-age=31536000, immutable',
+          },
+        }),
+      { detail: { hide: true } },
+    );
 }
