@@ -12,26 +12,45 @@ import { POOLS, queueName, type Pool } from '../shared/queues.ts';
 import { createRequestRedis, type Redis } from '../shared/redis.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
 
-/** Everything a route needs, built once per process (or per test) and passed in: no globals. */
-export type AppDeps = {
+/** Process plumbing most routes use. */
+type CoreDeps = {
   config: Config;
   sql: Sql;
   redis: Redis;
   log: Logger;
-  meter: UsageMeter;
-  keys: ApiKeyCache;
+  now: () => Date;
+  startedAt: Date;
+};
+
+/** Price data held in memory, dropped or reloaded on each new snapshot (shared/prices/snapshot-subscription.ts). */
+type PriceDeps = {
   /** The keyless price list of this process, held in memory (shared/prices/snapshot-cache.ts). */
   priceSnapshots: PriceSnapshotCache;
   itemPrices: ItemPriceCache;
   /** GET /v2/market/summary bodies per query (PRICE_CACHE_MS; dropped on each new price snapshot). */
   marketSummaries: TtlCache<MarketSummary>;
-  queues: Record<Pool, Queue>;
-  now: () => Date;
-  startedAt: Date;
-  /** Resolves once Redis is connected, or after `timeoutMs` (metered calls answer 503 until then). */
-  ready: (timeoutMs?: number) => Promise<boolean>;
-  close: () => Promise<void>;
 };
+
+/** Key lookups cached per process, cleared on revocation (shared/identity/key-invalidation.ts). */
+type IdentityDeps = { keys: ApiKeyCache };
+
+type UsageDeps = { meter: UsageMeter };
+
+type QueueDeps = { queues: Record<Pool, Queue> };
+
+/**
+ * Everything a route needs, built once per process (or per test) and passed in: no globals.
+ * Flat, so each route group and plugin declares the part it uses as `Pick<AppDeps, ...>`.
+ */
+export type AppDeps = CoreDeps &
+  PriceDeps &
+  IdentityDeps &
+  UsageDeps &
+  QueueDeps & {
+    /** Resolves once Redis is connected, or after `timeoutMs` (metered calls answer 503 until then). */
+    ready: (timeoutMs?: number) => Promise<boolean>;
+    close: () => Promise<void>;
+  };
 
 export function createDeps(config: Config, overrides: { now?: () => Date; log?: Logger } = {}): AppDeps {
   const log = overrides.log ?? createLogger({ level: config.LOG_LEVEL, name: 'api' });

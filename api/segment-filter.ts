@@ -26,7 +26,7 @@ export const segmentQueryFields = {
  * Resolves `segment` + `value` to a filter: value is required with segment and meaningless without
  * it, and must be one of the segment's values (exact, case-sensitive), else 400 naming the field.
  */
-export function segmentFilterParser(deps: AppDeps) {
+export function segmentFilterParser(deps: Pick<AppDeps, 'sql'>) {
   const checkWeapon = weaponNameCheck(deps);
   return async function parseSegmentFilter(query: { segment?: (typeof SEGMENTS)[number]; value?: string }): Promise<SegmentFilter> {
     if (query.segment === undefined) {

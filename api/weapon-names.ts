@@ -9,7 +9,7 @@ const WEAPON_NAMES_TTL_MS = 60_000;
  * database, so the API never loads the item library), cached for a minute per process. A typo is a
  * 400 naming the choices; before the catalog is loaded there is nothing to check against.
  */
-export function weaponNameCheck(deps: AppDeps) {
+export function weaponNameCheck(deps: Pick<AppDeps, 'sql'>) {
   let weapons: { names: Set<string>; list: string[]; loadedAt: number } | null = null;
   return async function checkWeapon(weapon: string | undefined, field: string): Promise<void> {
     if (weapon === undefined) return;

@@ -15,7 +15,9 @@ const KEY_MAX_LENGTH = 200;
  * `operation: '<id>'` on a route: API-key authentication (401), workspace and scope checks (403,
  * recorded as rejected audit events), then one metering debit (429/503) with RateLimit headers.
  */
-export function apiKeyPlugin(deps: AppDeps) {
+export type ApiKeyPluginDeps = Pick<AppDeps, 'sql' | 'log' | 'keys' | 'meter' | 'now'>;
+
+export function apiKeyPlugin(deps: ApiKeyPluginDeps) {
   async function recordDenial(principal: ApiKeyPrincipal, operationId: string, status: number, reason: string, requestId: string, extra: Record<string, unknown> = {}) {
     try {
       await insertAuditEvent(deps.sql, {

@@ -29,7 +29,9 @@ type Claim = { workspaceId: string; operation: string; key: string; settled: boo
  * Same key + same request → the stored response with 200 and `Idempotent-Replayed: true`;
  * different request → 409 idempotency_key_reused; first still running → 409 idempotency_key_in_use.
  */
-export function idempotencyPlugin(deps: AppDeps) {
+export type IdempotencyPluginDeps = Pick<AppDeps, 'sql' | 'config' | 'log' | 'now'>;
+
+export function idempotencyPlugin(deps: IdempotencyPluginDeps) {
   return new Elysia({ name: 'idempotency' }).macro({
     idempotent: (options: IdempotencyOptions) => ({
       // 400 idempotency_key_required (or a malformed key), 409 reused or still in use (DESIGN 6).

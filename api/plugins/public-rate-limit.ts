@@ -14,7 +14,9 @@ const OUTAGE_LOG_INTERVAL_MS = 30_000;
  * unreachable the request is served anyway (fail open): the keyless price list is read-only and
  * cached, and refusing everyone during an outage would be worse than an unlimited minute.
  */
-export function publicRateLimitPlugin(deps: AppDeps) {
+export type PublicRateLimitPluginDeps = Pick<AppDeps, 'config' | 'redis' | 'log' | 'now'>;
+
+export function publicRateLimitPlugin(deps: PublicRateLimitPluginDeps) {
   const limiters = new Map<string, IpRateLimiter>();
   let lastOutageLogAt = Number.NEGATIVE_INFINITY;
   const limiterFor = (name: string) => {

@@ -29,7 +29,9 @@ function decodeCookieValue(value: string): string | null {
 }
 
 /** `session: true` on a route: a signed-in account session is required (401 otherwise). */
-export function sessionPlugin(deps: AppDeps) {
+export type SessionPluginDeps = Pick<AppDeps, 'sql' | 'log' | 'now'>;
+
+export function sessionPlugin(deps: SessionPluginDeps) {
   return new Elysia({ name: 'session-auth' }).macro({
     session: (_required: true) => ({
       detail: { security: [{ session: [] }, { sessionCookie: [] }], responses: errorResponses(401, 503) },

@@ -10,9 +10,9 @@ import { errors } from '../../shared/errors.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
-import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { requestIdOf } from '../plugins/errors.ts';
-import { idempotencyPlugin } from '../plugins/idempotency.ts';
+import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
 
 const createBody = z
   .object({
@@ -57,7 +57,7 @@ const jobSchema = z.object({
 
 const position: z.ZodType<AuditExportPosition> = z.object({ id: uuid('export id'), created_at: cursorInstant });
 
-export function auditExportRoutes(deps: AppDeps) {
+export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now' | 'queues'> & ApiKeyPluginDeps & IdempotencyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
 
   /**

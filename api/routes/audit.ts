@@ -5,7 +5,7 @@ import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, uuid } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
-import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 
 const auditQuery = z.object({
   source: z.enum(AUDIT_SOURCES).optional(),
@@ -20,7 +20,7 @@ const auditQuery = z.object({
 
 const position: z.ZodType<AuditEventPosition> = z.object({ id: uuid('event id'), occurred_at: cursorInstant });
 
-export function auditRoutes(deps: AppDeps) {
+export function auditRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   return new Elysia({ name: 'audit-routes' })
     .use(apiKeyPlugin(deps))

@@ -6,7 +6,7 @@ import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
 import { pageCursor, pageLimit, text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
-import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { weaponNameCheck } from '../weapon-names.ts';
 
 const INDEX_MAX = 2_147_483_647;
@@ -44,7 +44,7 @@ const position: z.ZodType<CatalogPosition> = z.object({ name: text({ min: 1, max
 
 const flag = (value: 'true' | 'false' | undefined) => (value === undefined ? undefined : value === 'true');
 
-export function catalogRoutes(deps: AppDeps) {
+export function catalogRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const checkWeapon = weaponNameCheck(deps);
   return new Elysia({ name: 'catalog-routes' })

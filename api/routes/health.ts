@@ -12,7 +12,7 @@ const healthReport = z.object({
   stats: z.object({ items: z.number().int() }),
 });
 
-export function healthRoutes(deps: AppDeps) {
+export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'queues' | 'now' | 'startedAt'>) {
   const version = process.env.npm_package_version ?? '0.1.0';
   return new Elysia({ name: 'health-routes' })
     .get(

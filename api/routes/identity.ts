@@ -11,9 +11,9 @@ import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { clientIp } from '../plugins/client-ip.ts';
 import { requestIdOf } from '../plugins/errors.ts';
-import { idempotencyPlugin } from '../plugins/idempotency.ts';
+import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
 import { requestMetaPlugin } from '../plugins/request-meta.ts';
-import { sessionPlugin } from '../plugins/session.ts';
+import { sessionPlugin, type SessionPluginDeps } from '../plugins/session.ts';
 
 const email = text({ max: 254, trim: true }).pipe(z.email());
 const password = text({ max: PASSWORD_MAX_LENGTH }).pipe(z.string().min(PASSWORD_MIN_LENGTH, `must be at least ${PASSWORD_MIN_LENGTH} characters`));
@@ -40,7 +40,7 @@ const createKeyBody = z
   .nullable()
   .optional();
 
-export function identityRoutes(deps: AppDeps) {
+export function identityRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'log' | 'now' | 'keys'> & SessionPluginDeps & IdempotencyPluginDeps) {
   const ttl = deps.config.SESSION_TTL_SECONDS;
   return new Elysia({ name: 'identity-routes' })
     .use(sessionPlugin(deps))

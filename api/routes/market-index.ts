@@ -15,7 +15,7 @@ import {
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { resolveWindow } from '../../shared/prices/history.ts';
-import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 
@@ -91,7 +91,7 @@ function publishCalculation(calculation: Calculation, query: IndexQuery) {
 
 const noCalculation = () => errors.notFound('No successful index calculation matches this query yet.');
 
-export function marketIndexRoutes(deps: AppDeps) {
+export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiKeyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const parseSegmentFilter = segmentFilterParser(deps);
   const indexQuery = async (query: z.infer<typeof latestQuery>): Promise<IndexQuery> => ({

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { marketSummary } from '../../shared/market/summary.ts';
 import type { AppDeps } from '../deps.ts';
-import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
 
 const summaryQuery = z
@@ -18,7 +18,7 @@ const summaryQuery = z
   })
   .strict();
 
-export function marketSummaryRoutes(deps: AppDeps) {
+export function marketSummaryRoutes(deps: Pick<AppDeps, 'sql' | 'now' | 'marketSummaries'> & ApiKeyPluginDeps) {
   const parseSegment = segmentFilterParser(deps);
   return new Elysia({ name: 'market-summary-routes' })
     .use(apiKeyPlugin(deps))

@@ -5,7 +5,7 @@ import { SCOPES } from '../../shared/scopes.ts';
 import type { WindowState } from '../../shared/usage/metering.ts';
 import { errors } from '../../shared/errors.ts';
 import type { AppDeps } from '../deps.ts';
-import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 
 const principalRecord = z.object({
   workspace: z.object({ id: z.uuid(), name: z.string(), tier: z.enum(['free', 'pro', 'enterprise']) }),
@@ -19,7 +19,7 @@ const windowJson = (window: WindowState) => ({
   resets_at: window.resetsAt.toISOString(),
 });
 
-export function meRoutes(deps: AppDeps) {
+export function meRoutes(deps: Pick<AppDeps, 'meter' | 'now'> & ApiKeyPluginDeps) {
   return new Elysia({ name: 'me-routes' })
     .use(apiKeyPlugin(deps))
     .get(

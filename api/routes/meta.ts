@@ -5,7 +5,7 @@ import type { Dependency } from '../../shared/operations.ts';
 import { DEFAULT_SCOPES, SCOPES } from '../../shared/scopes.ts';
 import type { AppDeps } from '../deps.ts';
 
-export function metaRoutes(deps: AppDeps) {
+export function metaRoutes(deps: Pick<AppDeps, 'config' | 'redis'>) {
   const dependencyAvailable = (dependency: Dependency): boolean => {
     switch (dependency) {
       case 'redis':

@@ -16,7 +16,7 @@ import type { HistoryPosition } from '../../shared/prices/repository.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
-import { apiKeyPlugin } from '../plugins/api-key.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { marketplaceField } from '../segment-filter.ts';
 
 const versionMessage = 'unknown version: default, phase-1…phase-4, ruby, sapphire, black-pearl, emerald, pattern-<0…1000> or tier-<n>';
@@ -56,7 +56,7 @@ function checkCatalogId({ params }: { params: Record<string, string | undefined>
 
 const notFound = () => errors.notFound('No catalog item has this catalog id.');
 
-export function priceRoutes(deps: AppDeps) {
+export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'itemPrices'> & ApiKeyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   return new Elysia({ name: 'price-routes' })
     .use(apiKeyPlugin(deps))

@@ -8,7 +8,7 @@ import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { clientIp } from '../plugins/client-ip.ts';
 import { DownloadSlots, sharedBodyStream } from '../plugins/download-slots.ts';
-import { publicRateLimitPlugin } from '../plugins/public-rate-limit.ts';
+import { publicRateLimitPlugin, type PublicRateLimitPluginDeps } from '../plugins/public-rate-limit.ts';
 
 const allowedSources = SOURCE_NAMES.join(', ');
 const listQuery = z
@@ -53,7 +53,7 @@ const unavailable = () =>
 // A download slot frees up as soon as one of the address's downloads ends; lists take seconds at most.
 const DOWNLOAD_RETRY_AFTER_SECONDS = 2;
 
-export function publicPriceRoutes(deps: AppDeps) {
+export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'priceSnapshots'> & PublicRateLimitPluginDeps) {
   const maxAge = deps.config.INGEST_INTERVAL_SECONDS ?? 30;
   const maxDownloads = deps.config.PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT;
   const downloads = new DownloadSlots(maxDownloads);

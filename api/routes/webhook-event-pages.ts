@@ -33,7 +33,7 @@ const pageSchema = z.object({
  * DESIGN 8: the pages of a prices.updated event past its first, behind the signed `next_url` that
  * deliveries carry. No API key: the signed URL is the credential, as for audit export downloads.
  */
-export function webhookEventPageRoutes(deps: AppDeps) {
+export function webhookEventPageRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'>) {
   const signingKey = deps.config.SIGNING_KEY!;
   return new Elysia({ name: 'webhook-event-page-routes' }).get(
     '/v2/webhooks/events/:event_id/pages/:page',

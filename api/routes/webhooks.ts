@@ -13,8 +13,8 @@ import { MAX_WEBHOOK_URL_LENGTH } from '../../shared/webhooks/targets.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { webhookEventPageRoutes } from './webhook-event-pages.ts';
-import { apiKeyPlugin } from '../plugins/api-key.ts';
-import { idempotencyPlugin } from '../plugins/idempotency.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
 import { requestMetaPlugin, type RequestMeta } from '../plugins/request-meta.ts';
 
 export const WEBHOOK_PAGE_LIMIT = { default: 25, max: 100 } as const;
@@ -77,7 +77,7 @@ const position: z.ZodType<EndpointPosition & DeliveryPosition> = z.object({ id: 
 const notFound = () => errors.notFound('No webhook endpoint with this id in your workspace.');
 
 /** DESIGN 8: webhook endpoints of the key's workspace and their deliveries. */
-export function webhookRoutes(deps: AppDeps) {
+export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiKeyPluginDeps & IdempotencyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const keyring = SecretKeyring.fromConfig(deps.config);
   const policy = { allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS };
