@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { z } from 'zod';
 import { parseDateTime } from '../shared/validation.ts';
 import { createTestApp, errorOf, signUp, TEST_PASSWORD, uniqueEmail, workspaceWithKey, type TestApp } from './helpers.ts';
 
@@ -98,5 +99,20 @@ describe('hostile input is a 400 naming the field, never a 500', () => {
     }
     // The well-formed cookie still works.
     expect((await t.request('/v1/me/keys', { headers: { cookie: `session=${encodeURIComponent(user.token)}` } })).status).toBe(200);
+  });
+});
+
+describe('a response that breaks its own schema', () => {
+  test('is a 500 internal_error (our fault), not a 400 blaming the client', async () => {
+    const t = createTestApp({
+      extend: (app) => app.get('/test/broken-response', () => ({ count: 'many' }) as never, { response: { 200: z.object({ count: z.number() }) } }),
+    });
+    try {
+      const response = await t.request('/test/broken-response');
+      expect(response.status).toBe(500);
+      expect((await errorOf(response)).code).toBe('internal_error');
+    } finally {
+      await t.close();
+    }
   });
 });

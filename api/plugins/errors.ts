@@ -78,7 +78,10 @@ export function errorsPlugin(log: Logger) {
       let apiError: ApiError;
       if (error instanceof ApiError) apiError = error;
       else if (cause instanceof ApiError) apiError = cause;
-      else if (code === 'VALIDATION') apiError = new ApiError(400, 'invalid_request', 'The request is invalid.', validationDetails(error));
+      // A response that fails its own schema is our bug, not the client's: it falls through to the 500.
+      else if (code === 'VALIDATION' && (error as { type?: string }).type !== 'response') {
+        apiError = new ApiError(400, 'invalid_request', 'The request is invalid.', validationDetails(error));
+      }
       else if (code === 'PARSE') apiError = new ApiError(400, 'malformed_json', 'The request body could not be parsed.');
       else if (code === 'NOT_FOUND') apiError = new ApiError(404, 'not_found', 'No such route.');
       else if (isDatabaseUnavailable(error)) {
