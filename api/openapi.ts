@@ -38,7 +38,10 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'A dependency (usage metering, database, upstream, or storage) is unavailable; retry shortly',
 };
 
-export type ResponsesObject = Record<string, { description: string; content?: Record<string, { schema: { $ref: string } }> }>;
+export type ResponsesObject = Record<string, { description: string; content?: Record<string, { schema: { $ref: string } | Record<string, unknown> }> }>;
+
+/** A success answer: what it means, and the zod schema of its JSON body when it has one. */
+export type SuccessResponse = string | { description: string; body: z.ZodType };
 
 /** Error responses with the shared body, for `detail.responses` of a route or a plugin's macro. */
 export function errorResponses(...statuses: number[]): ResponsesObject {
@@ -54,9 +57,24 @@ export function errorResponses(...statuses: number[]): ResponsesObject {
  * A route's own answers for `detail.responses`: success statuses without a response schema (201,
  * 204, 304) with what they mean, and the errors only that route gives (404, 409, …).
  */
-export function routeResponses(success: Record<number, string>, ...errorStatuses: number[]): ResponsesObject {
-  const documented: ResponsesObject = Object.fromEntries(Object.entries(success).map(([status, description]) => [status, { description }]));
+export function routeResponses(success: Record<number, SuccessResponse>, ...errorStatuses: number[]): ResponsesObject {
+  const documented: ResponsesObject = Object.fromEntries(
+    Object.entries(success).map(([status, response]) => [
+      status,
+      typeof response === 'string'
+        ? { description: response }
+        : // Documented, not enforced at run time (that would cost every request a parse of its body):
+          // test/openapi.test.ts checks real answers against these schemas instead.
+          { description: response.description, content: { 'application/json': { schema: responseJsonSchema(response.body) } } },
+    ]),
+  );
   return { ...documented, ...errorResponses(...errorStatuses) };
+}
+
+/** JSON Schema of what the server sends. */
+export function responseJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _dialect, ...jsonSchema } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any', target: 'draft-2020-12' });
+  return jsonSchema;
 }
 
 /** JSON Schema of what the client sends: defaults make a field optional, transforms show their input. */
