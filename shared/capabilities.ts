@@ -1,15 +1,17 @@
-import { OPERATIONS, type Dependency } from './operations.ts';
+import { z } from 'zod';
+import { DEPENDENCIES, OPERATIONS, type Dependency } from './operations.ts';
 
-export type Capability = {
-  operation: string;
-  method: string;
-  path: string;
-  status: 'production' | 'unavailable' | 'planned';
-  auth: 'public' | 'api_key' | 'session';
-  scopes: string[];
-  units: number;
-  unavailable_because?: Dependency[];
-};
+export const capabilitySchema = z.object({
+  operation: z.string().describe('Operation id, as in usage counters and unit weights'),
+  method: z.string(),
+  path: z.string(),
+  status: z.enum(['production', 'unavailable', 'planned']),
+  auth: z.enum(['public', 'api_key', 'session']),
+  scopes: z.array(z.string()).describe('Scopes a key needs for it'),
+  units: z.number().int().describe('Usage units debited per request'),
+  unavailable_because: z.array(z.enum(DEPENDENCIES)).optional().describe('Only when unavailable: the missing runtime dependencies'),
+});
+export type Capability = z.infer<typeof capabilitySchema>;
 
 /**
  * spec 3 "Feature (capabilities)": not yet built → planned; built but a runtime dependency is

@@ -7,7 +7,8 @@ import type { Scope } from './scopes.ts';
  */
 export type Availability = 'production' | 'planned';
 /** A runtime dependency that, when missing, makes a built operation `unavailable`. */
-export type Dependency = 'redis' | 'webhook_secret_key' | 'steam_web_api_key' | 'chromium' | 'item_files';
+export const DEPENDENCIES = ['redis', 'webhook_secret_key', 'steam_web_api_key', 'chromium', 'item_files'] as const;
+export type Dependency = (typeof DEPENDENCIES)[number];
 
 export type Operation = {
   id: string;

@@ -169,7 +169,8 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
         query: downloadQuery,
         detail: {
           summary: 'Download a finished export (public: the signed URL from GET /v2/audit/exports/{export_id} is the credential)',
-          tags: ['audit'], responses: routeResponses({}, 403, 404),
+          tags: ['audit'],
+          responses: routeResponses({ 200: 'The export file as stored (application/gzip, NDJSON inside; no Content-Encoding): the bytes `bytes` and `sha256` describe' }, 403, 404),
         },
       },
     );

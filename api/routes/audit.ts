@@ -1,10 +1,11 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { AUDIT_NAME_PATTERN, AUDIT_OUTCOMES, AUDIT_SOURCES, listAuditEvents, type AuditEventPosition } from '../../shared/audit/events.ts';
+import { AUDIT_NAME_PATTERN, AUDIT_OUTCOMES, AUDIT_SOURCES, auditEventSchema, listAuditEvents, type AuditEventPosition } from '../../shared/audit/events.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, uuid } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 
 const auditQuery = z.object({
@@ -17,6 +18,11 @@ const auditQuery = z.object({
   limit: pageLimit({ max: 200, default: 50 }),
   cursor: pageCursor,
 }).strict();
+
+const auditPage = z.object({
+  data: z.array(auditEventSchema),
+  next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
+});
 
 const position: z.ZodType<AuditEventPosition> = z.object({ id: uuid('event id'), occurred_at: cursorInstant });
 
@@ -52,7 +58,11 @@ export function auditRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlugin
       {
         operation: 'audit_events.list',
         query: auditQuery,
-        detail: { summary: 'Audit events of the workspace, newest first (needs audit:read)', tags: ['audit'] },
+        detail: {
+          summary: 'Audit events of the workspace, newest first (needs audit:read)',
+          tags: ['audit'],
+          responses: routeResponses({ 200: { description: 'One page of events', body: auditPage } }),
+        },
       },
     );
 }

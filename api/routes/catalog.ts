@@ -1,11 +1,12 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { EXTERIORS, ITEM_TYPES, PHASE_VERSIONS, RARITIES } from '../../shared/catalog/identity.ts';
+import { catalogItemSchema, EXTERIORS, ITEM_TYPES, PHASE_VERSIONS, RARITIES } from '../../shared/catalog/identity.ts';
 import { catalogIsLoaded, listCatalogItems, type CatalogPosition } from '../../shared/catalog/repository.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
 import { pageCursor, pageLimit, text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { weaponNameCheck } from '../weapon-names.ts';
 
@@ -39,6 +40,11 @@ function catalogQuery() {
     })
     .strict();
 }
+
+const catalogPage = z.object({
+  data: z.array(catalogItemSchema),
+  next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
+});
 
 const position: z.ZodType<CatalogPosition> = z.object({ name: text({ min: 1, max: 512 }) });
 
@@ -79,7 +85,11 @@ export function catalogRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlug
       {
         operation: 'catalog.items.list',
         query: catalogQuery(),
-        detail: { summary: 'Catalog items ordered by market_hash_name (needs catalog:read)', tags: ['catalog'] },
+        detail: {
+          summary: 'Catalog items ordered by market_hash_name (needs catalog:read)',
+          tags: ['catalog'],
+          responses: routeResponses({ 200: { description: 'One page of items', body: catalogPage } }),
+        },
       },
     );
 }

@@ -1,15 +1,16 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { errors } from '../../shared/errors.ts';
-import { sourceFreshness } from '../../shared/health/sources.ts';
-import { platformStatus } from '../../shared/health/status.ts';
+import { healthReportSchema as healthReport, sourceFreshness } from '../../shared/health/sources.ts';
+import { platformStatus, platformStatusSchema } from '../../shared/health/status.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 
-const healthReport = z.object({
-  status: z.enum(['up', 'degraded']),
-  sources: z.record(z.string(), z.object({ updated_at: z.string().nullable(), status: z.enum(['fresh', 'stale', 'never_succeeded']) })),
-  stats: z.object({ items: z.number().int() }),
+const liveness = z.object({
+  status: z.literal('ok'),
+  version: z.string().describe('The API package version'),
+  started_at: z.string().describe('When this API process started'),
+  uptime_seconds: z.number().int(),
 });
 
 export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'queues' | 'now' | 'startedAt'>) {
@@ -34,7 +35,7 @@ export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'q
         started_at: deps.startedAt.toISOString(),
         uptime_seconds: Math.floor((Date.now() - deps.startedAt.getTime()) / 1000),
       }),
-      { detail: { summary: 'API process liveness', tags: ['public'] } },
+      { detail: { summary: 'API process liveness', tags: ['public'], responses: routeResponses({ 200: { description: 'The process is up', body: liveness } }) } },
     )
     .get(
       '/v2/status',
@@ -43,6 +44,6 @@ export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'q
         if (!report) throw errors.unavailable('status_unavailable', 'Platform status cannot be assembled: the database is unreachable.');
         return report;
       },
-      { detail: { summary: 'Aggregate platform status with degraded components', tags: ['public'], responses: routeResponses({}, 503) } },
+      { detail: { summary: 'Aggregate platform status with degraded components', tags: ['public'], responses: routeResponses({ 200: { description: 'Every component checked', body: platformStatusSchema } }, 503) } },
     );
 }

@@ -4,6 +4,7 @@ import { errors } from '../../shared/errors.ts';
 import { KEY_INVALIDATION_CHANNEL } from '../../shared/identity/key-cache.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../shared/identity/passwords.ts';
 import { createAccount, createKey, listKeys, revokeKey, signIn, signOut } from '../../shared/identity/service.ts';
+import { TIERS } from '../../shared/identity/workspaces.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { SCOPES } from '../../shared/scopes.ts';
 import { text } from '../../shared/validation.ts';
@@ -25,6 +26,19 @@ const keyMetadata = z.object({
   scopes: z.array(z.enum(SCOPES)),
   created_at: z.string(),
   revoked_at: z.string().nullable(),
+});
+
+const newSession = z.object({
+  token: z.string().describe('Send as `Authorization: Bearer <token>` (or the `session` cookie)'),
+  expires_at: z.string(),
+});
+const createdAccount = z.object({
+  account: z.object({ id: z.uuid(), email: z.string() }),
+  workspace: z.object({ id: z.uuid(), name: z.string(), tier: z.enum(TIERS) }),
+  session: newSession,
+});
+const createdKey = keyMetadata.omit({ revoked_at: true }).extend({
+  key: z.string().describe('The raw API key, for the X-API-Key header; shown in this response only'),
 });
 
 const createKeyBody = z
@@ -59,7 +73,7 @@ export function identityRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 
       },
       {
         body: z.object({ email, password, workspace_name: text({ min: 1, max: 120, trim: true }).optional() }),
-        detail: { summary: 'Create an account and its workspace; returns a session', tags: ['identity'], responses: routeResponses({ 201: 'Account, workspace and session created' }, 409) },
+        detail: { summary: 'Create an account and its workspace; returns a session', tags: ['identity'], responses: routeResponses({ 201: { description: 'Account, workspace and session created', body: createdAccount } }, 409) },
       },
     )
     .post(
@@ -75,7 +89,7 @@ export function identityRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 
       },
       {
         body: z.object({ email: text({ max: 254 }), password: text({ max: PASSWORD_MAX_LENGTH }) }),
-        detail: { summary: 'Sign in; failed attempts are limited per email and per client IP', tags: ['identity'], responses: routeResponses({ 201: 'Session created' }, 401, 429, 503) },
+        detail: { summary: 'Sign in; failed attempts are limited per email and per client IP', tags: ['identity'], responses: routeResponses({ 201: { description: 'Session created', body: z.object({ session: newSession }) } }, 401, 429, 503) },
       },
     )
     .delete(
@@ -102,7 +116,7 @@ export function identityRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 
         session: true,
         idempotent: { operation: 'keys.create', required: false },
         body: createKeyBody,
-        detail: { summary: 'Create an API key; the raw key is returned once', tags: ['identity'], responses: routeResponses({ 201: 'Key created; `key` appears in this response only' }) },
+        detail: { summary: 'Create an API key; the raw key is returned once', tags: ['identity'], responses: routeResponses({ 201: { description: 'Key created; `key` appears in this response only', body: createdKey } }) },
       },
     )
     .delete(

@@ -12,6 +12,8 @@ import {
   type ConstituentPosition,
   type IndexQuery,
 } from '../../shared/market-index/repository.ts';
+import { SEGMENTS } from '../../shared/market/segments.ts';
+import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { resolveWindow } from '../../shared/prices/history.ts';
@@ -44,6 +46,67 @@ const calculationParams = z.object({ calculation_id: uuid('The id of a calculati
 type HistoryCursor = { a: string; i: string; f: string; t: string };
 const historyPosition: z.ZodType<HistoryCursor> = z.object({ a: cursorInstant, i: uuid('calculation id'), f: cursorInstant, t: cursorInstant });
 const constituentPosition: z.ZodType<ConstituentPosition> = z.object({ catalog_id: text({ max: 128 }), version: text({ max: 32 }) });
+
+const nextCursor = z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page');
+// Levels, link factors, prices and ratios are decimal strings (12 places for index figures).
+const calculationSummarySchema = z.object({
+  id: z.uuid(),
+  methodology: z.enum(METHODOLOGIES),
+  marketplace: z.enum(SOURCE_NAMES),
+  segment: z.enum(SEGMENTS).nullable().describe('Null for the whole marketplace'),
+  value: z.string().nullable().describe('The segment value; null for the whole marketplace'),
+  level: z.string(),
+  previous_level: z.string().nullable().describe('Null at inception'),
+  link_factor: z.string().nullable().describe('Mean of the constituent ratios; null at inception'),
+  constituent_count: z.number().int(),
+  inception: z.boolean().describe('The first calculation of its series (level 1000)'),
+  as_of: z.string(),
+});
+const publishedCalculation = calculationSummarySchema.extend({
+  calculated_at: z.string(),
+  previous_calculation_id: z.uuid().nullable(),
+  rounding: z.object({ scale: z.number().int(), mode: z.literal(ROUNDING.mode), rule: z.string() }),
+  links: z.object({
+    constituents: z.string(),
+    previous_constituents: z.string().nullable(),
+    history: z.string(),
+  }).describe('Request paths that reproduce the calculation'),
+});
+const levelHistory = z.object({
+  methodology: z.enum(METHODOLOGIES),
+  marketplace: z.enum(SOURCE_NAMES),
+  segment: z.enum(SEGMENTS).nullable(),
+  value: z.string().nullable(),
+  from: z.string().describe('The window answered, inclusive (the defaults resolved)'),
+  to: z.string().describe('The window answered, exclusive'),
+  data: z.array(
+    z.object({
+      calculation_id: z.uuid(),
+      as_of: z.string(),
+      calculated_at: z.string(),
+      level: z.string(),
+      previous_level: z.string().nullable(),
+      link_factor: z.string().nullable(),
+      constituent_count: z.number().int(),
+      inception: z.boolean(),
+    }),
+  ),
+  next_cursor: nextCursor,
+});
+const constituentsPage = z.object({
+  calculation: calculationSummarySchema,
+  data: z.array(
+    z.object({
+      catalog_id: z.string(),
+      market_hash_name: z.string(),
+      version: z.string(),
+      previous_price: z.string().nullable().describe('Null in an inception calculation'),
+      current_price: z.string(),
+      ratio: z.string().nullable().describe('current_price / previous_price, rounded half-even to 12 places; null at inception'),
+    }),
+  ),
+  next_cursor: nextCursor,
+});
 
 function queryString(query: IndexQuery): string {
   const search = new URLSearchParams({ marketplace: query.marketplace });
@@ -114,7 +177,7 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
         query: latestQuery,
         detail: {
           summary: 'Newest successful cs2.chain-equal-weight.v1 calculation for a marketplace and segment, with its inputs (needs market:read)',
-          tags: ['market'], responses: routeResponses({}, 404),
+          tags: ['market'], responses: routeResponses({ 200: { description: 'The calculation', body: publishedCalculation } }, 404),
         },
       },
     )
@@ -170,7 +233,11 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
       {
         operation: 'market_index.history',
         query: historyQuery,
-        detail: { summary: 'Level series of a marketplace and segment over a time range, oldest first (needs market:read)', tags: ['market'] },
+        detail: {
+          summary: 'Level series of a marketplace and segment over a time range, oldest first (needs market:read)',
+          tags: ['market'],
+          responses: routeResponses({ 200: { description: 'One page of levels', body: levelHistory } }),
+        },
       },
     )
     .get(
@@ -197,7 +264,7 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
         query: constituentsQuery,
         detail: {
           summary: "Every constituent of a calculation with its previous and current price and ratio, paginated (needs market:read)",
-          tags: ['market'], responses: routeResponses({}, 404),
+          tags: ['market'], responses: routeResponses({ 200: { description: 'One page of constituents', body: constituentsPage } }, 404),
         },
       },
     );

@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { marketSummary } from '../../shared/market/summary.ts';
+import { marketSummary, marketSummarySchema } from '../../shared/market/summary.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
 
@@ -40,6 +41,7 @@ export function marketSummaryRoutes(deps: Pick<AppDeps, 'sql' | 'now' | 'marketS
           summary:
             'Current USD totals from the latest price of every item per marketplace: items priced, sum of lowest prices, listed value and listings, overall and per marketplace (needs market:read)',
           tags: ['market'],
+          responses: routeResponses({ 200: { description: 'The totals', body: marketSummarySchema } }),
         },
       },
     );

@@ -1,15 +1,34 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
+import { TIERS } from '../../shared/identity/workspaces.ts';
 import { unitWeights } from '../../shared/operations.ts';
 import { SCOPES } from '../../shared/scopes.ts';
 import type { WindowState } from '../../shared/usage/metering.ts';
 import { errors } from '../../shared/errors.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 
 const principalRecord = z.object({
   workspace: z.object({ id: z.uuid(), name: z.string(), tier: z.enum(['free', 'pro', 'enterprise']) }),
   key: z.object({ id: z.uuid(), label: z.string(), prefix: z.string(), scopes: z.array(z.enum(SCOPES)) }),
+});
+
+const usageWindow = z.object({
+  limit: z.number().int().describe('Units the window allows'),
+  used: z.number().int(),
+  remaining: z.number().int(),
+  resets_at: z.string(),
+});
+const usageRecord = z.object({
+  workspace: z.object({ id: z.uuid(), tier: z.enum(TIERS) }),
+  budgets: z.object({ minute: usageWindow, day: usageWindow }).describe('Workspace budgets after this request’s own unit was debited'),
+  key: z.object({
+    id: z.uuid(),
+    day: z.string().describe('The UTC day the counters cover (YYYY-MM-DD)'),
+    operations: z.array(z.object({ operation: z.string(), requests: z.number().int(), units: z.number().int(), errors: z.number().int() })),
+  }),
+  unit_weights: z.record(z.string(), z.number().int()).describe('Units each operation costs, by operation id'),
 });
 
 const windowJson = (window: WindowState) => ({
@@ -47,6 +66,13 @@ export function meRoutes(deps: Pick<AppDeps, 'meter' | 'now'> & ApiKeyPluginDeps
           unit_weights: unitWeights(),
         };
       },
-      { operation: 'usage.get', detail: { summary: 'Workspace budgets and the calling key’s per-operation counters (1 unit)', tags: ['platform'] } },
+      {
+        operation: 'usage.get',
+        detail: {
+          summary: 'Workspace budgets and the calling key’s per-operation counters (1 unit)',
+          tags: ['platform'],
+          responses: routeResponses({ 200: { description: 'Budgets and counters', body: usageRecord } }),
+        },
+      },
     );
 }

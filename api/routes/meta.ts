@@ -1,9 +1,17 @@
 import { existsSync } from 'node:fs';
 import { Elysia } from 'elysia';
-import { capabilities } from '../../shared/capabilities.ts';
+import { z } from 'zod';
+import { capabilities, capabilitySchema } from '../../shared/capabilities.ts';
 import type { Dependency } from '../../shared/operations.ts';
 import { DEFAULT_SCOPES, SCOPES } from '../../shared/scopes.ts';
 import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
+
+const scopeList = z.object({
+  scopes: z.array(z.enum(SCOPES)),
+  default_scopes: z.array(z.enum(SCOPES)).describe('What a key gets when it is created without naming scopes'),
+});
+const capabilityList = z.object({ spec_version: z.string(), capabilities: z.array(capabilitySchema) });
 
 export function metaRoutes(deps: Pick<AppDeps, 'config' | 'redis'>) {
   const dependencyAvailable = (dependency: Dependency): boolean => {
@@ -22,9 +30,13 @@ export function metaRoutes(deps: Pick<AppDeps, 'config' | 'redis'>) {
   };
   return new Elysia({ name: 'meta-routes' })
     .get('/v2/meta/scopes', () => ({ scopes: [...SCOPES], default_scopes: [...DEFAULT_SCOPES] }), {
-      detail: { summary: 'Every recognised scope, in stable order', tags: ['public'] },
+      detail: { summary: 'Every recognised scope, in stable order', tags: ['public'], responses: routeResponses({ 200: { description: 'The scopes', body: scopeList } }) },
     })
     .get('/v2/meta/capabilities', () => ({ spec_version: '1.0.0', capabilities: capabilities(dependencyAvailable) }), {
-      detail: { summary: 'Each operation as production, unavailable or planned, with its scopes', tags: ['public'] },
+      detail: {
+        summary: 'Each operation as production, unavailable or planned, with its scopes',
+        tags: ['public'],
+        responses: routeResponses({ 200: { description: 'Every operation of the interface', body: capabilityList } }),
+      },
     });
 }

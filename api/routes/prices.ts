@@ -3,16 +3,18 @@ import { z } from 'zod';
 import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { ApiError, errors } from '../../shared/errors.ts';
-import { currentItemPrices } from '../../shared/prices/current.ts';
+import { currentItemPrices, itemPricesSchema } from '../../shared/prices/current.ts';
 import {
   DEFAULT_GRANULARITY,
   GRANULARITIES,
   HISTORY_LIMIT_DEFAULT,
   HISTORY_LIMIT_MAX,
+  historySeriesSchema,
   itemHistoryPage,
   resolveHistoryWindow,
 } from '../../shared/prices/history.ts';
 import type { HistoryPosition } from '../../shared/prices/repository.ts';
+import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
@@ -39,6 +41,17 @@ const historyQuery = z
     cursor: pageCursor,
   })
   .strict();
+
+const historyPage = z.object({
+  catalog_id: z.string(),
+  market_hash_name: z.string(),
+  marketplace: z.enum(SOURCE_NAMES),
+  granularity: z.enum(GRANULARITIES),
+  from: z.string().describe('The window answered, inclusive (the defaults resolved)'),
+  to: z.string().describe('The window answered, exclusive'),
+  data: z.array(historySeriesSchema).describe('Series in version order; one cut by the page limit continues at the top of the next page'),
+  next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
+});
 
 type HistoryCursorPosition = { v: string; b: string; f: string; t: string };
 
@@ -74,7 +87,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         transform: checkCatalogId,
         detail: {
           summary: 'Current prices of a catalog item per version and source, with freshness and min/median/max (needs prices:read)',
-          tags: ['prices'], responses: routeResponses({}, 404),
+          tags: ['prices'], responses: routeResponses({ 200: { description: 'The item’s current prices', body: itemPricesSchema } }, 404),
         },
       },
     )
@@ -128,7 +141,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         transform: checkCatalogId,
         detail: {
           summary: 'Price history buckets (open/high/low/close, samples) of one marketplace, per version (needs prices:read)',
-          tags: ['prices'], responses: routeResponses({}, 404),
+          tags: ['prices'], responses: routeResponses({ 200: { description: 'One page of buckets', body: historyPage } }, 404),
         },
       },
     );

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { ApiError, errors } from '../../shared/errors.ts';
-import type { EncodedBody } from '../../shared/prices/public-document.ts';
+import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody } from '../../shared/prices/public-document.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import { text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
@@ -112,7 +112,11 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'priceSnapshots
             'Limited per client address: `PUBLIC_PRICES_RATE_LIMIT` requests per minute (429 `rate_limited`), and at most ' +
             '`PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT` (default 4) downloads running at once per API process; one more is answered ' +
             '429 `too_many_concurrent_downloads` with `Retry-After` and `Cache-Control: no-store`. A 304 does not take a download slot.',
-          tags: ['public'], responses: routeResponses({ 304: 'Not modified (If-None-Match)' }, 429, 503),
+          tags: ['public'], responses: routeResponses(
+            { 200: { description: 'The price list of the current snapshot', body: publicPriceListSchema }, 304: 'Not modified (If-None-Match)' },
+            429,
+            503,
+          ),
         },
       },
     )
@@ -129,7 +133,15 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'priceSnapshots
         params: itemParams,
         publicRateLimit: 'prices',
         transform: noStore,
-        detail: { summary: 'Every stored price version of one item by its exact market_hash_name. No key; limited per client address.', tags: ['public'], responses: routeResponses({ 304: 'Not modified (If-None-Match)' }, 404, 503) },
+        detail: {
+          summary: 'Every stored price version of one item by its exact market_hash_name. No key; limited per client address.',
+          tags: ['public'],
+          responses: routeResponses(
+            { 200: { description: 'The item’s prices in the current snapshot', body: publicItemPricesSchema }, 304: 'Not modified (If-None-Match)' },
+            404,
+            503,
+          ),
+        },
       },
     );
 }

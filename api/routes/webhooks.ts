@@ -41,6 +41,9 @@ const endpointSchema = z.object({
   disabled_at: z.string().nullable(),
   created_at: z.string(),
 });
+const createdEndpoint = endpointSchema.extend({
+  secret: z.string().describe('The signing secret for verifying deliveries; shown in this response only'),
+});
 const attemptSchema = z.object({
   attempt: z.number().int(),
   status: z.enum(['succeeded', 'failed', 'interrupted']),
@@ -110,7 +113,7 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & Ap
         body: createBody,
         detail: {
           summary: 'Create a webhook endpoint; its signing secret is returned in this response only (needs webhooks:write)',
-          tags: ['webhooks'], responses: routeResponses({ 201: 'Endpoint created; `secret` appears in this response only' }),
+          tags: ['webhooks'], responses: routeResponses({ 201: { description: 'Endpoint created; `secret` appears in this response only', body: createdEndpoint } }),
         },
       },
     )

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { newId } from '../ids.ts';
 import { redactSecrets } from '../redact.ts';
@@ -10,7 +11,8 @@ export const AUDIT_METADATA_MAX_BYTES = 32 * 1024;
 
 export type AuditSource = (typeof AUDIT_SOURCES)[number];
 export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
-export type AuditActor = { type: 'account' | 'api_key' | 'system' | 'admin'; id: string | null };
+export const AUDIT_ACTOR_TYPES = ['account', 'api_key', 'system', 'admin'] as const;
+export type AuditActor = { type: (typeof AUDIT_ACTOR_TYPES)[number]; id: string | null };
 
 export type NewAuditEvent = {
   workspaceId: string;
@@ -25,18 +27,20 @@ export type NewAuditEvent = {
   occurredAt?: Date;
 };
 
-export type AuditEvent = {
-  id: string;
-  occurred_at: string;
-  source: AuditSource;
-  event_type: string;
-  resource_type: string;
-  resource_id: string | null;
-  outcome: AuditOutcome;
-  actor: AuditActor;
-  request_id: string | null;
-  metadata: Record<string, unknown>;
-};
+/** An event as the API lists it (and an export writes it, one per line). */
+export const auditEventSchema = z.object({
+  id: z.uuid(),
+  occurred_at: z.string(),
+  source: z.enum(AUDIT_SOURCES),
+  event_type: z.string().describe('Dotted name of what happened, e.g. `api_key.created`'),
+  resource_type: z.string(),
+  resource_id: z.string().nullable(),
+  outcome: z.enum(AUDIT_OUTCOMES),
+  actor: z.object({ type: z.enum(AUDIT_ACTOR_TYPES), id: z.string().nullable().describe('Null for the system') }),
+  request_id: z.string().nullable().describe('The X-Request-Id of the request that caused it'),
+  metadata: z.record(z.string(), z.unknown()).describe('Event details; secrets are redacted'),
+});
+export type AuditEvent = z.infer<typeof auditEventSchema>;
 
 export class AuditMetadataTooLargeError extends Error {
   constructor(readonly bytes: number) {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 
 /** spec 9: catalog identity format. */
 export const CATALOG_IDENTITY_FORMAT = 'cs2.market.v1';
@@ -93,17 +94,17 @@ export function versionFromPhaseLabel(label: string | null | undefined): string 
   return (PHASE_VERSIONS as readonly string[]).includes(normalised) ? normalised : null;
 }
 
-export type CatalogItem = {
-  catalog_id: string;
-  market_hash_name: string;
-  type: ItemType;
-  weapon: string | null;
-  exterior: Exterior | null;
-  rarity: Rarity | null;
-  stattrak: boolean;
-  souvenir: boolean;
-  definition_index: number | null;
-  paint_index: number | null;
-  /** Phase versions the item is priced in besides `default` (Doppler, Gamma Doppler). */
-  phases: PhaseVersion[];
-};
+export const catalogItemSchema = z.object({
+  catalog_id: z.string().describe('Opaque, stable id of the item (itm_…)'),
+  market_hash_name: z.string(),
+  type: z.enum(ITEM_TYPES),
+  weapon: z.string().nullable(),
+  exterior: z.enum(EXTERIORS).nullable(),
+  rarity: z.enum(RARITIES).nullable(),
+  stattrak: z.boolean(),
+  souvenir: z.boolean(),
+  definition_index: z.number().int().nullable(),
+  paint_index: z.number().int().nullable(),
+  phases: z.array(z.enum(PHASE_VERSIONS)).describe('Phase versions the item is priced in besides `default` (Doppler, Gamma Doppler)'),
+});
+export type CatalogItem = z.infer<typeof catalogItemSchema>;

@@ -1,11 +1,21 @@
+import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 
-export type SourceState = 'fresh' | 'stale' | 'never_succeeded';
-export type HealthReport = {
-  status: 'up' | 'degraded';
-  sources: Record<string, { updated_at: string | null; status: SourceState }>;
-  stats: { items: number };
-};
+/** Each enabled source by name: its last successful run and its freshness against its stale threshold. */
+export const sourceStatesSchema = z.record(
+  z.string(),
+  z.object({
+    updated_at: z.string().nullable().describe('End of the last successful ingest run; null if none ever succeeded'),
+    status: z.enum(['fresh', 'stale', 'never_succeeded']),
+  }),
+);
+export const healthReportSchema = z.object({
+  status: z.enum(['up', 'degraded']),
+  sources: sourceStatesSchema,
+  stats: z.object({ items: z.number().int().describe('Catalog items held') }),
+});
+export type HealthReport = z.infer<typeof healthReportSchema>;
+export type SourceState = HealthReport['sources'][string]['status'];
 
 /** spec 2.1: each enabled source's last success against its stale threshold. */
 export async function sourceFreshness(db: Queryable, enabled: readonly string[], now: Date): Promise<HealthReport> {

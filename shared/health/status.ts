@@ -1,26 +1,38 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { POOLS, type Pool } from '../queues.ts';
 import { liveWorkersByPool } from './heartbeats.ts';
-import { sourceFreshness, type HealthReport } from './sources.ts';
+import { sourceFreshness, sourceStatesSchema } from './sources.ts';
 
 const CHECK_TIMEOUT_MS = 1_500;
 
-type ComponentStatus = 'ok' | 'degraded' | 'down';
-export type PlatformStatus = {
-  status: 'ok' | 'degraded';
-  checked_at: string;
-  degraded: string[];
-  components: {
-    database: { status: ComponentStatus; latency_ms: number };
-    redis: { status: ComponentStatus; latency_ms: number | null };
-    queues: Record<string, { status: ComponentStatus; waiting: number | null; active: number | null; delayed: number | null; failed: number | null }>;
-    workers: Record<string, { status: ComponentStatus; live: number; last_seen_at: string | null }>;
+const componentStatus = z.enum(['ok', 'degraded', 'down']);
+export const platformStatusSchema = z.object({
+  status: z.enum(['ok', 'degraded']),
+  checked_at: z.string(),
+  degraded: z.array(z.string()).describe('The components that are not ok, as dotted paths (`redis`, `queues.<pool>`, `workers.<pool>`, `sources.<name>`)'),
+  components: z.object({
+    database: z.object({ status: componentStatus, latency_ms: z.number() }),
+    redis: z.object({ status: componentStatus, latency_ms: z.number().nullable().describe('Null when Redis did not answer') }),
+    queues: z.record(
+      z.string(),
+      z.object({
+        status: componentStatus,
+        // Null when the queue's counts could not be read.
+        waiting: z.number().int().nullable(),
+        active: z.number().int().nullable(),
+        delayed: z.number().int().nullable(),
+        failed: z.number().int().nullable(),
+      }),
+    ).describe('Job counts per worker pool; null counts when the queue could not be read'),
+    workers: z.record(z.string(), z.object({ status: componentStatus, live: z.number().int(), last_seen_at: z.string().nullable() })).describe('Live workers per pool, by heartbeat'),
     /** Each enabled price source, as on GET /health. */
-    sources: HealthReport['sources'];
-  };
-};
+    sources: sourceStatesSchema,
+  }),
+});
+export type PlatformStatus = z.infer<typeof platformStatusSchema>;
 
 function withTimeout<T>(promise: Promise<T>, ms = CHECK_TIMEOUT_MS): Promise<T> {
   let timer: Timer | undefined;

@@ -1,7 +1,8 @@
+import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { DEFAULT_STALE_AFTER_SECONDS } from '../prices/repository.ts';
 import { SOURCE_NAMES, type SourceName } from '../sources/types.ts';
-import type { SegmentFilter } from './segments.ts';
+import { SEGMENTS, type SegmentFilter } from './segments.ts';
 
 /**
  * GET /v2/market/summary: point-in-time USD totals over the latest price of every (item, version,
@@ -15,39 +16,37 @@ export type MarketSummaryQuery = {
   freshOnly: boolean;
 };
 
-export type MarketplaceSummary = {
-  marketplace: SourceName;
-  /** Distinct (catalog_id, version) this marketplace prices. */
-  items_priced: number;
-  /** Sum of this marketplace's prices (its own lowest ask per item and version). */
-  lowest_price_sum: string;
-  /** Sum of price × quantity over its prices with a quantity. */
-  listed_value_sum: string;
-  /** Sum of quantity. */
-  listings: number;
-  /** Prices with a quantity. */
-  items_with_quantity: number;
-  oldest_source_time: string | null;
-  newest_source_time: string | null;
-};
+// Sums are decimal strings computed in Postgres `numeric`.
+const marketplaceSummarySchema = z.object({
+  marketplace: z.enum(SOURCE_NAMES),
+  items_priced: z.number().int().describe('Distinct (catalog_id, version) this marketplace prices'),
+  lowest_price_sum: z.string().describe('Sum of this marketplace’s prices (its own lowest ask per item and version)'),
+  listed_value_sum: z.string().describe('Sum of price × quantity over its prices with a quantity'),
+  listings: z.number().int().describe('Sum of quantity'),
+  items_with_quantity: z.number().int().describe('Prices with a quantity'),
+  oldest_source_time: z.string().nullable(),
+  newest_source_time: z.string().nullable(),
+});
 
-export type MarketSummary = {
-  as_of: string;
-  currency: 'USD';
-  marketplace: SourceName | null;
-  segment: string | null;
-  value: string | null;
-  fresh_only: boolean;
-  totals: {
-    /** Distinct (catalog_id, version) priced by any included marketplace. */
-    items_priced: number;
-    /** Sum over those (item, version) of the lowest price across the included marketplaces. */
-    lowest_price_sum: string;
-    listed_value_sum: string;
-    listings: number;
-  };
-  marketplaces: MarketplaceSummary[];
-};
+/** GET /v2/market/summary. */
+export const marketSummarySchema = z.object({
+  as_of: z.string(),
+  currency: z.literal('USD'),
+  marketplace: z.enum(SOURCE_NAMES).nullable().describe('The marketplace filter; null for every marketplace'),
+  segment: z.enum(SEGMENTS).nullable().describe('The segment filter; null for the whole market'),
+  value: z.string().nullable(),
+  fresh_only: z.boolean(),
+  totals: z.object({
+    items_priced: z.number().int().describe('Distinct (catalog_id, version) priced by any included marketplace'),
+    lowest_price_sum: z.string().describe('Sum over those (item, version) of the lowest price across the included marketplaces'),
+    listed_value_sum: z.string(),
+    listings: z.number().int(),
+  }),
+  marketplaces: z.array(marketplaceSummarySchema),
+});
+
+export type MarketplaceSummary = z.infer<typeof marketplaceSummarySchema>;
+export type MarketSummary = z.infer<typeof marketSummarySchema>;
 
 type SummaryRow = {
   marketplace: SourceName;

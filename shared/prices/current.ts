@@ -1,35 +1,41 @@
+import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { summarizeDecimals } from './decimal.ts';
 import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
 
-export type SourcePrice = {
-  source: string;
-  price: string;
-  median_price: string | null;
-  quantity: number | null;
-  source_time: string;
-  ingested_at: string;
-  freshness: 'fresh' | 'stale';
-  /** Seconds since source_time (0 when the upstream's clock is ahead of ours). */
-  age_seconds: number;
-  stale_after_seconds: number;
-};
+// Prices are decimal strings: money never passes through a JS number.
+const sourcePriceSchema = z.object({
+  source: z.string().describe('Marketplace name'),
+  price: z.string().describe('Lowest ask, a decimal string'),
+  median_price: z.string().nullable(),
+  quantity: z.number().int().nullable().describe('Listings at the source, when it reports them'),
+  source_time: z.string().describe('When the source observed the price'),
+  ingested_at: z.string(),
+  freshness: z.enum(['fresh', 'stale']),
+  age_seconds: z.number().int().describe('Seconds since source_time (0 when the upstream clock is ahead of ours)'),
+  stale_after_seconds: z.number().int().describe('The source’s stale threshold'),
+});
 
-export type VersionPrices = {
-  version: string;
-  /** Across this version's sources (stale ones included; each source says its freshness). */
-  min: string;
-  median: string;
-  max: string;
-  sources: SourcePrice[];
-};
+const versionPricesSchema = z.object({
+  version: z.string().describe('`default`, a phase, `pattern-<seed>` or `tier-<n>`'),
+  // Across this version's sources (stale ones included; each source says its freshness).
+  min: z.string(),
+  median: z.string(),
+  max: z.string(),
+  sources: z.array(sourcePriceSchema),
+});
 
-export type ItemPrices = {
-  catalog_id: string;
-  market_hash_name: string;
-  currency: 'USD';
-  versions: VersionPrices[];
-};
+/** GET /v2/prices/{catalog_id}. */
+export const itemPricesSchema = z.object({
+  catalog_id: z.string(),
+  market_hash_name: z.string(),
+  currency: z.literal('USD'),
+  versions: z.array(versionPricesSchema).describe('Empty when the item is not priced in the requested version'),
+});
+
+export type SourcePrice = z.infer<typeof sourcePriceSchema>;
+export type VersionPrices = z.infer<typeof versionPricesSchema>;
+export type ItemPrices = z.infer<typeof itemPricesSchema>;
 
 function sourcePrice(row: CurrentPriceRow, now: Date): SourcePrice {
   const age = Math.max(0, Math.floor((now.getTime() - row.source_time.getTime()) / 1000));

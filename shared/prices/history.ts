@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { errors } from '../errors.ts';
 import { findCatalogItemById, listHistoryPoints, type Granularity, type HistoryPosition } from './repository.ts';
@@ -48,10 +49,21 @@ export function resolveHistoryWindow(granularity: Granularity, from: Date | unde
   return resolveWindow(from, to, now, { defaultDays: HISTORY_DEFAULT_RANGE_DAYS[granularity], maxDays: HISTORY_MAX_RANGE_DAYS[granularity], granularity });
 }
 
-export type HistorySeries = {
-  version: string;
-  points: { bucket_start: string; open: string; high: string; low: string; close: string; samples: number }[];
-};
+export const historySeriesSchema = z.object({
+  version: z.string(),
+  points: z.array(
+    z.object({
+      bucket_start: z.string(),
+      // Decimal strings, as stored.
+      open: z.string(),
+      high: z.string(),
+      low: z.string(),
+      close: z.string(),
+      samples: z.number().int().describe('Prices observed in the bucket'),
+    }),
+  ),
+});
+export type HistorySeries = z.infer<typeof historySeriesSchema>;
 
 export type HistoryPage = {
   catalog_id: string;

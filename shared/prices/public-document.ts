@@ -1,5 +1,6 @@
 import { promisify } from 'node:util';
 import { brotliCompress, brotliCompressSync, constants as zlibConstants, gzip, gzipSync } from 'node:zlib';
+import { z } from 'zod';
 import { sha256Hex } from '../crypto.ts';
 import { summarizeDecimals } from './decimal.ts';
 import type { SnapshotInputRow } from './repository.ts';
@@ -9,42 +10,51 @@ import type { SnapshotInputRow } from './repository.ts';
  * source) and `GET /v1/prices/{market_hash_name}`. Pure functions: the snapshot builder assembles
  * the full list from the database; the API derives the per-source lists and per-item bodies from it.
  */
-export type PublicSourcePrice = { price: string; source_time: string };
+// Prices are decimal strings: money never passes through a JS number.
+const publicSourcePriceSchema = z.object({ price: z.string(), source_time: z.string() });
 
-export type PublicVersionPrices = {
-  /** Keyed by source name, in byte order. */
-  sources: Record<string, PublicSourcePrice>;
-  /** Across the sources; null only when the version has no source (an item priced only in other versions). */
-  min: string | null;
-  median: string | null;
-  max: string | null;
+const publicVersionPricesShape = {
+  sources: z.record(z.string(), publicSourcePriceSchema).describe('Keyed by source name, in byte order'),
+  // Null only when the version has no source (an item priced only in other versions).
+  min: z.string().nullable(),
+  median: z.string().nullable(),
+  max: z.string().nullable(),
 };
+const publicVersionPricesSchema = z.object(publicVersionPricesShape);
 
 /** One item of the list: its `default` version at the top level, other stored versions under `versions`. */
-export type PublicPriceItem = {
-  market_hash_name: string;
-  catalog_id: string;
-} & PublicVersionPrices & {
-    /** Only present when the item has stored versions besides `default` (Doppler phases, …). */
-    versions?: Record<string, PublicVersionPrices>;
-  };
+const publicPriceItemSchema = z.object({
+  market_hash_name: z.string(),
+  catalog_id: z.string(),
+  ...publicVersionPricesShape,
+  versions: z
+    .record(z.string(), publicVersionPricesSchema)
+    .optional()
+    .describe('Only present when the item has stored versions besides `default` (Doppler phases, …)'),
+});
 
-export type PublicPriceList = {
-  currency: 'USD';
-  /** Present in a `?source=` list. */
-  source?: string;
-  item_count: number;
-  /** The oldest source_time among every price in the document. */
-  oldest_input_at: string | null;
-  items: PublicPriceItem[];
-};
+/** GET /v1/prices. */
+export const publicPriceListSchema = z.object({
+  currency: z.literal('USD'),
+  source: z.string().optional().describe('Present in a `?source=` list'),
+  item_count: z.number().int(),
+  oldest_input_at: z.string().nullable().describe('The oldest source_time among every price in the document'),
+  items: z.array(publicPriceItemSchema),
+});
 
-export type PublicItemPrices = {
-  market_hash_name: string;
-  catalog_id: string;
-  currency: 'USD';
-  versions: ({ version: string } & PublicVersionPrices)[];
-};
+/** GET /v1/prices/{market_hash_name}. */
+export const publicItemPricesSchema = z.object({
+  market_hash_name: z.string(),
+  catalog_id: z.string(),
+  currency: z.literal('USD'),
+  versions: z.array(publicVersionPricesSchema.extend({ version: z.string() })).describe('`default` first'),
+});
+
+export type PublicSourcePrice = z.infer<typeof publicSourcePriceSchema>;
+export type PublicVersionPrices = z.infer<typeof publicVersionPricesSchema>;
+export type PublicPriceItem = z.infer<typeof publicPriceItemSchema>;
+export type PublicPriceList = z.infer<typeof publicPriceListSchema>;
+export type PublicItemPrices = z.infer<typeof publicItemPricesSchema>;
 
 function versionPrices(sources: Record<string, PublicSourcePrice>): PublicVersionPrices {
   const summary = summarizeDecimals(Object.values(sources).map((source) => source.price));
