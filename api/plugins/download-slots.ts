@@ -33,8 +33,9 @@ export class DownloadSlots {
 }
 
 // Chunks are views of the shared buffer; the size bounds how much one slow reader can have queued in
-// the server beyond what the kernel already holds.
-const CHUNK_BYTES = 256 * 1024;
+// the server beyond what the kernel already holds. 1 MiB costs about what a Blob body costs in server
+// CPU (256 KiB chunks cost ~40 % more per 2 MB body, measured against Bun.serve alone).
+const CHUNK_BYTES = 1024 * 1024;
 
 /**
  * A body streamed from one shared, immutable buffer. Bun copies an ArrayBuffer or Buffer handed to
