@@ -10,6 +10,7 @@ import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { subscribeToPriceSnapshots } from '../shared/prices/snapshot-subscription.ts';
 import { POOLS, queueName, type Pool } from '../shared/queues.ts';
 import { createRequestRedis, type Redis } from '../shared/redis.ts';
+import { CounterRedis } from '../shared/redis-counters.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
 
 /** Process plumbing most routes use. */
@@ -34,7 +35,11 @@ type PriceDeps = {
 /** Key lookups cached per process, cleared on revocation (shared/identity/key-invalidation.ts). */
 type IdentityDeps = { keys: ApiKeyCache };
 
-type UsageDeps = { meter: UsageMeter };
+type UsageDeps = {
+  meter: UsageMeter;
+  /** One-command-per-request counters (the keyless per-address limit), on Bun's own Redis client. */
+  counters: CounterRedis;
+};
 
 type QueueDeps = { queues: Record<Pool, Queue> };
 
@@ -57,6 +62,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const sql = createSql(config.DATABASE_URL, { max: 10, application: 'api' });
   const redis = createRequestRedis(config.REDIS_URL, 'api');
   redis.on('error', (error) => log.warn({ err: error.message }, 'redis connection error'));
+  const counters = new CounterRedis(config.REDIS_URL);
   const keys = new ApiKeyCache(sql);
   const priceSnapshots = new PriceSnapshotCache(sql, log);
   const itemPrices = new ItemPriceCache(config.PRICE_CACHE_MS);
@@ -82,6 +88,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     redis,
     log,
     meter: new UsageMeter(redis),
+    counters,
     keys,
     priceSnapshots,
     itemPrices,
@@ -90,16 +97,20 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     now: overrides.now ?? (() => new Date()),
     startedAt: new Date(),
     async ready(timeoutMs = 5_000) {
-      if (redis.status === 'ready') return true;
-      return Promise.race([
-        new Promise<boolean>((resolve) => redis.once('ready', () => resolve(true))),
-        Bun.sleep(timeoutMs).then(() => redis.status === 'ready'),
-      ]);
+      const ioredisReady =
+        redis.status === 'ready' ||
+        (await Promise.race([
+          new Promise<boolean>((resolve) => redis.once('ready', () => resolve(true))),
+          Bun.sleep(timeoutMs).then(() => redis.status === 'ready'),
+        ]));
+      const countersReady = await Promise.race([counters.ready(), Bun.sleep(timeoutMs).then(() => counters.connected)]);
+      return ioredisReady && countersReady;
     },
     async close() {
       await Promise.allSettled(Object.values(queues).map((queue) => queue.close()));
       subscriber.disconnect();
       redis.disconnect();
+      counters.close();
       await sql.end({ timeout: 5 });
     },
   };

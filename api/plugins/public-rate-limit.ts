@@ -14,7 +14,7 @@ const OUTAGE_LOG_INTERVAL_MS = 30_000;
  * unreachable the request is served anyway (fail open): the keyless price list is read-only and
  * cached, and refusing everyone during an outage would be worse than an unlimited minute.
  */
-export type PublicRateLimitPluginDeps = Pick<AppDeps, 'config' | 'redis' | 'log' | 'now'>;
+export type PublicRateLimitPluginDeps = Pick<AppDeps, 'config' | 'counters' | 'log' | 'now'>;
 
 export function publicRateLimitPlugin(deps: PublicRateLimitPluginDeps) {
   const limiters = new Map<string, IpRateLimiter>();
@@ -22,7 +22,7 @@ export function publicRateLimitPlugin(deps: PublicRateLimitPluginDeps) {
   const limiterFor = (name: string) => {
     let limiter = limiters.get(name);
     if (!limiter) {
-      limiter = new IpRateLimiter(deps.redis, name, deps.config.PUBLIC_PRICES_RATE_LIMIT);
+      limiter = new IpRateLimiter(deps.counters, name, deps.config.PUBLIC_PRICES_RATE_LIMIT);
       limiters.set(name, limiter);
     }
     return limiter;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { CounterRedis } from '../redis-counters.ts';
 
 /**
  * Per-client-address request budget of the keyless endpoints (DESIGN 9): a fixed one-minute window
@@ -10,27 +10,19 @@ if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return count
 `;
 
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    hitIpLimit(key: string, ttlSeconds: number): import('ioredis').Result<number, Context>;
-  }
-}
-
 export type IpLimitResult = { allowed: boolean; limit: number; remaining: number; resetSeconds: number };
 
 export class IpRateLimiter {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: CounterRedis,
     private readonly name: string,
     private readonly limitPerMinute: number,
-  ) {
-    redis.defineCommand('hitIpLimit', { numberOfKeys: 1, lua: HIT_SCRIPT });
-  }
+  ) {}
 
   /** Counts one request from `address` (null: unknown, all such requests share one counter). Throws when Redis fails. */
   async hit(address: string | null, now: Date): Promise<IpLimitResult> {
     const minute = Math.floor(now.getTime() / 60_000);
-    const count = await this.redis.hitIpLimit(`iplimit:${this.name}:${address ?? 'unknown'}:${minute}`, 120);
+    const count = Number(await this.redis.evalScript(HIT_SCRIPT, [`iplimit:${this.name}:${address ?? 'unknown'}:${minute}`], ['120']));
     return {
       allowed: count <= this.limitPerMinute,
       limit: this.limitPerMinute,
