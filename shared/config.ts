@@ -57,6 +57,17 @@ export const configSchema = z.object({
   STEAM_WEB_API_KEY: optionalString,
   STEAM_COMMUNITY_URL: z.string().url().default('https://steamcommunity.com'),
   STEAM_API_URL: z.string().url().default('https://api.steampowered.com'),
+  // DESIGN 11: how long a cached Steam profile is served before it is fetched again.
+  PROFILE_TTL_SECONDS: z.coerce.number().int().min(0).max(86_400 * 30).default(600),
+  // Not in DESIGN 4's list: how long an inventory snapshot is served before a request fetches a new
+  // one (trade intents always want one at most 10 minutes old), and how many upstream pages (2 000
+  // assets each) one fetch may take before it gives up.
+  INVENTORY_TTL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
+  INVENTORY_MAX_PAGES: z.coerce.number().int().min(1).max(50).default(10),
+  // DESIGN 11: the policy limit on either side's current value of a trade intent, in USD.
+  TRADE_MAX_VALUE_USD: z.coerce.number().positive().max(1e9).default(10_000),
+  // Not in DESIGN 4's list: how long an OpenID connect flow (its `state`) may take.
+  OPENID_STATE_TTL_SECONDS: z.coerce.number().int().min(30).max(3_600).default(600),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanString.default(false),
   // Not in DESIGN 4's list: keys WEBHOOK_SECRET_KEY replaced (comma-separated base64, 32 bytes each).
   // They still decrypt stored secrets until `npm run admin -- rewrap-webhook-secrets` has re-encrypted

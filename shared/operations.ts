@@ -74,6 +74,12 @@ export const OPERATIONS = [
   op('inventories.get', 'GET', '/v2/inventories/{gameplatform_id}', 'api_key', ['inventory:read'], 10, 'planned', ['redis']),
   op('profiles.get', 'GET', '/v2/profiles/{gameplatform_id}', 'api_key', ['profiles:read'], 3, 'planned', ['redis', 'steam_web_api_key']),
   op('gameplatform_accounts.list', 'GET', '/v2/gameplatform/accounts', 'api_key', ['accounts:read'], 1, 'planned', ['redis']),
+  op('gameplatform_accounts.connect', 'POST', '/v2/gameplatform/accounts/connect', 'api_key', ['accounts:write'], 2, 'planned', ['redis']),
+  op('gameplatform_accounts.delete', 'DELETE', '/v2/gameplatform/accounts/{account_id}', 'api_key', ['accounts:write'], 1, 'planned', ['redis']),
+  op('gameplatform.openid.callback', 'GET', '/v2/gameplatform/openid/callback', 'public', [], 0, 'planned'),
+  op('trade_intents.list', 'GET', '/v2/trade-intents', 'api_key', ['trade:read'], 1, 'planned', ['redis']),
+  op('trade_intents.get', 'GET', '/v2/trade-intents/{trade_intent_id}', 'api_key', ['trade:read'], 1, 'planned', ['redis']),
+  op('trade_intents.cancel', 'POST', '/v2/trade-intents/{trade_intent_id}/cancel', 'api_key', ['trade:write'], 2, 'planned', ['redis']),
 ] as const satisfies readonly Operation[];
 
 export type OperationId = (typeof OPERATIONS)[number]['id'];

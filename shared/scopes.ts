@@ -15,6 +15,9 @@ export const SCOPES = [
   'audit:read',
   'audit:export',
   'usage:read',
+  // Appended (DESIGN 5: new scopes go last so the order clients saw never changes).
+  'accounts:write',
+  'trade:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -41,4 +44,13 @@ export function isScope(value: string): value is Scope {
 export function normaliseScopes(scopes: readonly Scope[]): Scope[] {
   const wanted = new Set(scopes);
   return SCOPES.filter((scope) => wanted.has(scope));
+}
+
+/**
+ * Whether `granted` covers `required`: the scope itself, or its `:write` sibling for a `:read`
+ * (DESIGN 10 and 11: a write scope also grants the matching read, e.g. trade:write reads intents).
+ */
+export function grantsScope(granted: readonly string[], required: Scope): boolean {
+  if (granted.includes(required)) return true;
+  return required.endsWith(':read') && granted.includes(`${required.slice(0, -':read'.length)}:write`);
 }

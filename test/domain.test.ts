@@ -103,3 +103,14 @@ describe('budgets', () => {
     });
   });
 });
+
+describe('scopes', () => {
+  test('a write scope grants its read, and nothing else', async () => {
+    const { grantsScope } = await import('../shared/scopes.ts');
+    expect(grantsScope(['trade:write'], 'trade:read')).toBe(true);
+    expect(grantsScope(['media:write'], 'media:read')).toBe(true);
+    expect(grantsScope(['trade:read'], 'trade:write')).toBe(false);
+    expect(grantsScope(['audit:export'], 'audit:read')).toBe(false);
+    expect(grantsScope(['webhooks:read'], 'trade:read')).toBe(false);
+  });
+});

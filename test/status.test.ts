@@ -263,6 +263,8 @@ describe('GET /v2/meta/*', () => {
         'audit:read',
         'audit:export',
         'usage:read',
+        'accounts:write',
+        'trade:read',
       ],
       default_scopes: ['catalog:read', 'prices:read', 'market:read', 'inventory:read', 'profiles:read', 'inspect:read', 'media:read', 'usage:read'],
     });

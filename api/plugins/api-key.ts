@@ -3,6 +3,7 @@ import { insertAuditEvent } from '../../shared/audit/events.ts';
 import { errors } from '../../shared/errors.ts';
 import { hashKey, type ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import { operation as findOperation, type OperationId } from '../../shared/operations.ts';
+import { grantsScope } from '../../shared/scopes.ts';
 import { budgetsFor } from '../../shared/usage/budgets.ts';
 import { rateLimitHeaders, type DebitResult } from '../../shared/usage/metering.ts';
 import type { AppDeps } from '../deps.ts';
@@ -60,7 +61,7 @@ export function apiKeyPlugin(deps: ApiKeyPluginDeps) {
           await recordDenial(principal, op.id, 403, 'workspace_suspended', requestId);
           throw errors.forbidden('workspace_suspended', 'The workspace of this API key is suspended.');
         }
-        const missing = op.scopes.find((scope) => !principal.scopes.includes(scope));
+        const missing = op.scopes.find((scope) => !grantsScope(principal.scopes, scope));
         if (missing) {
           await recordDenial(principal, op.id, 403, 'insufficient_scope', requestId, { required_scope: missing });
           throw errors.missingScope(missing);
