@@ -1,0 +1,249 @@
+import { CEconItemPreviewDataBlock } from '@csfloat/cs2-inspect-serializer';
+import { buf as crc32 } from 'crc-32';
+import {
+  familyOfDefinition,
+  MAX_NAME_TAG_LENGTH,
+  type CharmState,
+  type ItemFamily,
+  type ItemState,
+  type StickerState,
+} from './selector.ts';
+
+/**
+ * The offline item-certificate decoder of DESIGN 10 "Inspect decode": the hex of an inspect link, or
+ * asset property 6 of a Steam inventory (DESIGN 11). Layout: byte 0 is an XOR key, every later byte is
+ * XORed with it; the last 4 bytes (big-endian) are a checksum of the payload between them, which is a
+ * `CEconItemPreviewDataBlock`. The protobuf is read with @csfloat/cs2-inspect-serializer's message
+ * type; the unmasking and the checksum are ours because the library skips the checksum on masked
+ * links (key ≠ 0) and DESIGN 10 says we do not.
+ */
+
+export type DecodedItem = {
+  item: { family: ItemFamily; definition_index: number };
+  state: ItemState;
+  rarity: number | null;
+  quality: number | null;
+  origin: number | null;
+  item_id: string | null;
+  /** The certificate as decoded, normalised to uppercase hex. */
+  certificate: string;
+};
+
+/** A certificate that is not valid hex, has a bad length or checksum, or holds no readable item. */
+export class CertificateError extends Error {
+  readonly code = 'invalid_certificate';
+  constructor(message: string) {
+    super(message);
+    this.name = 'CertificateError';
+  }
+}
+
+/** Key byte + at least one payload byte + 4 checksum bytes. */
+const MIN_CERTIFICATE_BYTES = 6;
+/** Real certificates are under 300 bytes (five stickers, a charm, a name tag); this bounds the work. */
+export const MAX_CERTIFICATE_BYTES = 2048;
+/** DESIGN 10: the selector carries at most this many stickers and charms. */
+const MAX_STICKERS = 32;
+const MAX_CHARMS = 8;
+
+const HEX = /^[0-9A-Fa-f]*$/;
+
+/**
+ * DESIGN 10: `(crc & 0xFFFF) ^ (len × crc) mod 2³²` with crc the CRC-32 of the key byte followed by
+ * the unmasked payload. Math.imul keeps the product exact mod 2³² whatever the length.
+ */
+export function certificateChecksum(key: number, payload: Uint8Array): number {
+  const crc = crc32(payload, crc32([key]));
+  return ((crc & 0xffff) ^ Math.imul(payload.length, crc)) >>> 0;
+}
+
+const float32 = new DataView(new ArrayBuffer(4));
+
+/** paintwear travels as the bits of a float32 in a uint32 field. */
+function wearFromBits(bits: number): number {
+  float32.setUint32(0, bits);
+  return float32.getFloat32(0);
+}
+
+function bitsFromWear(wear: number): number {
+  float32.setFloat32(0, wear);
+  return float32.getUint32(0);
+}
+
+/** Decodes a hex certificate; any bad input throws CertificateError and nothing else. */
+export function decodeCertificate(hex: string): DecodedItem {
+  if (typeof hex !== 'string') throw new CertificateError('The certificate must be a string of hex digits.');
+  if (hex.length === 0) throw new CertificateError('The certificate is empty.');
+  if (hex.length > MAX_CERTIFICATE_BYTES * 2) {
+    throw new CertificateError(`The certificate is longer than ${MAX_CERTIFICATE_BYTES} bytes.`);
+  }
+  if (!HEX.test(hex)) throw new CertificateError('The certificate is not hexadecimal.');
+  if (hex.length % 2 !== 0) throw new CertificateError('The certificate has an odd number of hex digits.');
+  if (hex.length < MIN_CERTIFICATE_BYTES * 2) {
+    throw new CertificateError(`The certificate is shorter than ${MIN_CERTIFICATE_BYTES} bytes.`);
+  }
+
+  const bytes = Buffer.from(hex, 'hex');
+  const key = bytes[0]!;
+  if (key !== 0) for (let i = 1; i < bytes.length; i++) bytes[i] = bytes[i]! ^ key;
+  const payload = bytes.subarray(1, bytes.length - 4);
+  const expected = bytes.readUInt32BE(bytes.length - 4);
+  if (certificateChecksum(key, payload) !== expected) {
+    throw new CertificateError('The certificate checksum does not match its contents.');
+  }
+
+  let block: CEconItemPreviewDataBlock;
+  try {
+    block = CEconItemPreviewDataBlock.fromBinary(payload);
+  } catch {
+    throw new CertificateError('The certificate does not hold a readable CEconItemPreviewDataBlock.');
+  }
+  if (block.defindex === undefined) throw new CertificateError('The certificate names no item definition.');
+
+  return {
+    item: { family: familyOfDefinition(block.defindex), definition_index: block.defindex },
+    state: stateOf(block),
+    rarity: block.rarity ?? null,
+    quality: block.quality ?? null,
+    origin: block.origin ?? null,
+    item_id: block.itemid === undefined || block.itemid === 0n ? null : block.itemid.toString(),
+    certificate: hex.toUpperCase(),
+  };
+}
+
+/**
+ * The selector state of a block, range-checked so the answer always passes itemStateSchema (DESIGN 10:
+ * out-of-range state is `invalid_item` downstream, so we refuse it here as a bad certificate).
+ * Hand-written rather than a zod parse: inventories decode thousands of certificates per page.
+ */
+function stateOf(block: CEconItemPreviewDataBlock): ItemState {
+  const state: ItemState = {};
+  if (block.paintindex !== undefined) state.paint_index = block.paintindex;
+  if (block.paintseed !== undefined) {
+    if (block.paintseed > 1000) throw new CertificateError(`The paint seed ${block.paintseed} is outside 0–1000.`);
+    state.paint_seed = block.paintseed;
+  }
+  if (block.paintwear !== undefined) {
+    const wear = wearFromBits(block.paintwear);
+    if (!(wear >= 0 && wear <= 1)) throw new CertificateError('The wear is not a number between 0 and 1.');
+    state.wear = wear;
+  }
+  // Either kill-eater field marks a kill counter; a fresh StatTrak item carries value 0.
+  if (block.killeatervalue !== undefined || block.killeaterscoretype !== undefined) {
+    state.stattrak = { value: block.killeatervalue ?? 0 };
+  }
+  if (block.customname !== undefined && block.customname !== '') {
+    if (block.customname.length > MAX_NAME_TAG_LENGTH) {
+      throw new CertificateError(`The name tag is longer than ${MAX_NAME_TAG_LENGTH} characters.`);
+    }
+    state.name_tag = block.customname;
+  }
+  if (block.stickers.length > 0) {
+    if (block.stickers.length > MAX_STICKERS) throw new CertificateError(`The certificate has more than ${MAX_STICKERS} stickers.`);
+    state.stickers = block.stickers.map(stickerOf);
+  }
+  if (block.keychains.length > 0) {
+    if (block.keychains.length > MAX_CHARMS) throw new CertificateError(`The certificate has more than ${MAX_CHARMS} charms.`);
+    state.charms = block.keychains.map(charmOf);
+  }
+  return state;
+}
+
+type BlockSticker = CEconItemPreviewDataBlock['stickers'][number];
+
+function finiteFloat(value: number | undefined, what: string): number | undefined {
+  if (value !== undefined && !Number.isFinite(value)) throw new CertificateError(`The ${what} is not a finite number.`);
+  return value;
+}
+
+function stickerOf(sticker: BlockSticker): StickerState {
+  const slot = sticker.slot ?? 0;
+  if (slot > 7) throw new CertificateError(`The sticker slot ${slot} is outside 0–7.`);
+  if (sticker.stickerId === undefined) throw new CertificateError('A sticker names no sticker id.');
+  const out: StickerState = { slot, sticker_id: sticker.stickerId };
+  if (sticker.wear !== undefined) {
+    if (!(sticker.wear >= 0 && sticker.wear <= 1)) throw new CertificateError('A sticker wear is not between 0 and 1.');
+    out.wear = sticker.wear;
+  }
+  const scale = finiteFloat(sticker.scale, 'sticker scale');
+  if (scale !== undefined) out.scale = scale;
+  const rotation = finiteFloat(sticker.rotation, 'sticker rotation');
+  if (rotation !== undefined) out.rotation = rotation;
+  const offsetX = finiteFloat(sticker.offsetX, 'sticker offset');
+  if (offsetX !== undefined) out.offset_x = offsetX;
+  const offsetY = finiteFloat(sticker.offsetY, 'sticker offset');
+  if (offsetY !== undefined) out.offset_y = offsetY;
+  return out;
+}
+
+function charmOf(charm: BlockSticker): CharmState {
+  // Charms ride in the `keychains` field with the Sticker message: sticker_id is the charm id.
+  if (charm.stickerId === undefined) throw new CertificateError('A charm names no charm id.');
+  const out: CharmState = { slot: charm.slot ?? 0, charm_id: charm.stickerId };
+  if (charm.pattern !== undefined) out.pattern = charm.pattern;
+  const offsetX = finiteFloat(charm.offsetX, 'charm offset');
+  if (offsetX !== undefined) out.offset_x = offsetX;
+  const offsetY = finiteFloat(charm.offsetY, 'charm offset');
+  if (offsetY !== undefined) out.offset_y = offsetY;
+  const offsetZ = finiteFloat(charm.offsetZ, 'charm offset');
+  if (offsetZ !== undefined) out.offset_z = offsetZ;
+  return out;
+}
+
+/** What encodeCertificate needs: the selector's definition and state plus the optional integers. */
+export type CertificateInput = {
+  item: { definition_index: number };
+  state: ItemState;
+  rarity?: number | null;
+  quality?: number | null;
+  origin?: number | null;
+  item_id?: string | null;
+};
+
+/**
+ * Builds a certificate for fakes and tests, with the library's protobuf serialiser. `key` 0 gives
+ * the unmasked form tools make (the same hex as the library's generateHex); any other key the masked
+ * form the game makes. Floats are stored as float32, so they come back rounded to float32.
+ */
+export function encodeCertificate(input: CertificateInput, options: { key?: number } = {}): string {
+  const key = options.key ?? 0;
+  if (!Number.isInteger(key) || key < 0 || key > 255) throw new RangeError('key must be a byte');
+  const { state } = input;
+  const block: CEconItemPreviewDataBlock = {
+    defindex: input.item.definition_index,
+    paintindex: state.paint_index,
+    paintseed: state.paint_seed,
+    paintwear: state.wear === undefined ? undefined : bitsFromWear(state.wear),
+    rarity: input.rarity ?? undefined,
+    quality: input.quality ?? undefined,
+    origin: input.origin ?? undefined,
+    itemid: input.item_id == null ? undefined : BigInt(input.item_id),
+    killeatervalue: state.stattrak?.value,
+    killeaterscoretype: state.stattrak ? 0 : undefined,
+    customname: state.name_tag,
+    stickers: (state.stickers ?? []).map((sticker) => ({
+      slot: sticker.slot,
+      stickerId: sticker.sticker_id,
+      wear: sticker.wear,
+      scale: sticker.scale,
+      rotation: sticker.rotation,
+      offsetX: sticker.offset_x,
+      offsetY: sticker.offset_y,
+    })),
+    keychains: (state.charms ?? []).map((charm) => ({
+      slot: charm.slot,
+      stickerId: charm.charm_id,
+      pattern: charm.pattern,
+      offsetX: charm.offset_x,
+      offsetY: charm.offset_y,
+      offsetZ: charm.offset_z,
+    })),
+  };
+  const payload = CEconItemPreviewDataBlock.toBinary(block);
+  const bytes = Buffer.alloc(payload.length + 5);
+  bytes[0] = key;
+  bytes.set(payload, 1);
+  bytes.writeUInt32BE(certificateChecksum(key, payload), payload.length + 1);
+  if (key !== 0) for (let i = 1; i < bytes.length; i++) bytes[i] = bytes[i]! ^ key;
+  return bytes.toString('hex').toUpperCase();
+}

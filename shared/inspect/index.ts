@@ -1,0 +1,26 @@
+/** Offline item certificates (DESIGN 10 "Inspect decode", DESIGN 11 inventories): plain functions, no HTTP. */
+export {
+  certificateChecksum,
+  CertificateError,
+  decodeCertificate,
+  encodeCertificate,
+  MAX_CERTIFICATE_BYTES,
+  type CertificateInput,
+  type DecodedItem,
+} from './certificate.ts';
+export { InspectLinkError, parseInspectLink } from './link.ts';
+export {
+  charmSchema,
+  familyOfDefinition,
+  ITEM_FAMILIES,
+  itemIdentitySchema,
+  itemSelectorSchema,
+  itemStateSchema,
+  stickerSchema,
+  type CharmState,
+  type ItemFamily,
+  type ItemIdentity,
+  type ItemSelector,
+  type ItemState,
+  type StickerState,
+} from './selector.ts';
