@@ -1,0 +1,377 @@
+import { CS2_ITEMS } from '@ianlucas/cs2-lib';
+import { z } from 'zod';
+import { versionFromPhaseLabel } from '../catalog/identity.ts';
+import type { Config } from '../config.ts';
+import { copyRows, type Queryable, type Sql } from '../db.ts';
+import { newId } from '../ids.ts';
+import { CertificateError, decodeCertificate, familyOfDefinition, itemIdentitySchema, itemStateSchema, type ItemState } from '../inspect/index.ts';
+import type { Logger } from '../logger.ts';
+import { SOURCE_NAMES } from '../sources/types.ts';
+import {
+  fetchInventoryPage,
+  isObject,
+  SteamUnavailableError,
+  type InventoryPage,
+} from './steam-client.ts';
+
+/**
+ * DESIGN 11 inventories: every upstream page of a CS2 inventory fetched within a time budget,
+ * normalised to one record per asset, stored as an immutable snapshot (inventory_snapshots +
+ * inventory_assets), and served from Postgres in pages pinned to that snapshot.
+ */
+
+export const assetValueSchema = z.object({
+  marketplace: z.enum(SOURCE_NAMES),
+  price: z.string().describe('Decimal string: the latest price of that marketplace for this item (and its Doppler phase)'),
+  currency: z.literal('USD'),
+});
+
+export const inventoryAssetSchema = z.object({
+  asset_id: z.string(),
+  class_id: z.string(),
+  instance_id: z.string(),
+  market_hash_name: z.string().nullable(),
+  catalog_id: z.string().nullable().describe('null when the catalog does not know the item'),
+  name: z.string().nullable(),
+  type: z.string().nullable(),
+  tradable: z.boolean(),
+  marketable: z.boolean(),
+  trade_hold_until: z.string().nullable().describe('From the "Tradable After …" text of the description, else null'),
+  item: itemIdentitySchema.nullable().describe('null when neither the certificate nor the catalog identifies the item'),
+  state: itemStateSchema.describe('From the item certificate (property 6), else paint seed (property 1) and wear (property 2)'),
+  certificate: z.string().nullable().describe('Asset property 6, the hex inspect certificate'),
+  inspect_link: z.string().nullable(),
+  value: assetValueSchema.nullable().describe('With `valuation=<marketplace>`: the current price, else null'),
+});
+export type InventoryAsset = z.infer<typeof inventoryAssetSchema>;
+/** What inventory_assets.record holds: the asset without its valuation (added when read). */
+export type StoredAsset = Omit<InventoryAsset, 'value'>;
+
+export const inventoryPageSchema = z.object({
+  steam_id: z.string(),
+  snapshot_id: z.string(),
+  fetched_at: z.string(),
+  stale: z.boolean().describe('True when the snapshot is older than INVENTORY_TTL_SECONDS (Steam failed, or a cursor pins an older snapshot)'),
+  total_assets: z.number().int(),
+  data: z.array(inventoryAssetSchema),
+  next_cursor: z.string().nullable(),
+});
+
+export type InventorySnapshot = { id: string; steam_id: string; fetched_at: Date; total_assets: number };
+
+export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date };
+
+/** Wall-clock budget of one whole-inventory fetch (every page, waits included). */
+export const INVENTORY_FETCH_BUDGET_MS = 20_000;
+/** One page request's timeout (cut to what is left of the budget). */
+const PAGE_TIMEOUT_MS = 10_000;
+/** A 429's Retry-After is waited out only when at most this long (and within the budget). */
+const MAX_RETRY_WAIT_MS = 3_000;
+const MAX_RETRIES_PER_PAGE = 2;
+
+// ---------------------------------------------------------------------------------------------
+// Normalising
+
+const ASSET_ID = /^[0-9]{1,20}$/;
+const MONTHS: Record<string, number> = { Jan: 0, Feb: 1, Mar: 2, Apr: 3, May: 4, Jun: 5, Jul: 6, Aug: 7, Sep: 8, Oct: 9, Nov: 10, Dec: 11 };
+// "Tradable After Jun 20, 2025 (7:00:00) GMT" and the 2025 form "Tradable/Marketable After …".
+const TRADE_HOLD = /Tradable(?:\/Marketable)? After ([A-Z][a-z]{2}) (\d{1,2}), (\d{4}) \((\d{1,2}):(\d{2}):(\d{2})\) GMT/;
+
+/** The instant of a "Tradable After <date> (<time>) GMT" line, else null. */
+export function parseTradeHold(lines: unknown[]): string | null {
+  for (const line of lines) {
+    if (!isObject(line) || typeof line.value !== 'string') continue;
+    const match = TRADE_HOLD.exec(line.value);
+    if (!match) continue;
+    const [, month, day, year, hour, minute, second] = match;
+    const monthIndex = MONTHS[month!];
+    if (monthIndex === undefined) continue;
+    const at = new Date(Date.UTC(Number(year), monthIndex, Number(day), Number(hour), Number(minute), Number(second)));
+    if (Number.isNaN(at.getTime()) || at.getUTCDate() !== Number(day)) continue;
+    return at.toISOString();
+  }
+  return null;
+}
+
+let phaseByPaintIndex: Map<number, string> | undefined;
+
+/** The price version of a Doppler / Gamma Doppler paint ("phase-2", "ruby", …), else null. */
+export function phaseVersionOfPaint(paintIndex: number | undefined): string | null {
+  if (paintIndex === undefined) return null;
+  if (!phaseByPaintIndex) {
+    phaseByPaintIndex = new Map();
+    for (const item of CS2_ITEMS) {
+      if (!item.altName || item.index === undefined) continue;
+      const version = versionFromPhaseLabel(item.altName);
+      if (version !== null && version !== 'default') phaseByPaintIndex.set(item.index, version);
+    }
+  }
+  return phaseByPaintIndex.get(paintIndex) ?? null;
+}
+
+const stringOf = (value: unknown): string | null => (typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : null);
+const flag = (value: unknown): boolean => value === 1 || value === true || value === '1';
+
+/** Asset properties 1 (paint seed), 2 (wear) and 6 (certificate) of one asset. */
+function readProperties(entry: unknown): { paintSeed?: number; wear?: number; certificate: string | null } {
+  const out: { paintSeed?: number; wear?: number; certificate: string | null } = { certificate: null };
+  if (!isObject(entry) || !Array.isArray(entry.asset_properties)) return out;
+  for (const property of entry.asset_properties) {
+    if (!isObject(property)) continue;
+    const id = Number(property.propertyid);
+    if (id === 1) {
+      const seed = Number(stringOf(property.int_value));
+      if (Number.isInteger(seed) && seed >= 0 && seed <= 1000) out.paintSeed = seed;
+    } else if (id === 2) {
+      const wear = Number(stringOf(property.float_value));
+      if (Number.isFinite(wear) && wear >= 0 && wear <= 1) out.wear = wear;
+    } else if (id === 6) {
+      const certificate = stringOf(property.string_value);
+      if (certificate && certificate.length <= 4096 && /^[0-9A-Fa-f]+$/.test(certificate)) out.certificate = certificate.toUpperCase();
+    }
+  }
+  return out;
+}
+
+/** The inspect action's link with its placeholders filled, or null when one stays unknown. */
+function inspectLinkOf(actions: unknown, steamId64: string, assetId: string, certificate: string | null): string | null {
+  if (!Array.isArray(actions)) return null;
+  const action = actions.find((entry) => isObject(entry) && typeof entry.link === 'string' && entry.link.includes('csgo_econ_action_preview'));
+  if (!action) return null;
+  let link = (action as { link: string }).link.replaceAll('%owner_steamid%', steamId64).replaceAll('%assetid%', assetId);
+  if (link.includes('%propid:6%')) {
+    if (!certificate) return null;
+    link = link.replaceAll('%propid:6%', certificate);
+  }
+  return /%[a-z_:0-9]+%/i.test(link) ? null : link;
+}
+
+export type CatalogMatch = { catalog_id: string; definition_index: number | null; paint_index: number | null };
+
+/** One record per asset, in upstream order; duplicate asset ids (overlapping pages) are kept once. */
+export function normaliseInventory(steamId64: string, pages: InventoryPage[], catalog: Map<string, CatalogMatch>): StoredAsset[] {
+  const descriptions = new Map<string, Record<string, unknown>>();
+  const properties = new Map<string, unknown>();
+  for (const page of pages) {
+    for (const description of page.descriptions ?? []) {
+      if (isObject(description)) descriptions.set(`${stringOf(description.classid)}_${stringOf(description.instanceid)}`, description);
+    }
+    for (const entry of page.asset_properties ?? []) {
+      if (isObject(entry) && typeof entry.assetid === 'string') properties.set(entry.assetid, entry);
+    }
+  }
+  const seen = new Set<string>();
+  const records: StoredAsset[] = [];
+  for (const page of pages) {
+    for (const asset of page.assets ?? []) {
+      if (!isObject(asset)) continue;
+      const assetId = stringOf(asset.assetid);
+      const classId = stringOf(asset.classid) ?? '0';
+      const instanceId = stringOf(asset.instanceid) ?? '0';
+      if (!assetId || !ASSET_ID.test(assetId) || seen.has(assetId)) continue;
+      seen.add(assetId);
+      const description = descriptions.get(`${classId}_${instanceId}`) ?? {};
+      const marketHashName = typeof description.market_hash_name === 'string' ? description.market_hash_name : null;
+      const match = marketHashName ? catalog.get(marketHashName) : undefined;
+      const props = readProperties(properties.get(assetId));
+      let item: StoredAsset['item'] = null;
+      let state: ItemState = {};
+      if (props.certificate) {
+        try {
+          const decoded = decodeCertificate(props.certificate);
+          item = decoded.item;
+          state = decoded.state;
+        } catch (error) {
+          // A certificate we cannot read leaves the state to properties 1 and 2 (never a failure).
+          if (!(error instanceof CertificateError)) throw error;
+        }
+      }
+      if (!item && match?.definition_index != null) item = { family: familyOfDefinition(match.definition_index), definition_index: match.definition_index };
+      if (state.paint_index === undefined && match?.paint_index != null) state = { paint_index: match.paint_index, ...state };
+      if (state.paint_seed === undefined && props.paintSeed !== undefined) state = { ...state, paint_seed: props.paintSeed };
+      if (state.wear === undefined && props.wear !== undefined) state = { ...state, wear: props.wear };
+      const ownerLines = Array.isArray(description.owner_descriptions) ? description.owner_descriptions : [];
+      const lines = Array.isArray(description.descriptions) ? description.descriptions : [];
+      records.push({
+        asset_id: assetId,
+        class_id: classId,
+        instance_id: instanceId,
+        market_hash_name: marketHashName,
+        catalog_id: match?.catalog_id ?? null,
+        name: typeof description.name === 'string' ? description.name : null,
+        type: typeof description.type === 'string' ? description.type : null,
+        tradable: flag(description.tradable),
+        marketable: flag(description.marketable),
+        trade_hold_until: parseTradeHold([...ownerLines, ...lines]),
+        item,
+        state,
+        certificate: props.certificate,
+        inspect_link: inspectLinkOf(description.actions, steamId64, assetId, props.certificate),
+      });
+    }
+  }
+  return records;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetching
+
+/**
+ * Every page of the inventory, following `start_assetid` while `more_items`, at most
+ * INVENTORY_MAX_PAGES pages and INVENTORY_FETCH_BUDGET_MS in all. A 429 is retried after its
+ * Retry-After only when that wait is short and fits the budget; otherwise the error propagates.
+ */
+export async function fetchInventoryPages(deps: Pick<InventoryDeps, 'config' | 'now'>, steamId64: string, budgetMs = INVENTORY_FETCH_BUDGET_MS): Promise<InventoryPage[]> {
+  const deadline = Date.now() + budgetMs;
+  const pages: InventoryPage[] = [];
+  let start: string | null = null;
+  for (;;) {
+    if (pages.length >= deps.config.INVENTORY_MAX_PAGES) {
+      throw new SteamUnavailableError(`inventory has more than ${deps.config.INVENTORY_MAX_PAGES} pages`, 60_000);
+    }
+    let page: InventoryPage | undefined;
+    for (let attempt = 0; page === undefined; attempt += 1) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new SteamUnavailableError(`fetch budget of ${budgetMs} ms spent`, 30_000);
+      try {
+        page = await fetchInventoryPage(deps.config, steamId64, start, { timeoutMs: Math.min(PAGE_TIMEOUT_MS, left), now: deps.now });
+      } catch (error) {
+        const waitMs = error instanceof SteamUnavailableError && error.throttled ? error.retryAfterMs : Infinity;
+        if (attempt >= MAX_RETRIES_PER_PAGE || waitMs > MAX_RETRY_WAIT_MS || Date.now() + waitMs >= deadline) throw error;
+        await Bun.sleep(waitMs);
+      }
+    }
+    pages.push(page);
+    if (!flag(page.more_items)) return pages;
+    const next = stringOf(page.last_assetid);
+    if (!next || !ASSET_ID.test(next) || next === start) throw new SteamUnavailableError('more_items without a usable last_assetid', 30_000);
+    start = next;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storing and reading
+
+/** Catalog items of these names, in one set-based query. */
+export async function findCatalogMatches(db: Queryable, names: string[]): Promise<Map<string, CatalogMatch>> {
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return new Map();
+  const rows = await db<(CatalogMatch & { market_hash_name: string })[]>`
+    select market_hash_name, catalog_id, definition_index, paint_index
+    from catalog_items where market_hash_name = any(${unique}::text[])`;
+  return new Map(rows.map((row) => [row.market_hash_name, { catalog_id: row.catalog_id, definition_index: row.definition_index, paint_index: row.paint_index }]));
+}
+
+/** Normalises fetched pages and stores them as a new snapshot (one transaction, rows by COPY). */
+export async function storeInventorySnapshot(sql: Sql, steamId64: string, pages: InventoryPage[], fetchedAt: Date): Promise<InventorySnapshot> {
+  const names: string[] = [];
+  for (const page of pages) for (const d of page.descriptions ?? []) if (isObject(d) && typeof d.market_hash_name === 'string') names.push(d.market_hash_name);
+  const catalog = await findCatalogMatches(sql, names);
+  const records = normaliseInventory(steamId64, pages, catalog);
+  const reported = pages[0]?.total_inventory_count;
+  const snapshot: InventorySnapshot = { id: newId(), steam_id: steamId64, fetched_at: fetchedAt, total_assets: records.length };
+  await sql.begin(async (tx) => {
+    await tx`
+      insert into inventory_snapshots (id, steam_id, fetched_at, total_assets, upstream_total)
+      values (${snapshot.id}, ${steamId64}, ${fetchedAt}, ${records.length}, ${typeof reported === 'number' && Number.isSafeInteger(reported) ? reported : null})`;
+    await copyRows(
+      tx,
+      'inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record)',
+      records.map((record, position) => [snapshot.id, position, record.asset_id, record.tradable ? 't' : 'f', record.catalog_id, JSON.stringify(record)]),
+    );
+  });
+  return snapshot;
+}
+
+export async function latestSnapshot(db: Queryable, steamId64: string): Promise<InventorySnapshot | null> {
+  const [row] = await db<InventorySnapshot[]>`
+    select id, steam_id, fetched_at, total_assets from inventory_snapshots
+    where steam_id = ${steamId64} order by fetched_at desc, id desc limit 1`;
+  return row ?? null;
+}
+
+export async function findSnapshot(db: Queryable, snapshotId: string): Promise<InventorySnapshot | null> {
+  const [row] = await db<InventorySnapshot[]>`select id, steam_id, fetched_at, total_assets from inventory_snapshots where id = ${snapshotId}`;
+  return row ?? null;
+}
+
+/**
+ * The latest snapshot of an inventory no older than `maxAgeSeconds`, fetching a new one when there
+ * is none (or `refresh`). When Steam is unavailable or throttling, an older snapshot is returned
+ * with `stale: true`. Throws SteamPrivateError, SteamNotFoundError, or SteamUnavailableError (no
+ * snapshot to fall back on); see steamApiError for their API answers.
+ */
+export async function ensureInventorySnapshot(
+  deps: InventoryDeps,
+  steamId64: string,
+  options: { maxAgeSeconds: number; refresh?: boolean },
+): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
+  const latest = await latestSnapshot(deps.sql, steamId64);
+  if (latest && !options.refresh && deps.now().getTime() - latest.fetched_at.getTime() < options.maxAgeSeconds * 1000) {
+    return { snapshot: latest, stale: false };
+  }
+  let pages: InventoryPage[];
+  try {
+    pages = await fetchInventoryPages(deps, steamId64);
+  } catch (error) {
+    if (error instanceof SteamUnavailableError) {
+      deps.log.warn({ steam_id: steamId64, reason: error.reason, cached: Boolean(latest) }, 'steam inventory fetch failed');
+      if (latest) return { snapshot: latest, stale: true };
+    }
+    throw error;
+  }
+  return { snapshot: await storeInventorySnapshot(deps.sql, steamId64, pages, deps.now()), stale: false };
+}
+
+export type SnapshotAsset = { tradable: boolean; trade_hold_until: string | null; catalog_id: string | null; market_hash_name: string | null; record: StoredAsset };
+
+/** These assets of a snapshot (absent ones are missing from the map), for trade intents. */
+export async function findSnapshotAssets(db: Queryable, snapshotId: string, assetIds: string[]): Promise<Map<string, SnapshotAsset>> {
+  if (assetIds.length === 0) return new Map();
+  const rows = await db<{ asset_id: string; tradable: boolean; catalog_id: string | null; record: StoredAsset }[]>`
+    select asset_id, tradable, catalog_id, record from inventory_assets
+    where snapshot_id = ${snapshotId} and asset_id = any(${assetIds}::text[])`;
+  return new Map(
+    rows.map((row) => [
+      row.asset_id,
+      { tradable: row.tradable, trade_hold_until: row.record.trade_hold_until, catalog_id: row.catalog_id, market_hash_name: row.record.market_hash_name, record: row.record },
+    ]),
+  );
+}
+
+export type SnapshotPageRow = { position: number; catalog_id: string | null; paint_index: number | null; record: string };
+
+/** One page of a snapshot after `afterPosition` (exclusive), as stored JSON text, plus whether more follow. */
+export async function readSnapshotPage(
+  db: Queryable,
+  snapshotId: string,
+  afterPosition: number,
+  limit: number,
+): Promise<{ rows: SnapshotPageRow[]; more: boolean }> {
+  // record::text: the stored JSON goes out as is, never parsed and re-serialised per request.
+  const rows = await db<SnapshotPageRow[]>`
+    select position, catalog_id, (record->'state'->>'paint_index')::int as paint_index, record::text as record from inventory_assets
+    where snapshot_id = ${snapshotId} and position > ${afterPosition}
+    order by position limit ${limit + 1}`;
+  const more = rows.length > limit;
+  if (more) rows.pop();
+  return { rows, more };
+}
+
+/**
+ * Latest prices of one marketplace for (catalog_id, version) pairs, in one query: a Map keyed
+ * `catalog_id\tversion` to the decimal string.
+ */
+export async function latestPricesOf(db: Queryable, marketplace: string, keys: { catalog_id: string; version: string }[]): Promise<Map<string, string>> {
+  if (keys.length === 0) return new Map();
+  const rows = await db<{ catalog_id: string; version: string; price: string }[]>`
+    select p.catalog_id, p.version, p.price::text as price
+    from unnest(${keys.map((key) => key.catalog_id)}::text[], ${keys.map((key) => key.version)}::text[]) as wanted (catalog_id, version)
+    join latest_prices p on p.catalog_id = wanted.catalog_id and p.version = wanted.version and p.source = ${marketplace}`;
+  return new Map(rows.map((row) => [`${row.catalog_id}\t${row.version}`, row.price]));
+}
+
+/** The price version an asset is valued at: its Doppler phase when it has one, else `default`. */
+export function priceVersionOf(paintIndex: number | null | undefined): string {
+  return phaseVersionOfPaint(paintIndex ?? undefined) ?? 'default';
+}
