@@ -1,0 +1,80 @@
+/**
+ * steamcommunity.com/inventory/{steamid}/730/2 (DESIGN 11): pages of `count` (≤ 2000) assets after
+ * `start_assetid`, with the descriptions and asset_properties of that page only; `more_items: 1`
+ * and `last_assetid` while more remain. Errors carry the body `null`, as Steam's do: 403 private,
+ * 400 bad count, 429 throttled, 500. An unknown account is 404 `null` (the status the service maps
+ * to 404; Steam's own answer for a missing account has varied between 400, 403 and 404 over time).
+ */
+import type { InventoryState } from './data.ts';
+import { retryAfterHeaders, takeFailure, type FakeState } from './state.ts';
+import type { InventoryFixture, SteamAssetProperties, SteamDescription } from './types.ts';
+
+const nullBody = (status: number, headers: Record<string, string> = {}) =>
+  new Response('null', { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+
+/** Steam's limit since 2024: larger counts are refused outright. */
+export const MAX_PAGE_COUNT = 2000;
+
+type Indexed = { positions: Map<string, number>; descriptions: Map<string, SteamDescription>; properties: Map<string, SteamAssetProperties> };
+const indexes = new WeakMap<InventoryFixture, Indexed>();
+
+function indexOf(fixture: InventoryFixture): Indexed {
+  let index = indexes.get(fixture);
+  if (!index) {
+    index = {
+      positions: new Map(fixture.assets.map((asset, i) => [asset.assetid, i])),
+      descriptions: new Map(fixture.descriptions.map((d) => [`${d.classid}_${d.instanceid}`, d])),
+      properties: new Map(fixture.asset_properties.map((p) => [p.assetid, p])),
+    };
+    indexes.set(fixture, index);
+  }
+  return index;
+}
+
+export function resolveInventory(state: FakeState, steamId64: string): InventoryState | undefined {
+  const entry = state.inventories.get(steamId64);
+  if (typeof entry !== 'function') return entry;
+  const built = entry();
+  state.inventories.set(steamId64, built);
+  return built;
+}
+
+export function inventoryPage(state: FakeState, steamId64: string, url: URL): Response {
+  const failure = takeFailure(state, 'inventory');
+  if (failure) return nullBody(failure.status, retryAfterHeaders(failure));
+  const rawCount = url.searchParams.get('count');
+  const count = rawCount === null ? 75 : Number(rawCount);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_PAGE_COUNT) return nullBody(400);
+  const inventory = resolveInventory(state, steamId64);
+  if (inventory === 'private') return nullBody(403);
+  if (inventory === undefined || inventory === 'not_found') return nullBody(404);
+
+  const total = inventory.assets.length;
+  if (total === 0) return Response.json({ total_inventory_count: 0, success: 1, rwgrsn: -2 });
+  const index = indexOf(inventory);
+  const startAssetId = url.searchParams.get('start_assetid');
+  let start = 0;
+  if (startAssetId !== null) {
+    const position = index.positions.get(startAssetId);
+    // An asset id that is not (or no longer) there: the page is empty rather than a repeat of page 1.
+    start = position === undefined ? total : position + 1;
+  }
+  const assets = inventory.assets.slice(start, start + count);
+  const descriptionKeys = new Set(assets.map((a) => `${a.classid}_${a.instanceid}`));
+  const descriptions = [...descriptionKeys].map((key) => index.descriptions.get(key)!).filter(Boolean);
+  const properties = assets.flatMap((a) => {
+    const p = index.properties.get(a.assetid);
+    return p ? [p] : [];
+  });
+  const more = start + assets.length < total;
+  const last = assets.at(-1);
+  return Response.json({
+    assets,
+    descriptions,
+    asset_properties: properties,
+    ...(more ? { more_items: 1, last_assetid: last!.assetid } : {}),
+    total_inventory_count: total,
+    success: 1,
+    rwgrsn: -2,
+  });
+}

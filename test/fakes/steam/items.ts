@@ -1,0 +1,314 @@
+/**
+ * Builds inventory entries in Steam's format from short item specs, with real definitions from
+ * @ianlucas/cs2-lib (names, definition and paint indexes, sticker and charm ids) and real item
+ * certificates serialised with @csfloat/cs2-inspect-serializer, so the certificate, the asset
+ * properties (seed, wear) and market_hash_name always agree.
+ */
+import { CS2EconomyInstance, CS2_ITEMS, type CS2EconomyItem, type CS2ItemTranslationMap } from '@ianlucas/cs2-lib';
+import { CEconItemPreviewDataBlock } from '@csfloat/cs2-inspect-serializer';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import type { InventoryFixture, SteamAsset, SteamAssetProperties, SteamAssetProperty, SteamDescription, SteamDescriptionLine, SteamTag } from './types.ts';
+
+export type StickerSpec = { item: string; slot: number; wear?: number; offsetX?: number; offsetY?: number; rotation?: number };
+export type CharmSpec = { item: string; pattern: number; offsetX?: number; offsetY?: number; offsetZ?: number };
+
+export type ItemSpec = {
+  /** The cs2-lib English name: 'AK-47 | Redline', 'Sticker | Crown (Foil)', 'Agent | …', 'Container | …'. */
+  item: string;
+  /** Doppler / Gamma Doppler phase as cs2-lib labels it ('Phase 2', 'Ruby'). */
+  phase?: string;
+  /** Skins only: float wear and paint seed. */
+  wear?: number;
+  seed?: number;
+  /** StatTrak™ with this kill count (0 allowed). */
+  statTrak?: number;
+  nameTag?: string;
+  stickers?: StickerSpec[];
+  charm?: CharmSpec;
+  /** A standalone charm's pattern. */
+  pattern?: number;
+  /** Trade hold: tradable 0 with a "Tradable/Marketable After …" owner description. */
+  tradeHoldUntil?: Date;
+  /** Never tradable (tradable 0, marketable 0, no hold date). */
+  untradable?: boolean;
+};
+
+/** The link Steam has put in `actions` since 2025: the client substitutes the certificate. */
+export const INSPECT_LINK = 'steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20%propid:6%';
+const STEAMID64_BASE = 76561197960265728n;
+
+let economy: CS2EconomyInstance | undefined;
+let byName: Map<string, CS2EconomyItem[]> | undefined;
+
+/** English names only, loaded the way shared/catalog/generate.ts does (all languages cost ~500 MB). */
+function englishNames(): CS2ItemTranslationMap {
+  const path = fileURLToPath(new URL('./english.mjs', import.meta.resolve('@ianlucas/cs2-lib/translations')));
+  return (createRequire(import.meta.url)(path) as { english: CS2ItemTranslationMap }).english;
+}
+
+/** The lib item for a name (and phase); loaded once, on first use. */
+export function libItem(name: string, phase?: string): CS2EconomyItem {
+  if (!economy || !byName) {
+    economy = new CS2EconomyInstance();
+    economy.use({ items: CS2_ITEMS, language: englishNames() });
+    byName = new Map();
+    for (const item of economy.itemsAsArray) {
+      const list = byName.get(item.name);
+      if (list) list.push(item);
+      else byName.set(item.name, [item]);
+    }
+  }
+  const found = (byName.get(name) ?? []).find((item) => (phase === undefined ? true : item.altName === phase));
+  if (!found) throw new Error(`steam fake: cs2-lib has no item ${JSON.stringify(name)}${phase ? ` (${phase})` : ''}`);
+  return found;
+}
+
+const EXTERIORS: [number, string, string][] = [
+  [0.07, 'Factory New', 'WearCategory0'],
+  [0.15, 'Minimal Wear', 'WearCategory1'],
+  [0.38, 'Field-Tested', 'WearCategory2'],
+  [0.45, 'Well-Worn', 'WearCategory3'],
+  [1.01, 'Battle-Scarred', 'WearCategory4'],
+];
+
+export function exteriorOf(wear: number): { name: string; tag: string } {
+  const [, name, tag] = EXTERIORS.find(([to]) => wear < to)!;
+  return { name, tag };
+}
+
+/** Rarity colour → [certificate rarity, weapon-scale name, internal tag suffix]. */
+const RARITIES: Record<string, [number, string, string]> = {
+  '#b0c3d9': [1, 'Consumer Grade', 'Common'],
+  '#5e98d9': [2, 'Industrial Grade', 'Uncommon'],
+  '#4b69ff': [3, 'Mil-Spec Grade', 'Rare'],
+  '#8847ff': [4, 'Restricted', 'Mythical'],
+  '#d32ce6': [5, 'Classified', 'Legendary'],
+  '#eb4b4b': [6, 'Covert', 'Ancient'],
+  '#e4ae39': [7, 'Contraband', 'Contraband'],
+};
+/** Steam names the same grades differently for stickers, charms, agents and gloves. */
+const OTHER_SCALE: Record<number, string> = { 1: 'Base Grade', 2: 'Base Grade', 3: 'High Grade', 4: 'Remarkable', 5: 'Exotic', 6: 'Extraordinary', 7: 'Contraband' };
+const AGENT_SCALE: Record<number, string> = { 3: 'Distinguished', 4: 'Exceptional', 5: 'Superior', 6: 'Master' };
+const CATEGORY_TYPES: Record<string, [string, string]> = {
+  rifle: ['Rifle', 'CSGO_Type_Rifle'],
+  secondary: ['Pistol', 'CSGO_Type_Pistol'],
+  smg: ['SMG', 'CSGO_Type_SMG'],
+  heavy: ['Shotgun', 'CSGO_Type_Shotgun'],
+};
+
+function rarityOf(item: CS2EconomyItem): [number, string, string] {
+  return RARITIES[String(item.rarity).toLowerCase()] ?? [1, 'Base Grade', 'Common'];
+}
+
+function withoutPrefix(name: string): string {
+  return name.replace(/^(Agent|Container|Collectible|Tool|Key) \| /, '');
+}
+
+/** FNV-1a, for stable class and instance ids. */
+function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i += 1) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+function tag(category: string, internal: string, localizedCategory: string, localized: string, color?: string): SteamTag {
+  return { category, internal_name: internal, localized_category_name: localizedCategory, localized_tag_name: localized, ...(color ? { color } : {}) };
+}
+
+function certificateChecksum(payload: Uint8Array): number {
+  const crc = Bun.hash.crc32(Buffer.concat([Uint8Array.from([0]), payload]));
+  const mixed = (crc & 0xffff) ^ (payload.byteLength * crc);
+  return (mixed & 0xffffffff) >>> 0;
+}
+
+function float32Bits(value: number): number {
+  const view = new DataView(new ArrayBuffer(4));
+  view.setFloat32(0, value, true);
+  return view.getUint32(0, true);
+}
+
+/**
+ * The masked form Steam puts in property 6: [key, ([0, payload, crc] XOR key)…]. The library's
+ * generateHex writes the unmasked form and defaults a missing wear to 0.001, so the payload is
+ * serialised here with the library's message type (no wear for stickers, agents, charms).
+ */
+export function certificateHex(block: Partial<CEconItemPreviewDataBlock> & { paintwearFloat?: number }, maskKey: number): string {
+  const { paintwearFloat, ...fields } = block;
+  const message = CEconItemPreviewDataBlock.create({ ...fields, ...(paintwearFloat === undefined ? {} : { paintwear: float32Bits(paintwearFloat) }) });
+  const payload = CEconItemPreviewDataBlock.toBinary(message);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(certificateChecksum(payload), 0);
+  const unmasked = Buffer.concat([Uint8Array.from([0]), payload, crc]);
+  return Buffer.from(unmasked.map((byte) => byte ^ maskKey))
+    .toString('hex')
+    .toUpperCase();
+}
+
+export type BuiltItem = { asset: SteamAsset; description: SteamDescription; properties: SteamAssetProperties | null; marketHashName: string };
+
+/** "Tradable/Marketable After Dec 01, 2026 (7:00:00) GMT", as Steam writes trade holds. */
+export function tradeHoldText(until: Date): string {
+  const month = until.toLocaleString('en-US', { month: 'short', timeZone: 'UTC' });
+  const day = String(until.getUTCDate()).padStart(2, '0');
+  const time = `${until.getUTCHours()}:${String(until.getUTCMinutes()).padStart(2, '0')}:${String(until.getUTCSeconds()).padStart(2, '0')}`;
+  return `Tradable/Marketable After ${month} ${day}, ${until.getUTCFullYear()} (${time}) GMT`;
+}
+
+/** One inventory entry: the asset, its description and its properties (certificate and all). */
+export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: string): BuiltItem {
+  const item = libItem(spec.item, spec.phase);
+  const [rarity, rarityName, rarityTag] = rarityOf(item);
+  const rarityColor = String(item.rarity ?? '#b0c3d9').slice(1);
+  const isSkin = item.type === 'weapon' || item.type === 'melee' || item.type === 'glove';
+  const starred = item.type === 'melee' || item.type === 'glove';
+  const statTrak = spec.statTrak !== undefined;
+  const exterior = isSkin && !item.base ? exteriorOf(spec.wear ?? 0.2) : null;
+  const baseName = withoutPrefix(item.name);
+  const name = `${starred ? '★ ' : ''}${statTrak ? 'StatTrak™ ' : ''}${baseName}`;
+  const marketHashName = exterior ? `${name} (${exterior.name})` : name;
+
+  let type: string;
+  const tags: SteamTag[] = [];
+  if (item.type === 'weapon') {
+    const [category, categoryTag] = CATEGORY_TYPES[item.category ?? ''] ?? ['Rifle', 'CSGO_Type_Rifle'];
+    type = `${statTrak ? 'StatTrak™ ' : ''}${rarityName} ${category}`;
+    tags.push(tag('Type', categoryTag, 'Type', category), tag('Weapon', `weapon_${item.model ?? 'unknown'}`, 'Weapon', baseName.split(' | ')[0]!));
+  } else if (item.type === 'melee') {
+    type = `★ ${statTrak ? 'StatTrak™ ' : ''}Covert Knife`;
+    tags.push(tag('Type', 'CSGO_Type_Knife', 'Type', 'Knife'), tag('Weapon', `weapon_${item.model ?? 'knife'}`, 'Weapon', baseName.split(' | ')[0]!));
+  } else if (item.type === 'glove') {
+    type = '★ Extraordinary Gloves';
+    tags.push(tag('Type', 'Type_Hands', 'Type', 'Gloves'));
+  } else if (item.type === 'sticker') {
+    type = `${OTHER_SCALE[rarity]} Sticker`;
+    tags.push(tag('Type', 'CSGO_Tool_Sticker', 'Type', 'Sticker'));
+  } else if (item.type === 'keychain') {
+    type = `${OTHER_SCALE[rarity]} Charm`;
+    tags.push(tag('Type', 'CSGO_Type_Charm', 'Type', 'Charm'));
+  } else if (item.type === 'agent') {
+    type = `${AGENT_SCALE[rarity] ?? 'Master'} Agent`;
+    tags.push(tag('Type', 'Type_CustomPlayer', 'Type', 'Agent'));
+  } else if (item.type === 'case') {
+    type = 'Base Grade Container';
+    tags.push(tag('Type', 'CSGO_Type_WeaponCase', 'Type', 'Container'));
+  } else {
+    type = `${OTHER_SCALE[rarity]} Collectible`;
+    tags.push(tag('Type', 'CSGO_Type_Collectible', 'Type', 'Collectible'));
+  }
+  const quality = starred ? [3, 'unusual', '★'] : statTrak ? [9, 'strange', 'StatTrak™'] : [4, 'normal', 'Normal'];
+  tags.push(tag('Quality', String(quality[1]), 'Category', String(quality[2])));
+  const rarityScaleName = item.type === 'weapon' || item.type === 'melee' ? rarityName : item.type === 'agent' ? (AGENT_SCALE[rarity] ?? 'Master') : OTHER_SCALE[rarity]!;
+  tags.push(tag('Rarity', `Rarity_${rarityTag}${item.type === 'weapon' || item.type === 'melee' ? '_Weapon' : ''}`, 'Quality', rarityScaleName, rarityColor));
+  if (exterior) tags.push(tag('Exterior', exterior.tag, 'Exterior', exterior.name));
+
+  const lines: SteamDescriptionLine[] = [];
+  if (exterior) lines.push({ type: 'html', value: `Exterior: ${exterior.name}`, name: 'exterior_wear' });
+  if (statTrak) lines.push({ type: 'html', value: 'This item features StatTrak™ technology, which tracks certain statistics when equipped by its owner.', color: 'CF6A32', name: 'attribute' }, { type: 'html', value: `StatTrak™ Confirmed Kills: ${spec.statTrak}`, color: 'CF6A32', name: 'attribute' });
+  lines.push({ type: 'html', value: ' ', name: 'blank' });
+  if (spec.nameTag !== undefined) lines.push({ type: 'html', value: `Name Tag: ''${spec.nameTag}''`, name: 'nametag' });
+  const stickers = (spec.stickers ?? []).map((s) => ({ spec: s, lib: libItem(s.item) }));
+  if (stickers.length > 0) {
+    const names = stickers.map((s) => s.lib.name.replace(/^Sticker \| /, '')).join(', ');
+    lines.push({ type: 'html', value: `<br><div id="sticker_info" class="sticker_info" style="border: 2px solid rgb(102, 102, 102); border-radius: 6px; width=100; margin:4px; padding:8px;"><center>Sticker: ${names}</center></div>`, name: 'sticker_info' });
+  }
+  const charm = spec.charm ? { spec: spec.charm, lib: libItem(spec.charm.item) } : null;
+  if (charm) lines.push({ type: 'html', value: `<br><div id="keychain_info" class="keychain_info" style="border: 2px solid rgb(102, 102, 102); border-radius: 6px; width=100; margin:4px; padding:8px;"><center>Charm: ${charm.lib.name.replace(/^Charm \| /, '')}</center></div>`, name: 'keychain_info' });
+
+  const tradable = spec.untradable || spec.tradeHoldUntil ? 0 : 1;
+  const ownerDescriptions = spec.tradeHoldUntil ? [{ type: 'html', value: ' ' }, { type: 'html', value: tradeHoldText(spec.tradeHoldUntil), color: 'ff4040' }] : undefined;
+  const inspectable = item.type !== 'case' && item.type !== 'collectible';
+  const marketable = spec.untradable || spec.tradeHoldUntil ? 0 : 1;
+
+  const seed = spec.seed ?? (isSkin ? hash32(assetId) % 1001 : undefined);
+  const wear = isSkin && !item.base ? Math.fround(spec.wear ?? 0.2) : undefined;
+  const classid = String(1_000_000_000 + (hash32(`${marketHashName}|${spec.phase ?? ''}`) % 3_000_000_000));
+
+  const description: SteamDescription = {
+    appid: 730,
+    classid,
+    instanceid: '0',
+    currency: 0,
+    background_color: '',
+    icon_url: `-9a81dlWLwJ2UUGcVs_nsVtzdOEdtWwKGZZLQHTxDZ7I56KU0Zwwo4NUX4oFJZEHLbXH5ApeO4YmlhxYQknCRvCo04DEVlxkKgpot7HxfDh${hash32(classid).toString(36)}`,
+    descriptions: lines,
+    tradable,
+    ...(inspectable ? { actions: [{ link: INSPECT_LINK, name: 'Inspect in Game...' }] } : {}),
+    ...(ownerDescriptions ? { owner_descriptions: ownerDescriptions } : {}),
+    ...(spec.nameTag !== undefined ? { fraudwarnings: [`Name Tag: ''${spec.nameTag}''`] } : {}),
+    name,
+    name_color: starred ? '8650AC' : statTrak ? 'CF6A32' : 'D2D2D2',
+    type,
+    market_name: marketHashName,
+    market_hash_name: marketHashName,
+    ...(inspectable && marketable ? { market_actions: [{ link: INSPECT_LINK, name: 'Inspect in Game...' }] } : {}),
+    commodity: isSkin ? 0 : 1,
+    market_tradable_restriction: 7,
+    market_marketable_restriction: 7,
+    marketable,
+    tags,
+  };
+  // Steam gives every distinct description (stickers, name tag, hold) its own instance id.
+  const plain = stickers.length === 0 && !charm && spec.nameTag === undefined && tradable === 1;
+  if (!plain) description.instanceid = String(hash32(JSON.stringify(description)) || 1);
+
+  let properties: SteamAssetProperties | null = null;
+  if (inspectable) {
+    const certificate = certificateHex(
+      {
+        accountid: Number(BigInt(ownerSteamId64) - STEAMID64_BASE),
+        itemid: BigInt(assetId),
+        defindex: item.def ?? 0,
+        paintindex: isSkin && !item.base ? (item.index ?? 0) : 0,
+        rarity: starred ? 6 : rarity,
+        quality: Number(quality[0]),
+        ...(wear === undefined ? {} : { paintwearFloat: wear }),
+        ...(seed === undefined ? {} : { paintseed: seed }),
+        ...(statTrak ? { killeaterscoretype: 0, killeatervalue: spec.statTrak } : {}),
+        ...(spec.nameTag !== undefined ? { customname: spec.nameTag } : {}),
+        stickers:
+          item.type === 'sticker'
+            ? [{ slot: 0, stickerId: item.index ?? 0 }]
+            : stickers.map(({ spec: s, lib }) => ({ slot: s.slot, stickerId: lib.index ?? 0, ...(s.wear ? { wear: s.wear } : {}), ...(s.offsetX !== undefined ? { offsetX: s.offsetX } : {}), ...(s.offsetY !== undefined ? { offsetY: s.offsetY } : {}), ...(s.rotation !== undefined ? { rotation: s.rotation } : {}) })),
+        keychains:
+          item.type === 'keychain'
+            ? [{ slot: 0, stickerId: item.index ?? 0, pattern: spec.pattern ?? 0 }]
+            : charm
+              ? [{ slot: 0, stickerId: charm.lib.index ?? 0, pattern: charm.spec.pattern, offsetX: charm.spec.offsetX ?? 0, offsetY: charm.spec.offsetY ?? 0, offsetZ: charm.spec.offsetZ ?? 0 }]
+              : [],
+        inventory: 3221225475,
+        origin: 8,
+      },
+      (hash32(assetId) % 255) + 1,
+    );
+    const list: SteamAssetProperty[] = [];
+    if (seed !== undefined) list.push({ propertyid: 1, int_value: String(seed), name: 'Pattern Template' });
+    if (wear !== undefined) list.push({ propertyid: 2, float_value: String(wear), name: 'Wear Rating' });
+    list.push({ propertyid: 6, string_value: certificate, name: 'Item Certificate' });
+    properties = { appid: 730, contextid: '2', assetid: assetId, asset_properties: list };
+  }
+
+  return {
+    asset: { appid: 730, contextid: '2', assetid: assetId, classid, instanceid: description.instanceid, amount: '1' },
+    description,
+    properties,
+    marketHashName,
+  };
+}
+
+/** An inventory from specs, asset ids counting down from `firstAssetId` (Steam lists newest first). */
+export function inventoryOf(ownerSteamId64: string, specs: readonly ItemSpec[], firstAssetId: bigint): InventoryFixture {
+  const fixture: InventoryFixture = { assets: [], descriptions: [], asset_properties: [] };
+  const seen = new Set<string>();
+  specs.forEach((spec, i) => {
+    const built = buildItem(spec, String(firstAssetId - BigInt(i)), ownerSteamId64);
+    fixture.assets.push(built.asset);
+    const key = `${built.asset.classid}_${built.asset.instanceid}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      fixture.descriptions.push(built.description);
+    }
+    if (built.properties) fixture.asset_properties.push(built.properties);
+  });
+  return fixture;
+}

@@ -1,0 +1,245 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { decodeHex, generateHex } from '@csfloat/cs2-inspect-serializer';
+import { generateCatalog } from '../shared/catalog/generate.ts';
+import {
+  BIG_STEAM_ID,
+  bigInventory,
+  EMPTY_STEAM_ID,
+  FRIENDS_ONLY_STEAM_ID,
+  INSPECT_LINK,
+  PRIVATE_STEAM_ID,
+  PUBLIC_STEAM_ID,
+  startSteamFake,
+  UNKNOWN_STEAM_ID,
+  type InventoryFixture,
+  type SteamFake,
+} from './fakes/steam/server.ts';
+import type { SteamAssetProperties, SteamDescription } from './fakes/steam/types.ts';
+
+let fake: SteamFake;
+
+beforeAll(async () => {
+  fake = await startSteamFake();
+});
+afterAll(async () => {
+  await fake.stop();
+});
+
+type InventoryPage = InventoryFixture & { total_inventory_count: number; more_items?: number; last_assetid?: string; success: number; rwgrsn: number };
+
+async function page(steamId64: string, query = 'l=english&count=2000'): Promise<{ status: number; body: unknown; headers: Headers }> {
+  const res = await fetch(`${fake.url}/inventory/${steamId64}/730/2?${query}`);
+  return { status: res.status, body: await res.json(), headers: res.headers };
+}
+
+async function summaries(query: string): Promise<Response> {
+  return fetch(`${fake.url}/ISteamUser/GetPlayerSummaries/v2/?${query}`);
+}
+
+describe('Web API GetPlayerSummaries', () => {
+  test('answers known ids in Steam format and leaves unknown ids out', async () => {
+    const res = await summaries(`key=${fake.apiKey}&steamids=${PUBLIC_STEAM_ID},${UNKNOWN_STEAM_ID},${PRIVATE_STEAM_ID},${FRIENDS_ONLY_STEAM_ID}`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { response: { players: Record<string, unknown>[] } };
+    expect(body.response.players.map((p) => p.steamid)).toEqual([PUBLIC_STEAM_ID, PRIVATE_STEAM_ID, FRIENDS_ONLY_STEAM_ID]);
+    const [open, closed, friends] = body.response.players;
+    expect(open).toMatchObject({ communityvisibilitystate: 3, profilestate: 1, personaname: expect.any(String), profileurl: expect.any(String), avatar: expect.any(String), avatarmedium: expect.any(String), avatarfull: expect.any(String), avatarhash: expect.any(String), personastate: 0, timecreated: expect.any(Number), loccountrycode: 'DE' });
+    expect(closed).toMatchObject({ communityvisibilitystate: 1 });
+    expect(closed).not.toHaveProperty('timecreated');
+    expect(friends).toMatchObject({ communityvisibilitystate: 2 });
+  });
+
+  test('an unknown id gives an empty players list', async () => {
+    const res = await summaries(`key=${fake.apiKey}&steamids=${UNKNOWN_STEAM_ID}`);
+    expect(await res.json()).toEqual({ response: { players: [] } });
+  });
+
+  test('a wrong or missing key is a 403 HTML page', async () => {
+    for (const query of [`key=WRONG&steamids=${PUBLIC_STEAM_ID}`, `steamids=${PUBLIC_STEAM_ID}`]) {
+      const res = await summaries(query);
+      expect(res.status).toBe(403);
+      expect(res.headers.get('content-type')).toContain('text/html');
+      expect(await res.text()).toContain('Access is denied');
+    }
+  });
+
+  test('failNext throttles with Retry-After, then errors, then recovers', async () => {
+    fake.failNext('profiles', { status: 429, retryAfter: 7 });
+    fake.failNext('profiles', { status: 500, times: 2 });
+    const statuses: (number | string | null)[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      const res = await summaries(`key=${fake.apiKey}&steamids=${PUBLIC_STEAM_ID}`);
+      statuses.push(res.status, res.headers.get('retry-after'));
+    }
+    expect(statuses).toEqual([429, '7', 500, null, 500, null, 200, null]);
+  });
+
+  test('setProfile adds, changes and removes a profile', async () => {
+    fake.setProfile(UNKNOWN_STEAM_ID, { personaname: 'newcomer', communityvisibilitystate: 3 });
+    let body = (await (await summaries(`key=${fake.apiKey}&steamids=${UNKNOWN_STEAM_ID}`)).json()) as { response: { players: Record<string, unknown>[] } };
+    expect(body.response.players[0]).toMatchObject({ steamid: UNKNOWN_STEAM_ID, personaname: 'newcomer' });
+    fake.setProfile(UNKNOWN_STEAM_ID, null);
+    body = (await (await summaries(`key=${fake.apiKey}&steamids=${UNKNOWN_STEAM_ID}`)).json()) as { response: { players: Record<string, unknown>[] } };
+    expect(body.response.players).toEqual([]);
+  });
+});
+
+describe('community inventory', () => {
+  test('the rich inventory speaks Steam format with real names and matching certificates', async () => {
+    const { status, body } = await page(PUBLIC_STEAM_ID);
+    expect(status).toBe(200);
+    const inv = body as InventoryPage;
+    expect(inv).toMatchObject({ success: 1, rwgrsn: -2, total_inventory_count: inv.assets.length });
+    expect(inv.more_items).toBeUndefined();
+    const catalog = new Set(generateCatalog().map((item) => item.market_hash_name));
+    const descriptions = new Map(inv.descriptions.map((d) => [`${d.classid}_${d.instanceid}`, d]));
+    const properties = new Map(inv.asset_properties.map((p) => [p.assetid, p]));
+    const names: string[] = [];
+    for (const asset of inv.assets) {
+      expect(asset).toMatchObject({ appid: 730, contextid: '2', amount: '1' });
+      const description = descriptions.get(`${asset.classid}_${asset.instanceid}`)!;
+      expect(description).toBeDefined();
+      names.push(description.market_hash_name);
+      if (description.market_hash_name !== '10 Year Birthday Coin') expect(catalog.has(description.market_hash_name)).toBe(true);
+      const props = properties.get(asset.assetid);
+      if (description.actions) {
+        expect(description.actions[0]).toEqual({ link: INSPECT_LINK, name: 'Inspect in Game...' });
+        expect(props).toBeDefined();
+        checkCertificate(asset.assetid, description, props!);
+      }
+    }
+    expect(names).toContain('AK-47 | Redline (Field-Tested)');
+    expect(names).toContain('★ Karambit | Doppler (Factory New)');
+    expect(names).toContain('★ StatTrak™ Karambit | Doppler (Factory New)');
+    expect(names).toContain('StatTrak™ M4A1-S | Printstream (Minimal Wear)');
+    expect(names).toContain('★ Sport Gloves | Vice (Minimal Wear)');
+    expect(names).toContain('Revolution Case');
+    const held = inv.descriptions.filter((d) => d.owner_descriptions?.some((o) => o.value.startsWith('Tradable/Marketable After ')));
+    expect(held.length).toBe(2);
+    for (const d of held) {
+      expect(d.tradable).toBe(0);
+      expect(d.owner_descriptions!.find((o) => o.value !== ' ')!.value).toMatch(/^Tradable\/Marketable After [A-Z][a-z]{2} \d{2}, \d{4} \(\d{1,2}:\d{2}:\d{2}\) GMT$/);
+    }
+    const permanent = inv.descriptions.filter((d) => d.tradable === 0 && !d.owner_descriptions);
+    expect(permanent.map((d) => d.market_hash_name).sort()).toEqual(['10 Year Birthday Coin', 'Desert Eagle | Blaze (Factory New)']);
+  });
+
+  test('certificates carry stickers, a charm, StatTrak (also 0), a name tag and Doppler phases', async () => {
+    const inv = (await page(PUBLIC_STEAM_ID)).body as InventoryPage;
+    const decoded = inv.asset_properties.map((p) => decodeHex(p.asset_properties.find((x) => x.propertyid === 6)!.string_value));
+    const ak = decoded.find((d) => d.defindex === 7 && d.paintindex === 282 && d.stickers.length > 0)!;
+    expect(ak.stickers.map((s) => s.slot)).toEqual([0, 1, 2, 3]);
+    expect(ak.stickers[0]!.stickerId).toBe(37);
+    expect(ak.stickers[0]!.offsetX).toBeCloseTo(0.1234, 5);
+    expect(ak.stickers[1]!.wear).toBeCloseTo(0.25, 5);
+    expect(ak.keychains).toHaveLength(1);
+    expect(ak.keychains[0]).toMatchObject({ stickerId: 24, pattern: 47123 });
+    expect(ak.keychains[0]!.offsetZ).toBeCloseTo(-2.75, 5);
+    const printstreams = decoded.filter((d) => d.defindex === 60);
+    expect(printstreams.map((d) => d.killeatervalue).sort()).toEqual([0, 1337]);
+    expect(printstreams.find((d) => d.killeatervalue === 1337)!.customname).toBe('Printer go brrr');
+    expect(decoded.filter((d) => d.defindex === 507).map((d) => d.paintindex).sort()).toEqual([415, 417, 419]);
+    expect(decoded.find((d) => d.defindex === 1209)!.stickers[0]!.stickerId).toBe(37);
+    expect(decoded.find((d) => d.defindex === 1355)!.keychains[0]).toMatchObject({ stickerId: 24, pattern: 1234 });
+    expect(decoded.find((d) => d.defindex === 4726)).toBeDefined();
+    expect(decoded.find((d) => d.defindex === 5030)!.paintindex).toBe(10048);
+  });
+
+  test('pages the big inventory in 3 pages of ≤ 2000 by start_assetid without overlap', async () => {
+    const seen = new Set<string>();
+    let start: string | undefined;
+    let pages = 0;
+    for (;;) {
+      const { status, body } = await page(BIG_STEAM_ID, `l=english&count=2000${start ? `&start_assetid=${start}` : ''}`);
+      expect(status).toBe(200);
+      const inv = body as InventoryPage;
+      pages += 1;
+      expect(inv.total_inventory_count).toBe(5000);
+      expect(inv.assets.length).toBeLessThanOrEqual(2000);
+      for (const a of inv.assets) {
+        expect(seen.has(a.assetid)).toBe(false);
+        seen.add(a.assetid);
+      }
+      const pageIds = new Set(inv.assets.map((a) => a.assetid));
+      expect(inv.asset_properties.every((p) => pageIds.has(p.assetid))).toBe(true);
+      const keys = new Set(inv.descriptions.map((d) => `${d.classid}_${d.instanceid}`));
+      expect(inv.assets.every((a) => keys.has(`${a.classid}_${a.instanceid}`))).toBe(true);
+      if (!inv.more_items) {
+        expect(inv.last_assetid).toBeUndefined();
+        break;
+      }
+      expect(inv.last_assetid).toBe(inv.assets.at(-1)!.assetid);
+      start = inv.last_assetid;
+    }
+    expect(pages).toBe(3);
+    expect(seen.size).toBe(5000);
+    const starts = fake.requests.filter((r) => r.path === `/inventory/${BIG_STEAM_ID}/730/2`).map((r) => r.query.start_assetid ?? null);
+    expect(starts.slice(-3)).toEqual([null, expect.any(String), expect.any(String)]);
+  });
+
+  test('bigInventory builds the requested size with real names in the catalog', () => {
+    const inv = bigInventory('76561198000000042', 300);
+    expect(inv.assets).toHaveLength(300);
+    const catalog = new Set(generateCatalog().map((item) => item.market_hash_name));
+    for (const d of inv.descriptions) expect(catalog.has(d.market_hash_name)).toBe(true);
+    const props = new Map(inv.asset_properties.map((p) => [p.assetid, p]));
+    const descriptions = new Map(inv.descriptions.map((d) => [`${d.classid}_${d.instanceid}`, d]));
+    for (const a of inv.assets) {
+      const p = props.get(a.assetid);
+      if (p) checkCertificate(a.assetid, descriptions.get(`${a.classid}_${a.instanceid}`)!, p);
+    }
+  });
+
+  test('empty, private, unknown and bad count', async () => {
+    expect(await page(EMPTY_STEAM_ID)).toMatchObject({ status: 200, body: { total_inventory_count: 0, success: 1, rwgrsn: -2 } });
+    expect((await page(EMPTY_STEAM_ID)).body).not.toHaveProperty('assets');
+    expect(await page(PRIVATE_STEAM_ID)).toMatchObject({ status: 403, body: null });
+    expect(await page(FRIENDS_ONLY_STEAM_ID)).toMatchObject({ status: 403, body: null });
+    expect(await page(UNKNOWN_STEAM_ID)).toMatchObject({ status: 404, body: null });
+    expect(await page(PUBLIC_STEAM_ID, 'l=english&count=2001')).toMatchObject({ status: 400, body: null });
+  });
+
+  test('setInventory switches an account between fixtures', async () => {
+    fake.setInventory(UNKNOWN_STEAM_ID, 'private');
+    expect((await page(UNKNOWN_STEAM_ID)).status).toBe(403);
+    fake.setInventory(UNKNOWN_STEAM_ID, bigInventory(UNKNOWN_STEAM_ID, 3));
+    expect(((await page(UNKNOWN_STEAM_ID)).body as InventoryPage).assets).toHaveLength(3);
+    fake.setInventory(UNKNOWN_STEAM_ID, 'not_found');
+    expect((await page(UNKNOWN_STEAM_ID)).status).toBe(404);
+  });
+
+  test('429 with and without Retry-After and 500, each with body null', async () => {
+    fake.failNext('inventory', { status: 429, retryAfter: 30 });
+    fake.failNext('inventory', { status: 429 });
+    fake.failNext('inventory', { status: 500 });
+    const first = await page(PUBLIC_STEAM_ID);
+    expect(first).toMatchObject({ status: 429, body: null });
+    expect(first.headers.get('retry-after')).toBe('30');
+    const second = await page(PUBLIC_STEAM_ID);
+    expect(second).toMatchObject({ status: 429, body: null });
+    expect(second.headers.get('retry-after')).toBeNull();
+    expect(await page(PUBLIC_STEAM_ID)).toMatchObject({ status: 500, body: null });
+    expect((await page(PUBLIC_STEAM_ID)).status).toBe(200);
+  });
+});
+
+/** The certificate decodes and agrees with the asset's properties and its market name. */
+function checkCertificate(assetId: string, description: SteamDescription, props: SteamAssetProperties): void {
+  const hex = props.asset_properties.find((p) => p.propertyid === 6)!.string_value;
+  const decoded = decodeHex(hex);
+  expect(String(decoded.itemid)).toBe(assetId);
+  const seed = props.asset_properties.find((p) => p.propertyid === 1);
+  const wear = props.asset_properties.find((p) => p.propertyid === 2);
+  if (seed) expect(decoded.paintseed).toBe(Number(seed.int_value));
+  if (wear) {
+    expect(decoded.paintwear).toBe(Number(wear.float_value));
+    // Same bytes as the library's own serialiser writes (unmasked).
+    const unmasked = Buffer.from(Buffer.from(hex, 'hex').map((b, _, all) => b ^ all[0]!)).toString('hex').toUpperCase();
+    expect(unmasked).toBe(generateHex({ ...decoded, paintwear: decoded.paintwear }));
+  } else {
+    expect(decoded.paintwear).toBeUndefined();
+  }
+  const name = description.market_hash_name;
+  expect(decoded.quality).toBe(name.startsWith('★') ? 3 : name.startsWith('StatTrak™') ? 9 : 4);
+  expect(decoded.killeatervalue !== undefined).toBe(name.includes('StatTrak™'));
+}
