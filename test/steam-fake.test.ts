@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { decodeHex, generateHex } from '@csfloat/cs2-inspect-serializer';
 import { generateCatalog } from '../shared/catalog/generate.ts';
+import { decodeCertificate } from '../shared/inspect/certificate.ts';
 import {
   BIG_STEAM_ID,
   bigInventory,
@@ -223,23 +224,143 @@ describe('community inventory', () => {
   });
 });
 
+describe('certificates and the service decoder', () => {
+  test("shared/inspect's decoder reads every certificate the fake serves, checksum included", async () => {
+    const inv = (await page(PUBLIC_STEAM_ID)).body as InventoryPage;
+    const families = inv.asset_properties.map((p) => decodeCertificate(p.asset_properties.find((x) => x.propertyid === 6)!.string_value).item.family);
+    expect(new Set(families)).toEqual(new Set(['weapon', 'knife', 'gloves', 'agent', 'sticker', 'charm']));
+  });
+});
+
+const RETURN_TO = 'http://127.0.0.1:3000/v2/gameplatform/openid/callback?state=abc123';
+
+async function checkAuthentication(params: Record<string, string>): Promise<Response> {
+  return fetch(`${fake.url}/openid/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ ...params, 'openid.mode': 'check_authentication' }),
+  });
+}
+
+function checkidSetup(returnTo = RETURN_TO, realm = 'http://127.0.0.1:3000'): string {
+  const query = new URLSearchParams({
+    'openid.ns': 'http://specs.openid.net/auth/2.0',
+    'openid.mode': 'checkid_setup',
+    'openid.return_to': returnTo,
+    'openid.realm': realm,
+    'openid.identity': 'http://specs.openid.net/auth/2.0/identifier_select',
+    'openid.claimed_id': 'http://specs.openid.net/auth/2.0/identifier_select',
+  });
+  return `${fake.url}/openid/login?${query}`;
+}
+
+describe('OpenID 2.0 provider', () => {
+  test('checkid_setup redirects the signed-in user to return_to with a signed id_res', async () => {
+    const res = await fetch(checkidSetup(), { redirect: 'manual' });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get('location')!);
+    expect(`${location.origin}${location.pathname}`).toBe('http://127.0.0.1:3000/v2/gameplatform/openid/callback');
+    expect(location.searchParams.get('state')).toBe('abc123');
+    const params = Object.fromEntries(location.searchParams);
+    expect(params).toMatchObject({
+      'openid.ns': 'http://specs.openid.net/auth/2.0',
+      'openid.mode': 'id_res',
+      'openid.op_endpoint': `${fake.url}/openid/login`,
+      'openid.claimed_id': `https://steamcommunity.com/openid/id/${PUBLIC_STEAM_ID}`,
+      'openid.identity': `https://steamcommunity.com/openid/id/${PUBLIC_STEAM_ID}`,
+      'openid.return_to': RETURN_TO,
+      'openid.assoc_handle': '1234567890',
+      'openid.signed': 'signed,op_endpoint,claimed_id,identity,return_to,response_nonce,assoc_handle',
+    });
+    expect(params['openid.response_nonce']).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z./);
+    expect(Buffer.from(params['openid.sig']!, 'base64')).toHaveLength(20);
+    const { state: _state, ...openidOnly } = params;
+    const check = await checkAuthentication(openidOnly);
+    expect(check.headers.get('content-type')).toContain('text/plain');
+    expect(await check.text()).toBe('ns:http://specs.openid.net/auth/2.0\nis_valid:true\n');
+  });
+
+  test('an assertion verifies once; the replayed nonce is is_valid:false', async () => {
+    const params = fake.openid.positiveAssertion(RETURN_TO, FRIENDS_ONLY_STEAM_ID);
+    expect(await (await checkAuthentication(params)).text()).toContain('is_valid:true');
+    expect(await (await checkAuthentication(params)).text()).toContain('is_valid:false');
+  });
+
+  test('a tampered claimed_id, return_to or signature is is_valid:false', async () => {
+    const params = fake.openid.positiveAssertion(RETURN_TO, PUBLIC_STEAM_ID);
+    const forged = [
+      fake.openid.tamper(params, { claimed_id: `https://steamcommunity.com/openid/id/${PRIVATE_STEAM_ID}`, identity: `https://steamcommunity.com/openid/id/${PRIVATE_STEAM_ID}` }),
+      fake.openid.tamper(params, { return_to: 'http://evil.example/callback' }),
+      fake.openid.tamper(params, { sig: Buffer.alloc(20).toString('base64') }),
+      fake.openid.tamper(params, { signed: 'op_endpoint,claimed_id' }),
+    ];
+    for (const f of forged) expect(await (await checkAuthentication(f)).text()).toContain('is_valid:false');
+    // None of the forgeries spent the genuine assertion's nonce.
+    expect(await (await checkAuthentication(params)).text()).toContain('is_valid:true');
+  });
+
+  test('overrides are signed, so only the relying party can refuse them', async () => {
+    const params = fake.openid.positiveAssertion(RETURN_TO, PUBLIC_STEAM_ID, { op_endpoint: 'https://elsewhere.example/openid/login' });
+    expect(params['openid.op_endpoint']).toBe('https://elsewhere.example/openid/login');
+    expect(await (await checkAuthentication(params)).text()).toContain('is_valid:true');
+  });
+
+  test('rejectAll makes every check_authentication false; failNext fails the provider', async () => {
+    fake.openid.rejectAll(true);
+    expect(await (await checkAuthentication(fake.openid.positiveAssertion(RETURN_TO, PUBLIC_STEAM_ID))).text()).toContain('is_valid:false');
+    fake.openid.rejectAll(false);
+    fake.failNext('openid', { status: 503 });
+    expect((await checkAuthentication(fake.openid.positiveAssertion(RETURN_TO, PUBLIC_STEAM_ID))).status).toBe(503);
+    expect(await (await checkAuthentication(fake.openid.positiveAssertion(RETURN_TO, PUBLIC_STEAM_ID))).text()).toContain('is_valid:true');
+  });
+
+  test('signInAs picks the user; nobody signed in shows the login page; a return_to outside the realm is refused', async () => {
+    fake.openid.signInAs(EMPTY_STEAM_ID);
+    const res = await fetch(checkidSetup(), { redirect: 'manual' });
+    expect(new URL(res.headers.get('location')!).searchParams.get('openid.claimed_id')).toBe(`https://steamcommunity.com/openid/id/${EMPTY_STEAM_ID}`);
+    fake.openid.signInAs(null);
+    const login = await fetch(checkidSetup(), { redirect: 'manual' });
+    expect(login.status).toBe(200);
+    fake.openid.signInAs(PUBLIC_STEAM_ID);
+    expect((await fetch(checkidSetup(RETURN_TO, 'http://other.example'), { redirect: 'manual' })).status).toBe(400);
+  });
+});
+
 /** The certificate decodes and agrees with the asset's properties and its market name. */
 function checkCertificate(assetId: string, description: SteamDescription, props: SteamAssetProperties): void {
   const hex = props.asset_properties.find((p) => p.propertyid === 6)!.string_value;
   const decoded = decodeHex(hex);
   expect(String(decoded.itemid)).toBe(assetId);
+  expect(checksumHolds(hex)).toBe(true);
   const seed = props.asset_properties.find((p) => p.propertyid === 1);
   const wear = props.asset_properties.find((p) => p.propertyid === 2);
   if (seed) expect(decoded.paintseed).toBe(Number(seed.int_value));
   if (wear) {
     expect(decoded.paintwear).toBe(Number(wear.float_value));
-    // Same bytes as the library's own serialiser writes (unmasked).
-    const unmasked = Buffer.from(Buffer.from(hex, 'hex').map((b, _, all) => b ^ all[0]!)).toString('hex').toUpperCase();
-    expect(unmasked).toBe(generateHex({ ...decoded, paintwear: decoded.paintwear }));
+    // The payload is the library's own serialisation (its generateHex writes the unmasked key-0 form).
+    const reference = Buffer.from(generateHex({ ...decoded, paintwear: decoded.paintwear }), 'hex');
+    expect(Buffer.from(unmaskedPayload(hex)).equals(reference.subarray(1, -4))).toBe(true);
   } else {
     expect(decoded.paintwear).toBeUndefined();
   }
   const name = description.market_hash_name;
   expect(decoded.quality).toBe(name.startsWith('★') ? 3 : name.startsWith('StatTrak™') ? 9 : 4);
   expect(decoded.killeatervalue !== undefined).toBe(name.includes('StatTrak™'));
+}
+
+function unmaskedPayload(hex: string): Uint8Array {
+  const bytes = Buffer.from(hex, 'hex');
+  const key = bytes[0]!;
+  return Uint8Array.from(bytes.subarray(1, -4), (b) => b ^ key);
+}
+
+/** Steam's checksum over the key byte and the unmasked payload (the serializer skips it on masked hex). */
+function checksumHolds(hex: string): boolean {
+  const bytes = Buffer.from(hex, 'hex');
+  const key = bytes[0]!;
+  expect(key).not.toBe(0);
+  const payload = unmaskedPayload(hex);
+  const tail = Buffer.from(bytes.subarray(-4).map((b) => b ^ key));
+  const crc = Bun.hash.crc32(Buffer.concat([Uint8Array.from([key]), payload]));
+  return tail.readUInt32BE(0) === ((crc & 0xffff) ^ Math.imul(payload.length, crc)) >>> 0;
 }

@@ -116,10 +116,13 @@ function tag(category: string, internal: string, localizedCategory: string, loca
   return { category, internal_name: internal, localized_category_name: localizedCategory, localized_tag_name: localized, ...(color ? { color } : {}) };
 }
 
-function certificateChecksum(payload: Uint8Array): number {
-  const crc = Bun.hash.crc32(Buffer.concat([Uint8Array.from([0]), payload]));
-  const mixed = (crc & 0xffff) ^ (payload.byteLength * crc);
-  return (mixed & 0xffffffff) >>> 0;
+/**
+ * Steam's checksum: (crc & 0xFFFF) ^ (length × crc) mod 2³², crc the CRC-32 of the key byte followed
+ * by the unmasked payload (the library's unmasked form is the key-0 case).
+ */
+export function certificateChecksum(key: number, payload: Uint8Array): number {
+  const crc = Bun.hash.crc32(Buffer.concat([Uint8Array.from([key]), payload]));
+  return ((crc & 0xffff) ^ Math.imul(payload.byteLength, crc)) >>> 0;
 }
 
 function float32Bits(value: number): number {
@@ -129,7 +132,7 @@ function float32Bits(value: number): number {
 }
 
 /**
- * The masked form Steam puts in property 6: [key, ([0, payload, crc] XOR key)…]. The library's
+ * The masked form Steam puts in property 6: [key, (payload, crc) XOR key]. The library's
  * generateHex writes the unmasked form and defaults a missing wear to 0.001, so the payload is
  * serialised here with the library's message type (no wear for stickers, agents, charms).
  */
@@ -138,7 +141,7 @@ export function certificateHex(block: Partial<CEconItemPreviewDataBlock> & { pai
   const message = CEconItemPreviewDataBlock.create({ ...fields, ...(paintwearFloat === undefined ? {} : { paintwear: float32Bits(paintwearFloat) }) });
   const payload = CEconItemPreviewDataBlock.toBinary(message);
   const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(certificateChecksum(payload), 0);
+  crc.writeUInt32BE(certificateChecksum(maskKey, payload), 0);
   const unmasked = Buffer.concat([Uint8Array.from([0]), payload, crc]);
   return Buffer.from(unmasked.map((byte) => byte ^ maskKey))
     .toString('hex')

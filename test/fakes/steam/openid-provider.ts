@@ -62,7 +62,7 @@ export function createOpenIdProvider(state: FakeState, baseUrl: () => string, de
       'openid.return_to': returnTo,
       'openid.response_nonce': nonce(),
       'openid.assoc_handle': ASSOC_HANDLE,
-      'openid.signed': SIGNED_FIELDS.slice(1).join(','),
+      'openid.signed': SIGNED_FIELDS.join(','),
     };
     for (const [field, value] of Object.entries(overrides)) if (value !== undefined) params[field.startsWith('openid.') ? field : `openid.${field}`] = value;
     params['openid.sig'] = signature(params, params['openid.signed']!.split(','));
