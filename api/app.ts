@@ -8,11 +8,13 @@ import { buildOpenApiDocument } from './openapi.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
 import { identityRoutes } from './routes/identity.ts';
+import { inventoryRoutes } from './routes/inventories.ts';
 import { marketSummaryRoutes } from './routes/market-summary.ts';
 import { marketIndexRoutes } from './routes/market-index.ts';
 import { meRoutes } from './routes/me.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { priceRoutes } from './routes/prices.ts';
+import { profileRoutes } from './routes/profiles.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 
@@ -52,7 +54,9 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(marketIndexRoutes(deps))
     .use(marketSummaryRoutes(deps))
     .use(publicPriceRoutes(deps))
-    .use(webhookRoutes(deps));
+    .use(webhookRoutes(deps))
+    .use(profileRoutes(deps))
+    .use(inventoryRoutes(deps));
   const full = extend ? extend(app) : app;
   // Mounted last and built at its first request, so the document covers every route of the app.
   return full.use(docsRoutes(() => buildOpenApiDocument(full, documentation), documentation.info));

@@ -9,6 +9,8 @@ import { z } from 'zod';
 import { openApiPath, requestJsonSchema } from '../api/openapi.ts';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
+import { storeInventorySnapshot } from '../shared/gameplatform/inventories.ts';
+import { encodeCertificate } from '../shared/inspect/index.ts';
 import { createLogger } from '../shared/logger.ts';
 import { calculateMarketIndex } from '../shared/market-index/calculate.ts';
 import { claimIngestRun, writeIngestRun } from '../shared/prices/ingest.ts';
@@ -304,6 +306,40 @@ describe('documented success bodies match what the routes answer', () => {
     expect(download.headers.get('content-type')).toBe('application/gzip');
     const documented = document.paths['/v2/audit/exports/{export_id}/download']!.get!.responses['200']!;
     expect(documented.content).toBeUndefined();
+  });
+
+  test('game platform profiles and inventories, served from fresh cached copies (no Steam call)', async () => {
+    const ws = await workspaceWithKey(t, { tier: 'enterprise' });
+    const steamId = '76561198012345678';
+    const now = new Date();
+    await t.deps.sql`
+      insert into steam_profiles (steam_id, profile, fetched_at)
+      values (${steamId}, ${t.deps.sql.json({ persona_name: 'bodies', profile_url: null, avatar_url: null, visibility: 'public', country_code: 'DE', created_at: null, last_logoff: null })}, ${now})`;
+    const withKey = createTestApp({ config: { DATABASE_URL: t.deps.config.DATABASE_URL, STEAM_WEB_API_KEY: 'unused-while-cached' } });
+    try {
+      await conforms('GET', '/v2/profiles/{gameplatform_id}', await withKey.request(`/v2/profiles/${steamId}`, { headers: ws.keyHeaders }));
+    } finally {
+      await withKey.close();
+    }
+    const certificate = encodeCertificate({ item: { definition_index: 7 }, state: { paint_index: 282, paint_seed: 1, wear: 0.25, stickers: [{ slot: 0, sticker_id: 76 }] } });
+    await storeInventorySnapshot(
+      t.deps.sql,
+      steamId,
+      [
+        {
+          assets: [{ assetid: '1', classid: '2', instanceid: '0', amount: '1' }],
+          descriptions: [{ classid: '2', instanceid: '0', market_hash_name: rifles[0]!.market_hash_name, name: 'x', type: 'Rifle', tradable: 1, marketable: 1, actions: [{ link: 'steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20%propid:6%', name: 'Inspect' }] }],
+          asset_properties: [{ assetid: '1', asset_properties: [{ propertyid: 6, string_value: certificate }] }],
+          total_inventory_count: 1,
+        },
+      ],
+      now,
+    );
+    const body = (await conforms('GET', '/v2/inventories/{gameplatform_id}', await t.request(`/v2/inventories/${steamId}?valuation=skinport`, { headers: ws.keyHeaders }))) as {
+      data: { value: unknown }[];
+    };
+    expect(body.data).toHaveLength(1);
+    expect(body.data[0]!.value).not.toBeNull();
   });
 
   test('every documented JSON success body was checked against a real answer', () => {

@@ -9,7 +9,8 @@ import { freePort } from './private-redis.ts';
 
 // A webhook secret key, so every built operation is `production` here (its absence is tested in test/webhooks-api.test.ts).
 const WEBHOOK_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
-const t = createTestApp({ config: { SOURCES: '', WEBHOOK_SECRET_KEY } });
+// A Steam Web API key so profiles.get is listed as built (its own dependency is checked below).
+const t = createTestApp({ config: { SOURCES: '', WEBHOOK_SECRET_KEY, STEAM_WEB_API_KEY: 'status-test-key' } });
 beforeAll(async () => {
   // A fresh client connects asynchronously; status checks below expect a connected Redis.
   await eventually(async () => (t.deps.redis.status === 'ready' ? true : undefined));
@@ -300,7 +301,7 @@ describe('GET /v2/meta/*', () => {
 
   test('a built operation whose dependency is missing is listed as unavailable, naming the dependency', async () => {
     const closedPort = await freePort(); // nothing listens there: Redis never becomes ready
-    await withApp({ config: { REDIS_URL: `redis://127.0.0.1:${closedPort}`, WEBHOOK_SECRET_KEY } }, async (app) => {
+    await withApp({ config: { REDIS_URL: `redis://127.0.0.1:${closedPort}`, WEBHOOK_SECRET_KEY, STEAM_WEB_API_KEY: 'status-test-key' } }, async (app) => {
       expect(app.deps.redis.status).not.toBe('ready');
       const response = await app.request('/v2/meta/capabilities');
       expect(response.status).toBe(200);
@@ -324,6 +325,7 @@ describe('GET /v2/meta/*', () => {
           'audit_exports.get',
           'audit_exports.list',
           'catalog.items.list',
+          'inventories.get',
           'market.summary',
           'market_index.constituents',
           'market_index.get',
@@ -331,6 +333,7 @@ describe('GET /v2/meta/*', () => {
           'me.get',
           'prices.get',
           'prices.history',
+          'profiles.get',
           'usage.get',
           'webhooks.create',
           'webhooks.delete',

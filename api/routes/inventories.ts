@@ -1,0 +1,106 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { errors } from '../../shared/errors.ts';
+import {
+  ensureInventorySnapshot,
+  findSnapshot,
+  inventoryPageSchema,
+  latestPricesOf,
+  priceVersionOf,
+  readSnapshotPage,
+  type InventorySnapshot,
+} from '../../shared/gameplatform/inventories.ts';
+import { steamApiError } from '../../shared/gameplatform/steam-client.ts';
+import { pageCursor, pageLimit } from '../../shared/validation.ts';
+import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { marketplaceField } from '../segment-filter.ts';
+import { checkGameplatformId, gameplatformIdParams, steamId64Of } from './profiles.ts';
+
+export const INVENTORY_LIMIT_MAX = 1000;
+export const INVENTORY_LIMIT_DEFAULT = 500;
+
+const inventoryQuery = z
+  .object({
+    limit: pageLimit({ max: INVENTORY_LIMIT_MAX, default: INVENTORY_LIMIT_DEFAULT }),
+    cursor: pageCursor,
+    refresh: z
+      .enum(['true', 'false'], { error: (issue) => `expected true or false, got ${JSON.stringify(issue.input)}` })
+      .default('false')
+      .describe('true: fetch a new snapshot from Steam now (ignored with a cursor, which pins its snapshot)'),
+    valuation: marketplaceField.optional().describe('Value each asset at this marketplace’s latest price (decimal strings, USD)'),
+  })
+  .strict();
+
+type InventoryPosition = { s: string; p: number };
+// Pinned snapshot and the last position served: later pages come from that snapshot only.
+const inventoryPosition: z.ZodType<InventoryPosition> = z.object({ s: z.uuid(), p: z.number().int().min(0).max(1_000_000) });
+
+export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps) {
+  const signingKey = deps.config.SIGNING_KEY!;
+  const ttlMs = deps.config.INVENTORY_TTL_SECONDS * 1000;
+  return new Elysia({ name: 'inventory-routes' })
+    .use(apiKeyPlugin(deps))
+    .get(
+      '/v2/inventories/:gameplatform_id',
+      async ({ params, query, set }) => {
+        const steamId = steamId64Of(params.gameplatform_id);
+        // spec 4: the cursor binds the inventory it pages (limit and valuation may change between pages).
+        const filters = { steam_id: steamId };
+        let snapshot: InventorySnapshot;
+        let stale: boolean;
+        let after = -1;
+        if (query.cursor) {
+          const position = decodeCursor(signingKey, 'inventory', filters, query.cursor, inventoryPosition);
+          const pinned = await findSnapshot(deps.sql, position.s);
+          if (!pinned || pinned.steam_id !== steamId) throw errors.invalidCursor();
+          snapshot = pinned;
+          stale = false;
+          after = position.p;
+        } else {
+          try {
+            ({ snapshot, stale } = await ensureInventorySnapshot(deps, steamId, {
+              maxAgeSeconds: deps.config.INVENTORY_TTL_SECONDS,
+              refresh: query.refresh === 'true',
+            }));
+          } catch (error) {
+            throw steamApiError(error, 'inventory_not_found');
+          }
+        }
+        stale ||= deps.now().getTime() - snapshot.fetched_at.getTime() >= ttlMs;
+        const page = await readSnapshotPage(deps.sql, snapshot.id, after, query.limit);
+        const values = new Map<number, string>();
+        if (query.valuation) {
+          const keyed = page.rows.filter((row) => row.catalog_id !== null).map((row) => ({ row, catalog_id: row.catalog_id!, version: priceVersionOf(row.paint_index) }));
+          const prices = await latestPricesOf(deps.sql, query.valuation, keyed);
+          for (const { row, catalog_id, version } of keyed) {
+            const price = prices.get(`${catalog_id}\t${version}`);
+            if (price !== undefined) values.set(row.position, JSON.stringify({ marketplace: query.valuation, price, currency: 'USD' }));
+          }
+        }
+        const last = page.rows.at(-1);
+        const nextCursor = page.more && last ? encodeCursor<InventoryPosition>(signingKey, 'inventory', filters, { s: snapshot.id, p: last.position }) : null;
+        // The stored records go out as Postgres wrote them: each gets its `value` spliced in before
+        // its closing brace, so a page is never parsed and re-serialised per request.
+        const data = page.rows.map((row) => `${row.record.slice(0, -1)},"value":${values.get(row.position) ?? 'null'}}`).join(',');
+        set.headers['content-type'] = 'application/json';
+        return (
+          `{"steam_id":${JSON.stringify(steamId)},"snapshot_id":${JSON.stringify(snapshot.id)},"fetched_at":${JSON.stringify(snapshot.fetched_at.toISOString())},` +
+          `"stale":${stale},"total_assets":${snapshot.total_assets},"data":[${data}],"next_cursor":${JSON.stringify(nextCursor)}}`
+        );
+      },
+      {
+        operation: 'inventories.get',
+        params: gameplatformIdParams,
+        query: inventoryQuery,
+        transform: checkGameplatformId,
+        detail: {
+          summary: 'A normalised CS2 inventory snapshot, one record per asset with exact item state and optional valuation, paged (needs inventory:read)',
+          tags: ['game platform'],
+          responses: routeResponses({ 200: { description: 'One page of the snapshot', body: inventoryPageSchema } }, 404),
+        },
+      },
+    );
+}

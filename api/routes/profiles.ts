@@ -1,0 +1,43 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { ApiError } from '../../shared/errors.ts';
+import { getProfile, profileSchema } from '../../shared/gameplatform/profiles.ts';
+import { parseSteamId } from '../../shared/gameplatform/steam-id.ts';
+import { text } from '../../shared/validation.ts';
+import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+
+export const gameplatformIdParams = z.object({
+  gameplatform_id: text({ max: 64 }).describe('A public individual Steam account: SteamID64, SteamID2 (STEAM_0:1:…) or SteamID3 ([U:1:…])'),
+});
+
+/**
+ * Checked before validation and authentication (DESIGN 11): anything parseSteamId refuses is a 400
+ * with its own code, and no hostile id ever reaches Postgres or Steam.
+ */
+export function checkGameplatformId({ params }: { params: Record<string, string | undefined> }) {
+  if (parseSteamId(params.gameplatform_id ?? '') === null) {
+    throw new ApiError(400, 'invalid_gameplatform_id', 'Not a public individual Steam account id: pass a SteamID64, SteamID2 (STEAM_0:1:…) or SteamID3 ([U:1:…]).', [
+      { field: 'params.gameplatform_id', message: 'not a SteamID64, SteamID2 or SteamID3 of an individual account' },
+    ]);
+  }
+}
+
+/** `params.gameplatform_id` after checkGameplatformId: its SteamID64. */
+export const steamId64Of = (id: string) => parseSteamId(id)!.steam_id;
+
+export function profileRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps) {
+  return new Elysia({ name: 'profile-routes' })
+    .use(apiKeyPlugin(deps))
+    .get('/v2/profiles/:gameplatform_id', ({ params }) => getProfile(deps, steamId64Of(params.gameplatform_id)), {
+      operation: 'profiles.get',
+      params: gameplatformIdParams,
+      transform: checkGameplatformId,
+      detail: {
+        summary: 'A public Steam profile, cached for PROFILE_TTL_SECONDS; served stale when Steam fails (needs profiles:read)',
+        tags: ['game platform'],
+        responses: routeResponses({ 200: { description: 'The profile with its freshness', body: profileSchema } }, 404),
+      },
+    });
+}
