@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { databaseName, dropDatabase, ensureChromium, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
 import type { Services } from './services.ts';
+import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
 const COLORS = [36, 33, 32, 35, 34, 91, 92, 93, 94, 95, 96];
@@ -223,10 +224,20 @@ function configuredSimulatorPort(): number | undefined {
   return port;
 }
 
+/** STEAM_FAKE_PORT, when set, puts the Steam fake at a known address; unset means a free port. */
+function configuredSteamFakePort(): number | undefined {
+  const raw = process.env.STEAM_FAKE_PORT;
+  if (raw === undefined || raw === '') return undefined;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`STEAM_FAKE_PORT: must be an integer from 1 to 65535, got ${JSON.stringify(raw)}`);
+  return port;
+}
+
 async function start(services: Services): Promise<never> {
   const env = childEnv(services);
   // Checked before the slow steps, so a bad value fails at once.
   const simulatorPort = configuredSimulatorPort();
+  const steamFakePort = configuredSteamFakePort();
   const entries = readProcfile().filter((e) => e.name !== 'release');
   if (entries.length === 0) throw new Error('Procfile has no processes to run');
 
@@ -276,6 +287,26 @@ async function start(services: Services): Promise<never> {
     log(`no SOURCES set: prices come from the local market simulator at ${simulatorUrl}`);
   }
 
+  // DESIGN 11: the Steam fake stands in for each Steam upstream whose URL is not set; a set URL is
+  // used as given. With the fake serving the Web API, an unset key becomes the fake's, so profiles
+  // work offline; a set key is the one the fake accepts.
+  const fakeApi = !process.env.STEAM_API_URL;
+  const fakeCommunity = !process.env.STEAM_COMMUNITY_URL;
+  if (fakeApi || fakeCommunity) {
+    const steamFakeAt = steamFakePort ?? (await freePort());
+    const steamFakeUrl = `http://127.0.0.1:${steamFakeAt}`;
+    entries.unshift({ name: 'steam-fake', command: 'bun test/fakes/steam-main.ts' });
+    env.STEAM_FAKE_PORT = String(steamFakeAt);
+    if (fakeApi) {
+      env.STEAM_API_URL = steamFakeUrl;
+      if (process.env.STEAM_WEB_API_KEY) env.STEAM_FAKE_API_KEY = process.env.STEAM_WEB_API_KEY;
+      else env.STEAM_WEB_API_KEY = DEFAULT_STEAM_FAKE_API_KEY;
+    }
+    if (fakeCommunity) env.STEAM_COMMUNITY_URL = steamFakeUrl;
+    const served = [fakeApi ? 'STEAM_API_URL' : null, fakeCommunity ? 'STEAM_COMMUNITY_URL' : null].filter(Boolean).join(' and ');
+    log(`${served} not set: Steam comes from the local Steam fake at ${steamFakeUrl}`);
+  }
+
   const width = Math.max(...entries.map((e) => e.name.length));
   for (const [i, entry] of entries.entries()) {
     const prefix = `${paint(COLORS[i % COLORS.length] ?? 36, entry.name.padEnd(width))} | `;
@@ -292,6 +323,7 @@ async function start(services: Services): Promise<never> {
       void shutdown(1);
     });
     // The simulator answers before the ingest pool's first run asks it for prices.
+    if (entry.name === 'steam-fake') await waitForHttp(`http://127.0.0.1:${env.STEAM_FAKE_PORT}/openid/login`, 30_000);
     if (entry.name === 'simulator') await waitForHttp(`http://127.0.0.1:${env.SIMULATOR_PORT}/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=x`, 30_000);
   }
 

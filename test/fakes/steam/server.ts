@@ -21,6 +21,7 @@
  */
 import type { Server } from 'bun';
 import { inventoryPage } from './community-inventory.ts';
+import { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
 import { defaultInventories, defaultProfiles, profile, PUBLIC_STEAM_ID } from './data.ts';
 import { createOpenIdProvider, type OpenIdHelpers } from './openid-provider.ts';
 import type { FailureKind, FailureSpec, FakeState } from './state.ts';
@@ -31,8 +32,7 @@ export type { InventoryFixture, PlayerSummary } from './types.ts';
 export { bigInventory, BIG_STEAM_ID, EMPTY_STEAM_ID, FRIENDS_ONLY_STEAM_ID, PARTNER_STEAM_ID, PRIVATE_STEAM_ID, PUBLIC_STEAM_ID, UNKNOWN_STEAM_ID } from './data.ts';
 export { inventoryOf, INSPECT_LINK, type ItemSpec } from './items.ts';
 
-/** A made-up key in Steam's format (32 hex digits). */
-export const DEFAULT_STEAM_FAKE_API_KEY = '5EA7F4CE0000000000000000DEADBEEF';
+export { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
 
 export type SteamFakeOptions = { port?: number; apiKey?: string; hostname?: string };
 
