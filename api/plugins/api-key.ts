@@ -18,7 +18,11 @@ const KEY_MAX_LENGTH = 200;
  */
 export type ApiKeyPluginDeps = Pick<AppDeps, 'sql' | 'log' | 'keys' | 'meter' | 'now'>;
 
-export function apiKeyPlugin(deps: ApiKeyPluginDeps) {
+/**
+ * The key checks of `operation:` as a plain function, for a route that accepts either a key or a
+ * session (POST /v2/gameplatform/accounts/connect) and so cannot use the macro, which requires a key.
+ */
+export function apiKeyAuthenticator(deps: ApiKeyPluginDeps) {
   async function recordDenial(principal: ApiKeyPrincipal, operationId: string, status: number, reason: string, requestId: string, extra: Record<string, unknown> = {}) {
     try {
       await insertAuditEvent(deps.sql, {
@@ -36,70 +40,80 @@ export function apiKeyPlugin(deps: ApiKeyPluginDeps) {
     }
   }
 
+  async function authenticate(operationId: OperationId, request: Request, set: { headers: Record<string, string | number | string[] | undefined> }) {
+    const op = findOperation(operationId);
+    const requestId = requestIdOf(set);
+    const rawKey = request.headers.get('x-api-key');
+    if (!rawKey) throw errors.unauthorized();
+    if (rawKey.length > KEY_MAX_LENGTH) throw errors.unauthorized('The API key is invalid.');
+    let principal: ApiKeyPrincipal | null;
+    try {
+      principal = await deps.keys.lookup(hashKey(rawKey));
+    } catch (error) {
+      deps.log.error({ err: error, request_id: requestId }, 'key lookup failed');
+      throw errors.unavailable('database_unavailable', 'The service cannot verify API keys right now; retry shortly.');
+    }
+    if (!principal) throw errors.unauthorized('The API key is invalid.');
+    if (principal.revoked) {
+      await recordDenial(principal, op.id, 401, 'key_revoked', requestId);
+      throw errors.unauthorized('The API key has been revoked.');
+    }
+    if (principal.workspace.suspended) {
+      await recordDenial(principal, op.id, 403, 'workspace_suspended', requestId);
+      throw errors.forbidden('workspace_suspended', 'The workspace of this API key is suspended.');
+    }
+    const missing = op.scopes.find((scope) => !grantsScope(principal.scopes, scope));
+    if (missing) {
+      await recordDenial(principal, op.id, 403, 'insufficient_scope', requestId, { required_scope: missing });
+      throw errors.missingScope(missing);
+    }
+    let usage: DebitResult;
+    try {
+      usage = await deps.meter.debit({
+        workspaceId: principal.workspace.id,
+        keyId: principal.keyId,
+        operation: op.id,
+        units: op.units,
+        budgets: budgetsFor(principal.workspace),
+        now: deps.now(),
+      });
+    } catch (error) {
+      deps.log.warn({ err: (error as Error).message, request_id: requestId }, 'usage metering unavailable');
+      throw errors.unavailable('usage_unavailable', 'Usage metering is unavailable, so metered requests are refused; retry shortly.');
+    }
+    Object.assign(set.headers, rateLimitHeaders(usage));
+    if (!usage.allowed) {
+      const window = usage.exhausted === 'day' ? usage.day : usage.minute;
+      throw errors.tooManyRequests(
+        'usage_limit_exceeded',
+        `The workspace has used its ${usage.exhausted === 'day' ? 'UTC-day' : 'per-minute'} budget of ${window.limit} units.`,
+        window.resetSeconds,
+      );
+    }
+    return { principal, usage, operationId: op.id };
+  }
+
+  /** After an error answer of a keyed request: counted against the key (GET /v2/usage). */
+  function countError(context: { set: { status?: unknown } }, operationId: OperationId) {
+    const { set } = context;
+    const principal = (context as { principal?: ApiKeyPrincipal }).principal;
+    const status = typeof set.status === 'number' ? set.status : 200;
+    if (!principal || status < 400) return;
+    deps.meter
+      .countError({ workspaceId: principal.workspace.id, keyId: principal.keyId, operation: operationId, now: deps.now() })
+      .catch((error: Error) => deps.log.warn({ err: error.message }, 'could not count an error'));
+  }
+
+  return { authenticate, countError };
+}
+
+export function apiKeyPlugin(deps: ApiKeyPluginDeps) {
+  const { authenticate, countError } = apiKeyAuthenticator(deps);
   return new Elysia({ name: 'api-key-auth' }).macro({
     operation: (operationId: OperationId) => ({
       detail: { security: [{ apiKey: [] }], responses: errorResponses(401, 403, 429, 503) },
-      async resolve({ request, set }) {
-        const op = findOperation(operationId);
-        const requestId = requestIdOf(set);
-        const rawKey = request.headers.get('x-api-key');
-        if (!rawKey) throw errors.unauthorized();
-        if (rawKey.length > KEY_MAX_LENGTH) throw errors.unauthorized('The API key is invalid.');
-        let principal: ApiKeyPrincipal | null;
-        try {
-          principal = await deps.keys.lookup(hashKey(rawKey));
-        } catch (error) {
-          deps.log.error({ err: error, request_id: requestId }, 'key lookup failed');
-          throw errors.unavailable('database_unavailable', 'The service cannot verify API keys right now; retry shortly.');
-        }
-        if (!principal) throw errors.unauthorized('The API key is invalid.');
-        if (principal.revoked) {
-          await recordDenial(principal, op.id, 401, 'key_revoked', requestId);
-          throw errors.unauthorized('The API key has been revoked.');
-        }
-        if (principal.workspace.suspended) {
-          await recordDenial(principal, op.id, 403, 'workspace_suspended', requestId);
-          throw errors.forbidden('workspace_suspended', 'The workspace of this API key is suspended.');
-        }
-        const missing = op.scopes.find((scope) => !grantsScope(principal.scopes, scope));
-        if (missing) {
-          await recordDenial(principal, op.id, 403, 'insufficient_scope', requestId, { required_scope: missing });
-          throw errors.missingScope(missing);
-        }
-        let usage: DebitResult;
-        try {
-          usage = await deps.meter.debit({
-            workspaceId: principal.workspace.id,
-            keyId: principal.keyId,
-            operation: op.id,
-            units: op.units,
-            budgets: budgetsFor(principal.workspace),
-            now: deps.now(),
-          });
-        } catch (error) {
-          deps.log.warn({ err: (error as Error).message, request_id: requestId }, 'usage metering unavailable');
-          throw errors.unavailable('usage_unavailable', 'Usage metering is unavailable, so metered requests are refused; retry shortly.');
-        }
-        Object.assign(set.headers, rateLimitHeaders(usage));
-        if (!usage.allowed) {
-          const window = usage.exhausted === 'day' ? usage.day : usage.minute;
-          throw errors.tooManyRequests(
-            'usage_limit_exceeded',
-            `The workspace has used its ${usage.exhausted === 'day' ? 'UTC-day' : 'per-minute'} budget of ${window.limit} units.`,
-            window.resetSeconds,
-          );
-        }
-        return { principal, usage, operationId: op.id };
-      },
-      afterResponse(context) {
-        const { set } = context;
-        const principal = (context as { principal?: ApiKeyPrincipal }).principal;
-        const status = typeof set.status === 'number' ? set.status : 200;
-        if (!principal || status < 400) return;
-        deps.meter
-          .countError({ workspaceId: principal.workspace.id, keyId: principal.keyId, operation: operationId, now: deps.now() })
-          .catch((error: Error) => deps.log.warn({ err: error.message }, 'could not count an error'));
-      },
+      resolve: ({ request, set }) => authenticate(operationId, request, set),
+      afterResponse: (context) => countError(context, operationId),
     }),
   });
 }

@@ -31,23 +31,26 @@ function decodeCookieValue(value: string): string | null {
 /** `session: true` on a route: a signed-in account session is required (401 otherwise). */
 export type SessionPluginDeps = Pick<AppDeps, 'sql' | 'log' | 'now'>;
 
+/** The signed-in session of a request, or 401 (also for routes that accept a key instead). */
+export async function authenticateSession(deps: SessionPluginDeps, request: Request): Promise<SessionPrincipal> {
+  const token = sessionTokenOf(request);
+  if (!token || token.length > TOKEN_MAX_LENGTH) throw errors.unauthorized('A signed-in session is required (Authorization: Bearer <token>).');
+  let session: SessionPrincipal | null;
+  try {
+    session = await findActiveSession(deps.sql, token, deps.now());
+  } catch (error) {
+    deps.log.error({ err: error }, 'session lookup failed');
+    throw errors.unavailable('database_unavailable', 'Sessions cannot be verified right now; retry shortly.');
+  }
+  if (!session) throw errors.unauthorized('The session is missing, expired or signed out.');
+  return session;
+}
+
 export function sessionPlugin(deps: SessionPluginDeps) {
   return new Elysia({ name: 'session-auth' }).macro({
     session: (_required: true) => ({
       detail: { security: [{ session: [] }, { sessionCookie: [] }], responses: errorResponses(401, 503) },
-      async resolve({ request }) {
-        const token = sessionTokenOf(request);
-        if (!token || token.length > TOKEN_MAX_LENGTH) throw errors.unauthorized('A signed-in session is required (Authorization: Bearer <token>).');
-        let session: SessionPrincipal | null;
-        try {
-          session = await findActiveSession(deps.sql, token, deps.now());
-        } catch (error) {
-          deps.log.error({ err: error }, 'session lookup failed');
-          throw errors.unavailable('database_unavailable', 'Sessions cannot be verified right now; retry shortly.');
-        }
-        if (!session) throw errors.unauthorized('The session is missing, expired or signed out.');
-        return { session };
-      },
+      resolve: async ({ request }) => ({ session: await authenticateSession(deps, request) }),
     }),
   });
 }
