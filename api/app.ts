@@ -4,6 +4,7 @@ import { errorsPlugin, MAX_BODY_BYTES } from './plugins/errors.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { auditExportRoutes } from './routes/audit-exports.ts';
 import { catalogRoutes } from './routes/catalog.ts';
+import { gameplatformAccountRoutes } from './routes/gameplatform-accounts.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -56,7 +57,8 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(publicPriceRoutes(deps))
     .use(webhookRoutes(deps))
     .use(profileRoutes(deps))
-    .use(inventoryRoutes(deps));
+    .use(inventoryRoutes(deps))
+    .use(gameplatformAccountRoutes(deps));
   const full = extend ? extend(app) : app;
   // Mounted last and built at its first request, so the document covers every route of the app.
   return full.use(docsRoutes(() => buildOpenApiDocument(full, documentation), documentation.info));

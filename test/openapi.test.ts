@@ -342,6 +342,13 @@ describe('documented success bodies match what the routes answer', () => {
     expect(body.data[0]!.value).not.toBeNull();
   });
 
+  test('connected accounts: connect and the listing (the callback needs a provider: test/gameplatform-accounts.test.ts)', async () => {
+    const ws = await workspaceWithKey(t, { scopes: ['accounts:write'] });
+    await conforms('POST', '/v2/gameplatform/accounts/connect', await t.request('/v2/gameplatform/accounts/connect', { method: 'POST', headers: ws.keyHeaders }));
+    await t.deps.sql`insert into gameplatform_accounts (workspace_id, steam_id, persona_name, connected_at) values (${ws.workspace.id}, '76561198012345678', 'bodies', now())`;
+    await conforms('GET', '/v2/gameplatform/accounts', await t.request('/v2/gameplatform/accounts', { headers: ws.keyHeaders }));
+  });
+
   test('every documented JSON success body was checked against a real answer', () => {
     const withJsonBodies = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations)
@@ -350,7 +357,9 @@ describe('documented success bodies match what the routes answer', () => {
     );
     // A prices.updated page needs a delivered event behind a signed URL; test/webhooks-price-events.test.ts
     // reads those, and Elysia validates that route's body at run time.
-    const elsewhere = ['GET /v2/webhooks/events/{event_id}/pages/{page}'];
+    // The OpenID callback answers only for an assertion the Steam fake signs: test/gameplatform-accounts.test.ts
+    // checks its JSON body against this document.
+    const elsewhere = ['GET /v2/webhooks/events/{event_id}/pages/{page}', 'GET /v2/gameplatform/openid/callback'];
     expect(withJsonBodies.filter((operation) => !elsewhere.includes(operation)).sort()).toEqual([...checked].sort());
   });
 });

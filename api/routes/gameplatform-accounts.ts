@@ -1,0 +1,186 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import type { AuditActor } from '../../shared/audit/events.ts';
+import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { connectedAccountSchema, listLiveAccounts, type AccountPosition } from '../../shared/gameplatform/accounts.ts';
+import { cancelDraftsDirectly, disconnectAccount, finishConnect, personaNameFromProfiles, startConnect, type OpenIdSettings } from '../../shared/gameplatform/accounts-service.ts';
+import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import type { OperationId } from '../../shared/operations.ts';
+import { pageCursor, pageLimit } from '../../shared/validation.ts';
+import type { AppDeps } from '../deps.ts';
+import { errorResponses, responseJsonSchema, routeResponses } from '../openapi.ts';
+import { apiKeyAuthenticator, apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { requestMetaPlugin } from '../plugins/request-meta.ts';
+import { authenticateSession, type SessionPluginDeps } from '../plugins/session.ts';
+
+export const ACCOUNT_PAGE_LIMIT = { default: 25, max: 100 } as const;
+const BIGINT_MAX = 9_223_372_036_854_775_807n;
+
+const connectStarted = z.object({
+  redirect_url: z.string().describe('Send the user here: Steam sign-in, which returns to our callback'),
+  state: z.string().describe('Single-use; it rides in the return URL and expires at expires_at'),
+  expires_at: z.string(),
+});
+
+// The provider's positive assertion (OpenID 2.0 section 10.1), as Steam appends it to our return URL.
+// Documented as the strings they are, but read from the raw URL (callbackFields bounds each one):
+// Elysia's query parser splits values at commas and JSON-parses [..] and {..}, and openid.signed is
+// a comma list that must reach check_authentication exactly as the provider signed it.
+const openIdField = (description: string) => z.unknown().optional().meta({ type: 'string', maxLength: 2048, description });
+const callbackQuery = z.object({
+  state: openIdField('The state of the flow, from the return URL'),
+  'openid.ns': openIdField('http://specs.openid.net/auth/2.0'),
+  'openid.mode': openIdField('id_res for a signed-in user'),
+  'openid.op_endpoint': openIdField('The Steam login endpoint'),
+  'openid.claimed_id': openIdField('https://steamcommunity.com/openid/id/<SteamID64>'),
+  'openid.identity': openIdField('Equal to claimed_id'),
+  'openid.return_to': openIdField('Our callback URL with the state'),
+  'openid.response_nonce': openIdField('Single-use, time-stamped'),
+  'openid.assoc_handle': openIdField('Provider association handle'),
+  'openid.signed': openIdField('The signed field names'),
+  'openid.sig': openIdField('The provider signature'),
+});
+
+const listQuery = z.object({ limit: pageLimit(ACCOUNT_PAGE_LIMIT), cursor: pageCursor }).strict();
+// A bigint identity: checked as text, so no value beyond Postgres's bigint ever reaches a query.
+const accountIdText = z
+  .string()
+  .max(19)
+  .refine((value) => /^[1-9][0-9]{0,18}$/.test(value) && BigInt(value) <= BIGINT_MAX, 'must be a positive integer of at most 9223372036854775807');
+const accountParams = z.object({ account_id: accountIdText.describe('The integer account_id of a connected account') });
+const position: z.ZodType<AccountPosition> = z.object({ account_id: accountIdText });
+
+const connectedPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Steam account connected</title></head>
+<body><p>Steam account connected, you can close this window.</p></body></html>
+`;
+
+/** Whether the client asked for JSON rather than a page: a browser's Accept names text/html. */
+function wantsJson(accept: string | null): boolean {
+  if (!accept) return false;
+  const lower = accept.toLowerCase();
+  return lower.includes('application/json') && !lower.includes('text/html');
+}
+
+/**
+ * `keyOrSession: '<operation>'`: DESIGN 11 lets connect be started with a key holding
+ * accounts:write or with the account's own session (a web app that signs users in can offer
+ * "connect Steam" without minting a key). A key, when sent, goes through every check of
+ * `operation:` (scope, metering); otherwise the session is required.
+ */
+/** Who started a connect flow: the workspace and the audit actor. */
+type Connector = { workspaceId: string; actor: AuditActor };
+
+function keyOrSessionPlugin(deps: ApiKeyPluginDeps & SessionPluginDeps) {
+  const { authenticate, countError } = apiKeyAuthenticator(deps);
+  return new Elysia({ name: 'key-or-session' }).macro({
+    keyOrSession: (operationId: OperationId) => ({
+      detail: { security: [{ apiKey: [] }, { session: [] }, { sessionCookie: [] }], responses: errorResponses(401, 403, 429, 503) },
+      async resolve({ request, set }): Promise<{ principal: ApiKeyPrincipal | undefined; connector: Connector }> {
+        if (request.headers.get('x-api-key')) {
+          const { principal } = await authenticate(operationId, request, set);
+          return { principal, connector: { workspaceId: principal.workspace.id, actor: { type: 'api_key', id: principal.keyId } } };
+        }
+        const session = await authenticateSession(deps, request);
+        return { principal: undefined, connector: { workspaceId: session.workspaceId, actor: { type: 'account', id: session.accountId } } };
+      },
+      afterResponse: (context) => countError(context, operationId),
+    }),
+  });
+}
+
+/** DESIGN 11: Steam accounts connected to the workspace through Steam OpenID 2.0. */
+export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps & SessionPluginDeps) {
+  const signingKey = deps.config.SIGNING_KEY!;
+  const settings: OpenIdSettings = { steamCommunityUrl: deps.config.STEAM_COMMUNITY_URL, stateTtlSeconds: deps.config.OPENID_STATE_TTL_SECONDS };
+  // Under PUBLIC_BASE_URL, or the request's own origin when it is unset (development), as export downloads are.
+  const baseUrlOf = (request: Request) => deps.config.PUBLIC_BASE_URL ?? new URL(request.url).origin;
+  const personaName = personaNameFromProfiles(deps);
+
+  return new Elysia({ name: 'gameplatform-account-routes' })
+    .use(apiKeyPlugin(deps))
+    .use(requestMetaPlugin(deps))
+    .use(keyOrSessionPlugin(deps))
+    .post(
+      '/v2/gameplatform/accounts/connect',
+      async ({ connector, request, requestMeta, set }) => {
+        const started = await startConnect(deps.sql, settings, baseUrlOf(request), { ...requestMeta, ...connector });
+        set.status = 201;
+        return started;
+      },
+      {
+        keyOrSession: 'gameplatform_accounts.connect',
+        detail: {
+          summary: 'Start connecting a Steam account: returns the Steam sign-in URL and its single-use state (needs accounts:write, or a session)',
+          tags: ['gameplatform'],
+          responses: routeResponses({ 201: { description: 'Flow started; send the user to redirect_url', body: connectStarted } }),
+        },
+      },
+    )
+    .get(
+      '/v2/gameplatform/openid/callback',
+      async ({ request, requestMeta, set }) => {
+        const account = await finishConnect(
+          { sql: deps.sql, log: deps.log, settings, personaName },
+          new URL(request.url).searchParams,
+          baseUrlOf(request),
+          requestMeta,
+        );
+        if (wantsJson(request.headers.get('accept'))) return account;
+        set.headers['content-type'] = 'text/html; charset=utf-8';
+        return connectedPage;
+      },
+      {
+        query: callbackQuery,
+        detail: {
+          summary: 'Where Steam returns the user: checks the signed OpenID assertion, then connects the account (public; 400 invalid_openid_response on any failed check)',
+          tags: ['gameplatform'],
+          responses: {
+            200: {
+              description: 'Connected: a page saying so, or the account as JSON with Accept: application/json',
+              content: { 'application/json': { schema: responseJsonSchema(connectedAccountSchema) }, 'text/html': { schema: { type: 'string' } } },
+            },
+            ...errorResponses(503),
+          },
+        },
+      },
+    )
+    .get(
+      '/v2/gameplatform/accounts',
+      async ({ principal, query }) => {
+        const filters = { workspace: principal.workspace.id };
+        const after = query.cursor ? decodeCursor(signingKey, 'gameplatform_accounts', filters, query.cursor, position) : null;
+        const page = await listLiveAccounts(deps.sql, principal.workspace.id, after, query.limit);
+        return { data: page.accounts, next_cursor: page.next ? encodeCursor(signingKey, 'gameplatform_accounts', filters, page.next) : null };
+      },
+      {
+        operation: 'gameplatform_accounts.list',
+        query: listQuery,
+        detail: {
+          summary: 'Connected Steam accounts of the workspace, newest first (needs accounts:read or accounts:write)',
+          tags: ['gameplatform'],
+          responses: routeResponses({ 200: { description: 'A page of connected accounts', body: z.object({ data: z.array(connectedAccountSchema), next_cursor: z.string().nullable() }) } }),
+        },
+      },
+    )
+    .delete(
+      '/v2/gameplatform/accounts/:account_id',
+      async ({ principal, params, requestMeta, set }) => {
+        await disconnectAccount(deps.sql, params.account_id, cancelDraftsDirectly, {
+          ...requestMeta,
+          workspaceId: principal.workspace.id,
+          actor: { type: 'api_key', id: principal.keyId },
+        });
+        set.status = 204;
+      },
+      {
+        operation: 'gameplatform_accounts.delete',
+        params: accountParams,
+        detail: {
+          summary: "Disconnect a Steam account: its draft trade intents are cancelled and their reservations released (needs accounts:write)",
+          tags: ['gameplatform'],
+          responses: routeResponses({ 204: 'Disconnected' }, 404),
+        },
+      },
+    );
+}
