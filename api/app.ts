@@ -17,6 +17,7 @@ import { metaRoutes } from './routes/meta.ts';
 import { priceRoutes } from './routes/prices.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
+import { tradeIntentRoutes } from './routes/trade-intents.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 
 const documentation = {
@@ -58,7 +59,8 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(webhookRoutes(deps))
     .use(profileRoutes(deps))
     .use(inventoryRoutes(deps))
-    .use(gameplatformAccountRoutes(deps));
+    .use(gameplatformAccountRoutes(deps))
+    .use(tradeIntentRoutes(deps));
   const full = extend ? extend(app) : app;
   // Mounted last and built at its first request, so the document covers every route of the app.
   return full.use(docsRoutes(() => buildOpenApiDocument(full, documentation), documentation.info));

@@ -61,7 +61,7 @@ export const OPERATIONS = [
   op('webhooks.delete', 'DELETE', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:write'], 1, 'production', ['redis']),
   op('webhooks.deliveries.list', 'GET', '/v2/webhooks/{webhook_id}/deliveries', 'api_key', ['webhooks:read'], 2, 'production', ['redis']),
   op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'planned', ['redis', 'chromium', 'item_files']),
-  op('trade_intents.create', 'POST', '/v2/trade-intents', 'api_key', ['trade:write'], 5, 'planned', ['redis']),
+  op('trade_intents.create', 'POST', '/v2/trade-intents', 'api_key', ['trade:write'], 5, 'production', ['redis']),
   op('viewer_sessions.create', 'POST', '/v2/viewer/sessions', 'api_key', ['media:read'], 2, 'planned', ['redis', 'item_files']),
   op('inspect.decode', 'POST', '/v2/inspect/decode', 'api_key', ['inspect:read'], 1, 'planned', ['redis']),
   op('prices.get', 'GET', '/v2/prices/{catalog_id}', 'api_key', ['prices:read'], 1, 'production', ['redis']),
@@ -77,9 +77,9 @@ export const OPERATIONS = [
   op('gameplatform_accounts.connect', 'POST', '/v2/gameplatform/accounts/connect', 'api_key', ['accounts:write'], 2, 'production', ['redis']),
   op('gameplatform_accounts.delete', 'DELETE', '/v2/gameplatform/accounts/{account_id}', 'api_key', ['accounts:write'], 1, 'production', ['redis']),
   op('gameplatform.openid.callback', 'GET', '/v2/gameplatform/openid/callback', 'public', [], 0, 'production'),
-  op('trade_intents.list', 'GET', '/v2/trade-intents', 'api_key', ['trade:read'], 1, 'planned', ['redis']),
-  op('trade_intents.get', 'GET', '/v2/trade-intents/{trade_intent_id}', 'api_key', ['trade:read'], 1, 'planned', ['redis']),
-  op('trade_intents.cancel', 'POST', '/v2/trade-intents/{trade_intent_id}/cancel', 'api_key', ['trade:write'], 2, 'planned', ['redis']),
+  op('trade_intents.list', 'GET', '/v2/trade-intents', 'api_key', ['trade:read'], 1, 'production', ['redis']),
+  op('trade_intents.get', 'GET', '/v2/trade-intents/{trade_intent_id}', 'api_key', ['trade:read'], 1, 'production', ['redis']),
+  op('trade_intents.cancel', 'POST', '/v2/trade-intents/{trade_intent_id}/cancel', 'api_key', ['trade:write'], 2, 'production', ['redis']),
 ] as const satisfies readonly Operation[];
 
 export type OperationId = (typeof OPERATIONS)[number]['id'];

@@ -61,6 +61,13 @@ export const JOBS = {
     payload: z.object({}).strict(),
     options: { ...defaultOptions, attempts: 3 },
   },
+  'trade_intents.expire': {
+    queue: 'maintenance',
+    // Drafts past expires_at become expired and release their reservations (DESIGN 11). Every
+    // 30 s; a create also ends the expired drafts holding its own assets, so none waits on this.
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
   'audit_export.run': {
     queue: 'exports',
     // jobId `audit-export-<id>-<attempt>`. Attempts are leases counted in Postgres, not BullMQ

@@ -349,6 +349,30 @@ describe('documented success bodies match what the routes answer', () => {
     await conforms('GET', '/v2/gameplatform/accounts', await t.request('/v2/gameplatform/accounts', { headers: ws.keyHeaders }));
   });
 
+  test('trade intents: create, list, read and cancel over a stored snapshot (no Steam call)', async () => {
+    const ws = await workspaceWithKey(t, { scopes: ['trade:write'] });
+    const steamId = '76561198000000042';
+    const [account] = await t.deps.sql<{ account_id: string }[]>`
+      insert into gameplatform_accounts (workspace_id, steam_id, persona_name, connected_at) values (${ws.workspace.id}, ${steamId}, 'bodies', now()) returning account_id`;
+    const snapshotId = crypto.randomUUID();
+    await t.deps.sql`insert into inventory_snapshots (id, steam_id, fetched_at, total_assets) values (${snapshotId}, ${steamId}, now(), 1)`;
+    await t.deps.sql`insert into inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record)
+      values (${snapshotId}, 0, '11', true, ${rifles[0]!.catalog_id}, ${t.deps.sql.json({ asset_id: '11', trade_hold_until: null, market_hash_name: null, state: {} })})`;
+    const body = {
+      kind: 'create_offer', account_id: Number(account!.account_id), external_reference: 'bodies', expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      partner_steam_id: '76561198000000043', give: ['11'],
+    };
+    const headers = { ...ws.keyHeaders, 'idempotency-key': crypto.randomUUID() };
+    const intent = (await conforms('POST', '/v2/trade-intents', await t.request('/v2/trade-intents', { method: 'POST', headers, json: body }))) as { trade_intent_id: string };
+    await conforms('GET', '/v2/trade-intents', await t.request('/v2/trade-intents', { headers: ws.keyHeaders }));
+    await conforms('GET', '/v2/trade-intents/{trade_intent_id}', await t.request(`/v2/trade-intents/${intent.trade_intent_id}`, { headers: ws.keyHeaders }));
+    await conforms(
+      'POST',
+      '/v2/trade-intents/{trade_intent_id}/cancel',
+      await t.request(`/v2/trade-intents/${intent.trade_intent_id}/cancel`, { method: 'POST', headers: ws.keyHeaders }),
+    );
+  });
+
   test('every documented JSON success body was checked against a real answer', () => {
     const withJsonBodies = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations)

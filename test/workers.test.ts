@@ -18,7 +18,7 @@ const noop = async () => undefined;
 
 describe('checkHandlers', () => {
   test('a pool with exactly one handler per job passes', () => {
-    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop]])).not.toThrow();
+    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop], ['trade_intents.expire', noop]])).not.toThrow();
     expect(() => checkHandlers('render', [])).not.toThrow();
   });
 

@@ -1,13 +1,20 @@
+import { expireDueTradeIntents } from '../../shared/gameplatform/trade-intents.ts';
 import { deleteStaleHeartbeats } from '../../shared/health/heartbeats.ts';
 import { deleteExpiredIdempotencyRecords } from '../../shared/idempotency/records.ts';
 import { deleteExpiredSessions } from '../../shared/identity/sessions.ts';
 import { deleteOldSignInFailures } from '../../shared/identity/sign-in-limits.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
 
-/** Housekeeping: drops idempotency records past 24 h, expired sessions and old sign-in failures. */
+/**
+ * Housekeeping: drops idempotency records past 24 h, expired sessions and old sign-in failures;
+ * expires trade-intent drafts past their expires_at.
+ */
 export const maintenancePool: PoolDefinition = {
   pool: 'maintenance',
-  schedules: [{ id: 'maintenance-cleanup', job: 'maintenance.cleanup', everyMs: 10 * 60_000 }],
+  schedules: [
+    { id: 'maintenance-cleanup', job: 'maintenance.cleanup', everyMs: 10 * 60_000 },
+    { id: 'maintenance-trade-intents-expire', job: 'trade_intents.expire', everyMs: 30_000 },
+  ],
   handlers: ({ sql, log, now }) => [
     handle('maintenance.cleanup', async () => {
       const at = now();
@@ -19,6 +26,11 @@ export const maintenancePool: PoolDefinition = {
       };
       log.info({ removed }, 'cleanup done');
       return removed;
+    }),
+    handle('trade_intents.expire', async () => {
+      const expired = await expireDueTradeIntents(sql, now());
+      if (expired > 0) log.info({ expired }, 'trade intents expired');
+      return { expired };
     }),
   ],
 };

@@ -1,0 +1,148 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { errors } from '../../shared/errors.ts';
+import { steamTradeInventory, type TradeInventory } from '../../shared/gameplatform/trade-intents-inventory.ts';
+import {
+  DEFAULT_VALUATION_MARKETPLACE,
+  toTradeIntent,
+  TRADE_ASSETS_PER_SIDE_MAX,
+  TRADE_INTENT_KINDS,
+  TRADE_INTENT_STATES,
+  TRADE_MESSAGE_MAX_LENGTH,
+  tradeIntentSchema,
+  type TradeIntentPosition,
+} from '../../shared/gameplatform/trade-intents-model.ts';
+import { findTradeIntent, listTradeIntents } from '../../shared/gameplatform/trade-intents-repository.ts';
+import { cancelTradeIntent, createTradeIntent } from '../../shared/gameplatform/trade-intents.ts';
+import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import { SOURCE_NAMES } from '../../shared/sources/types.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
+import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
+import { requestMetaPlugin, type RequestMeta } from '../plugins/request-meta.ts';
+
+// Steam asset ids are unsigned 64-bit integers written in decimal.
+const assetId = z.string().regex(/^[0-9]{1,20}$/, 'must be a Steam asset id (decimal digits)');
+const assetList = (side: string) =>
+  z.array(assetId).max(TRADE_ASSETS_PER_SIDE_MAX).optional().describe(`Asset ids this account ${side} (create_offer only; 0 to ${TRADE_ASSETS_PER_SIDE_MAX})`);
+
+// The shape is checked here (400 invalid_request); the rules of DESIGN 11 (kind and the fields it
+// needs, account, expiry, target, assets, policy) are checked in that order by the service, each a
+// 400 invalid_intent, so `kind` is plain text here rather than an enum.
+const createBody = z
+  .object({
+    kind: text({ min: 1, max: 32 }).describe(`One of ${TRADE_INTENT_KINDS.join(', ')}`),
+    account_id: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).describe('A connected game-platform account of the workspace'),
+    external_reference: text({ min: 1, max: 128 }).describe('Your reference, unique in the workspace'),
+    expires_at: dateTime.describe('When the draft expires and releases its reservations: in the future, at most 14 days ahead'),
+    message: text({ max: TRADE_MESSAGE_MAX_LENGTH }).optional().describe('Message for the trade partner'),
+    partner_steam_id: text({ min: 1, max: 32 }).optional().describe('create_offer: the partner, SteamID64, SteamID2 or SteamID3'),
+    give: assetList('gives'),
+    receive: assetList('receives'),
+    target_trade_id: uuid('accept_offer: a draft create_offer whose partner is this account').optional(),
+    valuation_marketplace: z.enum(SOURCE_NAMES).optional().describe(`Marketplace whose latest prices value both sides (default ${DEFAULT_VALUATION_MARKETPLACE})`),
+  })
+  .strict();
+const listQuery = z
+  .object({
+    state: z.enum(TRADE_INTENT_STATES).optional(),
+    limit: pageLimit({ max: 100, default: 25 }),
+    cursor: pageCursor,
+  })
+  .strict();
+const intentParams = z.object({ trade_intent_id: uuid('The trade intent id (uuid)') });
+const position: z.ZodType<TradeIntentPosition> = z.object({ id: uuid('trade intent id'), created_at: cursorInstant });
+
+const notFound = () => errors.notFound('No trade intent with this id in your workspace.');
+
+export type TradeIntentRouteDeps = Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps & IdempotencyPluginDeps & {
+  /** Where the asset check reads owners' inventories; inventories.ts (stored, else Steam) when not given. */
+  tradeInventory?: TradeInventory;
+};
+
+/** DESIGN 11: trade intents, drafts that reserve their outgoing assets. */
+export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
+  const signingKey = deps.config.SIGNING_KEY!;
+  const inventory = deps.tradeInventory ?? steamTradeInventory(deps);
+  const meta = (principal: ApiKeyPrincipal, requestMeta: RequestMeta) => ({
+    ...requestMeta,
+    workspaceId: principal.workspace.id,
+    actor: { type: 'api_key' as const, id: principal.keyId },
+  });
+
+  return new Elysia({ name: 'trade-intent-routes' })
+    .use(apiKeyPlugin(deps))
+    .use(idempotencyPlugin(deps))
+    .use(requestMetaPlugin(deps))
+    .post(
+      '/v2/trade-intents',
+      async ({ principal, body, set, requestMeta }) => {
+        const intent = await createTradeIntent(
+          { sql: deps.sql, inventory, maxValueUsd: deps.config.TRADE_MAX_VALUE_USD },
+          body,
+          meta(principal, requestMeta),
+        );
+        set.status = 201;
+        return intent;
+      },
+      {
+        operation: 'trade_intents.create',
+        idempotent: { operation: 'trade_intents.create', required: true },
+        body: createBody,
+        detail: {
+          summary: 'Create a draft trade intent that reserves its outgoing assets (needs trade:write; Idempotency-Key required)',
+          tags: ['trade'],
+          responses: routeResponses({ 201: { description: 'Draft created; its outgoing assets are reserved until it expires or is cancelled', body: tradeIntentSchema } }, 409),
+        },
+      },
+    )
+    .get(
+      '/v2/trade-intents',
+      async ({ principal, query }) => {
+        // spec 4: the cursor binds the workspace and the state filter, not the page size.
+        const filters = { workspace: principal.workspace.id, state: query.state ?? null };
+        const after = query.cursor ? decodeCursor(signingKey, 'trade_intents', filters, query.cursor, position) : null;
+        const page = await listTradeIntents(deps.sql, principal.workspace.id, { state: query.state }, after, query.limit);
+        return { data: page.rows.map(toTradeIntent), next_cursor: page.next ? encodeCursor(signingKey, 'trade_intents', filters, page.next) : null };
+      },
+      {
+        operation: 'trade_intents.list',
+        query: listQuery,
+        response: { 200: z.object({ data: z.array(tradeIntentSchema), next_cursor: z.string().nullable() }) },
+        detail: { summary: 'Trade intents of the workspace, newest first (needs trade:read or trade:write)', tags: ['trade'] },
+      },
+    )
+    .get(
+      '/v2/trade-intents/:trade_intent_id',
+      async ({ principal, params }) => {
+        const row = await findTradeIntent(deps.sql, principal.workspace.id, params.trade_intent_id);
+        if (!row) throw notFound();
+        return toTradeIntent(row);
+      },
+      {
+        operation: 'trade_intents.get',
+        params: intentParams,
+        response: { 200: tradeIntentSchema },
+        detail: { summary: 'One trade intent with its reservations (needs trade:read or trade:write)', tags: ['trade'], responses: routeResponses({}, 404) },
+      },
+    )
+    .post(
+      '/v2/trade-intents/:trade_intent_id/cancel',
+      async ({ principal, params, requestMeta }) => cancelTradeIntent(deps.sql, params.trade_intent_id, meta(principal, requestMeta)),
+      {
+        operation: 'trade_intents.cancel',
+        // Optional: with a key, a retried cancel replays its 200 instead of a 409 for the now-cancelled intent.
+        idempotent: { operation: 'trade_intents.cancel', required: false },
+        params: intentParams,
+        response: { 200: tradeIntentSchema },
+        detail: {
+          summary: 'Cancel a draft and release its reservations (needs trade:write); any other state is 409 intent_not_cancellable',
+          tags: ['trade'],
+          responses: routeResponses({}, 404, 409),
+        },
+      },
+    );
+}

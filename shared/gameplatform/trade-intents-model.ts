@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import { errors, ApiError, type ErrorDetail } from '../errors.ts';
+import { SOURCE_NAMES, type SourceName } from '../sources/types.ts';
+import { priceVersionOf } from './inventories.ts';
+
+/**
+ * Trade intents (DESIGN 11, spec 2.8 / 3): the stored row, the JSON clients see and the rules that
+ * need no database. A draft reserves its outgoing assets; cancel and expiry release them.
+ */
+export const TRADE_INTENT_KINDS = ['create_offer', 'accept_offer'] as const;
+export type TradeIntentKind = (typeof TRADE_INTENT_KINDS)[number];
+export const TRADE_INTENT_STATES = ['draft', 'cancelled', 'expired'] as const;
+export type TradeIntentState = (typeof TRADE_INTENT_STATES)[number];
+
+/** DESIGN 11: a draft lives at most 14 days. */
+export const TRADE_INTENT_MAX_LIFETIME_MS = 14 * 86_400_000;
+/** DESIGN 11: an owner's inventory snapshot older than this is fetched again before the asset check. */
+export const TRADE_INVENTORY_MAX_AGE_SECONDS = 600;
+export const TRADE_ASSETS_PER_SIDE_MAX = 256;
+/** Steam's own limit on a trade offer message. */
+export const TRADE_MESSAGE_MAX_LENGTH = 128;
+export const DEFAULT_VALUATION_MARKETPLACE: SourceName = 'skinport';
+
+export type TradeIntentRow = {
+  id: string;
+  workspace_id: string;
+  account_id: string;
+  kind: TradeIntentKind;
+  state: TradeIntentState;
+  external_reference: string;
+  message: string | null;
+  partner_steam_id: string | null;
+  give: string[];
+  receive: string[];
+  target_trade_id: string | null;
+  valuation: Valuation;
+  expires_at: Date;
+  created_at: Date;
+  updated_at: Date;
+  /** created_at with microseconds, for cursor positions. */
+  created_at_text: string;
+  reservations: { asset_id: string; expires_at: Date; released_at: Date | null }[];
+};
+
+export type TradeIntentPosition = { created_at: string; id: string };
+
+export const valuationSchema = z.object({
+  marketplace: z.enum(SOURCE_NAMES),
+  give_total: z.string().describe('Sum of the latest prices of the given assets, a decimal string'),
+  receive_total: z.string().describe('Sum of the latest prices of the received assets, a decimal string'),
+  currency: z.literal('USD'),
+  unpriced_asset_ids: z.array(z.string()).describe('Assets of either side without a price at this marketplace; each counted as 0'),
+});
+export type Valuation = z.infer<typeof valuationSchema>;
+
+export const tradeIntentSchema = z.object({
+  trade_intent_id: z.uuid(),
+  kind: z.enum(TRADE_INTENT_KINDS),
+  state: z.enum(TRADE_INTENT_STATES),
+  account_id: z.number().int(),
+  external_reference: z.string(),
+  message: z.string().nullable(),
+  expires_at: z.string(),
+  give: z.array(z.string()).describe('Asset ids this account gives (for accept_offer: the target offer’s receive)'),
+  receive: z.array(z.string()).describe('Asset ids this account receives (for accept_offer: the target offer’s give)'),
+  partner_steam_id: z.string().nullable().describe('SteamID64 of the other side'),
+  target_trade_id: z.uuid().nullable(),
+  valuation: valuationSchema,
+  reservations: z.array(
+    z.object({
+      asset_id: z.string(),
+      expires_at: z.string(),
+      released_at: z.string().nullable().describe('Set when the intent was cancelled or expired'),
+    }),
+  ),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type TradeIntent = z.infer<typeof tradeIntentSchema>;
+
+export function toTradeIntent(row: TradeIntentRow): TradeIntent {
+  return {
+    trade_intent_id: row.id,
+    kind: row.kind,
+    state: row.state,
+    account_id: Number(row.account_id),
+    external_reference: row.external_reference,
+    message: row.message,
+    expires_at: row.expires_at.toISOString(),
+    give: row.give,
+    receive: row.receive,
+    partner_steam_id: row.partner_steam_id,
+    target_trade_id: row.target_trade_id,
+    valuation: row.valuation,
+    reservations: row.reservations.map((reservation) => ({
+      asset_id: reservation.asset_id,
+      expires_at: new Date(reservation.expires_at).toISOString(),
+      released_at: reservation.released_at ? new Date(reservation.released_at).toISOString() : null,
+    })),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** 400 invalid_intent naming the field(s) of the first check that failed (DESIGN 11 order). */
+export function invalidIntent(message: string, details: ErrorDetail[]): ApiError {
+  return new ApiError(400, 'invalid_intent', message, details);
+}
+
+export function conflict(code: 'external_reference_conflict' | 'target_offer_conflict' | 'asset_reserved' | 'intent_not_cancellable', message: string, details?: ErrorDetail[]): ApiError {
+  const error = errors.conflict(code, message);
+  return details ? new ApiError(error.status, error.code, error.message, details) : error;
+}
+
+/** The price version of an inventory asset: its Doppler phase (from the paint index of its state), else `default`. */
+export function priceVersionOfAsset(record: unknown): string {
+  const paintIndex = (record as { state?: { paint_index?: unknown } } | null)?.state?.paint_index;
+  return priceVersionOf(typeof paintIndex === 'number' ? paintIndex : null);
+}
