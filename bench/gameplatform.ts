@@ -1,0 +1,165 @@
+/**
+ * Game-platform benchmark: `npm run bench:gameplatform` (issue 11 figures).
+ *
+ * A scratch database with the whole catalog, and the Steam fake in this process. Parts:
+ *  1. Normalising a 5 000-asset inventory from 3 fake pages, upstream latency excluded: the
+ *     normalise + store phase (catalog lookup, certificate decoding, COPY) timed in a child process
+ *     (bench/gameplatform-normalise.ts) whose RSS is measured alone. Targets < 300 ms, < 100 MB extra.
+ *  2. A cached inventory page served by the API (api/main.ts, its own process) at 50 connections,
+ *     as a share of GET /v2/me in the same run, with p99. Target ≥ 50 %.
+ *  3. Trade intents: added by the trade-intents work (see the marked place in main()).
+ *
+ * Environment: DATABASE_URL and REDIS_URL (scripts/dev.ts), BENCH_DURATION, BENCH_WARMUP (seconds).
+ */
+import { join } from 'node:path';
+import { generateCatalog } from '../shared/catalog/generate.ts';
+import { syncCatalog } from '../shared/catalog/repository.ts';
+import { createSql, type Sql } from '../shared/db.ts';
+import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
+import { migrate } from '../shared/migrate.ts';
+import { SCOPES } from '../shared/scopes.ts';
+import { BIG_STEAM_ID, startSteamFake, type SteamFake } from '../test/fakes/steam/server.ts';
+import {
+  CONNECTIONS,
+  DURATION_S,
+  WARMUP_S,
+  freePort,
+  load,
+  loadRuntimeName,
+  onCleanup,
+  printChecks,
+  removeQueueKeysAtCleanup,
+  repoRoot,
+  reportQuietness,
+  runBench,
+  say,
+  scratchDatabase,
+  spawnBun,
+  spawnServer,
+  table,
+  waitReady,
+  warnAbnormal,
+  type Result,
+} from './lib.ts';
+
+const TARGETS = { normaliseMs: 300, normaliseExtraRssMb: 100, pageShareOfMe: 0.5 };
+/** The page size of the judged cached page; the default (500) is measured too. */
+const JUDGED_LIMIT = 50;
+
+let sql: Sql | undefined;
+let fake: SteamFake | undefined;
+onCleanup(() => sql?.end({ timeout: 5 }).catch(() => undefined));
+onCleanup(() => fake?.stop());
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function main(): Promise<void> {
+  const redisUrl = process.env.REDIS_URL;
+  if (!redisUrl) throw new Error('REDIS_URL is not set; run this through `npm run bench:gameplatform`');
+  const { url: dbUrl } = await scratchDatabase('gameplatform');
+  sql = createSql(dbUrl, { max: 2, application: 'bench' });
+  await migrate(sql, join(repoRoot, 'sql'));
+  const catalog = generateCatalog();
+  await syncCatalog(sql, catalog);
+  say(`catalog: ${catalog.length} items`);
+  fake = await startSteamFake();
+  say(`Steam fake on ${fake.url}`);
+  const checks: [string, boolean, string][] = [];
+
+  // ---------------------------------------------------------------------------------------------
+  // 1. Normalise + store a 5 000-asset inventory (3 upstream pages).
+  let line: string | undefined;
+  const child = spawnBun(['bench/gameplatform-normalise.ts'], { DATABASE_URL: dbUrl, STEAM_COMMUNITY_URL: fake.url, BENCH_STEAM_ID: BIG_STEAM_ID, LOG_LEVEL: 'warn' }, (output) => {
+    if (output.startsWith('{"rounds"')) line = output;
+  });
+  const code = await child.proc.exited;
+  // The output is drained asynchronously: give the last line a moment to arrive.
+  for (let wait = 0; line === undefined && code === 0 && wait < 20; wait += 1) await Bun.sleep(50);
+  if (code !== 0 || !line) throw new Error(`the normalise child failed (exit ${code}):\n${child.output.last.join('\n')}`);
+  const part1 = JSON.parse(line) as { rounds: { fetchMs: number; storeMs: number; assets: number }[]; rssBefore: number; peakAfterFirst: number };
+  const cold = part1.rounds[0]!;
+  const warm = part1.rounds.slice(1).map((round) => round.storeMs);
+  const extraRss = part1.peakAfterFirst - part1.rssBefore;
+  process.stdout.write(
+    `\n1. normalise + store ${cold.assets} assets from 3 upstream pages (upstream fetch excluded: ${cold.fetchMs.toFixed(0)} ms cold)\n` +
+      `${table([
+        ['round', 'normalise+store ms'],
+        ['first (cold: decoder and JIT warm-up)', cold.storeMs.toFixed(1)],
+        [`median of next ${warm.length}`, median(warm).toFixed(1)],
+        [`max of next ${warm.length}`, Math.max(...warm).toFixed(1)],
+      ])}\n` +
+      `child RSS before ${part1.rssBefore.toFixed(1)} MB, peak after the first round ${part1.peakAfterFirst.toFixed(1)} MB: extra ${extraRss.toFixed(1)} MB\n\n`,
+  );
+  checks.push([`normalise+store 5 000 assets < ${TARGETS.normaliseMs} ms (first round)`, cold.storeMs < TARGETS.normaliseMs, `${cold.storeMs.toFixed(1)} ms; warm median ${median(warm).toFixed(1)} ms`]);
+  checks.push([`extra RSS < ${TARGETS.normaliseExtraRssMb} MB`, extraRss < TARGETS.normaliseExtraRssMb, `${extraRss.toFixed(1)} MB`]);
+
+  // ---------------------------------------------------------------------------------------------
+  // 2. A cached inventory page through the API vs GET /v2/me.
+  const workspace = await adminCreateWorkspace(sql, { name: `bench-gameplatform-${new Date().toISOString()}`, tier: 'enterprise' });
+  await adminUpdateWorkspace(sql, workspace.id, { budgets: { minute: 1e9, day: 1e9 } });
+  const key = await adminCreateKey(sql, { workspaceId: workspace.id, label: 'bench-gameplatform', scopes: [...SCOPES] });
+  const queuePrefix = `bench${process.pid}`;
+  removeQueueKeysAtCleanup(redisUrl, queuePrefix);
+  const apiPort = await freePort();
+  const api = spawnServer('api/main.ts', apiPort, {
+    DATABASE_URL: dbUrl,
+    REDIS_URL: redisUrl,
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    SIGNING_KEY: 'bench-signing-key-0123456789',
+    QUEUE_PREFIX: queuePrefix,
+    STEAM_API_URL: fake.url,
+    STEAM_COMMUNITY_URL: fake.url,
+    STEAM_WEB_API_KEY: fake.apiKey,
+    // The snapshot part 1 stored stays fresh for the whole load: every request is served from Postgres.
+    INVENTORY_TTL_SECONDS: '3600',
+  });
+  const apiBase = `http://127.0.0.1:${apiPort}`;
+  await waitReady('API', api, `${apiBase}/v2/health`);
+  const headers = { 'x-api-key': key.key };
+  const judgedUrl = `${apiBase}/v2/inventories/${BIG_STEAM_ID}?limit=${JUDGED_LIMIT}&valuation=skinport`;
+  const defaultUrl = `${apiBase}/v2/inventories/${BIG_STEAM_ID}`;
+  const upstreamBefore = fake.requests.length;
+  for (const url of [judgedUrl, defaultUrl, `${apiBase}/v2/me`]) {
+    const response = await fetch(url, { headers });
+    const body = await response.text();
+    if (response.status !== 200) throw new Error(`${url} answered ${response.status} before the load: ${body.slice(0, 300)}`);
+  }
+  await reportQuietness();
+  const results: Result[] = [];
+  results.push(await load('GET /v2/me', api.proc.pid, `${apiBase}/v2/me`, headers));
+  results.push(await load(`GET /v2/inventories/{id}?limit=${JUDGED_LIMIT}&valuation=skinport`, api.proc.pid, judgedUrl, headers));
+  results.push(await load('GET /v2/inventories/{id} (default limit 500)', api.proc.pid, defaultUrl, headers));
+  if (fake.requests.length !== upstreamBefore) say(`warning: the API called Steam ${fake.requests.length - upstreamBefore} time(s) during part 2`);
+  const [me, judged] = results as [Result, Result, Result];
+  process.stdout.write(
+    `\n2. cached inventory page, ${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up; loopback; autocannon on ${loadRuntimeName}\n` +
+      `${table([
+        ['target', 'req/s (avg)', 'p50 ms', 'p99 ms', '% of /v2/me', 'MB/s', 'non-2xx', 'server CPU µs/req'],
+        ...results.map((result) => [
+          result.name,
+          result.rps.toFixed(0),
+          String(result.p50),
+          String(result.p99),
+          `${((result.rps / me.rps) * 100).toFixed(1)} %`,
+          (result.throughputBytes / 1e6).toFixed(1),
+          String(result.non2xx),
+          result.cpuUsPerRequest.toFixed(1),
+        ]),
+      ])}\n\n`,
+  );
+  warnAbnormal(results);
+  const share = judged.rps / me.rps;
+  checks.push([
+    `cached page (limit ${JUDGED_LIMIT}) >= ${TARGETS.pageShareOfMe * 100} % of /v2/me`,
+    share >= TARGETS.pageShareOfMe && judged.non2xx === 0,
+    `${(share * 100).toFixed(1)} %, p99 ${judged.p99} ms`,
+  ]);
+
+  // ---------------------------------------------------------------------------------------------
+  // 3. Trade intents (100 concurrent creations over overlapping assets): added by the trade-intents work.
+
+  printChecks(checks);
+}
+
+await runBench(main);
