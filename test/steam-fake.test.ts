@@ -79,6 +79,10 @@ describe('Web API GetPlayerSummaries', () => {
     fake.setProfile(UNKNOWN_STEAM_ID, { personaname: 'newcomer', communityvisibilitystate: 3 });
     let body = (await (await summaries(`key=${fake.apiKey}&steamids=${UNKNOWN_STEAM_ID}`)).json()) as { response: { players: Record<string, unknown>[] } };
     expect(body.response.players[0]).toMatchObject({ steamid: UNKNOWN_STEAM_ID, personaname: 'newcomer' });
+    fake.setProfile(UNKNOWN_STEAM_ID, { communityvisibilitystate: 1 });
+    body = (await (await summaries(`key=${fake.apiKey}&steamids=${UNKNOWN_STEAM_ID}`)).json()) as { response: { players: Record<string, unknown>[] } };
+    expect(body.response.players[0]).toMatchObject({ personaname: 'newcomer', communityvisibilitystate: 1 });
+    expect(body.response.players[0]).not.toHaveProperty('timecreated');
     fake.setProfile(UNKNOWN_STEAM_ID, null);
     body = (await (await summaries(`key=${fake.apiKey}&steamids=${UNKNOWN_STEAM_ID}`)).json()) as { response: { players: Record<string, unknown>[] } };
     expect(body.response.players).toEqual([]);

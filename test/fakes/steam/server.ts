@@ -13,7 +13,10 @@
  *   fake.setInventory(steamId64, InventoryFixture | 'private' | 'not_found')
  *   fake.failNext(kind, { status, retryAfter?, times? })   kind 'profiles' | 'inventory' | 'openid';
  *                                            the next `times` (default 1) requests of that kind fail
- *   fake.requests                            every request: { path, query }, oldest first
+ *                                            ('openid': checkid_setup and check_authentication alike);
+ *                                            failures queue up in call order
+ *   fake.requests                            requests received: { path, query }, oldest first (the last
+ *                                            10 000, so a long `npm start` does not grow without bound)
  *   fake.openid.{endpoint, signInAs, positiveAssertion, tamper, rejectAll}   (openid-provider.ts)
  * Fixtures (data.ts): PUBLIC_STEAM_ID, PRIVATE_STEAM_ID, FRIENDS_ONLY_STEAM_ID, EMPTY_STEAM_ID,
  * BIG_STEAM_ID, PARTNER_STEAM_ID, UNKNOWN_STEAM_ID; bigInventory(steamId64, assets = 5000);
@@ -47,6 +50,8 @@ export type SteamFake = {
   openid: OpenIdHelpers;
 };
 
+const MAX_LOGGED_REQUESTS = 10_000;
+const PRIVATE_FIELDS = ['realname', 'timecreated', 'loccountrycode', 'commentpermission', 'primaryclanid', 'personastateflags'] as const;
 const INVENTORY_PATH = /^\/inventory\/(\d{1,20})\/730\/2\/?$/;
 
 export async function startSteamFake(options: SteamFakeOptions = {}): Promise<SteamFake> {
@@ -66,6 +71,7 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
     async fetch(request) {
       const url = new URL(request.url);
       state.requests.push({ path: url.pathname, query: Object.fromEntries(url.searchParams) });
+      if (state.requests.length > MAX_LOGGED_REQUESTS) state.requests.shift();
       const path = url.pathname;
       if (request.method === 'GET' && /^\/ISteamUser\/GetPlayerSummaries\/v0*2\/?$/.test(path)) return getPlayerSummaries(state, url);
       const inventory = INVENTORY_PATH.exec(path);
@@ -83,8 +89,14 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
       await server.stop(true);
     },
     setProfile(steamId64, summary) {
-      if (summary === null) state.profiles.delete(steamId64);
-      else state.profiles.set(steamId64, profile(steamId64, { ...state.profiles.get(steamId64), personaname: summary.personaname ?? state.profiles.get(steamId64)?.personaname ?? `fake ${steamId64}`, ...summary, steamid: steamId64 }));
+      if (summary === null) {
+        state.profiles.delete(steamId64);
+        return;
+      }
+      const current: Partial<PlayerSummary> = { ...state.profiles.get(steamId64) };
+      // Steam shows private data only on public profiles: a profile made non-public loses it.
+      if ((summary.communityvisibilitystate ?? current.communityvisibilitystate ?? 3) !== 3) for (const field of PRIVATE_FIELDS) delete current[field];
+      state.profiles.set(steamId64, profile(steamId64, { ...current, personaname: current.personaname ?? `fake ${steamId64}`, ...summary, steamid: steamId64 }));
     },
     setInventory(steamId64, inventory) {
       state.inventories.set(steamId64, inventory);
