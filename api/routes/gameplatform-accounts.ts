@@ -3,7 +3,8 @@ import { z } from 'zod';
 import type { AuditActor } from '../../shared/audit/events.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { connectedAccountSchema, listLiveAccounts, type AccountPosition } from '../../shared/gameplatform/accounts.ts';
-import { cancelDraftsDirectly, disconnectAccount, finishConnect, personaNameFromProfiles, startConnect, type OpenIdSettings } from '../../shared/gameplatform/accounts-service.ts';
+import { disconnectAccount, finishConnect, personaNameFromProfiles, startConnect, type OpenIdSettings } from '../../shared/gameplatform/accounts-service.ts';
+import { cancelDraftsOfAccount } from '../../shared/gameplatform/trade-intents.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import type { OperationId } from '../../shared/operations.ts';
 import { pageCursor, pageLimit } from '../../shared/validation.ts';
@@ -166,7 +167,7 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
     .delete(
       '/v2/gameplatform/accounts/:account_id',
       async ({ principal, params, requestMeta, set }) => {
-        await disconnectAccount(deps.sql, params.account_id, cancelDraftsDirectly, {
+        await disconnectAccount(deps.sql, params.account_id, async (tx, accountId, meta) => (await cancelDraftsOfAccount(tx, accountId, meta)).length, {
           ...requestMeta,
           workspaceId: principal.workspace.id,
           actor: { type: 'api_key', id: principal.keyId },

@@ -141,7 +141,8 @@ async function recordRejection(deps: CallbackDeps, flow: OpenIdState | null, rea
 
 /**
  * What disconnecting does to the account's trade drafts, inside the disconnect's transaction:
- * cancels them and releases their reservations, returning how many were cancelled.
+ * cancels them and releases their reservations, returning how many were cancelled (the route
+ * passes trade-intents' cancelDraftsOfAccount; accounts stay independent of trade intents).
  */
 export type CancelDrafts = (tx: Queryable, accountId: string, meta: RequestMeta) => Promise<number>;
 
@@ -161,20 +162,4 @@ export async function disconnectAccount(sql: Sql, accountId: string, cancelDraft
       metadata: { steam_id: account.steam_id, cancelled_trade_intents: cancelled },
     });
   });
-}
-
-/**
- * Until shared/gameplatform/trade-intents.ts exports cancelDraftsOfAccount: the account's drafts
- * become cancelled and their reservations are released (DESIGN 11: disconnect cancels its drafts).
- */
-export async function cancelDraftsDirectly(tx: Queryable, accountId: string, meta: RequestMeta): Promise<number> {
-  const cancelled = await tx<{ id: string }[]>`
-    update trade_intents set state = 'cancelled', updated_at = ${meta.now}
-    where account_id = ${accountId}::bigint and state = 'draft'
-    returning id`;
-  if (cancelled.length === 0) return 0;
-  await tx`
-    update trade_reservations set released_at = ${meta.now}
-    where intent_id in ${tx(cancelled.map((row) => row.id))} and released_at is null`;
-  return cancelled.length;
 }
