@@ -228,6 +228,30 @@ describe('GET /v2/health and GET /v2/status', () => {
     });
   });
 
+  test('GET /v2/status reports the Steam upstreams and game-platform automation as unavailable (offers are never sent)', async () => {
+    await withApp({ config: { STEAM_WEB_API_KEY: '' } }, async (app) => {
+      const body = (await (await app.request('/v2/status')).json()) as { components: { gameplatform: Record<string, { status: string; last_success_at?: string | null; reason?: string }> }; degraded: string[] };
+      expect(body.components.gameplatform.steam_web_api!.status).toBe('unavailable');
+      expect(body.components.gameplatform.automation).toEqual({ status: 'unavailable', reason: expect.stringContaining('not sent to Steam') });
+      // A deployment without a Steam key is not degraded: it simply does not offer profiles.
+      expect(body.degraded.some((component) => component.startsWith('gameplatform'))).toBe(false);
+    });
+    await withApp({ config: { STEAM_WEB_API_KEY: 'status-test-key' } }, async (app) => {
+      const fetchedAt = new Date('2026-01-02T03:04:05.000Z');
+      const steamId = '76561198000000042';
+      await app.deps.sql`insert into steam_profiles (steam_id, profile, fetched_at) values (${steamId}, ${app.deps.sql.json({})}, ${fetchedAt})
+                         on conflict (steam_id) do update set fetched_at = excluded.fetched_at`;
+      try {
+        const body = (await (await app.request('/v2/status')).json()) as { components: { gameplatform: Record<string, { status: string; last_success_at?: string | null }> } };
+        expect(body.components.gameplatform.steam_web_api!.status).toBe('ok');
+        expect(Date.parse(body.components.gameplatform.steam_web_api!.last_success_at!)).toBeGreaterThanOrEqual(fetchedAt.getTime());
+        expect(body.components.gameplatform.steam_community!.status).toBe('ok');
+      } finally {
+        await app.deps.sql`delete from steam_profiles where steam_id = ${steamId}`;
+      }
+    });
+  });
+
   test('GET /v2/status answers 503 status_unavailable promptly when the database is unreachable', async () => {
     await withApp({ config: { DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nope' } }, async (app) => {
       const started = performance.now();

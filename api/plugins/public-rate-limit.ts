@@ -22,7 +22,7 @@ export function publicRateLimitPlugin(deps: PublicRateLimitPluginDeps) {
   const limiterFor = (name: string) => {
     let limiter = limiters.get(name);
     if (!limiter) {
-      limiter = new IpRateLimiter(deps.counters, name, deps.config.PUBLIC_PRICES_RATE_LIMIT);
+      limiter = new IpRateLimiter(deps.counters, name, deps.config.PUBLIC_PRICES_RATE_LIMIT, deps.config.QUEUE_PREFIX);
       limiters.set(name, limiter);
     }
     return limiter;

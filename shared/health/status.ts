@@ -30,6 +30,22 @@ export const platformStatusSchema = z.object({
     workers: z.record(z.string(), z.object({ status: componentStatus, live: z.number().int(), last_seen_at: z.string().nullable() })).describe('Live workers per pool, by heartbeat'),
     /** Each enabled price source, as on GET /health. */
     sources: sourceStatesSchema,
+    gameplatform: z
+      .object({
+        steam_web_api: z.object({
+          status: z.enum(['ok', 'unavailable']).describe('unavailable: STEAM_WEB_API_KEY is not set, so profiles answer 503'),
+          last_success_at: z.string().nullable().describe('The newest profile fetched from Steam'),
+        }),
+        steam_community: z.object({
+          status: z.enum(['ok']),
+          last_success_at: z.string().nullable().describe('The newest inventory snapshot fetched from Steam'),
+        }),
+        automation: z.object({
+          status: z.enum(['unavailable']),
+          reason: z.string(),
+        }),
+      })
+      .describe('Steam upstreams and game-platform automation (DESIGN 11: trade offers are drafted and reserved here, never sent to Steam)'),
   }),
 });
 export type PlatformStatus = z.infer<typeof platformStatusSchema>;
@@ -65,13 +81,15 @@ export async function platformStatus(input: {
   queues: Record<Pool, Queue>;
   now: () => Date;
   sources: readonly string[];
+  steamWebApiKeyConfigured: boolean;
 }): Promise<PlatformStatus | null> {
   const now = input.now();
-  const [database, redis, workers, sources, ...queueCounts] = await Promise.all([
+  const [database, redis, workers, sources, steam, ...queueCounts] = await Promise.all([
     timed(() => input.sql`select 1`),
     timed(() => input.redis.ping()),
     timed(() => liveWorkersByPool(input.sql, now)),
     timed(() => sourceFreshness(input.sql, input.sources, now)),
+    timed(() => newestSteamFetches(input.sql)),
     ...POOLS.map((pool) => timed(() => input.queues[pool].getJobCounts('waiting', 'active', 'delayed', 'failed'))),
   ]);
   if (!database.ok || !workers.ok || !sources.ok) return null;
@@ -105,6 +123,20 @@ export async function platformStatus(input: {
       queues,
       workers: workerStatus,
       sources: sources.value.sources,
+      gameplatform: {
+        // Not part of `degraded`: a deployment without a Steam key simply does not offer profiles.
+        steam_web_api: { status: input.steamWebApiKeyConfigured ? 'ok' : 'unavailable', last_success_at: steam.ok ? steam.value.profile : null },
+        steam_community: { status: 'ok', last_success_at: steam.ok ? steam.value.inventory : null },
+        automation: { status: 'unavailable', reason: 'Trade intents are drafted and their assets reserved here; offers are not sent to Steam.' },
+      },
     },
   };
+}
+
+/** When Steam last answered us: the newest cached profile and inventory snapshot. */
+async function newestSteamFetches(sql: Queryable): Promise<{ profile: string | null; inventory: string | null }> {
+  const [row] = await sql<{ profile: Date | null; inventory: Date | null }[]>`
+    select (select max(fetched_at) from steam_profiles) as profile,
+           (select max(fetched_at) from inventory_snapshots) as inventory`;
+  return { profile: row?.profile?.toISOString() ?? null, inventory: row?.inventory?.toISOString() ?? null };
 }

@@ -17,12 +17,15 @@ export class IpRateLimiter {
     private readonly redis: CounterRedis,
     private readonly name: string,
     private readonly limitPerMinute: number,
+    // The deployment's Redis namespace (QUEUE_PREFIX): two deployments or test runs on one Redis
+    // never count each other's requests from the same address.
+    private readonly keyPrefix: string,
   ) {}
 
   /** Counts one request from `address` (null: unknown, all such requests share one counter). Throws when Redis fails. */
   async hit(address: string | null, now: Date): Promise<IpLimitResult> {
     const minute = Math.floor(now.getTime() / 60_000);
-    const count = Number(await this.redis.evalScript(HIT_SCRIPT, [`iplimit:${this.name}:${address ?? 'unknown'}:${minute}`], ['120']));
+    const count = Number(await this.redis.evalScript(HIT_SCRIPT, [`${this.keyPrefix}:iplimit:${this.name}:${address ?? 'unknown'}:${minute}`], ['120']));
     return {
       allowed: count <= this.limitPerMinute,
       limit: this.limitPerMinute,
