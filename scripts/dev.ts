@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { databaseName, dropDatabase, ensureChromium, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
 import type { Services } from './services.ts';
-import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';
+import { localUpstreamsPlan } from './local-upstreams.ts';
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
 const COLORS = [36, 33, 32, 35, 34, 91, 92, 93, 94, 95, 96];
@@ -215,29 +215,10 @@ async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
   log(`warning: ${url} did not answer within ${timeoutMs / 1000} s`);
 }
 
-/** SIMULATOR_PORT, when set, puts the simulator at a known address; unset means a free port. */
-function configuredSimulatorPort(): number | undefined {
-  const raw = process.env.SIMULATOR_PORT;
-  if (raw === undefined || raw === '') return undefined;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`SIMULATOR_PORT: must be an integer from 1 to 65535, got ${JSON.stringify(raw)}`);
-  return port;
-}
-
-/** STEAM_FAKE_PORT, when set, puts the Steam fake at a known address; unset means a free port. */
-function configuredSteamFakePort(): number | undefined {
-  const raw = process.env.STEAM_FAKE_PORT;
-  if (raw === undefined || raw === '') return undefined;
-  const port = Number(raw);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`STEAM_FAKE_PORT: must be an integer from 1 to 65535, got ${JSON.stringify(raw)}`);
-  return port;
-}
-
 async function start(services: Services): Promise<never> {
   const env = childEnv(services);
-  // Checked before the slow steps, so a bad value fails at once.
-  const simulatorPort = configuredSimulatorPort();
-  const steamFakePort = configuredSteamFakePort();
+  // Checked before the slow steps, so a bad port value fails at once.
+  const planLocalUpstreams = localUpstreamsPlan(process.env);
   const entries = readProcfile().filter((e) => e.name !== 'release');
   if (entries.length === 0) throw new Error('Procfile has no processes to run');
 
@@ -272,40 +253,11 @@ async function start(services: Services): Promise<never> {
   const synced = await runForeground(['bun', 'scripts/catalog-sync.ts'], env);
   if (synced !== 0) return shutdown(synced);
 
-  // DESIGN 4/9: with no SOURCES configured, prices come from the local market simulator.
-  if (!process.env.SOURCES) {
-    const simulatorAt = simulatorPort ?? (await freePort());
-    const simulatorUrl = `http://127.0.0.1:${simulatorAt}`;
-    entries.unshift({ name: 'simulator', command: 'bun test/fakes/simulator-main.ts' });
-    Object.assign(env, {
-      SIMULATOR_PORT: String(simulatorAt),
-      SOURCES: 'skinport,steam,csfloat',
-      SOURCE_SKINPORT_URL: `${simulatorUrl}/skinport`,
-      SOURCE_STEAM_URL: `${simulatorUrl}/steam`,
-      SOURCE_CSFLOAT_URL: `${simulatorUrl}/csfloat`,
-    });
-    log(`no SOURCES set: prices come from the local market simulator at ${simulatorUrl}`);
-  }
-
-  // DESIGN 11: the Steam fake stands in for each Steam upstream whose URL is not set; a set URL is
-  // used as given. With the fake serving the Web API, an unset key becomes the fake's, so profiles
-  // work offline; a set key is the one the fake accepts.
-  const fakeApi = !process.env.STEAM_API_URL;
-  const fakeCommunity = !process.env.STEAM_COMMUNITY_URL;
-  if (fakeApi || fakeCommunity) {
-    const steamFakeAt = steamFakePort ?? (await freePort());
-    const steamFakeUrl = `http://127.0.0.1:${steamFakeAt}`;
-    entries.unshift({ name: 'steam-fake', command: 'bun test/fakes/steam-main.ts' });
-    env.STEAM_FAKE_PORT = String(steamFakeAt);
-    if (fakeApi) {
-      env.STEAM_API_URL = steamFakeUrl;
-      if (process.env.STEAM_WEB_API_KEY) env.STEAM_FAKE_API_KEY = process.env.STEAM_WEB_API_KEY;
-      else env.STEAM_WEB_API_KEY = DEFAULT_STEAM_FAKE_API_KEY;
-    }
-    if (fakeCommunity) env.STEAM_COMMUNITY_URL = steamFakeUrl;
-    const served = [fakeApi ? 'STEAM_API_URL' : null, fakeCommunity ? 'STEAM_COMMUNITY_URL' : null].filter(Boolean).join(' and ');
-    log(`${served} not set: Steam comes from the local Steam fake at ${steamFakeUrl}`);
-  }
+  // DESIGN 4/9/11: local fakes for the third parties that are not configured.
+  const local = await planLocalUpstreams(freePort);
+  entries.unshift(...local.entries);
+  Object.assign(env, local.env);
+  for (const note of local.notes) log(note);
 
   const width = Math.max(...entries.map((e) => e.name.length));
   for (const [i, entry] of entries.entries()) {

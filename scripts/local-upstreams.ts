@@ -1,0 +1,63 @@
+/**
+ * Which local fakes `npm start` runs in place of third parties, and how the service is pointed at
+ * them (DESIGN 4, 9, 11): the market simulator when SOURCES is unset, the Steam fake for each Steam
+ * upstream whose URL is unset (a set URL is used as given). Pure, so it is tested without starting
+ * anything (test/local-upstreams.test.ts).
+ */
+import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';
+
+export type ProcessEntry = { name: string; command: string };
+export type LocalUpstreams = { entries: ProcessEntry[]; env: Record<string, string>; notes: string[] };
+type Env = Record<string, string | undefined>;
+
+/** `<NAME>`, when set, pins a fake to a known port; unset (or empty) means a free one. A bad value throws naming it. */
+export function configuredPort(env: Env, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`${name}: must be an integer from 1 to 65535, got ${JSON.stringify(raw)}`);
+  return port;
+}
+
+/** Checks the port variables at once (before the slow start-up steps), then decides. */
+export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) => Promise<LocalUpstreams> {
+  const simulatorPort = configuredPort(env, 'SIMULATOR_PORT');
+  const steamFakePort = configuredPort(env, 'STEAM_FAKE_PORT');
+  return async (freePort) => {
+    const entries: ProcessEntry[] = [];
+    const added: Record<string, string> = {};
+    const notes: string[] = [];
+    if (!env.SOURCES) {
+      const at = simulatorPort ?? (await freePort());
+      const url = `http://127.0.0.1:${at}`;
+      entries.push({ name: 'simulator', command: 'bun test/fakes/simulator-main.ts' });
+      Object.assign(added, {
+        SIMULATOR_PORT: String(at),
+        SOURCES: 'skinport,steam,csfloat',
+        SOURCE_SKINPORT_URL: `${url}/skinport`,
+        SOURCE_STEAM_URL: `${url}/steam`,
+        SOURCE_CSFLOAT_URL: `${url}/csfloat`,
+      });
+      notes.push(`no SOURCES set: prices come from the local market simulator at ${url}`);
+    }
+    // With the fake serving the Web API, an unset key becomes the fake's, so profiles work offline;
+    // a set key is the one the fake accepts.
+    const fakeApi = !env.STEAM_API_URL;
+    const fakeCommunity = !env.STEAM_COMMUNITY_URL;
+    if (fakeApi || fakeCommunity) {
+      const at = steamFakePort ?? (await freePort());
+      const url = `http://127.0.0.1:${at}`;
+      entries.push({ name: 'steam-fake', command: 'bun test/fakes/steam-main.ts' });
+      added.STEAM_FAKE_PORT = String(at);
+      if (fakeApi) {
+        added.STEAM_API_URL = url;
+        if (env.STEAM_WEB_API_KEY) added.STEAM_FAKE_API_KEY = env.STEAM_WEB_API_KEY;
+        else added.STEAM_WEB_API_KEY = DEFAULT_STEAM_FAKE_API_KEY;
+      }
+      if (fakeCommunity) added.STEAM_COMMUNITY_URL = url;
+      const served = [fakeApi ? 'STEAM_API_URL' : null, fakeCommunity ? 'STEAM_COMMUNITY_URL' : null].filter(Boolean).join(' and ');
+      notes.push(`${served} not set: Steam comes from the local Steam fake at ${url}`);
+    }
+    return { entries, env: added, notes };
+  };
+}

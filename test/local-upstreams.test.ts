@@ -1,0 +1,52 @@
+import { describe, expect, test } from 'bun:test';
+import { configuredPort, localUpstreamsPlan } from '../scripts/local-upstreams.ts';
+import { DEFAULT_STEAM_FAKE_API_KEY } from './fakes/steam/defaults.ts';
+
+/** What `npm start` runs in place of third parties (issue 10 item 7: SIMULATOR_PORT had no effect). */
+const freePorts = () => {
+  let next = 40_000;
+  return async () => next++;
+};
+
+describe('npm start: local fakes for unconfigured upstreams', () => {
+  test('SIMULATOR_PORT and STEAM_FAKE_PORT are honoured when set', async () => {
+    const plan = await localUpstreamsPlan({ SIMULATOR_PORT: '4123', STEAM_FAKE_PORT: '4124' })(freePorts());
+    expect(plan.env.SIMULATOR_PORT).toBe('4123');
+    expect(plan.env.SOURCE_SKINPORT_URL).toBe('http://127.0.0.1:4123/skinport');
+    expect(plan.env.STEAM_FAKE_PORT).toBe('4124');
+    expect(plan.env.STEAM_API_URL).toBe('http://127.0.0.1:4124');
+    expect(plan.entries.map((entry) => entry.name)).toEqual(['simulator', 'steam-fake']);
+  });
+
+  test('unset or empty ports mean free ones', async () => {
+    const plan = await localUpstreamsPlan({ SIMULATOR_PORT: '' })(freePorts());
+    expect(plan.env.SIMULATOR_PORT).toBe('40000');
+    expect(plan.env.STEAM_FAKE_PORT).toBe('40001');
+  });
+
+  test('a bad port fails at once, naming the variable', () => {
+    for (const value of ['0', '65536', 'abc', '1.5', '-1']) {
+      expect(() => localUpstreamsPlan({ SIMULATOR_PORT: value })).toThrow('SIMULATOR_PORT');
+      expect(() => localUpstreamsPlan({ STEAM_FAKE_PORT: value })).toThrow('STEAM_FAKE_PORT');
+    }
+    expect(configuredPort({ X: '8080' }, 'X')).toBe(8080);
+  });
+
+  test('configured upstreams are used as given: no simulator with SOURCES, no fake for a set Steam URL', async () => {
+    const plan = await localUpstreamsPlan({ SOURCES: 'skinport', STEAM_API_URL: 'https://api.example.test', STEAM_WEB_API_KEY: 'real-key' })(freePorts());
+    expect(plan.entries.map((entry) => entry.name)).toEqual(['steam-fake']);
+    expect(plan.env.SOURCES).toBeUndefined();
+    expect(plan.env.STEAM_API_URL).toBeUndefined();
+    expect(plan.env.STEAM_WEB_API_KEY).toBeUndefined();
+    expect(plan.env.STEAM_COMMUNITY_URL).toBe('http://127.0.0.1:40000');
+    const none = await localUpstreamsPlan({ SOURCES: 'skinport', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test' })(freePorts());
+    expect(none).toEqual({ entries: [], env: {}, notes: [] });
+  });
+
+  test('with the fake serving the Web API, an unset key becomes the fake’s and a set key is the one the fake accepts', async () => {
+    expect((await localUpstreamsPlan({})(freePorts())).env.STEAM_WEB_API_KEY).toBe(DEFAULT_STEAM_FAKE_API_KEY);
+    const keyed = await localUpstreamsPlan({ STEAM_WEB_API_KEY: 'mine' })(freePorts());
+    expect(keyed.env.STEAM_WEB_API_KEY).toBeUndefined();
+    expect(keyed.env.STEAM_FAKE_API_KEY).toBe('mine');
+  });
+});
