@@ -3,6 +3,7 @@ import type { Config } from '../shared/config.ts';
 import { createSql, type Sql } from '../shared/db.ts';
 import { ApiKeyCache } from '../shared/identity/key-cache.ts';
 import { subscribeToKeyInvalidations } from '../shared/identity/key-invalidation.ts';
+import { InventoryCache } from '../shared/gameplatform/inventory-cache.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { TtlCache, type MarketSummary } from '../shared/market/summary.ts';
 import { ItemPriceCache } from '../shared/prices/current.ts';
@@ -30,6 +31,8 @@ type PriceDeps = {
   itemPrices: ItemPriceCache;
   /** GET /v2/market/summary bodies per query (PRICE_CACHE_MS; dropped on each new price snapshot). */
   marketSummaries: TtlCache<MarketSummary>;
+  /** GET /v2/inventories: latest snapshots and rendered pages (PRICE_CACHE_MS; valued pages dropped on each new price snapshot). */
+  inventories: InventoryCache;
 };
 
 /** Key lookups cached per process, cleared on revocation (shared/identity/key-invalidation.ts). */
@@ -67,12 +70,13 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const priceSnapshots = new PriceSnapshotCache(sql, log);
   const itemPrices = new ItemPriceCache(config.PRICE_CACHE_MS);
   const marketSummaries = new TtlCache<MarketSummary>(config.PRICE_CACHE_MS);
+  const inventories = new InventoryCache(config.PRICE_CACHE_MS);
 
   // One subscriber connection; each feature subscribes its own channel and owns what it invalidates.
   const subscriber = redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
   subscriber.on('error', (error) => log.warn({ err: error.message }, 'redis subscriber error'));
   subscribeToKeyInvalidations(subscriber, log, keys);
-  subscribeToPriceSnapshots(subscriber, log, priceSnapshots, [itemPrices, marketSummaries]);
+  subscribeToPriceSnapshots(subscriber, log, priceSnapshots, [itemPrices, marketSummaries, inventories]);
 
   const queues = Object.fromEntries(
     POOLS.map((pool) => {
@@ -93,6 +97,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     priceSnapshots,
     itemPrices,
     marketSummaries,
+    inventories,
     queues,
     now: overrides.now ?? (() => new Date()),
     startedAt: new Date(),

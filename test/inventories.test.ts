@@ -14,7 +14,8 @@ import {
 } from './fakes/steam/server.ts';
 import { encodeCertificate, type CertificateInput } from '../shared/inspect/index.ts';
 import type { InventoryFixture } from './fakes/steam/server.ts';
-import { errorOf, scratchTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
+import { PRICE_SNAPSHOT_CHANNEL } from '../shared/prices/snapshot.ts';
+import { createTestApp, errorOf, eventually, scratchTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /** GET /v2/inventories/{gameplatform_id} (DESIGN 11) over real Postgres and Redis, Steam played by the fake. */
 
@@ -53,9 +54,9 @@ afterAll(async () => {
 
 const inventoryCalls = (steamId: string) => fake.requests.filter((request) => request.path.startsWith(`/inventory/${steamId}/`));
 
-function get(id: string, query: Record<string, string> = {}, apiKey: string | null = key) {
+function get(id: string, query: Record<string, string> = {}, apiKey: string | null = key, app: TestApp = t) {
   const search = new URLSearchParams(query).toString();
-  return t.request(`/v2/inventories/${encodeURIComponent(id)}${search ? `?${search}` : ''}`, { headers: apiKey ? { 'x-api-key': apiKey } : {} });
+  return app.request(`/v2/inventories/${encodeURIComponent(id)}${search ? `?${search}` : ''}`, { headers: apiKey ? { 'x-api-key': apiKey } : {} });
 }
 
 async function page(id: string, query: Record<string, string> = {}): Promise<Page> {
@@ -355,5 +356,99 @@ describe('GET /v2/inventories/{gameplatform_id}: caching and upstream failures',
     const forbidden = await get(PUBLIC_STEAM_ID, {}, profilesOnly.key);
     expect(forbidden.status).toBe(403);
     expect((await errorOf(forbidden)).code).toBe('insufficient_scope');
+  });
+});
+
+describe('GET /v2/inventories/{gameplatform_id}: the per-process cache (PRICE_CACHE_MS)', () => {
+  const OWNER = '76561198000000777';
+  let cached: TestApp;
+  let cachedKey: string;
+
+  beforeAll(async () => {
+    fake.setInventory(OWNER, (await import('./fakes/steam/server.ts')).bigInventory(OWNER, 30));
+    // A second API process over the same database, with the cache on; `t` (cache off) answers from Postgres.
+    cached = createTestApp({
+      now: clock.now,
+      config: { DATABASE_URL: t.deps.config.DATABASE_URL, PRICE_CACHE_MS: '60000', STEAM_API_URL: fake.url, STEAM_COMMUNITY_URL: fake.url, STEAM_WEB_API_KEY: fake.apiKey },
+    });
+    cachedKey = (await workspaceWithKey(cached, { tier: 'enterprise', budgets: { minute: null, day: null } })).key;
+  });
+
+  afterAll(() => cached?.close());
+
+  async function cachedText(query: Record<string, string>): Promise<string> {
+    const response = await get(OWNER, query, cachedKey, cached);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toStartWith('application/json');
+    return response.text();
+  }
+  async function uncachedText(query: Record<string, string>): Promise<string> {
+    const response = await get(OWNER, query);
+    expect(response.status).toBe(200);
+    return response.text();
+  }
+
+  test('a cached valued page answers what Postgres holds until prices change, then the new values after an invalidation or a price-snapshot announcement', async () => {
+    const query = { limit: '10', valuation: 'steam' };
+    const first = await cachedText(query);
+    expect(await uncachedText(query)).toBe(first);
+    const assets = (JSON.parse(first) as Page).data;
+    expect(assets.every((asset) => asset.value === null)).toBe(true);
+    // An item valued at its `default` version (a Doppler would be valued at its phase).
+    const target = assets.find((asset) => asset.catalog_id !== null && !asset.market_hash_name?.includes('Doppler'))!;
+    const catalogId = target.catalog_id!;
+    await t.deps.sql`
+      insert into latest_prices (catalog_id, source, version, price, source_time, ingested_at, run_id)
+      values (${catalogId}, 'steam', 'default', '4.56'::numeric, now(), now(), ${crypto.randomUUID()})`;
+    // Within PRICE_CACHE_MS and before any announcement, the cached page is served as rendered.
+    expect(await cachedText(query)).toBe(first);
+    const repriced = await uncachedText(query);
+    expect((JSON.parse(repriced) as Page).data.find((asset) => asset.asset_id === target.asset_id)!.value).toEqual({ marketplace: 'steam', price: '4.56', currency: 'USD' });
+
+    cached.deps.inventories.clear();
+    expect(await cachedText(query)).toBe(repriced);
+
+    await t.deps.sql`update latest_prices set price = '7.89'::numeric where catalog_id = ${catalogId} and source = 'steam' and version = 'default'`;
+    expect(await cachedText(query)).toBe(repriced);
+    // An ingest run's snapshot announcement drops valued pages in every API process.
+    const announced = await eventually(async () => {
+      await cached.deps.redis.publish(PRICE_SNAPSHOT_CHANNEL, '0');
+      const text = await cachedText(query);
+      return text !== repriced ? text : undefined;
+    }, 5_000);
+    expect(announced).toBe(await uncachedText(query));
+    expect((JSON.parse(announced) as Page).data.some((asset) => asset.value?.price === '7.89')).toBe(true);
+  });
+
+  test('cached pages never mix snapshots: a cursor keeps its snapshot after a refresh, new pages come from the new one, stale is computed per request', async () => {
+    const first = JSON.parse(await cachedText({ limit: '10' })) as Page;
+    const second = JSON.parse(await cachedText({ limit: '10', cursor: first.next_cursor! })) as Page;
+    expect(second.snapshot_id).toBe(first.snapshot_id);
+
+    const refreshed = JSON.parse(await cachedText({ limit: '10', refresh: 'true' })) as Page;
+    expect(refreshed.snapshot_id).not.toBe(first.snapshot_id);
+    // This process stored the new snapshot: its next pages come from it at once, never from the cached old one.
+    const latestText = await cachedText({ limit: '10' });
+    const latest = JSON.parse(latestText) as Page;
+    expect(latest.snapshot_id).toBe(refreshed.snapshot_id);
+    expect(await uncachedText({ limit: '10' })).toBe(latestText);
+    const latestSecond = JSON.parse(await cachedText({ limit: '10', cursor: latest.next_cursor! })) as Page;
+    expect(latestSecond.snapshot_id).toBe(refreshed.snapshot_id);
+    // The old cursor, at the same position and limit, still pages the old snapshot.
+    const oldSecond = await cachedText({ limit: '10', cursor: first.next_cursor! });
+    expect(JSON.parse(oldSecond)).toEqual(second);
+    expect(await uncachedText({ limit: '10', cursor: first.next_cursor! })).toBe(oldSecond);
+
+    // Older than INVENTORY_TTL_SECONDS with Steam failing: the same cached page, marked stale.
+    clock.advance(TTL_MS + 1_000);
+    try {
+      fake.failNext('inventory', { status: 500, times: 2 });
+      const staleText = await cachedText({ limit: '10' });
+      expect(staleText).toBe(await uncachedText({ limit: '10' }));
+      expect(JSON.parse(staleText)).toEqual({ ...latest, stale: true });
+    } finally {
+      clock.advance(-(TTL_MS + 1_000));
+    }
+    expect((JSON.parse(await cachedText({ limit: '10' })) as Page).stale).toBe(false);
   });
 });

@@ -6,11 +6,10 @@ import {
   ensureInventorySnapshot,
   findSnapshot,
   inventoryPageSchema,
-  latestPricesOf,
-  priceVersionOf,
-  readSnapshotPage,
+  renderInventoryPage,
   type InventorySnapshot,
 } from '../../shared/gameplatform/inventories.ts';
+import { inventoryPageBytes } from '../../shared/gameplatform/inventory-cache.ts';
 import { steamApiError } from '../../shared/gameplatform/steam-client.ts';
 import { pageCursor, pageLimit } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
@@ -38,7 +37,7 @@ type InventoryPosition = { s: string; p: number };
 // Pinned snapshot and the last position served: later pages come from that snapshot only.
 const inventoryPosition: z.ZodType<InventoryPosition> = z.object({ s: z.uuid(), p: z.number().int().min(0).max(1_000_000) });
 
-export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps) {
+export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now' | 'inventories'> & ApiKeyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const ttlMs = deps.config.INVENTORY_TTL_SECONDS * 1000;
   return new Elysia({ name: 'inventory-routes' })
@@ -54,7 +53,7 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
         let after = -1;
         if (query.cursor) {
           const position = decodeCursor(signingKey, 'inventory', filters, query.cursor, inventoryPosition);
-          const pinned = await findSnapshot(deps.sql, position.s);
+          const pinned = await deps.inventories.snapshot(position.s, () => findSnapshot(deps.sql, position.s));
           if (!pinned || pinned.steam_id !== steamId) throw errors.invalidCursor();
           snapshot = pinned;
           stale = false;
@@ -64,32 +63,25 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
             ({ snapshot, stale } = await ensureInventorySnapshot(deps, steamId, {
               maxAgeSeconds: deps.config.INVENTORY_TTL_SECONDS,
               refresh: query.refresh === 'true',
+              cache: deps.inventories,
             }));
           } catch (error) {
             throw steamApiError(error, 'inventory_not_found');
           }
         }
         stale ||= deps.now().getTime() - snapshot.fetched_at.getTime() >= ttlMs;
-        const page = await readSnapshotPage(deps.sql, snapshot.id, after, query.limit);
-        const values = new Map<number, string>();
-        if (query.valuation) {
-          const keyed = page.rows.filter((row) => row.catalog_id !== null).map((row) => ({ row, catalog_id: row.catalog_id!, version: priceVersionOf(row.paint_index) }));
-          const prices = await latestPricesOf(deps.sql, query.valuation, keyed);
-          for (const { row, catalog_id, version } of keyed) {
-            const price = prices.get(`${catalog_id}\t${version}`);
-            if (price !== undefined) values.set(row.position, JSON.stringify({ marketplace: query.valuation, price, currency: 'USD' }));
-          }
-        }
-        const last = page.rows.at(-1);
-        const nextCursor = page.more && last ? encodeCursor<InventoryPosition>(signingKey, 'inventory', filters, { s: snapshot.id, p: last.position }) : null;
-        // The stored records go out as Postgres wrote them: each gets its `value` spliced in before
-        // its closing brace, so a page is never parsed and re-serialised per request.
-        const data = page.rows.map((row) => `${row.record.slice(0, -1)},"value":${values.get(row.position) ?? 'null'}}`).join(',');
-        set.headers['content-type'] = 'application/json';
-        return (
-          `{"steam_id":${JSON.stringify(steamId)},"snapshot_id":${JSON.stringify(snapshot.id)},"fetched_at":${JSON.stringify(snapshot.fetched_at.toISOString())},` +
-          `"stale":${stale},"total_assets":${snapshot.total_assets},"data":[${data}],"next_cursor":${JSON.stringify(nextCursor)}}`
+        const key = { snapshotId: snapshot.id, after, limit: query.limit, valuation: query.valuation };
+        const served = snapshot;
+        const page = await deps.inventories.page(key, () =>
+          renderInventoryPage(deps.sql, served, {
+            afterPosition: after,
+            limit: query.limit,
+            valuation: query.valuation,
+            nextCursor: (position) => encodeCursor<InventoryPosition>(signingKey, 'inventory', filters, { s: served.id, p: position }),
+          }),
         );
+        set.headers['content-type'] = 'application/json';
+        return inventoryPageBytes(page, stale);
       },
       {
         operation: 'inventories.get',

@@ -4,6 +4,7 @@ import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import type { Config } from '../config.ts';
 import { copyRows, type Queryable, type Sql } from '../db.ts';
 import { newId } from '../ids.ts';
+import type { InventoryCache, RenderedInventoryPage } from './inventory-cache.ts';
 import { CertificateError, decodeCertificate, familyOfDefinition, itemIdentitySchema, itemStateSchema, type ItemState } from '../inspect/index.ts';
 import type { Logger } from '../logger.ts';
 import { SOURCE_NAMES } from '../sources/types.ts';
@@ -304,10 +305,15 @@ export async function findSnapshot(db: Queryable, snapshotId: string): Promise<I
 export async function ensureInventorySnapshot(
   deps: InventoryDeps,
   steamId64: string,
-  options: { maxAgeSeconds: number; refresh?: boolean },
+  options: { maxAgeSeconds: number; refresh?: boolean; cache?: InventoryCache },
 ): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
+  const fresh = (snapshot: InventorySnapshot) => deps.now().getTime() - snapshot.fetched_at.getTime() < options.maxAgeSeconds * 1000;
+  // A held snapshot serves only while fresh: an old one is checked against Postgres before Steam is called.
+  const held = options.refresh ? undefined : options.cache?.latest(steamId64);
+  if (held && fresh(held)) return { snapshot: held, stale: false };
   const latest = await latestSnapshot(deps.sql, steamId64);
-  if (latest && !options.refresh && deps.now().getTime() - latest.fetched_at.getTime() < options.maxAgeSeconds * 1000) {
+  if (latest) options.cache?.rememberLatest(latest);
+  if (latest && !options.refresh && fresh(latest)) {
     return { snapshot: latest, stale: false };
   }
   let pages: InventoryPage[];
@@ -320,7 +326,9 @@ export async function ensureInventorySnapshot(
     }
     throw error;
   }
-  return { snapshot: await storeInventorySnapshot(deps.sql, steamId64, pages, deps.now()), stale: false };
+  const stored = await storeInventorySnapshot(deps.sql, steamId64, pages, deps.now());
+  options.cache?.rememberLatest(stored);
+  return { snapshot: stored, stale: false };
 }
 
 export type SnapshotAsset = { tradable: boolean; trade_hold_until: string | null; catalog_id: string | null; market_hash_name: string | null; record: StoredAsset };
@@ -374,4 +382,33 @@ export async function latestPricesOf(db: Queryable, marketplace: string, keys: {
 /** The price version an asset is valued at: its Doppler phase when it has one, else `default`. */
 export function priceVersionOf(paintIndex: number | null | undefined): string {
   return phaseVersionOfPaint(paintIndex ?? undefined) ?? 'default';
+}
+
+/**
+ * One page of a snapshot after `afterPosition`, rendered as the response body (stale: false; see
+ * inventoryPageBytes for the other). The stored records go out as Postgres wrote them: each gets
+ * its `value` spliced in before its closing brace, so a page is never parsed and re-serialised.
+ */
+export async function renderInventoryPage(
+  db: Queryable,
+  snapshot: InventorySnapshot,
+  options: { afterPosition: number; limit: number; valuation: string | undefined; nextCursor: (lastPosition: number) => string },
+): Promise<RenderedInventoryPage> {
+  const page = await readSnapshotPage(db, snapshot.id, options.afterPosition, options.limit);
+  const values = new Map<number, string>();
+  if (options.valuation) {
+    const keyed = page.rows.filter((row) => row.catalog_id !== null).map((row) => ({ row, catalog_id: row.catalog_id!, version: priceVersionOf(row.paint_index) }));
+    const prices = await latestPricesOf(db, options.valuation, keyed);
+    for (const { row, catalog_id, version } of keyed) {
+      const price = prices.get(`${catalog_id}\t${version}`);
+      if (price !== undefined) values.set(row.position, JSON.stringify({ marketplace: options.valuation, price, currency: 'USD' }));
+    }
+  }
+  const last = page.rows.at(-1);
+  const nextCursor = page.more && last ? options.nextCursor(last.position) : null;
+  const data = page.rows.map((row) => `${row.record.slice(0, -1)},"value":${values.get(row.position) ?? 'null'}}`).join(',');
+  // Everything before `false` is ASCII (digits, a UUID, an ISO date), so its length is its byte offset.
+  const head = `{"steam_id":${JSON.stringify(snapshot.steam_id)},"snapshot_id":${JSON.stringify(snapshot.id)},"fetched_at":${JSON.stringify(snapshot.fetched_at.toISOString())},"stale":`;
+  const body = `${head}false,"total_assets":${snapshot.total_assets},"data":[${data}],"next_cursor":${JSON.stringify(nextCursor)}}`;
+  return { fresh: Buffer.from(body), staleAt: head.length };
 }
