@@ -54,6 +54,10 @@ export const OPERATIONS = [
   op('audit_exports.create', 'POST', '/v2/audit/exports', 'api_key', ['audit:export'], 25, 'production', ['redis']),
   op('audit_exports.get', 'GET', '/v2/audit/exports/{export_id}', 'api_key', ['audit:export'], 1, 'production', ['redis']),
   op('scenes.create', 'POST', '/v2/scenes', 'api_key', ['media:write'], 2, 'planned', ['redis']),
+  op('scenes.list', 'GET', '/v2/scenes', 'api_key', ['media:read'], 1, 'planned', ['redis']),
+  op('scenes.get', 'GET', '/v2/scenes/{scene_id}', 'api_key', ['media:read'], 1, 'planned', ['redis']),
+  op('scenes.revision', 'GET', '/v2/scenes/{scene_id}/revisions/{revision}', 'api_key', ['media:read'], 1, 'planned', ['redis']),
+  op('scenes.update', 'PUT', '/v2/scenes/{scene_id}', 'api_key', ['media:write'], 2, 'planned', ['redis']),
   op('webhooks.create', 'POST', '/v2/webhooks', 'api_key', ['webhooks:write'], 2, 'production', ['redis', 'webhook_secret_key']),
   // Reading and deleting endpoints needs no secret key, so they stay usable while it is unset.
   op('webhooks.list', 'GET', '/v2/webhooks', 'api_key', ['webhooks:read'], 1, 'production', ['redis']),
@@ -61,8 +65,10 @@ export const OPERATIONS = [
   op('webhooks.delete', 'DELETE', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:write'], 1, 'production', ['redis']),
   op('webhooks.deliveries.list', 'GET', '/v2/webhooks/{webhook_id}/deliveries', 'api_key', ['webhooks:read'], 2, 'production', ['redis']),
   op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'planned', ['redis', 'chromium', 'item_files']),
+  op('renders.get', 'GET', '/v2/renders/{render_id}', 'api_key', ['media:read'], 1, 'planned', ['redis']),
   op('trade_intents.create', 'POST', '/v2/trade-intents', 'api_key', ['trade:write'], 5, 'production', ['redis']),
-  op('viewer_sessions.create', 'POST', '/v2/viewer/sessions', 'api_key', ['media:read'], 2, 'planned', ['redis', 'item_files']),
+  // DESIGN 10: media:write creates and updates scenes, renders and viewer sessions.
+  op('viewer_sessions.create', 'POST', '/v2/viewer/sessions', 'api_key', ['media:write'], 2, 'planned', ['redis', 'item_files']),
   op('inspect.decode', 'POST', '/v2/inspect/decode', 'api_key', ['inspect:read'], 1, 'planned', ['redis']),
   op('prices.get', 'GET', '/v2/prices/{catalog_id}', 'api_key', ['prices:read'], 1, 'production', ['redis']),
   op('prices.history', 'GET', '/v2/prices/{catalog_id}/history', 'api_key', ['prices:read'], 3, 'production', ['redis']),
