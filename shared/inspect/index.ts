@@ -24,3 +24,4 @@ export {
   type ItemState,
   type StickerState,
 } from './selector.ts';
+export { itemSelectorRequestSchema, validateItemSelector, type ItemValidationResult } from './item-validation.ts';
