@@ -1,0 +1,407 @@
+/**
+ * The viewer page's browser script (DESIGN 10), bundled with three by page.ts and served from our
+ * own origin. It reads ViewerPageData from the page, loads the item files it names, draws the item
+ * with the scene's settings and sets `window.viewerReady = true` once a frame with every file
+ * applied has been drawn (the render worker and the tests wait on it).
+ */
+import * as THREE from 'three';
+import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
+import { GLTFLoader } from 'three/examples/jsm/loaders/GLTFLoader.js';
+import { VIEWER_DATA_ELEMENT_ID, type CameraPreset, type ViewerBackground, type ViewerPageData, type ViewerQuality } from './contract.ts';
+
+// The few browser APIs this script uses, declared here: the project compiles for Bun (no DOM lib,
+// whose globals clash with Bun's), and this file is the only browser code.
+type Canvas2D = {
+  font: string;
+  fillStyle: unknown;
+  textBaseline: string;
+  measureText(text: string): { width: number };
+  fillRect(x: number, y: number, width: number, height: number): void;
+  fillText(text: string, x: number, y: number): void;
+  createLinearGradient(x0: number, y0: number, x1: number, y1: number): { addColorStop(offset: number, color: string): void };
+};
+type Canvas = { width: number; height: number; getContext(kind: '2d'): Canvas2D | null };
+type PageElement = { textContent: string | null; hidden: boolean; addEventListener(type: 'click', listener: () => void): void };
+declare const document: {
+  getElementById(id: string): PageElement | null;
+  createElement(tag: 'canvas'): Canvas;
+  fullscreenEnabled: boolean;
+  fullscreenElement: unknown;
+  exitFullscreen(): Promise<void>;
+  documentElement: { requestFullscreen(): Promise<void> };
+};
+declare const window: {
+  innerWidth: number;
+  innerHeight: number;
+  devicePixelRatio: number;
+  addEventListener(type: 'resize', listener: () => void): void;
+  viewerReady?: boolean;
+  viewerError?: string;
+};
+declare function requestAnimationFrame(callback: () => void): number;
+
+const QUALITY: Record<ViewerQuality, { antialias: boolean; maxPixelRatio: number; shadowMapSize: number | null }> = {
+  draft: { antialias: false, maxPixelRatio: 1, shadowMapSize: null },
+  interactive: { antialias: true, maxPixelRatio: 1.5, shadowMapSize: 1024 },
+  high: { antialias: true, maxPixelRatio: 2, shadowMapSize: 2048 },
+};
+
+// Directions the camera looks from, toward the item's centre. Models lie along +x with their
+// right side facing +z and +y up (the glTF convention), so "front" is the side view a player inspects.
+const CAMERA_DIRECTIONS: Record<CameraPreset, [number, number, number]> = {
+  inspect: [0.35, 0.25, 1],
+  front: [0, 0, 1],
+  back: [0, 0, -1],
+  left: [-1, 0, 0.001],
+  right: [1, 0, 0.001],
+  top: [0, 1, 0.001],
+  closeup: [0.35, 0.2, 1],
+};
+
+/** Deterministic PRNG (mulberry32), so a paint seed always places the pattern the same way. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** '#rrggbb' or '#rrggbbaa' → colour and alpha. */
+function parseColor(value: string): { color: THREE.Color; alpha: number } {
+  const hex = value.slice(1);
+  const color = new THREE.Color(`#${hex.slice(0, 6)}`);
+  const alpha = hex.length === 8 ? parseInt(hex.slice(6, 8), 16) / 255 : 1;
+  return { color, alpha };
+}
+
+function gradientTexture(top: string, bottom: string): THREE.CanvasTexture {
+  const canvas = document.createElement('canvas');
+  canvas.width = 2;
+  canvas.height = 256;
+  const context = canvas.getContext('2d')!;
+  const gradient = context.createLinearGradient(0, 0, 0, canvas.height);
+  gradient.addColorStop(0, top);
+  gradient.addColorStop(1, bottom);
+  context.fillStyle = gradient;
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  const texture = new THREE.CanvasTexture(canvas);
+  texture.colorSpace = THREE.SRGBColorSpace;
+  return texture;
+}
+
+function applyBackground(renderer: THREE.WebGLRenderer, scene: THREE.Scene, background: ViewerBackground) {
+  if (background.type === 'color') {
+    const { color, alpha } = parseColor(background.value);
+    renderer.setClearColor(color, alpha);
+  } else if (background.type === 'gradient') {
+    const [top, bottom] = background.value.split(',') as [string, string];
+    scene.background = gradientTexture(top, bottom);
+  } else {
+    renderer.setClearColor(0x000000, 0);
+  }
+}
+
+function addLights(scene: THREE.Scene, lighting: string, castShadows: boolean, radius: number) {
+  const key = new THREE.DirectionalLight(0xffffff, 1);
+  key.castShadow = castShadows;
+  key.shadow.camera.left = key.shadow.camera.bottom = -radius * 2;
+  key.shadow.camera.right = key.shadow.camera.top = radius * 2;
+  key.shadow.camera.far = radius * 20;
+  if (lighting === 'dramatic') {
+    // One hard light from high on one side and a cool rim: deep shadows, strong contrast.
+    key.intensity = 3.2;
+    key.position.set(-radius * 4, radius * 5, radius * 2);
+    const rim = new THREE.DirectionalLight(0x88aaff, 1.2);
+    rim.position.set(radius * 4, radius, -radius * 4);
+    scene.add(new THREE.AmbientLight(0xffffff, 0.12), key, rim);
+  } else if (lighting === 'soft') {
+    // Mostly sky light from every side, a weak key: flat, even, few shadows.
+    key.intensity = 0.8;
+    key.position.set(radius * 2, radius * 6, radius * 4);
+    scene.add(new THREE.HemisphereLight(0xffffff, 0x8d8d8d, 2.4), key);
+  } else {
+    // studio: key, fill and rim, the usual three-point setup.
+    key.intensity = 2.2;
+    key.position.set(radius * 3, radius * 5, radius * 4);
+    const fill = new THREE.DirectionalLight(0xffffff, 0.8);
+    fill.position.set(-radius * 4, radius * 2, radius * 3);
+    const rim = new THREE.DirectionalLight(0xffffff, 1);
+    rim.position.set(0, radius * 3, -radius * 5);
+    scene.add(new THREE.HemisphereLight(0xffffff, 0x444444, 0.9), key, fill, rim);
+  }
+}
+
+/** A small text label on a transparent quad (StatTrak counter, name tag), `height` tall in model units. */
+function textLabel(text: string, options: { color: string; background: string; font: string; height: number }): THREE.Mesh {
+  const canvas = document.createElement('canvas');
+  const context = canvas.getContext('2d')!;
+  const fontSize = 48;
+  context.font = `${fontSize}px ${options.font}`;
+  const width = Math.ceil(context.measureText(text).width) + fontSize;
+  canvas.width = Math.max(width, fontSize * 2);
+  canvas.height = Math.round(fontSize * 1.5);
+  context.fillStyle = options.background;
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  context.font = `${fontSize}px ${options.font}`;
+  context.fillStyle = options.color;
+  context.textBaseline = 'middle';
+  context.fillText(text, fontSize / 2, canvas.height / 2);
+  const texture = new THREE.CanvasTexture(canvas);
+  texture.colorSpace = THREE.SRGBColorSpace;
+  const aspect = canvas.width / canvas.height;
+  const material = new THREE.MeshBasicMaterial({ map: texture, transparent: true, depthWrite: false });
+  return new THREE.Mesh(new THREE.PlaneGeometry(options.height * aspect, options.height), material);
+}
+
+/** Planar UVs from the x/y extent for geometry that has none, so a paint texture still shows. */
+function ensureUvs(geometry: THREE.BufferGeometry) {
+  if (geometry.getAttribute('uv')) return;
+  geometry.computeBoundingBox();
+  const box = geometry.boundingBox!;
+  const size = box.getSize(new THREE.Vector3());
+  const positions = geometry.getAttribute('position');
+  const uvs = new Float32Array(positions.count * 2);
+  for (let index = 0; index < positions.count; index += 1) {
+    uvs[index * 2] = (positions.getX(index) - box.min.x) / (size.x || 1);
+    uvs[index * 2 + 1] = (positions.getY(index) - box.min.y) / (size.y || 1);
+  }
+  geometry.setAttribute('uv', new THREE.BufferAttribute(uvs, 2));
+}
+
+const clamp = (value: number, min: number, max: number) => Math.min(max, Math.max(min, value));
+
+async function main() {
+  const data = JSON.parse(document.getElementById(VIEWER_DATA_ELEMENT_ID)!.textContent!) as ViewerPageData;
+  const { presentation, chrome } = data.scene;
+  const state = data.item.state;
+  const renderMode = data.mode === 'render';
+  const quality = QUALITY[presentation.quality];
+  const canvas = document.getElementById('viewer-canvas') as unknown as Canvas;
+
+  const renderer = new THREE.WebGLRenderer({
+    canvas,
+    antialias: quality.antialias,
+    alpha: true,
+    // Render mode: the worker reads the drawn pixels after the frame, and a transparent background
+    // must reach the screenshot as alpha.
+    preserveDrawingBuffer: renderMode,
+    premultipliedAlpha: !renderMode,
+  });
+  renderer.outputColorSpace = THREE.SRGBColorSpace;
+  renderer.setPixelRatio(renderMode ? 1 : Math.min(window.devicePixelRatio || 1, quality.maxPixelRatio));
+  const size = () => (renderMode ? { width: data.width!, height: data.height! } : { width: window.innerWidth, height: window.innerHeight });
+  renderer.setSize(size().width, size().height);
+  const castShadows = quality.shadowMapSize !== null;
+  renderer.shadowMap.enabled = castShadows;
+  renderer.shadowMap.type = presentation.quality === 'high' ? THREE.PCFSoftShadowMap : THREE.PCFShadowMap;
+
+  const scene = new THREE.Scene();
+  applyBackground(renderer, scene, data.background);
+
+  const textureLoader = new THREE.TextureLoader();
+  const gltfLoader = new GLTFLoader();
+  const loadTexture = async (url: string) => {
+    const texture = await textureLoader.loadAsync(url);
+    texture.colorSpace = THREE.SRGBColorSpace;
+    return texture;
+  };
+  const [model, paint, stickerTextures, charmModels] = await Promise.all([
+    gltfLoader.loadAsync(data.files.model).then((gltf) => gltf.scene),
+    data.files.paint ? loadTexture(data.files.paint.url) : Promise.resolve(null),
+    Promise.all(data.files.stickers.map((url) => (url ? loadTexture(url) : Promise.resolve(null)))),
+    Promise.all(data.files.charms.map((url) => (url ? gltfLoader.loadAsync(url).then((gltf) => gltf.scene) : Promise.resolve(null)))),
+  ]);
+
+  const item = new THREE.Group();
+  item.add(model);
+  const bounds = new THREE.Box3().setFromObject(model);
+  const extent = bounds.getSize(new THREE.Vector3());
+  const length = Math.max(extent.x, extent.y, extent.z) || 1;
+
+  // Paint: the pattern's placement follows the seed (as the game offsets and rotates the pattern
+  // per seed), and wear dulls and darkens it, unless the server already baked both in.
+  const wear = state.wear ?? 0;
+  if (paint) {
+    paint.wrapS = paint.wrapT = THREE.RepeatWrapping;
+    if (!data.files.paint!.seeded) {
+      const random = seededRandom(state.paint_seed ?? 0);
+      paint.offset.set(random(), random());
+      paint.center.set(0.5, 0.5);
+      paint.rotation = random() * Math.PI * 2;
+    }
+  }
+  model.traverse((object) => {
+    const mesh = object as THREE.Mesh;
+    if (!mesh.isMesh) return;
+    mesh.castShadow = castShadows;
+    mesh.receiveShadow = castShadows;
+    if (!paint) return;
+    ensureUvs(mesh.geometry);
+    const grime = new THREE.Color(1, 1, 1).lerp(new THREE.Color(0.55, 0.5, 0.44), data.files.paint!.seeded ? 0 : wear * 0.7);
+    mesh.material = new THREE.MeshStandardMaterial({ map: paint, color: grime, roughness: 0.35 + wear * 0.55, metalness: 0.15 });
+  });
+
+  // Stickers: textured quads on the item's +z side, slots spaced along its length, then the
+  // selector's offsets (fractions of the item's size), scale and rotation (degrees).
+  const face = bounds.max.z + length * 0.002;
+  (state.stickers ?? []).forEach((sticker, index) => {
+    const texture = stickerTextures[index] ?? null;
+    const side = length * 0.14 * clamp(sticker.scale ?? 1, 0.1, 4);
+    const material = new THREE.MeshBasicMaterial({
+      map: texture,
+      color: texture ? 0xffffff : 0xbbbbbb,
+      transparent: true,
+      opacity: 1 - clamp(sticker.wear ?? 0, 0, 1) * 0.8,
+      depthWrite: false,
+      polygonOffset: true,
+      polygonOffsetFactor: -4,
+    });
+    const quad = new THREE.Mesh(new THREE.PlaneGeometry(side, side), material);
+    quad.position.set(
+      bounds.min.x + extent.x * (0.2 + sticker.slot * 0.1) + clamp(sticker.offset_x ?? 0, -1, 1) * extent.x * 0.5,
+      bounds.min.y + extent.y * 0.55 + clamp(sticker.offset_y ?? 0, -1, 1) * extent.y * 0.5,
+      face,
+    );
+    quad.rotation.z = THREE.MathUtils.degToRad(sticker.rotation ?? 0);
+    quad.renderOrder = 1;
+    item.add(quad);
+  });
+
+  // Charms hang below the rear of the item, each scaled to a fixed share of its length.
+  (state.charms ?? []).forEach((charm, index) => {
+    const charmModel = charmModels[index];
+    if (!charmModel) return;
+    const charmBounds = new THREE.Box3().setFromObject(charmModel);
+    const charmSize = charmBounds.getSize(new THREE.Vector3());
+    const scale = (length * 0.16) / (Math.max(charmSize.x, charmSize.y, charmSize.z) || 1);
+    charmModel.scale.setScalar(scale);
+    const charmCentre = charmBounds.getCenter(new THREE.Vector3()).multiplyScalar(scale);
+    charmModel.position.set(
+      bounds.min.x + extent.x * (0.25 + index * 0.12) - charmCentre.x + (charm.offset_x ?? 0) * length * 0.05,
+      bounds.min.y - length * 0.08 - charmCentre.y + (charm.offset_y ?? 0) * length * 0.05,
+      bounds.getCenter(new THREE.Vector3()).z + extent.z * 0.5 - charmCentre.z + (charm.offset_z ?? 0) * length * 0.05,
+    );
+    charmModel.traverse((object) => {
+      if ((object as THREE.Mesh).isMesh) object.castShadow = castShadows;
+    });
+    item.add(charmModel);
+  });
+
+  if (state.stattrak) {
+    const counter = textLabel(`StatTrak™ ${String(state.stattrak.value).padStart(6, '0')}`, {
+      color: '#ff8a1f',
+      background: 'rgba(20,20,20,0.85)',
+      font: 'monospace',
+      height: length * 0.045,
+    });
+    counter.position.set(bounds.min.x + extent.x * 0.62, bounds.max.y - extent.y * 0.2, face);
+    item.add(counter);
+  }
+  if (state.name_tag) {
+    const tag = textLabel(`“${state.name_tag}”`, { color: '#f2f2f2', background: 'rgba(40,40,40,0.85)', font: 'sans-serif', height: length * 0.05 });
+    tag.position.set(bounds.min.x + extent.x * 0.5, bounds.min.y + extent.y * 0.15, face);
+    item.add(tag);
+  }
+  scene.add(item);
+
+  // Camera: framed on the whole item (labels and charms included) from the preset's direction.
+  const frame = new THREE.Box3().setFromObject(item);
+  const centre = frame.getCenter(new THREE.Vector3());
+  const radius = frame.getBoundingSphere(new THREE.Sphere()).radius || 1;
+  const { width, height } = size();
+  const camera = new THREE.PerspectiveCamera(presentation.camera.fov ?? 45, width / height, radius / 100, radius * 100);
+  const verticalHalf = THREE.MathUtils.degToRad(camera.fov / 2);
+  const horizontalHalf = Math.atan(Math.tan(verticalHalf) * camera.aspect);
+  const fitDistance = (radius / Math.sin(Math.min(verticalHalf, horizontalHalf))) * (presentation.camera.preset === 'closeup' ? 0.55 : 1.02);
+  const direction = new THREE.Vector3(...CAMERA_DIRECTIONS[presentation.camera.preset]).normalize();
+  camera.position.copy(centre).addScaledVector(direction, fitDistance);
+  camera.lookAt(centre);
+
+  addLights(scene, presentation.lighting ?? 'studio', castShadows, radius);
+  if (castShadows) {
+    // An invisible floor that only shows the item's shadow, so every background keeps its colour.
+    const floor = new THREE.Mesh(new THREE.PlaneGeometry(radius * 8, radius * 8), new THREE.ShadowMaterial({ opacity: 0.25 }));
+    floor.rotation.x = -Math.PI / 2;
+    floor.position.y = frame.min.y - radius * 0.05;
+    floor.receiveShadow = true;
+    scene.add(floor);
+    scene.traverse((object) => {
+      const light = object as THREE.DirectionalLight;
+      if (light.isDirectionalLight && light.castShadow) light.shadow.mapSize.set(quality.shadowMapSize!, quality.shadowMapSize!);
+    });
+  }
+
+  const markReady = () =>
+    // The frame is drawn by the time the next animation frame starts.
+    requestAnimationFrame(() => {
+      window.viewerReady = true;
+    });
+
+  if (renderMode) {
+    // Deterministic: a fixed camera, one frame, no animation loop.
+    renderer.render(scene, camera);
+    markReady();
+    return;
+  }
+
+  setupChrome(chrome);
+  const controls = chrome.showControls ? new OrbitControls(camera, canvas) : null;
+  if (controls) {
+    controls.target.copy(centre);
+    controls.enableDamping = true;
+    controls.autoRotate = presentation.camera.autoRotate === true;
+    controls.update();
+  } else if (presentation.camera.autoRotate) {
+    // autoRotate without controls still turns the item.
+    item.userData.spin = true;
+  }
+  window.addEventListener('resize', () => {
+    const next = size();
+    camera.aspect = next.width / next.height;
+    camera.updateProjectionMatrix();
+    renderer.setSize(next.width, next.height);
+  });
+  let first = true;
+  const clock = new THREE.Clock();
+  renderer.setAnimationLoop(() => {
+    const delta = clock.getDelta();
+    if (controls) controls.update(delta);
+    if (item.userData.spin) item.rotation.y += delta * 0.5;
+    renderer.render(scene, camera);
+    if (first) {
+      first = false;
+      markReady();
+    }
+  });
+}
+
+function setupChrome(chrome: ViewerPageData['scene']['chrome']) {
+  const fullscreen = document.getElementById('viewer-fullscreen');
+  if (fullscreen && chrome.allowFullscreen && document.fullscreenEnabled) {
+    fullscreen.hidden = false;
+    fullscreen.addEventListener('click', () => {
+      if (document.fullscreenElement) void document.exitFullscreen();
+      else void document.documentElement.requestFullscreen();
+    });
+  }
+  const watermark = document.getElementById('viewer-watermark');
+  if (watermark && chrome.watermark) {
+    watermark.textContent = chrome.watermark;
+    watermark.hidden = false;
+  }
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error);
+  window.viewerError = message;
+  const notice = document.getElementById('viewer-error');
+  if (notice) {
+    notice.textContent = 'This item could not be drawn.';
+    notice.hidden = false;
+  }
+  console.error('viewer failed:', message);
+});

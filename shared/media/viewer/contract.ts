@@ -1,0 +1,77 @@
+/**
+ * What the viewer page's server side hands its browser script (DESIGN 10 "Viewer sessions"): the
+ * item selector, the scene settings the page draws with, and the URLs of the item files that exist.
+ * Imported by both shared/media/viewer/page.ts (Bun) and client.ts (browser), so it holds types and
+ * constants only: no Node, Bun or DOM code.
+ */
+
+export type ViewerMode = 'interactive' | 'render';
+
+/** The item files a page can fetch, by kind, under VIEWER_FILES_PATH/<kind>/<integer id>. */
+export const VIEWER_FILE_KINDS = ['model', 'paint', 'sticker', 'charm'] as const;
+export type ViewerFileKind = (typeof VIEWER_FILE_KINDS)[number];
+
+export const VIEWER_ASSETS_PATH = '/viewer/assets';
+export const VIEWER_FILES_PATH = '/viewer/files';
+
+export type ViewerBackground =
+  | { type: 'color'; value: string } // #rrggbb or #rrggbbaa
+  | { type: 'gradient'; value: string } // #rrggbb,#rrggbb, top to bottom
+  | { type: 'transparent'; value: null };
+
+export type CameraPreset = 'inspect' | 'front' | 'back' | 'left' | 'right' | 'top' | 'closeup';
+export type ViewerQuality = 'draft' | 'interactive' | 'high';
+export type ViewerLighting = 'studio' | 'soft' | 'dramatic';
+
+/** The part of a scene document (DESIGN 10) the page reads; the scene's other fields are ignored. */
+export type ViewerSceneSettings = {
+  name: string;
+  presentation: {
+    background: ViewerBackground;
+    camera: { preset: CameraPreset; fov?: number; autoRotate?: boolean };
+    quality: ViewerQuality;
+    lighting?: ViewerLighting;
+  };
+  chrome: { showControls: boolean; allowFullscreen: boolean; watermark: string | null };
+};
+
+/** The item selector's fields the page draws (DESIGN 10: `item.item` and `item.state`). */
+export type ViewerItem = {
+  item: { family: string; definition_index: number };
+  state: {
+    paint_index?: number;
+    paint_seed?: number;
+    wear?: number;
+    stattrak?: { value: number };
+    name_tag?: string;
+    stickers?: Array<{ slot: number; sticker_id: number; wear?: number; scale?: number; rotation?: number; offset_x?: number; offset_y?: number }>;
+    charms?: Array<{ slot: number; charm_id: number; pattern?: number; offset_x?: number; offset_y?: number; offset_z?: number }>;
+  };
+};
+
+/**
+ * Item files resolved on the server: a URL for each file that exists, null for a missing sticker or
+ * charm file (drawn as a plain placeholder rather than a request that 404s and logs a console error).
+ */
+export type ViewerFiles = {
+  model: string;
+  /** `seeded`: the server already baked seed and wear into the texture, so the page must not move it again. */
+  paint: { url: string; seeded: boolean } | null;
+  stickers: Array<string | null>; // parallel to item.state.stickers
+  charms: Array<string | null>; // parallel to item.state.charms
+};
+
+export type ViewerPageData = {
+  mode: ViewerMode;
+  /** Render mode: the canvas is exactly width × height CSS pixels at device pixel ratio 1. */
+  width: number | null;
+  height: number | null;
+  /** The background actually drawn: the scene's, or a render's output override. */
+  background: ViewerBackground;
+  item: ViewerItem;
+  scene: ViewerSceneSettings;
+  files: ViewerFiles;
+};
+
+/** The id of the `<script type="application/json">` element that carries ViewerPageData. */
+export const VIEWER_DATA_ELEMENT_ID = 'viewer-data';
