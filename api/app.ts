@@ -9,6 +9,7 @@ import { buildOpenApiDocument } from './openapi.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
 import { identityRoutes } from './routes/identity.ts';
+import { inspectRoutes } from './routes/inspect.ts';
 import { inventoryRoutes } from './routes/inventories.ts';
 import { marketSummaryRoutes } from './routes/market-summary.ts';
 import { marketIndexRoutes } from './routes/market-index.ts';
@@ -60,7 +61,8 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(profileRoutes(deps))
     .use(inventoryRoutes(deps))
     .use(gameplatformAccountRoutes(deps))
-    .use(tradeIntentRoutes(deps));
+    .use(tradeIntentRoutes(deps))
+    .use(inspectRoutes(deps));
   const full = extend ? extend(app) : app;
   // Mounted last and built at its first request, so the document covers every route of the app.
   return full.use(docsRoutes(() => buildOpenApiDocument(full, documentation), documentation.info));

@@ -377,6 +377,15 @@ describe('documented success bodies match what the routes answer', () => {
     );
   });
 
+  test('inspect decode: a masked certificate with stickers', async () => {
+    const ws = await workspaceWithKey(t, { scopes: ['inspect:read'] });
+    const link = encodeCertificate(
+      { item: { definition_index: 7 }, state: { paint_index: 44, paint_seed: 661, wear: 0.07, stattrak: { value: 3 }, stickers: [{ slot: 0, sticker_id: 76, offset_x: 0.1 }] }, rarity: 6, item_id: '42' },
+      { key: 0xe3 },
+    );
+    await conforms('POST', '/v2/inspect/decode', await t.request('/v2/inspect/decode', { method: 'POST', headers: ws.keyHeaders, json: { link } }));
+  });
+
   test('every documented JSON success body was checked against a real answer', () => {
     const withJsonBodies = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations)

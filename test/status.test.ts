@@ -352,6 +352,7 @@ describe('GET /v2/meta/*', () => {
           'gameplatform_accounts.connect',
           'gameplatform_accounts.delete',
           'gameplatform_accounts.list',
+          'inspect.decode',
           'inventories.get',
           'market.summary',
           'market_index.constituents',

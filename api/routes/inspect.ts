@@ -1,0 +1,72 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { ApiError } from '../../shared/errors.ts';
+import {
+  CertificateError,
+  decodeCertificate,
+  InspectLinkError,
+  itemIdentitySchema,
+  itemStateSchema,
+  MAX_CERTIFICATE_BYTES,
+  parseInspectLink,
+} from '../../shared/inspect/index.ts';
+import { text } from '../../shared/validation.ts';
+import { routeResponses } from '../openapi.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+
+/**
+ * DESIGN 10 "Inspect decode": an inspect link or bare certificate decoded offline (no game
+ * coordinator), answered as the item selector plus the certificate's integers. No Idempotency-Key:
+ * decoding is a pure function of the link.
+ */
+
+// The longest certificate the decoder reads, plus room for the `steam://rungame/730/<SteamID64>/+…%20`
+// prefix and surrounding blanks; anything longer cannot decode, so it is refused before any work.
+const MAX_LINK_LENGTH = MAX_CERTIFICATE_BYTES * 2 + 128;
+
+const decodeBody = z
+  .object({
+    link: text({ min: 1, max: MAX_LINK_LENGTH }).describe(
+      'steam://rungame/730/<id>/+csgo_econ_action_preview%20<HEX>, steam://run/730//+csgo_econ_action_preview%20<HEX> (%20 or a space), or the bare hex certificate (Steam inventory asset property 6)',
+    ),
+  })
+  .strict();
+
+const decodeAnswer = z.object({
+  item: itemIdentitySchema.describe('The item selector’s identity: pass item and state unchanged to renders and viewer sessions'),
+  state: itemStateSchema,
+  rarity: z.number().int().nullable().describe('The game’s rarity integer, null when the certificate has none'),
+  quality: z.number().int().nullable().describe('The game’s quality integer'),
+  origin: z.number().int().nullable().describe('The game’s origin integer'),
+  item_id: z.string().nullable().describe('The asset id (decimal), null for tool-made certificates'),
+  certificate: z.string().describe('The certificate decoded, uppercase hex'),
+});
+
+const linkDetail = (message: string) => [{ field: 'body.link', message }];
+
+/** Plain function for the route and the bench: link in, decoded item out, errors as the API's 400s. */
+export function decodeInspectLink(link: string) {
+  try {
+    return decodeCertificate(parseInspectLink(link));
+  } catch (error) {
+    if (error instanceof CertificateError || error instanceof InspectLinkError) {
+      throw new ApiError(400, error.code, error.message, linkDetail(error.message));
+    }
+    throw error;
+  }
+}
+
+export function inspectRoutes(deps: ApiKeyPluginDeps) {
+  return new Elysia({ name: 'inspect-routes' })
+    .use(apiKeyPlugin(deps))
+    .post('/v2/inspect/decode', ({ body }) => decodeInspectLink(body.link), {
+      operation: 'inspect.decode',
+      body: decodeBody,
+      detail: {
+        summary:
+          'Decode an inspect link or item certificate offline into the item selector (needs inspect:read). Legacy S…A…D… / M…A…D… links need the game coordinator, which this service does not use: 400 invalid_link',
+        tags: ['inspect'],
+        responses: routeResponses({ 200: { description: 'The decoded item: item and state form the item selector', body: decodeAnswer } }),
+      },
+    });
+}
