@@ -4,6 +4,8 @@
  *   bun scripts/dev.ts start            services + migrations + every Procfile process (except release)
  *   bun scripts/dev.ts test [args…]     services + fresh <db>_test_<pid> database (dropped afterwards) + migrations + `bun test args…`
  *   bun scripts/dev.ts exec <cmd…>      services + run one command with DATABASE_URL / REDIS_URL set
+ * start and test also generate stand-in item files when ITEM_FILES_DIR (default .data/item-files)
+ * has no models, and pass ITEM_FILES_DIR on as that absolute directory (tests read it).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +13,7 @@ import path from 'node:path';
 import { databaseName, dropDatabase, ensureChromium, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
 import type { Services } from './services.ts';
 import { localUpstreamsPlan } from './local-upstreams.ts';
+import { itemFilesStatus } from '../shared/media/item-files.ts';
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
 const COLORS = [36, 33, 32, 35, 34, 91, 92, 93, 94, 95, 96];
@@ -99,6 +102,20 @@ async function migrate(env: Record<string, string>): Promise<number> {
   const code = await runForeground(['bun', 'scripts/migrate.ts'], env);
   if (code !== 0) log(`migrations failed (exit ${code})`);
   return code;
+}
+
+/**
+ * DESIGN 10: stand-in item files when ITEM_FILES_DIR (default .data/item-files) has no models, so
+ * the viewer and renders work after `npm start` / `npm test`. Sets ITEM_FILES_DIR in `env` to the
+ * absolute directory, which tests read. The generator keeps every file already there.
+ */
+async function ensureItemFiles(env: Record<string, string>): Promise<number> {
+  const dir = path.resolve(repoRoot, env.ITEM_FILES_DIR || '.data/item-files');
+  env.ITEM_FILES_DIR = dir;
+  const before = itemFilesStatus(dir);
+  if (before.status === 'ok') return 0;
+  log(`no item files in ${dir}: generating stand-ins (bun scripts/item-files-generate.ts)`);
+  return runForeground(['bun', 'scripts/item-files-generate.ts'], env);
 }
 
 // ---------------------------------------------------------------------------
@@ -252,6 +269,8 @@ async function start(services: Services): Promise<never> {
   log('syncing the catalog (bun scripts/catalog-sync.ts)');
   const synced = await runForeground(['bun', 'scripts/catalog-sync.ts'], env);
   if (synced !== 0) return shutdown(synced);
+  const itemFiles = await ensureItemFiles(env);
+  if (itemFiles !== 0) return shutdown(itemFiles);
 
   // DESIGN 4/9/11: local fakes for the third parties that are not configured.
   const local = await planLocalUpstreams(freePort);
@@ -317,6 +336,7 @@ async function main(): Promise<void> {
       try {
         const env = childEnv(services, { DATABASE_URL: testUrl, NODE_ENV: 'test', QUEUE_PREFIX: `test${process.pid}` });
         code = await migrate(env);
+        if (code === 0) code = await ensureItemFiles(env);
         if (code === 0) {
           log(`running: bun test ${rest.join(' ')}`.trimEnd());
           code = await runForeground(['bun', 'test', ...rest], env);

@@ -1,9 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { catalogItemCount } from '../shared/catalog/repository.ts';
+import { generateItemFiles } from '../shared/media/generate-item-files.ts';
 import { OPERATIONS } from '../shared/operations.ts';
 import { POOLS } from '../shared/queues.ts';
 import { createTestApp, errorOf, eventually, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 import { freePort } from './private-redis.ts';
+
+type MediaStatusBody = { components: { media: unknown }; degraded: string[] };
 
 /** Public endpoints: /health, /v2/health, /v2/status, /v2/meta/*, OpenAPI and docs, request ids. */
 
@@ -250,6 +256,31 @@ describe('GET /v2/health and GET /v2/status', () => {
         await app.deps.sql`delete from steam_profiles where steam_id = ${steamId}`;
       }
     });
+  });
+
+  test('GET /v2/status reports item files with counts and Chromium as media components, outside the degraded list', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'status-item-files-'));
+    try {
+      const missingChromium = join(dir, 'no-chromium');
+      await withApp({ config: { ITEM_FILES_DIR: dir, CHROMIUM_PATH: missingChromium } }, async (app) => {
+        const body = (await (await app.request('/v2/status')).json()) as MediaStatusBody;
+        expect(body.components.media).toEqual({
+          item_files: { status: 'unavailable', models: 0, paints: 0, stickers: 0, charms: 0 },
+          chromium: { status: 'unavailable', path: missingChromium },
+        });
+        expect(body.degraded.some((component) => component.startsWith('media'))).toBe(false);
+      });
+      await generateItemFiles(dir, { ids: { model: [7, 9], paint: [44], sticker: [1], charm: [] } });
+      await withApp({ config: { ITEM_FILES_DIR: dir, CHROMIUM_PATH: process.execPath } }, async (app) => {
+        const body = (await (await app.request('/v2/status')).json()) as MediaStatusBody;
+        expect(body.components.media).toEqual({
+          item_files: { status: 'ok', models: 2, paints: 1, stickers: 1, charms: 0 },
+          chromium: { status: 'ok', path: process.execPath },
+        });
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('GET /v2/status answers 503 status_unavailable promptly when the database is unreachable', async () => {

@@ -40,7 +40,7 @@ export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'q
     .get(
       '/v2/status',
       async () => {
-        const report = await platformStatus({ ...deps, sources: deps.config.SOURCES, steamWebApiKeyConfigured: deps.config.STEAM_WEB_API_KEY !== undefined });
+        const report = await platformStatus({ ...deps, sources: deps.config.SOURCES, steamWebApiKeyConfigured: deps.config.STEAM_WEB_API_KEY !== undefined, itemFilesDir: deps.config.ITEM_FILES_DIR, chromiumPath: deps.config.CHROMIUM_PATH });
         if (!report) throw errors.unavailable('status_unavailable', 'Platform status cannot be assembled: the database is unreachable.');
         return report;
       },

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { capabilities, capabilitySchema } from '../../shared/capabilities.ts';
+import { itemFilesStatus } from '../../shared/media/item-files.ts';
 import type { Dependency } from '../../shared/operations.ts';
 import { DEFAULT_SCOPES, SCOPES } from '../../shared/scopes.ts';
 import type { AppDeps } from '../deps.ts';
@@ -25,7 +26,8 @@ export function metaRoutes(deps: Pick<AppDeps, 'config' | 'redis'>) {
       case 'chromium':
         return existsSync(deps.config.CHROMIUM_PATH);
       case 'item_files':
-        return existsSync(deps.config.ITEM_FILES_DIR);
+        // Without models nothing can be drawn; an empty directory does not count.
+        return itemFilesStatus(deps.config.ITEM_FILES_DIR).status === 'ok';
     }
   };
   return new Elysia({ name: 'meta-routes' })

@@ -1,7 +1,9 @@
 import type { Queue } from 'bullmq';
+import { accessSync, constants } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Queryable } from '../db.ts';
+import { itemFilesStatus } from '../media/item-files.ts';
 import { POOLS, type Pool } from '../queues.ts';
 import { liveWorkersByPool } from './heartbeats.ts';
 import { sourceFreshness, sourceStatesSchema } from './sources.ts';
@@ -46,6 +48,18 @@ export const platformStatusSchema = z.object({
         }),
       })
       .describe('Steam upstreams and game-platform automation (DESIGN 11: trade offers are drafted and reserved here, never sent to Steam)'),
+    media: z
+      .object({
+        item_files: z.object({
+          status: z.enum(['ok', 'unavailable']).describe('unavailable: ITEM_FILES_DIR has no models (run npm run item-files:generate)'),
+          models: z.number().int(),
+          paints: z.number().int(),
+          stickers: z.number().int(),
+          charms: z.number().int(),
+        }),
+        chromium: z.object({ status: z.enum(['ok', 'unavailable']).describe('unavailable: no executable at CHROMIUM_PATH'), path: z.string() }),
+      })
+      .describe('What renders and the viewer need (DESIGN 10); without them renders answer 503 renderer_unavailable'),
   }),
 });
 export type PlatformStatus = z.infer<typeof platformStatusSchema>;
@@ -82,6 +96,8 @@ export async function platformStatus(input: {
   now: () => Date;
   sources: readonly string[];
   steamWebApiKeyConfigured: boolean;
+  itemFilesDir: string;
+  chromiumPath: string;
 }): Promise<PlatformStatus | null> {
   const now = input.now();
   const [database, redis, workers, sources, steam, ...queueCounts] = await Promise.all([
@@ -129,6 +145,8 @@ export async function platformStatus(input: {
         steam_community: { status: 'ok', last_success_at: steam.ok ? steam.value.inventory : null },
         automation: { status: 'unavailable', reason: 'Trade intents are drafted and their assets reserved here; offers are not sent to Steam.' },
       },
+      // Not part of `degraded` either: a deployment may run without renders.
+      media: mediaStatus(input.itemFilesDir, input.chromiumPath),
     },
   };
 }
@@ -139,4 +157,18 @@ async function newestSteamFetches(sql: Queryable): Promise<{ profile: string | n
     select (select max(fetched_at) from steam_profiles) as profile,
            (select max(fetched_at) from inventory_snapshots) as inventory`;
   return { profile: row?.profile?.toISOString() ?? null, inventory: row?.inventory?.toISOString() ?? null };
+}
+
+function mediaStatus(itemFilesDir: string, chromiumPath: string): PlatformStatus['components']['media'] {
+  const files = itemFilesStatus(itemFilesDir);
+  let chromium: 'ok' | 'unavailable' = 'ok';
+  try {
+    accessSync(chromiumPath, constants.X_OK);
+  } catch {
+    chromium = 'unavailable';
+  }
+  return {
+    item_files: { status: files.status === 'ok' ? 'ok' : 'unavailable', ...files.counts },
+    chromium: { status: chromium, path: chromiumPath },
+  };
 }
