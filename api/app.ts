@@ -18,6 +18,7 @@ import { metaRoutes } from './routes/meta.ts';
 import { priceRoutes } from './routes/prices.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
+import { sceneRoutes } from './routes/scenes.ts';
 import { tradeIntentRoutes } from './routes/trade-intents.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(inventoryRoutes(deps))
     .use(gameplatformAccountRoutes(deps))
     .use(tradeIntentRoutes(deps))
+    .use(sceneRoutes(deps))
     .use(inspectRoutes(deps));
   const full = extend ? extend(app) : app;
   // Mounted last and built at its first request, so the document covers every route of the app.

@@ -386,6 +386,22 @@ describe('documented success bodies match what the routes answer', () => {
     await conforms('POST', '/v2/inspect/decode', await t.request('/v2/inspect/decode', { method: 'POST', headers: ws.keyHeaders, json: { link } }));
   });
 
+  test('scenes: create, list, read latest and a revision, update with If-Match', async () => {
+    const ws = await workspaceWithKey(t, { scopes: ['media:write'] });
+    const scene = {
+      schema: 3, kind: 'service-viewer-scene', name: 'Bodies',
+      presentation: { background: { type: 'gradient', value: '#101010,#202020' }, camera: { preset: 'inspect' }, quality: 'high' },
+      chrome: { showControls: true, allowFullscreen: false, watermark: 'bodies' },
+    };
+    const create = await t.request('/v2/scenes', { method: 'POST', headers: { ...ws.keyHeaders, 'idempotency-key': crypto.randomUUID() }, json: scene });
+    const etag = create.headers.get('etag')!;
+    const created = (await conforms('POST', '/v2/scenes', create)) as { scene_id: string };
+    await conforms('GET', '/v2/scenes', await t.request('/v2/scenes', { headers: ws.keyHeaders }));
+    await conforms('GET', '/v2/scenes/{scene_id}', await t.request(`/v2/scenes/${created.scene_id}`, { headers: ws.keyHeaders }));
+    await conforms('GET', '/v2/scenes/{scene_id}/revisions/{revision}', await t.request(`/v2/scenes/${created.scene_id}/revisions/1`, { headers: ws.keyHeaders }));
+    await conforms('PUT', '/v2/scenes/{scene_id}', await t.request(`/v2/scenes/${created.scene_id}`, { method: 'PUT', headers: { ...ws.keyHeaders, 'if-match': etag }, json: scene }));
+  });
+
   test('every documented JSON success body was checked against a real answer', () => {
     const withJsonBodies = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations)

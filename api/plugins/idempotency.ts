@@ -20,7 +20,15 @@ function pathWithQuery(url: string): string {
   return parsed.pathname + parsed.search;
 }
 
-export type IdempotencyOptions = { operation: OperationId; required: boolean };
+export type IdempotencyOptions = {
+  operation: OperationId;
+  required: boolean;
+  /**
+   * Headers a replay carries that derive from the stored body (a scene's ETag, DESIGN 10): a replay
+   * answers from `resolve`, so the route's own after-handle hooks never see it.
+   */
+  replayHeaders?: (body: unknown) => Record<string, string>;
+};
 type Claim = { workspaceId: string; operation: string; key: string; settled: boolean };
 
 /**
@@ -56,6 +64,7 @@ export function idempotencyPlugin(deps: IdempotencyPluginDeps) {
         if (outcome.kind === 'claimed') return { idempotency: claim as Claim | null };
         if (outcome.kind === 'replay') {
           set.headers['idempotent-replayed'] = 'true';
+          if (options.replayHeaders) Object.assign(set.headers, options.replayHeaders(outcome.body));
           return status(200, outcome.body as never);
         }
         await insertAuditEvent(deps.sql, {

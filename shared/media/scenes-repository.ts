@@ -24,12 +24,14 @@ export async function insertSceneRevision(db: Queryable, revision: { sceneId: st
  * revision the previous one made. Another workspace's scene finds nothing.
  */
 export async function lockSceneForUpdate(db: Queryable, workspaceId: string, sceneId: string): Promise<{ latestRevision: number; etag: string } | null> {
-  const [row] = await db<{ latest_revision: number; etag: string }[]>`
-    select s.latest_revision, r.etag
-    from scenes s join scene_revisions r on r.scene_id = s.scene_id and r.revision = s.latest_revision
-    where s.scene_id = ${sceneId} and s.workspace_id = ${workspaceId}
-    for update of s`;
-  return row ? { latestRevision: row.latest_revision, etag: row.etag } : null;
+  // The scene row alone: a lock taken through a join would, after waiting, re-check the joined
+  // revision row it read before the wait, find the revision moved on, and return nothing.
+  const [scene] = await db<{ latest_revision: number }[]>`
+    select latest_revision from scenes where scene_id = ${sceneId} and workspace_id = ${workspaceId} for update`;
+  if (!scene) return null;
+  const [revision] = await db<{ etag: string }[]>`
+    select etag from scene_revisions where scene_id = ${sceneId} and revision = ${scene.latest_revision}`;
+  return { latestRevision: scene.latest_revision, etag: revision!.etag };
 }
 
 export async function setLatestRevision(db: Queryable, sceneId: string, revision: number, updatedAt: Date): Promise<void> {
