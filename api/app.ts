@@ -20,6 +20,7 @@ import { profileRoutes } from './routes/profiles.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
 import { sceneRoutes } from './routes/scenes.ts';
 import { tradeIntentRoutes } from './routes/trade-intents.ts';
+import { viewerRoutes } from './routes/viewer.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 
 const documentation = {
@@ -63,6 +64,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(inventoryRoutes(deps))
     .use(gameplatformAccountRoutes(deps))
     .use(tradeIntentRoutes(deps))
+    .use(viewerRoutes(deps))
     .use(sceneRoutes(deps))
     .use(inspectRoutes(deps));
   const full = extend ? extend(app) : app;

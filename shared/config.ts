@@ -95,6 +95,8 @@ export const configSchema = z.object({
   EXPORT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
   EXPORT_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3_600).default(30),
+  // DESIGN 10: how long a viewer session's page URL works (then 410).
+  VIEWER_SESSION_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400 * 7).default(900),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
   // Not in DESIGN 4's list: how long an API process may reuse one item's stored prices (0 = never).
   PRICE_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),

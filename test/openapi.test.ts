@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync } from 'node:zlib';
@@ -11,6 +11,8 @@ import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { storeInventorySnapshot } from '../shared/gameplatform/inventories.ts';
 import { encodeCertificate } from '../shared/inspect/index.ts';
+import { parseSceneBody } from '../shared/media/scenes-model.ts';
+import { createScene } from '../shared/media/scenes.ts';
 import { createLogger } from '../shared/logger.ts';
 import { calculateMarketIndex } from '../shared/market-index/calculate.ts';
 import { claimIngestRun, writeIngestRun } from '../shared/prices/ingest.ts';
@@ -400,6 +402,27 @@ describe('documented success bodies match what the routes answer', () => {
     await conforms('GET', '/v2/scenes/{scene_id}', await t.request(`/v2/scenes/${created.scene_id}`, { headers: ws.keyHeaders }));
     await conforms('GET', '/v2/scenes/{scene_id}/revisions/{revision}', await t.request(`/v2/scenes/${created.scene_id}/revisions/1`, { headers: ws.keyHeaders }));
     await conforms('PUT', '/v2/scenes/{scene_id}', await t.request(`/v2/scenes/${created.scene_id}`, { method: 'PUT', headers: { ...ws.keyHeaders, 'if-match': etag }, json: scene }));
+  });
+
+  test('viewer sessions: a session for a scene of the workspace', async () => {
+    // Its own app over an item-files directory holding the model (the route checks only that it exists).
+    const itemFiles = mkdtempSync(join(tmpdir(), 'openapi-item-files-'));
+    const viewer = createTestApp({ config: { ITEM_FILES_DIR: itemFiles } });
+    try {
+      mkdirSync(join(itemFiles, 'models'));
+      writeFileSync(join(itemFiles, 'models', '7.glb'), 'glTF');
+      const ws = await workspaceWithKey(viewer, { scopes: ['media:write'] });
+      const scene = await createScene(viewer.deps.sql, parseSceneBody({
+        schema: 3, kind: 'service-viewer-scene', name: 'Viewer',
+        presentation: { background: { type: 'transparent', value: null }, camera: { preset: 'front' }, quality: 'draft' },
+        chrome: { showControls: false, allowFullscreen: false, watermark: null },
+      }), { workspaceId: ws.workspace.id, actor: { type: 'system', id: null }, requestId: 'openapi', now: new Date() });
+      const item = { item: { family: 'weapon', definition_index: 7 }, state: { paint_index: 44, paint_seed: 1, wear: 0.2, stattrak: { value: 0 } } };
+      await conforms('POST', '/v2/viewer/sessions', await viewer.request('/v2/viewer/sessions', { method: 'POST', headers: ws.keyHeaders, json: { item, scene_id: scene.document.scene_id } }));
+    } finally {
+      await viewer.close();
+      rmSync(itemFiles, { recursive: true, force: true });
+    }
   });
 
   test('every documented JSON success body was checked against a real answer', () => {

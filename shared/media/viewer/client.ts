@@ -245,7 +245,8 @@ async function main() {
     mesh.material = new THREE.MeshStandardMaterial({ map: paint, color: grime, roughness: 0.35 + wear * 0.55, metalness: 0.15 });
   });
 
-  // Stickers: textured quads on the item's +z side, slots spaced along its length, then the
+  // Stickers: textured quads on the item's +z side, slots spaced along its front three quarters
+  // (the StatTrak counter and name tag sit on the last quarter), then the
   // selector's offsets (fractions of the item's size), scale and rotation (degrees).
   const face = bounds.max.z + length * 0.002;
   (state.stickers ?? []).forEach((sticker, index) => {
@@ -262,7 +263,7 @@ async function main() {
     });
     const quad = new THREE.Mesh(new THREE.PlaneGeometry(side, side), material);
     quad.position.set(
-      bounds.min.x + extent.x * (0.2 + sticker.slot * 0.1) + clamp(sticker.offset_x ?? 0, -1, 1) * extent.x * 0.5,
+      bounds.min.x + extent.x * (0.15 + sticker.slot * 0.075) + clamp(sticker.offset_x ?? 0, -1, 1) * extent.x * 0.5,
       bounds.min.y + extent.y * 0.55 + clamp(sticker.offset_y ?? 0, -1, 1) * extent.y * 0.5,
       face,
     );
@@ -298,12 +299,12 @@ async function main() {
       font: 'monospace',
       height: length * 0.045,
     });
-    counter.position.set(bounds.min.x + extent.x * 0.62, bounds.max.y - extent.y * 0.2, face);
+    counter.position.set(bounds.min.x + extent.x * 0.82, bounds.max.y - extent.y * 0.2, face);
     item.add(counter);
   }
   if (state.name_tag) {
     const tag = textLabel(`“${state.name_tag}”`, { color: '#f2f2f2', background: 'rgba(40,40,40,0.85)', font: 'sans-serif', height: length * 0.05 });
-    tag.position.set(bounds.min.x + extent.x * 0.5, bounds.min.y + extent.y * 0.15, face);
+    tag.position.set(bounds.min.x + extent.x * 0.82, bounds.min.y + extent.y * 0.2, face);
     item.add(tag);
   }
   scene.add(item);

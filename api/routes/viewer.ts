@@ -1,0 +1,69 @@
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { itemSelectorRequestSchema } from '../../shared/inspect/item-validation.ts';
+import { itemFileResponse, resolveViewerFiles, VIEWER_PAGE_HEADERS, viewerAssetResponse, viewerMessagePage, viewerPageHtml } from '../../shared/media/viewer/index.ts';
+import { createViewerSession, openViewerSession, viewerSessionReceiptSchema } from '../../shared/media/viewer/sessions.ts';
+import { uuid } from '../../shared/validation.ts';
+import type { AppDeps } from '../deps.ts';
+import { requestJsonSchema, routeResponses } from '../openapi.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+
+// The item is checked by validateItemSelector (400 invalid_item naming the field), not by Elysia's
+// validation (which answers invalid_request), so it passes through here as it came.
+const createBody = z
+  .object({
+    item: z.unknown().meta(requestJsonSchema(itemSelectorRequestSchema)),
+    scene_id: uuid('A scene of your workspace'),
+    scene_revision: z.number().int().min(1).max(2_147_483_647).optional().describe('The revision to draw (default: the latest)'),
+  })
+  .strict();
+
+/**
+ * DESIGN 10 viewer sessions: `POST /v2/viewer/sessions` issues a page URL; the page, its script and
+ * the item files are public (the token in the URL is the credential) and come from
+ * shared/media/viewer, which the render worker serves too.
+ */
+export function viewerRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiKeyPluginDeps) {
+  const itemFilesDir = deps.config.ITEM_FILES_DIR;
+  return new Elysia({ name: 'viewer-routes' })
+    .use(apiKeyPlugin(deps))
+    .post(
+      '/v2/viewer/sessions',
+      async ({ principal, body, request, set }) => {
+        const receipt = await createViewerSession(
+          { sql: deps.sql, itemFilesDir, ttlSeconds: deps.config.VIEWER_SESSION_TTL_SECONDS },
+          body,
+          // Under PUBLIC_BASE_URL, or the request's own origin when it is unset (development).
+          { workspaceId: principal.workspace.id, baseUrl: deps.config.PUBLIC_BASE_URL ?? new URL(request.url).origin, now: deps.now() },
+        );
+        set.status = 201;
+        return receipt;
+      },
+      {
+        operation: 'viewer_sessions.create',
+        body: createBody,
+        detail: {
+          summary: 'Create a viewer session: a page URL drawing the item with a scene revision (needs media:write; no Idempotency-Key)',
+          description:
+            '400 invalid_item; 404 scene_not_found, revision_not_found, or renderer_item_not_found when the deployment has no model file for the definition.',
+          tags: ['media'],
+          responses: routeResponses({ 201: { description: 'The session; open `url` in a browser until `expires_at`', body: viewerSessionReceiptSchema } }, 404),
+        },
+      },
+    )
+    .get(
+      '/viewer/:token',
+      async ({ params }) => {
+        const session = await openViewerSession(deps.sql, params.token, deps.now());
+        if (session.state !== 'open') return viewerMessagePage(session.state === 'expired' ? 410 : 404);
+        const files = resolveViewerFiles(itemFilesDir, session.item);
+        // The model was there when the session was made; if it has since gone, there is nothing to draw.
+        if (!files) return viewerMessagePage(404);
+        const html = await viewerPageHtml({ item: session.item, scene: session.scene, files, mode: 'interactive' });
+        return new Response(html, { headers: VIEWER_PAGE_HEADERS });
+      },
+      { detail: { hide: true } },
+    )
+    .get('/viewer/assets/:file', ({ request }) => viewerAssetResponse(new URL(request.url).pathname), { detail: { hide: true } })
+    .get('/viewer/files/:kind/:id', ({ params }) => itemFileResponse(itemFilesDir, params.kind, params.id), { detail: { hide: true } });
+}
