@@ -11,6 +11,7 @@
  *
  * Environment: DATABASE_URL and REDIS_URL (scripts/dev.ts), BENCH_DURATION, BENCH_WARMUP (seconds).
  */
+import { benchTradeIntents } from './gameplatform-trade.ts';
 import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
@@ -157,7 +158,10 @@ async function main(): Promise<void> {
   ]);
 
   // ---------------------------------------------------------------------------------------------
-  // 3. Trade intents (100 concurrent creations over overlapping assets): added by the trade-intents work.
+  // 3. Trade intents: 100 concurrent creations over overlapping assets, through the same API process.
+  const trade = await benchTradeIntents(sql, apiBase);
+  process.stdout.write(`${trade.report}\n`);
+  checks.push(...trade.checks);
 
   printChecks(checks);
 }
