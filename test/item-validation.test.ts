@@ -18,7 +18,8 @@ const fieldsOf = (input: unknown, options?: { field?: string }) => {
   return result.details.map((detail) => detail.field);
 };
 
-const withState = (state: Record<string, unknown>, item: Record<string, unknown> = AK47) => ({ item, state });
+// Typed loosely on purpose: most cases are invalid selectors. Results are compared as plain values.
+const withState = (state: Record<string, unknown>, item: Record<string, unknown> = AK47): unknown => ({ item, state });
 
 describe('validateItemSelector: accepts', () => {
   test('a painted AK-47, gloves, a vanilla knife (paint 0) and a charm with paint 0 as the game writes it', () => {
@@ -29,13 +30,13 @@ describe('validateItemSelector: accepts', () => {
       withState({ paint_index: 0, charms: [{ slot: 0, charm_id: 36 }] }, { family: 'charm', definition_index: 1355 }),
       withState({}, AK47),
     ]) {
-      expect(validateItemSelector(input)).toEqual({ ok: true, selector: input });
+      expect(validateItemSelector(input) as unknown).toEqual({ ok: true, selector: input });
     }
   });
 
   test('a whole inspect-decode answer: rarity, quality, origin, item_id, certificate and other fields are ignored', () => {
-    const answer = { ...withState({ paint_index: 44 }), rarity: 6, quality: 4, origin: 8, item_id: '1', certificate: '00', anything: { else: true } };
-    expect(validateItemSelector(answer)).toEqual({ ok: true, selector: withState({ paint_index: 44 }) });
+    const answer = { item: AK47, state: { paint_index: 44 }, rarity: 6, quality: 4, origin: 8, item_id: '1', certificate: '00', anything: { else: true } };
+    expect(validateItemSelector(answer) as unknown).toEqual({ ok: true, selector: withState({ paint_index: 44 }) });
   });
 
   test('patch kits on an agent and graffiti kits are sticker ids (the game names them in stickers[])', () => {
