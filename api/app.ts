@@ -18,6 +18,7 @@ import { metaRoutes } from './routes/meta.ts';
 import { priceRoutes } from './routes/prices.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
+import { renderRoutes } from './routes/renders.ts';
 import { sceneRoutes } from './routes/scenes.ts';
 import { tradeIntentRoutes } from './routes/trade-intents.ts';
 import { viewerRoutes } from './routes/viewer.ts';
@@ -65,6 +66,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(gameplatformAccountRoutes(deps))
     .use(tradeIntentRoutes(deps))
     .use(viewerRoutes(deps))
+    .use(renderRoutes(deps))
     .use(sceneRoutes(deps))
     .use(inspectRoutes(deps));
   const full = extend ? extend(app) : app;

@@ -95,6 +95,14 @@ export const configSchema = z.object({
   EXPORT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
   EXPORT_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3_600).default(30),
+  // Not in DESIGN 4's list: renders. Chromium pages per render worker process (its job concurrency),
+  // a worker's lease on a render (renewed every third of it), leases per render before it fails,
+  // how long one page may take to draw, and how often the sweeper runs. Tests shorten them.
+  RENDER_PAGES: z.coerce.number().int().min(1).max(16).default(4),
+  RENDER_LEASE_SECONDS: z.coerce.number().int().min(1).max(600).default(60),
+  RENDER_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
+  RENDER_TIMEOUT_MS: z.coerce.number().int().min(500).max(300_000).default(30_000),
+  RENDER_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3_600).default(30),
   // DESIGN 10: how long a viewer session's page URL works (then 410).
   VIEWER_SESSION_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400 * 7).default(900),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.

@@ -64,8 +64,8 @@ export const OPERATIONS = [
   op('webhooks.get', 'GET', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:read'], 1, 'production', ['redis']),
   op('webhooks.delete', 'DELETE', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:write'], 1, 'production', ['redis']),
   op('webhooks.deliveries.list', 'GET', '/v2/webhooks/{webhook_id}/deliveries', 'api_key', ['webhooks:read'], 2, 'production', ['redis']),
-  op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'planned', ['redis', 'chromium', 'item_files']),
-  op('renders.get', 'GET', '/v2/renders/{render_id}', 'api_key', ['media:read'], 1, 'planned', ['redis']),
+  op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'production', ['redis', 'chromium', 'item_files']),
+  op('renders.get', 'GET', '/v2/renders/{render_id}', 'api_key', ['media:read'], 1, 'production', ['redis']),
   op('trade_intents.create', 'POST', '/v2/trade-intents', 'api_key', ['trade:write'], 5, 'production', ['redis']),
   // DESIGN 10: media:write creates and updates scenes, renders and viewer sessions.
   op('viewer_sessions.create', 'POST', '/v2/viewer/sessions', 'api_key', ['media:write'], 2, 'production', ['redis', 'item_files']),

@@ -80,6 +80,18 @@ export const JOBS = {
     payload: z.object({}).strict(),
     options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
   },
+  'renders.render': {
+    queue: 'render',
+    // jobId `render-<id>-<attempt>`. As exports: attempts are leases counted in Postgres, not BullMQ
+    // retries; a finished job is removed and the sweeper re-enqueues a still-queued row.
+    payload: z.object({ render_id: z.uuid() }).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: true },
+  },
+  'renders.sweep': {
+    queue: 'render',
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
 } as const satisfies Record<string, { queue: Pool; payload: z.ZodType; options: JobsOptions }>;
 
 export type JobName = keyof typeof JOBS;

@@ -139,6 +139,13 @@ describe('GET /openapi.json', () => {
  * workspace of its own with catalog items, two ingest runs (latest prices and rollups), two index
  * calculations, a price snapshot, an audit export and a webhook, then one real request per route.
  */
+// A scene for the renders case (its own, so the case does not lean on the scenes cases' order).
+const RENDER_SCENE = {
+  schema: 3, kind: 'service-viewer-scene', name: 'Render bodies',
+  presentation: { background: { type: 'transparent', value: null }, camera: { preset: 'front' }, quality: 'draft' },
+  chrome: { showControls: false, allowFullscreen: false, watermark: null },
+};
+
 describe('documented success bodies match what the routes answer', () => {
   const blobDir = mkdtempSync(join(tmpdir(), 'openapi-bodies-'));
   let t: TestApp;
@@ -423,6 +430,18 @@ describe('documented success bodies match what the routes answer', () => {
       await viewer.close();
       rmSync(itemFiles, { recursive: true, force: true });
     }
+  });
+
+  test('renders: create (202, then 200 for the same request), read queued and succeeded', async () => {
+    const ws = await workspaceWithKey(t, { tier: 'pro' });
+    const scene = await createScene(t.deps.sql, parseSceneBody(RENDER_SCENE), { workspaceId: ws.workspace.id, actor: { type: 'system', id: null }, requestId: 'openapi', now: new Date() });
+    const body = { item: { item: { family: 'weapon', definition_index: 7 }, state: {} }, scene_id: scene.document.scene_id, output: { width: 64, height: 64, format: 'png', background: 'transparent' } };
+    const create = () => t.request('/v2/renders', { method: 'POST', headers: { ...ws.keyHeaders, 'idempotency-key': crypto.randomUUID() }, json: body });
+    const render = (await conforms('POST', '/v2/renders', await create())) as { render_id: string };
+    await conforms('POST', '/v2/renders', await create());
+    await conforms('GET', '/v2/renders/{render_id}', await t.request(`/v2/renders/${render.render_id}`, { headers: ws.keyHeaders }));
+    await t.deps.sql`update renders set state = 'succeeded', blob_key = 'renders/x.png', bytes = 1, sha256 = 'ab', completed_at = now() where render_id = ${render.render_id}`;
+    await conforms('GET', '/v2/renders/{render_id}', await t.request(`/v2/renders/${render.render_id}`, { headers: ws.keyHeaders }));
   });
 
   test('every documented JSON success body was checked against a real answer', () => {

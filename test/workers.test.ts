@@ -15,11 +15,17 @@ const sql = createSql(config.DATABASE_URL, { max: 2, application: 'workers-test'
 afterAll(() => sql.end({ timeout: 5 }));
 
 const noop = async () => undefined;
+// The render pool without its sweep schedule: it starts and stops without taking a job (a sweep
+// would enqueue other suites' queued renders and launch Chromium for them).
+const quietRenderPool = { ...POOL_DEFINITIONS.render, schedules: [] };
+// Queues of their own, so jobs other suites of the run left on the shared queues (renders the API
+// enqueued) never reach these pools.
+const idleConfig = () => ({ ...config, QUEUE_PREFIX: `${config.QUEUE_PREFIX}-idle` });
 
 describe('checkHandlers', () => {
   test('a pool with exactly one handler per job passes', () => {
     expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop], ['trade_intents.expire', noop]])).not.toThrow();
-    expect(() => checkHandlers('render', [])).not.toThrow();
+    expect(() => checkHandlers('render', [['renders.render', noop], ['renders.sweep', noop]])).not.toThrow();
   });
 
   test('a job without a handler fails boot', () => {
@@ -156,9 +162,9 @@ describe('startPools', () => {
     }
   });
 
-  test('a pool without jobs starts, heartbeats and stops cleanly', async () => {
+  test('an idle pool starts, heartbeats and stops cleanly', async () => {
     const before = await heartbeats('render');
-    const running = await startPools([POOL_DEFINITIONS.render], config, log);
+    const running = await startPools([quietRenderPool], idleConfig(), log);
     const beats = await newHeartbeats('render', before);
     expect(beats).toHaveLength(1);
     const started = performance.now();
@@ -169,7 +175,7 @@ describe('startPools', () => {
 
   test('several pools in one process each get their own heartbeat', async () => {
     const before = [...(await heartbeats('render')), ...(await heartbeats('webhooks'))];
-    const running = await startPools([POOL_DEFINITIONS.render, POOL_DEFINITIONS.webhooks], config, log);
+    const running = await startPools([quietRenderPool, POOL_DEFINITIONS.webhooks], idleConfig(), log);
     try {
       expect((await newHeartbeats('render', before)).length).toBe(1);
       expect((await newHeartbeats('webhooks', before)).length).toBe(1);
@@ -186,7 +192,7 @@ describe('startPools', () => {
     const disconnects = spyOn(Redis.prototype, 'disconnect');
     try {
       // A healthy pool first, so a worker is already running when the broken one is checked.
-      await expect(startPools([POOL_DEFINITIONS.render, broken], config, log)).rejects.toThrow(/maintenance\.cleanup has no handler/);
+      await expect(startPools([quietRenderPool, broken], idleConfig(), log)).rejects.toThrow(/maintenance\.cleanup has no handler/);
       expect(closedWorkers).toHaveBeenCalledTimes(1);
       expect(disconnects).toHaveBeenCalled();
     } finally {

@@ -1,7 +1,186 @@
-import type { PoolDefinition } from '../pool.ts';
+import { findSceneRevision } from '../../shared/media/scenes.ts';
+import { renderBlobKey, type RenderRow } from '../../shared/media/renders-model.ts';
+import { leaseRender, queuedRenders, renewRenderLease } from '../../shared/media/renders-repository.ts';
+import { completeRender, expireRenderLeases, releaseFailedRender, renderJobId } from '../../shared/media/renders-service.ts';
+import { resolveViewerFiles, viewerPageHtml } from '../../shared/media/viewer/index.ts';
+import { newId } from '../../shared/ids.ts';
+import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
+import { BrowserCrashedError, RenderEngine, ViewerPageError } from './engine.ts';
+import { finishImage, storeImage } from './image.ts';
 
-// No jobs yet: the pool starts, heartbeats and stops cleanly; its jobs arrive with later issues.
+/**
+ * The `render` pool (DESIGN 10): `renders.render` leases one render, draws the viewer page in a warm
+ * Chromium page, post-processes with sharp and stores the image, then commits the row under the
+ * lease with render.completed (audit + outbox). `renders.sweep` (scheduled) returns expired leases
+ * to `queued` (or `failed` on the last attempt) and re-enqueues queued renders whose job went missing.
+ */
+const SWEEP_BATCH = 500;
+// Relaunches of a crashed browser within one attempt before the attempt itself is given up.
+const CRASH_RETRIES = 2;
+// A released (retryable) attempt waits this long before its next job, so a sick browser is not hammered.
+const RETRY_DELAY_MS = 1_000;
+
+class LeaseLostError extends Error {
+  constructor() {
+    super('the render lease was lost');
+  }
+}
+
+/** Why an attempt failed, as the client will read it when it was the last one. */
+class RenderFailure extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    /** True when another attempt would fail the same way (the render fails at once). */
+    readonly final: boolean,
+  ) {
+    super(message);
+  }
+}
+
+function settings(config: PoolContext['config']) {
+  return {
+    leaseMs: config.RENDER_LEASE_SECONDS * 1000,
+    // Three heartbeats per lease: one late renewal never loses a healthy worker its render.
+    heartbeatMs: Math.max(200, Math.floor((config.RENDER_LEASE_SECONDS * 1000) / 3)),
+    maxAttempts: config.RENDER_MAX_ATTEMPTS,
+    blobRoot: config.BLOB_DIR,
+  };
+}
+
+/** Keeps the lease alive while the page draws; `confirm` renews once more right before the image is committed. */
+function startHeartbeat(context: PoolContext, row: RenderRow, token: string, leaseMs: number, everyMs: number) {
+  const { sql, log, now } = context;
+  let lost = false;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    renewRenderLease(sql, { renderId: row.render_id, token, now: now(), leaseMs })
+      .then((until) => {
+        if (!until) lost = true;
+      })
+      .catch((error: Error) => log.warn({ render_id: row.render_id, err: error.message }, 'could not renew render lease'))
+      .finally(() => {
+        busy = false;
+      });
+  }, everyMs);
+  return {
+    async confirm() {
+      if (lost || !(await renewRenderLease(sql, { renderId: row.render_id, token, now: now(), leaseMs }))) throw new LeaseLostError();
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+/** Draws the page; a crashed browser is replaced (the engine relaunches on the next call) and the render retried. */
+async function drawWithRecovery(engine: RenderEngine, html: string, size: { width: number; height: number }, log: PoolContext['log']): Promise<Buffer> {
+  for (let crash = 0; ; crash += 1) {
+    try {
+      return await engine.render(html, size);
+    } catch (error) {
+      if (!(error instanceof BrowserCrashedError) || crash >= CRASH_RETRIES) throw error;
+      log.warn({ crash: crash + 1 }, 'chromium crashed during a render; retrying on a new browser');
+    }
+  }
+}
+
+async function drawRender(context: PoolContext, engine: RenderEngine, row: RenderRow): Promise<Buffer> {
+  const scene = await findSceneRevision(context.sql, row.workspace_id, row.scene_id, row.scene_revision);
+  if (!scene.ok) throw new RenderFailure(scene.code, 'The scene revision of this render no longer exists.', true);
+  const files = resolveViewerFiles(context.config.ITEM_FILES_DIR, row.item);
+  if (!files) throw new RenderFailure('renderer_item_not_found', `The renderer has no model for definition ${row.item.item.definition_index}.`, true);
+  const { width, height, background, format } = row.output;
+  const html = await viewerPageHtml({ item: row.item, scene: scene.document, files, mode: 'render', width, height, background });
+  const started = performance.now();
+  try {
+    const screenshot = await drawWithRecovery(engine, html, { width, height }, context.log);
+    return await finishImage(screenshot, row.output);
+  } catch (error) {
+    if (error instanceof ViewerPageError) throw new RenderFailure('render_failed', 'The item could not be drawn.', true);
+    throw error;
+  } finally {
+    context.log.debug({ render_id: row.render_id, format, ms: Math.round(performance.now() - started) }, 'render drawn');
+  }
+}
+
+export async function runRender(context: PoolContext, engine: RenderEngine, renderId: string): Promise<Record<string, unknown>> {
+  const { sql, log, now, config, enqueue } = context;
+  const { leaseMs, heartbeatMs, maxAttempts, blobRoot } = settings(config);
+  const token = newId();
+  const row = await leaseRender(sql, { renderId, token, now: now(), leaseMs, maxAttempts });
+  // Finished, held by a live worker, or out of attempts (the sweeper fails it): nothing to do here.
+  if (!row) return { render_id: renderId, leased: false };
+  const renderLog = log.child({ render_id: row.render_id, attempt: row.attempts });
+  const heartbeat = startHeartbeat(context, row, token, leaseMs, heartbeatMs);
+  try {
+    const image = await drawRender(context, engine, row);
+    const key = renderBlobKey(row);
+    const written = await storeImage(blobRoot, key, token, image, () => heartbeat.confirm());
+    heartbeat.stop();
+    const completed = await completeRender(sql, { renderId: row.render_id, token, now: now(), blobKey: key, ...written });
+    if (!completed) throw new LeaseLostError();
+    renderLog.info({ bytes: written.bytes }, 'render succeeded');
+    return { render_id: row.render_id, state: 'succeeded', bytes: written.bytes };
+  } catch (error) {
+    heartbeat.stop();
+    if (error instanceof LeaseLostError) {
+      renderLog.warn('render lease lost; another worker or the sweeper has it');
+      return { render_id: row.render_id, leased: false };
+    }
+    const failure = error instanceof RenderFailure ? error : null;
+    if (!failure) renderLog.error({ err: error }, 'render attempt failed');
+    const released = await releaseFailedRender(sql, {
+      renderId: row.render_id,
+      token,
+      now: now(),
+      maxAttempts,
+      final: failure?.final ?? false,
+      errorCode: failure?.code ?? 'render_failed',
+      errorMessage: failure?.message ?? `The renderer failed on each of ${row.attempts} attempts.`,
+    });
+    // Attempts remain: the next one is queued now rather than at the next sweep.
+    if (released?.state === 'queued') await enqueue('renders.render', { render_id: released.render_id }, { jobId: renderJobId(released), delay: RETRY_DELAY_MS });
+    return { render_id: row.render_id, state: released?.state ?? 'unknown' };
+  }
+}
+
+export async function sweepRenders(context: PoolContext): Promise<Record<string, number>> {
+  const { sql, log, now, config, queue, enqueue } = context;
+  const expired = await expireRenderLeases(sql, { now: now(), maxAttempts: config.RENDER_MAX_ATTEMPTS });
+  // Every queued render needs its BullMQ job: the API enqueues after commit and may have died between.
+  let enqueued = 0;
+  for (const row of await queuedRenders(sql, SWEEP_BATCH)) {
+    const jobId = renderJobId(row);
+    if ((await queue.getJobState(jobId)) !== 'unknown') continue;
+    await enqueue('renders.render', { render_id: row.render_id }, { jobId });
+    enqueued += 1;
+  }
+  const result = { leases_requeued: expired.requeued.length, leases_failed: expired.failed.length, jobs_enqueued: enqueued };
+  if (Object.values(result).some((value) => value > 0)) log.info(result, 'render sweep');
+  return result;
+}
+
+/** The engine of this process: one browser, created at the first render (a pool without jobs never launches Chromium). */
+export function createRenderEngine(context: Pick<PoolContext, 'config' | 'log'>): RenderEngine {
+  return new RenderEngine({
+    chromiumPath: context.config.CHROMIUM_PATH,
+    pages: context.config.RENDER_PAGES,
+    itemFilesDir: context.config.ITEM_FILES_DIR,
+    timeoutMs: context.config.RENDER_TIMEOUT_MS,
+    log: context.log,
+  });
+}
+
+export function renderHandlers(context: PoolContext, engine: RenderEngine) {
+  return [handle('renders.render', ({ render_id }) => runRender(context, engine, render_id)), handle('renders.sweep', () => sweepRenders(context))];
+}
+
 export const renderPool: PoolDefinition = {
   pool: 'render',
-  handlers: () => [],
+  schedules: (config) => [{ id: 'render-sweep', job: 'renders.sweep', everyMs: config.RENDER_SWEEP_SECONDS * 1000 }],
+  // Enough jobs in flight to keep RENDER_PAGES pages busy (the engine's page slots are the real bound;
+  // a job waiting for a page holds its heartbeated lease) and a sweep never waits behind renders.
+  concurrency: 8,
+  handlers: (context) => renderHandlers(context, createRenderEngine(context)),
 };

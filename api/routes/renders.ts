@@ -1,0 +1,171 @@
+import { existsSync } from 'node:fs';
+import { Elysia } from 'elysia';
+import { z } from 'zod';
+import { blobPath, blobSize } from '../../shared/blob-store.ts';
+import { errors } from '../../shared/errors.ts';
+import { itemSelectorRequestSchema } from '../../shared/inspect/item-validation.ts';
+import { itemFileFor, itemFilesStatus } from '../../shared/media/item-files.ts';
+import { checkImageSignature, signImageUrl } from '../../shared/media/renders-download.ts';
+import { parseRenderItem, parseRenderOutput, RENDER_CONTENT_TYPES, RENDER_FORMATS, RENDER_SIZE, RENDER_STATES, renderErrors, toRenderJson, type RenderRow } from '../../shared/media/renders-model.ts';
+import { findRender, findRenderById } from '../../shared/media/renders-repository.ts';
+import { createRender, enqueueRender } from '../../shared/media/renders-service.ts';
+import { findSceneRevision, sceneErrors } from '../../shared/media/scenes.ts';
+import { text, uuid } from '../../shared/validation.ts';
+import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
+import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { requestIdOf } from '../plugins/errors.ts';
+import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
+
+const outputSchema = z
+  .object({
+    width: z.number().int().min(RENDER_SIZE.min).max(RENDER_SIZE.max),
+    height: z.number().int().min(RENDER_SIZE.min).max(RENDER_SIZE.max),
+    format: z.enum(RENDER_FORMATS),
+    background: z.string().describe('`transparent` or `#rrggbb`'),
+  })
+  .describe('Output image: exact size in pixels, format and background');
+// item and output are checked in the handler, so their errors carry the codes of DESIGN 10
+// (`invalid_item`, `invalid_output`) rather than the generic body validation's.
+const createBody = z
+  .object({
+    item: z.unknown().describe(itemSelectorRequestSchema.description ?? 'DESIGN 10 item selector'),
+    scene_id: uuid('The scene (uuid)'),
+    scene_revision: z.number().int().min(1).optional().describe("A revision of the scene; default: the scene's latest"),
+    output: z.unknown().describe('{width, height (64–2048), format (png | webp), background (transparent | #rrggbb)}'),
+  })
+  .strict();
+const renderParams = z.object({ render_id: uuid('The render id (uuid)') });
+// The image URL is its own credential: its id is not checked for shape before the signature is.
+const imageParams = z.object({ render_id: text({ max: 64 }).describe('The render id (uuid)') });
+const imageQuery = z.object({ expires: text({ max: 20 }).optional(), signature: text({ max: 200 }).optional() });
+
+const renderSchema = z.object({
+  render_id: z.uuid(),
+  state: z.enum(RENDER_STATES),
+  item: itemSelectorRequestSchema,
+  scene: z.object({ scene_id: z.uuid(), revision: z.number().int(), etag: z.string() }),
+  output: outputSchema,
+  created_at: z.string(),
+  completed_at: z.string().nullable(),
+  image: z
+    .object({
+      url: z.string().describe('Signed, valid 5 minutes, works without an API key; each read returns a new one'),
+      expires_at: z.string(),
+      width: z.number().int(),
+      height: z.number().int(),
+      format: z.enum(RENDER_FORMATS),
+      bytes: z.number().int(),
+      sha256: z.string(),
+    })
+    .optional()
+    .describe('Only when succeeded'),
+  error: z.object({ code: z.string(), message: z.string() }).optional().describe('Only when failed'),
+});
+
+export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now' | 'queues'> & ApiKeyPluginDeps & IdempotencyPluginDeps) {
+  const signingKey = deps.config.SIGNING_KEY!;
+
+  const renderJson = (row: RenderRow, request: Request) => {
+    const now = deps.now();
+    const base = deps.config.PUBLIC_BASE_URL ?? new URL(request.url).origin;
+    return toRenderJson(row, row.state === 'succeeded' && row.blob_key ? signImageUrl(base, signingKey, row.render_id, now) : null);
+  };
+
+  /** DESIGN 10: without Chromium or the item files no render can finish, so none is accepted. */
+  const checkRendererAvailable = () => {
+    const missing: string[] = [];
+    if (!existsSync(deps.config.CHROMIUM_PATH)) missing.push('Chromium');
+    if (itemFilesStatus(deps.config.ITEM_FILES_DIR).status !== 'ok') missing.push('item files');
+    if (missing.length > 0) throw renderErrors.rendererUnavailable(missing);
+  };
+
+  return new Elysia({ name: 'render-routes' })
+    .use(apiKeyPlugin(deps))
+    .use(idempotencyPlugin(deps))
+    .post(
+      '/v2/renders',
+      async ({ principal, body, set, request }) => {
+        checkRendererAvailable();
+        const item = parseRenderItem(body.item);
+        const output = parseRenderOutput(body.output);
+        const scene = await findSceneRevision(deps.sql, principal.workspace.id, body.scene_id, body.scene_revision);
+        if (!scene.ok) throw scene.code === 'scene_not_found' ? sceneErrors.sceneNotFound() : sceneErrors.revisionNotFound(body.scene_revision!);
+        if (!itemFileFor(deps.config.ITEM_FILES_DIR, 'model', item.item.definition_index)) throw renderErrors.rendererItemNotFound(item.item.definition_index);
+        const { row, created } = await createRender(deps.sql, {
+          workspaceId: principal.workspace.id,
+          item,
+          scene: { sceneId: body.scene_id, revision: scene.revision, etag: scene.etag },
+          output,
+          actor: { type: 'api_key', id: principal.keyId },
+          requestId: requestIdOf(set),
+          now: deps.now(),
+        });
+        if (created) {
+          // After commit. If Redis fails us here the render is still recorded, and the sweeper enqueues it.
+          await enqueueRender(deps.queues.render, row).catch((error: Error) =>
+            deps.log.warn({ err: error.message, render_id: row.render_id, request_id: requestIdOf(set) }, 'could not enqueue a render; the sweeper will'),
+          );
+        }
+        // DESIGN 10: the same live request is answered with the existing render (200), a new one with 202.
+        set.status = created ? 202 : 200;
+        return renderJson(row, request);
+      },
+      {
+        operation: 'renders.create',
+        idempotent: { operation: 'renders.create', required: true },
+        body: createBody,
+        response: { 200: renderSchema, 202: renderSchema },
+        detail: {
+          summary: 'Render an item with a scene to a PNG or WebP image (needs media:write; Idempotency-Key required)',
+          tags: ['media'],
+          responses: routeResponses({}, 404, 503),
+        },
+      },
+    )
+    .get(
+      '/v2/renders/:render_id',
+      async ({ principal, params, request }) => {
+        const row = await findRender(deps.sql, principal.workspace.id, params.render_id);
+        // Another workspace's render is as absent as a missing one.
+        if (!row) throw renderErrors.notFound();
+        return renderJson(row, request);
+      },
+      {
+        operation: 'renders.get',
+        params: renderParams,
+        response: { 200: renderSchema },
+        detail: { summary: 'One render, with a fresh 5-minute image URL once succeeded (needs media:read)', tags: ['media'], responses: routeResponses({}, 404) },
+      },
+    )
+    .get(
+      '/v2/renders/:render_id/image',
+      async ({ params, query }) => {
+        // The signature is checked first, before any lookup: unsigned traffic costs one HMAC.
+        const check = checkImageSignature(signingKey, params.render_id, query.expires, query.signature, deps.now());
+        if (check === 'invalid') throw errors.forbidden('invalid_download_url', 'The image URL is not valid; fetch the render again for a new one.');
+        if (check === 'expired') throw errors.forbidden('download_url_expired', 'The image URL has expired; fetch the render again for a new one.');
+        const row = await findRenderById(deps.sql, params.render_id);
+        const size = row?.state === 'succeeded' && row.blob_key ? await blobSize(deps.config.BLOB_DIR, row.blob_key) : null;
+        if (!row || size === null) throw errors.notFound('The image is no longer available.');
+        return new Response(Bun.file(blobPath(deps.config.BLOB_DIR, row.blob_key!)), {
+          headers: {
+            'content-type': RENDER_CONTENT_TYPES[row.output.format],
+            'content-length': String(size),
+            'cache-control': 'private, max-age=300',
+            etag: `"${row.sha256}"`,
+            'x-content-type-options': 'nosniff',
+          },
+        });
+      },
+      {
+        params: imageParams,
+        query: imageQuery,
+        detail: {
+          summary: 'A render image (public: the signed URL from GET /v2/renders/{render_id} is the credential)',
+          tags: ['media'],
+          responses: routeResponses({ 200: 'The image as stored (image/png or image/webp)' }, 403, 404),
+        },
+      },
+    );
+}

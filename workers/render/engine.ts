@@ -1,0 +1,178 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Logger } from '../../shared/logger.ts';
+import { itemFileResponseForPath, VIEWER_ASSETS_PATH, VIEWER_FILES_PATH, VIEWER_PAGE_HEADERS, viewerAssetResponse } from '../../shared/media/viewer/index.ts';
+
+/**
+ * The render pool's browser (DESIGN 10): one Chromium with at most `pages` warm pages, each drawing
+ * the viewer page in render mode from a private server on 127.0.0.1 inside this process (a worker
+ * must not need the API to be up), and screenshotted with a transparent page background.
+ *
+ * A crashed or killed browser is noticed through `disconnected`: its pages are dropped, the renders
+ * on them fail with BrowserCrashedError (the caller retries), and the next render launches a new one.
+ */
+export class BrowserCrashedError extends Error {
+  constructor() {
+    super('the browser crashed or was closed during the render');
+  }
+}
+
+/** The viewer page reported an error (a file it could not load or draw): retrying will not help. */
+export class ViewerPageError extends Error {}
+
+export type RenderEngineOptions = {
+  chromiumPath: string;
+  pages: number;
+  itemFilesDir: string;
+  timeoutMs: number;
+  log: Logger;
+};
+
+type Generation = { browser: Browser; profileDir: string; idle: Page[]; crashed: boolean };
+
+// The window fields the viewer page sets (shared/media/viewer/client.ts); this worker has no DOM types.
+declare const window: { viewerReady?: boolean; viewerError?: string };
+
+export class RenderEngine {
+  private generation: Generation | null = null;
+  private launching: Promise<Generation> | null = null;
+  private server: ReturnType<typeof Bun.serve> | null = null;
+  private readonly pagesByToken = new Map<string, string>();
+  private busy = 0;
+  private readonly waiting: (() => void)[] = [];
+  private closed = false;
+  /** Browsers launched so far (the first one included): tests and logs read it. */
+  launches = 0;
+
+  constructor(private readonly options: RenderEngineOptions) {}
+
+  /** The private server: each render's page under a random one-time path, plus the viewer's script and item files. */
+  private origin(): string {
+    this.server ??= Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: async (request) => {
+        const path = new URL(request.url).pathname;
+        const html = path.startsWith('/render/') ? this.pagesByToken.get(path.slice('/render/'.length)) : undefined;
+        if (html !== undefined) return new Response(html, { headers: VIEWER_PAGE_HEADERS });
+        if (path.startsWith(`${VIEWER_ASSETS_PATH}/`)) return viewerAssetResponse(path);
+        if (path.startsWith(`${VIEWER_FILES_PATH}/`)) return itemFileResponseForPath(this.options.itemFilesDir, path) ?? new Response('Not found', { status: 404 });
+        return new Response('Not found', { status: 404 });
+      },
+    });
+    return `http://127.0.0.1:${this.server.port}`;
+  }
+
+  private async launch(): Promise<Generation> {
+    const profileDir = mkdtempSync(join(tmpdir(), 'render-chromium-'));
+    const browser = await puppeteer.launch({
+      executablePath: this.options.chromiumPath,
+      // Our own shutdown closes the browser; puppeteer still kills it if the process exits first.
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
+      // prettier-ignore
+      args: [
+        '--headless', '--no-sandbox', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+        // WebGL without a GPU: SwiftShader, allowed explicitly (newer Chromium refuses the silent fallback).
+        '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
+        `--user-data-dir=${profileDir}`,
+      ],
+    });
+    this.launches += 1;
+    const generation: Generation = { browser, profileDir, idle: [], crashed: false };
+    browser.on('disconnected', () => {
+      generation.crashed = true;
+      generation.idle.length = 0;
+      if (this.generation === generation) this.generation = null;
+      rmSync(profileDir, { recursive: true, force: true });
+      if (!this.closed) this.options.log.warn({ pid: browser.process()?.pid }, 'chromium disconnected; the next render launches a new one');
+    });
+    this.options.log.info({ pid: browser.process()?.pid, launches: this.launches }, 'chromium launched');
+    return generation;
+  }
+
+  private async current(): Promise<Generation> {
+    if (this.closed) throw new Error('the render engine is closed');
+    if (this.generation && !this.generation.crashed) return this.generation;
+    this.launching ??= this.launch().finally(() => {
+      this.launching = null;
+    });
+    const generation = await this.launching;
+    this.generation = generation;
+    return generation;
+  }
+
+  /** The browser's process id (tests kill it to prove recovery). */
+  async browserPid(): Promise<number | undefined> {
+    return (await this.current()).browser.process()?.pid;
+  }
+
+  private async slot(): Promise<void> {
+    if (this.busy < this.options.pages) {
+      this.busy += 1;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.busy -= 1;
+  }
+
+  /** Launches the browser and opens its pages ahead of the first job (a warm pool). */
+  async warm(): Promise<void> {
+    const generation = await this.current();
+    while (generation.idle.length < this.options.pages) generation.idle.push(await generation.browser.newPage());
+  }
+
+  /**
+   * Draws `html` (a viewer page in render mode) at exactly width × height CSS pixels, device pixel
+   * ratio 1, and returns the PNG screenshot with the page background left transparent.
+   */
+  async render(html: string, size: { width: number; height: number }): Promise<Buffer> {
+    await this.slot();
+    const token = randomUUID();
+    let generation: Generation | null = null;
+    let page: Page | null = null;
+    try {
+      generation = await this.current();
+      page = generation.idle.pop() ?? (await generation.browser.newPage());
+      this.pagesByToken.set(token, html);
+      await page.setViewport({ width: size.width, height: size.height, deviceScaleFactor: 1 });
+      await page.goto(`${this.origin()}/render/${token}`, { waitUntil: 'domcontentloaded', timeout: this.options.timeoutMs });
+      await page.waitForFunction(() => window.viewerReady === true || typeof window.viewerError === 'string', { timeout: this.options.timeoutMs, polling: 'raf' });
+      const viewerError = await page.evaluate(() => window.viewerError ?? null);
+      if (viewerError) throw new ViewerPageError(`the viewer page failed: ${viewerError}`);
+      const shot = await page.screenshot({ type: 'png', omitBackground: true, clip: { x: 0, y: 0, width: size.width, height: size.height }, captureBeyondViewport: false });
+      // A page goes back to the pool only if it finished cleanly on a live browser.
+      if (!generation.crashed) generation.idle.push(page);
+      page = null;
+      return Buffer.from(shot);
+    } catch (error) {
+      if (generation?.crashed) throw new BrowserCrashedError();
+      throw error;
+    } finally {
+      this.pagesByToken.delete(token);
+      // A page that failed mid-render may be in any state: close it rather than reuse it.
+      if (page && generation && !generation.crashed) await page.close().catch(() => undefined);
+      this.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const generation = this.generation ?? (this.launching ? await this.launching.catch(() => null) : null);
+    this.generation = null;
+    if (generation && !generation.crashed) await generation.browser.close().catch(() => undefined);
+    if (generation) rmSync(generation.profileDir, { recursive: true, force: true });
+    this.server?.stop(true);
+    this.server = null;
+  }
+}

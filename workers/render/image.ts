@@ -1,0 +1,42 @@
+import { createHash } from 'node:crypto';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import sharp from 'sharp';
+import { blobPath } from '../../shared/blob-store.ts';
+import type { RenderOutput } from '../../shared/media/renders-model.ts';
+
+/**
+ * Post-processing (DESIGN 10): exactly the requested size, sRGB, PNG or WebP. A transparent
+ * background keeps the screenshot's alpha; a colour is flattened onto it, so the file is opaque.
+ */
+export async function finishImage(screenshot: Buffer, output: RenderOutput): Promise<Buffer> {
+  let image = sharp(screenshot).resize(output.width, output.height, { fit: 'fill' }).toColourspace('srgb');
+  image = output.background === 'transparent' ? image.ensureAlpha() : image.flatten({ background: output.background }).removeAlpha();
+  return output.format === 'png' ? image.png({ compressionLevel: 6 }).toBuffer() : image.webp({ quality: 90, alphaQuality: 100 }).toBuffer();
+}
+
+/**
+ * Stores the image at its render's one key: written to a temp name of this attempt's own (a stale
+ * worker never writes into ours), fsynced, `beforeCommit` (the lease check), then renamed over the
+ * key. Every attempt of a render lands on the same key, so a retried job never leaves a second image.
+ */
+export async function storeImage(root: string, key: string, attempt: string, bytes: Buffer, beforeCommit: () => Promise<void>): Promise<{ bytes: number; sha256: string }> {
+  const path = blobPath(root, key);
+  const temp = `${path}.${attempt}.tmp`;
+  await mkdir(dirname(path), { recursive: true });
+  try {
+    const handle = await open(temp, 'w');
+    try {
+      await handle.writeFile(bytes);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await beforeCommit();
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+  return { bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+}
