@@ -350,7 +350,8 @@ describe('GET /v2/meta/*', () => {
       });
     }
     const statuses = new Set(body.capabilities.map((capability) => capability.status));
-    expect(statuses).toEqual(new Set(['production', 'planned']));
+    // Every status is the operation's own (planned while any is unbuilt; none are since renders).
+    expect(statuses).toEqual(new Set(OPERATIONS.map((operation) => operation.built)));
     expect(body.capabilities.find((capability) => capability.operation === 'audit_events.list')!.scopes).toEqual(['audit:read']);
   });
 
@@ -393,6 +394,8 @@ describe('GET /v2/meta/*', () => {
           'prices.get',
           'prices.history',
           'profiles.get',
+          'renders.create',
+          'renders.get',
           'scenes.create',
           'scenes.get',
           'scenes.list',
@@ -403,6 +406,7 @@ describe('GET /v2/meta/*', () => {
           'trade_intents.get',
           'trade_intents.list',
           'usage.get',
+          'viewer_sessions.create',
           'webhooks.create',
           'webhooks.delete',
           'webhooks.deliveries.list',
