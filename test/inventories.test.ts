@@ -1,3 +1,4 @@
+import { brotliDecompressSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
@@ -418,6 +419,20 @@ describe('GET /v2/inventories/{gameplatform_id}: the per-process cache (PRICE_CA
     }, 5_000);
     expect(announced).toBe(await uncachedText(query));
     expect((JSON.parse(announced) as Page).data.some((asset) => asset.value?.price === '7.89')).toBe(true);
+  });
+
+  test('a client that accepts br or gzip gets the cached page compressed, the same JSON as identity', async () => {
+    const path = `/v2/inventories/${OWNER}?limit=20`;
+    const identity = await cachedText({ limit: '20' });
+    for (const [accept, coding] of [['br', 'br'], ['gzip', 'gzip'], ['gzip, br;q=0', 'gzip'], ['identity', null]] as const) {
+      const response = await cached.request(path, { headers: { 'x-api-key': cachedKey, 'accept-encoding': accept } });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-encoding')).toBe(coding);
+      expect(response.headers.get('vary')).toContain('Accept-Encoding');
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      const text = coding === 'br' ? brotliDecompressSync(bytes).toString() : coding === 'gzip' ? Buffer.from(Bun.gunzipSync(bytes)).toString() : Buffer.from(bytes).toString();
+      expect(text).toBe(identity);
+    }
   });
 
   test('cached pages never mix snapshots: a cursor keeps its snapshot after a refresh, new pages come from the new one, stale is computed per request', async () => {

@@ -9,9 +9,10 @@ import {
   renderInventoryPage,
   type InventorySnapshot,
 } from '../../shared/gameplatform/inventories.ts';
-import { inventoryPageBytes } from '../../shared/gameplatform/inventory-cache.ts';
+import { encodedInventoryPage } from '../../shared/gameplatform/inventory-cache.ts';
 import { steamApiError } from '../../shared/gameplatform/steam-client.ts';
 import { pageCursor, pageLimit } from '../../shared/validation.ts';
+import { negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
@@ -44,7 +45,7 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
     .use(apiKeyPlugin(deps))
     .get(
       '/v2/inventories/:gameplatform_id',
-      async ({ params, query, set }) => {
+      async ({ params, query, set, request }) => {
         const steamId = steamId64Of(params.gameplatform_id);
         // spec 4: the cursor binds the inventory it pages (limit and valuation may change between pages).
         const filters = { steam_id: steamId };
@@ -81,7 +82,10 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
           }),
         );
         set.headers['content-type'] = 'application/json';
-        return inventoryPageBytes(page, stale);
+        set.headers.vary = 'Accept-Encoding';
+        const coding = negotiateEncoding(request.headers.get('accept-encoding'));
+        if (coding !== 'identity') set.headers['content-encoding'] = coding;
+        return encodedInventoryPage(page, stale, coding);
       },
       {
         operation: 'inventories.get',

@@ -4,6 +4,7 @@ import { ApiError, errors } from '../../shared/errors.ts';
 import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody } from '../../shared/prices/public-document.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import { text } from '../../shared/validation.ts';
+import { ifNoneMatchMatches, negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { clientIp } from '../plugins/client-ip.ts';
@@ -17,35 +18,6 @@ const listQuery = z
   })
   .strict();
 const itemParams = z.object({ market_hash_name: text({ min: 1, max: 512 }).describe("Steam's market_hash_name, URL-encoded") });
-
-export type ContentCoding = 'br' | 'gzip' | 'identity';
-
-/** br when acceptable, then gzip, else identity (q=0 refuses a coding; `*` covers unnamed ones). */
-export function negotiateEncoding(acceptEncoding: string | null): ContentCoding {
-  if (!acceptEncoding) return 'identity';
-  const qualities = new Map<string, number>();
-  for (const part of acceptEncoding.toLowerCase().split(',')) {
-    const [coding, ...parameters] = part.split(';').map((piece) => piece.trim());
-    if (!coding) continue;
-    let quality = 1;
-    for (const parameter of parameters) {
-      const [name, value] = parameter.split('=').map((piece) => piece.trim());
-      if (name === 'q') quality = Number.isFinite(Number(value)) ? Number(value) : 0;
-    }
-    qualities.set(coding, quality);
-  }
-  const accepts = (coding: string) => (qualities.get(coding) ?? qualities.get('*') ?? 0) > 0;
-  if (accepts('br')) return 'br';
-  if (accepts('gzip') || (qualities.get('x-gzip') ?? 0) > 0) return 'gzip';
-  return 'identity';
-}
-
-/** If-None-Match uses the weak comparison (RFC 9110 13.1.2): `W/` is ignored, `*` matches any. */
-export function ifNoneMatchMatches(ifNoneMatch: string | null, etag: string): boolean {
-  if (!ifNoneMatch) return false;
-  if (ifNoneMatch.trim() === '*') return true;
-  return ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
-}
 
 const unavailable = () =>
   new ApiError(503, 'prices_unavailable', 'No price snapshot has been built yet (or it cannot be read); retry shortly.', undefined, { 'retry-after': '5' });

@@ -1,3 +1,4 @@
+import { brotliCompressSync, constants as zlibConstants } from 'node:zlib';
 import type { InventorySnapshot } from './inventories.ts';
 
 /**
@@ -5,7 +6,13 @@ import type { InventorySnapshot } from './inventories.ts';
  * `"stale":false`, `staleAt` the byte offset of that `false`, so the `stale: true` variant (computed
  * per request from fetched_at) is spliced in without rendering or serialising the page again.
  */
-export type RenderedInventoryPage = { fresh: Uint8Array; staleAt: number; staleBody?: Uint8Array };
+export type RenderedInventoryPage = {
+  fresh: Uint8Array;
+  staleAt: number;
+  staleBody?: Uint8Array;
+  /** Compressed variants, made at their first request and kept with the page (`<stale>:<coding>`). */
+  encoded?: Map<string, Uint8Array>;
+};
 
 const STALE_TRUE = Buffer.from('true');
 
@@ -14,6 +21,24 @@ export function inventoryPageBytes(page: RenderedInventoryPage, stale: boolean):
   if (!stale) return page.fresh;
   page.staleBody ??= Buffer.concat([page.fresh.subarray(0, page.staleAt), STALE_TRUE, page.fresh.subarray(page.staleAt + 'false'.length)]);
   return page.staleBody;
+}
+
+/**
+ * The page in a content coding, compressed once per cached page: a 50-asset page is ~37 KB of JSON
+ * and ~4 KB compressed, and sending the plain bytes was half of the API's CPU per cached request.
+ */
+export function encodedInventoryPage(page: RenderedInventoryPage, stale: boolean, coding: 'br' | 'gzip' | 'identity'): Uint8Array {
+  const plain = inventoryPageBytes(page, stale);
+  if (coding === 'identity') return plain;
+  page.encoded ??= new Map();
+  const key = `${stale}:${coding}`;
+  let body = page.encoded.get(key);
+  if (!body) {
+    // Quality 5 and level 6: most of the size win for a small share of the CPU of the maximum.
+    body = coding === 'br' ? brotliCompressSync(plain, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 5 } }) : Bun.gzipSync(plain as Uint8Array<ArrayBuffer>, { level: 6 });
+    page.encoded.set(key, body);
+  }
+  return body;
 }
 
 export type InventoryPageKey = { snapshotId: string; after: number; limit: number; valuation: string | undefined };
