@@ -197,7 +197,8 @@ async function main() {
   renderer.setSize(size().width, size().height);
   const castShadows = quality.shadowMapSize !== null;
   renderer.shadowMap.enabled = castShadows;
-  renderer.shadowMap.type = presentation.quality === 'high' ? THREE.PCFSoftShadowMap : THREE.PCFShadowMap;
+  // three 0.187 dropped PCFSoftShadowMap; 'high' softens through its larger shadow map instead.
+  renderer.shadowMap.type = THREE.PCFShadowMap;
 
   const scene = new THREE.Scene();
   applyBackground(renderer, scene, data.background);
@@ -262,9 +263,14 @@ async function main() {
       polygonOffsetFactor: -4,
     });
     const quad = new THREE.Mesh(new THREE.PlaneGeometry(side, side), material);
+    // Stand-in models (and real ones that name them) carry `sticker_slot_<n>` nodes: use them when present.
+    const slotNode = model.getObjectByName(`sticker_slot_${sticker.slot}`);
+    const anchor = slotNode
+      ? slotNode.getWorldPosition(new THREE.Vector3())
+      : new THREE.Vector3(bounds.min.x + extent.x * (0.15 + sticker.slot * 0.075), bounds.min.y + extent.y * 0.55, face);
     quad.position.set(
-      bounds.min.x + extent.x * (0.15 + sticker.slot * 0.075) + clamp(sticker.offset_x ?? 0, -1, 1) * extent.x * 0.5,
-      bounds.min.y + extent.y * 0.55 + clamp(sticker.offset_y ?? 0, -1, 1) * extent.y * 0.5,
+      anchor.x + clamp(sticker.offset_x ?? 0, -1, 1) * extent.x * 0.5,
+      anchor.y + clamp(sticker.offset_y ?? 0, -1, 1) * extent.y * 0.5,
       face,
     );
     quad.rotation.z = THREE.MathUtils.degToRad(sticker.rotation ?? 0);
@@ -281,10 +287,13 @@ async function main() {
     const scale = (length * 0.16) / (Math.max(charmSize.x, charmSize.y, charmSize.z) || 1);
     charmModel.scale.setScalar(scale);
     const charmCentre = charmBounds.getCenter(new THREE.Vector3()).multiplyScalar(scale);
+    // Hung from the model's `charm_attachment` node when it has one, else below its rear quarter.
+    const attachment = model.getObjectByName('charm_attachment')?.getWorldPosition(new THREE.Vector3());
+    const hook = attachment ?? new THREE.Vector3(bounds.min.x + extent.x * 0.25, bounds.min.y, bounds.max.z);
     charmModel.position.set(
-      bounds.min.x + extent.x * (0.25 + index * 0.12) - charmCentre.x + (charm.offset_x ?? 0) * length * 0.05,
-      bounds.min.y - length * 0.08 - charmCentre.y + (charm.offset_y ?? 0) * length * 0.05,
-      bounds.getCenter(new THREE.Vector3()).z + extent.z * 0.5 - charmCentre.z + (charm.offset_z ?? 0) * length * 0.05,
+      hook.x + index * length * 0.12 - charmCentre.x + (charm.offset_x ?? 0) * length * 0.05,
+      hook.y - length * 0.08 - charmCentre.y + (charm.offset_y ?? 0) * length * 0.05,
+      hook.z - charmCentre.z + (charm.offset_z ?? 0) * length * 0.05,
     );
     charmModel.traverse((object) => {
       if ((object as THREE.Mesh).isMesh) object.castShadow = castShadows;
@@ -367,9 +376,11 @@ async function main() {
     renderer.setSize(next.width, next.height);
   });
   let first = true;
-  const clock = new THREE.Clock();
-  renderer.setAnimationLoop(() => {
-    const delta = clock.getDelta();
+  let previous: number | null = null;
+  renderer.setAnimationLoop((time: number) => {
+    // Seconds since the last frame, from the loop's own timestamp (THREE.Clock is deprecated).
+    const delta = previous === null ? 0 : (time - previous) / 1000;
+    previous = time;
     if (controls) controls.update(delta);
     if (item.userData.spin) item.rotation.y += delta * 0.5;
     renderer.render(scene, camera);
