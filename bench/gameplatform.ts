@@ -117,7 +117,9 @@ async function main(): Promise<void> {
   });
   const apiBase = `http://127.0.0.1:${apiPort}`;
   await waitReady('API', api, `${apiBase}/v2/health`);
-  const headers = { 'x-api-key': key.key };
+  // As HTTP clients send it (browsers, curl --compressed, fetch, requests): the same for every target.
+  const headers = { 'x-api-key': key.key, 'accept-encoding': 'gzip, deflate, br' };
+  const identityHeaders = { 'x-api-key': key.key };
   const judgedUrl = `${apiBase}/v2/inventories/${BIG_STEAM_ID}?limit=${JUDGED_LIMIT}&valuation=skinport`;
   const defaultUrl = `${apiBase}/v2/inventories/${BIG_STEAM_ID}`;
   const upstreamBefore = fake.requests.length;
@@ -131,8 +133,9 @@ async function main(): Promise<void> {
   results.push(await load('GET /v2/me', api.proc.pid, `${apiBase}/v2/me`, headers));
   results.push(await load(`GET /v2/inventories/{id}?limit=${JUDGED_LIMIT}&valuation=skinport`, api.proc.pid, judgedUrl, headers));
   results.push(await load('GET /v2/inventories/{id} (default limit 500)', api.proc.pid, defaultUrl, headers));
+  results.push(await load(`GET /v2/inventories/{id}?limit=${JUDGED_LIMIT}&valuation=skinport, no Accept-Encoding`, api.proc.pid, judgedUrl, identityHeaders));
   if (fake.requests.length !== upstreamBefore) say(`warning: the API called Steam ${fake.requests.length - upstreamBefore} time(s) during part 2`);
-  const [me, judged] = results as [Result, Result, Result];
+  const [me, judged] = results as [Result, Result, Result, Result];
   process.stdout.write(
     `\n2. cached inventory page, ${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up; loopback; autocannon on ${loadRuntimeName}\n` +
       `${table([
