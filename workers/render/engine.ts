@@ -80,6 +80,9 @@ export class RenderEngine {
         '--disable-background-networking', '--disable-component-update', '--disable-sync',
         // WebGL without a GPU: SwiftShader, allowed explicitly (newer Chromium refuses the silent fallback).
         '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
+        // Several pages draw at once and only one can be in front: keep the others from being
+        // throttled as background tabs (their frames and timers would stall until the timeout).
+        '--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows',
         `--user-data-dir=${profileDir}`,
       ],
     });
@@ -107,6 +110,14 @@ export class RenderEngine {
     return generation;
   }
 
+  /**
+   * Each page in a window of its own: tabs of one window are hidden behind the front one, and a
+   * hidden page gets no animation frames, so the viewer would never draw its first frame.
+   */
+  private newPage(generation: Generation): Promise<Page> {
+    return generation.browser.newPage({ type: 'window' });
+  }
+
   /** The browser's process id (tests kill it to prove recovery). */
   async browserPid(): Promise<number | undefined> {
     return (await this.current()).browser.process()?.pid;
@@ -129,7 +140,7 @@ export class RenderEngine {
   /** Launches the browser and opens its pages ahead of the first job (a warm pool). */
   async warm(): Promise<void> {
     const generation = await this.current();
-    while (generation.idle.length < this.options.pages) generation.idle.push(await generation.browser.newPage());
+    while (generation.idle.length < this.options.pages) generation.idle.push(await this.newPage(generation));
   }
 
   /**
@@ -143,11 +154,11 @@ export class RenderEngine {
     let page: Page | null = null;
     try {
       generation = await this.current();
-      page = generation.idle.pop() ?? (await generation.browser.newPage());
+      page = generation.idle.pop() ?? (await this.newPage(generation));
       this.pagesByToken.set(token, html);
       await page.setViewport({ width: size.width, height: size.height, deviceScaleFactor: 1 });
       await page.goto(`${this.origin()}/render/${token}`, { waitUntil: 'domcontentloaded', timeout: this.options.timeoutMs });
-      await page.waitForFunction(() => window.viewerReady === true || typeof window.viewerError === 'string', { timeout: this.options.timeoutMs, polling: 'raf' });
+      await page.waitForFunction(() => window.viewerReady === true || typeof window.viewerError === 'string', { timeout: this.options.timeoutMs, polling: 25 });
       const viewerError = await page.evaluate(() => window.viewerError ?? null);
       if (viewerError) throw new ViewerPageError(`the viewer page failed: ${viewerError}`);
       const shot = await page.screenshot({ type: 'png', omitBackground: true, clip: { x: 0, y: 0, width: size.width, height: size.height }, captureBeyondViewport: false });

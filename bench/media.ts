@@ -1,0 +1,95 @@
+// npm run bench:media — renders with a warm page pool (issue 12): a real `render` worker process
+// (bun workers/main.ts render, RENDER_PAGES pages), renders of 512×384 PNG accepted through the API
+// app in this process; throughput after warm-up, p50/p99 from accept to succeeded, worker RSS.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createApp } from '../api/app.ts';
+import { createDeps } from '../api/deps.ts';
+import { adminCreateKey } from '../shared/identity/admin.ts';
+import { parseConfig } from '../shared/config.ts';
+import { createLogger } from '../shared/logger.ts';
+import { createScene } from '../shared/media/scenes.ts';
+import { parseSceneBody } from '../shared/media/scenes-model.ts';
+import { positiveInt, repoRoot, say, sleep } from './lib.ts';
+
+const RENDERS = positiveInt('BENCH_RENDERS', 80);
+const WARMUP = positiveInt('BENCH_RENDER_WARMUP', 8);
+const PAGES = positiveInt('RENDER_PAGES', 4);
+const env = { ...process.env, QUEUE_PREFIX: `bench-media-${process.pid}`, LOG_LEVEL: 'warn', RENDER_PAGES: String(PAGES) };
+const config = parseConfig(env);
+const deps = createDeps(config, { log: createLogger({ level: 'silent', name: 'bench-media' }) });
+const app = createApp(deps);
+await deps.ready();
+
+const worker = Bun.spawn(['bun', join(repoRoot, 'workers/main.ts'), 'render'], { env, stdout: 'inherit', stderr: 'inherit' });
+const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+// Budgets far above the run (a render costs 20 units), so metering never throttles the benchmark.
+const [workspace] = await deps.sql<{ id: string }[]>`
+  insert into workspaces (id, name, tier, minute_budget, day_budget) values (gen_random_uuid(), 'bench media', 'enterprise', 1000000, 100000000) returning id`;
+const { key } = await adminCreateKey(deps.sql, { workspaceId: workspace!.id, label: 'bench', scopes: ['media:write', 'media:read'] });
+const scene = await createScene(
+  deps.sql,
+  parseSceneBody({
+    schema: 3, kind: 'service-viewer-scene', name: 'bench',
+    presentation: { background: { type: 'transparent', value: null }, camera: { preset: 'inspect' }, quality: 'interactive' },
+    chrome: { showControls: false, allowFullscreen: false, watermark: null },
+  }),
+  { workspaceId: workspace!.id, actor: { type: 'system', id: null }, requestId: 'bench', now: new Date() },
+);
+
+const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+let seed = 0;
+async function accept(): Promise<{ id: string; acceptedAt: number }> {
+  seed += 1;
+  const body = {
+    item: { item: { family: 'weapon', definition_index: 7 }, state: { paint_index: 44, paint_seed: seed, wear: 0.2 } },
+    scene_id: scene.document.scene_id,
+    output: { width: 512, height: 384, format: 'png', background: 'transparent' },
+  };
+  const response = await app.handle(new Request('http://bench/v2/renders', { method: 'POST', headers: { ...headers, 'idempotency-key': `bench-${process.pid}-${seed}` }, body: JSON.stringify(body) }));
+  if (response.status !== 202) throw new Error(`POST /v2/renders answered ${response.status}: ${await response.text()}`);
+  return { id: ((await response.json()) as { render_id: string }).render_id, acceptedAt: performance.now() };
+}
+
+/** Polls Postgres (not the API, whose metering would dominate) until every render has finished. */
+async function finish(renders: { id: string; acceptedAt: number }[]): Promise<number[]> {
+  const done = new Map<string, number>();
+  const deadline = performance.now() + 300_000;
+  while (done.size < renders.length) {
+    if (performance.now() > deadline) throw new Error(`only ${done.size} of ${renders.length} renders finished in 5 minutes`);
+    const rows = await deps.sql<{ render_id: string; state: string }[]>`
+      select render_id, state from renders where render_id = any(${renders.map((render) => render.id)}::uuid[]) and state in ('succeeded', 'failed')`;
+    const now = performance.now();
+    for (const row of rows) {
+      if (row.state === 'failed') throw new Error(`render ${row.render_id} failed`);
+      if (!done.has(row.render_id)) done.set(row.render_id, now);
+    }
+    await sleep(10);
+  }
+  return renders.map((render) => done.get(render.id)! - render.acceptedAt);
+}
+
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+try {
+  say(`render worker pid ${worker.pid}, RENDER_PAGES=${PAGES}; warm-up: ${WARMUP} renders (launches Chromium, bundles the viewer, opens the pages)`);
+  const warmStart = performance.now();
+  await finish(await Promise.all(Array.from({ length: WARMUP }, accept)));
+  say(`warm-up done in ${((performance.now() - warmStart) / 1000).toFixed(1)} s; RSS ${rssMb().toFixed(0)} MB`);
+
+  let peakRss = rssMb();
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb())), 100);
+  const started = performance.now();
+  const renders = await Promise.all(Array.from({ length: RENDERS }, accept));
+  const latencies = await finish(renders);
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  say(`${RENDERS} renders 512x384 PNG in ${seconds.toFixed(2)} s: ${(RENDERS / seconds).toFixed(2)} PNG/s (target >= 4)`);
+  say(`accept -> succeeded: p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms (all ${RENDERS} accepted at once, so latency includes queueing)`);
+  say(`render worker RSS (bun process; Chromium's own processes not included): ${rssMb().toFixed(0)} MB now, ${peakRss.toFixed(0)} MB peak`);
+} finally {
+  worker.kill('SIGTERM');
+  await worker.exited;
+  await deps.sql`delete from workspaces where id = ${workspace!.id}`.catch(() => undefined);
+  await deps.close();
+}
