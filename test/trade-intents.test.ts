@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { cancelDraftsOfAccount, expireDueTradeIntents } from '../shared/gameplatform/trade-intents.ts';
 import { JOBS } from '../shared/queues.ts';
 import type { Scope } from '../shared/scopes.ts';
@@ -83,8 +84,10 @@ async function snapshot(steamId: string, added: AssetFixture[], fetchedAt = cloc
 
 /** A catalog item priced at `prices` ({version: price}) on skinport; returns its catalog id. */
 async function pricedItem(prices: Record<string, string>): Promise<string> {
-  const catalogId = `itm_trade_${crypto.randomUUID().replaceAll('-', '')}`;
-  await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogId}, ${`Trade Test | ${catalogId}`}, 'weapon')`;
+  // Ids as the catalog derives them: other suites sharing the database pick priced items at random.
+  const name = `Trade Test | ${crypto.randomUUID()}`;
+  const catalogId = catalogIdFor(name);
+  await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogId}, ${name}, 'weapon')`;
   for (const [version, price] of Object.entries(prices)) {
     await t.deps.sql`
       insert into latest_prices (catalog_id, source, version, price, source_time, ingested_at, run_id)
