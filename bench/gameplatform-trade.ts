@@ -17,6 +17,7 @@ import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../s
 import { migrate } from '../shared/migrate.ts';
 import { SCOPES } from '../shared/scopes.ts';
 import { freePort, onCleanup, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, spawnServer, table, waitReady } from './lib.ts';
+import { mulberry32 as seeded } from '../shared/random.ts';
 
 const REQUESTS = 100;
 const ROUNDS = 3;
@@ -32,17 +33,6 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
 
-/** A small deterministic generator (mulberry32): the same overlaps on every run. */
-function seeded(seed: number) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function insertSnapshot(sql: Sql, steamId: string, assetIds: string[], catalogIds: (string | null)[]): Promise<void> {
   const id = crypto.randomUUID();

@@ -1,4 +1,5 @@
 import type { Box, Marker, StandInModel } from './glb.ts';
+import { mulberry32 } from '../random.ts';
 
 /**
  * DESIGN 10 stand-ins: a distinct low-poly shape per item family, procedural paint textures and
@@ -209,16 +210,6 @@ export function hashString(text: string): number {
   return hash >>> 0;
 }
 
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * How a paint seed places the pattern, as the game does: a texture offset and rotation. The viewer
