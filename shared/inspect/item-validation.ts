@@ -1,7 +1,7 @@
 import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import { z } from 'zod';
 import type { ErrorDetail } from '../errors.ts';
-import { ITEM_FAMILIES, MAX_NAME_TAG_LENGTH, type ItemFamily, type ItemSelector } from './selector.ts';
+import { FAMILY_BY_LIB_TYPE, ITEM_FAMILIES, MAX_NAME_TAG_LENGTH, type ItemFamily, type ItemSelector } from './selector.ts';
 
 /**
  * The `item` of a render or viewer-session request (DESIGN 10 "Item selector"), checked against the
@@ -91,16 +91,6 @@ type Catalog = {
   charmIds: Set<number>;
 };
 
-// Same mapping as selector.ts's familyOfDefinition; here the definition must also exist.
-const FAMILY_BY_LIB_TYPE: Partial<Record<string, ItemFamily>> = {
-  weapon: 'weapon',
-  melee: 'knife',
-  glove: 'gloves',
-  agent: 'agent',
-  sticker: 'sticker',
-  keychain: 'charm',
-  case: 'case',
-};
 const PAINTABLE_LIB_TYPES = new Set(['weapon', 'melee', 'glove']);
 // Patches (on agents) and graffiti are sticker kits in the game, and their certificates name them in stickers[].
 const STICKER_KIT_LIB_TYPES = new Set(['sticker', 'patch', 'graffiti']);

@@ -65,7 +65,7 @@ export type ItemSelector = z.infer<typeof itemSelectorSchema>;
 
 // cs2-lib item types → selector families. Each definition index has one lib type (checked for
 // 7.33.1); paint kits, sticker kits and charm kits share their definition (1209 stickers, 1355 charms).
-const FAMILY_BY_LIB_TYPE: Partial<Record<string, ItemFamily>> = {
+export const FAMILY_BY_LIB_TYPE: Partial<Record<string, ItemFamily>> = {
   weapon: 'weapon',
   melee: 'knife',
   glove: 'gloves',
