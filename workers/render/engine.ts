@@ -1,15 +1,24 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import type { Logger } from '../../shared/logger.ts';
-import { itemFileResponseForPath, VIEWER_ASSETS_PATH, VIEWER_FILES_PATH, VIEWER_PAGE_HEADERS, viewerAssetResponse } from '../../shared/media/viewer/index.ts';
+import {
+  itemFileResponseForPath,
+  VIEWER_ASSETS_PATH,
+  VIEWER_FILES_PATH,
+  VIEWER_PAGE_HEADERS,
+  viewerAssetResponse,
+  viewerRenderPoolHtml,
+  type ViewerRenderRequest,
+} from '../../shared/media/viewer/index.ts';
 
 /**
- * The render pool's browser (DESIGN 10): one Chromium with at most `pages` warm pages, each drawing
- * the viewer page in render mode from a private server on 127.0.0.1 inside this process (a worker
- * must not need the API to be up), and screenshotted with a transparent page background.
+ * The render pool's browser (DESIGN 10): one Chromium with at most `pages` warm pages. Each page
+ * loads the viewer's pool page once from a private server on 127.0.0.1 inside this process (a worker
+ * must not need the API to be up) and then draws render after render through
+ * `window.renderViewerItem`, without navigating: the script, the WebGL context, its compiled shaders
+ * and the parsed item files stay in the page. Screenshots keep a transparent page background.
  *
  * A crashed or killed browser is noticed through `disconnected`: its pages are dropped, the renders
  * on them fail with BrowserCrashedError (the caller retries), and the next render launches a new one.
@@ -33,14 +42,26 @@ export type RenderEngineOptions = {
 
 type Generation = { browser: Browser; profileDir: string; idle: Page[]; crashed: boolean };
 
-// The window fields the viewer page sets (shared/media/viewer/client.ts); this worker has no DOM types.
-declare const window: { viewerReady?: boolean; viewerError?: string };
+// The window field the viewer's pool page sets (shared/media/viewer/client.ts); this worker has no DOM types.
+declare const window: { renderViewerItem?: (request: ViewerRenderRequest) => Promise<{ error: string | null }> };
+
+const POOL_PAGE_PATH = '/render/pool';
+
+/** `promise`, or a rejection after `ms` (puppeteer's evaluate has no timeout of its own). */
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 export class RenderEngine {
   private generation: Generation | null = null;
   private launching: Promise<Generation> | null = null;
   private server: ReturnType<typeof Bun.serve> | null = null;
-  private readonly pagesByToken = new Map<string, string>();
+  /** The viewport each pool page has now: set again only when a render's size differs. */
+  private readonly viewports = new WeakMap<Page, string>();
   private busy = 0;
   private readonly waiting: (() => void)[] = [];
   private closed = false;
@@ -49,15 +70,14 @@ export class RenderEngine {
 
   constructor(private readonly options: RenderEngineOptions) {}
 
-  /** The private server: each render's page under a random one-time path, plus the viewer's script and item files. */
+  /** The private server: the pool page, plus the viewer's script and item files. */
   private origin(): string {
     this.server ??= Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
       fetch: async (request) => {
         const path = new URL(request.url).pathname;
-        const html = path.startsWith('/render/') ? this.pagesByToken.get(path.slice('/render/'.length)) : undefined;
-        if (html !== undefined) return new Response(html, { headers: VIEWER_PAGE_HEADERS });
+        if (path === POOL_PAGE_PATH) return new Response(await viewerRenderPoolHtml(), { headers: VIEWER_PAGE_HEADERS });
         if (path.startsWith(`${VIEWER_ASSETS_PATH}/`)) return viewerAssetResponse(path);
         if (path.startsWith(`${VIEWER_FILES_PATH}/`)) return itemFileResponseForPath(this.options.itemFilesDir, path) ?? new Response('Not found', { status: 404 });
         return new Response('Not found', { status: 404 });
@@ -111,11 +131,20 @@ export class RenderEngine {
   }
 
   /**
-   * Each page in a window of its own: tabs of one window are hidden behind the front one, and a
-   * hidden page gets no animation frames, so the viewer would never draw its first frame.
+   * A pool page, loaded and ready to draw. Each page in a window of its own: tabs of one window are
+   * hidden behind the front one, and a hidden page gets no animation frames, so the viewer would
+   * never present its frame.
    */
-  private newPage(generation: Generation): Promise<Page> {
-    return generation.browser.newPage({ type: 'window' });
+  private async newPage(generation: Generation): Promise<Page> {
+    const page = await generation.browser.newPage({ type: 'window' });
+    try {
+      await page.goto(`${this.origin()}${POOL_PAGE_PATH}`, { waitUntil: 'domcontentloaded', timeout: this.options.timeoutMs });
+      await page.waitForFunction(() => typeof window.renderViewerItem === 'function', { timeout: this.options.timeoutMs, polling: 25 });
+      return page;
+    } catch (error) {
+      await page.close().catch(() => undefined);
+      throw error;
+    }
   }
 
   /** The browser's process id (tests kill it to prove recovery). */
@@ -144,34 +173,39 @@ export class RenderEngine {
   }
 
   /**
-   * Draws `html` (a viewer page in render mode) at exactly width × height CSS pixels, device pixel
-   * ratio 1, and returns the PNG screenshot with the page background left transparent.
+   * Draws one item (a viewer render request) at exactly width × height CSS pixels, device pixel
+   * ratio 1, on a warm pool page, and returns the PNG screenshot with the page background left
+   * transparent.
    */
-  async render(html: string, size: { width: number; height: number }): Promise<Buffer> {
+  async render(request: ViewerRenderRequest): Promise<Buffer> {
     await this.slot();
-    const token = randomUUID();
     let generation: Generation | null = null;
     let page: Page | null = null;
     try {
       generation = await this.current();
       page = generation.idle.pop() ?? (await this.newPage(generation));
-      this.pagesByToken.set(token, html);
-      await page.setViewport({ width: size.width, height: size.height, deviceScaleFactor: 1 });
-      await page.goto(`${this.origin()}/render/${token}`, { waitUntil: 'domcontentloaded', timeout: this.options.timeoutMs });
-      await page.waitForFunction(() => window.viewerReady === true || typeof window.viewerError === 'string', { timeout: this.options.timeoutMs, polling: 25 });
-      const viewerError = await page.evaluate(() => window.viewerError ?? null);
-      if (viewerError) throw new ViewerPageError(`the viewer page failed: ${viewerError}`);
-      const shot = await page.screenshot({ type: 'png', omitBackground: true, clip: { x: 0, y: 0, width: size.width, height: size.height }, captureBeyondViewport: false });
+      const { width, height } = request;
+      if (this.viewports.get(page) !== `${width}x${height}`) {
+        await page.setViewport({ width, height, deviceScaleFactor: 1 });
+        this.viewports.set(page, `${width}x${height}`);
+      }
+      const drawn = await withTimeout(
+        page.evaluate((item) => window.renderViewerItem!(item), request),
+        this.options.timeoutMs,
+        'drawing the item',
+      );
+      if (drawn.error) throw new ViewerPageError(`the viewer page failed: ${drawn.error}`);
+      const shot = await page.screenshot({ type: 'png', omitBackground: true, clip: { x: 0, y: 0, width, height }, captureBeyondViewport: false });
       // A page goes back to the pool only if it finished cleanly on a live browser.
       if (!generation.crashed) generation.idle.push(page);
       page = null;
       return Buffer.from(shot);
     } catch (error) {
-      if (generation?.crashed) throw new BrowserCrashedError();
+      // A killed browser can fail the call before `disconnected` is delivered: ask the connection too.
+      if (generation && (generation.crashed || !generation.browser.connected)) throw new BrowserCrashedError();
       throw error;
     } finally {
-      this.pagesByToken.delete(token);
-      // A page that failed mid-render may be in any state: close it rather than reuse it.
+      // A page that failed mid-render may be in any state (a draw still running after a timeout): close it rather than reuse it.
       if (page && generation && !generation.crashed) await page.close().catch(() => undefined);
       this.release();
     }

@@ -2,15 +2,15 @@ import { findSceneRevision } from '../../shared/media/scenes.ts';
 import { renderBlobKey, type RenderRow } from '../../shared/media/renders-model.ts';
 import { leaseRender, queuedRenders, renewRenderLease } from '../../shared/media/renders-repository.ts';
 import { completeRender, expireRenderLeases, releaseFailedRender, renderJobId } from '../../shared/media/renders-service.ts';
-import { resolveViewerFiles, viewerPageHtml } from '../../shared/media/viewer/index.ts';
+import { resolveViewerFiles, viewerRenderRequest, type ViewerRenderRequest } from '../../shared/media/viewer/index.ts';
 import { newId } from '../../shared/ids.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 import { BrowserCrashedError, RenderEngine, ViewerPageError } from './engine.ts';
 import { finishImage, storeImage } from './image.ts';
 
 /**
- * The `render` pool (DESIGN 10): `renders.render` leases one render, draws the viewer page in a warm
- * Chromium page, post-processes with sharp and stores the image, then commits the row under the
+ * The `render` pool (DESIGN 10): `renders.render` leases one render, draws it on a warm Chromium
+ * page already showing the viewer in render mode, post-processes with sharp and stores the image, then commits the row under the
  * lease with render.completed (audit + outbox). `renders.sweep` (scheduled) returns expired leases
  * to `queued` (or `failed` on the last attempt) and re-enqueues queued renders whose job went missing.
  */
@@ -74,10 +74,10 @@ function startHeartbeat(context: PoolContext, row: RenderRow, token: string, lea
 }
 
 /** Draws the page; a crashed browser is replaced (the engine relaunches on the next call) and the render retried. */
-async function drawWithRecovery(engine: RenderEngine, html: string, size: { width: number; height: number }, log: PoolContext['log']): Promise<Buffer> {
+async function drawWithRecovery(engine: RenderEngine, request: ViewerRenderRequest, log: PoolContext['log']): Promise<Buffer> {
   for (let crash = 0; ; crash += 1) {
     try {
-      return await engine.render(html, size);
+      return await engine.render(request);
     } catch (error) {
       if (!(error instanceof BrowserCrashedError) || crash >= CRASH_RETRIES) throw error;
       log.warn({ crash: crash + 1 }, 'chromium crashed during a render; retrying on a new browser');
@@ -91,10 +91,10 @@ async function drawRender(context: PoolContext, engine: RenderEngine, row: Rende
   const files = resolveViewerFiles(context.config.ITEM_FILES_DIR, row.item);
   if (!files) throw new RenderFailure('renderer_item_not_found', `The renderer has no model for definition ${row.item.item.definition_index}.`, true);
   const { width, height, background, format } = row.output;
-  const html = await viewerPageHtml({ item: row.item, scene: scene.document, files, mode: 'render', width, height, background });
+  const request = viewerRenderRequest({ item: row.item, scene: scene.document, files, width, height, background });
   const started = performance.now();
   try {
-    const screenshot = await drawWithRecovery(engine, html, { width, height }, context.log);
+    const screenshot = await drawWithRecovery(engine, request, context.log);
     return await finishImage(screenshot, row.output);
   } catch (error) {
     if (error instanceof ViewerPageError) throw new RenderFailure('render_failed', 'The item could not be drawn.', true);

@@ -7,7 +7,15 @@
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import { GLTFLoader } from 'three/examples/jsm/loaders/GLTFLoader.js';
-import { VIEWER_DATA_ELEMENT_ID, type CameraPreset, type ViewerBackground, type ViewerPageData, type ViewerQuality } from './contract.ts';
+import {
+  VIEWER_DATA_ELEMENT_ID,
+  type CameraPreset,
+  type ViewerBackground,
+  type ViewerPageData,
+  type ViewerQuality,
+  type ViewerRenderPoolData,
+  type ViewerRenderRequest,
+} from './contract.ts';
 
 // The few browser APIs this script uses, declared here: the project compiles for Bun (no DOM lib,
 // whose globals clash with Bun's), and this file is the only browser code.
@@ -20,11 +28,12 @@ type Canvas2D = {
   fillText(text: string, x: number, y: number): void;
   createLinearGradient(x0: number, y0: number, x1: number, y1: number): { addColorStop(offset: number, color: string): void };
 };
-type Canvas = { width: number; height: number; getContext(kind: '2d'): Canvas2D | null };
+type Canvas = { width: number; height: number; style: { display: string }; getContext(kind: '2d'): Canvas2D | null };
 type PageElement = { textContent: string | null; hidden: boolean; addEventListener(type: 'click', listener: () => void): void };
 declare const document: {
   getElementById(id: string): PageElement | null;
   createElement(tag: 'canvas'): Canvas;
+  body: { appendChild<T>(node: T): T };
   fullscreenEnabled: boolean;
   fullscreenElement: unknown;
   exitFullscreen(): Promise<void>;
@@ -37,6 +46,8 @@ declare const window: {
   addEventListener(type: 'resize', listener: () => void): void;
   viewerReady?: boolean;
   viewerError?: string;
+  /** Render mode: draws another item on this page (the render worker's warm pages). */
+  renderViewerItem?: (request: ViewerRenderRequest) => Promise<{ error: string | null }>;
 };
 declare function requestAnimationFrame(callback: () => void): number;
 
@@ -174,48 +185,103 @@ function ensureUvs(geometry: THREE.BufferGeometry) {
 
 const clamp = (value: number, min: number, max: number) => Math.min(max, Math.max(min, value));
 
-async function main() {
-  const data = JSON.parse(document.getElementById(VIEWER_DATA_ELEMENT_ID)!.textContent!) as ViewerPageData;
-  const { presentation, chrome } = data.scene;
-  const state = data.item.state;
-  const renderMode = data.mode === 'render';
-  const quality = QUALITY[presentation.quality];
-  const canvas = document.getElementById('viewer-canvas') as unknown as Canvas;
+/**
+ * Item files parsed once per page and shared by every item drawn on it: a render page draws many
+ * items, and fetching and parsing a model or decoding a texture again costs more than drawing it.
+ * Models are handed out as clones (their geometry and materials shared, never mutated); textures as
+ * they are (a paint texture is cloned by its user, which moves it per seed).
+ */
+const modelCache = new Map<string, Promise<THREE.Group>>();
+const textureCache = new Map<string, Promise<THREE.Texture>>();
+// Enough distinct files for a busy catalogue between clears, small next to a page's memory.
+const FILE_CACHE_LIMIT = 96;
+const textureLoader = new THREE.TextureLoader();
+const gltfLoader = new GLTFLoader();
 
-  const renderer = new THREE.WebGLRenderer({
-    canvas,
-    antialias: quality.antialias,
-    alpha: true,
-    // Render mode: the worker reads the drawn pixels after the frame, and a transparent background
-    // must reach the screenshot as alpha.
-    preserveDrawingBuffer: renderMode,
-    premultipliedAlpha: !renderMode,
-  });
-  renderer.outputColorSpace = THREE.SRGBColorSpace;
-  renderer.setPixelRatio(renderMode ? 1 : Math.min(window.devicePixelRatio || 1, quality.maxPixelRatio));
-  const size = () => (renderMode ? { width: data.width!, height: data.height! } : { width: window.innerWidth, height: window.innerHeight });
-  renderer.setSize(size().width, size().height);
-  const castShadows = quality.shadowMapSize !== null;
-  renderer.shadowMap.enabled = castShadows;
-  // three 0.187 dropped PCFSoftShadowMap; 'high' softens through its larger shadow map instead.
-  renderer.shadowMap.type = THREE.PCFShadowMap;
+function cached<T>(cache: Map<string, Promise<T>>, url: string, load: () => Promise<T>): Promise<T> {
+  let entry = cache.get(url);
+  if (!entry) {
+    entry = load();
+    cache.set(url, entry);
+    // A failed load is not remembered: the next item retries it.
+    entry.catch(() => cache.delete(url));
+  }
+  return entry;
+}
 
-  const scene = new THREE.Scene();
-  applyBackground(renderer, scene, data.background);
+const loadModel = async (url: string): Promise<THREE.Group> => (await cached(modelCache, url, () => gltfLoader.loadAsync(url).then((gltf) => gltf.scene))).clone(true);
 
-  const textureLoader = new THREE.TextureLoader();
-  const gltfLoader = new GLTFLoader();
-  const loadTexture = async (url: string) => {
+const loadTexture = (url: string): Promise<THREE.Texture> =>
+  cached(textureCache, url, async () => {
     const texture = await textureLoader.loadAsync(url);
     texture.colorSpace = THREE.SRGBColorSpace;
     return texture;
+  });
+
+/** Drops every cached file once the cache is full; called only between items, when none is in use. */
+async function trimFileCache() {
+  if (modelCache.size + textureCache.size <= FILE_CACHE_LIMIT) return;
+  const models = [...modelCache.values()];
+  const textures = [...textureCache.values()];
+  modelCache.clear();
+  textureCache.clear();
+  for (const texture of await Promise.allSettled(textures)) if (texture.status === 'fulfilled') texture.value.dispose();
+  for (const model of await Promise.allSettled(models)) {
+    if (model.status !== 'fulfilled') continue;
+    model.value.traverse((object) => {
+      const mesh = object as THREE.Mesh;
+      if (!mesh.isMesh) return;
+      mesh.geometry.dispose();
+      for (const material of Array.isArray(mesh.material) ? mesh.material : [mesh.material]) material.dispose();
+    });
+  }
+}
+
+/** What drawing one item needs: the page data without the page's mode (a render page draws many). */
+type ItemDrawing = Pick<ViewerPageData, 'item' | 'scene' | 'files' | 'background'>;
+
+type BuiltItem = { scene: THREE.Scene; camera: THREE.PerspectiveCamera; item: THREE.Group; centre: THREE.Vector3; dispose(): void };
+
+/**
+ * The item's scene, lit and framed for a canvas of `size`: models and textures from the page's file
+ * cache, everything else (materials, labels, lights, the shadow floor) owned by this scene and freed
+ * by `dispose`, so a render page can draw item after item on one renderer.
+ */
+async function buildItemScene(
+  data: ItemDrawing,
+  renderer: THREE.WebGLRenderer,
+  size: { width: number; height: number },
+  quality: (typeof QUALITY)[ViewerQuality],
+): Promise<BuiltItem> {
+  const { presentation } = data.scene;
+  const state = data.item.state;
+  const castShadows = quality.shadowMapSize !== null;
+  const owned: { dispose(): void }[] = [];
+  const own = <T extends { dispose(): void }>(resource: T): T => {
+    owned.push(resource);
+    return resource;
   };
-  const [model, paint, stickerTextures, charmModels] = await Promise.all([
-    gltfLoader.loadAsync(data.files.model).then((gltf) => gltf.scene),
+  const ownLabel = (label: THREE.Mesh) => {
+    const material = label.material as THREE.MeshBasicMaterial;
+    own(label.geometry);
+    own(material);
+    if (material.map) own(material.map);
+  };
+
+  const scene = new THREE.Scene();
+  // A reused renderer keeps the last item's clear colour: start from three's default (transparent black).
+  renderer.setClearColor(0x000000, 0);
+  applyBackground(renderer, scene, data.background);
+  if (scene.background instanceof THREE.Texture) own(scene.background);
+
+  const [model, sharedPaint, stickerTextures, charmModels] = await Promise.all([
+    loadModel(data.files.model),
     data.files.paint ? loadTexture(data.files.paint.url) : Promise.resolve(null),
     Promise.all(data.files.stickers.map((url) => (url ? loadTexture(url) : Promise.resolve(null)))),
-    Promise.all(data.files.charms.map((url) => (url ? gltfLoader.loadAsync(url).then((gltf) => gltf.scene) : Promise.resolve(null)))),
+    Promise.all(data.files.charms.map((url) => (url ? loadModel(url) : Promise.resolve(null)))),
   ]);
+  // This item moves its paint by seed: a clone of the cached texture (same image, uploaded once).
+  const paint = sharedPaint ? own(sharedPaint.clone()) : null;
 
   const item = new THREE.Group();
   item.add(model);
@@ -243,7 +309,7 @@ async function main() {
     if (!paint) return;
     ensureUvs(mesh.geometry);
     const grime = new THREE.Color(1, 1, 1).lerp(new THREE.Color(0.55, 0.5, 0.44), data.files.paint!.seeded ? 0 : wear * 0.7);
-    mesh.material = new THREE.MeshStandardMaterial({ map: paint, color: grime, roughness: 0.35 + wear * 0.55, metalness: 0.15 });
+    mesh.material = own(new THREE.MeshStandardMaterial({ map: paint, color: grime, roughness: 0.35 + wear * 0.55, metalness: 0.15 }));
   });
 
   // Stickers: textured quads on the item's +z side, slots spaced along its front three quarters
@@ -253,7 +319,7 @@ async function main() {
   (state.stickers ?? []).forEach((sticker, index) => {
     const texture = stickerTextures[index] ?? null;
     const side = length * 0.14 * clamp(sticker.scale ?? 1, 0.1, 4);
-    const material = new THREE.MeshBasicMaterial({
+    const material = own(new THREE.MeshBasicMaterial({
       map: texture,
       color: texture ? 0xffffff : 0xbbbbbb,
       transparent: true,
@@ -261,8 +327,8 @@ async function main() {
       depthWrite: false,
       polygonOffset: true,
       polygonOffsetFactor: -4,
-    });
-    const quad = new THREE.Mesh(new THREE.PlaneGeometry(side, side), material);
+    }));
+    const quad = new THREE.Mesh(own(new THREE.PlaneGeometry(side, side)), material);
     // Stand-in models (and real ones that name them) carry `sticker_slot_<n>` nodes: use them when present.
     const slotNode = model.getObjectByName(`sticker_slot_${sticker.slot}`);
     const anchor = slotNode
@@ -308,11 +374,13 @@ async function main() {
       font: 'monospace',
       height: length * 0.045,
     });
+    ownLabel(counter);
     counter.position.set(bounds.min.x + extent.x * 0.82, bounds.max.y - extent.y * 0.2, face);
     item.add(counter);
   }
   if (state.name_tag) {
     const tag = textLabel(`“${state.name_tag}”`, { color: '#f2f2f2', background: 'rgba(40,40,40,0.85)', font: 'sans-serif', height: length * 0.05 });
+    ownLabel(tag);
     tag.position.set(bounds.min.x + extent.x * 0.82, bounds.min.y + extent.y * 0.2, face);
     item.add(tag);
   }
@@ -322,7 +390,7 @@ async function main() {
   const frame = new THREE.Box3().setFromObject(item);
   const centre = frame.getCenter(new THREE.Vector3());
   const radius = frame.getBoundingSphere(new THREE.Sphere()).radius || 1;
-  const { width, height } = size();
+  const { width, height } = size;
   const camera = new THREE.PerspectiveCamera(presentation.camera.fov ?? 45, width / height, radius / 100, radius * 100);
   const verticalHalf = THREE.MathUtils.degToRad(camera.fov / 2);
   const horizontalHalf = Math.atan(Math.tan(verticalHalf) * camera.aspect);
@@ -334,7 +402,7 @@ async function main() {
   addLights(scene, presentation.lighting ?? 'studio', castShadows, radius);
   if (castShadows) {
     // An invisible floor that only shows the item's shadow, so every background keeps its colour.
-    const floor = new THREE.Mesh(new THREE.PlaneGeometry(radius * 8, radius * 8), new THREE.ShadowMaterial({ opacity: 0.25 }));
+    const floor = new THREE.Mesh(own(new THREE.PlaneGeometry(radius * 8, radius * 8)), own(new THREE.ShadowMaterial({ opacity: 0.25 })));
     floor.rotation.x = -Math.PI / 2;
     floor.position.y = frame.min.y - radius * 0.05;
     floor.receiveShadow = true;
@@ -345,18 +413,123 @@ async function main() {
     });
   }
 
+  return {
+    scene,
+    camera,
+    item,
+    centre,
+    dispose() {
+      for (const resource of owned) resource.dispose();
+      // Lights own their shadow maps (render targets of the shadow map's size).
+      scene.traverse((object) => {
+        if ((object as THREE.Light).isLight) (object as THREE.Light).dispose();
+      });
+    },
+  };
+}
+
+/** Resolves once the frame drawn so far has been presented (the next animation frame has started). */
+const nextFrame = () => new Promise<void>((resolve) => requestAnimationFrame(() => resolve()));
+
+/**
+ * Render mode: one WebGL renderer per antialias setting (fixed when a context is created), each on a
+ * canvas of its own, reused for every item the page draws, so shaders compile once per page and the
+ * context is never re-created. Only the canvas of the current item is shown.
+ */
+const renderers = new Map<boolean, { renderer: THREE.WebGLRenderer; canvas: Canvas }>();
+
+function renderModeRenderer(antialias: boolean): THREE.WebGLRenderer {
+  let entry = renderers.get(antialias);
+  if (!entry) {
+    const pageCanvas = document.getElementById('viewer-canvas') as unknown as Canvas;
+    const taken = [...renderers.values()].some((other) => other.canvas === pageCanvas);
+    const canvas = taken ? document.body.appendChild(document.createElement('canvas')) : pageCanvas;
+    const renderer = new THREE.WebGLRenderer({
+      canvas,
+      antialias,
+      alpha: true,
+      // The worker reads the drawn pixels after the frame, and a transparent background must reach
+      // the screenshot as alpha.
+      preserveDrawingBuffer: true,
+      premultipliedAlpha: false,
+    });
+    renderer.outputColorSpace = THREE.SRGBColorSpace;
+    renderer.setPixelRatio(1);
+    // three 0.187 dropped PCFSoftShadowMap; 'high' softens through its larger shadow map instead.
+    renderer.shadowMap.type = THREE.PCFShadowMap;
+    entry = { renderer, canvas };
+    renderers.set(antialias, entry);
+  }
+  for (const other of renderers.values()) other.canvas.style.display = other === entry ? 'block' : 'none';
+  return entry.renderer;
+}
+
+let drawn: BuiltItem | null = null;
+let drawing: Promise<unknown> = Promise.resolve();
+
+/**
+ * Draws one item at exactly width × height CSS pixels (device pixel ratio 1) on this page's reused
+ * renderer, and resolves after the frame with every file applied has been presented: the render
+ * worker screenshots then. Never rejects: a failure is `{error}` and the page stays usable. Calls
+ * are drawn one after another (a page shows one item).
+ */
+function renderItem(request: ViewerRenderRequest): Promise<{ error: string | null }> {
+  const result = drawing.then(async () => {
+    try {
+      // The previous item stays on the canvas until this one replaces it; its resources go now.
+      drawn?.dispose();
+      drawn = null;
+      await trimFileCache();
+      const quality = QUALITY[request.scene.presentation.quality];
+      const renderer = renderModeRenderer(quality.antialias);
+      renderer.setSize(request.width, request.height);
+      renderer.shadowMap.enabled = quality.shadowMapSize !== null;
+      drawn = await buildItemScene(request, renderer, { width: request.width, height: request.height }, quality);
+      // Deterministic: a fixed camera, one frame, no animation loop.
+      renderer.render(drawn.scene, drawn.camera);
+      await nextFrame();
+      return { error: null };
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) };
+    }
+  });
+  drawing = result;
+  return result;
+}
+
+async function main() {
+  const data = JSON.parse(document.getElementById(VIEWER_DATA_ELEMENT_ID)!.textContent!) as ViewerPageData | ViewerRenderPoolData;
+  if (data.mode === 'render-pool') {
+    // The render worker's page: loaded once, then told what to draw, item after item.
+    window.renderViewerItem = renderItem;
+    return;
+  }
+  if (data.mode === 'render') {
+    window.renderViewerItem = renderItem;
+    const { error } = await renderItem({ ...data, width: data.width!, height: data.height! });
+    if (error) throw new Error(error);
+    window.viewerReady = true;
+    return;
+  }
+
+  const { presentation, chrome } = data.scene;
+  const quality = QUALITY[presentation.quality];
+  const canvas = document.getElementById('viewer-canvas') as unknown as Canvas;
+  const renderer = new THREE.WebGLRenderer({ canvas, antialias: quality.antialias, alpha: true });
+  renderer.outputColorSpace = THREE.SRGBColorSpace;
+  renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, quality.maxPixelRatio));
+  const size = () => ({ width: window.innerWidth, height: window.innerHeight });
+  renderer.setSize(size().width, size().height);
+  renderer.shadowMap.enabled = quality.shadowMapSize !== null;
+  // three 0.187 dropped PCFSoftShadowMap; 'high' softens through its larger shadow map instead.
+  renderer.shadowMap.type = THREE.PCFShadowMap;
+  const { scene, camera, item, centre } = await buildItemScene(data, renderer, size(), quality);
+
   const markReady = () =>
     // The frame is drawn by the time the next animation frame starts.
     requestAnimationFrame(() => {
       window.viewerReady = true;
     });
-
-  if (renderMode) {
-    // Deterministic: a fixed camera, one frame, no animation loop.
-    renderer.render(scene, camera);
-    markReady();
-    return;
-  }
 
   setupChrome(chrome);
   const controls = chrome.showControls ? new OrbitControls(camera, canvas) : null;

@@ -73,5 +73,17 @@ export type ViewerPageData = {
   files: ViewerFiles;
 };
 
+/**
+ * What the render worker asks a render-mode page to draw (`window.renderViewerItem(request)`):
+ * the page data of one item, its canvas exactly width × height CSS pixels.
+ */
+export type ViewerRenderRequest = Pick<ViewerPageData, 'background' | 'item' | 'scene' | 'files'> & { width: number; height: number };
+
+/**
+ * The render worker's pool page: no item, only the script, which exposes `window.renderViewerItem`
+ * so one loaded page draws item after item without navigating (no script, context or model reload).
+ */
+export type ViewerRenderPoolData = { mode: 'render-pool' };
+
 /** The id of the `<script type="application/json">` element that carries ViewerPageData. */
 export const VIEWER_DATA_ELEMENT_ID = 'viewer-data';

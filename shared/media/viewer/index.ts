@@ -9,6 +9,8 @@ export {
   viewerBundle,
   viewerMessagePage,
   viewerPageHtml,
+  viewerRenderPoolHtml,
+  viewerRenderRequest,
   type ViewerPageOptions,
 } from './page.ts';
 export {
@@ -22,5 +24,7 @@ export {
   type ViewerItem,
   type ViewerMode,
   type ViewerPageData,
+  type ViewerRenderPoolData,
+  type ViewerRenderRequest,
   type ViewerSceneSettings,
 } from './contract.ts';

@@ -12,6 +12,8 @@ import {
   type ViewerItem,
   type ViewerMode,
   type ViewerPageData,
+  type ViewerRenderPoolData,
+  type ViewerRenderRequest,
   type ViewerSceneSettings,
 } from './contract.ts';
 
@@ -140,14 +142,30 @@ export type ViewerPageOptions = {
   background?: 'transparent' | string;
 };
 
-function pageBackground(options: ViewerPageOptions): ViewerBackground {
+function pageBackground(options: Pick<ViewerPageOptions, 'scene' | 'background'>): ViewerBackground {
   if (options.background === undefined) return options.scene.presentation.background;
   return options.background === 'transparent' ? { type: 'transparent', value: null } : { type: 'color', value: options.background };
 }
 
+/**
+ * What the render worker hands a pool page (`window.renderViewerItem`, see viewerRenderPoolHtml):
+ * the same data a render-mode page carries, for one item at exactly width × height.
+ */
+export function viewerRenderRequest(options: Omit<ViewerPageOptions, 'mode'> & { width: number; height: number }): ViewerRenderRequest {
+  if (!(Number.isInteger(options.width) && Number.isInteger(options.height))) throw new Error('render mode needs an integer width and height');
+  return {
+    width: options.width,
+    height: options.height,
+    background: pageBackground(options),
+    // Only the fields the page draws: the scene's id, revision and dates stay on the server.
+    item: { item: options.item.item, state: options.item.state },
+    scene: { name: options.scene.name, presentation: options.scene.presentation, chrome: options.scene.chrome },
+    files: options.files,
+  };
+}
+
 /** The page's HTML: one script from our origin, and the item, scene and files as escaped JSON. */
 export async function viewerPageHtml(options: ViewerPageOptions): Promise<string> {
-  const { path: scriptPath } = await viewerBundle();
   const render = options.mode === 'render';
   if (render && !(Number.isInteger(options.width) && Number.isInteger(options.height))) throw new Error('render mode needs an integer width and height');
   const data: ViewerPageData = {
@@ -161,13 +179,29 @@ export async function viewerPageHtml(options: ViewerPageOptions): Promise<string
     files: options.files,
   };
   const canvasSize = render ? `width:${options.width}px;height:${options.height}px` : 'width:100vw;height:100vh';
+  return pageHtml(options.scene.name, canvasSize, data);
+}
+
+/**
+ * The render worker's pool page: the viewer script in render mode with no item. Loaded once per
+ * warm page; each render then calls `window.renderViewerItem(viewerRenderRequest(...))`, which sizes
+ * the canvas and resolves after the item's first frame, so no render reloads the script, re-creates
+ * the WebGL context or re-parses a model the page already has.
+ */
+export async function viewerRenderPoolHtml(): Promise<string> {
+  const data: ViewerRenderPoolData = { mode: 'render-pool' };
+  return pageHtml('Renders', 'width:0;height:0', data);
+}
+
+async function pageHtml(title: string, canvasSize: string, data: ViewerPageData | ViewerRenderPoolData): Promise<string> {
+  const { path: scriptPath } = await viewerBundle();
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>${escapeHtml(options.scene.name)}</title>
+<title>${escapeHtml(title)}</title>
 <link rel="icon" href="data:,">
 <style>
 html,body{margin:0;padding:0;overflow:hidden;background:transparent}
