@@ -10,15 +10,18 @@ import {
   VIEWER_PAGE_HEADERS,
   viewerAssetResponse,
   viewerRenderPoolHtml,
+  type ViewerPixels,
   type ViewerRenderRequest,
 } from '../../shared/media/viewer/index.ts';
+import type { DrawnPixels } from './image.ts';
 
 /**
  * The render pool's browser (DESIGN 10): one Chromium with at most `pages` warm pages. Each page
  * loads the viewer's pool page once from a private server on 127.0.0.1 inside this process (a worker
  * must not need the API to be up) and then draws render after render through
  * `window.renderViewerItem`, without navigating: the script, the WebGL context, its compiled shaders
- * and the parsed item files stay in the page. Screenshots keep a transparent page background.
+ * and the parsed item files stay in the page. The pixels are read from the canvas itself
+ * (`window.readViewerPixels`), alpha included, rather than from a page screenshot.
  *
  * A crashed or killed browser is noticed through `disconnected`: its pages are dropped, the renders
  * on them fail with BrowserCrashedError (the caller retries), and the next render launches a new one.
@@ -42,8 +45,11 @@ export type RenderEngineOptions = {
 
 type Generation = { browser: Browser; profileDir: string; idle: Page[]; crashed: boolean };
 
-// The window field the viewer's pool page sets (shared/media/viewer/client.ts); this worker has no DOM types.
-declare const window: { renderViewerItem?: (request: ViewerRenderRequest) => Promise<{ error: string | null }> };
+// The window fields the viewer's pool page sets (shared/media/viewer/client.ts); this worker has no DOM types.
+declare const window: {
+  renderViewerItem?: (request: ViewerRenderRequest) => Promise<{ error: string | null }>;
+  readViewerPixels?: () => ViewerPixels | null;
+};
 
 const POOL_PAGE_PATH = '/render/pool';
 
@@ -60,8 +66,6 @@ export class RenderEngine {
   private generation: Generation | null = null;
   private launching: Promise<Generation> | null = null;
   private server: ReturnType<typeof Bun.serve> | null = null;
-  /** The viewport each pool page has now: set again only when a render's size differs. */
-  private readonly viewports = new WeakMap<Page, string>();
   private busy = 0;
   private readonly waiting: (() => void)[] = [];
   private closed = false;
@@ -173,33 +177,30 @@ export class RenderEngine {
   }
 
   /**
-   * Draws one item (a viewer render request) at exactly width × height CSS pixels, device pixel
-   * ratio 1, on a warm pool page, and returns the PNG screenshot with the page background left
-   * transparent.
+   * Draws one item (a viewer render request) at exactly width × height pixels, device pixel ratio
+   * 1, on a warm pool page, and returns the canvas' pixels (transparent where nothing was drawn).
    */
-  async render(request: ViewerRenderRequest): Promise<Buffer> {
+  async render(request: ViewerRenderRequest): Promise<DrawnPixels> {
     await this.slot();
     let generation: Generation | null = null;
     let page: Page | null = null;
     try {
       generation = await this.current();
       page = generation.idle.pop() ?? (await this.newPage(generation));
+      // No viewport to match: the page sizes its canvas' drawing buffer, and the pixels come from there.
       const { width, height } = request;
-      if (this.viewports.get(page) !== `${width}x${height}`) {
-        await page.setViewport({ width, height, deviceScaleFactor: 1 });
-        this.viewports.set(page, `${width}x${height}`);
-      }
       const drawn = await withTimeout(
         page.evaluate((item) => window.renderViewerItem!(item), request),
         this.options.timeoutMs,
         'drawing the item',
       );
       if (drawn.error) throw new ViewerPageError(`the viewer page failed: ${drawn.error}`);
-      const shot = await page.screenshot({ type: 'png', omitBackground: true, clip: { x: 0, y: 0, width, height }, captureBeyondViewport: false });
+      const pixels = await page.evaluate(() => window.readViewerPixels!());
+      if (!pixels || pixels.width !== width || pixels.height !== height) throw new ViewerPageError(`the viewer page drew ${pixels ? `${pixels.width}x${pixels.height}` : 'nothing'}, not ${width}x${height}`);
       // A page goes back to the pool only if it finished cleanly on a live browser.
       if (!generation.crashed) generation.idle.push(page);
       page = null;
-      return Buffer.from(shot);
+      return { data: Buffer.from(pixels.base64, 'base64'), width, height };
     } catch (error) {
       // A killed browser can fail the call before `disconnected` is delivered: ask the connection too.
       if (generation && (generation.crashed || !generation.browser.connected)) throw new BrowserCrashedError();

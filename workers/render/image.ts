@@ -5,12 +5,19 @@ import sharp from 'sharp';
 import { blobPath } from '../../shared/blob-store.ts';
 import type { RenderOutput } from '../../shared/media/renders-model.ts';
 
+/** What the engine reads from a page's canvas: RGBA, rows bottom to top (WebGL's order), straight alpha, sRGB. */
+export type DrawnPixels = { data: Buffer; width: number; height: number };
+
 /**
- * Post-processing (DESIGN 10): exactly the requested size, sRGB, PNG or WebP. A transparent
- * background keeps the screenshot's alpha; a colour is flattened onto it, so the file is opaque.
+ * Post-processing (DESIGN 10), one sharp pipeline: rows top to bottom, exactly the requested size,
+ * sRGB, PNG or WebP. A transparent background keeps the canvas' alpha; a colour is flattened onto
+ * it, so the file is opaque.
  */
-export async function finishImage(screenshot: Buffer, output: RenderOutput): Promise<Buffer> {
-  let image = sharp(screenshot).resize(output.width, output.height, { fit: 'fill' }).toColourspace('srgb');
+export async function finishImage(pixels: DrawnPixels, output: RenderOutput): Promise<Buffer> {
+  let image = sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 4 } })
+    .flip()
+    .resize(output.width, output.height, { fit: 'fill' })
+    .toColourspace('srgb');
   image = output.background === 'transparent' ? image.ensureAlpha() : image.flatten({ background: output.background }).removeAlpha();
   return output.format === 'png' ? image.png({ compressionLevel: 6 }).toBuffer() : image.webp({ quality: 90, alphaQuality: 100 }).toBuffer();
 }

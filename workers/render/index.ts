@@ -6,7 +6,7 @@ import { resolveViewerFiles, viewerRenderRequest, type ViewerRenderRequest } fro
 import { newId } from '../../shared/ids.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 import { BrowserCrashedError, RenderEngine, ViewerPageError } from './engine.ts';
-import { finishImage, storeImage } from './image.ts';
+import { finishImage, storeImage, type DrawnPixels } from './image.ts';
 
 /**
  * The `render` pool (DESIGN 10): `renders.render` leases one render, draws it on a warm Chromium
@@ -74,7 +74,7 @@ function startHeartbeat(context: PoolContext, row: RenderRow, token: string, lea
 }
 
 /** Draws the page; a crashed browser is replaced (the engine relaunches on the next call) and the render retried. */
-async function drawWithRecovery(engine: RenderEngine, request: ViewerRenderRequest, log: PoolContext['log']): Promise<Buffer> {
+async function drawWithRecovery(engine: RenderEngine, request: ViewerRenderRequest, log: PoolContext['log']): Promise<DrawnPixels> {
   for (let crash = 0; ; crash += 1) {
     try {
       return await engine.render(request);
@@ -94,8 +94,8 @@ async function drawRender(context: PoolContext, engine: RenderEngine, row: Rende
   const request = viewerRenderRequest({ item: row.item, scene: scene.document, files, width, height, background });
   const started = performance.now();
   try {
-    const screenshot = await drawWithRecovery(engine, request, context.log);
-    return await finishImage(screenshot, row.output);
+    const pixels = await drawWithRecovery(engine, request, context.log);
+    return await finishImage(pixels, row.output);
   } catch (error) {
     if (error instanceof ViewerPageError) throw new RenderFailure('render_failed', 'The item could not be drawn.', true);
     throw error;

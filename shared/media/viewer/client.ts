@@ -14,6 +14,7 @@ import {
   type ViewerPageData,
   type ViewerQuality,
   type ViewerRenderPoolData,
+  type ViewerPixels,
   type ViewerRenderRequest,
 } from './contract.ts';
 
@@ -48,6 +49,8 @@ declare const window: {
   viewerError?: string;
   /** Render mode: draws another item on this page (the render worker's warm pages). */
   renderViewerItem?: (request: ViewerRenderRequest) => Promise<{ error: string | null }>;
+  /** Render mode: the last item's pixels (see readPixels). */
+  readViewerPixels?: () => ViewerPixels | null;
 };
 declare function requestAnimationFrame(callback: () => void): number;
 
@@ -461,7 +464,30 @@ function renderModeRenderer(antialias: boolean): THREE.WebGLRenderer {
     renderers.set(antialias, entry);
   }
   for (const other of renderers.values()) other.canvas.style.display = other === entry ? 'block' : 'none';
+  activeRenderer = entry.renderer;
   return entry.renderer;
+}
+
+let activeRenderer: THREE.WebGLRenderer | null = null;
+
+/**
+ * Render mode: the pixels of the item last drawn, read straight from its canvas: RGBA rows bottom to
+ * top (WebGL's order), straight alpha (the context is not premultiplied), sRGB, base64. The worker
+ * stores these; a page screenshot would composite and PNG-encode the whole page instead, ~100 ms a
+ * render under SwiftShader against a few ms here.
+ */
+function readPixels(): ViewerPixels | null {
+  if (!activeRenderer) return null;
+  const gl = activeRenderer.getContext();
+  const width = gl.drawingBufferWidth;
+  const height = gl.drawingBufferHeight;
+  const bytes = new Uint8Array(width * height * 4);
+  gl.readPixels(0, 0, width, height, gl.RGBA, gl.UNSIGNED_BYTE, bytes);
+  const native = (bytes as Uint8Array & { toBase64?: () => string }).toBase64;
+  if (native) return { width, height, base64: native.call(bytes) };
+  let binary = '';
+  for (let offset = 0; offset < bytes.length; offset += 0x8000) binary += String.fromCharCode(...bytes.subarray(offset, offset + 0x8000));
+  return { width, height, base64: btoa(binary) };
 }
 
 let drawn: BuiltItem | null = null;
@@ -502,10 +528,12 @@ async function main() {
   if (data.mode === 'render-pool') {
     // The render worker's page: loaded once, then told what to draw, item after item.
     window.renderViewerItem = renderItem;
+    window.readViewerPixels = readPixels;
     return;
   }
   if (data.mode === 'render') {
     window.renderViewerItem = renderItem;
+    window.readViewerPixels = readPixels;
     const { error } = await renderItem({ ...data, width: data.width!, height: data.height! });
     if (error) throw new Error(error);
     window.viewerReady = true;

@@ -79,6 +79,9 @@ export type ViewerPageData = {
  */
 export type ViewerRenderRequest = Pick<ViewerPageData, 'background' | 'item' | 'scene' | 'files'> & { width: number; height: number };
 
+/** A render-mode page's pixels (`window.readViewerPixels()`): RGBA, rows bottom to top, straight alpha, sRGB, base64. */
+export type ViewerPixels = { width: number; height: number; base64: string };
+
 /**
  * The render worker's pool page: no item, only the script, which exposes `window.renderViewerItem`
  * so one loaded page draws item after item without navigating (no script, context or model reload).

@@ -25,6 +25,7 @@ export {
   type ViewerMode,
   type ViewerPageData,
   type ViewerRenderPoolData,
+  type ViewerPixels,
   type ViewerRenderRequest,
   type ViewerSceneSettings,
 } from './contract.ts';
