@@ -221,9 +221,8 @@ const loadTexture = (url: string): Promise<THREE.Texture> =>
     return texture;
   });
 
-/** Drops every cached file once the cache is full; called only between items, when none is in use. */
+/** Drops every cached file (the cache is full); called only between items, when none is in use. */
 async function trimFileCache() {
-  if (modelCache.size + textureCache.size <= FILE_CACHE_LIMIT) return;
   const models = [...modelCache.values()];
   const textures = [...textureCache.values()];
   modelCache.clear();
@@ -502,17 +501,29 @@ let drawing: Promise<unknown> = Promise.resolve();
 function renderItem(request: ViewerRenderRequest): Promise<{ error: string | null }> {
   const result = drawing.then(async () => {
     try {
-      // The previous item stays on the canvas until this one replaces it; its resources go now.
-      drawn?.dispose();
+      // The previous item's resources go only after this item is drawn: its paint texture's upload
+      // (shared by every clone of the cached image) would otherwise be freed and made again.
+      let previous = drawn;
       drawn = null;
-      await trimFileCache();
+      if (modelCache.size + textureCache.size > FILE_CACHE_LIMIT) {
+        // The cache is cleared (uploads and all): nothing of the previous item is worth keeping.
+        previous?.dispose();
+        previous = null;
+        await trimFileCache();
+      }
       const quality = QUALITY[request.scene.presentation.quality];
       const renderer = renderModeRenderer(quality.antialias);
-      renderer.setSize(request.width, request.height);
+      // Resizing reallocates the drawing buffer (even to the same size): only when the size changes.
+      const current = renderer.getSize(new THREE.Vector2());
+      if (current.x !== request.width || current.y !== request.height) renderer.setSize(request.width, request.height);
       renderer.shadowMap.enabled = quality.shadowMapSize !== null;
-      drawn = await buildItemScene(request, renderer, { width: request.width, height: request.height }, quality);
-      // Deterministic: a fixed camera, one frame, no animation loop.
-      renderer.render(drawn.scene, drawn.camera);
+      try {
+        drawn = await buildItemScene(request, renderer, { width: request.width, height: request.height }, quality);
+        // Deterministic: a fixed camera, one frame, no animation loop.
+        renderer.render(drawn.scene, drawn.camera);
+      } finally {
+        previous?.dispose();
+      }
       await nextFrame();
       return { error: null };
     } catch (error) {
