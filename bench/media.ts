@@ -1,7 +1,9 @@
 // npm run bench:media — renders with a warm page pool (issue 12): a real `render` worker process
 // (bun workers/main.ts render, RENDER_PAGES pages), renders of 512×384 PNG accepted through the API
 // app in this process; throughput after warm-up, p50/p99 from accept to succeeded, worker RSS.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import puppeteer from 'puppeteer-core';
 import { join } from 'node:path';
 import { createApp } from '../api/app.ts';
 import { createDeps } from '../api/deps.ts';
@@ -13,6 +15,7 @@ import { parseSceneBody } from '../shared/media/scenes-model.ts';
 import { positiveInt, repoRoot, say, sleep } from './lib.ts';
 
 const RENDERS = positiveInt('BENCH_RENDERS', 80);
+const VIEWER_LOADS = positiveInt('BENCH_VIEWER_LOADS', 10);
 const WARMUP = positiveInt('BENCH_RENDER_WARMUP', 8);
 const PAGES = positiveInt('RENDER_PAGES', 4);
 const env = { ...process.env, QUEUE_PREFIX: `bench-media-${process.pid}`, LOG_LEVEL: 'warn', RENDER_PAGES: String(PAGES) };
@@ -70,6 +73,58 @@ async function finish(renders: { id: string; acceptedAt: number }[]): Promise<nu
   return renders.map((render) => done.get(render.id)! - render.acceptedAt);
 }
 
+/**
+ * The viewer page (issue 12: time to `viewerReady` < 1.5 s): the API app listening on a free port,
+ * one viewer session, and VIEWER_LOADS fresh tabs of headless Chromium, each timed from navigation
+ * start to `window.viewerReady`. The first load is reported apart (it bundles the page's script).
+ */
+async function viewerReadyTimes(): Promise<void> {
+  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => app.handle(request) });
+  const profileDir = mkdtempSync(join(tmpdir(), 'bench-viewer-'));
+  const browser = await puppeteer.launch({
+    executablePath: config.CHROMIUM_PATH,
+    // prettier-ignore
+    args: [
+      '--headless', '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
+      `--user-data-dir=${profileDir}`,
+    ],
+  });
+  try {
+    const origin = `http://127.0.0.1:${server.port}`;
+    const response = await fetch(`${origin}/v2/viewer/sessions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        item: { item: { family: 'weapon', definition_index: 7 }, state: { paint_index: 44, paint_seed: 7, wear: 0.2 } },
+        scene_id: scene.document.scene_id,
+      }),
+    });
+    if (response.status !== 201) throw new Error(`POST /v2/viewer/sessions answered ${response.status}: ${await response.text()}`);
+    const { url } = (await response.json()) as { url: string };
+    const path = new URL(url).pathname;
+    const times: number[] = [];
+    for (let load = 0; load < VIEWER_LOADS + 1; load += 1) {
+      const page = await browser.newPage();
+      await page.setViewport({ width: 800, height: 500 });
+      const started = performance.now();
+      await page.goto(`${origin}${path}`);
+      await page.waitForFunction('window.viewerReady === true || window.viewerError !== undefined', { timeout: 30_000 });
+      times.push(performance.now() - started);
+      await page.close();
+    }
+    const [first, ...warm] = times as [number, ...number[]];
+    say(
+      `viewer page 800x500, time to viewerReady: first load ${first.toFixed(0)} ms (bundles the script), then ${VIEWER_LOADS} loads ` +
+        `p50 ${percentile(warm, 50).toFixed(0)} ms, p95 ${percentile(warm, 95).toFixed(0)} ms, max ${Math.max(...warm).toFixed(0)} ms (target < 1500)`,
+    );
+  } finally {
+    await browser.close();
+    server.stop(true);
+    rmSync(profileDir, { recursive: true, force: true });
+  }
+}
+
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
 try {
   say(`render worker pid ${worker.pid}, RENDER_PAGES=${PAGES}; warm-up: ${WARMUP} renders (launches Chromium, bundles the viewer, opens the pages)`);
@@ -87,6 +142,7 @@ try {
   say(`${RENDERS} renders 512x384 PNG in ${seconds.toFixed(2)} s: ${(RENDERS / seconds).toFixed(2)} PNG/s (target >= 4)`);
   say(`accept -> succeeded: p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms (all ${RENDERS} accepted at once, so latency includes queueing)`);
   say(`render worker RSS (bun process; Chromium's own processes not included): ${rssMb().toFixed(0)} MB now, ${peakRss.toFixed(0)} MB peak`);
+  await viewerReadyTimes();
 } finally {
   worker.kill('SIGTERM');
   await worker.exited;
