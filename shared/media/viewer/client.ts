@@ -627,5 +627,5 @@ main().catch((error: unknown) => {
     notice.textContent = 'This item could not be drawn.';
     notice.hidden = false;
   }
-  console.error('viewer failed:', message);
+  // Reported through window.viewerError (renders and tests read it) and the notice, not the console.
 });
