@@ -13,6 +13,7 @@ import { createLogger } from '../shared/logger.ts';
 import { createScene } from '../shared/media/scenes.ts';
 import { parseSceneBody } from '../shared/media/scenes-model.ts';
 import { positiveInt, repoRoot, say, sleep } from './lib.ts';
+import { chromiumArgs } from '../shared/media/chromium.ts';
 
 const RENDERS = positiveInt('BENCH_RENDERS', 80);
 const VIEWER_LOADS = positiveInt('BENCH_VIEWER_LOADS', 10);
@@ -83,12 +84,7 @@ async function viewerReadyTimes(): Promise<void> {
   const profileDir = mkdtempSync(join(tmpdir(), 'bench-viewer-'));
   const browser = await puppeteer.launch({
     executablePath: config.CHROMIUM_PATH,
-    // prettier-ignore
-    args: [
-      '--headless', '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
-      `--user-data-dir=${profileDir}`,
-    ],
+    args: chromiumArgs(profileDir),
   });
   try {
     const origin = `http://127.0.0.1:${server.port}`;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { createTestApp, type TestApp } from './helpers.ts';
+import { chromiumArgs } from '../shared/media/chromium.ts';
 
 /**
  * GET /docs in real headless Chromium against the real app over HTTP: the page renders the API's
@@ -32,12 +33,7 @@ beforeAll(async () => {
   profileDir = mkdtempSync(join(tmpdir(), 'docs-page-chromium-'));
   browser = await puppeteer.launch({
     executablePath: chromiumPath,
-    // prettier-ignore
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      `--user-data-dir=${profileDir}`,
-    ],
+    args: chromiumArgs(profileDir),
   });
 }, 30_000);
 

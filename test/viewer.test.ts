@@ -10,6 +10,7 @@ import { jcsCanonicalize } from '../shared/jcs.ts';
 import { parseSceneBody } from '../shared/media/scenes-model.ts';
 import { createScene, updateScene } from '../shared/media/scenes.ts';
 import { createTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
+import { chromiumArgs } from '../shared/media/chromium.ts';
 
 /**
  * Viewer sessions (DESIGN 10) through the real app, and the page in real headless Chromium over
@@ -162,14 +163,7 @@ beforeAll(async () => {
   profileDir = mkdtempSync(join(tmpdir(), 'viewer-chromium-'));
   browser = await puppeteer.launch({
     executablePath: chromiumPath,
-    // prettier-ignore
-    args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      // WebGL on Chromium's software renderer: with no GPU, newer Chromium refuses WebGL unless asked.
-      '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
-      `--user-data-dir=${profileDir}`,
-    ],
+    args: chromiumArgs(profileDir),
   });
 }, 30_000);
 

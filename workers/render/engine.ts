@@ -14,6 +14,7 @@ import {
   type ViewerRenderRequest,
 } from '../../shared/media/viewer/index.ts';
 import type { DrawnPixels } from './image.ts';
+import { chromiumArgs } from '../../shared/media/chromium.ts';
 
 /**
  * The render pool's browser (DESIGN 10): one Chromium with at most `pages` warm pages. Each page
@@ -98,17 +99,9 @@ export class RenderEngine {
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,
-      // prettier-ignore
-      args: [
-        '--headless', '--no-sandbox', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync',
-        // WebGL without a GPU: SwiftShader, allowed explicitly (newer Chromium refuses the silent fallback).
-        '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
-        // Several pages draw at once and only one can be in front: keep the others from being
-        // throttled as background tabs (their frames and timers would stall until the timeout).
-        '--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows',
-        `--user-data-dir=${profileDir}`,
-      ],
+      // Several pages draw at once and only one can be in front: keep the others from being
+      // throttled as background tabs (their frames and timers would stall until the timeout).
+      args: chromiumArgs(profileDir, ['--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows']),
     });
     this.launches += 1;
     const generation: Generation = { browser, profileDir, idle: [], crashed: false };
