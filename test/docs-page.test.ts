@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import type { Browser } from 'puppeteer-core';
 import { createTestApp, type TestApp } from './helpers.ts';
-import { chromiumArgs } from '../shared/media/chromium.ts';
+import { serveInChromium } from './browser.ts';
 
 /**
  * GET /docs in real headless Chromium against the real app over HTTP: the page renders the API's
@@ -17,31 +14,21 @@ type OpenApiDocument = { info: { title: string; description: string }; paths: Re
 // What the page callbacks below touch in the browser (the test's own lib has no DOM types).
 declare const document: { body: { innerText: string }; title: string; querySelector(selector: string): { getAttribute(name: string): string | null } | null };
 
-const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const EXTERNAL = /cdn\.jsdelivr|unpkg\.com|cdnjs|@latest|fonts\.(googleapis|gstatic|scalar)\.com/;
 
 let t: TestApp;
 let origin: string;
 let browser: Browser;
-let profileDir: string;
+let stopBrowser: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
   t = createTestApp();
-  const server = t.app.listen({ port: 0, hostname: '127.0.0.1' }).server;
-  if (!server) throw new Error('the app did not start listening');
-  origin = `http://127.0.0.1:${server.port}`;
-  profileDir = mkdtempSync(join(tmpdir(), 'docs-page-chromium-'));
-  browser = await puppeteer.launch({
-    executablePath: chromiumPath,
-    args: chromiumArgs(profileDir),
-  });
+  ({ origin, browser, close: stopBrowser } = await serveInChromium(t, 'docs-page'));
 }, 30_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await t?.app.stop();
+  await stopBrowser?.();
   await t?.close();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
 });
 
 describe('GET /docs', () => {

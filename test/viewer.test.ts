@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import sharp from 'sharp';
 import { sha256Hex } from '../shared/crypto.ts';
 import { newId } from '../shared/ids.ts';
@@ -10,7 +10,7 @@ import { jcsCanonicalize } from '../shared/jcs.ts';
 import { parseSceneBody } from '../shared/media/scenes-model.ts';
 import { createScene, updateScene } from '../shared/media/scenes.ts';
 import { createTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
-import { chromiumArgs } from '../shared/media/chromium.ts';
+import { serveInChromium } from './browser.ts';
 
 /**
  * Viewer sessions (DESIGN 10) through the real app, and the page in real headless Chromium over
@@ -21,7 +21,6 @@ import { chromiumArgs } from '../shared/media/chromium.ts';
 declare const window: { viewerReady?: boolean; viewerError?: string };
 declare const document: { querySelector(selector: string): { toDataURL(): string } | null };
 
-const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const AK47 = 7; // a weapon definition with paints 14 and 44 in cs2-lib
 const AWP = 9; // a real definition for which the fixture directory has no model
 
@@ -119,7 +118,7 @@ async function writeItemFiles(dir: string) {
 let t: TestApp;
 let origin: string;
 let browser: Browser;
-let profileDir: string;
+let stopBrowser: (() => Promise<void>) | undefined;
 let itemFilesDir: string;
 const clock = testClock();
 
@@ -157,21 +156,13 @@ beforeAll(async () => {
   itemFilesDir = mkdtempSync(join(tmpdir(), 'viewer-item-files-'));
   await writeItemFiles(itemFilesDir);
   t = createTestApp({ config: { ITEM_FILES_DIR: itemFilesDir }, now: clock.now });
-  const server = t.app.listen({ port: 0, hostname: '127.0.0.1' }).server;
-  if (!server) throw new Error('the app did not start listening');
-  origin = `http://127.0.0.1:${server.port}`;
-  profileDir = mkdtempSync(join(tmpdir(), 'viewer-chromium-'));
-  browser = await puppeteer.launch({
-    executablePath: chromiumPath,
-    args: chromiumArgs(profileDir),
-  });
+  ({ origin, browser, close: stopBrowser } = await serveInChromium(t, 'viewer'));
 }, 30_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await t?.app.stop();
+  await stopBrowser?.();
   await t?.close();
-  for (const dir of [profileDir, itemFilesDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+  if (itemFilesDir) rmSync(itemFilesDir, { recursive: true, force: true });
 });
 
 // ---- POST /v2/viewer/sessions -----------------------------------------------------------------------
