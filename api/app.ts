@@ -1,6 +1,7 @@
 import { Elysia, type AnyElysia } from 'elysia';
 import type { AppDeps } from './deps.ts';
 import { errorsPlugin, MAX_BODY_BYTES } from './plugins/errors.ts';
+import { httpMetricsPlugin } from './plugins/http-metrics.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { auditExportRoutes } from './routes/audit-exports.ts';
 import { catalogRoutes } from './routes/catalog.ts';
@@ -15,9 +16,11 @@ import { marketSummaryRoutes } from './routes/market-summary.ts';
 import { marketIndexRoutes } from './routes/market-index.ts';
 import { meRoutes } from './routes/me.ts';
 import { metaRoutes } from './routes/meta.ts';
+import { metricsRoutes } from './routes/metrics.ts';
 import { priceRoutes } from './routes/prices.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
+import { queueDashboardRoutes } from './routes/queue-dashboard/index.ts';
 import { renderRoutes } from './routes/renders.ts';
 import { sceneRoutes } from './routes/scenes.ts';
 import { tradeIntentRoutes } from './routes/trade-intents.ts';
@@ -49,6 +52,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 2 },
   })
     .use(errorsPlugin(deps.log))
+    .use(httpMetricsPlugin(deps.metrics.http))
     .use(healthRoutes(deps))
     .use(metaRoutes(deps))
     .use(identityRoutes(deps))
@@ -68,7 +72,10 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(viewerRoutes(deps))
     .use(renderRoutes(deps))
     .use(sceneRoutes(deps))
-    .use(inspectRoutes(deps));
+    .use(inspectRoutes(deps))
+    // Operators' routes, outside /openapi.json (README "Metrics and the queue dashboard").
+    .use(metricsRoutes(deps))
+    .use(queueDashboardRoutes(deps));
   const full = extend ? extend(app) : app;
   // Mounted last and built at its first request, so the document covers every route of the app.
   return full.use(docsRoutes(() => buildOpenApiDocument(full, documentation), documentation.info));

@@ -28,6 +28,15 @@ export const configSchema = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   PUBLIC_BASE_URL: z.string().url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Not in DESIGN 4's list: observability (DESIGN 12; README "Metrics and the queue dashboard").
+  // METRICS_TOKEN: when set, GET /metrics (API and worker ports) needs `Authorization: Bearer <it>`;
+  // unset, it is open. OPERATOR_TOKEN: the only credential of the queue dashboard (/admin/queues),
+  // as Bearer or as the password of HTTP Basic; unset, the dashboard refuses everyone.
+  // WORKER_METRICS_PORT: the worker process's metrics port; unset, 9464 + the position of its first
+  // pool in POOLS (0 under NODE_ENV=test); 0 picks a free port; a busy port falls back to a free one.
+  METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  OPERATOR_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  WORKER_METRICS_PORT: optionalString.pipe(z.coerce.number<string | undefined>().int().min(0).max(65535).optional()),
   SIGNING_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   WEBHOOK_SECRET_KEY: optionalString.pipe(
     z
@@ -105,9 +114,14 @@ export const configSchema = z.object({
   RENDER_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3_600).default(30),
   // DESIGN 10: how long a viewer session's page URL works (then 410).
   VIEWER_SESSION_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400 * 7).default(900),
-  // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
-  // Not in DESIGN 4's list: how long an API process may reuse one item's stored prices (0 = never).
+  // Not in DESIGN 4's list: the longest an API process serves prices read before the newest ingest
+  // run (item prices: until a run is seen, checked at least this often; market summaries and
+  // inventory pages: reused this long). 0 = no such caches.
   PRICE_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
+  // Not in DESIGN 4's list: the keyless price snapshot is rebuilt at most once per this many seconds
+  // (default: the shortest interval of the enabled sources); runs within one interval share a build.
+  PRICE_SNAPSHOT_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3_600).optional(),
+  // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
   // Not in DESIGN 4's list: concurrent GET /v1/prices downloads per client address, per API process.
   PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT: z.coerce.number().int().positive().default(4),

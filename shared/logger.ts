@@ -1,4 +1,5 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import { logContextFields } from './log-context.ts';
 
 export type { Logger };
 
@@ -28,13 +29,17 @@ function errorSerializer(error: unknown) {
   return serialized;
 }
 
-export function createLogger(options: { level: string; name: string }): Logger {
-  return pino({
+/** `destination`: where lines go (stdout by default; tests capture them). */
+export function createLogger(options: { level: string; name: string }, destination?: DestinationStream): Logger {
+  const settings = {
     name: options.name,
     level: options.level,
     redact: { paths: redactPaths, censor: '[REDACTED]' },
     serializers: { err: errorSerializer },
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+    // The request id or job id of whatever is being handled when the line is written (shared/log-context.ts).
+    mixin: logContextFields,
+  };
+  return destination ? pino(settings, destination) : pino(settings);
 }

@@ -1,7 +1,9 @@
 // Usage: bun workers/main.ts <pool> [<pool> …]   (Procfile entries run one pool each)
 import { loadConfigOrExit } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
+import { collectProcessMetrics } from '../shared/metrics/registry.ts';
 import { POOLS, type Pool } from '../shared/queues.ts';
+import { startMetricsServer, workerMetricsPort, type MetricsServer } from './metrics-server.ts';
 import { POOL_DEFINITIONS } from './pools.ts';
 import { startPools } from './runtime.ts';
 
@@ -15,11 +17,22 @@ if (names.length === 0 || unknown.length > 0) {
 }
 
 const running = await startPools((names as Pool[]).map((name) => POOL_DEFINITIONS[name]), config, log);
+collectProcessMetrics(running.metrics);
+let metricsServer: MetricsServer;
+try {
+  metricsServer = startMetricsServer({ registry: running.metrics, port: workerMetricsPort(config, names as Pool[]), token: config.METRICS_TOKEN, log });
+} catch (error) {
+  // Not a busy port (that falls back to a free one): a port this process may not use, say.
+  log.fatal({ err: error }, 'cannot serve metrics; check WORKER_METRICS_PORT');
+  await running.stop(10_000);
+  process.exit(1);
+}
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   log.info({ signal }, 'stopping pools');
+  await metricsServer.stop();
   await running.stop(10_000);
   log.info('stopped');
   process.exit(0);

@@ -1,4 +1,5 @@
 import type { Queue } from 'bullmq';
+import type { Metric } from 'prom-client';
 import type { Config } from '../shared/config.ts';
 import type { Enqueue, JobHandlers, JobName, JobSchedule, Pool } from '../shared/queues.ts';
 import type { WorkerResources } from '../shared/resources.ts';
@@ -20,6 +21,11 @@ export type PoolDefinition = {
   /** Job schedulers, upserted at boot; ids start with `<pool>-` (others of the pool are removed). */
   schedules?: readonly Schedule[] | ((config: Config) => readonly Schedule[]);
   concurrency?: number;
+  /**
+   * Metrics of the pool's own work (webhook delivery outcomes, render durations), defined by the
+   * pool with `registers: []`; the runtime adds them to the process's GET /metrics.
+   */
+  metrics?: readonly Metric[];
 };
 
 /** Typed registration of one handler (keeps the payload type tied to the job name). */

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia';
 import { ApiError, errorBody, type ErrorDetail } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
+import { bindLogContext } from '../../shared/log-context.ts';
 import type { Logger } from '../../shared/logger.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -52,7 +53,10 @@ export function errorsPlugin(log: Logger) {
   const plugin = new Elysia({ name: 'errors' })
     .onRequest(({ request, set }) => {
       const incoming = request.headers.get('x-request-id');
-      set.headers['x-request-id'] = incoming && requestIdPattern.test(incoming) ? incoming : newId();
+      const requestId = incoming && requestIdPattern.test(incoming) ? incoming : newId();
+      set.headers['x-request-id'] = requestId;
+      // Every line logged while this request is handled carries its id, whichever logger writes it.
+      bindLogContext({ request_id: requestId });
       if (accessLog) startedAt.set(request, performance.now());
     })
     .onParse({ as: 'global' }, async ({ request, contentType }) => {

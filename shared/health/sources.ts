@@ -17,13 +17,19 @@ export const healthReportSchema = z.object({
 export type HealthReport = z.infer<typeof healthReportSchema>;
 export type SourceState = HealthReport['sources'][string]['status'];
 
+type SourceRow = { name: string; last_success_at: Date | null; stale_after_seconds: number };
+
+/** The health rows of the given sources, by name (a source that never ran has none). */
+export async function sourceRowsByName(db: Queryable, names: readonly string[]): Promise<Map<string, SourceRow>> {
+  const rows = names.length
+    ? await db<SourceRow[]>`select name, last_success_at, stale_after_seconds from price_sources where name in ${db(names as string[])}`
+    : [];
+  return new Map(rows.map((row) => [row.name, row]));
+}
+
 /** spec 2.1: each enabled source's last success against its stale threshold. */
 export async function sourceFreshness(db: Queryable, enabled: readonly string[], now: Date): Promise<HealthReport> {
-  const rows = enabled.length
-    ? await db<{ name: string; last_success_at: Date | null; stale_after_seconds: number }[]>`
-        select name, last_success_at, stale_after_seconds from price_sources where name in ${db(enabled as string[])}`
-    : [];
-  const byName = new Map(rows.map((row) => [row.name, row]));
+  const byName = await sourceRowsByName(db, enabled);
   const sources: HealthReport['sources'] = {};
   for (const name of enabled) {
     const row = byName.get(name);

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import type { Logger } from '../../shared/logger.ts';
 import {
   itemFileResponseForPath,
@@ -93,6 +93,9 @@ export class RenderEngine {
 
   private async launch(): Promise<Generation> {
     const profileDir = mkdtempSync(join(tmpdir(), 'render-chromium-'));
+    // Loaded at the first launch: a process hosting the render pool among others (npm start) but
+    // never rendering does not carry puppeteer-core (~10 MB of RSS).
+    const { default: puppeteer } = await import('puppeteer-core');
     const browser = await puppeteer.launch({
       executablePath: this.options.chromiumPath,
       // Our own shutdown closes the browser; puppeteer still kills it if the process exits first.

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import sharp from 'sharp';
 import { blobPath } from '../../shared/blob-store.ts';
 import type { RenderOutput } from '../../shared/media/renders-model.ts';
 
@@ -14,6 +13,8 @@ export type DrawnPixels = { data: Buffer; width: number; height: number };
  * it, so the file is opaque.
  */
 export async function finishImage(pixels: DrawnPixels, output: RenderOutput): Promise<Buffer> {
+  // Loaded at the first render, like puppeteer-core (engine.ts): sharp and libvips are ~18 MB of RSS.
+  const { default: sharp } = await import('sharp');
   let image = sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 4 } })
     .flip()
     .resize(output.width, output.height, { fit: 'fill' })

@@ -1,3 +1,4 @@
+import { Histogram } from 'prom-client';
 import { findSceneRevision } from '../../shared/media/scenes.ts';
 import { renderBlobKey, type RenderRow } from '../../shared/media/renders-model.ts';
 import { leaseRender, queuedRenders, renewRenderLease } from '../../shared/media/renders-repository.ts';
@@ -19,6 +20,15 @@ const SWEEP_BATCH = 500;
 const CRASH_RETRIES = 2;
 // A released (retryable) attempt waits this long before its next job, so a sick browser is not hammered.
 const RETRY_DELAY_MS = 1_000;
+
+/** DESIGN 12 render durations: drawing on the page plus sharp's post-processing, by format and outcome. */
+const renderDurations = new Histogram({
+  name: 'cs2_render_duration_seconds',
+  help: 'Time to draw one render on a Chromium page and post-process it with sharp, by output format and outcome (succeeded or failed)',
+  labelNames: ['format', 'outcome'] as const,
+  buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  registers: [],
+});
 
 class LeaseLostError extends Error {
   constructor() {
@@ -93,14 +103,19 @@ async function drawRender(context: PoolContext, engine: RenderEngine, row: Rende
   const { width, height, background, format } = row.output;
   const request = viewerRenderRequest({ item: row.item, scene: scene.document, files, width, height, background });
   const started = performance.now();
+  let outcome: 'succeeded' | 'failed' = 'failed';
   try {
     const pixels = await drawWithRecovery(engine, request, context.log);
-    return await finishImage(pixels, row.output);
+    const image = await finishImage(pixels, row.output);
+    outcome = 'succeeded';
+    return image;
   } catch (error) {
     if (error instanceof ViewerPageError) throw new RenderFailure('render_failed', 'The item could not be drawn.', true);
     throw error;
   } finally {
-    context.log.debug({ render_id: row.render_id, format, ms: Math.round(performance.now() - started) }, 'render drawn');
+    const ms = performance.now() - started;
+    renderDurations.observe({ format, outcome }, ms / 1000);
+    context.log.debug({ render_id: row.render_id, format, ms: Math.round(ms) }, 'render drawn');
   }
 }
 
@@ -182,5 +197,6 @@ export const renderPool: PoolDefinition = {
   // Enough jobs in flight to keep RENDER_PAGES pages busy (the engine's page slots are the real bound;
   // a job waiting for a page holds its heartbeated lease) and a sweep never waits behind renders.
   concurrency: 8,
+  metrics: [renderDurations],
   handlers: (context) => renderHandlers(context, createRenderEngine(context)),
 };

@@ -1,11 +1,26 @@
 import type { Queue } from 'bullmq';
+import { Counter } from 'prom-client';
 import type { Logger } from '../../shared/logger.ts';
 import { enqueue, enqueueMany } from '../../shared/queues.ts';
-import { attemptDelivery, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
+import { attemptDelivery, type AttemptResult, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
 import { pageLinksFromConfig } from '../../shared/webhooks/event-pages.ts';
 import { deliveryJobId, dispatchOutbox, sweepDeliveries, type DeliveryJob } from '../../shared/webhooks/dispatch.ts';
 import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
+
+/**
+ * DESIGN 12: what each `webhooks.deliver` job came to. `succeeded`; `retry` (the attempt failed and
+ * another is scheduled); `failed` (the last attempt failed, or the receiver answered 410);
+ * `cancelled` (the endpoint is gone); `skipped` (not due, or another worker holds it).
+ */
+const deliveryOutcomes = new Counter({
+  name: 'cs2_webhook_deliveries_total',
+  help: 'Webhook delivery jobs by outcome: succeeded, retry, failed (final), cancelled (endpoint gone), skipped (not due or held elsewhere)',
+  labelNames: ['outcome'] as const,
+  registers: [],
+});
+// Every outcome from zero, so rates and ratios exist before the first delivery of each kind.
+for (const outcome of ['succeeded', 'retry', 'failed', 'cancelled', 'skipped'] satisfies AttemptResult['kind'][]) deliveryOutcomes.inc({ outcome }, 0);
 
 /** The channel the outbox trigger (sql/0006) notifies on every insert. */
 const OUTBOX_CHANNEL = 'event_outbox';
@@ -51,6 +66,7 @@ export const webhooksPool: PoolDefinition = {
   pool: 'webhooks',
   // Deliveries wait on receivers (up to WEBHOOK_TIMEOUT_MS each), not on this process's CPU.
   concurrency: 64,
+  metrics: [deliveryOutcomes],
   schedules: [
     { id: 'webhooks-dispatch', job: 'webhooks.dispatch', everyMs: 1_000 },
     { id: 'webhooks-sweep', job: 'webhooks.sweep', everyMs: 5_000 },
@@ -78,6 +94,7 @@ export const webhooksPool: PoolDefinition = {
       }),
       handle('webhooks.deliver', async ({ delivery_id }) => {
         const result = await attemptDelivery(deliveryDeps, delivery_id);
+        deliveryOutcomes.inc({ outcome: result.kind });
         if (result.kind === 'retry') await enqueueDeliveries([{ deliveryId: delivery_id, attemptsMade: result.attempt, delayMs: result.delayMs }]);
         return result;
       }),
