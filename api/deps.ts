@@ -6,7 +6,13 @@ import { subscribeToKeyInvalidations } from '../shared/identity/key-invalidation
 import { InventoryCache } from '../shared/gameplatform/inventory-cache.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { TtlCache, type MarketSummary } from '../shared/market/summary.ts';
+import { httpRequestMetrics, type HttpRequestMetrics } from '../shared/metrics/http.ts';
+import { registerIngestLag } from '../shared/metrics/ingest.ts';
+import { registerQueueDepth } from '../shared/metrics/queues.ts';
+import { Registry } from '../shared/metrics/registry.ts';
 import { ItemPriceCache } from '../shared/prices/current.ts';
+import { HistoryPageCache } from '../shared/prices/history.ts';
+import { PriceRunWatch } from '../shared/prices/run-watch.ts';
 import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { subscribeToPriceSnapshots } from '../shared/prices/snapshot-subscription.ts';
 import { POOLS, queueName, type Pool } from '../shared/queues.ts';
@@ -28,7 +34,12 @@ type CoreDeps = {
 type PriceDeps = {
   /** The keyless price list of this process, held in memory (shared/prices/snapshot-cache.ts). */
   priceSnapshots: PriceSnapshotCache;
-  itemPrices: ItemPriceCache;
+  /** Which ingest runs this process has seen (PRICE_CACHE_MS bounds how late); null when PRICE_CACHE_MS is 0. */
+  priceRuns: PriceRunWatch | null;
+  /** GET /v2/prices/{id}: items' stored prices until the next ingest run; null when PRICE_CACHE_MS is 0. */
+  itemPrices: ItemPriceCache | null;
+  /** GET /v2/prices/{id}/history pages until the next ingest run (at most a minute); null when PRICE_CACHE_MS is 0. */
+  historyPages: HistoryPageCache | null;
   /** GET /v2/market/summary bodies per query (PRICE_CACHE_MS; dropped on each new price snapshot). */
   marketSummaries: TtlCache<MarketSummary>;
   /** GET /v2/inventories: latest snapshots and rendered pages (PRICE_CACHE_MS; valued pages dropped on each new price snapshot). */
@@ -40,11 +51,18 @@ type IdentityDeps = { keys: ApiKeyCache };
 
 type UsageDeps = {
   meter: UsageMeter;
-  /** One-command-per-request counters (the keyless per-address limit), on Bun's own Redis client. */
+  /** One-command-per-request counters (usage metering, the keyless per-address limit), on Bun's own Redis client. */
   counters: CounterRedis;
 };
 
 type QueueDeps = { queues: Record<Pool, Queue> };
+
+/**
+ * What GET /metrics serves (DESIGN 12): HTTP latency by route, and, read at scrape time, every
+ * pool's queue depth and every enabled source's ingest lag: gauges of shared state, reported by the
+ * API too so they stay visible when a pool has no live worker. api/main.ts adds the process metrics.
+ */
+type MetricsDeps = { metrics: { registry: Registry; http: HttpRequestMetrics } };
 
 /**
  * Everything a route needs, built once per process (or per test) and passed in: no globals.
@@ -54,7 +72,8 @@ export type AppDeps = CoreDeps &
   PriceDeps &
   IdentityDeps &
   UsageDeps &
-  QueueDeps & {
+  QueueDeps &
+  MetricsDeps & {
     /** Resolves once Redis is connected, or after `timeoutMs` (metered calls answer 503 until then). */
     ready: (timeoutMs?: number) => Promise<boolean>;
     close: () => Promise<void>;
@@ -68,7 +87,9 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const counters = new CounterRedis(config.REDIS_URL);
   const keys = new ApiKeyCache(sql);
   const priceSnapshots = new PriceSnapshotCache(sql, log);
-  const itemPrices = new ItemPriceCache(config.PRICE_CACHE_MS);
+  const priceRuns = config.PRICE_CACHE_MS > 0 ? new PriceRunWatch(sql, log, config.PRICE_CACHE_MS) : null;
+  const itemPrices = priceRuns ? new ItemPriceCache(sql, priceRuns) : null;
+  const historyPages = priceRuns ? new HistoryPageCache(priceRuns) : null;
   const marketSummaries = new TtlCache<MarketSummary>(config.PRICE_CACHE_MS);
   const inventories = new InventoryCache(config.PRICE_CACHE_MS);
 
@@ -76,7 +97,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const subscriber = redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
   subscriber.on('error', (error) => log.warn({ err: error.message }, 'redis subscriber error'));
   subscribeToKeyInvalidations(subscriber, log, keys);
-  subscribeToPriceSnapshots(subscriber, log, priceSnapshots, [itemPrices, marketSummaries, inventories]);
+  subscribeToPriceSnapshots(subscriber, log, priceSnapshots, [marketSummaries, inventories, { clear: () => priceRuns?.changed() }]);
 
   const queues = Object.fromEntries(
     POOLS.map((pool) => {
@@ -86,20 +107,29 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     }),
   ) as Record<Pool, Queue>;
 
+  const now = overrides.now ?? (() => new Date());
+  const registry = new Registry();
+  const metrics = { registry, http: httpRequestMetrics(registry) };
+  registerQueueDepth(registry, POOLS.map((pool) => ({ pool, queue: queues[pool] })), log);
+  registerIngestLag(registry, { sql, sources: config.SOURCES, now, log });
+
   return {
     config,
     sql,
     redis,
     log,
-    meter: new UsageMeter(redis),
+    meter: new UsageMeter(counters),
     counters,
     keys,
     priceSnapshots,
+    priceRuns,
     itemPrices,
+    historyPages,
     marketSummaries,
     inventories,
     queues,
-    now: overrides.now ?? (() => new Date()),
+    metrics,
+    now,
     startedAt: new Date(),
     async ready(timeoutMs = 5_000) {
       const ioredisReady =

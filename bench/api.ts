@@ -39,7 +39,13 @@ import {
 
 const IDLE_WAIT_MS = 3_000;
 
-const TARGETS = { healthShare: 0.6, meShare: 0.3, meP99Ms: 10, idleRssMb: 150 };
+/**
+ * Issue 13: GET /v2/me at most 45 µs of server CPU per request with p99 < 10 ms. The 45 µs were
+ * set on a machine where the bare Bun.serve took 22–26 µs a request; the same code runs about
+ * twice as fast here (bare 11–13 µs), so the bench also checks the figure as a multiple of bare's
+ * on the same run: 45 / 24 ≈ 1.9 ×.
+ */
+const TARGETS = { healthShare: 0.6, meUsPerRequest: 45, meTimesBare: 1.9, meP99Ms: 10, idleRssMb: 150 };
 
 let sql: Sql | undefined;
 onCleanup(() => sql?.end({ timeout: 5 }).catch(() => undefined));
@@ -133,6 +139,11 @@ async function main(): Promise<void> {
     say(`warning: the API logged ${api.output.lines} line(s) at warn or above; the last ones:\n${api.output.last.join('\n')}`);
   }
 
+  const timesBare = meResult.cpuUsPerRequest / bareResult.cpuUsPerRequest;
+  process.stdout.write(
+    `GET /v2/me server CPU per request: ${meResult.cpuUsPerRequest.toFixed(1)} µs = ${timesBare.toFixed(2)} × bare (${bareResult.cpuUsPerRequest.toFixed(1)} µs)\n\n`,
+  );
+  const meClean = meResult.non2xx === 0 ? '' : `, ${meResult.non2xx} non-2xx`;
   const checks: [string, boolean, string][] = [
     [
       `/v2/health >= ${TARGETS.healthShare * 100} % of bare`,
@@ -140,9 +151,14 @@ async function main(): Promise<void> {
       `${(share(health) * 100).toFixed(1)} %`,
     ],
     [
-      `/v2/me >= ${TARGETS.meShare * 100} % of bare, p99 < ${TARGETS.meP99Ms} ms`,
-      share(meResult) >= TARGETS.meShare && meResult.p99 < TARGETS.meP99Ms && meResult.non2xx === 0,
-      `${(share(meResult) * 100).toFixed(1)} %, p99 ${meResult.p99} ms${meResult.non2xx ? `, ${meResult.non2xx} non-2xx` : ''}`,
+      `/v2/me <= ${TARGETS.meUsPerRequest} µs server CPU per request, p99 < ${TARGETS.meP99Ms} ms`,
+      meResult.cpuUsPerRequest <= TARGETS.meUsPerRequest && meResult.p99 < TARGETS.meP99Ms && meResult.non2xx === 0,
+      `${meResult.cpuUsPerRequest.toFixed(1)} µs, p99 ${meResult.p99} ms${meClean}`,
+    ],
+    [
+      `/v2/me <= ${TARGETS.meTimesBare} × bare's server CPU per request (the 45 µs restated for this machine)`,
+      timesBare <= TARGETS.meTimesBare && meResult.non2xx === 0,
+      `${timesBare.toFixed(2)} ×${meClean}`,
     ],
     [`API idle RSS < ${TARGETS.idleRssMb} MB`, idle.rss < TARGETS.idleRssMb, `${idle.rss.toFixed(1)} MB`],
   ];

@@ -1,8 +1,10 @@
 // Baseline for bench/prices.ts: a bare Bun.serve in its own process answering every request with the
-// newest stored price snapshot's brotli body (read once from price_snapshots at start), with the
+// newest stored price snapshot's brotli body (read once from price_snapshots at start and compressed
+// as the API compresses it), with the
 // headers GET /v1/prices sends for it: same content-type, content-encoding, etag, cache-control,
 // vary and last-modified. PORT and DATABASE_URL are required.
 import { createSql } from '../shared/db.ts';
+import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
 import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
 
 const port = Number(process.env.PORT);
@@ -17,7 +19,7 @@ if (!snapshot) throw new Error('bench/bare-prices-server.ts: no price snapshot i
 
 // A Blob made once: Bun sends it without a per-request copy (a Uint8Array given to new Response is
 // copied into every response), so this is the cheapest way bare Bun can send these bytes.
-const body = new Blob([snapshot.body_br]);
+const body = new Blob([(await new LoadedPriceSnapshot(snapshot).body).br]);
 const headers = {
   etag: snapshot.etag,
   'cache-control': `public, max-age=${process.env.INGEST_INTERVAL_SECONDS ?? 30}`,

@@ -60,6 +60,6 @@ export async function seedLatestPrices(sql: Sql, now: Date): Promise<void> {
 
 export async function buildSnapshot(sql: Sql, now: Date) {
   const build = await buildPriceSnapshot(sql, now);
-  say(`snapshot ${build.id}: ${build.item_count} items; JSON ${kib(build.bytes!.json)}, gzip ${kib(build.bytes!.gzip)}, br ${kib(build.bytes!.br)}; built in ${ms(build.duration_ms)} ${JSON.stringify(build.phases_ms)}`);
+  say(`snapshot ${build.id}: ${build.item_count} items; JSON ${kib(build.bytes!.json)}; built in ${ms(build.duration_ms)} ${JSON.stringify(build.phases_ms)}`);
   return build;
 }

@@ -1,7 +1,8 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export function sha256Hex(input: string | Uint8Array): string {
-  return createHash('sha256').update(input).digest('hex');
+  // Bun's one-shot hash: a third of createHash's cost, and every keyed request hashes its API key.
+  return Bun.SHA256.hash(input, 'hex');
 }
 
 export function hmacSha256(key: string, input: string): Buffer {

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 
 /**
- * Bun's built-in Redis client, for the one-command-per-request counters of the request path (the
- * keyless per-address limit). Measured under load on /v1/prices/{name}, ioredis (through Node's
- * net compatibility layer) cost ~125 µs of API CPU per request and this client ~75 µs; ioredis stays
- * for BullMQ, which needs it. Fails fast like the request-path ioredis: no offline queue, a command
- * timeout, and a reconnect started in the background whenever a command finds the link down.
+ * Bun's built-in Redis client, for the one-command-per-request counters of the request path (usage
+ * metering and the keyless per-address limit). Measured under load on /v1/prices/{name}, ioredis
+ * (through Node's net compatibility layer) cost ~125 µs of API CPU per request and this client
+ * ~75 µs; GET /v2/me, metering here in batches (shared/usage/metering.ts), takes ~14 µs a request
+ * less than metering on ioredis. ioredis stays for BullMQ and pub/sub, which need it. Fails fast like the request-path ioredis: no offline queue, a
+ * command timeout, and a reconnect started in the background whenever a command finds the link down.
  */
 export class CounterRedis {
   private readonly client: Bun.RedisClient;
@@ -38,13 +39,19 @@ export class CounterRedis {
       sha = createHash('sha1').update(script).digest('hex');
       this.scripts.set(script, sha);
     }
-    const argv = [String(keys.length), ...keys, ...args];
+    const argv = [sha, String(keys.length), ...keys, ...args];
     try {
-      return await this.send('EVALSHA', [sha, ...argv]);
+      return await this.send('EVALSHA', argv);
     } catch (error) {
       if (!String((error as Error).message).includes('NOSCRIPT')) throw error;
-      return this.send('EVAL', [script, ...argv]);
+      argv[0] = script;
+      return this.send('EVAL', argv);
     }
+  }
+
+  /** One plain command (HINCRBY, HGETALL, …). Throws when Redis fails. */
+  command(name: string, args: string[]): Promise<unknown> {
+    return this.send(name, args);
   }
 
   close(): void {

@@ -158,6 +158,26 @@ describe('budget exhaustion', () => {
     });
   });
 
+  test('concurrent requests are debited one by one: exactly the budget passes, each with its own remaining count', async () => {
+    await withClock('2026-03-01T12:00:15Z', async (app) => {
+      const ws = await workspaceWithKey(app, { budgets: { minute: 5, day: 1000 } });
+      const other = await workspaceWithKey(app, { budgets: { minute: 5, day: 1000 } });
+      // Sent together, so they share metering calls (one script call per event-loop turn).
+      const responses = await Promise.all([
+        ...Array.from({ length: 12 }, () => app.request('/v2/me', { headers: ws.keyHeaders })),
+        app.request('/v2/me', { headers: other.keyHeaders }),
+      ]);
+      const mine = responses.slice(0, 12);
+      const passed = mine.filter((response) => response.status === 200);
+      expect(passed.length).toBe(5);
+      expect(passed.map((response) => rateLimit(response).minute!.r).sort()).toEqual([0, 1, 2, 3, 4]);
+      for (const refused of mine.filter((response) => response.status !== 200)) await expectError(refused, 429, 'usage_limit_exceeded');
+      // Another workspace in the same calls keeps its own budget.
+      expect(responses[12]!.status).toBe(200);
+      expect(rateLimit(responses[12]!).minute!.r).toBe(4);
+    });
+  });
+
   test('an exhausted UTC-day budget answers 429 until midnight UTC, then requests pass again', async () => {
     const clock = testClock('2026-03-01T23:59:30Z');
     const app = createTestApp({ now: clock.now });
@@ -433,5 +453,39 @@ describe('Redis stopped mid-run', () => {
     expect(body.status).toBe('degraded');
     expect(body.degraded).toContain('redis');
     expect(body.components.redis.status).toBe('down');
+  });
+
+  test('metered endpoints answer again once Redis is back, without restarting the API', async () => {
+    await redis.restart();
+    const ws = await workspaceWithKey(app);
+    // The restarted server is empty: budgets start afresh and the metering script is loaded again.
+    const me = await eventually(async () => {
+      const candidate = await app.request('/v2/me', { headers: ws.keyHeaders });
+      return candidate.status === 200 ? candidate : undefined;
+    }, 10_000);
+    expect(rateLimit(me).minute!.r).toBe(119);
+    const usage = await app.request('/v2/usage', { headers: ws.keyHeaders });
+    expect(usage.status).toBe(200);
+    expect(((await usage.json()) as UsageBody).key.operations).toEqual([
+      { operation: 'me.get', requests: 1, units: 1, errors: 0 },
+      { operation: 'usage.get', requests: 1, units: 1, errors: 0 },
+    ]);
+  });
+
+  test('a Redis that stops answering gets 503 usage_unavailable within about a second, and service resumes with it', async () => {
+    const ws = await workspaceWithKey(app);
+    expect((await app.request('/v2/me', { headers: ws.keyHeaders })).status).toBe(200);
+    redis.pause();
+    try {
+      const started = performance.now();
+      const response = await app.request('/v2/me', { headers: ws.keyHeaders });
+      const elapsed = performance.now() - started;
+      await expectError(response, 503, 'usage_unavailable');
+      // The 1 s command timeout, with room for a busy machine.
+      expect(elapsed).toBeLessThan(2_000);
+    } finally {
+      redis.resume();
+    }
+    await eventually(async () => ((await app.request('/v2/me', { headers: ws.keyHeaders })).status === 200 ? true : undefined), 10_000);
   });
 });

@@ -369,6 +369,24 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
     expect(second.data.map((s) => [s.version, s.points.length])).toEqual([['pattern-12', 16], ['phase-1', 14]]);
   });
 
+  test('buckets off the millisecond grid page by their microseconds: none skipped, none repeated', async () => {
+    const ws = await reader();
+    const item = await insertItem();
+    // Three buckets within one millisecond (shown as the same .123Z) and one after it; sent as text,
+    // since a Date (and postgres.js's timestamptz parameters) stop at milliseconds.
+    for (const micros of ['123001', '123002', '123999', '124000']) {
+      const bucketStart = `${hour(0).toISOString().slice(0, 19)}.${micros}Z`;
+      await sql`
+        insert into price_rollups (catalog_id, source, version, granularity, bucket_start, open, high, low, close, samples, first_at, last_at)
+        values (${item.catalog_id}, 'skinport', 'default', 'hourly', ${bucketStart}::text::timestamptz,
+                ${micros}::numeric, 1, 1, 1, 1, ${bucketStart}::text::timestamptz, ${bucketStart}::text::timestamptz)`;
+    }
+    const { pages } = await allHistory(ws.key, item.catalog_id, { marketplace: 'skinport', from: hour(0).toISOString(), to: hour(1).toISOString(), limit: '1' });
+    const points = pages.flatMap((page) => page.data.flatMap((series) => series.points.map((point) => `${point.bucket_start} ${point.open}`)));
+    const second = hour(0).toISOString().slice(0, 19);
+    expect(points).toEqual([`${second}.123Z 123001`, `${second}.123Z 123002`, `${second}.123Z 123999`, `${second}.124Z 124000`]);
+  });
+
   test('limit defaults to 288 and may be 1000', async () => {
     const ws = await reader();
     const item = await insertItem();

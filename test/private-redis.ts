@@ -45,29 +45,52 @@ export function redisAnswers(port: number, timeoutMs = 500): Promise<boolean> {
 export type PrivateRedis = {
   port: number;
   url: string;
+  /** The running server (a new one after `restart`). */
   process: Subprocess;
   /** Kills the server (SIGKILL, like a crash) and waits until it has exited. Idempotent. */
   kill: () => Promise<void>;
+  /** Starts a fresh, empty server on the same port once it has been killed (a Redis back from a crash). */
+  restart: () => Promise<void>;
+  /** SIGSTOP / SIGCONT: the server keeps its connections but answers nothing (a hung Redis), then carries on. */
+  pause: () => void;
+  resume: () => void;
 };
 
-export async function startPrivateRedis(): Promise<PrivateRedis> {
-  const port = await freePort();
+async function spawnRedis(port: number): Promise<Subprocess> {
   const child = Bun.spawn(['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdout: 'ignore',
     stderr: 'ignore',
   });
-  const kill = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await child.exited;
-  };
   try {
     await eventually(async () => {
       if (child.exitCode !== null) throw new Error(`redis-server exited early with code ${child.exitCode}`);
       return (await redisAnswers(port)) ? true : undefined;
     }, 10_000);
   } catch (error) {
-    await kill();
+    child.kill('SIGKILL');
+    await child.exited;
     throw error;
   }
-  return { port, url: `redis://127.0.0.1:${port}`, process: child, kill };
+  return child;
+}
+
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  const redis: PrivateRedis = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    process: await spawnRedis(port),
+    kill: async () => {
+      const child = redis.process;
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await child.exited;
+    },
+    restart: async () => {
+      await redis.kill();
+      redis.process = await spawnRedis(port);
+    },
+    pause: () => redis.process.kill('SIGSTOP'),
+    resume: () => redis.process.kill('SIGCONT'),
+  };
+  return redis;
 }

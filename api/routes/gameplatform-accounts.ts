@@ -85,7 +85,7 @@ function keyOrSessionPlugin(deps: ApiKeyPluginDeps & SessionPluginDeps) {
         const session = await authenticateSession(deps, request);
         return { principal: undefined, connector: { workspaceId: session.workspaceId, actor: { type: 'account', id: session.accountId } } };
       },
-      afterResponse: (context) => countError(context, operationId),
+      afterResponse: (context) => countError(context.set.status, (context as { principal?: ApiKeyPrincipal }).principal, operationId),
     }),
   });
 }

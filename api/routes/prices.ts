@@ -3,15 +3,17 @@ import { z } from 'zod';
 import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { ApiError, errors } from '../../shared/errors.ts';
-import { currentItemPrices, itemPricesSchema } from '../../shared/prices/current.ts';
+import { currentItemPricesBody, itemPricesSchema } from '../../shared/prices/current.ts';
 import {
   DEFAULT_GRANULARITY,
   GRANULARITIES,
   HISTORY_LIMIT_DEFAULT,
   HISTORY_LIMIT_MAX,
+  historyPageJson,
   historySeriesSchema,
   itemHistoryPage,
   resolveHistoryWindow,
+  type HistoryPageInput,
 } from '../../shared/prices/history.ts';
 import type { HistoryPosition } from '../../shared/prices/repository.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
@@ -69,16 +71,18 @@ function checkCatalogId({ params }: { params: Record<string, string | undefined>
 
 const notFound = () => errors.notFound('No catalog item has this catalog id.');
 
-export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'itemPrices'> & ApiKeyPluginDeps) {
+export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'itemPrices' | 'historyPages'> & ApiKeyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   return new Elysia({ name: 'price-routes' })
     .use(apiKeyPlugin(deps))
     .get(
       '/v2/prices/:catalog_id',
-      async ({ params, query }) => {
-        const prices = await currentItemPrices(deps.sql, params.catalog_id, query.version, deps.now(), deps.itemPrices);
-        if (!prices) throw notFound();
-        return prices;
+      async ({ params, query, set }) => {
+        const body = await currentItemPricesBody(deps.sql, params.catalog_id, query.version, deps.now(), deps.itemPrices ?? undefined);
+        if (body === null) throw notFound();
+        // Already JSON (shared/prices/current.ts renders it around the per-request ages).
+        set.headers['content-type'] = 'application/json;charset=utf-8';
+        return body;
       },
       {
         operation: 'prices.get',
@@ -93,7 +97,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
     )
     .get(
       '/v2/prices/:catalog_id/history',
-      async ({ params, query, principal }) => {
+      async ({ params, query, principal, set }) => {
         const { from, to } = query;
         // spec 4: the cursor binds the item, the workspace and every filter (not the page size).
         const filters = {
@@ -116,23 +120,27 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         } else {
           window = resolveHistoryWindow(query.granularity, from, to, deps.now());
         }
-        const page = await itemHistoryPage(
-          deps.sql,
-          { catalogId: params.catalog_id, marketplace: query.marketplace, granularity: query.granularity, version: query.version ?? null, window },
-          after,
-          query.limit,
-        );
+        const input: HistoryPageInput = {
+          catalogId: params.catalog_id,
+          marketplace: query.marketplace,
+          granularity: query.granularity,
+          version: query.version ?? null,
+          window,
+        };
+        const load = () => itemHistoryPage(deps.sql, input, after, query.limit);
+        const page = deps.historyPages ? await deps.historyPages.page(input, after, query.limit, load) : await load();
         if (!page) throw notFound();
-        const { next, ...body } = page;
-        const nextCursor = next
+        const nextCursor = page.next
           ? encodeCursor<HistoryCursorPosition>(signingKey, 'price_history', filters, {
-              v: next.version,
-              b: next.bucket_start,
+              v: page.next.version,
+              b: page.next.bucket_start,
               f: window.from.toISOString(),
               t: window.to.toISOString(),
             })
           : null;
-        return { ...body, next_cursor: nextCursor };
+        // Already JSON but for the cursor (shared/prices/history.ts), which is this caller's own.
+        set.headers['content-type'] = 'application/json;charset=utf-8';
+        return historyPageJson(page, input, nextCursor);
       },
       {
         operation: 'prices.history',

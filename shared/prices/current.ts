@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { summarizeDecimals } from './decimal.ts';
 import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
+import type { PriceRunWatch } from './run-watch.ts';
 
 // Prices are decimal strings: money never passes through a JS number.
 const sourcePriceSchema = z.object({
@@ -37,94 +38,147 @@ export type SourcePrice = z.infer<typeof sourcePriceSchema>;
 export type VersionPrices = z.infer<typeof versionPricesSchema>;
 export type ItemPrices = z.infer<typeof itemPricesSchema>;
 
-function sourcePrice(row: CurrentPriceRow, now: Date): SourcePrice {
-  const age = Math.max(0, Math.floor((now.getTime() - row.source_time.getTime()) / 1000));
+/**
+ * One item's stored prices, serialised once except for what depends on the time of the request:
+ * each source's `freshness` and `age_seconds` are filled in per request, between the fixed JSON
+ * text around them. Field order and values are exactly those of the object ItemPrices describes.
+ */
+export type PreparedItemPrices = {
+  /** `{"catalog_id":…,"market_hash_name":…,"currency":"USD","versions":[` */
+  head: string;
+  /** In response order: `default` first, then the others in byte order. */
+  versions: PreparedVersion[];
+};
+
+type PreparedVersion = {
+  version: string;
+  /** `{"version":…,"min":…,"median":…,"max":…,"sources":[` */
+  head: string;
+  sources: PreparedSource[];
+};
+
+type PreparedSource = {
+  /** `{"source":…,…,"ingested_at":…,"freshness":"` */
+  head: string;
+  sourceTimeMs: number;
+  staleAfterSeconds: number;
+  /** `,"stale_after_seconds":…}` */
+  tail: string;
+};
+
+const text = (value: string | null) => JSON.stringify(value);
+
+function prepareSource(row: CurrentPriceRow): PreparedSource {
   return {
-    source: row.source,
-    price: row.price,
-    median_price: row.median_price,
-    quantity: row.quantity,
-    source_time: row.source_time.toISOString(),
-    ingested_at: row.ingested_at.toISOString(),
-    // Same rule as GET /health: stale once older than the source's threshold.
-    freshness: age > row.stale_after_seconds ? 'stale' : 'fresh',
-    age_seconds: age,
-    stale_after_seconds: row.stale_after_seconds,
+    head:
+      `{"source":${text(row.source)},"price":${text(row.price)},"median_price":${text(row.median_price)},` +
+      `"quantity":${row.quantity === null ? 'null' : String(row.quantity)},"source_time":${text(row.source_time.toISOString())},` +
+      `"ingested_at":${text(row.ingested_at.toISOString())},"freshness":"`,
+    sourceTimeMs: row.source_time.getTime(),
+    staleAfterSeconds: row.stale_after_seconds,
+    tail: `,"stale_after_seconds":${row.stale_after_seconds}}`,
+  };
+}
+
+/** The rows of findItemWithCurrentPrices (every version), prepared for renderItemPrices; null for an unknown item. */
+export function prepareItemPrices(found: ItemWithPrices): PreparedItemPrices | null {
+  if (!found) return null;
+  const byVersion = new Map<string, CurrentPriceRow[]>();
+  for (const row of found.prices) {
+    const list = byVersion.get(row.version) ?? [];
+    list.push(row);
+    byVersion.set(row.version, list);
+  }
+  const versions: PreparedVersion[] = [];
+  for (const [version, rows] of byVersion) {
+    const summary = summarizeDecimals(rows.map((row) => row.price))!;
+    versions.push({
+      version,
+      head: `{"version":${text(version)},"min":${text(summary.min)},"median":${text(summary.median)},"max":${text(summary.max)},"sources":[`,
+      sources: rows.map(prepareSource),
+    });
+  }
+  return {
+    head: `{"catalog_id":${text(found.item.catalog_id)},"market_hash_name":${text(found.item.market_hash_name)},"currency":"USD","versions":[`,
+    versions,
   };
 }
 
 /**
- * The current prices of one catalog item, per stored version and source, with freshness as of
- * `now`; null when the catalog id is unknown. A version the item has no price for yields an empty
- * `versions` list (the item exists; it is just not priced in that version).
+ * The JSON body of GET /v2/prices/{catalog_id} as of `now`: every stored version, or only `version`
+ * (none when the item has no price in it). Ages and freshness are computed here, per request.
  */
-export async function currentItemPrices(
-  db: Queryable,
-  catalogId: string,
-  version: string | undefined,
-  now: Date,
-  cache?: ItemPriceCache,
-): Promise<ItemPrices | null> {
-  const load = () => findItemWithCurrentPrices(db, catalogId, version);
-  if (!cache || !cache.enabled) return shapeItemPrices(await load(), now);
-  const entry = await cache.entry(`${catalogId}\u0000${version ?? ''}`, load);
-  // The response depends on the stored rows and on `now` only through ages in whole seconds.
-  const second = Math.floor(now.getTime() / 1000);
-  if (entry.shaped?.second !== second) entry.shaped = { second, value: shapeItemPrices(entry.value, now) };
-  return entry.shaped.value;
-}
-
-function shapeItemPrices(found: ItemWithPrices, now: Date): ItemPrices | null {
-  if (!found) return null;
-  const { item, prices: rows } = found;
-  const byVersion = new Map<string, SourcePrice[]>();
-  for (const row of rows) {
-    const list = byVersion.get(row.version) ?? [];
-    list.push(sourcePrice(row, now));
-    byVersion.set(row.version, list);
+export function renderItemPrices(prepared: PreparedItemPrices, version: string | undefined, now: Date): string {
+  const nowMs = now.getTime();
+  let body = prepared.head;
+  let first = true;
+  for (const entry of prepared.versions) {
+    if (version !== undefined && entry.version !== version) continue;
+    body += first ? entry.head : `,${entry.head}`;
+    first = false;
+    for (let index = 0; index < entry.sources.length; index += 1) {
+      const source = entry.sources[index]!;
+      // age_seconds: 0 when the upstream clock is ahead of ours; stale once older than the source's
+      // threshold, the same rule as GET /health.
+      const age = Math.max(0, Math.floor((nowMs - source.sourceTimeMs) / 1000));
+      body += `${index === 0 ? '' : ','}${source.head}${age > source.staleAfterSeconds ? 'stale' : 'fresh'}","age_seconds":${age}${source.tail}`;
+    }
+    body += ']}';
   }
-  const versions: VersionPrices[] = [];
-  for (const [name, sources] of byVersion) {
-    const summary = summarizeDecimals(sources.map((source) => source.price))!;
-    versions.push({ version: name, ...summary, sources });
-  }
-  return { catalog_id: item.catalog_id, market_hash_name: item.market_hash_name, currency: 'USD', versions };
+  return `${body}]}`;
 }
 
 type ItemWithPrices = Awaited<ReturnType<typeof findItemWithCurrentPrices>>;
 
 /**
- * A short-lived per-process cache of one item's stored prices: prices change only when an ingest
- * run commits, and every process drops the cache when a new snapshot is announced after such a run
- * (the TTL bounds staleness if an announcement is lost). Freshness (`age_seconds`) is still
- * computed per request. A TTL of 0 disables it.
+ * The current prices of one catalog item as a JSON body (ItemPrices), as of `now`; null when the
+ * catalog id is unknown. A version the item has no price in yields an empty `versions` list (the
+ * item exists; it is just not priced in that version). Served from `cache` when given.
+ */
+export async function currentItemPricesBody(
+  db: Queryable,
+  catalogId: string,
+  version: string | undefined,
+  now: Date,
+  cache?: ItemPriceCache,
+): Promise<string | null> {
+  const prepared = cache ? await cache.item(catalogId) : prepareItemPrices(await findItemWithCurrentPrices(db, catalogId));
+  return prepared ? renderItemPrices(prepared, version, now) : null;
+}
+
+/**
+ * Per-process cache of items' stored prices (prepared for rendering), kept until an ingest run is
+ * seen (PriceRunWatch: announced on Redis, or found by a check at most PRICE_CACHE_MS old), not for
+ * a fixed time: prices change only when a run commits. Freshness and ages are computed per request.
+ * Prices are the same for every caller, so one entry serves every workspace (each request is still
+ * authenticated, scope-checked and metered before it gets here). Unknown ids are not kept, so an
+ * item added by a catalog sync is found at once. Concurrent misses of one item share one query.
  */
 export class ItemPriceCache {
-  private readonly entries = new Map<string, CacheEntry>();
+  private readonly entries = new Map<string, { generation: number; prices: Promise<PreparedItemPrices | null> }>();
 
   constructor(
-    private readonly ttlMs: number,
+    private readonly db: Queryable,
+    private readonly runs: PriceRunWatch,
     private readonly maxEntries = 20_000,
   ) {}
 
-  get enabled(): boolean {
-    return this.ttlMs > 0;
-  }
-
-  /** The cached rows of `key` (loading them when absent or expired), with room for a shaped memo. */
-  async entry(key: string, load: () => Promise<ItemWithPrices>): Promise<CacheEntry> {
-    const now = Date.now();
-    const cached = this.entries.get(key);
-    if (cached && cached.expiresAt > now) return cached;
-    const entry: CacheEntry = { value: await load(), expiresAt: now + this.ttlMs };
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(key, entry);
-    return entry;
-  }
-
-  clear(): void {
-    this.entries.clear();
+  async item(catalogId: string): Promise<PreparedItemPrices | null> {
+    const generationOrCheck = this.runs.generation();
+    const generation = typeof generationOrCheck === 'number' ? generationOrCheck : await generationOrCheck;
+    const cached = this.entries.get(catalogId);
+    if (cached && cached.generation === generation) return cached.prices;
+    const prices = findItemWithCurrentPrices(this.db, catalogId).then(prepareItemPrices);
+    // Re-inserted, so the oldest entries are the first out when the cache is full.
+    this.entries.delete(catalogId);
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    const entry = { generation, prices };
+    this.entries.set(catalogId, entry);
+    const forget = () => {
+      if (this.entries.get(catalogId) === entry) this.entries.delete(catalogId);
+    };
+    // A failed load is retried by the next request; an unknown id is looked up again.
+    prices.then((found) => found ?? forget(), forget);
+    return prices;
   }
 }
-
-type CacheEntry = { value: ItemWithPrices; expiresAt: number; shaped?: { second: number; value: ItemPrices | null } };

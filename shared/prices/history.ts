@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { errors } from '../errors.ts';
 import { findCatalogItemById, listHistoryPoints, type Granularity, type HistoryPosition } from './repository.ts';
+import type { PriceRunWatch } from './run-watch.ts';
 
 /** DESIGN 9: history granularities, stored as price_rollups.granularity. */
 export const GRANULARITIES = ['10m', 'hourly', 'daily'] as const satisfies readonly Granularity[];
@@ -65,54 +66,125 @@ export const historySeriesSchema = z.object({
 });
 export type HistorySeries = z.infer<typeof historySeriesSchema>;
 
-export type HistoryPage = {
-  catalog_id: string;
-  market_hash_name: string;
-  marketplace: string;
-  granularity: Granularity;
-  from: string;
-  to: string;
-  /** Series in version order; a series cut by the page limit continues at the top of the next page. */
-  data: HistorySeries[];
+/**
+ * One page, serialised but for its cursor (which binds the caller's workspace and filters): the
+ * item, and the page's `data` (series in version order, a series cut by the limit continuing at the
+ * top of the next page) as JSON text.
+ */
+export type HistoryPageBody = {
+  catalogId: string;
+  marketHashName: string;
+  dataJson: string;
   next: HistoryPosition | null;
 };
 
+export type HistoryPageInput = { catalogId: string; marketplace: string; granularity: Granularity; version: string | null; window: HistoryWindow };
+
 /** One page of an item's history from the rollups; null when the catalog id is unknown. */
-export async function itemHistoryPage(
-  db: Queryable,
-  input: { catalogId: string; marketplace: string; granularity: Granularity; version: string | null; window: HistoryWindow },
-  after: HistoryPosition | null,
-  limit: number,
-): Promise<HistoryPage | null> {
-  const item = await findCatalogItemById(db, input.catalogId);
+export async function itemHistoryPage(db: Queryable, input: HistoryPageInput, after: HistoryPosition | null, limit: number): Promise<HistoryPageBody | null> {
+  // Together: the item lookup and the page are independent reads (an unknown item has no rollups).
+  const [item, page] = await Promise.all([
+    findCatalogItemById(db, input.catalogId),
+    listHistoryPoints(
+      db,
+      {
+        catalogId: input.catalogId,
+        source: input.marketplace,
+        granularity: input.granularity,
+        version: input.version,
+        from: input.window.from,
+        to: input.window.to,
+      },
+      after,
+      limit,
+    ),
+  ]);
   if (!item) return null;
-  const page = await listHistoryPoints(
-    db,
-    {
-      catalogId: input.catalogId,
-      source: input.marketplace,
-      granularity: input.granularity,
-      version: input.version,
-      from: input.window.from,
-      to: input.window.to,
-    },
-    after,
-    limit,
-  );
   const data: HistorySeries[] = [];
-  for (const { version, ...point } of page.points) {
-    const current = data[data.length - 1];
-    if (current && current.version === version) current.points.push(point);
-    else data.push({ version, points: [point] });
+  let current: HistorySeries | undefined;
+  for (const point of page.points) {
+    if (current?.version !== point.version) {
+      current = { version: point.version, points: [] };
+      data.push(current);
+    }
+    current.points.push({ bucket_start: point.bucket_start, open: point.open, high: point.high, low: point.low, close: point.close, samples: point.samples });
   }
-  return {
-    catalog_id: item.catalog_id,
-    market_hash_name: item.market_hash_name,
-    marketplace: input.marketplace,
-    granularity: input.granularity,
-    from: input.window.from.toISOString(),
-    to: input.window.to.toISOString(),
-    data,
-    next: page.next,
-  };
+  return { catalogId: item.catalog_id, marketHashName: item.market_hash_name, dataJson: JSON.stringify(data), next: page.next };
+}
+
+/** The response body of GET /v2/prices/{catalog_id}/history (fields in the documented order). */
+export function historyPageJson(page: HistoryPageBody, input: HistoryPageInput, nextCursor: string | null): string {
+  const text = JSON.stringify;
+  return (
+    `{"catalog_id":${text(page.catalogId)},"market_hash_name":${text(page.marketHashName)},"marketplace":${text(input.marketplace)},` +
+    `"granularity":${text(input.granularity)},"from":${text(input.window.from.toISOString())},"to":${text(input.window.to.toISOString())},` +
+    `"data":${page.dataJson},"next_cursor":${text(nextCursor)}}`
+  );
+}
+
+/** Cached pages older than this are read again even without a new run (retention deletes old buckets without one). */
+export const HISTORY_PAGE_MAX_AGE_MS = 60_000;
+/** Characters of cached `data` JSON per process (about as many bytes: the text is ASCII but for names). */
+const HISTORY_CACHE_MAX_CHARS = 32 * 1024 * 1024;
+
+type CachedPage = { generation: number; loadedAt: number; chars: number; page: Promise<HistoryPageBody | null> };
+
+/**
+ * Per-process cache of history pages, until the next ingest run is seen (PriceRunWatch, as item
+ * prices) and for at most HISTORY_PAGE_MAX_AGE_MS. A page is keyed by everything that selects its
+ * points (item, marketplace, granularity, version, the resolved window to the millisecond, the
+ * position it starts after, the limit); the cursor to the next page is encoded per request, for
+ * the caller's workspace. Pages of a default window ending "now" differ by the millisecond and so
+ * rarely repeat; explicit windows and every page reached by a cursor do. Unknown items are not
+ * kept; at most HISTORY_CACHE_MAX_CHARS of pages, oldest out first.
+ */
+export class HistoryPageCache {
+  private readonly entries = new Map<string, CachedPage>();
+  private chars = 0;
+
+  constructor(private readonly runs: PriceRunWatch) {}
+
+  async page(input: HistoryPageInput, after: HistoryPosition | null, limit: number, load: () => Promise<HistoryPageBody | null>): Promise<HistoryPageBody | null> {
+    const generationOrCheck = this.runs.generation();
+    const generation = typeof generationOrCheck === 'number' ? generationOrCheck : await generationOrCheck;
+    const key = [
+      input.catalogId,
+      input.marketplace,
+      input.granularity,
+      input.version ?? '',
+      input.window.from.toISOString(),
+      input.window.to.toISOString(),
+      after?.version ?? '',
+      after?.bucket_start ?? '',
+      limit,
+    ].join('\u0000');
+    const now = performance.now();
+    const cached = this.entries.get(key);
+    if (cached && cached.generation === generation && now - cached.loadedAt < HISTORY_PAGE_MAX_AGE_MS) return cached.page;
+    if (cached) this.forget(key, cached);
+    const entry: CachedPage = { generation, loadedAt: now, chars: 0, page: load() };
+    this.entries.set(key, entry);
+    entry.page.then(
+      (page) => {
+        if (this.entries.get(key) !== entry) return;
+        // An unknown item is looked up again next time.
+        if (!page) return this.forget(key, entry);
+        entry.chars = page.dataJson.length;
+        this.chars += entry.chars;
+        for (const [oldestKey, oldest] of this.entries) {
+          if (this.chars <= HISTORY_CACHE_MAX_CHARS) break;
+          this.forget(oldestKey, oldest);
+        }
+      },
+      // A failed read is tried again by the next request.
+      () => this.forget(key, entry),
+    );
+    return entry.page;
+  }
+
+  private forget(key: string, entry: CachedPage): void {
+    if (this.entries.get(key) !== entry) return;
+    this.entries.delete(key);
+    this.chars -= entry.chars;
+  }
 }
