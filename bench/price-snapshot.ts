@@ -70,7 +70,7 @@ try {
   }
   say(`buildPriceSnapshot: median ${median(buildMs)} ms over ${RUNS} runs (${buildMs.join(', ')} ms)`);
   say(`  last run's phases: ${JSON.stringify(last!.phases_ms)}`);
-  say(`  ${last!.item_count} items; JSON ${kib(last!.bytes!.json)}, gzip -6 ${kib(last!.bytes!.gzip)}, brotli q5 ${kib(last!.bytes!.br)}`);
+  say(`  ${last!.item_count} items; JSON ${kib(last!.bytes!.json)} (stored uncompressed; API processes compress it, below)`);
   const unchanged = await buildPriceSnapshot(sql, new Date());
   say(`  unchanged prices: ${unchanged.duration_ms} ms (query, JSON and hash only; nothing written)`);
 
@@ -102,6 +102,8 @@ try {
   // What an API process spends per new snapshot.
   const [record, fetchMs] = await timed(() => findNewestPriceSnapshot(sql));
   const [loaded, loadMs] = await timed(() => new LoadedPriceSnapshot(record!));
+  const [full, compressMs] = await timed(() => loaded.body);
+  say(`API: compress the full list ${compressMs.toFixed(0)} ms wall on the thread pool (gzip -6 ${kib(full.gzip.length)}, brotli q5 ${kib(full.br.length)})`);
   const [skinport, deriveMs] = await timed(() => loaded.sourceBody('skinport'));
   const [, itemMs] = await timed(() => loaded.itemBody(list.items[123]!.market_hash_name));
   say(`API: fetch snapshot ${fetchMs.toFixed(0)} ms, parse + index ${loadMs.toFixed(0)} ms, derive ?source=skinport ${deriveMs.toFixed(0)} ms (JSON ${kib(skinport.json.length)}, br ${kib(skinport.br.length)}), one item body ${itemMs.toFixed(2)} ms`);

@@ -1,7 +1,10 @@
 /**
  * Developer entry point.
  *
- *   bun scripts/dev.ts start            services + migrations + every Procfile process (except release)
+ *   bun scripts/dev.ts start [--procfile]
+ *                                      services + migrations + the Procfile's processes (except release), with every
+ *                                      worker pool in one process (`bun workers/main.ts <every pool>`), or with
+ *                                      --procfile one process per Procfile entry, as deployed
  *   bun scripts/dev.ts test [args…]     services + fresh <db>_test_<pid> database (dropped afterwards) + migrations + `bun test args…`
  *   bun scripts/dev.ts exec <cmd…>      services + run one command with DATABASE_URL / REDIS_URL set
  * start and test also generate stand-in item files when ITEM_FILES_DIR (default .data/item-files)
@@ -12,7 +15,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { databaseName, dropDatabase, ensureChromium, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
 import type { Services } from './services.ts';
-import { localUpstreamsPlan } from './local-upstreams.ts';
+import { FAKES_SCRIPT, localUpstreamsPlan } from './local-upstreams.ts';
+import { argumentsOf, mergeEntries, mergeWorkerEntries, readProcfile, type ProcfileEntry } from './procfile.ts';
 import { itemFilesStatus } from '../shared/media/item-files.ts';
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
@@ -28,7 +32,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 function usage(): never {
-  console.error('usage: bun scripts/dev.ts start | test [bun test args…] | exec <command…>');
+  console.error('usage: bun scripts/dev.ts start [--procfile] | test [bun test args…] | exec <command…>');
   process.exit(2);
 }
 
@@ -41,6 +45,9 @@ function childEnv(services: Services, extra: Record<string, string> = {}): Recor
   env.PATH = pathParts.join(path.delimiter);
   env.DATABASE_URL = services.databaseUrl;
   env.REDIS_URL = services.redisUrl;
+  // Bun's allocator (mimalloc) keeps freed pages for a while before returning them; at 0 it returns
+  // them at once, which keeps a busy worker's RSS ~20 MB lower (bench/delivery-webhooks.ts).
+  env.MIMALLOC_PURGE_DELAY ??= '0';
   return { ...env, ...extra };
 }
 
@@ -120,24 +127,6 @@ async function ensureItemFiles(env: Record<string, string>): Promise<number> {
 
 // ---------------------------------------------------------------------------
 // start
-
-interface ProcfileEntry {
-  name: string;
-  command: string;
-}
-
-function readProcfile(): ProcfileEntry[] {
-  const file = path.join(repoRoot, 'Procfile');
-  const entries: ProcfileEntry[] = [];
-  for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const m = /^([A-Za-z0-9_-]+):\s*(.+)$/.exec(line);
-    if (!m || m[1] === undefined || m[2] === undefined) throw new Error(`Procfile: cannot parse line: ${raw}`);
-    entries.push({ name: m[1], command: m[2] });
-  }
-  return entries;
-}
 
 async function pipeLines(stream: ReadableStream<Uint8Array>, prefix: string, out: NodeJS.WriteStream): Promise<void> {
   const decoder = new TextDecoder();
@@ -232,11 +221,12 @@ async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
   log(`warning: ${url} did not answer within ${timeoutMs / 1000} s`);
 }
 
-async function start(services: Services): Promise<never> {
+async function start(services: Services, options: { procfile: boolean }): Promise<never> {
   const env = childEnv(services);
   // Checked before the slow steps, so a bad port value fails at once.
   const planLocalUpstreams = localUpstreamsPlan(process.env);
-  const entries = readProcfile().filter((e) => e.name !== 'release');
+  const procfile = readProcfile(repoRoot).filter((e) => e.name !== 'release');
+  const entries = options.procfile ? procfile : mergeWorkerEntries(procfile);
   if (entries.length === 0) throw new Error('Procfile has no processes to run');
 
   let shuttingDown = false;
@@ -274,7 +264,7 @@ async function start(services: Services): Promise<never> {
 
   // DESIGN 4/9/11: local fakes for the third parties that are not configured.
   const local = await planLocalUpstreams(freePort);
-  entries.unshift(...local.entries);
+  entries.unshift(...mergeEntries(local.entries, FAKES_SCRIPT, 'fakes'));
   Object.assign(env, local.env);
   for (const note of local.notes) log(note);
 
@@ -293,9 +283,10 @@ async function start(services: Services): Promise<never> {
       log(`${entry.name} exited unexpectedly (${status}); stopping the others`);
       void shutdown(1);
     });
-    // The simulator answers before the ingest pool's first run asks it for prices.
-    if (entry.name === 'steam-fake') await waitForHttp(`http://127.0.0.1:${env.STEAM_FAKE_PORT}/openid/login`, 30_000);
-    if (entry.name === 'simulator') await waitForHttp(`http://127.0.0.1:${env.SIMULATOR_PORT}/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=x`, 30_000);
+    // The fakes answer before the ingest pool's first run asks the simulator for prices.
+    const fakes = argumentsOf(entry, FAKES_SCRIPT) ?? [];
+    if (fakes.includes('steam-fake')) await waitForHttp(`http://127.0.0.1:${env.STEAM_FAKE_PORT}/openid/login`, 30_000);
+    if (fakes.includes('simulator')) await waitForHttp(`http://127.0.0.1:${env.SIMULATOR_PORT}/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=x`, 30_000);
   }
 
   const port = process.env.PORT || '3000';
@@ -309,6 +300,7 @@ async function main(): Promise<void> {
   const [mode, ...rest] = process.argv.slice(2);
   if (mode !== 'start' && mode !== 'test' && mode !== 'exec') usage();
   if (mode === 'exec' && rest.length === 0) usage();
+  if (mode === 'start' && rest.some((arg) => arg !== '--procfile')) usage();
 
   // Until a mode installs its own handlers, a signal must not kill us before
   // the services we started are stopped again.
@@ -328,7 +320,7 @@ async function main(): Promise<void> {
     } else if (mode === 'start') {
       process.off('SIGINT', markInterrupted);
       process.off('SIGTERM', markInterrupted);
-      await start(services); // only returns by throwing; shutdown exits the process
+      await start(services, { procfile: rest.includes('--procfile') }); // only returns by throwing; shutdown exits the process
     } else if (mode === 'test') {
       // One database per run, so two test runs on one server never drop each other's data.
       const testDb = `${databaseName(services.databaseUrl)}_test_${process.pid}`;

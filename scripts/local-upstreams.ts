@@ -7,6 +7,8 @@
 import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';
 
 export type ProcessEntry = { name: string; command: string };
+/** Runs the fakes it is given in one process; `npm start` merges the entries below into one. */
+export const FAKES_SCRIPT = 'test/fakes/main.ts';
 export type LocalUpstreams = { entries: ProcessEntry[]; env: Record<string, string>; notes: string[] };
 type Env = Record<string, string | undefined>;
 
@@ -30,7 +32,7 @@ export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) 
     if (!env.SOURCES) {
       const at = simulatorPort ?? (await freePort());
       const url = `http://127.0.0.1:${at}`;
-      entries.push({ name: 'simulator', command: 'bun test/fakes/simulator-main.ts' });
+      entries.push({ name: 'simulator', command: `bun ${FAKES_SCRIPT} simulator` });
       Object.assign(added, {
         SIMULATOR_PORT: String(at),
         SOURCES: 'skinport,steam,csfloat',
@@ -47,7 +49,7 @@ export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) 
     if (fakeApi || fakeCommunity) {
       const at = steamFakePort ?? (await freePort());
       const url = `http://127.0.0.1:${at}`;
-      entries.push({ name: 'steam-fake', command: 'bun test/fakes/steam-main.ts' });
+      entries.push({ name: 'steam-fake', command: `bun ${FAKES_SCRIPT} steam-fake` });
       added.STEAM_FAKE_PORT = String(at);
       if (fakeApi) {
         added.STEAM_API_URL = url;

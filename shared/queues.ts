@@ -25,6 +25,7 @@ export const JOBS = {
   },
   'prices.snapshot': {
     queue: 'index',
+    // jobId `snapshot-<interval>` (shared/prices/snapshot.ts snapshotJob): one build per interval, at its end.
     payload: z.object({ after_run: z.string().uuid().optional() }).strict(),
     options: { ...defaultOptions, attempts: 3, removeOnComplete: true, removeOnFail: { age: 86_400 } },
   },

@@ -3,8 +3,14 @@ import { createHash } from 'node:crypto';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import type { PublicItemPrices, PublicPriceList } from '../shared/prices/public-document.ts';
-import { buildPriceSnapshot, PRICE_SNAPSHOT_CHANNEL, PRICE_SNAPSHOTS_KEPT } from '../shared/prices/snapshot.ts';
-import { createTestApp, errorOf, eventually, testClock, type TestApp } from './helpers.ts';
+import fc from 'fast-check';
+import { createLogger } from '../shared/logger.ts';
+import { assemblePriceList, PriceListJsonBuilder } from '../shared/prices/public-document.ts';
+import type { SnapshotInputRow } from '../shared/prices/repository.ts';
+import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
+import { buildPriceSnapshot, PRICE_SNAPSHOT_CHANNEL, PRICE_SNAPSHOTS_KEPT, snapshotJob } from '../shared/prices/snapshot.ts';
+import { snapshotIntervalSeconds } from '../shared/sources/settings.ts';
+import { createTestApp, errorOf, eventually, testClock, testConfig, type TestApp } from './helpers.ts';
 import { freePort } from './private-redis.ts';
 
 const t = createTestApp();
@@ -348,12 +354,15 @@ describe('snapshots', () => {
       await setPrice(item.catalog_id, 'csfloat', price);
       const next = await buildPriceSnapshot(sql, new Date());
       expect(next.unchanged).toBe(false);
-      expect(next.bytes!.br).toBeLessThan(next.bytes!.json);
+      expect(next.bytes!.json).toBeGreaterThan(0);
     }
     const [count] = await sql<{ count: number }[]>`select count(*)::int as count from price_snapshots`;
     expect(count!.count).toBe(PRICE_SNAPSHOTS_KEPT);
-    const [stored] = await sql<{ etag: string; body: Buffer; oldest_input_at: Date | null; item_count: number }[]>`
-      select etag, body, oldest_input_at, item_count from price_snapshots order by id desc limit 1`;
+    const [stored] = await sql<{ etag: string; body: Buffer; body_gzip: Buffer | null; body_br: Buffer | null; oldest_input_at: Date | null; item_count: number }[]>`
+      select etag, body, body_gzip, body_br, oldest_input_at, item_count from price_snapshots order by id desc limit 1`;
+    // Stored uncompressed: API processes compress a snapshot when they first serve it.
+    expect(stored!.body_gzip).toBeNull();
+    expect(stored!.body_br).toBeNull();
     const document = JSON.parse(stored!.body.toString()) as PublicPriceList;
     expect(stored!.etag).toBe(`"${createHash('sha256').update(stored!.body).digest('hex')}"`);
     expect(stored!.item_count).toBe(document.item_count);
@@ -400,5 +409,82 @@ describe('per-address limit', () => {
       expect(response.status).toBe(200);
       expect(response.headers.get('ratelimit')).toBeNull();
     }
+  });
+});
+
+describe('snapshot builds and idle API processes', () => {
+  test('requests within one interval share one build job at the interval\'s end; the next interval gets its own', () => {
+    const interval = 30_000;
+    const start = Date.UTC(2030, 0, 1, 12, 0, 0);
+    const first = snapshotJob(new Date(start + 1_000), interval);
+    const second = snapshotJob(new Date(start + 29_999), interval);
+    expect(second.jobId).toBe(first.jobId);
+    expect(first.delay).toBe(29_000);
+    expect(second.delay).toBe(1);
+    const next = snapshotJob(new Date(start + 30_000), interval);
+    expect(next.jobId).not.toBe(first.jobId);
+    expect(next.delay).toBe(30_000);
+    expect(first.jobId).not.toContain(':');
+  });
+
+  test('the build interval is PRICE_SNAPSHOT_INTERVAL_SECONDS, else the shortest interval of the enabled sources', () => {
+    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport,steam', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam', SOURCE_STEAM_INTERVAL_SECONDS: '7' }))).toBe(7);
+    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport' }))).toBe(30);
+    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport', PRICE_SNAPSHOT_INTERVAL_SECONDS: '120' }))).toBe(120);
+  });
+
+  test('an idle process drops its snapshot when a newer one is announced and loads the newest at the next request; a busy one loads it at once', async () => {
+    const item = await insertItem(uniqueName('idle'));
+    await setPrice(item.catalog_id, 'skinport', '10.00');
+    const log = createLogger({ level: 'silent', name: 'test' });
+    const idle = new PriceSnapshotCache(sql, log, { idleAfterMs: 0 });
+    const busy = new PriceSnapshotCache(sql, log, { idleAfterMs: 60_000 });
+    const first = await buildPriceSnapshot(sql, new Date());
+    expect((await idle.current())?.id).toBe(first.id);
+    expect((await busy.current())?.id).toBe(first.id);
+
+    await setPrice(item.catalog_id, 'skinport', '11.00');
+    const second = await buildPriceSnapshot(sql, new Date());
+    expect(second.id).toBeGreaterThan(first.id);
+    await Bun.sleep(1); // the idle cache's last request is now older than its 0 ms threshold
+    idle.notify();
+    busy.notify();
+    expect(idle.loadedId).toBeNull();
+    await eventually(async () => (busy.loadedId === second.id ? true : undefined));
+    expect((await idle.current())?.id).toBe(second.id);
+  });
+});
+
+describe('the snapshot document built item by item', () => {
+  test('rows fed in any chunks give exactly JSON.stringify of the whole list', () => {
+    const row = fc.record({
+      item: fc.integer({ min: 0, max: 30 }),
+      version: fc.constantFrom('default', 'phase-1', 'ruby'),
+      source: fc.constantFrom('csfloat', 'skinport', 'steam'),
+      price: fc.constantFrom('0.03', '2.30', '15', '812.40'),
+      at: fc.integer({ min: 0, max: 1e9 }),
+    });
+    fc.assert(
+      fc.property(fc.array(row, { maxLength: 120 }), fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 10 }), (drawn, chunkSizes) => {
+        // The snapshot query's order and uniqueness: one row per (item, version, source).
+        const unique = new Map(drawn.map((r) => [`${r.item}/${r.version}/${r.source}`, r]));
+        const rows: SnapshotInputRow[] = [...unique.values()]
+          .sort((a, b) => a.item - b.item || Number(a.version !== 'default') - Number(b.version !== 'default') || a.version.localeCompare(b.version) || a.source.localeCompare(b.source))
+          .map((r) => ({ market_hash_name: `Item ${String(r.item).padStart(2, '0')}`, catalog_id: `itm_${r.item}`, version: r.version, source: r.source, price: r.price, source_time: new Date(1.7e12 + r.at).toISOString() }));
+        const builder = new PriceListJsonBuilder();
+        let at = 0;
+        for (let chunk = 0; at < rows.length; chunk += 1) {
+          const size = chunkSizes[chunk % chunkSizes.length]!;
+          builder.add(rows.slice(at, at + size));
+          at += size;
+        }
+        const built = builder.finish();
+        const whole = assemblePriceList(rows);
+        expect(built.json).toBe(JSON.stringify(whole));
+        expect(built.item_count).toBe(whole.item_count);
+        expect(built.oldest_input_at).toBe(whole.oldest_input_at);
+      }),
+      { seed: 1313, numRuns: 300 },
+    );
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { Writable } from 'node:stream';
+import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { createLogger } from '../shared/logger.ts';
@@ -15,7 +16,7 @@ import {
   type SourceName,
   type SourceObservation,
 } from '../shared/sources/types.ts';
-import { parseJsonExact, parseRetryAfter, JsonNumber } from '../shared/sources/upstream.ts';
+import { parseJsonExact, parseJsonExactWithReviver, parseRetryAfter, JsonNumber } from '../shared/sources/upstream.ts';
 import { startMarketSimulator, type FixedPrice, type MarketSimulator, type SimulatorItem } from './fakes/market-simulator.ts';
 
 /** Source adapters (DESIGN 9) against the market simulator, and the Redis request budget. */
@@ -110,6 +111,29 @@ describe('money text', () => {
     expect((parsed.a as JsonNumber).text).toBe('2.30');
     expect(parsed.b).toBe('2.30');
     expect(((parsed.c as unknown[])[0] as JsonNumber).text).toBe('1e3');
+  });
+
+  test('parseJsonExact (plain parse, then number texts from a scan) equals the reviver path on any JSON document', () => {
+    const same = (text: string) => expect(parseJsonExact(text)).toEqual(parseJsonExactWithReviver(text));
+    // Strings that look like numbers or structure, escapes before quotes, numbers of every form.
+    for (const text of [
+      '2.30', '-0', '1E+400', '"12"', 'null', 'true', '[]', '{}', '[1,-2.50,3e-3,0.0,"4"]',
+      String.raw`{"a":"x\\","b":1.10,"c":"\\\"9\"","d":[{"e":-0.0}],"f":"a:b{c}"}`,
+      String.raw`{"n":"\u0031\u0032","m":10.00,"k":{"z":1,"y":"}"}}`,
+      // Integer-like keys come first in a parsed object, and a repeated key keeps its last value at the
+      // first one's place: both differ from the text's order and take the reviver path.
+      '{"b":1.5,"1":2.25,"a":3}', '{"a":"s","b":1.0,"a":1}', '{"a":1,"b":2,"a":3.00}', '{"a":1.0,"a":"x","c":2}',
+      '[{"a":1},{"a":2.0,"a":2.00}]',
+    ]) {
+      same(text);
+    }
+    fc.assert(
+      fc.property(fc.json({ maxDepth: 4 }), (text) => {
+        same(text);
+      }),
+      { seed: 1313, numRuns: 2_000 },
+    );
+    expect(() => parseJsonExact('{"a":1,}')).toThrow(SyntaxError);
   });
 
   test('Steam money and counts', () => {

@@ -71,7 +71,7 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'priceSnapshots
       async ({ query, request, server }) => {
         const snapshot = await deps.priceSnapshots.current();
         if (!snapshot) throw unavailable();
-        const body = query.source ? await snapshot.sourceBody(query.source) : snapshot.body;
+        const body = await (query.source ? snapshot.sourceBody(query.source) : snapshot.body);
         return serve(request, body, snapshot.createdAt, clientIp(deps, request, server) ?? 'unknown');
       },
       {

@@ -69,40 +69,98 @@ function item(marketHashName: string, catalogId: string, defaultPrices: PublicVe
   return entry;
 }
 
-function oldestTime(items: PublicPriceItem[]): string | null {
+/** The oldest source_time of one item (every version). */
+function oldestTimeOf(entry: PublicPriceItem): string | null {
   // Every time has the same fixed-width RFC 3339 UTC form, so text order is time order.
   let oldest: string | null = null;
   const visit = (prices: PublicVersionPrices) => {
     for (const source of Object.values(prices.sources)) if (oldest === null || source.source_time < oldest) oldest = source.source_time;
   };
+  visit(entry);
+  for (const other of Object.values(entry.versions ?? {})) visit(other);
+  return oldest;
+}
+
+function oldestTime(items: PublicPriceItem[]): string | null {
+  let oldest: string | null = null;
   for (const entry of items) {
-    visit(entry);
-    for (const other of Object.values(entry.versions ?? {})) visit(other);
+    const time = oldestTimeOf(entry);
+    if (time !== null && (oldest === null || time < oldest)) oldest = time;
   }
   return oldest;
+}
+
+/** One list item from all of its rows (ordered by version, `default` first, then source). */
+function itemFromRows(rows: readonly SnapshotInputRow[]): PublicPriceItem {
+  const first = rows[0]!;
+  let defaultPrices = noPrices();
+  const others: Record<string, PublicVersionPrices> = {};
+  let index = 0;
+  while (index < rows.length) {
+    const version = rows[index]!.version;
+    const sources: Record<string, PublicSourcePrice> = {};
+    for (; index < rows.length && rows[index]!.version === version; index += 1) {
+      const row = rows[index]!;
+      sources[row.source] = { price: row.price, source_time: row.source_time };
+    }
+    if (version === 'default') defaultPrices = versionPrices(sources);
+    else others[version] = versionPrices(sources);
+  }
+  return item(first.market_hash_name, first.catalog_id, defaultPrices, others);
+}
+
+/** Groups rows ordered by item into items, calling `emit` once an item's last row has been seen. */
+class ItemGrouper {
+  private rows: SnapshotInputRow[] = [];
+
+  constructor(private readonly emit: (entry: PublicPriceItem) => void) {}
+
+  add(rows: readonly SnapshotInputRow[]): void {
+    for (const row of rows) {
+      if (this.rows.length > 0 && this.rows[0]!.catalog_id !== row.catalog_id) this.flush();
+      this.rows.push(row);
+    }
+  }
+
+  flush(): void {
+    if (this.rows.length === 0) return;
+    this.emit(itemFromRows(this.rows));
+    this.rows = [];
+  }
 }
 
 /** The full list from the snapshot query's rows (ordered by item, then version with `default` first, then source). */
 export function assemblePriceList(rows: readonly SnapshotInputRow[]): PublicPriceList {
   const items: PublicPriceItem[] = [];
-  let index = 0;
-  while (index < rows.length) {
-    const first = rows[index]!;
-    let defaultPrices = noPrices();
-    const others: Record<string, PublicVersionPrices> = {};
-    while (index < rows.length && rows[index]!.catalog_id === first.catalog_id) {
-      const version = rows[index]!.version;
-      const sources: Record<string, PublicSourcePrice> = {};
-      for (; index < rows.length && rows[index]!.catalog_id === first.catalog_id && rows[index]!.version === version; index += 1) {
-        const row = rows[index]!;
-        sources[row.source] = { price: row.price, source_time: row.source_time };
-      }
-      if (version === 'default') defaultPrices = versionPrices(sources);
-      else others[version] = versionPrices(sources);
-    }
-    items.push(item(first.market_hash_name, first.catalog_id, defaultPrices, others));
-  }
+  const grouper = new ItemGrouper((entry) => items.push(entry));
+  grouper.add(rows);
+  grouper.flush();
   return { currency: 'USD', item_count: items.length, oldest_input_at: oldestTime(items), items };
+}
+
+/**
+ * The full list's JSON text, built from rows arriving in chunks (in the snapshot query's order) one
+ * item at a time: it holds the items' JSON text, never every row or every item object at once. The
+ * text is exactly `JSON.stringify(assemblePriceList(allRows))`.
+ */
+export class PriceListJsonBuilder {
+  private readonly parts: string[] = [];
+  private oldest: string | null = null;
+  private readonly grouper = new ItemGrouper((entry) => {
+    const time = oldestTimeOf(entry);
+    if (time !== null && (this.oldest === null || time < this.oldest)) this.oldest = time;
+    this.parts.push(JSON.stringify(entry));
+  });
+
+  add(rows: readonly SnapshotInputRow[]): void {
+    this.grouper.add(rows);
+  }
+
+  finish(): { json: string; item_count: number; oldest_input_at: string | null } {
+    this.grouper.flush();
+    const json = `{"currency":"USD","item_count":${this.parts.length},"oldest_input_at":${JSON.stringify(this.oldest)},"items":[${this.parts.join(',')}]}`;
+    return { json, item_count: this.parts.length, oldest_input_at: this.oldest };
+  }
 }
 
 /** The list restricted to one source: versions without it are dropped, and items left without any price. */
@@ -146,11 +204,12 @@ const gzipAsync = promisify(gzip);
 const brotliAsync = promisify(brotliCompress);
 
 /**
- * Compresses on libuv's thread pool, not the event loop. Brotli quality trades build time for size:
- * the builder (once per ingest run, in a worker) uses a higher one than the API's derived bodies.
+ * Compresses on libuv's thread pool, not the event loop. Brotli quality trades time for size: the
+ * full list (once per snapshot, in each API process that serves it) uses a higher one than the
+ * bodies derived from it.
  */
-export async function encodeBody(json: string, options: { brotliQuality: number; gzipLevel?: number }): Promise<EncodedBody> {
-  const raw = Buffer.from(json);
+export async function encodeBody(json: string | Buffer, options: { brotliQuality: number; gzipLevel?: number }): Promise<EncodedBody> {
+  const raw = typeof json === 'string' ? Buffer.from(json) : json;
   const [gzipped, brotli] = await Promise.all([
     gzipAsync(raw, { level: options.gzipLevel ?? 6 }),
     brotliAsync(raw, {

@@ -233,7 +233,7 @@ export type PriceSnapshotRecord = {
   item_count: number;
   oldest_input_at: Date | null;
   body: Buffer;
-  /** Null since sql/0011: the API compresses the list when it first serves it (snapshots built before keep theirs). */
+  /** Null since sql/0010: the API compresses the list when it first serves it (snapshots built before keep theirs). */
   body_gzip: Buffer | null;
   body_br: Buffer | null;
 };

@@ -10,9 +10,16 @@ import {
   type PublicPriceList,
 } from './public-document.ts';
 import { findNewestPriceSnapshot, findNewestPriceSnapshotId, type PriceSnapshotRecord } from './repository.ts';
+import { SNAPSHOT_BROTLI_QUALITY } from './snapshot.ts';
 
 /** How often an API process asks Postgres whether a newer snapshot exists (at most; only while serving). */
 export const SNAPSHOT_POLL_INTERVAL_MS = 2_000;
+/**
+ * A process that has served no keyless price request for this long is idle: an announced snapshot
+ * is not loaded (fetching and parsing ~18 MB costs a fraction of a second of CPU per build); the one
+ * in hand is dropped instead and the next request loads the newest.
+ */
+export const SNAPSHOT_IDLE_AFTER_MS = 60_000;
 // Bodies derived in the API (per-source lists, single items) are compressed once per snapshot.
 const DERIVED_BROTLI_QUALITY = 5;
 // Per-item bodies are memoised per snapshot; a crawler walking every name resets the memo rather than growing it.
@@ -26,12 +33,19 @@ export class LoadedPriceSnapshot {
   readonly id: number;
   readonly createdAt: Date;
   readonly itemCount: number;
-  readonly body: EncodedBody;
+  readonly etag: string;
+  /**
+   * The list in every encoding. Compressed here, once, on the thread pool, started as the snapshot is
+   * loaded (a process loads snapshots only while it serves the list); older snapshots stored
+   * their own encodings.
+   */
+  readonly body: Promise<EncodedBody>;
   /**
    * Each item as its JSON text, not as parsed objects: tens of thousands of small object graphs kept
    * for the snapshot's life made every garbage collection of the process slower.
    */
   private readonly byName: Map<string, string>;
+  private readonly json: Buffer;
   private readonly sourceBodies = new Map<string, Promise<EncodedBody>>();
   private readonly itemBodies = new Map<string, EncodedBody>();
 
@@ -39,7 +53,14 @@ export class LoadedPriceSnapshot {
     this.id = record.id;
     this.createdAt = record.created_at;
     this.itemCount = record.item_count;
-    this.body = { etag: record.etag, json: record.body, gzip: record.body_gzip, br: record.body_br };
+    this.etag = record.etag;
+    this.body =
+      record.body_gzip && record.body_br
+        ? Promise.resolve({ etag: record.etag, json: record.body, gzip: record.body_gzip, br: record.body_br })
+        : encodeBody(record.body, { brotliQuality: SNAPSHOT_BROTLI_QUALITY });
+    // Requests await it and see a failure; this only keeps an unawaited failure from being unhandled.
+    this.body.catch(() => undefined);
+    this.json = record.body;
     const list = JSON.parse(record.body.toString('utf8')) as PublicPriceList;
     this.byName = new Map(list.items.map((item) => [item.market_hash_name, JSON.stringify(item)]));
   }
@@ -48,7 +69,7 @@ export class LoadedPriceSnapshot {
   sourceBody(source: string): Promise<EncodedBody> {
     let body = this.sourceBodies.get(source);
     if (!body) {
-      const list = JSON.parse(this.body.json.toString('utf8')) as PublicPriceList;
+      const list = JSON.parse(this.json.toString('utf8')) as PublicPriceList;
       body = encodeBody(JSON.stringify(filterPriceListBySource(list, source)), { brotliQuality: DERIVED_BROTLI_QUALITY });
       // A failure is not memoised: the next request tries again.
       body.catch(() => this.sourceBodies.delete(source));
@@ -81,18 +102,27 @@ export class PriceSnapshotCache {
   private lastCheckAt = Number.NEGATIVE_INFINITY;
   private checking: Promise<void> | null = null;
   private recheck = false;
+  private lastUsedAt = Number.NEGATIVE_INFINITY;
   private readonly pollIntervalMs: number;
+  private readonly idleAfterMs: number;
 
   constructor(
     private readonly sql: Sql,
     private readonly log: Logger,
-    options: { pollIntervalMs?: number } = {},
+    options: { pollIntervalMs?: number; idleAfterMs?: number } = {},
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? SNAPSHOT_POLL_INTERVAL_MS;
+    this.idleAfterMs = options.idleAfterMs ?? SNAPSHOT_IDLE_AFTER_MS;
+  }
+
+  /** The id of the snapshot in hand (null when none is loaded), for tests and logs. */
+  get loadedId(): number | null {
+    return this.loaded?.id ?? null;
   }
 
   /** The snapshot to serve, or null when none exists yet (or none could be loaded). */
   async current(): Promise<LoadedPriceSnapshot | null> {
+    this.lastUsedAt = performance.now();
     if (!this.loaded) {
       await this.refresh(false);
       return this.loaded;
@@ -101,8 +131,18 @@ export class PriceSnapshotCache {
     return this.loaded;
   }
 
-  /** A newer snapshot was announced: check now (or right after a check in flight). */
+  /**
+   * A newer snapshot was announced: check now (or right after a check in flight). An idle process
+   * drops the snapshot in hand instead, so the next request loads the newest and an API nobody
+   * asks for prices neither spends CPU on every build nor holds the list in memory.
+   */
   notify(): void {
+    if (performance.now() - this.lastUsedAt > this.idleAfterMs) {
+      if (this.loaded) this.log.debug({ snapshot_id: this.loaded.id }, 'idle: price snapshot dropped until the next request');
+      this.loaded = null;
+      this.lastCheckAt = Number.NEGATIVE_INFINITY;
+      return;
+    }
     if (this.checking) this.recheck = true;
     else void this.refresh(true);
   }

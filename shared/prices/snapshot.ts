@@ -1,11 +1,11 @@
 import type { Sql } from '../db.ts';
 import type { Logger } from '../logger.ts';
-import { assemblePriceList, encodeBody, etagOf } from './public-document.ts';
+import { etagOf, PriceListJsonBuilder } from './public-document.ts';
 import {
   deleteOlderPriceSnapshots,
   findNewestPriceSnapshotHeader,
   insertPriceSnapshot,
-  readSnapshotInputs,
+  streamSnapshotInputs,
 } from './repository.ts';
 
 /** Redis pub/sub channel announcing a new snapshot id to API processes (they also poll). */
@@ -13,10 +13,23 @@ export const PRICE_SNAPSHOT_CHANNEL = 'prices:snapshot';
 /** Snapshots kept; older ones are deleted by each build. */
 export const PRICE_SNAPSHOTS_KEPT = 3;
 /**
- * Brotli quality of the stored snapshot. Measured on 40 000 items (README "Prices"): q5 is within
- * 3 % of q9's size in a quarter of its time; q11 saves another 15 % but takes about 25 s.
+ * Brotli quality of the full list, compressed by each API process that serves a snapshot. Measured
+ * on 40 000 items (README "Prices"): q5 is within 3 % of q9's size in a quarter of its time; q11
+ * saves another 15 % but takes about 25 s.
  */
 export const SNAPSHOT_BROTLI_QUALITY = 5;
+/** Rows per cursor fetch while building a snapshot. */
+const SNAPSHOT_ROWS_PER_FETCH = 5_000;
+
+/**
+ * The `prices.snapshot` job for a request made at `at`: requests within one interval share the
+ * interval's job id and run at its end, so builds are coalesced to at most one per interval and a
+ * run's changes reach the keyless list within one interval.
+ */
+export function snapshotJob(at: Date, intervalMs: number): { jobId: string; delay: number } {
+  const slot = Math.floor(at.getTime() / intervalMs);
+  return { jobId: `snapshot-${slot}`, delay: (slot + 1) * intervalMs - at.getTime() };
+}
 
 export type PriceSnapshotBuild = {
   id: number;
@@ -24,10 +37,10 @@ export type PriceSnapshotBuild = {
   item_count: number;
   /** True when the newest snapshot already had this exact body: nothing was written or published. */
   unchanged: boolean;
-  bytes: { json: number; gzip: number; br: number } | null;
+  bytes: { json: number } | null;
   duration_ms: number;
-  /** Where the time went: the query, assembling the JSON (and its hash), compressing, storing (commit included). */
-  phases_ms: { query: number; assemble: number; compress: number; store: number };
+  /** Where the time went: reading the rows and turning each item into JSON, joining the text and hashing it, storing (commit included). */
+  phases_ms: { query: number; assemble: number; store: number };
 };
 
 export type BuildPriceSnapshotOptions = {
@@ -42,14 +55,14 @@ const BUILD_LOCK_KEY = 0x70726963; // "pric"
 
 /**
  * Builds the keyless `GET /v1/prices` body from latest_prices ⨝ catalog_items in one set-based
- * query, stores it with gzip and brotli encodings and its strong ETag (quoted SHA-256 of the JSON),
+ * query, stores it with its strong ETag (quoted SHA-256 of the JSON),
  * and keeps only the newest few snapshots. The body holds no build time, so an unchanged price set
  * keeps its ETag (clients' If-None-Match keeps answering 304) and no new row is written.
  * Called by the ingest pool after each run.
  */
 export async function buildPriceSnapshot(sql: Sql, now: Date, options: BuildPriceSnapshotOptions = {}): Promise<PriceSnapshotBuild> {
   const started = performance.now();
-  const phases = { query: 0, assemble: 0, compress: 0, store: 0 };
+  const phases = { query: 0, assemble: 0, store: 0 };
   let mark = started;
   const lap = (phase: keyof typeof phases) => {
     const at = performance.now();
@@ -58,26 +71,30 @@ export async function buildPriceSnapshot(sql: Sql, now: Date, options: BuildPric
   };
   const result = await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${BUILD_LOCK_KEY})`;
-    const rows = await readSnapshotInputs(tx);
+    // Rows are read through a cursor and turned into each item's JSON as they come: the build never
+    // holds every row or every item object (~110 000 rows made a worker's RSS peak ~250 MB higher).
+    const builder = new PriceListJsonBuilder();
+    await streamSnapshotInputs(tx, SNAPSHOT_ROWS_PER_FETCH, (rows) => builder.add(rows));
     lap('query');
-    const list = assemblePriceList(rows);
-    const json = JSON.stringify(list);
+    const list = builder.finish();
+    const json = Buffer.from(list.json);
     const etag = etagOf(json);
     lap('assemble');
     const newest = await findNewestPriceSnapshotHeader(tx);
     if (newest && newest.etag === etag) {
       return { id: newest.id, etag, item_count: list.item_count, unchanged: true, bytes: null };
     }
-    const body = await encodeBody(json, { brotliQuality: SNAPSHOT_BROTLI_QUALITY });
-    lap('compress');
+    // Stored uncompressed: compressing 13 MB twice cost ~0.4 s of CPU per build whether or not
+    // anyone downloads the list; API processes compress a snapshot when they first serve it.
+    const body = json;
     const id = await insertPriceSnapshot(tx, {
       created_at: now,
       etag,
       item_count: list.item_count,
       oldest_input_at: list.oldest_input_at ? new Date(list.oldest_input_at) : null,
-      body: body.json,
-      body_gzip: body.gzip,
-      body_br: body.br,
+      body,
+      body_gzip: null,
+      body_br: null,
     });
     await deleteOlderPriceSnapshots(tx, options.keep ?? PRICE_SNAPSHOTS_KEPT);
     return {
@@ -85,7 +102,7 @@ export async function buildPriceSnapshot(sql: Sql, now: Date, options: BuildPric
       etag,
       item_count: list.item_count,
       unchanged: false,
-      bytes: { json: body.json.length, gzip: body.gzip.length, br: body.br.length },
+      bytes: { json: body.length },
     };
   });
   lap('store');

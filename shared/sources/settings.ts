@@ -1,4 +1,5 @@
 import type { Config } from '../config.ts';
+import { ADAPTERS } from './index.ts';
 import { SOURCE_NAMES, type SourceAdapter, type SourceName } from './types.ts';
 
 export type SourceSettings = {
@@ -45,4 +46,14 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
     batchSize: Math.max(1, Math.floor((0.8 * budget.requests * Math.min(intervalSeconds, budget.windowSeconds)) / budget.windowSeconds / (local ? 2 : 1))),
     paging: local ? { pageSize: 1000, maxPages: 60 } : {},
   };
+}
+
+/**
+ * How often the keyless price snapshot may be rebuilt: PRICE_SNAPSHOT_INTERVAL_SECONDS, else the
+ * shortest interval of the enabled sources (every run's changes reach the list within one interval).
+ */
+export function snapshotIntervalSeconds(config: Config): number {
+  if (config.PRICE_SNAPSHOT_INTERVAL_SECONDS !== undefined) return config.PRICE_SNAPSHOT_INTERVAL_SECONDS;
+  const intervals = config.SOURCES.filter(isKnownSource).map((name) => sourceSettings(config, ADAPTERS[name]).intervalSeconds);
+  return intervals.length > 0 ? Math.min(...intervals) : LOCAL_INTERVAL_SECONDS;
 }

@@ -505,7 +505,10 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     const [entryIndex, slot] = listingSlots[position]!;
     const entry = csfloatEntries[entryIndex]!;
     const h = mix(entry.hash, slot, 11);
-    const createdMs = bucket * bucketMs - (h % 21_600) * 1000 - (mix(h, 1) % 1000);
+    // A market that has not moved keeps its listings as they were (price and created_at), like skinport's
+    // rows keep their updated_at: only about one item in ten is relisted per bucket.
+    const moved = entry.fixed ? bucket : changeBucket(entry, 'csfloat', bucket);
+    const createdMs = moved * bucketMs - (h % 21_600) * 1000 - (mix(h, 1) % 1000);
     const iso = new Date(createdMs).toISOString().replace('Z', `${String(mix(h, 2) % 1000).padStart(3, '0')}Z`);
     const exterior = exteriorOf(entry.name);
     const item: Record<string, unknown> = {
@@ -529,7 +532,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       id: String(700_000_000_000_000_000n + BigInt(position)),
       created_at: iso,
       type: 'buy_now',
-      price: listingCents(entry, slot, bucket),
+      price: listingCents(entry, slot, moved),
       state: 'listed',
       seller: { steam_id: String(76_561_198_000_000_000n + BigInt(mix(h, 5) % 1_000_000)), online: true, stall_public: true },
       item,
@@ -556,9 +559,10 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       offset = Number(decoded[1]);
     }
     const bucket = bucketOf(now());
+    const partial = modes.csfloat === 'partial';
     const end = Math.min(offset + pageSize, listingSlots.length);
     const data: Record<string, unknown>[] = [];
-    for (let position = offset; position < end; position += 1) data.push(listing(position, bucket, modes.csfloat === 'partial' && position % 3 === 1));
+    for (let position = offset; position < end; position += 1) data.push(listing(position, bucket, partial && position % 3 === 1));
     const body: Record<string, unknown> = { data };
     if (end < listingSlots.length) body.cursor = Buffer.from(`o${end}`).toString('base64url');
     return Response.json(body);

@@ -1,5 +1,6 @@
+import { snapshotJob } from '../../shared/prices/snapshot.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
-import { isKnownSource, sourceSettings } from '../../shared/sources/settings.ts';
+import { isKnownSource, snapshotIntervalSeconds, sourceSettings } from '../../shared/sources/settings.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
 import { runSourceIngest } from './run.ts';
 
@@ -17,15 +18,20 @@ export const ingestPool: PoolDefinition = {
         data: { source: name },
       };
     }),
-  handlers: ({ config, sql, redis, log, now, enqueue }) => [
-    handle('ingest.source', async ({ source }, { scheduledAt }) => {
-      if (!config.SOURCES.includes(source)) {
-        log.warn({ source }, 'source is not enabled; skipping');
-        return { status: 'disabled' };
-      }
-      const requestSnapshot = (runId: string) => enqueue('prices.snapshot', { after_run: runId }, { jobId: `snapshot-${runId}` });
-      const requestIndex = (runId: string) => enqueue('market_index.calculate', { marketplace: source, after_run: runId }, { jobId: `index-${runId}` });
-      return runSourceIngest({ sql, redis, config, log, now, requestSnapshot, requestIndex }, ADAPTERS[source], scheduledAt);
-    }),
-  ],
+  handlers: ({ config, sql, redis, log, now, enqueue }) => {
+    const snapshotIntervalMs = snapshotIntervalSeconds(config) * 1000;
+    // Every run that changed a price asks for the keyless snapshot; runs ending in one interval share
+    // one build at its end, so the list is rebuilt at most once per interval whatever the sources do.
+    const requestSnapshot = (runId: string) => enqueue('prices.snapshot', { after_run: runId }, snapshotJob(now(), snapshotIntervalMs));
+    return [
+      handle('ingest.source', async ({ source }, { scheduledAt }) => {
+        if (!config.SOURCES.includes(source)) {
+          log.warn({ source }, 'source is not enabled; skipping');
+          return { status: 'disabled' };
+        }
+        const requestIndex = (runId: string) => enqueue('market_index.calculate', { marketplace: source, after_run: runId }, { jobId: `index-${runId}` });
+        return runSourceIngest({ sql, redis, config, log, now, requestSnapshot, requestIndex }, ADAPTERS[source], scheduledAt);
+      }),
+    ];
+  },
 };
