@@ -5,9 +5,11 @@
  * processes (`bun workers/main.ts webhooks`, BENCH_WEBHOOK_WORKERS of them, default 2, their own
  * QUEUE_PREFIX) delivering to a receiver in this process on loopback (WEBHOOK_ALLOW_PRIVATE_TARGETS):
  *
- *  (a) throughput: 10 endpoints subscribed to price.updated; 2 000 price.updated events are
- *      committed to the outbox in one statement (20 000 deliveries). Measured: commit → the last
- *      delivery received, deliveries/s, and the CPU of the workers, Postgres and Redis meanwhile.
+ *  (a) throughput, a full fan-out: 20 endpoints (a workspace's cap) subscribed to price.updated;
+ *      2 000 price.updated events are committed to the outbox in one statement (40 000
+ *      deliveries). Measured: commit → the last delivery received, deliveries/s, the CPU of the
+ *      workers, Postgres and Redis meanwhile, and each worker's RSS sampled every 200 ms (its
+ *      median is the steady figure, issue 13: < 150 MB).
  *  (b) latency: 2 other endpoints; 20 ingest runs written through shared/prices/ingest.ts
  *      `writeIngestRun`, one every 1.5 s, each changing 250 prices (a realistic run of the skinport
  *      snapshot between two polls), so 500 deliveries per run. Measured per delivery: the run's
@@ -47,9 +49,10 @@ import {
   type Spawned,
 } from './lib.ts';
 
-const TARGETS = { deliveriesPerSecond: 500, latencyP99Ms: 2_000 };
+const TARGETS = { deliveriesPerSecond: 500, latencyP99Ms: 2_000, steadyRssMb: 150 };
 const WORKERS = positiveInt('BENCH_WEBHOOK_WORKERS', 2);
-const THROUGHPUT = { endpoints: 10, events: 2_000 };
+const THROUGHPUT = { endpoints: 20, events: 2_000 };
+const RSS_SAMPLE_MS = 200;
 const LATENCY = { endpoints: 2, runs: 20, changedPerRun: 250, everyMs: 1_500 };
 const BOOT_TIMEOUT_MS = 30_000;
 const PHASE_TIMEOUT_MS = 180_000;
@@ -180,6 +183,7 @@ export async function benchWebhooks(): Promise<[string, boolean, string][]> {
         WEBHOOK_SECRET_KEY: secretKey,
         WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
         LOG_LEVEL: 'info',
+        BUN_JSC_useFTLJIT: '0',
       },
       (line) => {
         try {
@@ -200,6 +204,14 @@ export async function benchWebhooks(): Promise<[string, boolean, string][]> {
   const throughputEndpoints = await createEndpoints('throughput', THROUGHPUT.endpoints);
   const expectedThroughput = THROUGHPUT.endpoints * THROUGHPUT.events;
   const cpuBefore = await cpuSnapshot(workers);
+  const rssSamples: number[][] = workers.map(() => []);
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      for (const [index, worker] of workers.entries()) rssSamples[index]!.push((await rssOf(worker.proc.pid)).rss);
+      await sleep(RSS_SAMPLE_MS);
+    }
+  })();
   const committedAt = Date.now();
   await sql`
     insert into event_outbox (id, event_type, payload, created_at)
@@ -213,7 +225,14 @@ export async function benchWebhooks(): Promise<[string, boolean, string][]> {
   const throughputMs = lastReceipt - committedAt;
   const throughputCores = cores(cpuBefore, await cpuSnapshot(workers), throughputMs);
   const throughputRate = (expectedThroughput * 1000) / throughputMs;
+  sampling = false;
+  await sampler;
   const workerRss = await Promise.all(workers.map((worker) => rssOf(worker.proc.pid)));
+  const rssDuring = rssSamples.map((samples) => {
+    const sorted = [...samples].sort((a, b) => a - b);
+    return { median: percentile(sorted, 50), max: sorted.at(-1) ?? 0 };
+  });
+  const steadyRss = Math.max(...rssDuring.map((rss) => rss.median));
   for (const endpoint of throughputEndpoints) await removeWebhookEndpoint(sql, endpoint.id, meta());
   say(`throughput: ${expectedThroughput} deliveries in ${secs(throughputMs)}`);
 
@@ -269,7 +288,8 @@ export async function benchWebhooks(): Promise<[string, boolean, string][]> {
       ['  deliveries/s', throughputRate.toFixed(0)],
       ['  CPU cores: workers / postgres / redis / receiver', `${throughputCores.workers.toFixed(2)} / ${throughputCores.postgres.toFixed(2)} / ${throughputCores.redis.toFixed(2)} / ${throughputCores.bench.toFixed(2)}`],
       ['  worker CPU per delivery', `${((throughputCores.workers * throughputMs * 1000) / expectedThroughput).toFixed(0)} µs`],
-      ['  worker RSS after the phase', workerRss.map((memory) => `${memory.rss.toFixed(0)} MB`).join(', ')],
+      [`  worker RSS during the phase, median / max (every ${RSS_SAMPLE_MS} ms)`, rssDuring.map((rss) => `${rss.median.toFixed(0)} / ${rss.max.toFixed(0)} MB`).join(', ')],
+      ['  worker RSS after the phase / peak (VmHWM)', workerRss.map((memory) => `${memory.rss.toFixed(0)} / ${memory.peak.toFixed(0)} MB`).join(', ')],
       [`latency: ${LATENCY.runs} ingest runs × ${LATENCY.changedPerRun} changed prices × ${LATENCY.endpoints} endpoints`, `${expectedLatency} deliveries`],
       ['  ingest commit → receipt p50 / p90 / p99 / max', `${p(50)} / ${p(90)} / ${p(99)} / ${latencies.at(-1)} ms`],
       ['deliveries succeeded / expected', `${succeeded} / ${expectedThroughput + expectedLatency}`],
@@ -282,6 +302,7 @@ export async function benchWebhooks(): Promise<[string, boolean, string][]> {
   return [
     [`webhook deliveries ≥ ${TARGETS.deliveriesPerSecond}/s (${WORKERS} workers, local receiver)`, throughputRate >= TARGETS.deliveriesPerSecond, `${throughputRate.toFixed(0)}/s`],
     [`price.updated ingest commit → receipt p99 < ${TARGETS.latencyP99Ms} ms`, p(99) < TARGETS.latencyP99Ms, `p99 ${p(99)} ms, p50 ${p(50)} ms`],
+    [`webhooks worker RSS during a full fan-out (median of samples) < ${TARGETS.steadyRssMb} MB`, steadyRss < TARGETS.steadyRssMb, rssDuring.map((rss) => `median ${rss.median.toFixed(0)} MB, max ${rss.max.toFixed(0)} MB`).join('; ')],
     ['every delivery succeeded once, signatures valid', allDelivered, `${succeeded} succeeded, ${stats.duplicates} duplicates, ${stats.badSignatures} bad signatures`],
   ];
 }

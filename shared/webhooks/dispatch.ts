@@ -12,6 +12,13 @@ export function deliveryJobId(deliveryId: string, attemptsMade: number): string 
 }
 
 export const DISPATCH_BATCH_SIZE = 1_000;
+/**
+ * Delivery jobs added per BullMQ call. A batch of 1 000 events to 20 endpoints is 20 000 deliveries:
+ * added in one call, their job objects took a webhooks worker past 300 MB of RSS at the start of a
+ * full fan-out (bench:delivery); in calls of 1 000 it stays near its resting size. (Smaller event
+ * batches did that too, but slowed the draining of events nobody subscribes to.)
+ */
+export const ENQUEUE_CHUNK_SIZE = 1_000;
 /** A pending delivery this far past due has lost its job (or never got one): the sweeper re-adds it. */
 export const OVERDUE_GRACE_MS = 10_000;
 /** Settled deliveries (and their attempts) are kept this long for GET /v2/webhooks/{id}/deliveries. */
@@ -36,7 +43,9 @@ export async function dispatchOutbox(
     const batch = await dispatchOutboxBatch(db, batchSize, at, new Date(at.getTime() + firstDelayMs));
     totals.events += batch.events;
     totals.deliveries += batch.deliveries.length;
-    if (batch.deliveries.length > 0) await enqueue(batch.deliveries.map(({ id }) => ({ deliveryId: id, attemptsMade: 0, delayMs: firstDelayMs })));
+    for (let start = 0; start < batch.deliveries.length; start += ENQUEUE_CHUNK_SIZE) {
+      await enqueue(batch.deliveries.slice(start, start + ENQUEUE_CHUNK_SIZE).map(({ id }) => ({ deliveryId: id, attemptsMade: 0, delayMs: firstDelayMs })));
+    }
     if (batch.events < batchSize) return totals;
   }
 }
