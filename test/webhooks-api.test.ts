@@ -5,7 +5,7 @@ import { EVENT_TYPES } from '../shared/events/outbox.ts';
 import type { Scope } from '../shared/scopes.ts';
 import { SecretKeyring, secretKeyId } from '../shared/webhooks/secrets.ts';
 import { createTestApp, errorOf, workspaceWithKey, type TestApp } from './helpers.ts';
-import { createWebhook, postWebhook, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';
+import { createWebhook, postWebhook, retireEndpoints, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';
 
 /**
  * POST/GET/DELETE /v2/webhooks and GET /v2/webhooks/{id}/deliveries through the real plugins, with
@@ -17,7 +17,7 @@ const t = createTestApp({ config: { WEBHOOK_SECRET_KEY: WEBHOOK_KEY_A, WEBHOOK_A
 const keyless = createTestApp({ config: { WEBHOOK_SECRET_KEY: '', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' } });
 const workspaces: string[] = [];
 afterAll(async () => {
-  if (workspaces.length > 0) await t.deps.sql`update webhook_endpoints set deleted_at = now(), secret_ciphertext = null, secret_key_id = null where workspace_id in ${t.deps.sql(workspaces)} and deleted_at is null`;
+  await retireEndpoints(t.deps.sql, workspaces);
   await Promise.all([t.close(), keyless.close()]);
 });
 

@@ -7,7 +7,7 @@ import type { Delivery } from '../shared/webhooks/deliveries.ts';
 import { startPools, type RunningPools } from '../workers/runtime.ts';
 import { webhooksPool } from '../workers/webhooks/index.ts';
 import { createTestApp, eventually, testConfig, workspaceWithKey } from './helpers.ts';
-import { createWebhook, removeQueueKeys, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
+import { createWebhook, removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
 
 /**
  * Delivery behaviour against a receiver on loopback, with the real webhooks pool (BullMQ and
@@ -36,7 +36,7 @@ const workspaces: string[] = [];
 afterAll(async () => {
   await pool?.stop(5_000);
   // No endpoint of this file may outlive it: a later suite's worker would try to deliver to it.
-  if (workspaces.length > 0) await t.deps.sql`update webhook_endpoints set deleted_at = now(), secret_ciphertext = null, secret_key_id = null where workspace_id in ${t.deps.sql(workspaces)} and deleted_at is null`;
+  await retireEndpoints(t.deps.sql, workspaces);
   await receiver.stop();
   await removeQueueKeys(t.deps.config.REDIS_URL, queuePrefix);
   await t.close();

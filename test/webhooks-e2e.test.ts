@@ -8,7 +8,7 @@ import { insertOutboxEvent } from '../shared/events/outbox.ts';
 import { claimIngestRun, ensureObservationPartitions, writeIngestRun } from '../shared/prices/ingest.ts';
 import type { Delivery } from '../shared/webhooks/deliveries.ts';
 import { createTestApp, eventually, workspaceWithKey } from './helpers.ts';
-import { removeQueueKeys, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
+import { removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
 
 /**
  * End to end over real processes: the API and `bun workers/main.ts webhooks` workers (their own
@@ -76,7 +76,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const { child } of processes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   await Promise.all(processes.map(({ child }) => Promise.race([child.exited, Bun.sleep(15_000).then(() => child.kill('SIGKILL'))])));
-  await sql`update webhook_endpoints set deleted_at = now(), secret_ciphertext = null, secret_key_id = null where workspace_id = ${ws.workspace.id} and deleted_at is null`;
+  await retireEndpoints(sql, [ws.workspace.id]);
   await receiver.stop();
   await removeQueueKeys(t.deps.config.REDIS_URL, queuePrefix);
   await sql.end({ timeout: 5 });

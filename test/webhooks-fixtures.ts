@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import type { Queryable } from '../shared/db.ts';
 import type { TestApp } from './helpers.ts';
 
 /**
@@ -92,6 +93,17 @@ export async function createWebhook(t: TestApp, apiKey: string, body: { url: str
   const response = await postWebhook(t, apiKey, body);
   if (response.status !== 201) throw new Error(`webhook creation failed: ${response.status} ${await response.text()}`);
   return (await response.json()) as CreatedWebhook;
+}
+
+/**
+ * Deletes the live endpoints of these workspaces (as DELETE /v2/webhooks/{id} leaves them). No
+ * endpoint of a suite may outlive it: a later suite's webhooks worker would fan its events out to
+ * a receiver that is gone, and queue its own deliveries behind those.
+ */
+export async function retireEndpoints(db: Queryable, workspaceIds: readonly string[]): Promise<void> {
+  if (workspaceIds.length === 0) return;
+  await db`update webhook_endpoints set deleted_at = now(), secret_ciphertext = null, secret_key_id = null
+           where workspace_id in ${db(workspaceIds as string[])} and deleted_at is null`;
 }
 
 /** Deletes every Redis key under `<prefix>:` (a suite's own QUEUE_PREFIX). */

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import type { AuditEvent } from '../shared/audit/events.ts';
 import { MAX_ENDPOINTS_PER_WORKSPACE } from '../shared/webhooks/endpoints.ts';
 import { createTestApp, errorOf, workspaceWithKey } from './helpers.ts';
-import { createWebhook, postWebhook, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';
+import { createWebhook, postWebhook, retireEndpoints, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';
 
 /**
  * DESIGN 8: at most 20 endpoints per workspace, then 409 `webhook_limit_reached`. Endpoints point at
@@ -11,7 +11,7 @@ import { createWebhook, postWebhook, WEBHOOK_KEY_A, type CreatedWebhook } from '
 const t = createTestApp({ config: { WEBHOOK_SECRET_KEY: WEBHOOK_KEY_A, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' } });
 const workspaces: string[] = [];
 afterAll(async () => {
-  if (workspaces.length > 0) await t.deps.sql`update webhook_endpoints set deleted_at = now(), secret_ciphertext = null, secret_key_id = null where workspace_id in ${t.deps.sql(workspaces)} and deleted_at is null`;
+  await retireEndpoints(t.deps.sql, workspaces);
   await t.close();
 });
 

@@ -7,7 +7,7 @@ import { eventPagePath, PAGE_URL_TTL_SECONDS, signEventPageUrl } from '../shared
 import { startPools, type RunningPools } from '../workers/runtime.ts';
 import { webhooksPool } from '../workers/webhooks/index.ts';
 import { createTestApp, errorOf, eventually, testConfig, workspaceWithKey } from './helpers.ts';
-import { createWebhook, removeQueueKeys, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
+import { createWebhook, removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
 
 /**
  * Market price events end to end: ingest runs written through writeIngestRun, the real webhooks pool
@@ -41,7 +41,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await pool?.stop(5_000);
-  await sql`update webhook_endpoints set deleted_at = now(), secret_ciphertext = null, secret_key_id = null where workspace_id = ${ws.workspace.id} and deleted_at is null`;
+  await retireEndpoints(sql, [ws.workspace.id]);
   if (sources.length > 0) await sql`delete from price_sources where name in ${sql(sources)}`;
   if (itemIds.length > 0) await sql`delete from latest_prices where catalog_id in ${sql(itemIds)}`;
   await receiver.stop();

@@ -11,7 +11,7 @@ import { createWebhookEndpoint } from '../shared/webhooks/service.ts';
 import { signWebhook } from '../shared/webhooks/signature.ts';
 import { refusalReason, type Lookup } from '../shared/webhooks/targets.ts';
 import { createTestApp, scratchTestApp, testConfig, workspaceWithKey } from './helpers.ts';
-import { HOOK_TEST_TLS, startReceiver, uniquePath, WEBHOOK_KEY_A, WEBHOOK_KEY_B, WEBHOOK_KEY_C } from './webhooks-fixtures.ts';
+import { HOOK_TEST_TLS, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, WEBHOOK_KEY_B, WEBHOOK_KEY_C } from './webhooks-fixtures.ts';
 
 /**
  * Signing, secrets at rest and key rotation, and the SSRF guard at delivery time. Attempts are made
@@ -27,7 +27,7 @@ const tlsReceiver = startReceiver({ tls: HOOK_TEST_TLS });
 const workspaces: string[] = [];
 afterAll(async () => {
   // No endpoint of this file may outlive it: a later suite's worker would try to deliver to it.
-  if (workspaces.length > 0) await t.deps.sql`update webhook_endpoints set deleted_at = now(), secret_ciphertext = null, secret_key_id = null where workspace_id in ${t.deps.sql(workspaces)} and deleted_at is null`;
+  await retireEndpoints(t.deps.sql, workspaces);
   await receiver.stop();
   await tlsReceiver.stop();
   await t.close();
