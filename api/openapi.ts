@@ -30,6 +30,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: 'The key lacks a required scope, its workspace is suspended, or a signed URL is invalid',
   404: 'No such resource in this workspace',
   409: 'Conflict (an Idempotency-Key reused or in use, or a resource limit or state conflict)',
+  410: 'Gone: the resource existed but its retention window has passed',
   412: 'The If-Match precondition failed',
   413: 'The request body is larger than 1 MiB',
   415: 'The request body is not JSON',

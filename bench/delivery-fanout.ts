@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { createSql, type Sql } from '../shared/db.ts';
 import { newId } from '../shared/ids.ts';
 import { migrate } from '../shared/migrate.ts';
-import { claimIngestRun, ensureObservationPartitions, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
+import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
 import { dispatchOutbox } from '../shared/webhooks/dispatch.ts';
 import { MAX_ENDPOINTS_PER_WORKSPACE } from '../shared/webhooks/endpoints.ts';
 import { SecretKeyring } from '../shared/webhooks/secrets.ts';
@@ -68,7 +68,6 @@ export async function benchFanout(): Promise<[string, boolean, string][]> {
   await sql`
     insert into catalog_items (catalog_id, market_hash_name, type)
     select id, 'Bench Fanout ' || id, 'sticker' from unnest(${ids}::text[]) as id`;
-  await ensureObservationPartitions(sql, new Date());
   const keyring = SecretKeyring.fromConfig({ WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64'), WEBHOOK_SECRET_KEYS_PREVIOUS: [] });
   const meta = () => ({ workspaceId, actor: { type: 'admin' as const, id: 'bench' }, requestId: 'bench', now: new Date() });
   say(`${ITEMS} items, ${ENDPOINTS} endpoints per mode`);

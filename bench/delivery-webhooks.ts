@@ -26,7 +26,7 @@ import { Webhook } from 'standardwebhooks';
 import { createSql, type Sql } from '../shared/db.ts';
 import { newId } from '../shared/ids.ts';
 import { migrate } from '../shared/migrate.ts';
-import { claimIngestRun, ensureObservationPartitions, writeIngestRun } from '../shared/prices/ingest.ts';
+import { claimIngestRun, writeIngestRun } from '../shared/prices/ingest.ts';
 import { SecretKeyring } from '../shared/webhooks/secrets.ts';
 import { createWebhookEndpoint, removeWebhookEndpoint } from '../shared/webhooks/service.ts';
 import {
@@ -239,7 +239,6 @@ export async function benchWebhooks(): Promise<[string, boolean, string][]> {
   // 4. Latency: ingest runs through writeIngestRun, commit → receipt per delivery.
   const latencyEndpoints = await createEndpoints('latency', LATENCY.endpoints);
   const items = await insertBenchItems(sql, LATENCY.changedPerRun);
-  await ensureObservationPartitions(sql, new Date());
   const commits = new Map<number, number>();
   const source = 'bench_webhooks';
   for (let run = 0; run < LATENCY.runs; run += 1) {

@@ -121,6 +121,18 @@ export const configSchema = z.object({
   // Not in DESIGN 4's list: the keyless price snapshot is rebuilt at most once per this many seconds
   // (default: the shortest interval of the enabled sources); runs within one interval share a build.
   PRICE_SNAPSHOT_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3_600).optional(),
+  // Issue 13 / DESIGN 12: retention in days of the time-partitioned tables (shared/retention/,
+  // README "Data lifecycle"). Expired partitions are dropped by the maintenance pool every hour.
+  RETENTION_OBSERVATIONS_DAYS: z.coerce.number().int().min(1).max(3_660).default(7),
+  // Events and their prices.updated pages: at least 3 days (retries run ~28 h, a page URL lives 24 h).
+  RETENTION_OUTBOX_DAYS: z.coerce.number().int().min(3).max(3_660).default(3),
+  RETENTION_INGEST_RUNS_DAYS: z.coerce.number().int().min(1).max(3_660).default(30),
+  // The window in which a calculation's constituents are served (GET …/constituents; 410 after).
+  RETENTION_INDEX_VECTORS_DAYS: z.coerce.number().int().min(1).max(3_660).default(2),
+  // History horizons: how far back each granularity of GET /v2/prices/{id}/history reaches (400 before).
+  RETENTION_ROLLUPS_10M_DAYS: z.coerce.number().int().min(1).max(3_660).default(31),
+  RETENTION_ROLLUPS_HOURLY_DAYS: z.coerce.number().int().min(1).max(3_660).default(366),
+  RETENTION_ROLLUPS_DAILY_DAYS: z.coerce.number().int().min(1).max(36_600).default(3_660),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
   // Not in DESIGN 4's list: concurrent GET /v1/prices downloads per client address, per API process.

@@ -62,6 +62,13 @@ export const JOBS = {
     payload: z.object({}).strict(),
     options: { ...defaultOptions, attempts: 3 },
   },
+  'maintenance.retention': {
+    queue: 'maintenance',
+    // Hourly (and at boot): creates the time partitions ahead and drops those past their table's
+    // retention (shared/retention/partitions.ts). Idempotent; the next run is the retry.
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
   'trade_intents.expire': {
     queue: 'maintenance',
     // Drafts past expires_at become expired and release their reservations (DESIGN 11). Every

@@ -88,6 +88,7 @@ describe('worker log lines and job metrics', () => {
           poolLog.info('expire probe');
           throw new Error('probe failure');
         }),
+        handle('maintenance.retention', async () => ({})),
       ],
     };
     const running = await startPools([probePool], config, log);

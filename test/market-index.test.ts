@@ -285,6 +285,31 @@ describe('GET /v2/market-index/cs2 and friends', () => {
   });
 });
 
+describe('the window in which calculations are published (RETENTION_INDEX_VECTORS_DAYS)', () => {
+  test('past it the latest calculation is 404 and its constituents 410 constituents_expired; its level stays in the history', async () => {
+    const market = await latest('marketplace=skinport');
+    const before = clock.now();
+    const windowDays = t.deps.config.RETENTION_INDEX_VECTORS_DAYS;
+    try {
+      // Just inside the window: still published.
+      clock.set(new Date(new Date(market.as_of).getTime() + windowDays * 86_400_000 - 60_000));
+      expect((await get('/v2/market-index/cs2?marketplace=skinport')).status).toBe(200);
+      expect((await get(`/v2/market-index/cs2/calculations/${market.id}/constituents`)).status).toBe(200);
+      clock.advance(24 * 3_600_000);
+      const gone = await get('/v2/market-index/cs2?marketplace=skinport');
+      expect(gone.status).toBe(404);
+      expect((await errorOf(gone)).message).toContain(`${windowDays} days`);
+      const expired = await get(`/v2/market-index/cs2/calculations/${market.id}/constituents`);
+      expect(expired.status).toBe(410);
+      expect((await errorOf(expired)).code).toBe('constituents_expired');
+      const history = (await (await get(`/v2/market-index/cs2/history?marketplace=skinport&from=${minutes(-1).toISOString()}`)).json()) as { data: { calculation_id: string }[] };
+      expect(history.data.map((point) => point.calculation_id)).toContain(market.id);
+    } finally {
+      clock.set(before);
+    }
+  });
+});
+
 describe('property: an item missing at t or t-1 is excluded', () => {
   const pool = [...ak, ...m4].slice(0, 24);
   test('the link is the mean ratio over exactly the items priced at both runs', async () => {

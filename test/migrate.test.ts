@@ -1,10 +1,16 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { createSql, type Sql } from '../shared/db.ts';
+import { createLogger } from '../shared/logger.ts';
 import { listMigrations, migrate, MigrationError } from '../shared/migrate.ts';
+import { claimIngestRun } from '../shared/prices/ingest.ts';
+import { applyRetention } from '../shared/retention/partitions.ts';
+import { retentionPolicy } from '../shared/retention/policy.ts';
+import { EVENT_EXPIRED } from '../shared/webhooks/deliveries.ts';
+import { testConfig } from './helpers.ts';
 
 const SQL_DIR = join(import.meta.dir, '..', 'sql');
 const serverUrl = (database: string) => {
@@ -156,4 +162,72 @@ describe('applying migrations', () => {
     await expect(migrate(sql, older)).rejects.toBeInstanceOf(MigrationError);
     await expect(migrate(sql, renamed)).rejects.toBeInstanceOf(MigrationError);
   });
+});
+
+describe('0011: time partitions over a database that already holds data', () => {
+  test('old rows stay readable in one partition per table, new rows go to day partitions, and retention drops the old table whole', async () => {
+    const database = await scratchDatabase();
+    const sql = client(database);
+    const dir = await tempMigrations({});
+    const files = (await readdir(SQL_DIR)).filter((file) => file.endsWith('.sql')).sort();
+    for (const file of files.filter((name) => name < '0011')) await copyFile(join(SQL_DIR, file), join(dir, file));
+    expect(await migrate(sql, dir)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+
+    // Data as the earlier schema held it: two days old.
+    const old = new Date(Date.now() - 2 * 86_400_000);
+    const [workspace] = await sql<{ id: string }[]>`insert into workspaces (id, name) values (gen_random_uuid(), 'migrated') returning id`;
+    await sql`insert into catalog_items (catalog_id, market_hash_name, type) values ('itm_migrated', 'Migrated', 'sticker')`;
+    const [run] = await sql<{ id: string }[]>`
+      insert into ingest_runs (id, source, slot, started_at, finished_at, status) values (gen_random_uuid(), 'skinport', 7, ${old}, ${old}, 'succeeded') returning id`;
+    await sql`insert into price_observations (catalog_id, source, version, price, source_time, ingested_at, run_id) values ('itm_migrated', 'skinport', 'default', 1.50, ${old}, ${old}, ${run!.id})`;
+    const [event] = await sql<{ id: string }[]>`
+      insert into event_outbox (id, event_type, payload, created_at, published_at) values (gen_random_uuid(), 'prices.updated', '{}', ${old}, ${old}) returning id`;
+    await sql`insert into price_event_pages (event_id, page, items, created_at) values (${event!.id}, 2, '[]', ${old})`;
+    const [endpoint] = await sql<{ id: string }[]>`
+      insert into webhook_endpoints (id, workspace_id, url, event_types, secret_ciphertext, secret_key_id, created_at)
+      values (gen_random_uuid(), ${workspace!.id}, 'https://hook.test/', '{prices.updated}', '\\x00', 'k', ${old}) returning id`;
+    await sql`
+      insert into webhook_deliveries (id, endpoint_id, event_id, state, next_attempt_at, created_at)
+      values (gen_random_uuid(), ${endpoint!.id}, ${event!.id}, 'pending', ${old}, ${old})`;
+    for (const granularity of ['10m', 'hourly', 'daily']) {
+      await sql`insert into price_rollups values ('itm_migrated', 'skinport', 'default', ${granularity}, ${old}, 1, 1, 1, 1, 1, ${old}, ${old})`;
+    }
+    const indexRunId = Bun.randomUUIDv7('hex', old);
+    await sql`
+      insert into market_index_runs (id, marketplace, methodology, ingest_run_id, as_of, calculated_at, priced_count, duration_ms)
+      values (${indexRunId}, 'skinport', 'cs2.chain-equal-weight.v1', ${run!.id}, ${old}, ${old}, 1, 1)`;
+    await sql`insert into market_index_prices (index_run_id, catalog_id, version, type, current_price) values (${indexRunId}, 'itm_migrated', 'default', 'sticker', 1.50)`;
+
+    await copyFile(join(SQL_DIR, files.find((name) => name.startsWith('0011'))!), join(dir, files.find((name) => name.startsWith('0011'))!));
+    expect(await migrate(sql, dir)).toEqual([11]);
+
+    // Every old row is still there, in the old table now attached as a partition (rollups: copied).
+    const where = async (table: string) => (await sql.unsafe<{ partition: string }[]>(`select tableoid::regclass::text as partition from ${table}`)).map((row) => row.partition);
+    // (The old observations table was partitioned itself: its rows sit in its own default partition.)
+    expect(await where('price_observations')).toEqual(['price_observations_legacy_default']);
+    expect(await where('event_outbox')).toEqual(['event_outbox_legacy']);
+    expect(await where('price_event_pages')).toEqual(['price_event_pages_legacy']);
+    expect(await where('ingest_runs')).toEqual(['ingest_runs_legacy']);
+    expect(await where('market_index_prices')).toEqual(['market_index_prices_legacy']);
+    expect((await where('price_rollups')).sort()).toEqual(['price_rollups_10m_legacy', 'price_rollups_daily_legacy', 'price_rollups_hourly_legacy']);
+    const [delivery] = await sql<{ event_type: string }[]>`select event_type from webhook_deliveries where endpoint_id = ${endpoint!.id}`;
+    expect(delivery!.event_type).toBe('prices.updated');
+    // A claimed slot is still claimed once; new rows land in the day partitions made ahead.
+    const later = new Date(Date.now() + 2 * 86_400_000);
+    expect(await claimIngestRun(sql, 'skinport', 8, later)).not.toBeNull();
+    expect(await claimIngestRun(sql, 'skinport', 8, later)).toBeNull();
+    await sql`insert into price_observations (catalog_id, source, version, price, source_time, ingested_at, run_id) values ('itm_migrated', 'skinport', 'default', 2, ${later}, ${later}, ${run!.id})`;
+    expect((await where('price_observations')).sort()).toEqual(['price_observations_legacy_default', `price_observations_p${later.toISOString().slice(0, 10).replaceAll('-', '')}`]);
+
+    // Retention drops the old tables whole once their cutover (tomorrow) is past their retention;
+    // the pending delivery of an old event fails first rather than waiting for ever.
+    const policy = retentionPolicy(testConfig());
+    const report = await applyRetention(sql, policy, new Date(Date.now() + 40 * 86_400_000), createLogger({ level: 'silent', name: 'migrate-test' }));
+    for (const table of ['price_observations', 'event_outbox', 'price_event_pages', 'ingest_runs', 'market_index_prices', 'price_rollups_10m']) {
+      expect(report[table]).toMatchObject({ dropped: expect.arrayContaining([`${table}_legacy`]) });
+    }
+    expect(await where('price_observations')).toEqual([]);
+    const [failed] = await sql<{ state: string; last_error: string }[]>`select state, last_error from webhook_deliveries where endpoint_id = ${endpoint!.id}`;
+    expect(failed).toEqual({ state: 'failed', last_error: EVENT_EXPIRED });
+  }, 60_000);
 });

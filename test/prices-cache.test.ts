@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
-import { claimIngestRun, ensureObservationPartitions, writeIngestRun } from '../shared/prices/ingest.ts';
+import { claimIngestRun, writeIngestRun } from '../shared/prices/ingest.ts';
 import { PRICE_SNAPSHOT_CHANNEL } from '../shared/prices/snapshot.ts';
 import { createTestApp, eventually, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 import { startPrivateRedis } from './private-redis.ts';
@@ -43,7 +43,6 @@ async function insertPriceQuietly(catalogId: string, source: string, price: stri
 
 /** A real ingest run of `source` for one item (claim, then the run's one write transaction; rollups included). */
 async function ingestRun(catalogId: string, source: string, price: string, sourceTime: Date) {
-  await ensureObservationPartitions(sql, new Date());
   const runId = (await claimIngestRun(sql, source, Date.now() + Math.floor(Math.random() * 1e6), new Date()))!;
   await writeIngestRun(sql, {
     runId,

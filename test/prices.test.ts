@@ -390,7 +390,8 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
   test('limit defaults to 288 and may be 1000', async () => {
     const ws = await reader();
     const item = await insertItem();
-    const start = Date.parse('2030-05-01T00:00:00.000Z');
+    // Ten days back: inside the 10m horizon (31 days).
+    const start = clock.now().getTime() - 10 * 86_400_000;
     await insertRollups(item.catalog_id, Array.from({ length: 300 }, (_, i) => ({ granularity: '10m', bucket_start: new Date(start + i * 600_000) })));
     const range = { marketplace: 'skinport', granularity: '10m', from: new Date(start).toISOString(), to: new Date(start + 3 * 86_400_000).toISOString() };
     const first = await history(ws.key, item.catalog_id, range);
@@ -426,10 +427,11 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
     }
   });
 
-  test('the widest range of each granularity is accepted', async () => {
+  test('the widest range of each granularity is accepted, back to its horizon', async () => {
     const ws = await reader();
     const item = await insertItem();
-    const to = Date.parse('2030-01-01T00:00:00.000Z');
+    // The widest ranges equal the default horizons (RETENTION_ROLLUPS_*_DAYS: 31, 366, 3660 days).
+    const to = clock.now().getTime();
     for (const [granularity, days] of [['10m', 31], ['hourly', 366], ['daily', 3660]] as const) {
       const response = await get(`/v2/prices/${item.catalog_id}/history`, ws.key, {
         marketplace: 'csfloat',
@@ -458,6 +460,8 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
       ['an hourly range over 366 days', { marketplace: 'steam', from: before(367), to }, 'query.to'],
       ['a daily range over 3660 days', { marketplace: 'steam', granularity: 'daily', from: before(3661), to }, 'query.to'],
       ['a from alone further back than the maximum', { marketplace: 'steam', granularity: '10m', from: before(400) }, 'query.to'],
+      ['a 10m from before its 31-day horizon', { marketplace: 'steam', granularity: '10m', from: '2030-05-14T00:00:00Z', to: '2030-05-15T00:00:00Z' }, 'query.from'],
+      ['an hourly window ending before its 366-day horizon', { marketplace: 'steam', to: '2029-06-01T00:00:00Z' }, 'query.from'],
       ['limit 0', { marketplace: 'steam', limit: '0' }, 'query.limit'],
       ['limit 1001', { marketplace: 'steam', limit: '1001' }, 'query.limit'],
       ['limit abc', { marketplace: 'steam', limit: 'abc' }, 'query.limit'],

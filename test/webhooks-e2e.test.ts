@@ -5,7 +5,7 @@ import { freePort } from '../scripts/services.ts';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { createSql } from '../shared/db.ts';
 import { insertOutboxEvent } from '../shared/events/outbox.ts';
-import { claimIngestRun, ensureObservationPartitions, writeIngestRun } from '../shared/prices/ingest.ts';
+import { claimIngestRun, writeIngestRun } from '../shared/prices/ingest.ts';
 import type { Delivery } from '../shared/webhooks/deliveries.ts';
 import { createTestApp, eventually, workspaceWithKey } from './helpers.ts';
 import { removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
@@ -110,7 +110,6 @@ describe('webhooks over real worker processes', () => {
     const source = `e2e_${crypto.randomUUID().slice(0, 8)}`;
     const names = [0, 1, 2].map((index) => `Webhook E2E ${index} ${crypto.randomUUID()}`);
     for (const name of names) await sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(name)}, ${name}, 'sticker')`;
-    await ensureObservationPartitions(sql, new Date());
     const runId = (await claimIngestRun(sql, source, 1, new Date()))!;
     const rows = names.map((name, index) => ({ catalog_id: catalogIdFor(name), version: 'default', price: `${index + 1}.25`, median_price: null, quantity: 4, source_time: new Date() }));
     await writeIngestRun(sql, { runId, source, rows, ingestedAt: new Date(), staleAfterSeconds: 90, received: 3, skipped: 0, unknownNames: 0 });

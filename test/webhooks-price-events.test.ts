@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Webhook } from 'standardwebhooks';
 import type { ChangedPrice, EventType } from '../shared/events/outbox.ts';
 import { createLogger } from '../shared/logger.ts';
-import { claimIngestRun, ensureObservationPartitions, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
+import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
 import { eventPagePath, PAGE_URL_TTL_SECONDS, signEventPageUrl } from '../shared/webhooks/event-pages.ts';
 import { startPools, type RunningPools } from '../workers/runtime.ts';
 import { webhooksPool } from '../workers/webhooks/index.ts';
@@ -35,7 +35,6 @@ const itemIds: string[] = [];
 
 beforeAll(async () => {
   ws = await workspaceWithKey(t, { scopes: ['webhooks:read', 'webhooks:write'] });
-  await ensureObservationPartitions(sql, new Date());
   pool = await startPools([webhooksPool], testConfig(settings), createLogger({ level: 'silent', name: 'webhooks-price-events-test' }));
 });
 

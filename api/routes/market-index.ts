@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
-import { errors } from '../../shared/errors.ts';
+import { ApiError, errors } from '../../shared/errors.ts';
 import { METHODOLOGIES, METHODOLOGY, ratioText, ROUNDING } from '../../shared/market-index/methodology.ts';
 import {
   findCalculation,
@@ -17,6 +17,7 @@ import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { resolveWindow } from '../../shared/prices/history.ts';
+import { windowStart } from '../../shared/retention/policy.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
@@ -154,6 +155,16 @@ function publishCalculation(calculation: Calculation, query: IndexQuery) {
 
 const noCalculation = () => errors.notFound('No successful index calculation matches this query yet.');
 
+/**
+ * Issue 13: a calculation is published (latest, constituents) only while its price vectors are kept,
+ * RETENTION_INDEX_VECTORS_DAYS after it was calculated, so whatever is served can be recomputed. The
+ * window is judged on calculated_at, the time in the run id its vectors are partitioned by (sql/0011),
+ * so nothing inside it has been dropped; levels stay in the history for its horizon.
+ */
+function publishedSince(deps: Pick<AppDeps, 'config' | 'now'>): Date {
+  return windowStart(deps.now(), deps.config.RETENTION_INDEX_VECTORS_DAYS);
+}
+
 export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiKeyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const parseSegmentFilter = segmentFilterParser(deps);
@@ -170,6 +181,12 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
         const resolved = await indexQuery(query);
         const calculation = await findLatestCalculation(deps.sql, resolved);
         if (!calculation) throw noCalculation();
+        if (calculation.calculated_at < publishedSince(deps)) {
+          const days = deps.config.RETENTION_INDEX_VECTORS_DAYS;
+          throw errors.notFound(
+            `No successful index calculation matches this query in the last ${days} days: calculations are published with their constituents for ${days} days (RETENTION_INDEX_VECTORS_DAYS); older levels are in the history.`,
+          );
+        }
         return publishCalculation(calculation, resolved);
       },
       {
@@ -246,6 +263,14 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
         const calculation = await findCalculation(deps.sql, params.calculation_id);
         // Only successful calculations are published; a failed one has no constituents by definition.
         if (!calculation || calculation.status !== 'succeeded') throw errors.notFound('No successful index calculation has this id.');
+        if (calculation.calculated_at < publishedSince(deps)) {
+          const days = deps.config.RETENTION_INDEX_VECTORS_DAYS;
+          throw new ApiError(
+            410,
+            'constituents_expired',
+            `The constituents of a calculation are kept for ${days} days after it (RETENTION_INDEX_VECTORS_DAYS); this one was calculated at ${calculation.calculated_at.toISOString()}.`,
+          );
+        }
         const filters = { workspace: principal.workspace.id, calculation: calculation.id };
         const after = query.cursor ? decodeCursor(signingKey, 'market_index_constituents', filters, query.cursor, constituentPosition) : null;
         const page = await listConstituents(deps.sql, calculation, after, query.limit);
@@ -264,7 +289,7 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
         query: constituentsQuery,
         detail: {
           summary: "Every constituent of a calculation with its previous and current price and ratio, paginated (needs market:read)",
-          tags: ['market'], responses: routeResponses({ 200: { description: 'One page of constituents', body: constituentsPage } }, 404),
+          tags: ['market'], responses: routeResponses({ 200: { description: 'One page of constituents', body: constituentsPage } }, 404, 410),
         },
       },
     );

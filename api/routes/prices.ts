@@ -16,6 +16,7 @@ import {
   type HistoryPageInput,
 } from '../../shared/prices/history.ts';
 import type { HistoryPosition } from '../../shared/prices/repository.ts';
+import { retentionPolicy } from '../../shared/retention/policy.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
@@ -118,7 +119,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
           window = { from: new Date(position.f), to: new Date(position.t) };
           after = { version: position.v, bucket_start: position.b };
         } else {
-          window = resolveHistoryWindow(query.granularity, from, to, deps.now());
+          window = resolveHistoryWindow(query.granularity, from, to, deps.now(), retentionPolicy(deps.config).rollups[query.granularity]);
         }
         const input: HistoryPageInput = {
           catalogId: params.catalog_id,

@@ -88,8 +88,9 @@ export async function calculateMarketIndex(sql: Sql, input: { marketplace: strin
     lap('read');
 
     const accumulators = accumulate(rows);
-    const indexRunId = newId();
     const calculatedAt = input.now();
+    // The id carries the calculation time: its price vector is stored (and dropped) by that day (sql/0011).
+    const indexRunId = newId(calculatedAt);
     const previousBySegment = new Map(latest.map((row) => [`${row.segment}\u0000${row.value}`, row]));
     for (const row of latest) {
       const key = `${row.segment}\u0000${row.value}`;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { errors } from '../errors.ts';
+import { windowStart } from '../retention/policy.ts';
 import { findCatalogItemById, listHistoryPoints, type Granularity, type HistoryPosition } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
 
@@ -45,9 +46,21 @@ export function resolveWindow(
   return { from: start, to: end };
 }
 
-/** The window of a price history request at `granularity` (its default and widest range). */
-export function resolveHistoryWindow(granularity: Granularity, from: Date | undefined, to: Date | undefined, now: Date): HistoryWindow {
-  return resolveWindow(from, to, now, { defaultDays: HISTORY_DEFAULT_RANGE_DAYS[granularity], maxDays: HISTORY_MAX_RANGE_DAYS[granularity], granularity });
+/**
+ * The window of a price history request at `granularity` (its default and widest range). Buckets
+ * are kept for their granularity's horizon (`horizonDays`, RETENTION_ROLLUPS_*_DAYS, issue 13): a
+ * window starting before it is a 400 naming `from`, rather than a page that looks like no prices.
+ */
+export function resolveHistoryWindow(granularity: Granularity, from: Date | undefined, to: Date | undefined, now: Date, horizonDays: number): HistoryWindow {
+  const window = resolveWindow(from, to, now, { defaultDays: HISTORY_DEFAULT_RANGE_DAYS[granularity], maxDays: HISTORY_MAX_RANGE_DAYS[granularity], granularity });
+  const kept = windowStart(now, horizonDays);
+  if (window.from < kept) {
+    throw errors.invalidRequest(
+      `${granularity} buckets are kept for ${horizonDays} days: \`from\` (or \`to\` minus the default range) may not be before ${kept.toISOString()}; use a coarser granularity for older history.`,
+      [{ field: 'query.from', message: `before the ${horizonDays}-day horizon of ${granularity} history` }],
+    );
+  }
+  return window;
 }
 
 export const historySeriesSchema = z.object({

@@ -27,8 +27,8 @@ export async function dispatchOutboxBatch(
       limit ${batchSize}
       for update skip locked
     ), fanned as (
-      insert into webhook_deliveries (id, endpoint_id, event_id, state, attempt_count, next_attempt_at, created_at)
-      select gen_random_uuid(), w.id, c.id, 'pending', 0, ${firstAttemptAt}, ${now}
+      insert into webhook_deliveries (id, endpoint_id, event_id, event_type, state, attempt_count, next_attempt_at, created_at)
+      select gen_random_uuid(), w.id, c.id, c.event_type, 'pending', 0, ${firstAttemptAt}, ${now}
       from claimed c
       join webhook_endpoints w
         on w.event_types @> array[c.event_type]
@@ -38,7 +38,7 @@ export async function dispatchOutboxBatch(
       on conflict (endpoint_id, event_id) do nothing
       returning id
     ), published as (
-      update event_outbox o set published_at = ${now} from claimed c where o.id = c.id returning 1
+      update event_outbox o set published_at = ${now} from claimed c where o.id = c.id and o.created_at = c.created_at returning 1
     )
     select (select count(*)::int from published) as events,
            coalesce((select array_agg(id) from fanned), '{}')::text[] as deliveries`;
@@ -167,6 +167,24 @@ export async function findOverdueDeliveries(db: Queryable, overdueBefore: Date, 
     limit ${limit}`;
 }
 
+export const EVENT_EXPIRED = 'the event expired (RETENTION_OUTBOX_DAYS) before it was delivered';
+
+/**
+ * Before an outbox partition is dropped (shared/retention/partitions.ts): deliveries of its events
+ * that are still to be made fail (their payload goes with the partition), and events never
+ * dispatched are counted. With the retention well past the retry schedule (~28 h), both are 0
+ * unless the webhooks pool was down for days.
+ */
+export async function failDeliveriesOfExpiredEvents(db: Queryable, outboxPartition: string): Promise<{ failed: number; unpublished: number }> {
+  const failed = await db.unsafe(
+    `update webhook_deliveries set state = 'failed', next_attempt_at = null, lease_until = null, settled_at = now(), last_error = $1
+     where state in ('pending', 'delivering') and event_id in (select id from ${outboxPartition})`,
+    [EVENT_EXPIRED],
+  );
+  const [events] = await db.unsafe<{ unpublished: number }[]>(`select count(*)::int as unpublished from ${outboxPartition} where published_at is null`);
+  return { failed: failed.count, unpublished: events!.unpublished };
+}
+
 /** Settled deliveries older than the retention go (attempts with them), then deleted endpoints left without any. */
 export async function deleteExpiredDeliveries(db: Queryable, settledBefore: Date, limit = 5_000): Promise<number> {
   const rows = await db`
@@ -234,10 +252,10 @@ export async function listDeliveries(
   limit: number,
 ): Promise<{ deliveries: Delivery[]; next: DeliveryPosition | null }> {
   const rows = await db<DeliveryRow[]>`
-    select d.id, d.event_id, o.event_type, d.state, d.attempt_count, d.next_attempt_at, d.last_response_status, d.last_error,
+    select d.id, d.event_id, d.event_type, d.state, d.attempt_count, d.next_attempt_at, d.last_response_status, d.last_error,
            d.created_at, d.settled_at,
            to_char(d.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at_text
-    from webhook_deliveries d join event_outbox o on o.id = d.event_id
+    from webhook_deliveries d
     where d.endpoint_id = ${endpointId}
       ${state ? db`and d.state = ${state}` : db``}
       ${after ? db`and (d.created_at, d.id) < (${after.created_at}::timestamptz, ${after.id}::uuid)` : db``}

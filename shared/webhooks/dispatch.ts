@@ -1,6 +1,5 @@
 import type { Queryable } from '../db.ts';
 import { deleteExpiredDeliveries, dispatchOutboxBatch, findOverdueDeliveries, reclaimExpiredLeases } from './deliveries.ts';
-import { deleteExpiredEventPages, PAGE_RETENTION_MS } from './event-pages.ts';
 
 /** A delivery job to enqueue: its id, the attempts made so far (part of the job id), and when. */
 export type DeliveryJob = { deliveryId: string; attemptsMade: number; delayMs: number };
@@ -54,20 +53,20 @@ export async function dispatchOutbox(
  * Postgres is the source of truth for deliveries (STYLE: a sweeper re-enqueues rows whose job went
  * missing): attempts whose worker died go back to pending, pending deliveries well past due are
  * enqueued again (an existing job with the same id makes that a no-op), and old settled
- * deliveries and prices.updated pages are dropped.
+ * deliveries are dropped (events and their prices.updated pages go with their outbox partitions,
+ * shared/retention/partitions.ts).
  */
 export async function sweepDeliveries(
   db: Queryable,
   now: Date,
   maxAttempts: number,
   enqueue: EnqueueDeliveries,
-): Promise<{ reclaimed: number; requeued: number; expired: number; expiredPages: number }> {
+): Promise<{ reclaimed: number; requeued: number; expired: number }> {
   const reclaimed = await reclaimExpiredLeases(db, now, maxAttempts);
   const retry = reclaimed.filter((delivery) => delivery.state === 'pending');
   const overdue = await findOverdueDeliveries(db, new Date(now.getTime() - OVERDUE_GRACE_MS));
   const jobs = [...retry, ...overdue].map((delivery) => ({ deliveryId: delivery.id, attemptsMade: delivery.attempt_count, delayMs: 0 }));
   if (jobs.length > 0) await enqueue(jobs);
   const expired = await deleteExpiredDeliveries(db, new Date(now.getTime() - DELIVERY_RETENTION_MS));
-  const expiredPages = await deleteExpiredEventPages(db, new Date(now.getTime() - PAGE_RETENTION_MS));
-  return { reclaimed: reclaimed.length, requeued: overdue.length, expired, expiredPages };
+  return { reclaimed: reclaimed.length, requeued: overdue.length, expired };
 }

@@ -16,10 +16,11 @@ import type { ChangedPrice, EventType } from '../events/outbox.ts';
  */
 export const PAGE_URL_TTL_SECONDS = 24 * 60 * 60;
 /**
- * Pages are kept this long after their run: longer than the retry schedule (about 28 h) plus one
- * URL lifetime, so any URL a delivery carried expires before its pages go.
+ * Pages live as long as their event: both are dropped with their day's partitions after
+ * RETENTION_OUTBOX_DAYS (at least 3 days: longer than the retry schedule, about 28 h, plus one URL
+ * lifetime, so any URL a delivery carried expires before its pages go).
  */
-export const PAGE_RETENTION_MS = 7 * 86_400_000;
+export const MIN_PAGE_RETENTION_DAYS = 3;
 
 export type PageLinks = { signingKey: string; baseUrl: string };
 
@@ -77,7 +78,7 @@ export type EventPage = {
 export async function findEventPage(db: Queryable, eventId: string, page: number, links: PageLinks, now: Date): Promise<EventPage | null> {
   const [row] = await db<{ items: ChangedPrice[]; source: string; run_id: string; page_count: number }[]>`
     select p.items, o.payload->>'source' as source, o.payload->>'run_id' as run_id, (o.payload->>'page_count')::int as page_count
-    from price_event_pages p join event_outbox o on o.id = p.event_id
+    from price_event_pages p join event_outbox o on o.id = p.event_id and o.created_at = p.created_at
     where p.event_id = ${eventId} and p.page = ${page} and o.event_type = 'prices.updated'`;
   if (!row) return null;
   return {
@@ -90,15 +91,6 @@ export async function findEventPage(db: Queryable, eventId: string, page: number
     items: row.items,
     next_url: page < row.page_count ? signEventPageUrl(links, eventId, page + 1, now) : null,
   };
-}
-
-/** Pages of runs older than the retention go, a batch at a time (the webhooks sweeper's job). */
-export async function deleteExpiredEventPages(db: Queryable, createdBefore: Date, limit = 5_000): Promise<number> {
-  const rows = await db`
-    delete from price_event_pages where (event_id, page) in (
-      select event_id, page from price_event_pages where created_at < ${createdBefore} order by created_at limit ${limit})
-    returning 1`;
-  return rows.length;
 }
 
 /** Where page URLs point: PUBLIC_BASE_URL, else the API on this host's PORT (development). */

@@ -1,7 +1,6 @@
 import type { Sql } from '../../shared/db.ts';
 import {
   claimIngestRun,
-  ensureObservationPartitions,
   loadCatalogNameMap,
   mapToCatalog,
   recordIngestFailure,
@@ -18,7 +17,7 @@ const REQUEST_TIMEOUT_MS = 15_000;
 const CATALOG_CACHE_MS = 60_000;
 
 export type IngestOutcome =
-  | { status: 'succeeded'; runId: string; received: number; written: number; changed: number; skipped: number; unknownNames: number; ms: number }
+  | { status: 'succeeded'; runId: string; received: number; written: number; repeated: number; changed: number; skipped: number; unknownNames: number; ms: number }
   | { status: 'failed'; runId: string; error: string }
   | { status: 'duplicate' };
 
@@ -47,9 +46,9 @@ async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
 export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, scheduledAt: Date): Promise<IngestOutcome> {
   const settings = sourceSettings(deps.config, adapter);
   const started = deps.now();
-  const slot = Math.floor(scheduledAt.getTime() / (settings.intervalSeconds * 1000));
-  await ensureObservationPartitions(deps.sql, started);
-  const runId = await claimIngestRun(deps.sql, adapter.name, slot, started);
+  const intervalMs = settings.intervalSeconds * 1000;
+  const slot = Math.floor(scheduledAt.getTime() / intervalMs);
+  const runId = await claimIngestRun(deps.sql, adapter.name, slot, new Date(slot * intervalMs), started);
   if (!runId) {
     deps.log.info({ source: adapter.name, slot }, 'run already claimed by another worker');
     return { status: 'duplicate' };
@@ -119,6 +118,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       runId,
       received: fetched.observations.length + fetched.skipped,
       written: result.written,
+      repeated: result.repeated,
       changed: result.changed,
       skipped: fetched.skipped + mapped.unknownVersions,
       unknownNames: mapped.unknownNames.length + fetched.unknown,
