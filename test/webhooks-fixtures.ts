@@ -106,6 +106,18 @@ export async function retireEndpoints(db: Queryable, workspaceIds: readonly stri
            where workspace_id in ${db(workspaceIds as string[])} and deleted_at is null`;
 }
 
+/**
+ * A live endpoint row subscribed to `eventTypes`, written straight to Postgres (no WEBHOOK_SECRET_KEY
+ * needed): for suites that need a subscriber to exist, not deliveries that verify. Retire it after.
+ */
+export async function subscribedEndpoint(db: Queryable, workspaceId: string, eventTypes: string[], createdAt = new Date()): Promise<string> {
+  const [row] = await db<{ id: string }[]>`
+    insert into webhook_endpoints (id, workspace_id, url, event_types, secret_ciphertext, secret_key_id, created_at)
+    values (gen_random_uuid(), ${workspaceId}, 'https://hook.test/subscriber', ${eventTypes}::text[], '\\x00', 'test', ${createdAt})
+    returning id`;
+  return row!.id;
+}
+
 /** Deletes every Redis key under `<prefix>:` (a suite's own QUEUE_PREFIX). */
 export async function removeQueueKeys(redisUrl: string, prefix: string): Promise<void> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });

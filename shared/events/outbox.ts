@@ -49,3 +49,19 @@ export async function insertOutboxEvent(
     values (${id}, ${event.type}, ${event.workspaceId}, ${db.json(event.payload as never)}, ${event.at})`;
   return id;
 }
+
+/**
+ * Which of `types` some live endpoint subscribes to. Ingest runs write market-wide price events
+ * only for those: an event no endpoint can receive would be stored, then expire unread (issue 13,
+ * "write only what changed"). An endpoint receives the price events of runs written after it was
+ * created; one created while a run is being written starts with the next run.
+ */
+export async function subscribedEventTypes(db: Queryable, types: readonly EventType[]): Promise<Set<EventType>> {
+  const rows = await db<{ event_type: EventType }[]>`
+    select distinct subscribed.event_type
+    from webhook_endpoints w, unnest(w.event_types) as subscribed (event_type)
+    where w.deleted_at is null and w.disabled_at is null
+      and w.event_types && ${types as EventType[]}::text[]
+      and subscribed.event_type = any(${types as EventType[]}::text[])`;
+  return new Set(rows.map((row) => row.event_type));
+}

@@ -1,8 +1,11 @@
 import { copyRows, type Queryable, type Sql } from '../db.ts';
 import { newId } from '../ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
-import { PRICES_UPDATED_PAGE_SIZE, type PricesUpdatedPayload } from '../events/outbox.ts';
+import { PRICES_UPDATED_PAGE_SIZE, subscribedEventTypes, type EventType, type PricesUpdatedPayload } from '../events/outbox.ts';
 import { compareDecimals } from './decimal.ts';
+
+/** The market-wide events an ingest run writes, for the endpoints that subscribe to them. */
+const PRICE_EVENT_TYPES: readonly EventType[] = ['price.updated', 'prices.updated'];
 
 /** A normalised observation already mapped to the catalog. */
 export type StagedObservation = {
@@ -56,14 +59,16 @@ export function mapToCatalog(observations: SourceObservation[], catalog: Catalog
 }
 
 /**
- * Claims the run of `source` for `slot` (one scheduled interval). Returns null when another worker
- * already has it, so two workers never double-write one run.
+ * Claims the run of `source` for `slot` (one scheduled interval), which starts at `slotStart`
+ * (slot × interval; the partition key, and a function of the slot, so unique (source, slot,
+ * slot_start) still means one claim per slot). Returns null when another worker already has the run,
+ * so two workers never double-write one run. `now` (default `slotStart`) is the run's start.
  */
-export async function claimIngestRun(db: Queryable, source: string, slot: number, now: Date): Promise<string | null> {
+export async function claimIngestRun(db: Queryable, source: string, slot: number, slotStart: Date, now: Date = slotStart): Promise<string | null> {
   const id = newId();
   const rows = await db`
-    insert into ingest_runs (id, source, slot, started_at, status) values (${id}, ${source}, ${slot}, ${now}, 'running')
-    on conflict (source, slot) do nothing returning id`;
+    insert into ingest_runs (id, source, slot, slot_start, started_at, status) values (${id}, ${source}, ${slot}, ${slotStart}, ${now}, 'running')
+    on conflict (source, slot, slot_start) do nothing returning id`;
   return rows.length === 1 ? id : null;
 }
 
@@ -75,30 +80,6 @@ export async function stalestNamesForSource(db: Queryable, source: string, limit
     order by l.ingested_at asc nulls first, c.market_hash_name
     limit ${limit}`;
   return rows.map((row) => row.market_hash_name);
-}
-
-const PARTITION_LOCK_KEY = 727_002;
-
-/** Monthly partitions of price_observations for this month and the next (created ahead of inserts). */
-export async function ensureObservationPartitions(sql: Sql, now: Date): Promise<void> {
-  await sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(${PARTITION_LOCK_KEY})`;
-    for (const offset of [0, 1]) {
-      const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + offset, 1));
-      const end = new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1));
-      const name = `price_observations_${start.getUTCFullYear()}_${String(start.getUTCMonth() + 1).padStart(2, '0')}`;
-      const [exists] = await tx<{ exists: boolean }[]>`select to_regclass(${name}) is not null as exists`;
-      if (exists?.exists) continue;
-      // Rows that already landed in the default partition for this range move into the new one.
-      await tx.unsafe(`create table ${name} (like price_observations including defaults)`);
-      await tx.unsafe(
-        `with moved as (delete from price_observations_default where ingested_at >= $1 and ingested_at < $2 returning *)
-         insert into ${name} select * from moved`,
-        [start.toISOString(), end.toISOString()],
-      );
-      await tx.unsafe(`alter table price_observations attach partition ${name} for values from ('${start.toISOString()}') to ('${end.toISOString()}')`);
-    }
-  });
 }
 
 /**
@@ -155,14 +136,23 @@ export function coalesceObservations(rows: StagedObservation[]): StagedObservati
   return kept.size === rows.length ? rows : [...kept.values()];
 }
 
-/** `timings`: milliseconds per step, for the run's log line and bench:ingest. */
-export type WriteResult = { written: number; changed: number; timings: Record<string, number> };
+/**
+ * `written`: observations stored (new or changed); `repeated`: observations identical to the stored
+ * latest but newer (freshness advanced, nothing else written); `changed`: prices that differ from
+ * the previous one. `timings`: milliseconds per step, for the run's log line and bench:ingest.
+ */
+export type WriteResult = { written: number; repeated: number; changed: number; timings: Record<string, number> };
 
 /**
- * Writes one run set-based, in one transaction: stage the rows (unnest), drop those not newer than
- * the stored latest, append observations, upsert latest prices and write `price.updated` to the
- * outbox for every changed price and one `prices.updated` for the run, merge history rollups, and
- * mark the run and source healthy.
+ * Writes one run set-based, in one transaction, and only what changed:
+ *  - a row not newer than the source's stored latest for its item and version is dropped;
+ *  - a row identical to it (same price, median and quantity, as text) but newer only advances the
+ *    latest price's source_time, ingested_at and run_id: the source confirmed it, so its freshness
+ *    moves on, but it is neither a new observation nor a new history sample;
+ *  - every other row is appended to the observations, upserted into the latest prices and merged into
+ *    the history rollups; a changed price writes `price.updated` (one per item and version) and the
+ *    run one `prices.updated`, each only when some live endpoint subscribes to it.
+ * Then the run and its source are marked healthy (the source's freshness advances in every case).
  */
 export async function writeIngestRun(
   sql: Sql,
@@ -209,6 +199,18 @@ export async function writeIngestRun(
     await tx`
       delete from ingest_stage s using latest_prices l
       where l.source = ${source} and l.catalog_id = s.catalog_id and l.version = s.version and l.source_time >= s.source_time`;
+    // The same price, median and quantity again, later: only the latest row's freshness moves.
+    const repeated = await tx`
+      with confirmed as (
+        update latest_prices l set source_time = s.source_time, ingested_at = ${ingestedAt}, run_id = ${runId}
+        from ingest_stage s
+        where l.source = ${source} and l.catalog_id = s.catalog_id and l.version = s.version
+          and l.price::text = s.price::text
+          and l.median_price::text is not distinct from s.median_price::text
+          and l.quantity is not distinct from s.quantity
+        returning l.catalog_id, l.version
+      )
+      delete from ingest_stage s using confirmed c where s.catalog_id = c.catalog_id and s.version = c.version`;
     lap('dedupe');
     const written = await tx`
       insert into price_observations (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)
@@ -237,17 +239,22 @@ export async function writeIngestRun(
       from upserted u
       left join previous p on p.catalog_id = u.catalog_id and p.version = u.version
       where p.price is distinct from u.price`;
-    await tx`
-      insert into event_outbox (id, event_type, payload, created_at)
-      select gen_random_uuid(), 'price.updated',
-             jsonb_build_object(
-               'catalog_id', u.catalog_id, 'market_hash_name', c.market_hash_name, 'source', ${source}::text,
-               'version', u.version, 'price', u.price::text, 'previous_price', u.previous_price::text,
-               'currency', 'USD', 'source_time', u.source_time),
-             ${ingestedAt}
-      from ingest_changed u
-      join catalog_items c on c.catalog_id = u.catalog_id`;
-    if (changed.count > 0) await insertPricesUpdatedEvent(tx, { source, runId, ingestedAt, itemCount: changed.count });
+    if (changed.count > 0) {
+      const subscribed = await subscribedEventTypes(tx, PRICE_EVENT_TYPES);
+      if (subscribed.has('price.updated')) {
+        await tx`
+          insert into event_outbox (id, event_type, payload, created_at)
+          select gen_random_uuid(), 'price.updated',
+                 jsonb_build_object(
+                   'catalog_id', u.catalog_id, 'market_hash_name', c.market_hash_name, 'source', ${source}::text,
+                   'version', u.version, 'price', u.price::text, 'previous_price', u.previous_price::text,
+                   'currency', 'USD', 'source_time', u.source_time),
+                 ${ingestedAt}
+          from ingest_changed u
+          join catalog_items c on c.catalog_id = u.catalog_id`;
+      }
+      if (subscribed.has('prices.updated')) await insertPricesUpdatedEvent(tx, { source, runId, ingestedAt, itemCount: changed.count });
+    }
     lap('latest_outbox');
     await tx`
       insert into price_rollups (catalog_id, source, version, granularity, bucket_start, open, high, low, close, samples, first_at, last_at)
@@ -279,7 +286,7 @@ export async function writeIngestRun(
         last_rows_written = excluded.last_rows_written, last_rows_skipped = excluded.last_rows_skipped,
         last_unknown_names = excluded.last_unknown_names, consecutive_failures = 0`;
     lap('health');
-    return { written: written.count, changed: changed.count };
+    return { written: written.count, repeated: repeated.count, changed: changed.count };
   });
   lap('commit');
   return { ...result, timings };
