@@ -195,22 +195,29 @@ export async function writeIngestRun(
     // Temp tables have no statistics until analysed; without them the joins below plan badly.
     await tx`analyze ingest_stage`;
     lap('stage');
-    // An upstream that repeats an observation (same source time) is not a new sample.
-    await tx`
-      delete from ingest_stage s using latest_prices l
-      where l.source = ${source} and l.catalog_id = s.catalog_id and l.version = s.version and l.source_time >= s.source_time`;
-    // The same price, median and quantity again, later: only the latest row's freshness moves.
-    const repeated = await tx`
-      with confirmed as (
-        update latest_prices l set source_time = s.source_time, ingested_at = ${ingestedAt}, run_id = ${runId}
+    // Out of the stage, in one pass over the stored latest prices: rows not newer than them (an
+    // upstream repeating an observation, same source time, is not a new sample), and rows with the
+    // same price, median and quantity, later, of which only the latest row's freshness moves.
+    const [dropped] = await tx<{ repeated: number }[]>`
+      with compared as (
+        select s.catalog_id, s.version, s.source_time, l.source_time >= s.source_time as stale
         from ingest_stage s
-        where l.source = ${source} and l.catalog_id = s.catalog_id and l.version = s.version
-          and l.price::text = s.price::text
-          and l.median_price::text is not distinct from s.median_price::text
-          and l.quantity is not distinct from s.quantity
-        returning l.catalog_id, l.version
+        join latest_prices l on l.source = ${source} and l.catalog_id = s.catalog_id and l.version = s.version
+        where l.source_time >= s.source_time
+           or (l.price::text = s.price::text
+               and l.median_price::text is not distinct from s.median_price::text
+               and l.quantity is not distinct from s.quantity)
+      ), confirmed as (
+        update latest_prices l set source_time = c.source_time, ingested_at = ${ingestedAt}, run_id = ${runId}
+        from compared c
+        where not c.stale and l.source = ${source} and l.catalog_id = c.catalog_id and l.version = c.version
+        returning 1
+      ), removed as (
+        delete from ingest_stage s using compared c where s.catalog_id = c.catalog_id and s.version = c.version
+        returning 1
       )
-      delete from ingest_stage s using confirmed c where s.catalog_id = c.catalog_id and s.version = c.version`;
+      select (select count(*)::int from confirmed) as repeated, (select count(*)::int from removed) as removed`;
+    const repeated = { count: dropped!.repeated };
     lap('dedupe');
     const written = await tx`
       insert into price_observations (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)

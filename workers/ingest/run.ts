@@ -7,6 +7,7 @@ import {
   stalestNamesForSource,
   writeIngestRun,
   type CatalogNameMap,
+  type StagedObservation,
 } from '../../shared/prices/ingest.ts';
 import type { WorkerResources } from '../../shared/resources.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
@@ -38,6 +39,61 @@ async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
 }
 
 /**
+ * Per source, what this process last wrote for each item and version: price, median, quantity and
+ * source time. A row identical to it (source time included) is dropped before it is staged: the
+ * stored latest already holds that observation or a newer one (latest prices only move forward), so
+ * the write's own dedupe would drop it anyway, after copying it to Postgres and comparing. Skinport
+ * repeats unchanged rows with the same `updated_at`, so a steady run stages only the ~10 % that moved.
+ * Filled only after a run commits; another writer (a second worker) only makes the stored latest
+ * newer, which keeps the skip exact. Forgotten every LAST_WRITTEN_TTL_MS, so a change made behind
+ * the pool's back (a latest price deleted by hand) is written again within that time.
+ */
+const LAST_WRITTEN_TTL_MS = 10 * 60_000;
+type Written = { price: string; median: string | null; quantity: number | null; time: number };
+/** Per source: catalog id → version → what was written (two levels: most items have one version). */
+const lastWritten = new Map<string, { since: number; items: Map<string, Map<string, Written>> }>();
+
+/** The rows that differ from what this process last wrote for the source (all of them at first). */
+function unseenRows(source: string, rows: StagedObservation[]): StagedObservation[] {
+  const seen = lastWritten.get(source);
+  if (!seen || performance.now() - seen.since > LAST_WRITTEN_TTL_MS) {
+    lastWritten.delete(source);
+    return rows;
+  }
+  return rows.filter((row) => {
+    const written = seen.items.get(row.catalog_id)?.get(row.version);
+    return (
+      written === undefined ||
+      written.time !== row.source_time.getTime() ||
+      written.price !== row.price ||
+      written.median !== row.median_price ||
+      written.quantity !== row.quantity
+    );
+  });
+}
+
+/**
+ * A copy of a short string: prices are slices of the upstream body's text, and a slice keeps the
+ * whole body (~17 MB for skinport) alive for as long as it is held.
+ */
+const detached = (text: string) => Buffer.from(text, 'latin1').toString('latin1');
+
+function rememberRows(source: string, rows: StagedObservation[]): void {
+  let seen = lastWritten.get(source);
+  if (!seen) lastWritten.set(source, (seen = { since: performance.now(), items: new Map() }));
+  for (const row of rows) {
+    let versions = seen.items.get(row.catalog_id);
+    if (!versions) seen.items.set(row.catalog_id, (versions = new Map()));
+    versions.set(row.version, {
+      price: detached(row.price),
+      median: row.median_price === null ? null : detached(row.median_price),
+      quantity: row.quantity,
+      time: row.source_time.getTime(),
+    });
+  }
+}
+
+/**
  * One scheduled run of one source: claim the run's slot (a second worker with the same slot does
  * nothing), respect the source's request budget and any Retry-After block, fetch, map names to the
  * catalog, and write set-based. Failures are recorded on the run and the source, never thrown, so
@@ -66,6 +122,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
     const names = adapter.needsNames ? await stalestNamesForSource(deps.sql, adapter.name, settings.batchSize) : [];
     let fetched: SourceFetchResult;
     let interruption: string | null = null;
+    const fetchStartedAt = performance.now();
     try {
       fetched = await adapter.fetchSnapshot({
         baseUrl: settings.baseUrl,
@@ -87,20 +144,25 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       fetched = partial;
       interruption = error instanceof Error ? error.message : String(error);
     }
+    const fetchedAt = performance.now();
     const mapped = mapToCatalog(fetched.observations, await catalogNames(deps.sql));
     if (mapped.unknownNames.length > 0) {
       log.warn({ unknown_names: mapped.unknownNames.length, sample: mapped.unknownNames.slice(0, 5) }, 'upstream names not in the catalog');
     }
+    const rows = unseenRows(adapter.name, mapped.staged);
+    const mappedAt = performance.now();
     const result = await writeIngestRun(deps.sql, {
       runId,
       source: adapter.name,
-      rows: mapped.staged,
+      rows,
       ingestedAt: deps.now(),
       staleAfterSeconds: settings.staleAfterSeconds,
       received: fetched.observations.length + fetched.skipped,
       skipped: fetched.skipped + mapped.unknownVersions,
       unknownNames: mapped.unknownNames.length + fetched.unknown,
     });
+    rememberRows(adapter.name, rows);
+    const writtenAt = performance.now();
     // The keyless price list is rebuilt from a snapshot after each run that changed a price.
     if (result.changed > 0 && deps.requestSnapshot) {
       await deps.requestSnapshot(runId).catch((error: Error) => log.warn({ err: error.message }, 'could not request a price snapshot; the next run will'));
@@ -124,7 +186,15 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       unknownNames: mapped.unknownNames.length + fetched.unknown,
       ms: deps.now().getTime() - started.getTime(),
     };
-    log.info({ ...outcome, timings: result.timings }, 'ingest run done');
+    // Where the run went: claim and budget, the upstream request and parse, catalog mapping (and the
+    // skip of rows this process wrote before), the write (its own steps in `timings`), job requests.
+    const phases = {
+      fetch: Math.round(fetchedAt - fetchStartedAt),
+      map: Math.round(mappedAt - fetchedAt),
+      write: Math.round(writtenAt - mappedAt),
+      requests: Math.round(performance.now() - writtenAt),
+    };
+    log.info({ ...outcome, unchanged_skipped: mapped.staged.length - rows.length, phases_ms: phases, timings: result.timings }, 'ingest run done');
     return outcome;
   } catch (error) {
     return fail(error instanceof Error ? error.message : String(error));
