@@ -1,5 +1,6 @@
 import { Elysia, type AnyElysia } from 'elysia';
 import type { AppDeps } from './deps.ts';
+import { apiKeyAuthenticator } from './plugins/api-key.ts';
 import { errorsPlugin, MAX_BODY_BYTES } from './plugins/errors.ts';
 import { httpMetricsPlugin } from './plugins/http-metrics.ts';
 import { auditRoutes } from './routes/audit.ts';
@@ -51,7 +52,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     // Bun's own cap sits above ours so oversized bodies get our 413 body, not a bare one.
     serve: { maxRequestBodySize: MAX_BODY_BYTES * 2 },
   })
-    .use(errorsPlugin(deps.log))
+    .use(errorsPlugin(deps.log, { onFailure: apiKeyAuthenticator(deps).countFailure }))
     .use(httpMetricsPlugin(deps.metrics.http))
     .use(healthRoutes(deps))
     .use(metaRoutes(deps))

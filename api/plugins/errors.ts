@@ -43,11 +43,17 @@ function isDatabaseUnavailable(error: unknown): boolean {
   return typeof code === 'string' && connectionErrorCodes.has(code);
 }
 
+/** What a route's resolve hooks had established when its request failed (e.g. the API key's principal). */
+export type FailedRequest = { principal?: unknown; operationId?: unknown };
+
 /**
  * Request ids, JSON body parsing and the one error shape (DESIGN 6). Applied once at the root, so it
- * covers every route, unknown routes and failures before routing.
+ * covers every route, unknown routes and failures before routing. `onFailure` sees every failed
+ * request with what its resolve hooks had established (metering counts a keyed request's errors):
+ * an error hook costs nothing on requests that succeed, where an after-response hook is scheduled
+ * for every request.
  */
-export function errorsPlugin(log: Logger) {
+export function errorsPlugin(log: Logger, options: { onFailure?: (request: FailedRequest) => void } = {}) {
   const accessLog = log.isLevelEnabled('debug');
   const startedAt = new WeakMap<Request, number>();
   const plugin = new Elysia({ name: 'errors' })
@@ -75,8 +81,11 @@ export function errorsPlugin(log: Logger) {
         throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
       }
     })
-    .onError({ as: 'global' }, ({ code, error, set, request }) => {
+    .onError({ as: 'global' }, (context) => {
+      const { code, error, set, request } = context;
       const requestId = requestIdOf(set);
+      // Members only, never the context itself (Elysia reads from a hook's source which members it needs).
+      options.onFailure?.({ principal: (context as FailedRequest).principal, operationId: (context as FailedRequest).operationId });
       // Elysia wraps anything thrown while parsing in a ParseError; our own parse errors ride as its cause.
       const cause = code === 'PARSE' ? (error as Error).cause : undefined;
       let apiError: ApiError;

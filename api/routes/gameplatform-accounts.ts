@@ -73,19 +73,18 @@ function wantsJson(accept: string | null): boolean {
 type Connector = { workspaceId: string; actor: AuditActor };
 
 function keyOrSessionPlugin(deps: ApiKeyPluginDeps & SessionPluginDeps) {
-  const { authenticate, countError } = apiKeyAuthenticator(deps);
+  const { authenticate } = apiKeyAuthenticator(deps);
   return new Elysia({ name: 'key-or-session' }).macro({
     keyOrSession: (operationId: OperationId) => ({
       detail: { security: [{ apiKey: [] }, { session: [] }, { sessionCookie: [] }], responses: errorResponses(401, 403, 429, 503) },
-      async resolve({ request, set }): Promise<{ principal: ApiKeyPrincipal | undefined; connector: Connector }> {
+      async resolve({ request, set }): Promise<{ principal: ApiKeyPrincipal | undefined; operationId: OperationId; connector: Connector }> {
         if (request.headers.get('x-api-key')) {
           const { principal } = await authenticate(operationId, request, set);
-          return { principal, connector: { workspaceId: principal.workspace.id, actor: { type: 'api_key', id: principal.keyId } } };
+          return { principal, operationId, connector: { workspaceId: principal.workspace.id, actor: { type: 'api_key', id: principal.keyId } } };
         }
         const session = await authenticateSession(deps, request);
-        return { principal: undefined, connector: { workspaceId: session.workspaceId, actor: { type: 'account', id: session.accountId } } };
+        return { principal: undefined, operationId, connector: { workspaceId: session.workspaceId, actor: { type: 'account', id: session.accountId } } };
       },
-      afterResponse: (context) => countError(context.set.status, (context as { principal?: ApiKeyPrincipal }).principal, operationId),
     }),
   });
 }
