@@ -87,14 +87,16 @@ function windowState(limit: number, used: number, resetsAt: Date, now: Date): Wi
 }
 
 /**
- * Metering on Bun's built-in Redis client (shared/redis-counters.ts). The debits of one event-loop
- * turn go to Redis together, as one EVALSHA of DEBIT_SCRIPT (flushed by setImmediate, so no request
- * waits for others): under load each request then costs a share of one round trip instead of its
- * own (GET /v2/me at 50 connections: ~16 µs of API CPU a request for its own EVALSHA, batches of
- * ~10). It fails fast like the request-path ioredis did (no offline queue, 1 s command timeout,
- * reconnects in the background): a Redis outage is a 503 `usage_unavailable` within about a second
- * and clears without a restart. A batch can span workspaces, so its keys can span hash slots: on a
- * Redis Cluster, batches would have to be split by slot (the hash tags already group them).
+ * Metering on Bun's built-in Redis client (shared/redis-counters.ts). Debits go to Redis together,
+ * as one EVALSHA of DEBIT_SCRIPT: a lone request is sent at the end of its event-loop turn
+ * (setImmediate), and while a call is out the debits that arrive wait for its reply and then go as the
+ * next batch. Under load each request so pays a share of one round trip instead of its own (GET /v2/me
+ * at 50 connections: batches of ~6 when each turn flushed on its own, larger with one call in
+ * flight), and a lone request waits for nobody. It fails fast like the request-path ioredis did (no
+ * offline queue, 1 s command timeout, reconnects in the background; the debits queued behind a
+ * failed call fail with it): a Redis outage is a 503 `usage_unavailable` within about a second and
+ * clears without a restart. A batch can span workspaces, so its keys can span hash slots: on a Redis
+ * Cluster, batches would have to be split by slot (the hash tags already group them).
  */
 type DebitReply = [allowed: number, minuteUsed: number, dayUsed: number, exhausted: number];
 type PendingDebit = { keys: string[]; args: string[]; resolve: (reply: DebitReply) => void; reject: (error: unknown) => void };
@@ -102,9 +104,17 @@ type PendingDebit = { keys: string[]; args: string[]; resolve: (reply: DebitRepl
 /** Debits per script call at most: a bigger batch is split, so one call never holds Redis for long. */
 const MAX_DEBITS_PER_CALL = 256;
 
+/**
+ * Script calls in flight at once. Debits that arrive while they are all out wait for the first
+ * reply and then go together: under load batches grow by themselves (a share of one round trip
+ * per request), while a lone request is sent at once.
+ */
+const MAX_CALLS_IN_FLIGHT = 1;
+
 export class UsageMeter {
   private pending: PendingDebit[] = [];
   private flushScheduled = false;
+  private inFlight = 0;
 
   constructor(private readonly redis: CounterRedis) {}
 
@@ -124,7 +134,7 @@ export class UsageMeter {
         resolve,
         reject,
       });
-      if (!this.flushScheduled) {
+      if (!this.flushScheduled && this.inFlight < MAX_CALLS_IN_FLIGHT) {
         this.flushScheduled = true;
         setImmediate(this.flush);
       }
@@ -139,12 +149,20 @@ export class UsageMeter {
 
   private readonly flush = () => {
     this.flushScheduled = false;
-    const queued = this.pending;
-    this.pending = [];
-    for (let start = 0; start < queued.length; start += MAX_DEBITS_PER_CALL) this.send(queued.slice(start, start + MAX_DEBITS_PER_CALL));
+    while (this.pending.length > 0 && this.inFlight < MAX_CALLS_IN_FLIGHT) {
+      this.send(this.pending.slice(0, MAX_DEBITS_PER_CALL));
+      this.pending = this.pending.slice(MAX_DEBITS_PER_CALL);
+    }
+  };
+
+  /** One call settled: whatever queued meanwhile goes next. */
+  private readonly settled = () => {
+    this.inFlight -= 1;
+    if (this.pending.length > 0) this.flush();
   };
 
   private send(batch: PendingDebit[]): void {
+    this.inFlight += 1;
     const keys: string[] = [];
     // The windows' TTLs (minute, day): a little longer than their period, so a late read still sees them.
     const args: string[] = ['120', '172800'];
@@ -152,15 +170,22 @@ export class UsageMeter {
       keys.push(...debit.keys);
       args.push(...debit.args);
     }
-    this.redis.evalScript(DEBIT_SCRIPT, keys, args).then(
-      (reply) => {
-        const values = reply as number[];
-        batch.forEach((debit, index) => debit.resolve(values.slice(4 * index, 4 * index + 4) as DebitReply));
-      },
-      (error: unknown) => {
-        for (const debit of batch) debit.reject(error);
-      },
-    );
+    this.redis
+      .evalScript(DEBIT_SCRIPT, keys, args)
+      .then(
+        (reply) => {
+          const values = reply as number[];
+          batch.forEach((debit, index) => debit.resolve(values.slice(4 * index, 4 * index + 4) as DebitReply));
+        },
+        (error: unknown) => {
+          // Those that queued behind a failed call (Redis down or hung) fail with it, rather than
+          // wait for a call of their own to time out as well.
+          const failed = [...batch, ...this.pending];
+          this.pending = [];
+          for (const debit of failed) debit.reject(error);
+        },
+      )
+      .finally(this.settled);
   }
 
   /** Counts a request that failed after it was admitted (4xx/5xx from the handler). */
