@@ -57,6 +57,11 @@ import { buildSnapshot, catalogDatabase, kib, ms, seedLatestPrices, timed } from
 // one-client history target (p99 < 50 ms) is kept, on the uncached API.
 const TARGETS = { listShare: 0.7, itemP99Ms: 10, historyP99Ms: 200, historyOneClientP99Ms: 50 };
 const PUBLIC_RATE_LIMIT = 1_000_000_000;
+/**
+ * 10m buckets are served for RETENTION_ROLLUPS_10M_DAYS (31 by default): the APIs here keep them a
+ * year, so pages deep inside a year of buckets (the index's worst case) can be read at all.
+ */
+const TEN_MINUTE_HORIZON = { RETENTION_ROLLUPS_10M_DAYS: '366' };
 const ITEM_IDS = 200;
 const HISTORY_ITEMS = 5;
 const HISTORY_DAYS = 365;
@@ -202,6 +207,7 @@ async function main(): Promise<void> {
     // Every autocannon connection comes from 127.0.0.1; the per-address cap would refuse all but a few.
     PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT: String(CONNECTIONS * 4),
     QUEUE_PREFIX: queuePrefix,
+    ...TEN_MINUTE_HORIZON,
   });
   const bare = spawnServer('bench/bare-prices-server.ts', barePort, { DATABASE_URL: dbUrl });
   // The same API without its per-process price caches: what history pages cost when read from Postgres.
@@ -214,6 +220,7 @@ async function main(): Promise<void> {
     SIGNING_KEY: 'bench-signing-key-0123456789',
     QUEUE_PREFIX: queuePrefix,
     PRICE_CACHE_MS: '0',
+    ...TEN_MINUTE_HORIZON,
   });
   const apiBase = `http://127.0.0.1:${apiPort}`;
   const uncachedBase = `http://127.0.0.1:${uncachedPort}`;
