@@ -2,10 +2,10 @@ import { afterAll, describe, expect, spyOn, test } from 'bun:test';
 import { Queue, Worker } from 'bullmq';
 import { createSql } from '../shared/db.ts';
 import { createLogger } from '../shared/logger.ts';
-import { checkHandlers, enqueue, enqueueMany, JOBS, queueName } from '../shared/queues.ts';
+import { checkHandlers, enqueue, enqueueMany, JOBS, POOLS, queueName } from '../shared/queues.ts';
 import { createWorkerRedis, Redis } from '../shared/redis.ts';
 import { maintenancePool } from '../workers/maintenance/index.ts';
-import { POOL_DEFINITIONS } from '../workers/pools.ts';
+import { loadPools } from '../workers/pools.ts';
 import { startPools } from '../workers/runtime.ts';
 import { eventually, testConfig } from './helpers.ts';
 
@@ -17,7 +17,8 @@ afterAll(() => sql.end({ timeout: 5 }));
 const noop = async () => undefined;
 // The render pool without its sweep schedule: it starts and stops without taking a job (a sweep
 // would enqueue other suites' queued renders and launch Chromium for them).
-const quietRenderPool = { ...POOL_DEFINITIONS.render, schedules: [] };
+const [renderPool, webhooksPool] = await loadPools(['render', 'webhooks']);
+const quietRenderPool = { ...renderPool!, schedules: [] };
 // Queues of their own, so jobs other suites of the run left on the shared queues (renders the API
 // enqueued) never reach these pools.
 const idleConfig = () => ({ ...config, QUEUE_PREFIX: `${config.QUEUE_PREFIX}-idle` });
@@ -48,8 +49,8 @@ describe('checkHandlers', () => {
     );
   });
 
-  test('every defined pool matches the registry', () => {
-    for (const definition of Object.values(POOL_DEFINITIONS)) {
+  test('every defined pool matches the registry', async () => {
+    for (const definition of await loadPools(POOLS)) {
       const registrations = definition.handlers({ config, sql, redis: undefined as never, log, now: () => new Date(), queue: undefined as never, enqueue: undefined as never });
       expect(() => checkHandlers(definition.pool, registrations)).not.toThrow();
     }
@@ -134,7 +135,7 @@ describe('startPools', () => {
     const before = await heartbeats('maintenance');
     await resetCleanupSchedule();
 
-    const running = await startPools([POOL_DEFINITIONS.maintenance], config, log);
+    const running = await startPools([maintenancePool], config, log);
     let stopped = false;
     try {
       const [beat] = await newHeartbeats('maintenance', before);
@@ -175,7 +176,7 @@ describe('startPools', () => {
 
   test('several pools in one process each get their own heartbeat', async () => {
     const before = [...(await heartbeats('render')), ...(await heartbeats('webhooks'))];
-    const running = await startPools([quietRenderPool, POOL_DEFINITIONS.webhooks], idleConfig(), log);
+    const running = await startPools([quietRenderPool, webhooksPool!], idleConfig(), log);
     try {
       expect((await newHeartbeats('render', before)).length).toBe(1);
       expect((await newHeartbeats('webhooks', before)).length).toBe(1);

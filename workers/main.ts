@@ -4,7 +4,7 @@ import { createLogger } from '../shared/logger.ts';
 import { collectProcessMetrics } from '../shared/metrics/registry.ts';
 import { POOLS, type Pool } from '../shared/queues.ts';
 import { startMetricsServer, workerMetricsPort, type MetricsServer } from './metrics-server.ts';
-import { POOL_DEFINITIONS } from './pools.ts';
+import { loadPools } from './pools.ts';
 import { startPools } from './runtime.ts';
 
 const config = loadConfigOrExit();
@@ -16,7 +16,7 @@ if (names.length === 0 || unknown.length > 0) {
   process.exit(2);
 }
 
-const running = await startPools((names as Pool[]).map((name) => POOL_DEFINITIONS[name]), config, log);
+const running = await startPools(await loadPools(names as Pool[]), config, log);
 collectProcessMetrics(running.metrics);
 let metricsServer: MetricsServer;
 try {
