@@ -19,7 +19,7 @@ import { SCOPES } from '../shared/scopes.ts';
 import {
   CONNECTIONS,
   DURATION_S,
-  WARMUP_S,
+  freePort,
   load,
   loadRuntimeName,
   onCleanup,
@@ -29,12 +29,13 @@ import {
   runBench,
   say,
   sleep,
+  spawnApi,
   spawnServer,
   table,
-  waitReady,
-  warnAbnormal,
-  freePort,
   type Result,
+  waitReady,
+  WARMUP_S,
+  warnAbnormal,
 } from './lib.ts';
 
 const IDLE_WAIT_MS = 3_000;
@@ -74,11 +75,7 @@ async function main(): Promise<void> {
 
   // 3 + 4. The API and the bare baseline, each in its own process on the same runtime.
   const [apiPort, barePort] = [await freePort(), await freePort()];
-  const api = spawnServer('api/main.ts', apiPort, {
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    SIGNING_KEY: 'bench-signing-key-0123456789',
-  });
+  const api = spawnApi(apiPort, {});
   const bare = spawnServer('bench/bare-server.ts', barePort, {});
   const apiBase = `http://127.0.0.1:${apiPort}`;
   const bareUrl = `http://127.0.0.1:${barePort}/`;

@@ -16,7 +16,7 @@ import { createSql, type Sql } from '../shared/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { migrate } from '../shared/migrate.ts';
 import { SCOPES } from '../shared/scopes.ts';
-import { freePort, onCleanup, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, spawnServer, table, waitReady } from './lib.ts';
+import { freePort, onCleanup, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, spawnApi, table, waitReady } from './lib.ts';
 import { mulberry32 as seeded } from '../shared/random.ts';
 
 const REQUESTS = 100;
@@ -168,12 +168,9 @@ async function main(): Promise<void> {
   const queuePrefix = `bench${process.pid}`;
   removeQueueKeysAtCleanup(redisUrl, queuePrefix);
   const apiPort = await freePort();
-  const api = spawnServer('api/main.ts', apiPort, {
+  const api = spawnApi(apiPort, {
     DATABASE_URL: dbUrl,
     REDIS_URL: redisUrl,
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    SIGNING_KEY: 'bench-signing-key-0123456789',
     QUEUE_PREFIX: queuePrefix,
     // Never reached (snapshots are fresh rows); set so a mistake shows as a failure, not a call out.
     STEAM_COMMUNITY_URL: 'http://127.0.0.1:9',

@@ -23,7 +23,6 @@ import { BIG_STEAM_ID, startSteamFake, type SteamFake } from '../test/fakes/stea
 import {
   CONNECTIONS,
   DURATION_S,
-  WARMUP_S,
   freePort,
   load,
   loadRuntimeName,
@@ -35,12 +34,13 @@ import {
   runBench,
   say,
   scratchDatabase,
+  spawnApi,
   spawnBun,
-  spawnServer,
   table,
-  waitReady,
-  warnAbnormal,
   type Result,
+  waitReady,
+  WARMUP_S,
+  warnAbnormal,
 } from './lib.ts';
 
 const TARGETS = { normaliseMs: 300, normaliseExtraRssMb: 100, pageShareOfMe: 0.5 };
@@ -102,12 +102,9 @@ async function main(): Promise<void> {
   const queuePrefix = `bench${process.pid}`;
   removeQueueKeysAtCleanup(redisUrl, queuePrefix);
   const apiPort = await freePort();
-  const api = spawnServer('api/main.ts', apiPort, {
+  const api = spawnApi(apiPort, {
     DATABASE_URL: dbUrl,
     REDIS_URL: redisUrl,
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    SIGNING_KEY: 'bench-signing-key-0123456789',
     QUEUE_PREFIX: queuePrefix,
     STEAM_API_URL: fake.url,
     STEAM_COMMUNITY_URL: fake.url,

@@ -36,15 +36,15 @@ import {
   onCleanup,
   printChecks,
   removeQueueKeysAtCleanup,
-  reportQuietness,
   repoRoot,
+  reportQuietness,
   rssOf,
   runBench,
   say,
   scratchDatabase,
   sleep,
+  spawnApi,
   spawnBun,
-  spawnServer,
   table,
   waitReady,
   warnAbnormal,
@@ -142,12 +142,9 @@ async function main(): Promise<void> {
   await adminUpdateWorkspace(sql, workspace.id, { budgets: { minute: 1e9, day: 1e9 } });
   const key = await adminCreateKey(sql, { workspaceId: workspace.id, label: 'bench-index', scopes: ['market:read'] });
   const apiPort = await freePort();
-  const api = spawnServer('api/main.ts', apiPort, {
+  const api = spawnApi(apiPort, {
     DATABASE_URL: db.url,
     REDIS_URL: redisUrl,
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    SIGNING_KEY: 'bench-signing-key-0123456789',
     QUEUE_PREFIX: queuePrefix,
   });
   const apiBase = `http://127.0.0.1:${apiPort}`;

@@ -22,7 +22,6 @@ import { migrate } from '../shared/migrate.ts';
 import {
   CONNECTIONS,
   DURATION_S,
-  WARMUP_S,
   freePort,
   load,
   loadRuntimeName,
@@ -32,11 +31,12 @@ import {
   repoRoot,
   runBench,
   say,
-  spawnServer,
+  spawnApi,
   table,
-  waitReady,
-  warnAbnormal,
   type Result,
+  waitReady,
+  WARMUP_S,
+  warnAbnormal,
 } from './lib.ts';
 
 const TARGETS = { decodesPerSecond: 100_000, decodeShareOfMe: 0.6 };
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
   sql = undefined;
 
   const port = await freePort();
-  const api = spawnServer('api/main.ts', port, { LOG_LEVEL: 'warn', NODE_ENV: 'production', SIGNING_KEY: 'bench-signing-key-0123456789' });
+  const api = spawnApi(port, {});
   const base = `http://127.0.0.1:${port}`;
   await waitReady('API', api, `${base}/v2/health`);
   const headers = { 'x-api-key': key.key, 'content-type': 'application/json' };

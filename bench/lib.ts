@@ -223,6 +223,19 @@ export function spawnServer(script: string, port: number, extraEnv: Record<strin
   return { ...spawnBun([script], { ...extraEnv, PORT: String(port) }), port };
 }
 
+/**
+ * The API as every bench runs it: production mode, warnings only, a fixed signing key; `env` adds
+ * the database, Redis, queue prefix and whatever the bench varies.
+ */
+export function spawnApi(port: number, env: Record<string, string>): SpawnedServer {
+  return spawnServer('api/main.ts', port, {
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    SIGNING_KEY: 'bench-signing-key-0123456789',
+    ...env,
+  });
+}
+
 export function exitedEarly(spawned: Spawned): boolean {
   return spawned.proc.exitCode !== null || spawned.proc.signalCode !== null;
 }

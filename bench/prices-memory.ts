@@ -18,7 +18,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { buildSnapshot, catalogDatabase, kib, seedLatestPrices } from './price-fixtures.ts';
-import { freePort, positiveInt, printChecks, removeQueueKeysAtCleanup, reportQuietness, rssOf, runBench, say, sleep, spawnServer, waitReady } from './lib.ts';
+import { freePort, positiveInt, printChecks, removeQueueKeysAtCleanup, reportQuietness, rssOf, runBench, say, sleep, spawnApi, waitReady } from './lib.ts';
 
 const READERS = positiveInt('BENCH_READERS', 200);
 const TARGET_GROWTH_MB = 100;
@@ -82,12 +82,9 @@ async function main(): Promise<void> {
   const queuePrefix = `bench${process.pid}`;
   removeQueueKeysAtCleanup(redisUrl, queuePrefix);
   const port = await freePort();
-  const api = spawnServer('api/main.ts', port, {
+  const api = spawnApi(port, {
     DATABASE_URL: url,
     REDIS_URL: redisUrl,
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    SIGNING_KEY: 'bench-signing-key-0123456789',
     PUBLIC_PRICES_RATE_LIMIT: '1000000000',
     TRUST_PROXY: 'true',
     QUEUE_PREFIX: queuePrefix,

@@ -33,7 +33,6 @@ import {
   CONNECTIONS,
   cpuMsOf,
   DURATION_S,
-  WARMUP_S,
   freePort,
   harFile,
   load,
@@ -45,11 +44,13 @@ import {
   rssOf,
   runBench,
   say,
+  spawnApi,
   spawnServer,
   table,
-  waitReady,
-  warnAbnormal,
   type Result,
+  waitReady,
+  WARMUP_S,
+  warnAbnormal,
 } from './lib.ts';
 import { buildSnapshot, catalogDatabase, kib, ms, seedLatestPrices, timed } from './price-fixtures.ts';
 
@@ -197,12 +198,9 @@ async function main(): Promise<void> {
   const queuePrefix = `bench${process.pid}`;
   removeQueueKeysAtCleanup(redisUrl, queuePrefix);
   const [apiPort, barePort] = [await freePort(), await freePort()];
-  const api = spawnServer('api/main.ts', apiPort, {
+  const api = spawnApi(apiPort, {
     DATABASE_URL: dbUrl,
     REDIS_URL: redisUrl,
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    SIGNING_KEY: 'bench-signing-key-0123456789',
     PUBLIC_PRICES_RATE_LIMIT: String(PUBLIC_RATE_LIMIT),
     // Every autocannon connection comes from 127.0.0.1; the per-address cap would refuse all but a few.
     PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT: String(CONNECTIONS * 4),
@@ -212,12 +210,9 @@ async function main(): Promise<void> {
   const bare = spawnServer('bench/bare-prices-server.ts', barePort, { DATABASE_URL: dbUrl });
   // The same API without its per-process price caches: what history pages cost when read from Postgres.
   const uncachedPort = await freePort();
-  const uncached = spawnServer('api/main.ts', uncachedPort, {
+  const uncached = spawnApi(uncachedPort, {
     DATABASE_URL: dbUrl,
     REDIS_URL: redisUrl,
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    SIGNING_KEY: 'bench-signing-key-0123456789',
     QUEUE_PREFIX: queuePrefix,
     PRICE_CACHE_MS: '0',
     ...TEN_MINUTE_HORIZON,
