@@ -203,7 +203,6 @@ async function main(): Promise<void> {
       SOURCE_SKINPORT_INTERVAL_SECONDS: String(RUN_INTERVAL_SECONDS),
       LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL || 'info',
       QUEUE_PREFIX: queuePrefix,
-      WORKER_METRICS_PORT: '0',
     },
     (line) => watchWorkerLine(workerLog, line),
   );

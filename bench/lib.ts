@@ -200,13 +200,18 @@ export class OutputTail {
 
 export type Spawned = { proc: Child; output: OutputTail; startedAt: number };
 
-/** `bun <args…>` from the repo root with extra environment; output drained (and seen line by line by `onLine`). */
+/**
+ * `bun <args…>` from the repo root with extra environment; output drained (and seen line by line by
+ * `onLine`). A worker serves its metrics on a free port (WORKER_METRICS_PORT=0) unless `extraEnv`
+ * says otherwise: a bench's processes never take a pool's documented port from a running stack or
+ * from each other.
+ */
 export function spawnBun(args: string[], extraEnv: Record<string, string>, onLine?: (line: string) => void): Spawned {
   const output = new OutputTail(onLine);
   const startedAt = performance.now();
   const proc = Bun.spawn([process.execPath, ...args], {
     cwd: repoRoot,
-    env: { ...process.env, ...extraEnv },
+    env: { ...process.env, WORKER_METRICS_PORT: '0', ...extraEnv },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',

@@ -25,7 +25,7 @@ const deps = createDeps(config, { log: createLogger({ level: 'silent', name: 'be
 const app = createApp(deps);
 await deps.ready();
 
-const worker = Bun.spawn(['bun', join(repoRoot, 'workers/main.ts'), 'render'], { env, stdout: 'inherit', stderr: 'inherit' });
+const worker = Bun.spawn(['bun', join(repoRoot, 'workers/main.ts'), 'render'], { env: { ...env, WORKER_METRICS_PORT: '0' }, stdout: 'inherit', stderr: 'inherit' });
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 // Budgets far above the run (a render costs 20 units), so metering never throttles the benchmark.
