@@ -15,7 +15,7 @@ describe('mapToCatalog', () => {
       ['★ Karambit | Doppler (Factory New)', { catalogId: 'itm_doppler', phases: ['ruby', 'phase-2'] }],
     ]);
     const at = new Date('2026-01-01T00:00:00Z');
-    const row = (name: string, version: string, price: string) => ({ market_hash_name: name, version, price, median_price: null, quantity: 1, source_time: at });
+    const row = (name: string, version: string, price: string) => ({ market_hash_name: name, version, price, median_price: null, bid: null, volume_7d: null, quantity: 1, source_time: at });
     const mapped = mapToCatalog(
       [
         row('Known', 'default', '2.50'),

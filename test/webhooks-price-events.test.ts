@@ -138,14 +138,16 @@ describe('price.updated and prices.updated', () => {
     const later = new Date();
 
     // The run sees item a twice: one event for it, carrying the newer observation.
-    const first = await run(source, 1, [row(a!, '1.00', earlier), row(b!, '2.00', later), row(a!, '1.50', later), row(c!, '3.00', later)]);
+    // c comes with a buy order and a 7-day volume (DESIGN 13), carried by both event types.
+    const first = await run(source, 1, [row(a!, '1.00', earlier), row(b!, '2.00', later), row(a!, '1.50', later), { ...row(c!, '3.00', later), bid: '2.950', volume_7d: 41 }]);
     expect(first.changed).toBe(3);
-    const singles = (await received(single.path, 3)).map((request) => verify<{ catalog_id: string; source: string; price: string; previous_price: string | null }>(single.hook, request));
+    type Single = { catalog_id: string; source: string; price: string; previous_price: string | null; bid: string | null; volume_7d: number | null };
+    const singles = (await received(single.path, 3)).map((request) => verify<Single>(single.hook, request));
     expect(singles.map((event) => event.type)).toEqual(['price.updated', 'price.updated', 'price.updated']);
-    expect(singles.map((event) => [event.data.catalog_id, event.data.price, event.data.previous_price]).sort()).toEqual([
-      [a!, '1.50', null],
-      [b!, '2.00', null],
-      [c!, '3.00', null],
+    expect(singles.map((event) => [event.data.catalog_id, event.data.price, event.data.previous_price, event.data.bid, event.data.volume_7d]).sort()).toEqual([
+      [a!, '1.50', null, null, null],
+      [b!, '2.00', null, null, null],
+      [c!, '3.00', null, '2.950', 41],
     ]);
     const [batch] = (await received(batched.path, 1)).map((request) => verify<PricesUpdated>(batched.hook, request));
     expect(batch!.type).toBe('prices.updated');
@@ -158,9 +160,9 @@ describe('price.updated and prices.updated', () => {
       page: 1,
       page_count: 1,
       items: [
-        { catalog_id: a!, version: 'default', price: '1.50', previous_price: null },
-        { catalog_id: b!, version: 'default', price: '2.00', previous_price: null },
-        { catalog_id: c!, version: 'default', price: '3.00', previous_price: null },
+        { catalog_id: a!, version: 'default', price: '1.50', previous_price: null, bid: null, volume_7d: null },
+        { catalog_id: b!, version: 'default', price: '2.00', previous_price: null, bid: null, volume_7d: null },
+        { catalog_id: c!, version: 'default', price: '3.00', previous_price: null, bid: '2.950', volume_7d: 41 },
       ],
       next_url: null,
     } as unknown as PricesUpdated);
@@ -175,7 +177,7 @@ describe('price.updated and prices.updated', () => {
     expect([all[3]!.data.catalog_id, all[3]!.data.price, all[3]!.data.previous_price]).toEqual([b!, '2.50', '2.00']);
     const batches = receiver.received(batched.path).map((request) => verify<PricesUpdated>(batched.hook, request));
     expect(batches.map((event) => event.type)).toEqual(['prices.updated', 'prices.updated']);
-    expect(batches[1]!.data.items).toEqual([{ catalog_id: b!, version: 'default', price: '2.50', previous_price: '2.00' }]);
+    expect(batches[1]!.data.items).toEqual([{ catalog_id: b!, version: 'default', price: '2.50', previous_price: '2.00', bid: null, volume_7d: null }]);
 
     // In the outbox: one price.updated per changed item and version per run, one prices.updated per run.
     const stored = await sql<{ event_type: string; count: number }[]>`
@@ -223,7 +225,7 @@ describe('price.updated and prices.updated', () => {
     ]);
     // Every changed item exactly once, in one order across pages, with its price as a decimal string.
     expect(seen.map((item) => item.catalog_id)).toEqual(ids);
-    for (const item of seen) expect(item).toEqual({ catalog_id: item.catalog_id, version: 'default', price: prices.get(item.catalog_id)!, previous_price: null });
+    for (const item of seen) expect(item).toEqual({ catalog_id: item.catalog_id, version: 'default', price: prices.get(item.catalog_id)!, previous_price: null, bid: null, volume_7d: null });
 
     // One event for the run (whatever its size), one row per further page, one delivery per endpoint.
     const [counts] = await sql<{ events: number; pages: number; deliveries: number }[]>`
@@ -239,7 +241,7 @@ describe('price.updated and prices.updated', () => {
     const [, steadyRequest] = await received(batched.path, 2);
     const steady = verify<PricesUpdated>(batched.hook, steadyRequest!);
     expect(steady.data).toMatchObject({ run_id: second.runId, item_count: 250, page_count: 1, next_url: null });
-    expect(steady.data.items).toEqual(moved.map((id) => ({ catalog_id: id, version: 'default', price: '999.99', previous_price: prices.get(id)! })));
+    expect(steady.data.items).toEqual(moved.map((id) => ({ catalog_id: id, version: 'default', price: '999.99', previous_price: prices.get(id)!, bid: null, volume_7d: null })));
     await remove(batched.hook);
 
     // The URL is the credential: any edit, a missing part, or age makes it a 403 with the error body.

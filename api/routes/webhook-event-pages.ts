@@ -17,7 +17,14 @@ const pageParams = z.object({
 // Unknown parameters are tolerated: receivers follow the URL as they got it.
 const pageQuery = z.object({ expires: z.string().max(20).optional(), signature: z.string().max(200).optional() });
 
-const itemSchema = z.object({ catalog_id: z.string(), version: z.string(), price: z.string(), previous_price: z.string().nullable() });
+const itemSchema = z.object({
+  catalog_id: z.string(),
+  version: z.string(),
+  price: z.string(),
+  previous_price: z.string().nullable(),
+  bid: z.string().nullable().describe('Highest buy order at the source (decimal string), null where it publishes none'),
+  volume_7d: z.number().int().nullable().describe('Sales at the source in the last 7 days, null where it does not say'),
+});
 const pageSchema = z.object({
   event_id: z.uuid(),
   type: z.literal('prices.updated'),

@@ -16,8 +16,11 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /** Changed items per prices.updated event, and per page behind its next_url (DESIGN 8). */
 export const PRICES_UPDATED_PAGE_SIZE = 1_000;
 
-/** One changed price of a prices.updated event or page; `previous_price` null when the item is new to the source. */
-export type ChangedPrice = { catalog_id: string; version: string; price: string; previous_price: string | null };
+/**
+ * One changed price of a prices.updated event or page; `previous_price` null when the item is new to
+ * the source; `bid` and `volume_7d` as stored with the price (DESIGN 13), null where the source has none.
+ */
+export type ChangedPrice = { catalog_id: string; version: string; price: string; previous_price: string | null; bid: string | null; volume_7d: number | null };
 
 /**
  * The stored data of a prices.updated event: the run's first page. Deliveries add `next_url` (signed

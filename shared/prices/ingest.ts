@@ -13,6 +13,9 @@ export type StagedObservation = {
   version: string;
   price: string;
   median_price: string | null;
+  /** Absent means null (a source without buy orders or sales counts). */
+  bid?: string | null;
+  volume_7d?: number | null;
   quantity: number | null;
   source_time: Date;
 };
@@ -51,6 +54,8 @@ export function mapToCatalog(observations: SourceObservation[], catalog: Catalog
       version: observation.version,
       price: observation.price,
       median_price: observation.median_price,
+      bid: observation.bid,
+      volume_7d: observation.volume_7d,
       quantity: observation.quantity,
       source_time: observation.source_time,
     });
@@ -102,12 +107,13 @@ async function insertPricesUpdatedEvent(tx: Queryable, run: { source: string; ru
   } satisfies Omit<PricesUpdatedPayload, 'items'>;
   await tx`
     with numbered as (
-      select catalog_id, version, price, previous_price,
+      select catalog_id, version, price, previous_price, bid, volume_7d,
              ((row_number() over (order by catalog_id, version) - 1) / ${PRICES_UPDATED_PAGE_SIZE} + 1)::int as page
       from ingest_changed
     ), pages as (
       select page, jsonb_agg(
-               jsonb_build_object('catalog_id', catalog_id, 'version', version, 'price', price::text, 'previous_price', previous_price::text)
+               jsonb_build_object('catalog_id', catalog_id, 'version', version, 'price', price::text, 'previous_price', previous_price::text,
+                                  'bid', bid::text, 'volume_7d', volume_7d)
                order by catalog_id, version) as items
       from numbered group by page
     ), event as (
@@ -183,13 +189,13 @@ export async function writeIngestRun(
     await tx`
       create temp table ingest_stage (
         catalog_id text not null, version text not null, price numeric not null, median_price numeric,
-        quantity integer, source_time timestamptz not null
+        bid numeric, volume_7d integer, quantity integer, source_time timestamptz not null
       ) on commit drop`;
     if (rows.length > 0) {
       await copyRows(
         tx,
-        'ingest_stage (catalog_id, version, price, median_price, quantity, source_time)',
-        rows.map((row) => [row.catalog_id, row.version, row.price, row.median_price, row.quantity, row.source_time.toISOString()]),
+        'ingest_stage (catalog_id, version, price, median_price, bid, volume_7d, quantity, source_time)',
+        rows.map((row) => [row.catalog_id, row.version, row.price, row.median_price, row.bid ?? null, row.volume_7d ?? null, row.quantity, row.source_time.toISOString()]),
       );
     }
     // Temp tables have no statistics until analysed; without them the joins below plan badly.
@@ -206,6 +212,8 @@ export async function writeIngestRun(
         where l.source_time >= s.source_time
            or (l.price::text = s.price::text
                and l.median_price::text is not distinct from s.median_price::text
+               and l.bid::text is not distinct from s.bid::text
+               and l.volume_7d is not distinct from s.volume_7d
                and l.quantity is not distinct from s.quantity)
       ), confirmed as (
         update latest_prices l set source_time = c.source_time, ingested_at = ${ingestedAt}, run_id = ${runId}
@@ -220,13 +228,14 @@ export async function writeIngestRun(
     const repeated = { count: dropped!.repeated };
     lap('dedupe');
     const written = await tx`
-      insert into price_observations (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)
-      select catalog_id, ${source}, version, price, median_price, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage`;
+      insert into price_observations (catalog_id, source, version, price, median_price, bid, volume_7d, quantity, source_time, ingested_at, run_id)
+      select catalog_id, ${source}, version, price, median_price, bid, volume_7d, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage`;
     lap('observations');
     // The run's changed prices, read once by both event types below.
     await tx`
       create temp table ingest_changed (
-        catalog_id text not null, version text not null, price numeric not null, previous_price numeric, source_time timestamptz not null
+        catalog_id text not null, version text not null, price numeric not null, previous_price numeric,
+        bid numeric, volume_7d integer, source_time timestamptz not null
       ) on commit drop`;
     const changed = await tx`
       with previous as (
@@ -234,15 +243,15 @@ export async function writeIngestRun(
         join ingest_stage s on s.catalog_id = l.catalog_id and s.version = l.version
         where l.source = ${source}
       ), upserted as (
-        insert into latest_prices (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)
-        select catalog_id, ${source}, version, price, median_price, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage
+        insert into latest_prices (catalog_id, source, version, price, median_price, bid, volume_7d, quantity, source_time, ingested_at, run_id)
+        select catalog_id, ${source}, version, price, median_price, bid, volume_7d, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage
         on conflict (catalog_id, version, source) do update set
-          price = excluded.price, median_price = excluded.median_price, quantity = excluded.quantity,
-          source_time = excluded.source_time, ingested_at = excluded.ingested_at, run_id = excluded.run_id
-        returning catalog_id, version, price, source_time
+          price = excluded.price, median_price = excluded.median_price, bid = excluded.bid, volume_7d = excluded.volume_7d,
+          quantity = excluded.quantity, source_time = excluded.source_time, ingested_at = excluded.ingested_at, run_id = excluded.run_id
+        returning catalog_id, version, price, bid, volume_7d, source_time
       )
-      insert into ingest_changed (catalog_id, version, price, previous_price, source_time)
-      select u.catalog_id, u.version, u.price, p.price, u.source_time
+      insert into ingest_changed (catalog_id, version, price, previous_price, bid, volume_7d, source_time)
+      select u.catalog_id, u.version, u.price, p.price, u.bid, u.volume_7d, u.source_time
       from upserted u
       left join previous p on p.catalog_id = u.catalog_id and p.version = u.version
       where p.price is distinct from u.price`;
@@ -255,7 +264,7 @@ export async function writeIngestRun(
                  jsonb_build_object(
                    'catalog_id', u.catalog_id, 'market_hash_name', c.market_hash_name, 'source', ${source}::text,
                    'version', u.version, 'price', u.price::text, 'previous_price', u.previous_price::text,
-                   'currency', 'USD', 'source_time', u.source_time),
+                   'bid', u.bid::text, 'volume_7d', u.volume_7d, 'currency', 'USD', 'source_time', u.source_time),
                  ${ingestedAt}
           from ingest_changed u
           join catalog_items c on c.catalog_id = u.catalog_id`;

@@ -88,7 +88,8 @@ export async function findEventPage(db: Queryable, eventId: string, page: number
     run_id: row.run_id,
     page,
     page_count: row.page_count,
-    items: row.items,
+    // Pages stored before bid and volume_7d existed (sql/0012) say null for them.
+    items: row.items.map((item) => ({ bid: null, volume_7d: null, ...item })),
     next_url: page < row.page_count ? signEventPageUrl(links, eventId, page + 1, now) : null,
   };
 }

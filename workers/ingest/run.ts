@@ -12,9 +12,16 @@ import {
 import type { WorkerResources } from '../../shared/resources.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
 import { sourceSettings } from '../../shared/sources/settings.ts';
-import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult } from '../../shared/sources/types.ts';
+import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult, type SourceName } from '../../shared/sources/types.ts';
+import type { Config } from '../../shared/config.ts';
 
 const REQUEST_TIMEOUT_MS = 15_000;
+
+/** The upstreams that take a key, and where it comes from (sent by the adapter, never logged). */
+const API_KEYS: Partial<Record<SourceName, (config: Config) => string | undefined>> = {
+  csfloat: (config) => config.SOURCE_CSFLOAT_API_KEY,
+  waxpeer: (config) => config.SOURCE_WAXPEER_KEY,
+};
 const CATALOG_CACHE_MS = 60_000;
 
 export type IngestOutcome =
@@ -39,8 +46,8 @@ async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
 }
 
 /**
- * Per source, what this process last wrote for each item and version: price, median, quantity and
- * source time. A row identical to it (source time included) is dropped before it is staged: the
+ * Per source, what this process last wrote for each item and version: price, median, bid, 7-day
+ * volume, quantity and source time. A row identical to it (source time included) is dropped before it is staged: the
  * stored latest already holds that observation or a newer one (latest prices only move forward), so
  * the write's own dedupe would drop it anyway, after copying it to Postgres and comparing. Skinport
  * repeats unchanged rows with the same `updated_at`, so a steady run stages only the ~10 % that moved.
@@ -49,7 +56,7 @@ async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
  * the pool's back (a latest price deleted by hand) is written again within that time.
  */
 const LAST_WRITTEN_TTL_MS = 10 * 60_000;
-type Written = { price: string; median: string | null; quantity: number | null; time: number };
+type Written = { price: string; median: string | null; bid: string | null; volume7d: number | null; quantity: number | null; time: number };
 /** Per source: catalog id → version → what was written (two levels: most items have one version). */
 const lastWritten = new Map<string, { since: number; items: Map<string, Map<string, Written>> }>();
 
@@ -66,6 +73,8 @@ function unseenRows(source: string, rows: StagedObservation[]): StagedObservatio
       written === undefined ||
       written.time !== row.source_time.getTime() ||
       written.price !== row.price ||
+      written.bid !== (row.bid ?? null) ||
+      written.volume7d !== (row.volume_7d ?? null) ||
       written.median !== row.median_price ||
       written.quantity !== row.quantity
     );
@@ -87,6 +96,8 @@ function rememberRows(source: string, rows: StagedObservation[]): void {
     versions.set(row.version, {
       price: detached(row.price),
       median: row.median_price === null ? null : detached(row.median_price),
+      bid: row.bid == null ? null : detached(row.bid),
+      volume7d: row.volume_7d ?? null,
       quantity: row.quantity,
       time: row.source_time.getTime(),
     });
@@ -131,7 +142,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
         acquire: () => budget.acquire(),
         names,
         now: deps.now,
-        apiKey: adapter.name === 'csfloat' ? deps.config.SOURCE_CSFLOAT_API_KEY : undefined,
+        apiKey: API_KEYS[adapter.name]?.(deps.config),
         ...settings.paging,
       });
     } catch (error) {
