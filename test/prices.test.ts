@@ -24,14 +24,25 @@ async function insertItem(tag = 'item') {
   return { catalog_id: catalogId, market_hash_name: name };
 }
 
-type LatestPrice = { source: string; version?: string; price: string; median_price?: string | null; quantity?: number | null; source_time?: Date; ingested_at?: Date };
+type LatestPrice = {
+  source: string;
+  version?: string;
+  price: string;
+  median_price?: string | null;
+  bid?: string | null;
+  volume_7d?: number | null;
+  quantity?: number | null;
+  source_time?: Date;
+  ingested_at?: Date;
+};
 
 async function insertLatest(catalogId: string, rows: LatestPrice[]) {
   for (const row of rows) {
     await sql`
-      insert into latest_prices (catalog_id, source, version, price, median_price, quantity, source_time, ingested_at, run_id)
+      insert into latest_prices (catalog_id, source, version, price, median_price, bid, volume_7d, quantity, source_time, ingested_at, run_id)
       values (${catalogId}, ${row.source}, ${row.version ?? 'default'}, ${row.price}::numeric, ${row.median_price ?? null}::numeric,
-              ${row.quantity ?? null}, ${row.source_time ?? ago(30)}, ${row.ingested_at ?? ago(20)}, ${crypto.randomUUID()})`;
+              ${row.bid ?? null}::numeric, ${row.volume_7d ?? null}, ${row.quantity ?? null}, ${row.source_time ?? ago(30)},
+              ${row.ingested_at ?? ago(20)}, ${crypto.randomUUID()})`;
   }
 }
 
@@ -118,6 +129,8 @@ describe('GET /v2/prices/{catalog_id}', () => {
       source: a,
       price: '2.30',
       median_price: '2.41',
+      bid: null,
+      volume_7d: null,
       quantity: 17,
       source_time: ago(30).toISOString(),
       ingested_at: ago(20).toISOString(),
@@ -130,6 +143,43 @@ describe('GET /v2/prices/{catalog_id}', () => {
     expect({ min: byDefault.min, median: byDefault.median, max: byDefault.max }).toEqual({ min: '0.0001', median: '2.30', max: '123456789.12' });
     expect(body.versions[1]).toMatchObject({ version: 'phase-2', min: '900.5', median: '900.5', max: '900.5' });
     expect(body.versions[2]).toMatchObject({ version: 'ruby', min: '1500.00', median: '1500.00', max: '1500.00' });
+  });
+
+  test('bid, volume_7d and the consensus: stale sources left out, a wild fresh source flagged as an outlier', async () => {
+    const ws = await reader();
+    const item = await insertItem();
+    const strict = testSource('strict');
+    await sql`insert into price_sources (name, stale_after_seconds) values (${strict}, 60)`;
+    const [market, lis, wax, wild] = [testSource('market'), testSource('lis'), testSource('wax'), testSource('wild')];
+    await insertLatest(item.catalog_id, [
+      { source: market, price: '10.393', bid: '9.8', volume_7d: 42 },
+      { source: lis, price: '10.10' },
+      { source: wax, price: '9.999' },
+      { source: wild, price: '45.00' },
+      // Stale (61 s against 60): counts in min/median/max, never in the consensus.
+      { source: strict, price: '0.50', bid: '12.00', source_time: ago(61) },
+    ]);
+    const [version] = (await prices(ws.key, item.catalog_id)).versions;
+    // m0 = (10.10 + 10.393) / 2 = 10.2465; 45.00 > 3 × m0 = 30.7395 → outlier.
+    expect(version!.consensus).toEqual({ price: '10.10', best_ask: '9.999', best_bid: '9.8', sources: 3, outliers: [wild], spread: '0.0199' });
+    const bySource = new Map(version!.sources.map((entry) => [entry.source, entry]));
+    expect(bySource.get(market)).toMatchObject({ price: '10.393', bid: '9.8', volume_7d: 42, freshness: 'fresh' });
+    expect(bySource.get(market)).not.toHaveProperty('outlier');
+    expect(bySource.get(wild)).toMatchObject({ bid: null, volume_7d: null, outlier: true });
+    expect(bySource.get(strict)).toMatchObject({ freshness: 'stale', bid: '12.00' });
+    expect(bySource.get(strict)).not.toHaveProperty('outlier');
+    expect({ min: version!.min, max: version!.max }).toEqual({ min: '0.50', max: '45.00' });
+  });
+
+  test('no fresh source: the consensus is null', async () => {
+    const ws = await reader();
+    const item = await insertItem();
+    const strict = testSource('strict');
+    await sql`insert into price_sources (name, stale_after_seconds) values (${strict}, 60)`;
+    await insertLatest(item.catalog_id, [{ source: strict, price: '1.00', source_time: ago(3_600) }]);
+    const [version] = (await prices(ws.key, item.catalog_id)).versions;
+    expect(version!.consensus).toBeNull();
+    expect(version!.sources[0]).toMatchObject({ freshness: 'stale' });
   });
 
   test('the median of an even number of sources is the exact mean of the two middle prices', async () => {

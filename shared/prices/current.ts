@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../db.ts';
+import { consensusSchema, computeConsensus } from './consensus.ts';
 import { summarizeDecimals } from './decimal.ts';
 import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
@@ -9,12 +10,15 @@ const sourcePriceSchema = z.object({
   source: z.string().describe('Marketplace name'),
   price: z.string().describe('Lowest ask, a decimal string'),
   median_price: z.string().nullable(),
+  bid: z.string().nullable().describe('Highest buy order, a decimal string; null where the source publishes none'),
+  volume_7d: z.number().int().nullable().describe('Sales in the last 7 days, where the source says'),
   quantity: z.number().int().nullable().describe('Listings at the source, when it reports them'),
   source_time: z.string().describe('When the source observed the price'),
   ingested_at: z.string(),
   freshness: z.enum(['fresh', 'stale']),
   age_seconds: z.number().int().describe('Seconds since source_time (0 when the upstream clock is ahead of ours)'),
   stale_after_seconds: z.number().int().describe('The source’s stale threshold'),
+  outlier: z.literal(true).optional().describe('Present when this fresh source is an outlier of the consensus (DESIGN 13)'),
 });
 
 const versionPricesSchema = z.object({
@@ -23,6 +27,7 @@ const versionPricesSchema = z.object({
   min: z.string(),
   median: z.string(),
   max: z.string(),
+  consensus: consensusSchema,
   sources: z.array(sourcePriceSchema),
 });
 
@@ -40,8 +45,9 @@ export type ItemPrices = z.infer<typeof itemPricesSchema>;
 
 /**
  * One item's stored prices, serialised once except for what depends on the time of the request:
- * each source's `freshness` and `age_seconds` are filled in per request, between the fixed JSON
- * text around them. Field order and values are exactly those of the object ItemPrices describes.
+ * each source's `freshness` and `age_seconds`, and so the consensus and the outlier flags, are filled
+ * in per request between the fixed JSON text around them. Field order and values are exactly those
+ * of the object ItemPrices describes.
  */
 export type PreparedItemPrices = {
   /** `{"catalog_id":…,"market_hash_name":…,"currency":"USD","versions":[` */
@@ -52,17 +58,25 @@ export type PreparedItemPrices = {
 
 type PreparedVersion = {
   version: string;
-  /** `{"version":…,"min":…,"median":…,"max":…,"sources":[` */
+  /** `{"version":…,"min":…,"median":…,"max":…,"consensus":` */
   head: string;
   sources: PreparedSource[];
+  /**
+   * The consensus JSON and outlier flags by which sources are fresh (one character per source): the
+   * freshness of an item's few sources changes rarely, so each combination is computed once.
+   */
+  consensusByFreshness: Map<string, { json: string; outliers: boolean[] }>;
 };
 
 type PreparedSource = {
   /** `{"source":…,…,"ingested_at":…,"freshness":"` */
   head: string;
+  source: string;
+  price: string;
+  bid: string | null;
   sourceTimeMs: number;
   staleAfterSeconds: number;
-  /** `,"stale_after_seconds":…}` */
+  /** `,"stale_after_seconds":…` */
   tail: string;
 };
 
@@ -72,11 +86,15 @@ function prepareSource(row: CurrentPriceRow): PreparedSource {
   return {
     head:
       `{"source":${text(row.source)},"price":${text(row.price)},"median_price":${text(row.median_price)},` +
+      `"bid":${text(row.bid)},"volume_7d":${row.volume_7d === null ? 'null' : String(row.volume_7d)},` +
       `"quantity":${row.quantity === null ? 'null' : String(row.quantity)},"source_time":${text(row.source_time.toISOString())},` +
       `"ingested_at":${text(row.ingested_at.toISOString())},"freshness":"`,
+    source: row.source,
+    price: row.price,
+    bid: row.bid,
     sourceTimeMs: row.source_time.getTime(),
     staleAfterSeconds: row.stale_after_seconds,
-    tail: `,"stale_after_seconds":${row.stale_after_seconds}}`,
+    tail: `,"stale_after_seconds":${row.stale_after_seconds}`,
   };
 }
 
@@ -94,8 +112,9 @@ export function prepareItemPrices(found: ItemWithPrices): PreparedItemPrices | n
     const summary = summarizeDecimals(rows.map((row) => row.price))!;
     versions.push({
       version,
-      head: `{"version":${text(version)},"min":${text(summary.min)},"median":${text(summary.median)},"max":${text(summary.max)},"sources":[`,
+      head: `{"version":${text(version)},"min":${text(summary.min)},"median":${text(summary.median)},"max":${text(summary.max)},"consensus":`,
       sources: rows.map(prepareSource),
+      consensusByFreshness: new Map(),
     });
   }
   return {
@@ -104,9 +123,22 @@ export function prepareItemPrices(found: ItemWithPrices): PreparedItemPrices | n
   };
 }
 
+function consensusFor(entry: PreparedVersion, freshness: boolean[]): { json: string; outliers: boolean[] } {
+  const key = freshness.map((fresh) => (fresh ? '1' : '0')).join('');
+  let found = entry.consensusByFreshness.get(key);
+  if (!found) {
+    const { consensus, outliers } = computeConsensus(
+      entry.sources.map((source, index) => ({ source: source.source, price: source.price, bid: source.bid, fresh: freshness[index]! })),
+    );
+    found = { json: JSON.stringify(consensus), outliers: entry.sources.map((source) => outliers.has(source.source)) };
+    entry.consensusByFreshness.set(key, found);
+  }
+  return found;
+}
+
 /**
  * The JSON body of GET /v2/prices/{catalog_id} as of `now`: every stored version, or only `version`
- * (none when the item has no price in it). Ages and freshness are computed here, per request.
+ * (none when the item has no price in it). Ages, freshness and the consensus are computed here, per request.
  */
 export function renderItemPrices(prepared: PreparedItemPrices, version: string | undefined, now: Date): string {
   const nowMs = now.getTime();
@@ -114,14 +146,18 @@ export function renderItemPrices(prepared: PreparedItemPrices, version: string |
   let first = true;
   for (const entry of prepared.versions) {
     if (version !== undefined && entry.version !== version) continue;
-    body += first ? entry.head : `,${entry.head}`;
+    // age_seconds: 0 when the upstream clock is ahead of ours; stale once older than the source's
+    // threshold, the same rule as GET /health.
+    const ages = entry.sources.map((source) => Math.max(0, Math.floor((nowMs - source.sourceTimeMs) / 1000)));
+    const freshness = entry.sources.map((source, index) => ages[index]! <= source.staleAfterSeconds);
+    const consensus = consensusFor(entry, freshness);
+    body += `${first ? '' : ','}${entry.head}${consensus.json},"sources":[`;
     first = false;
     for (let index = 0; index < entry.sources.length; index += 1) {
       const source = entry.sources[index]!;
-      // age_seconds: 0 when the upstream clock is ahead of ours; stale once older than the source's
-      // threshold, the same rule as GET /health.
-      const age = Math.max(0, Math.floor((nowMs - source.sourceTimeMs) / 1000));
-      body += `${index === 0 ? '' : ','}${source.head}${age > source.staleAfterSeconds ? 'stale' : 'fresh'}","age_seconds":${age}${source.tail}`;
+      body +=
+        `${index === 0 ? '' : ','}${source.head}${freshness[index] ? 'fresh' : 'stale'}","age_seconds":${ages[index]}${source.tail}` +
+        `${consensus.outliers[index] ? ',"outlier":true}' : '}'}`;
     }
     body += ']}';
   }

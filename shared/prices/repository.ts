@@ -21,6 +21,8 @@ export type CurrentPriceRow = {
   source: string;
   price: string;
   median_price: string | null;
+  bid: string | null;
+  volume_7d: number | null;
   quantity: number | null;
   source_time: Date;
   ingested_at: Date;
@@ -34,8 +36,8 @@ export type CurrentPriceRow = {
 export async function findItemWithCurrentPrices(db: Queryable, catalogId: string): Promise<{ item: PricedItem; prices: CurrentPriceRow[] } | null> {
   const rows = await db<(PricedItem & { [K in keyof CurrentPriceRow]: CurrentPriceRow[K] | null })[]>`
     select c.catalog_id, c.market_hash_name,
-           p.version, p.source, p.price::text as price, p.median_price::text as median_price, p.quantity,
-           p.source_time, p.ingested_at,
+           p.version, p.source, p.price::text as price, p.median_price::text as median_price,
+           p.bid::text as bid, p.volume_7d, p.quantity, p.source_time, p.ingested_at,
            coalesce(s.stale_after_seconds, ${DEFAULT_STALE_AFTER_SECONDS}::int) as stale_after_seconds
     from catalog_items c
     left join latest_prices p on p.catalog_id = c.catalog_id

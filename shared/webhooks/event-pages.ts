@@ -89,7 +89,7 @@ export async function findEventPage(db: Queryable, eventId: string, page: number
     page,
     page_count: row.page_count,
     // Pages stored before bid and volume_7d existed (sql/0012) say null for them.
-    items: row.items.map((item) => ({ bid: null, volume_7d: null, ...item })),
+    items: row.items.map((item) => ({ ...item, bid: item.bid ?? null, volume_7d: item.volume_7d ?? null })),
     next_url: page < row.page_count ? signEventPageUrl(links, eventId, page + 1, now) : null,
   };
 }
