@@ -13,7 +13,7 @@ import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import { createSql } from '../shared/db.ts';
 import { migrate } from '../shared/migrate.ts';
 import { assemblePriceList } from '../shared/prices/public-document.ts';
-import { findNewestPriceSnapshot, readSnapshotInputs } from '../shared/prices/repository.ts';
+import { findNewestPriceSnapshot, findSourceStaleThresholds, readSnapshotInputs } from '../shared/prices/repository.ts';
 import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { databaseName, dropDatabase, recreateDatabase } from '../scripts/services.ts';
@@ -76,7 +76,8 @@ try {
 
   // Step by step.
   const [rows, queryMs] = await timed(() => readSnapshotInputs(sql));
-  const [list, assembleMs] = await timed(() => assemblePriceList(rows));
+  const staleAfterSeconds = await findSourceStaleThresholds(sql);
+  const [list, assembleMs] = await timed(() => assemblePriceList(rows, { now: new Date(), staleAfterSeconds }));
   const [json, stringifyMs] = await timed(() => JSON.stringify(list));
   const raw = Buffer.from(json);
   say(`steps: query ${queryMs.toFixed(0)} ms (${rows.length} rows), assemble ${assembleMs.toFixed(0)} ms, JSON.stringify ${stringifyMs.toFixed(0)} ms`);

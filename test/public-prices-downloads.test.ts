@@ -28,10 +28,11 @@ beforeAll(async () => {
     return {
       market_hash_name: `Synthetic item ${String(index).padStart(6, '0')} ${pad}`,
       catalog_id: `itm_synthetic${index}`,
-      sources: { [source]: { price, source_time: '2030-01-01T00:00:00.000Z' } },
+      sources: { [source]: { price, source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
       min: price,
       median: price,
       max: price,
+      consensus: { price, best_ask: price, best_bid: null, sources: 1, outliers: [], spread: null },
     };
   });
   const list: PublicPriceList = { currency: 'USD', item_count: ITEMS, oldest_input_at: '2030-01-01T00:00:00.000Z', items };

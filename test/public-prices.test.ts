@@ -41,12 +41,13 @@ async function insertItem(name: string) {
   return { catalog_id: catalogId, market_hash_name: name };
 }
 
-async function setPrice(catalogId: string, source: string, price: string, options: { version?: string; sourceTime?: string } = {}) {
+async function setPrice(catalogId: string, source: string, price: string, options: { version?: string; sourceTime?: string; bid?: string; volume7d?: number } = {}) {
   await sql`
-    insert into latest_prices (catalog_id, source, version, price, source_time, ingested_at, run_id)
-    values (${catalogId}, ${source}, ${options.version ?? 'default'}, ${price}::numeric, ${options.sourceTime ?? '2030-01-01T00:00:00.000Z'},
-            now(), ${crypto.randomUUID()})
-    on conflict (catalog_id, version, source) do update set price = excluded.price, source_time = excluded.source_time`;
+    insert into latest_prices (catalog_id, source, version, price, bid, volume_7d, source_time, ingested_at, run_id)
+    values (${catalogId}, ${source}, ${options.version ?? 'default'}, ${price}::numeric, ${options.bid ?? null}::numeric, ${options.volume7d ?? null},
+            ${options.sourceTime ?? '2030-01-01T00:00:00.000Z'}, now(), ${crypto.randomUUID()})
+    on conflict (catalog_id, version, source) do update set
+      price = excluded.price, bid = excluded.bid, volume_7d = excluded.volume_7d, source_time = excluded.source_time`;
 }
 
 const uniqueName = (label: string) => `★ Test ${label} | Doppler ${crypto.randomUUID()} (Factory New)`;
@@ -85,7 +86,7 @@ describe('GET /v1/prices', () => {
     const steamOnly = await insertItem(uniqueName('steam-only'));
     const phasesOnly = await insertItem(uniqueName('phases-only'));
     const unpriced = await insertItem(uniqueName('unpriced'));
-    await setPrice(doppler.catalog_id, 'skinport', '2.30', { sourceTime: '2030-01-01T00:00:01.000Z' });
+    await setPrice(doppler.catalog_id, 'skinport', '2.30', { sourceTime: '2030-01-01T00:00:01.000Z', bid: '2.25', volume7d: 17 });
     await setPrice(doppler.catalog_id, 'steam', '0.0001', { sourceTime: '2030-01-01T00:00:02.000Z' });
     await setPrice(doppler.catalog_id, 'csfloat', '123456789.12', { sourceTime: '2030-01-01T00:00:03.000Z' });
     await setPrice(doppler.catalog_id, 'skinport', '1500.00', { version: 'ruby' });
@@ -115,33 +116,44 @@ describe('GET /v1/prices', () => {
       market_hash_name: doppler.market_hash_name,
       catalog_id: doppler.catalog_id,
       sources: {
-        csfloat: { price: '123456789.12', source_time: '2030-01-01T00:00:03.000Z' },
-        skinport: { price: '2.30', source_time: '2030-01-01T00:00:01.000Z' },
-        steam: { price: '0.0001', source_time: '2030-01-01T00:00:02.000Z' },
+        // Three fresh sources: m0 = 2.30, so 123456789.12 (> 3 × m0) and 0.0001 (3 × p < m0) are outliers.
+        csfloat: { price: '123456789.12', source_time: '2030-01-01T00:00:03.000Z', bid: null, volume_7d: null, outlier: true },
+        skinport: { price: '2.30', source_time: '2030-01-01T00:00:01.000Z', bid: '2.25', volume_7d: 17 },
+        steam: { price: '0.0001', source_time: '2030-01-01T00:00:02.000Z', bid: null, volume_7d: null, outlier: true },
       },
       min: '0.0001',
       median: '2.30',
       max: '123456789.12',
+      consensus: { price: '2.30', best_ask: '2.30', best_bid: '2.25', sources: 1, outliers: ['csfloat', 'steam'], spread: '0.0217' },
       versions: {
-        'phase-2': { sources: { skinport: { price: '900.10', source_time: '2030-01-01T00:00:00.000Z' } }, min: '900.10', median: '900.10', max: '900.10' },
+        'phase-2': {
+          sources: { skinport: { price: '900.10', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
+          min: '900.10',
+          median: '900.10',
+          max: '900.10',
+          consensus: { price: '900.10', best_ask: '900.10', best_bid: null, sources: 1, outliers: [], spread: null },
+        },
         ruby: {
           sources: {
-            csfloat: { price: '1400.5', source_time: '2030-01-01T00:00:00.000Z' },
-            skinport: { price: '1500.00', source_time: '2030-01-01T00:00:00.000Z' },
+            csfloat: { price: '1400.5', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null },
+            skinport: { price: '1500.00', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null },
           },
           min: '1400.5',
           median: '1450.25',
           max: '1500.00',
+          consensus: { price: '1450.25', best_ask: '1400.5', best_bid: null, sources: 2, outliers: [], spread: null },
         },
       },
     });
     expect(byName.get(steamOnly.market_hash_name)).toEqual({
       market_hash_name: steamOnly.market_hash_name,
       catalog_id: steamOnly.catalog_id,
-      sources: { steam: { price: '10', source_time: '1990-01-01T00:00:00.000Z' } },
+      sources: { steam: { price: '10', source_time: '1990-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
       min: '10',
       median: '10',
       max: '10',
+      // Its only source is stale when the list is built.
+      consensus: null,
     });
     expect(byName.get(phasesOnly.market_hash_name)).toMatchObject({ sources: {}, min: null, median: null, max: null, versions: { 'phase-4': { min: '77.70' } } });
     expect(byName.has(unpriced.market_hash_name)).toBe(false);
@@ -222,10 +234,12 @@ describe('GET /v1/prices', () => {
     expect(body.items.find((item) => item.market_hash_name === both.market_hash_name)).toEqual({
       market_hash_name: both.market_hash_name,
       catalog_id: both.catalog_id,
-      sources: { skinport: { price: '3.10', source_time: '2030-01-01T00:00:00.000Z' } },
+      sources: { skinport: { price: '3.10', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
       min: '3.10',
       median: '3.10',
       max: '3.10',
+      // The consensus stays the cross-market one (skinport and steam), to read the source against.
+      consensus: { price: '3.30', best_ask: '3.10', best_bid: null, sources: 2, outliers: [], spread: null },
     });
     expect(body.items.some((item) => item.market_hash_name === steamOnly.market_hash_name)).toBe(false);
 
@@ -284,15 +298,30 @@ describe('GET /v1/prices/{market_hash_name}', () => {
         {
           version: 'default',
           sources: {
-            skinport: { price: '812.40', source_time: '2030-01-01T00:00:00.000Z' },
-            steam: { price: '830.00', source_time: '2030-01-01T00:00:00.000Z' },
+            skinport: { price: '812.40', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null },
+            steam: { price: '830.00', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null },
           },
           min: '812.40',
           median: '821.20',
           max: '830.00',
+          consensus: { price: '821.20', best_ask: '812.40', best_bid: null, sources: 2, outliers: [], spread: null },
         },
-        { version: 'phase-1', sources: { skinport: { price: '1000.0001', source_time: '2030-01-01T00:00:00.000Z' } }, min: '1000.0001', median: '1000.0001', max: '1000.0001' },
-        { version: 'sapphire', sources: { skinport: { price: '2100.00', source_time: '2030-01-01T00:00:00.000Z' } }, min: '2100.00', median: '2100.00', max: '2100.00' },
+        {
+          version: 'phase-1',
+          sources: { skinport: { price: '1000.0001', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
+          min: '1000.0001',
+          median: '1000.0001',
+          max: '1000.0001',
+          consensus: { price: '1000.0001', best_ask: '1000.0001', best_bid: null, sources: 1, outliers: [], spread: null },
+        },
+        {
+          version: 'sapphire',
+          sources: { skinport: { price: '2100.00', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
+          min: '2100.00',
+          median: '2100.00',
+          max: '2100.00',
+          consensus: { price: '2100.00', best_ask: '2100.00', best_bid: null, sources: 1, outliers: [], spread: null },
+        },
       ],
     });
     const notModified = await get(t, `/v1/prices/${encodeURIComponent(item.market_hash_name)}`, { 'if-none-match': response.headers.get('etag')! });
@@ -463,6 +492,8 @@ describe('the snapshot document built item by item', () => {
       source: fc.constantFrom('csfloat', 'skinport', 'steam'),
       price: fc.constantFrom('0.03', '2.30', '15', '812.40'),
       at: fc.integer({ min: 0, max: 1e9 }),
+      bid: fc.constantFrom(null, '0.02', '2.2'),
+      volume: fc.constantFrom(null, 0, 12),
     });
     fc.assert(
       fc.property(fc.array(row, { maxLength: 120 }), fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 10 }), (drawn, chunkSizes) => {
@@ -470,8 +501,10 @@ describe('the snapshot document built item by item', () => {
         const unique = new Map(drawn.map((r) => [`${r.item}/${r.version}/${r.source}`, r]));
         const rows: SnapshotInputRow[] = [...unique.values()]
           .sort((a, b) => a.item - b.item || Number(a.version !== 'default') - Number(b.version !== 'default') || a.version.localeCompare(b.version) || a.source.localeCompare(b.source))
-          .map((r) => ({ market_hash_name: `Item ${String(r.item).padStart(2, '0')}`, catalog_id: `itm_${r.item}`, version: r.version, source: r.source, price: r.price, source_time: new Date(1.7e12 + r.at).toISOString() }));
-        const builder = new PriceListJsonBuilder();
+          .map((r) => ({ market_hash_name: `Item ${String(r.item).padStart(2, '0')}`, catalog_id: `itm_${r.item}`, version: r.version, source: r.source, price: r.price, bid: r.bid, volume_7d: r.volume, source_time: new Date(1.7e12 + r.at).toISOString() }));
+        // Some rows fresh, some stale at this build time (csfloat's threshold is shorter).
+        const freshness = { now: new Date(1.7e12 + 5e8), staleAfterSeconds: new Map([['csfloat', 100_000]]) };
+        const builder = new PriceListJsonBuilder(freshness);
         let at = 0;
         for (let chunk = 0; at < rows.length; chunk += 1) {
           const size = chunkSizes[chunk % chunkSizes.length]!;
@@ -479,7 +512,7 @@ describe('the snapshot document built item by item', () => {
           at += size;
         }
         const built = builder.finish();
-        const whole = assemblePriceList(rows);
+        const whole = assemblePriceList(rows, freshness);
         expect(built.json).toBe(JSON.stringify(whole));
         expect(built.item_count).toBe(whole.item_count);
         expect(built.oldest_input_at).toBe(whole.oldest_input_at);

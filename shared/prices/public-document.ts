@@ -2,8 +2,9 @@ import { promisify } from 'node:util';
 import { brotliCompress, brotliCompressSync, constants as zlibConstants, gzip, gzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { sha256Hex } from '../crypto.ts';
+import { computeConsensus, consensusSchema } from './consensus.ts';
 import { summarizeDecimals } from './decimal.ts';
-import type { SnapshotInputRow } from './repository.ts';
+import { DEFAULT_STALE_AFTER_SECONDS, type SnapshotInputRow } from './repository.ts';
 
 /**
  * The keyless price documents (DESIGN 9): `GET /v1/prices` (every priced item, optionally one
@@ -11,7 +12,13 @@ import type { SnapshotInputRow } from './repository.ts';
  * the full list from the database; the API derives the per-source lists and per-item bodies from it.
  */
 // Prices are decimal strings: money never passes through a JS number.
-const publicSourcePriceSchema = z.object({ price: z.string(), source_time: z.string() });
+const publicSourcePriceSchema = z.object({
+  price: z.string().describe('Lowest ask'),
+  source_time: z.string(),
+  bid: z.string().nullable().describe('Highest buy order; null where the source publishes none'),
+  volume_7d: z.number().int().nullable().describe('Sales in the last 7 days, where the source says'),
+  outlier: z.literal(true).optional().describe('Present when this source was fresh and an outlier of the consensus when the list was built'),
+});
 
 const publicVersionPricesShape = {
   sources: z.record(z.string(), publicSourcePriceSchema).describe('Keyed by source name, in byte order'),
@@ -19,6 +26,7 @@ const publicVersionPricesShape = {
   min: z.string().nullable(),
   median: z.string().nullable(),
   max: z.string().nullable(),
+  consensus: consensusSchema.describe('Cross-market consensus of the sources fresh when the list was built (DESIGN 13); null when none was'),
 };
 const publicVersionPricesSchema = z.object(publicVersionPricesShape);
 
@@ -56,12 +64,30 @@ export type PublicPriceItem = z.infer<typeof publicPriceItemSchema>;
 export type PublicPriceList = z.infer<typeof publicPriceListSchema>;
 export type PublicItemPrices = z.infer<typeof publicItemPricesSchema>;
 
-function versionPrices(sources: Record<string, PublicSourcePrice>): PublicVersionPrices {
-  const summary = summarizeDecimals(Object.values(sources).map((source) => source.price));
-  return { sources, min: summary?.min ?? null, median: summary?.median ?? null, max: summary?.max ?? null };
+/**
+ * What decides freshness in a list: its build time and each source's stale threshold (price_sources;
+ * DEFAULT_STALE_AFTER_SECONDS for a source without a row), the rule of the keyed `freshness`.
+ */
+export type Freshness = { now: Date; staleAfterSeconds: ReadonlyMap<string, number> };
+
+function versionPrices(sources: Record<string, PublicSourcePrice>, freshness: Freshness): PublicVersionPrices {
+  const entries = Object.entries(sources);
+  const summary = summarizeDecimals(entries.map(([, source]) => source.price));
+  const nowMs = freshness.now.getTime();
+  const { consensus, outliers } = computeConsensus(
+    entries.map(([name, source]) => ({
+      source: name,
+      price: source.price,
+      bid: source.bid,
+      // Whole seconds, as age_seconds in the keyed answer.
+      fresh: Math.max(0, Math.floor((nowMs - Date.parse(source.source_time)) / 1000)) <= (freshness.staleAfterSeconds.get(name) ?? DEFAULT_STALE_AFTER_SECONDS),
+    })),
+  );
+  for (const name of outliers) sources[name]!.outlier = true;
+  return { sources, min: summary?.min ?? null, median: summary?.median ?? null, max: summary?.max ?? null, consensus };
 }
 
-const noPrices = (): PublicVersionPrices => ({ sources: {}, min: null, median: null, max: null });
+const noPrices = (): PublicVersionPrices => ({ sources: {}, min: null, median: null, max: null, consensus: null });
 
 function item(marketHashName: string, catalogId: string, defaultPrices: PublicVersionPrices, others: Record<string, PublicVersionPrices>): PublicPriceItem {
   const entry: PublicPriceItem = { market_hash_name: marketHashName, catalog_id: catalogId, ...defaultPrices };
@@ -91,7 +117,7 @@ function oldestTime(items: PublicPriceItem[]): string | null {
 }
 
 /** One list item from all of its rows (ordered by version, `default` first, then source). */
-function itemFromRows(rows: readonly SnapshotInputRow[]): PublicPriceItem {
+function itemFromRows(rows: readonly SnapshotInputRow[], freshness: Freshness): PublicPriceItem {
   const first = rows[0]!;
   let defaultPrices = noPrices();
   const others: Record<string, PublicVersionPrices> = {};
@@ -101,10 +127,10 @@ function itemFromRows(rows: readonly SnapshotInputRow[]): PublicPriceItem {
     const sources: Record<string, PublicSourcePrice> = {};
     for (; index < rows.length && rows[index]!.version === version; index += 1) {
       const row = rows[index]!;
-      sources[row.source] = { price: row.price, source_time: row.source_time };
+      sources[row.source] = { price: row.price, source_time: row.source_time, bid: row.bid, volume_7d: row.volume_7d };
     }
-    if (version === 'default') defaultPrices = versionPrices(sources);
-    else others[version] = versionPrices(sources);
+    if (version === 'default') defaultPrices = versionPrices(sources, freshness);
+    else others[version] = versionPrices(sources, freshness);
   }
   return item(first.market_hash_name, first.catalog_id, defaultPrices, others);
 }
@@ -113,7 +139,10 @@ function itemFromRows(rows: readonly SnapshotInputRow[]): PublicPriceItem {
 class ItemGrouper {
   private rows: SnapshotInputRow[] = [];
 
-  constructor(private readonly emit: (entry: PublicPriceItem) => void) {}
+  constructor(
+    private readonly freshness: Freshness,
+    private readonly emit: (entry: PublicPriceItem) => void,
+  ) {}
 
   add(rows: readonly SnapshotInputRow[]): void {
     for (const row of rows) {
@@ -124,15 +153,15 @@ class ItemGrouper {
 
   flush(): void {
     if (this.rows.length === 0) return;
-    this.emit(itemFromRows(this.rows));
+    this.emit(itemFromRows(this.rows, this.freshness));
     this.rows = [];
   }
 }
 
 /** The full list from the snapshot query's rows (ordered by item, then version with `default` first, then source). */
-export function assemblePriceList(rows: readonly SnapshotInputRow[]): PublicPriceList {
+export function assemblePriceList(rows: readonly SnapshotInputRow[], freshness: Freshness): PublicPriceList {
   const items: PublicPriceItem[] = [];
-  const grouper = new ItemGrouper((entry) => items.push(entry));
+  const grouper = new ItemGrouper(freshness, (entry) => items.push(entry));
   grouper.add(rows);
   grouper.flush();
   return { currency: 'USD', item_count: items.length, oldest_input_at: oldestTime(items), items };
@@ -146,11 +175,15 @@ export function assemblePriceList(rows: readonly SnapshotInputRow[]): PublicPric
 export class PriceListJsonBuilder {
   private readonly parts: string[] = [];
   private oldest: string | null = null;
-  private readonly grouper = new ItemGrouper((entry) => {
-    const time = oldestTimeOf(entry);
-    if (time !== null && (this.oldest === null || time < this.oldest)) this.oldest = time;
-    this.parts.push(JSON.stringify(entry));
-  });
+  private readonly grouper: ItemGrouper;
+
+  constructor(freshness: Freshness) {
+    this.grouper = new ItemGrouper(freshness, (entry) => {
+      const time = oldestTimeOf(entry);
+      if (time !== null && (this.oldest === null || time < this.oldest)) this.oldest = time;
+      this.parts.push(JSON.stringify(entry));
+    });
+  }
 
   add(rows: readonly SnapshotInputRow[]): void {
     this.grouper.add(rows);
@@ -163,11 +196,14 @@ export class PriceListJsonBuilder {
   }
 }
 
-/** The list restricted to one source: versions without it are dropped, and items left without any price. */
+/**
+ * The list restricted to one source: versions without it are dropped, and items left without any
+ * price. Each version keeps its cross-market consensus, so the source can be read against it.
+ */
 export function filterPriceListBySource(list: PublicPriceList, source: string): PublicPriceList {
   const only = (prices: PublicVersionPrices): PublicVersionPrices | null => {
     const price = prices.sources[source];
-    return price ? { sources: { [source]: price }, min: price.price, median: price.price, max: price.price } : null;
+    return price ? { sources: { [source]: price }, min: price.price, median: price.price, max: price.price, consensus: prices.consensus } : null;
   };
   const items: PublicPriceItem[] = [];
   for (const entry of list.items) {
@@ -187,7 +223,7 @@ export function filterPriceListBySource(list: PublicPriceList, source: string): 
 export function itemPricesFromList(entry: PublicPriceItem): PublicItemPrices {
   const versions: PublicItemPrices['versions'] = [];
   if (Object.keys(entry.sources).length > 0) {
-    versions.push({ version: 'default', sources: entry.sources, min: entry.min, median: entry.median, max: entry.max });
+    versions.push({ version: 'default', sources: entry.sources, min: entry.min, median: entry.median, max: entry.max, consensus: entry.consensus });
   }
   for (const [name, prices] of Object.entries(entry.versions ?? {})) versions.push({ version: name, ...prices });
   return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, currency: 'USD', versions };

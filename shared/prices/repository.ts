@@ -195,6 +195,8 @@ export type SnapshotInputRow = {
   version: string;
   source: string;
   price: string;
+  bid: string | null;
+  volume_7d: number | null;
   source_time: string;
 };
 
@@ -206,7 +208,7 @@ export type SnapshotInputRow = {
  */
 function snapshotInputsQuery(db: Queryable) {
   return db<SnapshotInputRow[]>`
-    select c.market_hash_name, c.catalog_id, p.version, p.source, p.price::text as price,
+    select c.market_hash_name, c.catalog_id, p.version, p.source, p.price::text as price, p.bid::text as bid, p.volume_7d,
            -- RFC 3339 UTC with milliseconds: the same text as Date#toISOString.
            to_char(p.source_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as source_time
     from latest_prices p
@@ -226,6 +228,12 @@ export async function streamSnapshotInputs(db: Queryable, chunkSize: number, onR
   await snapshotInputsQuery(db).cursor(chunkSize, (rows) => {
     onRows(rows);
   });
+}
+
+/** Every source's stale threshold, for judging freshness in the keyless list. */
+export async function findSourceStaleThresholds(db: Queryable): Promise<Map<string, number>> {
+  const rows = await db<{ name: string; stale_after_seconds: number }[]>`select name, stale_after_seconds from price_sources`;
+  return new Map(rows.map((row) => [row.name, row.stale_after_seconds]));
 }
 
 export type PriceSnapshotRecord = {
