@@ -7,7 +7,7 @@ import { InventoryCache } from '../shared/gameplatform/inventory-cache.ts';
 import { createLogger, type Logger } from '../shared/logger.ts';
 import { TtlCache, type MarketSummary } from '../shared/market/summary.ts';
 import { httpRequestMetrics, type HttpRequestMetrics } from '../shared/metrics/http.ts';
-import { registerIngestLag } from '../shared/metrics/ingest.ts';
+import { registerIngestMetrics } from '../shared/metrics/ingest.ts';
 import { registerQueueDepth } from '../shared/metrics/queues.ts';
 import { Registry } from '../shared/metrics/registry.ts';
 import { ItemPriceCache } from '../shared/prices/current.ts';
@@ -111,7 +111,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const registry = new Registry();
   const metrics = { registry, http: httpRequestMetrics(registry) };
   registerQueueDepth(registry, POOLS.map((pool) => ({ pool, queue: queues[pool] })), log);
-  registerIngestLag(registry, { sql, sources: config.SOURCES, now, log });
+  registerIngestMetrics(registry, { sql, sources: config.SOURCES, now, log });
 
   return {
     config,

@@ -67,8 +67,8 @@ describe('GET /metrics on the API', () => {
     const t = createTestApp({ config: { QUEUE_PREFIX: `metricsdepth${process.pid}`, SOURCES: `${fresh},${never}` } });
     try {
       await t.deps.ready();
-      await sql`insert into price_sources (name, last_success_at) values (${fresh}, now() - interval '120 seconds')
-                on conflict (name) do update set last_success_at = excluded.last_success_at`;
+      await sql`insert into price_sources (name, last_success_at, last_unknown_names, last_rows_skipped) values (${fresh}, now() - interval '120 seconds', 7, 3)
+                on conflict (name) do update set last_success_at = excluded.last_success_at, last_unknown_names = 7, last_rows_skipped = 3`;
       await enqueue(t.deps.queues, 'maintenance.cleanup', {}, { jobId: 'metrics-depth-probe', delay: 3_600_000 });
 
       const samples = await scrape(await t.request('/metrics'));
@@ -82,6 +82,10 @@ describe('GET /metrics on the API', () => {
       expect(lag).toBeLessThan(180);
       // Never succeeded: infinitely late, so a lag alert fires for it too.
       expect(sampleValue(samples, 'cs2_ingest_lag_seconds', { source: never })).toBe(Infinity);
+      // The last run's names the catalog does not know and rows skipped (DESIGN 13); none for a source that never ran.
+      expect(sampleValue(samples, 'cs2_ingest_unknown_names', { source: fresh })).toBe(7);
+      expect(sampleValue(samples, 'cs2_ingest_rows_skipped', { source: fresh })).toBe(3);
+      expect(sampleValue(samples, 'cs2_ingest_unknown_names', { source: never })).toBeUndefined();
     } finally {
       await t.deps.queues.maintenance.obliterate({ force: true });
       await sql`delete from price_sources where name = ${fresh}`;
@@ -98,6 +102,7 @@ describe('GET /metrics on the API', () => {
       const samples = await scrape(await t.request('/metrics'));
       expect(samples.some((s) => s.name === 'cs2_queue_jobs')).toBe(false);
       expect(samples.some((s) => s.name === 'cs2_ingest_lag_seconds')).toBe(false);
+      expect(samples.some((s) => s.name === 'cs2_ingest_unknown_names')).toBe(false);
     } finally {
       await t.close();
     }
