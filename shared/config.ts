@@ -1,3 +1,4 @@
+import { SOURCE_DEFAULT_URLS, SOURCE_NAMES, type SourceName } from './sources/types.ts';
 import { z } from 'zod';
 
 const booleanString = z
@@ -19,6 +20,27 @@ const commaList = z
       .map((item) => item.trim())
       .filter((item) => item.length > 0),
   );
+
+type SourceVariables = {
+  [Name in SourceName as `SOURCE_${Uppercase<Name>}_URL`]: z.ZodDefault<z.ZodString>;
+} & {
+  [Name in SourceName as `SOURCE_${Uppercase<Name>}_INTERVAL_SECONDS` | `SOURCE_${Uppercase<Name>}_STALE_SECONDS`]: z.ZodOptional<z.ZodCoercedNumber<unknown>>;
+};
+
+/**
+ * `SOURCE_<NAME>_URL` (default: the real host), `SOURCE_<NAME>_INTERVAL_SECONDS` and
+ * `SOURCE_<NAME>_STALE_SECONDS` (an addition: overrides the stale threshold) for every known source.
+ */
+function sourceVariables(): SourceVariables {
+  const shape: Record<string, z.ZodType> = {};
+  for (const name of SOURCE_NAMES) {
+    const upper = name.toUpperCase();
+    shape[`SOURCE_${upper}_URL`] = z.string().url().default(SOURCE_DEFAULT_URLS[name]);
+    shape[`SOURCE_${upper}_INTERVAL_SECONDS`] = z.coerce.number().int().positive().optional();
+    shape[`SOURCE_${upper}_STALE_SECONDS`] = z.coerce.number().int().positive().optional();
+  }
+  return shape as SourceVariables;
+}
 
 // DESIGN 4: one schema over the environment, parsed once; a bad value fails boot naming the variable.
 export const configSchema = z.object({
@@ -51,18 +73,12 @@ export const configSchema = z.object({
     // Any lower-case name parses; the ingest pool refuses to boot on a source it has no adapter for.
     .pipe(z.array(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'source names are lower-case words'))),
   INGEST_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
-  // DESIGN 4 `SOURCE_<NAME>_URL` / `SOURCE_<NAME>_INTERVAL_SECONDS` for the known sources; unset URLs
-  // mean the real upstream. `SOURCE_<NAME>_STALE_SECONDS` (an addition) overrides the stale threshold.
-  SOURCE_SKINPORT_URL: z.string().url().default('https://api.skinport.com'),
-  SOURCE_STEAM_URL: z.string().url().default('https://steamcommunity.com'),
-  SOURCE_CSFLOAT_URL: z.string().url().default('https://csfloat.com'),
-  SOURCE_SKINPORT_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
-  SOURCE_STEAM_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
-  SOURCE_CSFLOAT_INTERVAL_SECONDS: z.coerce.number().int().positive().optional(),
-  SOURCE_SKINPORT_STALE_SECONDS: z.coerce.number().int().positive().optional(),
-  SOURCE_STEAM_STALE_SECONDS: z.coerce.number().int().positive().optional(),
-  SOURCE_CSFLOAT_STALE_SECONDS: z.coerce.number().int().positive().optional(),
+  // DESIGN 4 `SOURCE_<NAME>_URL` / `SOURCE_<NAME>_INTERVAL_SECONDS` for every known source (sourceVariables);
+  // unset URLs mean the real upstream.
+  ...sourceVariables(),
   SOURCE_CSFLOAT_API_KEY: optionalString,
+  // DESIGN 13: waxpeer's optional key, sent as its `api` query parameter.
+  SOURCE_WAXPEER_KEY: optionalString,
   STEAM_WEB_API_KEY: optionalString,
   STEAM_COMMUNITY_URL: z.string().url().default('https://steamcommunity.com'),
   STEAM_API_URL: z.string().url().default('https://api.steampowered.com'),

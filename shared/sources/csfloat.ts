@@ -79,6 +79,8 @@ export function aggregateListings(listings: Iterable<Listing>, now: Date): Sourc
       version: group.version,
       price: decimalFromCents(cheapest.toString())!,
       median_price: decimalFromCents(lowerMedian.toString())!,
+      bid: null,
+      volume_7d: null,
       quantity: sorted.length,
       source_time: group.newest !== null ? new Date(group.newest) : now,
     });

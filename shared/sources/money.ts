@@ -1,3 +1,5 @@
+import { compareDecimals } from '../prices/decimal.ts';
+
 /**
  * Upstream money text → decimal strings, by string and integer operations only (DESIGN 3: money is
  * never a JS float). Every function answers null for anything it does not accept; callers count
@@ -85,4 +87,60 @@ export function integerFromSteamCount(text: string): number | null {
 /** Groups an integer string by thousands: "1234567" → "1,234,567" (the simulator writes Steam's format with it). */
 export function withThousands(integer: string): string {
   return integer.replace(/\B(?=([0-9]{3})+(?![0-9]))/g, ',');
+}
+
+/**
+ * DESIGN 13: an ask or bid above this many USD is absurd whatever the upstream says (the dearest CS2
+ * items trade far below it), and is skipped like a price that does not parse.
+ */
+export const MAX_PRICE_USD = '10000000';
+
+/**
+ * The one gate every marketplace adapter passes its asks and bids through: a plain decimal string
+ * that is strictly positive and at most MAX_PRICE_USD comes back unchanged; anything else → null.
+ */
+export function acceptablePrice(decimal: string | null): string | null {
+  if (decimal === null || !/^[0-9]+(?:\.[0-9]+)?$/.test(decimal) || !isPositiveDecimal(decimal)) return null;
+  return compareDecimals(decimal, MAX_PRICE_USD) <= 0 ? decimal : null;
+}
+
+/**
+ * A USD price written as decimal text: a JSON number's source text or a string ("32.393", "12.34",
+ * "1.5e1"), read by the JSON number grammar (exponents expanded, text otherwise kept as written).
+ * Null unless acceptablePrice takes it.
+ */
+export function priceFromUsdText(text: string): string | null {
+  return acceptablePrice(decimalFromJsonNumber(text));
+}
+
+/**
+ * Integer thousandths of USD (waxpeer, bitskins; JSON number text or a digit string) → USD with
+ * exactly three decimals: "937999" → "937.999", "12340" → "12.340", "5" → "0.005". The fixed scale
+ * keeps the stored text stable from run to run (identical rows are skipped by their text). An
+ * integer written with an exponent or a zero fraction ("9.37999e5", "12340.0") is the same integer;
+ * a fractional count of thousandths, a negative or non-numeric text → null. Zero is "0.000" (callers
+ * gate it with acceptablePrice).
+ */
+export function decimalFromThousandths(text: string): string | null {
+  const plain = decimalFromJsonNumber(text);
+  if (plain === null) return null;
+  const [whole = '', fraction = ''] = plain.split('.');
+  if (/[1-9]/.test(fraction)) return null;
+  const padded = whole.padStart(4, '0');
+  return `${padded.slice(0, -3).replace(/^0+(?=[0-9])/, '')}.${padded.slice(-3)}`;
+}
+
+/** Integer thousandths of USD as an accepted price (see decimalFromThousandths and acceptablePrice), or null. */
+export function priceFromThousandthsText(text: string): string | null {
+  return acceptablePrice(decimalFromThousandths(text));
+}
+
+/** The lower of two decimal strings, `a` on a tie (the first seen stays). */
+export function lowerDecimal(a: string, b: string): string {
+  return compareDecimals(b, a) < 0 ? b : a;
+}
+
+/** The higher of two decimal strings, `a` on a tie. */
+export function higherDecimal(a: string, b: string): string {
+  return compareDecimals(b, a) > 0 ? b : a;
 }

@@ -28,7 +28,7 @@ export function isKnownSource(name: string): name is SourceName {
 
 /** Interval, stale threshold and request budget of one source, from config and its adapter. */
 export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSettings {
-  const upper = adapter.name.toUpperCase() as 'SKINPORT' | 'STEAM' | 'CSFLOAT';
+  const upper = adapter.name.toUpperCase() as Uppercase<SourceName>;
   const baseUrl = config[`SOURCE_${upper}_URL`];
   const local = isLocal(baseUrl);
   const intervalSeconds =

@@ -41,6 +41,8 @@ export function parseSkinportRow(row: unknown, now: Date): RowOutcome {
     version,
     price,
     median_price: median,
+    bid: null,
+    volume_7d: null,
     quantity,
     source_time: updatedAt !== null && updatedAt > 0 ? new Date(updatedAt * 1000) : now,
   };

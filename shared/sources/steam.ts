@@ -37,7 +37,7 @@ export function parseSteamOverview(name: string, body: unknown, now: Date): Outc
   }
   // No lowest_price: nobody is selling right now (a median alone is not an ask).
   if (price === null) return 'unpriced';
-  return { market_hash_name: name, version: 'default', price, median_price: median, quantity, source_time: now };
+  return { market_hash_name: name, version: 'default', price, median_price: median, bid: null, volume_7d: null, quantity, source_time: now };
 }
 
 export const steam: SourceAdapter = {

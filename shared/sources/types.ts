@@ -1,8 +1,21 @@
 import type { Logger } from '../logger.ts';
 
-/** The source names this deployment knows (DESIGN 9); `SOURCES` enables a subset. */
-export const SOURCE_NAMES = ['skinport', 'steam', 'csfloat'] as const;
+/** The source names this deployment knows (DESIGN 9 and 13); `SOURCES` enables a subset. */
+export const SOURCE_NAMES = ['skinport', 'steam', 'csfloat', 'csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const;
 export type SourceName = (typeof SOURCE_NAMES)[number];
+
+/** Each source's real host, the default of its `SOURCE_<NAME>_URL` (DESIGN 9 and 13). */
+export const SOURCE_DEFAULT_URLS: Record<SourceName, string> = {
+  skinport: 'https://api.skinport.com',
+  steam: 'https://steamcommunity.com',
+  csfloat: 'https://csfloat.com',
+  csmarket: 'https://market.csgo.com',
+  lisskins: 'https://lis-skins.com',
+  waxpeer: 'https://api.waxpeer.com',
+  whitemarket: 'https://api.white.market',
+  bitskins: 'https://api.bitskins.com',
+  csdeals: 'https://cs.deals',
+};
 
 /** One normalised upstream price: decimal strings only, never JS numbers (DESIGN 3). */
 export type SourceObservation = {
@@ -12,6 +25,10 @@ export type SourceObservation = {
   /** The lowest ask (skinport min_price, steam lowest_price, csfloat cheapest listing), e.g. "2.30". */
   price: string;
   median_price: string | null;
+  /** The highest buy order, a decimal string (DESIGN 13: csmarket's `buy_order`); null where the source has none. */
+  bid: string | null;
+  /** Sales in the last 7 days (csmarket `popularity_7d`), null where the source does not say. */
+  volume_7d: number | null;
   /**
    * Units behind the price: skinport `quantity` (listings), csfloat listings seen, steam `volume`
    * (units sold in the last 24 h; Steam publishes no listing count here). Null when not given.
@@ -87,7 +104,10 @@ export type FetchContext = {
   /** Market hash names to ask for, for sources that price one item per request (steam). Ignored by the others. */
   names: string[];
   now: () => Date;
-  /** Secret for upstreams that take one (csfloat `Authorization`, SOURCE_CSFLOAT_API_KEY): sent when set, never logged. */
+  /**
+   * Secret for upstreams that take one (csfloat `Authorization`, SOURCE_CSFLOAT_API_KEY; waxpeer's
+   * `api` query, SOURCE_WAXPEER_KEY): sent when set, never logged.
+   */
   apiKey?: string;
   /**
    * Paging sources (csfloat): listings asked per page (default: the real upstream's maximum, 50) and

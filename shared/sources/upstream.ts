@@ -157,6 +157,21 @@ export function integerOf(value: unknown): number | null {
 }
 
 /**
+ * The text of a JSON number (its source text) or of a string: DESIGN 13 accepts either where the
+ * upstream documents the other. Null for anything else.
+ */
+export function numberText(value: unknown): string | null {
+  if (value instanceof JsonNumber) return value.text;
+  return typeof value === 'string' ? value : null;
+}
+
+/** A non-negative safe integer written as a JSON number or as a digit string ("12"), or null. */
+export function countOf(value: unknown): number | null {
+  if (typeof value === 'string') return integerOf(new JsonNumber(value));
+  return integerOf(value);
+}
+
+/**
  * `Retry-After` (RFC 9110 10.2.3): delay-seconds or an HTTP-date, in ms from `now`; `fallbackMs` when
  * absent or unreadable. A date in the past means "now" (0).
  */
@@ -184,6 +199,11 @@ export type UpstreamRequest = {
   headers?: Record<string, string>;
   /** Backoff when a 429 carries no usable Retry-After. */
   defaultRetryAfterMs: number;
+  /**
+   * Query parameters carrying a secret (waxpeer's `api` key): their values are replaced by
+   * `REDACTED` in the URL that is logged and in error messages.
+   */
+  secretQueryParameters?: readonly string[];
 };
 
 export type UpstreamResponse = { status: number; body: unknown };
@@ -194,12 +214,28 @@ function describe(error: unknown, timeoutMs: number): string {
   return `request failed: ${String(error)}`;
 }
 
+const REDACTED = 'REDACTED';
+
+/** `url` as it may be logged, and a function scrubbing the secret values out of any other text. */
+function redaction(url: string, parameters: readonly string[] = []): { loggedUrl: string; scrub: (text: string) => string } {
+  if (parameters.length === 0) return { loggedUrl: url, scrub: (text) => text };
+  const parsed = new URL(url);
+  const secrets: string[] = [];
+  for (const name of parameters) {
+    for (const value of parsed.searchParams.getAll(name)) if (value !== '') secrets.push(value, encodeURIComponent(value));
+    if (parsed.searchParams.has(name)) parsed.searchParams.set(name, REDACTED);
+  }
+  const scrub = (text: string) => secrets.reduce((result, secret) => result.split(secret).join(REDACTED), text.split(url).join(parsed.toString()));
+  return { loggedUrl: parsed.toString(), scrub };
+}
+
 /**
  * One GET: acquires from the budget first (its SourceRateLimitedError propagates), then fetches under
  * `context.timeoutMs` covering headers and body. 2xx bodies are parsed with parseJsonExact.
  */
 export async function getJson(request: UpstreamRequest): Promise<UpstreamResponse> {
   const { source, context, url } = request;
+  const { loggedUrl, scrub } = redaction(url, request.secretQueryParameters);
   await context.acquire();
   const started = performance.now();
   let status = 0;
@@ -210,8 +246,8 @@ export async function getJson(request: UpstreamRequest): Promise<UpstreamRespons
       redirect: 'follow',
     });
     status = response.status;
-    // The URL only: never the headers, which may carry the API key.
-    context.log.debug({ source, url, status, ms: Math.round(performance.now() - started) }, 'upstream response');
+    // The URL only (secret query values redacted): never the headers, which may carry the API key.
+    context.log.debug({ source, url: loggedUrl, status, ms: Math.round(performance.now() - started) }, 'upstream response');
     if (status === 429) {
       await response.body?.cancel().catch(() => undefined);
       throw new SourceRateLimitedError(source, parseRetryAfter(response.headers.get('retry-after'), context.now(), request.defaultRetryAfterMs));
@@ -229,7 +265,7 @@ export async function getJson(request: UpstreamRequest): Promise<UpstreamRespons
     }
   } catch (error) {
     if (error instanceof SourceRateLimitedError || error instanceof SourceUnavailableError) throw error;
-    throw new SourceUnavailableError(source, describe(error, context.timeoutMs));
+    throw new SourceUnavailableError(source, scrub(describe(error, context.timeoutMs)));
   }
 }
 

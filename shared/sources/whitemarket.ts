@@ -1,0 +1,61 @@
+import { priceFromUsdText } from './money.ts';
+import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
+import { countOf, getJson, isRecord, joinUrl, numberText } from './upstream.ts';
+
+/**
+ * White.market's public export `GET /export/v1/prices/730.json` (DESIGN 13): one request answers the
+ * whole market as a bare array, one row per market_hash_name, `price` in USD written as a string
+ * ("1.23") or a JSON number (1.23), both read as their text (exponent forms such as 1.5e1 expanded,
+ * "15"). `quantity` = `market_product_count` (listings). No median, buy order, sales count or phase
+ * in the export: `median_price`, `bid` and `volume_7d` are null and every row is `default`. Budget: 1
+ * request per 60 s.
+ */
+
+/** Without a Retry-After, wait the whole window out. */
+const DEFAULT_RETRY_AFTER_MS = 60_000;
+
+/*
+ * Sample raw row:
+ * {"market_hash_name":"AK-47 | Redline (Field-Tested)","price":"31.87",
+ *  "market_product_link":"https://white.market/item/ak-47-redline-field-tested","market_product_count":23}
+ */
+export function parseWhitemarketRow(row: unknown, now: Date): SourceObservation | 'malformed' {
+  if (!isRecord(row)) return 'malformed';
+  const name = row.market_hash_name;
+  if (typeof name !== 'string' || name.trim() === '') return 'malformed';
+  const priceText = numberText(row.price);
+  const price = priceText === null ? null : priceFromUsdText(priceText);
+  if (price === null) return 'malformed';
+  let quantity: number | null = null;
+  if (row.market_product_count !== null && row.market_product_count !== undefined) {
+    quantity = countOf(row.market_product_count);
+    if (quantity === null) return 'malformed';
+  }
+  return { market_hash_name: name, version: 'default', price, median_price: null, bid: null, volume_7d: null, quantity, source_time: now };
+}
+
+export const whitemarket: SourceAdapter = {
+  name: 'whitemarket',
+  defaultBudget: { requests: 1, windowSeconds: 60 },
+  defaultIntervalSeconds: 300,
+  needsNames: false,
+  async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
+    const { body } = await getJson({
+      source: 'whitemarket',
+      context,
+      url: joinUrl(context.baseUrl, '/export/v1/prices/730.json'),
+      defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
+    });
+    if (!Array.isArray(body)) throw new SourceUnavailableError('whitemarket', 'unexpected body: not an array of items');
+    const now = context.now();
+    const observations: SourceObservation[] = [];
+    let skipped = 0;
+    for (const row of body) {
+      const outcome = parseWhitemarketRow(row, now);
+      if (outcome === 'malformed') skipped += 1;
+      else observations.push(outcome);
+    }
+    if (skipped > 0) context.log.warn({ source: 'whitemarket', skipped, rows: body.length }, 'skipped malformed rows');
+    return { observations, skipped, unknown: 0, requests: 1 };
+  },
+};
