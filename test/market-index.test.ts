@@ -194,7 +194,7 @@ describe('GET /v2/market-index/cs2 and friends', () => {
 
   test.each([
     ['', 'query.marketplace'],
-    ['marketplace=bitskins', 'query.marketplace'],
+    ['marketplace=buff163', 'query.marketplace'],
     ['marketplace=skinport&segment=weapon', 'query.value'],
     ['marketplace=skinport&value=AK-47', 'query.value'],
     ['marketplace=skinport&segment=colour&value=red', 'query.segment'],

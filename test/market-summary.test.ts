@@ -37,7 +37,11 @@ const PRICES: Price[] = [
   { item: ITEMS.sticker, source: 'steam', price: '0.05', quantity: 7, source_time: at(-5) }, // ahead of our clock: fresh
   { item: ITEMS.knife, source: 'csfloat', price: '250.5', quantity: 2, source_time: at(700) }, // stale
   { item: ITEMS.knife, source: 'skinport', version: 'ruby', price: '1500.00', quantity: 0, source_time: at(20) },
+  // One of DESIGN 13's marketplaces, above the lowest price of its item and without a listing count.
+  { item: ITEMS.awp, source: 'csmarket', price: '120.000', quantity: null, source_time: at(15) },
 ];
+/** DESIGN 13's marketplaces without a price in this suite: listed with zeros, after the ones above. */
+const QUIET = ['lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const;
 
 async function insertItems(app: TestApp, items: Item[]) {
   for (const item of items) {
@@ -140,6 +144,17 @@ describe('GET /v2/market/summary', () => {
           oldest_source_time: at(700).toISOString(),
           newest_source_time: at(30).toISOString(),
         },
+        {
+          marketplace: 'csmarket',
+          items_priced: 1,
+          lowest_price_sum: '120.000',
+          listed_value_sum: '0',
+          listings: 0,
+          items_with_quantity: 0,
+          oldest_source_time: at(15).toISOString(),
+          newest_source_time: at(15).toISOString(),
+        },
+        ...QUIET.map(none),
       ],
     });
   });
@@ -191,6 +206,11 @@ describe('GET /v2/market/summary', () => {
     expect(body.totals).toEqual({ items_priced: 3, lowest_price_sum: '102.29', listed_value_sum: '22.85', listings: 17 });
     expect(body.marketplaces.map((m) => m.marketplace)).toEqual(['steam']);
     expect(body.marketplaces[0]).toMatchObject({ items_priced: 3, lowest_price_sum: '102.29' });
+    // A DESIGN 13 marketplace works the same way.
+    const csmarket = await summary({ marketplace: 'csmarket' });
+    expect(csmarket.totals).toEqual({ items_priced: 1, lowest_price_sum: '120.000', listed_value_sum: '0', listings: 0 });
+    expect(csmarket.marketplaces.map((m) => m.marketplace)).toEqual(['csmarket']);
+    expect((await summary({ marketplace: 'bitskins' })).totals).toEqual({ items_priced: 0, lowest_price_sum: '0', listed_value_sum: '0', listings: 0 });
   });
 
   test('segment=weapon keeps that weapon’s items', async () => {
@@ -201,6 +221,8 @@ describe('GET /v2/market/summary', () => {
       ['skinport', 1, '1.5', '4.5', 3],
       ['steam', 1, '2.25', '22.50', 10],
       ['csfloat', 1, '1.40', '0', 0],
+      ['csmarket', 0, '0', '0', 0],
+      ...QUIET.map((name) => [name, 0, '0', '0', 0]),
     ]);
   });
 
@@ -229,6 +251,8 @@ describe('GET /v2/market/summary', () => {
         oldest_source_time: at(700).toISOString(),
         newest_source_time: at(700).toISOString(),
       },
+      none('csmarket'),
+      ...QUIET.map(none),
     ]);
     const fresh = await summary({ segment: 'type', value: 'knife', fresh_only: 'true' });
     expect(fresh.totals).toEqual({ items_priced: 1, lowest_price_sum: '1500.00', listed_value_sum: '0.00', listings: 0 });
@@ -254,7 +278,7 @@ describe('GET /v2/market/summary', () => {
   test('a segment without prices is all zeros', async () => {
     const body = await summary({ segment: 'type', value: 'agent' });
     expect(body.totals).toEqual({ items_priced: 0, lowest_price_sum: '0', listed_value_sum: '0', listings: 0 });
-    expect(body.marketplaces).toEqual([none('skinport'), none('steam'), none('csfloat')]);
+    expect(body.marketplaces).toEqual(['skinport', 'steam', 'csfloat', 'csmarket', ...QUIET].map((name) => none(name as MarketplaceSummary['marketplace'])));
   });
 
   test('debits the operation’s 5 units and carries RateLimit headers', async () => {

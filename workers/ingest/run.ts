@@ -155,6 +155,11 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       fetched = partial;
       interruption = error instanceof Error ? error.message : String(error);
     }
+    // A body of nothing but unreadable rows (wrong types throughout) is an upstream failure, not an
+    // empty market: the source turns stale instead of staying fresh with nothing in it.
+    if (fetched.observations.length === 0 && fetched.skipped > 0) {
+      return fail(`every row of the upstream body was malformed (${fetched.skipped} skipped)`);
+    }
     const fetchedAt = performance.now();
     const mapped = mapToCatalog(fetched.observations, await catalogNames(deps.sql));
     if (mapped.unknownNames.length > 0) {
