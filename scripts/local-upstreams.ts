@@ -1,9 +1,10 @@
 /**
  * Which local fakes `npm start` runs in place of third parties, and how the service is pointed at
- * them (DESIGN 4, 9, 11): the market simulator when SOURCES is unset, the Steam fake for each Steam
- * upstream whose URL is unset (a set URL is used as given). Pure, so it is tested without starting
- * anything (test/local-upstreams.test.ts).
+ * them (DESIGN 4, 9, 11, 13): the market simulator for all nine sources when SOURCES is unset, the
+ * Steam fake for each Steam upstream whose URL is unset (a set URL is used as given). Pure, so it is
+ * tested without starting anything (test/local-upstreams.test.ts).
  */
+import { SOURCE_NAMES } from '../shared/sources/types.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';
 
 export type ProcessEntry = { name: string; command: string };
@@ -33,13 +34,10 @@ export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) 
       const at = simulatorPort ?? (await freePort());
       const url = `http://127.0.0.1:${at}`;
       entries.push({ name: 'simulator', command: `bun ${FAKES_SCRIPT} simulator` });
-      Object.assign(added, {
-        SIMULATOR_PORT: String(at),
-        SOURCES: 'skinport,steam,csfloat',
-        SOURCE_SKINPORT_URL: `${url}/skinport`,
-        SOURCE_STEAM_URL: `${url}/steam`,
-        SOURCE_CSFLOAT_URL: `${url}/csfloat`,
-      });
+      // Every source (DESIGN 9 and 13), each under its own path prefix of the simulator.
+      added.SIMULATOR_PORT = String(at);
+      added.SOURCES = SOURCE_NAMES.join(',');
+      for (const source of SOURCE_NAMES) added[`SOURCE_${source.toUpperCase()}_URL`] = `${url}/${source}`;
       notes.push(`no SOURCES set: prices come from the local market simulator at ${url}`);
     }
     // With the fake serving the Web API, an unset key becomes the fake's, so profiles work offline;

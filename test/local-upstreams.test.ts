@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { configuredPort, localUpstreamsPlan } from '../scripts/local-upstreams.ts';
+import { SOURCE_NAMES } from '../shared/sources/types.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from './fakes/steam/defaults.ts';
 
 /** What `npm start` runs in place of third parties (issue 10 item 7: SIMULATOR_PORT had no effect). */
@@ -16,6 +17,16 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
     expect(plan.env.STEAM_FAKE_PORT).toBe('4124');
     expect(plan.env.STEAM_API_URL).toBe('http://127.0.0.1:4124');
     expect(plan.entries.map((entry) => entry.name)).toEqual(['simulator', 'steam-fake']);
+  });
+
+  test('without SOURCES every source (all nine) is enabled and points at its prefix of the simulator', async () => {
+    const plan = await localUpstreamsPlan({ SIMULATOR_PORT: '4123' })(freePorts());
+    expect(SOURCE_NAMES.length).toBe(9);
+    expect(plan.env.SOURCES!.split(',')).toEqual([...SOURCE_NAMES]);
+    for (const source of SOURCE_NAMES) expect(plan.env[`SOURCE_${source.toUpperCase()}_URL`]).toBe(`http://127.0.0.1:4123/${source}`);
+    expect(plan.env.SOURCE_CSMARKET_URL).toBe('http://127.0.0.1:4123/csmarket');
+    expect(plan.env.SOURCE_WHITEMARKET_URL).toBe('http://127.0.0.1:4123/whitemarket');
+    expect(plan.notes[0]).toContain('http://127.0.0.1:4123');
   });
 
   test('unset or empty ports mean free ones', async () => {

@@ -17,7 +17,16 @@ import {
   type SourceObservation,
 } from '../shared/sources/types.ts';
 import { parseJsonExact, parseJsonExactWithReviver, parseRetryAfter, JsonNumber } from '../shared/sources/upstream.ts';
-import { startMarketSimulator, type FixedPrice, type MarketSimulator, type SimulatorItem } from './fakes/market-simulator.ts';
+import {
+  ABSENT_SHARE,
+  MARKETPLACE_SOURCES,
+  SIMULATOR_MODES,
+  startMarketSimulator,
+  type FixedPrice,
+  type MarketplaceSource,
+  type MarketSimulator,
+  type SimulatorItem,
+} from './fakes/market-simulator.ts';
 
 /** Source adapters (DESIGN 9) against the market simulator, and the Redis request budget. */
 
@@ -184,13 +193,13 @@ describe('skinport', () => {
     expect(result).toMatchObject({ skipped: 0, unknown: 0, requests: 1 });
     const at = BUCKET_START;
     expect(byKey(result.observations)).toEqual([
-      { market_hash_name: KARAMBIT, version: 'black-pearl', price: '2100.5', median_price: '2100.5', quantity: 2, source_time: at },
-      { market_hash_name: KARAMBIT, version: 'default', price: '612.00', median_price: '612.00', quantity: 9, source_time: at },
-      { market_hash_name: KARAMBIT, version: 'phase-2', price: '640.10', median_price: '640.10', quantity: 3, source_time: at },
-      { market_hash_name: KARAMBIT, version: 'ruby', price: '3850', median_price: '3850', quantity: 1, source_time: at },
-      { market_hash_name: AK, version: 'default', price: '2.30', median_price: '2.45', quantity: 1234, source_time: at },
-      { market_hash_name: CASE, version: 'default', price: '0.7', median_price: null, quantity: 25000, source_time: at },
-      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', quantity: 3, source_time: at },
+      { market_hash_name: KARAMBIT, version: 'black-pearl', price: '2100.5', median_price: '2100.5', bid: null, volume_7d: null, quantity: 2, source_time: at },
+      { market_hash_name: KARAMBIT, version: 'default', price: '612.00', median_price: '612.00', bid: null, volume_7d: null, quantity: 9, source_time: at },
+      { market_hash_name: KARAMBIT, version: 'phase-2', price: '640.10', median_price: '640.10', bid: null, volume_7d: null, quantity: 3, source_time: at },
+      { market_hash_name: KARAMBIT, version: 'ruby', price: '3850', median_price: '3850', bid: null, volume_7d: null, quantity: 1, source_time: at },
+      { market_hash_name: AK, version: 'default', price: '2.30', median_price: '2.45', bid: null, volume_7d: null, quantity: 1234, source_time: at },
+      { market_hash_name: CASE, version: 'default', price: '0.7', median_price: null, bid: null, volume_7d: null, quantity: 25000, source_time: at },
+      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', bid: null, volume_7d: null, quantity: 3, source_time: at },
     ]);
     // The real API requires brotli.
     expect(sim.lastRequest('skinport')?.headers['accept-encoding']).toBe('br');
@@ -251,10 +260,10 @@ describe('steam', () => {
     expect(result).toMatchObject({ skipped: 0, unknown: 1, requests: 6 });
     expect(sim.requestCount('steam') - before).toBe(6);
     expect(byKey(result.observations)).toEqual([
-      { market_hash_name: KARAMBIT, version: 'default', price: '612.00', median_price: '612.00', quantity: 9, source_time: NOW },
-      { market_hash_name: AK, version: 'default', price: '2.30', median_price: '2.45', quantity: 1234, source_time: NOW },
-      { market_hash_name: CASE, version: 'default', price: '0.7', median_price: null, quantity: 25000, source_time: NOW },
-      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', quantity: 3, source_time: NOW },
+      { market_hash_name: KARAMBIT, version: 'default', price: '612.00', median_price: '612.00', bid: null, volume_7d: null, quantity: 9, source_time: NOW },
+      { market_hash_name: AK, version: 'default', price: '2.30', median_price: '2.45', bid: null, volume_7d: null, quantity: 1234, source_time: NOW },
+      { market_hash_name: CASE, version: 'default', price: '0.7', median_price: null, bid: null, volume_7d: null, quantity: 25000, source_time: NOW },
+      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', bid: null, volume_7d: null, quantity: 3, source_time: NOW },
     ]);
   });
 
@@ -320,12 +329,12 @@ describe('csfloat', () => {
     }
     const at = (name: string, phase = '') => new Date(newest.get(`${name}|${phase}`)!);
     expect(byKey(result.observations)).toEqual([
-      { market_hash_name: KARAMBIT, version: 'phase-2', price: '640.10', median_price: '655.55', quantity: 3, source_time: at(KARAMBIT, 'Phase 2') },
-      { market_hash_name: KARAMBIT, version: 'ruby', price: '3850.00', median_price: '3850.00', quantity: 1, source_time: at(KARAMBIT, 'Ruby') },
+      { market_hash_name: KARAMBIT, version: 'phase-2', price: '640.10', median_price: '655.55', bid: null, volume_7d: null, quantity: 3, source_time: at(KARAMBIT, 'Phase 2') },
+      { market_hash_name: KARAMBIT, version: 'ruby', price: '3850.00', median_price: '3850.00', bid: null, volume_7d: null, quantity: 1, source_time: at(KARAMBIT, 'Ruby') },
       // Sorted 2.10, 2.30, 2.35, 5.00: an even count takes the lower middle.
-      { market_hash_name: AK, version: 'default', price: '2.10', median_price: '2.30', quantity: 4, source_time: at(AK) },
-      { market_hash_name: CASE, version: 'default', price: '0.05', median_price: '0.05', quantity: 2, source_time: at(CASE) },
-      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', quantity: 1, source_time: at(AWP) },
+      { market_hash_name: AK, version: 'default', price: '2.10', median_price: '2.30', bid: null, volume_7d: null, quantity: 4, source_time: at(AK) },
+      { market_hash_name: CASE, version: 'default', price: '0.05', median_price: '0.05', bid: null, volume_7d: null, quantity: 2, source_time: at(CASE) },
+      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', bid: null, volume_7d: null, quantity: 1, source_time: at(AWP) },
     ]);
     for (const observation of result.observations) {
       expect(observation.source_time.getTime()).toBeLessThanOrEqual(NOW.getTime());
@@ -502,7 +511,7 @@ describe('failure modes', () => {
     expect((await post('/_control/skinport/sideways')).status).toBe(400);
     expect((await post('/_control/nowhere/ok')).status).toBe(400);
     const state = (await (await fetch(`${sim.url}/_control`)).json()) as { modes: Record<string, string> };
-    expect(state.modes).toEqual({ skinport: 'ok', steam: 'ok', csfloat: 'ok' });
+    expect(state.modes).toEqual(Object.fromEntries(SOURCE_NAMES.map((source) => [source, 'ok'])));
   });
 });
 
@@ -584,5 +593,463 @@ describe('request budget (Redis)', () => {
     expect(limited.partial?.observations.map((o) => o.market_hash_name)).toEqual([AK, AWP]);
     expect(limited.partial?.requests).toBe(2);
     expect(sim.requestCount('steam') - before).toBe(2);
+  });
+});
+
+describe('simulator formats', () => {
+  // The six marketplaces' raw wire formats (DESIGN 13) over the file's ITEMS and FIXED, the AK with a
+  // csmarket buy order and 7-day volume pinned too. No adapter is involved: these are the bytes.
+  type Row = Record<string, unknown>;
+  const PINNED: Record<string, Record<string, FixedPrice>> = {
+    ...FIXED,
+    [AK]: { default: { ...(FIXED[AK]!.default as Exclude<FixedPrice, string>), bid: '2.10', volume_7d: 40 } },
+  };
+  const PATHS = {
+    csmarket: '/csmarket/api/v2/prices/class_instance/USD.json',
+    lisskins: '/lisskins/market_export_json/csgo.json',
+    waxpeer: '/waxpeer/v1/prices?game=csgo&minified=0',
+    'waxpeer-dopplers': '/waxpeer/v1/prices/dopplers?game=csgo&phase=any',
+    whitemarket: '/whitemarket/export/v1/prices/730.json',
+    bitskins: '/bitskins/market/insell/730',
+    csdeals: '/csdeals/API/IPricing/GetLowestPrices/v1?appid=730',
+  } as const;
+  type Endpoint = keyof typeof PATHS;
+  const ENDPOINTS = Object.keys(PATHS) as Endpoint[];
+  const sourceOf = (endpoint: Endpoint): SourceName => (endpoint === 'waxpeer-dopplers' ? 'waxpeer' : endpoint);
+  /** Each endpoint's rows, its name field and its price field. */
+  const SHAPE: Record<Endpoint, { rows: (body: any) => Row[]; name: string; price: string }> = {
+    csmarket: { rows: (body) => Object.values(body.items), name: 'market_hash_name', price: 'price' },
+    lisskins: { rows: (body) => body, name: 'name', price: 'price' },
+    waxpeer: { rows: (body) => body.items, name: 'name', price: 'min' },
+    'waxpeer-dopplers': { rows: (body) => body.items, name: 'name', price: 'price' },
+    whitemarket: { rows: (body) => body, name: 'market_hash_name', price: 'price' },
+    bitskins: { rows: (body) => body.list, name: 'name', price: 'price_min' },
+    csdeals: { rows: (body) => body.response.items, name: 'marketname', price: 'lowest_price' },
+  };
+
+  let market: MarketSimulator;
+  beforeAll(() => {
+    market = startMarketSimulator({ items: ITEMS, prices: PINNED, now: () => NOW });
+  });
+  afterAll(() => market.stop());
+  afterEach(() => {
+    market.setMode('all', 'ok');
+    market.setRetryAfter('30');
+  });
+
+  const raw = async (simulator: MarketSimulator, endpoint: Endpoint, init?: RequestInit) => {
+    const response = await fetch(`${simulator.url}${PATHS[endpoint]}`, init);
+    return { status: response.status, headers: response.headers, text: await response.text() };
+  };
+  const rowsOf = async (simulator: MarketSimulator, endpoint: Endpoint) => {
+    const { status, text } = await raw(simulator, endpoint);
+    expect(status).toBe(200);
+    return { text, rows: SHAPE[endpoint].rows(JSON.parse(text)) };
+  };
+  const byName = (rows: Row[], field: string) => {
+    const map = new Map<string, Row[]>();
+    for (const row of rows) map.set(row[field] as string, [...(map.get(row[field] as string) ?? []), row]);
+    return map;
+  };
+  /** The exact text of a member of every (flat) row holding `"<field>":<name JSON>`, in body order. */
+  const members = (text: string, prefix: string, key: string) => {
+    const found: string[] = [];
+    for (let at = text.indexOf(prefix); at >= 0; at = text.indexOf(prefix, at + 1)) {
+      const row = text.slice(text.lastIndexOf('{', at), text.indexOf('}', at) + 1);
+      const match = new RegExp(`"${key}":("[^"]*"|[^,}]*)`).exec(row);
+      if (match) found.push(match[1]!);
+    }
+    return found;
+  };
+  /** The same for a name listed once. */
+  const member = (text: string, prefix: string, key: string) => {
+    const found = members(text, prefix, key);
+    expect(found.length).toBe(1);
+    return found[0];
+  };
+  const mills = (decimal: string) => {
+    const [whole, fraction = ''] = decimal.split('.');
+    return Number(whole) * 1000 + Number(fraction.padEnd(3, '0'));
+  };
+
+  test('csmarket: keyed items, lowest price three decimals, buy orders and 7-day popularity as strings', async () => {
+    const { text, rows } = await rowsOf(market, 'csmarket');
+    const body = JSON.parse(text);
+    expect(body).toMatchObject({ success: true, currency: 'USD', time: BUCKET_START.getTime() / 1000 });
+    for (const key of Object.keys(body.items)) expect(key).toMatch(/^[0-9]+_[0-9]+$/);
+    const names = byName(rows, 'market_hash_name');
+    // The sticker pinned with nothing for sale is not listed; a pinned Doppler's plain name only.
+    expect([...names.keys()].sort()).toEqual([KARAMBIT, AK, CASE, AWP].sort());
+    const lowest = (name: string) => names.get(name)!.map((row) => row.price as string).sort((a, b) => mills(a) - mills(b))[0];
+    expect([lowest(AK), lowest(AWP), lowest(KARAMBIT), lowest(CASE)]).toEqual(['2.300', '1234.560', '612.000', '0.700']);
+    expect(text).toContain('"price":"2.300"');
+    for (const row of rows) {
+      expect(row.price).toMatch(/^[0-9]+\.[0-9]{3}$/);
+      for (const field of ['buy_order', 'avg_price']) if (row[field] !== null) expect(row[field]).toMatch(/^[0-9]+(\.[0-9]{1,3})?$/);
+      if (row.popularity_7d !== null) expect(row.popularity_7d).toMatch(/^[0-9]+$/);
+    }
+    // The pinned bid is the highest buy order (verbatim), the pinned volume the sum of popularity_7d.
+    const ak = names.get(AK)!;
+    const bids = ak.map((row) => row.buy_order).filter((bid): bid is string => bid !== null);
+    expect(bids.sort((a, b) => mills(b) - mills(a))[0]).toBe('2.10');
+    expect(text).toContain('"buy_order":"2.10"');
+    expect(ak.reduce((sum, row) => sum + Number(row.popularity_7d), 0)).toBe(40);
+    // Generated buy orders sit below the name's ask.
+    for (const [name, keyed] of names) {
+      if (name === AK) continue;
+      for (const row of keyed) if (row.buy_order !== null) expect(mills(row.buy_order as string)).toBeLessThan(mills(lowest(name)!));
+    }
+  });
+
+  test('csmarket: some names under 2 or 3 keys at different prices', async () => {
+    const items = Array.from({ length: 600 }, (_, i) => ({ market_hash_name: `Keyed Item ${i} | Test (Field-Tested)`, phases: [] }));
+    const keyed = startMarketSimulator({ items, now: () => NOW });
+    try {
+      const { rows } = await rowsOf(keyed, 'csmarket');
+      const counts = [...byName(rows, 'market_hash_name').values()].map((list) => list.length);
+      const multi = counts.filter((count) => count > 1).length / counts.length;
+      expect(multi).toBeGreaterThan(0.1);
+      expect(multi).toBeLessThan(0.3);
+      expect(Math.max(...counts)).toBe(3);
+      for (const list of byName(rows, 'market_hash_name').values()) expect(new Set(list.map((row) => row.price)).size).toBe(list.length);
+    } finally {
+      await keyed.stop();
+    }
+  });
+
+  test('lisskins: a bare array, JSON numbers written as given', async () => {
+    const { text, rows } = await rowsOf(market, 'lisskins');
+    expect([...byName(rows, 'name').keys()].sort()).toEqual([KARAMBIT, AK, CASE, AWP].sort());
+    expect(text).toContain(`{"name":${JSON.stringify(AK)},"price":2.30,"unlocked_price":2.30,"count":1234,`);
+    expect(member(text, `"name":${JSON.stringify(AWP)}`, 'price')).toBe('1234.56');
+    expect(member(text, `"name":${JSON.stringify(KARAMBIT)}`, 'price')).toBe('612.00');
+    expect(member(text, `"name":${JSON.stringify(CASE)}`, 'price')).toBe('0.7');
+    for (const row of rows) {
+      expect(Object.keys(row)).toEqual(['name', 'price', 'unlocked_price', 'count', 'url']);
+      expect(typeof row.price).toBe('number');
+      expect(Number.isInteger(row.count)).toBe(true);
+      expect(row.url).toStartWith('https://lis-skins.com/market/csgo/');
+    }
+  });
+
+  test('waxpeer: integer thousandths; the plain endpoint has the Doppler once, the dopplers endpoint every listing by phase', async () => {
+    const plain = await rowsOf(market, 'waxpeer');
+    expect(JSON.parse(plain.text).success).toBe(true);
+    const names = byName(plain.rows, 'name');
+    expect([...names.keys()].sort()).toEqual([KARAMBIT, AK, CASE, AWP].sort());
+    expect(plain.text).toContain(`{"name":${JSON.stringify(AK)},"count":1234,"min":2300,`);
+    expect([AWP, KARAMBIT, CASE].map((name) => names.get(name)![0]!.min)).toEqual([1234560, 612000, 700]);
+    for (const row of plain.rows) {
+      expect(Number.isInteger(row.min)).toBe(true);
+      expect(row).not.toHaveProperty('phase');
+    }
+    const dopplers = await rowsOf(market, 'waxpeer-dopplers');
+    expect(new Set(dopplers.rows.map((row) => row.name))).toEqual(new Set([KARAMBIT]));
+    const phases = new Map<string, Row[]>();
+    for (const row of dopplers.rows) phases.set(row.phase as string, [...(phases.get(row.phase as string) ?? []), row]);
+    const summary = [...phases].map(([phase, listings]) => [phase, listings.length, Math.min(...listings.map((row) => row.price as number)), listings[0]!.paint_index]);
+    expect(summary.sort()).toEqual([
+      ['Black Pearl', 2, 2100500, 417],
+      ['Phase 2', 3, 640100, 419],
+      ['Ruby', 1, 3850000, 415],
+    ]);
+    expect(dopplers.text).toContain('"phase":"Ruby","price":3850000,');
+    expect(new Set(dopplers.rows.map((row) => row.item_id)).size).toBe(dopplers.rows.length);
+    for (const row of dopplers.rows) {
+      expect(row.item_id).toMatch(/^[0-9]+$/);
+      expect(Number.isInteger(row.price)).toBe(true);
+      if ('float' in row) expect(row.float as number).toBeLessThan(0.07);
+    }
+  });
+
+  test('whitemarket: prices as strings on even rows and JSON numbers on odd rows, both exact', async () => {
+    const { text, rows } = await rowsOf(market, 'whitemarket');
+    expect([...byName(rows, 'market_hash_name').keys()].sort()).toEqual([KARAMBIT, AK, CASE, AWP].sort());
+    rows.forEach((row, index) => expect(typeof row.price).toBe(index % 2 === 0 ? 'string' : 'number'));
+    const prices = [AK, AWP, KARAMBIT, CASE].map((name) => member(text, `"market_hash_name":${JSON.stringify(name)}`, 'price'));
+    expect(prices.map((price) => price!.replaceAll('"', ''))).toEqual(['2.30', '1234.56', '612.00', '0.7']);
+    expect(text).toMatch(/"price":(?:"2\.30"|2\.30),/);
+    for (const row of rows) {
+      expect(row.market_product_link).toStartWith('https://white.market/item/');
+      expect(Number.isInteger(row.market_product_count)).toBe(true);
+    }
+  });
+
+  test('bitskins: thousandths; Doppler phases only inside the name', async () => {
+    const { text, rows } = await rowsOf(market, 'bitskins');
+    const names = byName(rows, 'name');
+    expect([...names.keys()].sort()).toEqual(
+      [AK, AWP, CASE, '★ Karambit | Doppler Phase 2 (Factory New)', '★ Karambit | Doppler Ruby (Factory New)', '★ Karambit | Doppler Black Pearl (Factory New)'].sort(),
+    );
+    expect(names.has(KARAMBIT)).toBe(false);
+    expect(text).toContain(`"name":${JSON.stringify(AK)},"price_min":2300,`);
+    expect(names.get('★ Karambit | Doppler Ruby (Factory New)')![0]).toMatchObject({ price_min: 3850000, price_max: 3850000, price_avg: 3850000, quantity: 1 });
+    expect(names.get('★ Karambit | Doppler Black Pearl (Factory New)')![0]).toMatchObject({ price_min: 2100500, quantity: 2 });
+    for (const row of rows) {
+      for (const field of ['skin_id', 'price_min', 'price_max', 'price_avg', 'quantity']) expect(Number.isInteger(row[field])).toBe(true);
+      expect(row.price_min as number).toBeLessThanOrEqual(row.price_avg as number);
+      expect(row.price_avg as number).toBeLessThanOrEqual(row.price_max as number);
+    }
+    // The phase name's form, as in the catalog of a Gamma Doppler.
+    const gamma = startMarketSimulator({ items: [{ market_hash_name: '★ Karambit | Gamma Doppler (Factory New)', phases: ['phase-3'] }], prices: { '★ Karambit | Gamma Doppler (Factory New)': { 'phase-3': '1000' } }, now: () => NOW });
+    try {
+      expect((await rowsOf(gamma, 'bitskins')).rows.map((row) => row.name)).toEqual(['★ Karambit | Gamma Doppler Phase 3 (Factory New)']);
+    } finally {
+      await gamma.stop();
+    }
+  });
+
+  test('csdeals: decimal strings written as given', async () => {
+    const { text, rows } = await rowsOf(market, 'csdeals');
+    expect(JSON.parse(text).success).toBe(true);
+    expect(rows.map((row) => [row.marketname, row.lowest_price]).sort()).toEqual(
+      [
+        [AK, '2.30'],
+        [AWP, '1234.56'],
+        [KARAMBIT, '612.00'],
+        [CASE, '0.7'],
+      ].sort(),
+    );
+    expect(text).toContain(`{"marketname":${JSON.stringify(AK)},"lowest_price":"2.30"}`);
+  });
+
+  test('property: a pinned decimal reaches every marketplace exactly in its unit', async () => {
+    const random = prng(4242);
+    const decimals = Array.from({ length: 80 }, () => {
+      const whole = random() < 0.3 ? '0' : String(1 + Math.floor(random() * 99_999));
+      const places = Math.floor(random() * 3);
+      const fraction = Array.from({ length: places }, () => Math.floor(random() * 10)).join('');
+      const text = fraction ? `${whole}.${fraction}` : whole;
+      return /[1-9]/.test(text) ? text : '0.01';
+    });
+    const items = decimals.map((_, i) => ({ market_hash_name: `Exact Item ${i} | Test (Minimal Wear)`, phases: [] }));
+    const prices = Object.fromEntries(items.map((item, i) => [item.market_hash_name, { default: decimals[i]! }]));
+    const exact = startMarketSimulator({ items, prices, now: () => NOW });
+    try {
+      const expected = new Map(items.map((item, i) => [item.market_hash_name, decimals[i]!]));
+      const texts = Object.fromEntries(await Promise.all(ENDPOINTS.filter((e) => e !== 'waxpeer-dopplers').map(async (e) => [e, (await raw(exact, e)).text] as const)));
+      for (const [name, decimal] of expected) {
+        const json = JSON.stringify(name);
+        const thousandths = String(mills(decimal));
+        const [whole, fraction = ''] = decimal.split('.');
+        // csmarket: the lowest of the name's keys.
+        const asks = members(texts.csmarket!, `"market_hash_name":${json}`, 'price').sort((a, b) => mills(a.slice(1, -1)) - mills(b.slice(1, -1)));
+        expect(asks[0]).toBe(`"${whole}.${fraction.padEnd(3, '0')}"`);
+        expect(member(texts.lisskins!, `"name":${json}`, 'price')).toBe(decimal);
+        expect(member(texts.waxpeer!, `"name":${json}`, 'min')).toBe(thousandths);
+        expect(member(texts.whitemarket!, `"market_hash_name":${json}`, 'price')!.replaceAll('"', '')).toBe(decimal);
+        expect(member(texts.bitskins!, `"name":${json}`, 'price_min')).toBe(thousandths);
+        expect(member(texts.csdeals!, `"marketname":${json}`, 'lowest_price')).toBe(`"${decimal}"`);
+      }
+    } finally {
+      await exact.stop();
+    }
+  });
+
+  test('a pin per source: an outlier in one venue, nothing in another; a three-decimal ask where the unit allows', async () => {
+    const name = 'Override Item | Test (Field-Tested)';
+    const pinned = startMarketSimulator({
+      items: [{ market_hash_name: name, phases: [] }],
+      prices: { [name]: { default: { price: '10.00', sources: { csmarket: '10.125', waxpeer: '35.5', csdeals: null, steam: '11.00' } } } },
+      now: () => NOW,
+    });
+    try {
+      expect((await rowsOf(pinned, 'csmarket')).rows.map((row) => row.price).sort((a, b) => mills(a as string) - mills(b as string))[0]).toBe('10.125');
+      expect((await rowsOf(pinned, 'waxpeer')).rows[0]!.min).toBe(35500);
+      expect((await rowsOf(pinned, 'csdeals')).rows).toEqual([]);
+      expect((await rowsOf(pinned, 'lisskins')).text).toContain('"price":10.00,');
+      const steam = await (await fetch(`${pinned.url}/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=${encodeURIComponent(name)}`)).json();
+      expect(steam).toMatchObject({ lowest_price: '$11.00' });
+      expect(() => startMarketSimulator({ items: [{ market_hash_name: name, phases: [] }], prices: { [name]: { default: { price: '1', sources: { skinport: '1.005' } } } } })).toThrow(/two decimals/);
+    } finally {
+      await pinned.stop();
+    }
+  });
+
+  describe('over many generated items', () => {
+    const items: SimulatorItem[] = Array.from({ length: 3000 }, (_, i) => ({ market_hash_name: `Generated Item ${i} | Test (Field-Tested)`, phases: [] }));
+    let generated: MarketSimulator;
+    let now = NOW.getTime();
+    beforeAll(() => {
+      generated = startMarketSimulator({ items, now: () => new Date(now) });
+    });
+    afterAll(() => generated.stop());
+    const prices = async (simulator: MarketSimulator, endpoint: Endpoint) => {
+      const { rows } = await rowsOf(simulator, endpoint);
+      const { name, price } = SHAPE[endpoint];
+      const result = new Map<string, number>();
+      for (const row of rows) {
+        const usd = endpoint === 'waxpeer' || endpoint === 'bitskins' ? (row[price] as number) / 1000 : Number(row[price]);
+        result.set(row[name] as string, Math.min(usd, result.get(row[name] as string) ?? Infinity));
+      }
+      return result;
+    };
+
+    test('each marketplace leaves out its documented share of items', async () => {
+      for (const source of MARKETPLACE_SOURCES) {
+        const listed = (await prices(generated, source)).size / items.length;
+        expect(Math.abs(1 - listed - ABSENT_SHARE[source])).toBeLessThan(0.035);
+      }
+    });
+
+    test('sources roughly agree: each at its level, within a few percent item by item', async () => {
+      const reference = await prices(generated, 'csdeals');
+      const levels: Record<MarketplaceSource, number> = { csmarket: 0.97, lisskins: 0.91, waxpeer: 0.95, whitemarket: 0.94, bitskins: 0.98, csdeals: 1.02 };
+      for (const source of MARKETPLACE_SOURCES) {
+        const ratios: number[] = [];
+        for (const [name, usd] of await prices(generated, source)) {
+          const other = reference.get(name);
+          if (other !== undefined && other >= 1 && usd >= 1) ratios.push(usd / other / (levels[source] / levels.csdeals));
+        }
+        ratios.sort((a, b) => a - b);
+        expect(ratios.length).toBeGreaterThan(300);
+        expect(Math.abs(ratios[Math.floor(ratios.length / 2)]! - 1)).toBeLessThan(0.02);
+        expect(ratios[Math.floor(ratios.length * 0.02)]!).toBeGreaterThan(0.9);
+        expect(ratios[Math.floor(ratios.length * 0.98)]!).toBeLessThan(1.1);
+      }
+    });
+
+    test('about one row in ten changes per 30 s bucket; bodies are deterministic whatever the history', async () => {
+      const before = (await raw(generated, 'waxpeer')).text;
+      const beforeRows = new Map((JSON.parse(before).items as Row[]).map((row) => [row.name, JSON.stringify(row)]));
+      now += 30_000;
+      const after = (await raw(generated, 'waxpeer')).text;
+      const changed = (JSON.parse(after).items as Row[]).filter((row) => beforeRows.get(row.name as string) !== JSON.stringify(row)).length / beforeRows.size;
+      expect(changed).toBeGreaterThan(0.06);
+      expect(changed).toBeLessThan(0.14);
+      // Served from the bucket's cache: the same bytes until the bucket ends.
+      expect((await raw(generated, 'waxpeer')).text).toBe(after);
+      // A simulator that walked bucket by bucket (and one that jumped far ahead) answers like a fresh one.
+      for (const step of [1, 1, 7, 100]) {
+        now += step * 30_000;
+        const fresh = startMarketSimulator({ items, now: () => new Date(now) });
+        try {
+          for (const endpoint of ['csmarket', 'lisskins', 'waxpeer', 'csdeals'] as const) expect((await raw(generated, endpoint)).text).toBe((await raw(fresh, endpoint)).text);
+        } finally {
+          await fresh.stop();
+        }
+      }
+    });
+  });
+
+  describe('modes at the HTTP level', () => {
+    test('every source is switchable, over HTTP too; a waxpeer mode applies to both of its endpoints', async () => {
+      const state = (await (await fetch(`${market.url}/_control`)).json()) as { modes: Record<string, string> };
+      expect(Object.keys(state.modes).sort()).toEqual([...SOURCE_NAMES].sort());
+      expect(SIMULATOR_MODES).toContain('wrong_types');
+      expect((await fetch(`${market.url}/_control/csmarket/fail`, { method: 'POST' })).status).toBe(200);
+      expect(market.mode('csmarket')).toBe('fail');
+      expect((await raw(market, 'csmarket')).status).toBe(500);
+      expect((await fetch(`${market.url}/_control/whitemarket/wrong_types`, { method: 'POST' })).status).toBe(200);
+      expect(market.mode('whitemarket')).toBe('wrong_types');
+      const before = market.requestCount('waxpeer');
+      market.setMode('waxpeer', 'fail');
+      expect((await raw(market, 'waxpeer')).status).toBe(500);
+      expect((await raw(market, 'waxpeer-dopplers')).status).toBe(500);
+      expect(market.requestCount('waxpeer') - before).toBe(2);
+      expect(market.lastRequest('waxpeer')?.url).toContain('/waxpeer/v1/prices/dopplers?game=csgo&phase=any');
+    });
+
+    test('bodies go gzipped to clients that accept gzip, plain to the others', async () => {
+      for (const endpoint of ENDPOINTS) {
+        const zipped = await raw(market, endpoint, { headers: { 'accept-encoding': 'gzip, deflate, br' } });
+        const plain = await raw(market, endpoint, { headers: { 'accept-encoding': 'identity' } });
+        expect(zipped.headers.get('content-encoding')).toBe('gzip');
+        expect(plain.headers.get('content-encoding')).toBeNull();
+        expect(plain.headers.get('content-type')).toBe('application/json; charset=utf-8');
+        expect(zipped.text).toBe(plain.text);
+      }
+    });
+
+    test('bad requests: waxpeer without game=csgo, csdeals without appid=730, unknown paths', async () => {
+      expect((await fetch(`${market.url}/waxpeer/v1/prices`)).status).toBe(400);
+      expect((await fetch(`${market.url}/waxpeer/v1/prices/dopplers?game=csgo&phase=Ruby`)).status).toBe(400);
+      expect((await fetch(`${market.url}/csdeals/API/IPricing/GetLowestPrices/v1`)).status).toBe(400);
+      expect((await fetch(`${market.url}/csmarket/api/v2/prices/class_instance/RUB.json`)).status).toBe(404);
+    });
+
+    for (const endpoint of ENDPOINTS) {
+      const source = sourceOf(endpoint);
+      test(`${endpoint}: fail → 500, rate_limit → 429 with Retry-After (or none), malformed → unparseable JSON`, async () => {
+        market.setMode(source, 'fail');
+        expect((await raw(market, endpoint)).status).toBe(500);
+        market.setMode(source, 'rate_limit');
+        const limited = await raw(market, endpoint);
+        expect(limited.status).toBe(429);
+        expect(limited.headers.get('retry-after')).toBe('30');
+        JSON.parse(limited.text);
+        market.setRetryAfter(null);
+        expect((await raw(market, endpoint)).headers.get('retry-after')).toBeNull();
+        market.setMode(source, 'malformed');
+        const malformed = await raw(market, endpoint);
+        expect(malformed.status).toBe(200);
+        expect(() => JSON.parse(malformed.text)).toThrow(SyntaxError);
+      });
+
+      test(`${endpoint}: stall → no answer until the client gives up`, async () => {
+        market.setMode(source, 'stall');
+        const started = performance.now();
+        const error = await failure(fetch(`${market.url}${PATHS[endpoint]}`, { signal: AbortSignal.timeout(200) }));
+        expect((error as Error).name).toBe('TimeoutError');
+        expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+        market.setMode(source, 'ok');
+        expect((await raw(market, endpoint)).status).toBe(200);
+      });
+    }
+
+    // Twelve pinned plain items and a Doppler with three phases of four listings: enough rows for every kind.
+    const PLAIN = Array.from({ length: 12 }, (_, i) => `Partial Item ${i} | Test (Field-Tested)`);
+    const DOPPLER = '★ Bayonet | Doppler (Factory New)';
+    let broken: MarketSimulator;
+    beforeAll(() => {
+      broken = startMarketSimulator({
+        items: [...PLAIN.map((name) => ({ market_hash_name: name, phases: [] })), { market_hash_name: DOPPLER, phases: ['phase-1', 'ruby', 'sapphire'] }],
+        prices: {
+          ...Object.fromEntries(PLAIN.map((name, i) => [name, { default: { price: `${i + 1}.25`, quantity: 2 } }])),
+          [DOPPLER]: Object.fromEntries(['phase-1', 'ruby', 'sapphire'].map((phase, i) => [phase, { price: `${500 + i}.50`, quantity: 4 }])),
+        },
+        now: () => NOW,
+      });
+    });
+    afterAll(() => broken.stop());
+
+    for (const endpoint of ENDPOINTS) {
+      const source = sourceOf(endpoint);
+      const { name, price } = SHAPE[endpoint];
+      test(`${endpoint}: partial → every third row broken in turn (no name, price of a wrong type, negative price)`, async () => {
+        broken.setMode(source, 'partial');
+        try {
+          const { rows } = await rowsOf(broken, endpoint);
+          expect(rows.length).toBeGreaterThanOrEqual(8);
+          rows.forEach((row, index) => {
+            const value = row[price];
+            const kind = index % 3 === 1 ? Math.floor(index / 3) % 3 : null;
+            if (kind === 0) expect(row).not.toHaveProperty(name);
+            else expect(typeof row[name]).toBe('string');
+            if (kind === 1) expect(value).toEqual({ amount: expect.anything() });
+            else if (kind === 2) expect(typeof value === 'string' ? value.startsWith('-') : (value as number) < 0).toBe(true);
+            else expect(typeof value === 'string' ? /^[0-9]+(\.[0-9]+)?$/.test(value) : (value as number) > 0).toBe(true);
+          });
+          expect(rows.filter((row) => !(name in row)).length).toBeGreaterThan(0);
+        } finally {
+          broken.setMode(source, 'ok');
+        }
+      });
+
+      test(`${endpoint}: wrong_types → every row's price an object or a boolean, counts as strings`, async () => {
+        broken.setMode(source, 'wrong_types');
+        try {
+          const { rows } = await rowsOf(broken, endpoint);
+          expect(rows.length).toBeGreaterThanOrEqual(8);
+          rows.forEach((row, index) => {
+            expect(typeof row[name]).toBe('string');
+            expect(row[price]).toEqual(index % 2 === 0 ? { amount: expect.anything() } : true);
+            for (const count of ['count', 'quantity', 'market_product_count']) if (count in row) expect(typeof row[count]).toBe('string');
+          });
+        } finally {
+          broken.setMode(source, 'ok');
+        }
+      });
+    }
   });
 });

@@ -1,34 +1,94 @@
 import zlib from 'node:zlib';
 import type { Server } from 'bun';
 import { centsFromDecimal, withThousands } from '../../shared/sources/money.ts';
+import { SOURCE_NAMES, type SourceName } from '../../shared/sources/types.ts';
 
 /**
- * Local market simulator (DESIGN 9, test/fakes/): one Bun.serve speaking the three upstream formats
- * the adapters read, over a given item list, so tests and `npm start` run with no internet.
+ * Local market simulator (DESIGN 9 and 13, test/fakes/): one Bun.serve speaking the nine upstream
+ * formats the adapters read, over a given item list, so tests and `npm start` run with no internet.
+ * Each source lives under a path prefix equal to its name (an adapter's base URL is `<url>/<source>`):
  *
  *   /skinport/v1/items?app_id=730&currency=USD     bare array, one row per (name, version), brotli
  *   /steam/market/priceoverview/?appid=730&currency=1&market_hash_name=…
  *   /csfloat/api/v1/listings?limit=…&cursor=…      {data, cursor}, integer cents, limit ≤ 1000
+ *   /csmarket/api/v2/prices/class_instance/USD.json  {success, time, currency, items:{"<classid>_<instanceid>":…}}
+ *   /lisskins/market_export_json/csgo.json           bare array [{name, price, unlocked_price, count, url}]
+ *   /waxpeer/v1/prices?game=csgo&minified=0          {success, items:[{name, count, min, steam_price?, img?, type?, rarity_color?}]}
+ *   /waxpeer/v1/prices/dopplers?game=csgo&phase=any  {success, items:[{name, phase, price, paint_index, item_id, float?}]}, one per listing
+ *   /whitemarket/export/v1/prices/730.json           bare array [{market_hash_name, price, market_product_link, market_product_count}]
+ *   /bitskins/market/insell/730                      {list:[{skin_id, name, price_min, price_max, price_avg, quantity}]}
+ *   /csdeals/API/IPricing/GetLowestPrices/v1?appid=730  {success, response:{items:[{marketname, lowest_price}]}}
  *   POST /_control/<source|all>/<mode>             switch a source's mode from another process
  *   GET  /_control                                 current modes
  *
  * Prices are deterministic in (seed, name, version, 30 s bucket of `now`) and drift slowly: each
  * price is a base (log-uniform within a range by item kind, times exterior / StatTrak / Souvenir /
  * phase multipliers) times exp(value noise at several time scales), so neighbouring buckets differ
- * by a fraction of a percent while hours and days move several percent. Each source adds its own
- * level and a little noise of its own. Money is written as upstream writes it: skinport JSON numbers
- * with two decimals as literal text (`2.30`), steam `"$1,234.56"`, csfloat integer cents.
+ * by a fraction of a percent while hours and days move several percent. Only about one price in ten
+ * moves per bucket in each source (changeBucket); a row that did not move is written exactly as before.
+ *
+ * Every source shares that market and adds its own level and a little noise of its own: a level
+ * (SOURCE_LEVEL: skinport 0.93, steam 1.12, csfloat 0.96, csmarket 0.97, lisskins 0.91, waxpeer 0.95,
+ * whitemarket 0.94, bitskins 0.98, csdeals 1.02 of the common price) and its own drift at 0.3 times
+ * the common amplitude (at most about ±3.5 %). The six marketplaces also carry a fixed per-item bias
+ * of up to ±4 % (log-uniform), so on a given item they disagree by a few percent, as real venues do.
+ *
+ * Coverage: skinport, steam and csfloat list what they list today (skinport ~6 % of variants
+ * unlisted, csfloat half). The six marketplaces list only what is for sale, and each has nothing
+ * for a fixed, seeded share of the catalog's variants (ABSENT_SHARE): csmarket 15 %, lisskins 25 %,
+ * waxpeer 30 %, whitemarket 45 %, bitskins 35 %, csdeals 50 %; those are left out of the body. The
+ * share applies per priced variant (a phase for Doppler items): a Doppler name is listed when at
+ * least one of its phases is, at the lowest of them. Pinned prices (options.prices) are always listed.
+ *
+ * Money is written as each upstream writes it, exactly (never through a float):
+ *   skinport   JSON numbers, two decimals as literal text (`2.30`); a pin verbatim (`0.7`)
+ *   steam      `"$1,234.56"`;  csfloat integer cents
+ *   csmarket   `price` a string with exactly three decimals (`"2.300"`, `"32.393"`); `buy_order` and
+ *              `avg_price` strings with trailing zeros trimmed (`"30.1"`), a pinned bid verbatim;
+ *              `popularity_7d` an integer string. One name under 1 key (~80 %), 2 (~15 %) or 3 (~5 %),
+ *              its ask (lowest `price`) on one of them in any position, the others dearer by 1–16 %.
+ *              Only csmarket has buy orders: ~30 % of names have none (every key null); otherwise the
+ *              highest, 82–97 % of the ask, sits on one key and the others are lower or null.
+ *              `popularity_7d` is null on ~25 % of keys; `avg_price` null on ~20 %.
+ *   lisskins   JSON numbers, two decimals (`12.30`), a pin verbatim; `unlocked_price` null (~25 %),
+ *              equal to `price` (~50 %) or 1–11 % above it (a pin: equal to it)
+ *   waxpeer    integer thousandths of USD (`2300`, generated ones to the thousandth: `937999`);
+ *              plain rows carry a Doppler name once (its lowest phase, count = all its listings);
+ *              `steam_price` missing on ~10 % of rows; the dopplers endpoint lists every listing of
+ *              every phase (the cheapest at the phase's ask, the others dearer)
+ *   whitemarket  even rows a string (`"2.30"`), odd rows a JSON number (`2.30`); a pin verbatim
+ *   bitskins   integer thousandths of whole cents (`2300`); Doppler items only as phase names
+ *              (`★ Karambit | Doppler Ruby (Factory New)`, `… | Gamma Doppler Phase 3 (…)`), never plain
+ *   csdeals    strings with two decimals (`"2.30"`), a pin verbatim
+ * Only waxpeer's dopplers endpoint and bitskins' names carry phases; the other marketplaces write the
+ * plain name (the `default` version). The six marketplace bodies are built once per bucket and mode
+ * and served from that cache, gzipped to clients that accept it (skinport: brotli, once per bucket in `ok`).
+ * GET /_control shows each cached body's size and build time.
  *
  * Modes per source: ok, fail (500), stall (never answers until stop or the client gives up),
- * rate_limit (429 + Retry-After, steam's body `null`), malformed (invalid JSON), partial (valid
- * JSON where every third row, index % 3 === 1, is broken in turn: missing name, price as a string,
- * negative price; for steam, every third request since the mode was set).
+ * rate_limit (429 + Retry-After, steam's body `null`), malformed (truncated, invalid JSON), partial
+ * (valid JSON where every third row, index % 3 === 1, is broken in turn: missing name, price of the
+ * wrong type, negative price; for steam, every third request since the mode was set; for csmarket a
+ * row is one key of `items`, for waxpeer each endpoint counts its own rows), wrong_types (valid JSON,
+ * right envelope, but in every row each price field has a type the format never uses: an object
+ * `{"amount":…}` on even rows and `true` on odd rows, and counts are strings (`"quantity":"3"`;
+ * steam's `volume` a number, csmarket's `popularity_7d` an object); names are kept, so an adapter
+ * sees only malformed rows). The "wrong type" of partial is one no reading accepts: an object
+ * `{"amount":…}` where the upstream writes a string or a number (DESIGN 13 lets adapters take either),
+ * a string for skinport and csfloat (which only write numbers) and a number for steam.
+ * A mode applies to every endpoint of its source (both of waxpeer's).
  */
 
-export const SIMULATED_SOURCES = ['skinport', 'steam', 'csfloat'] as const;
-export type SimulatedSource = (typeof SIMULATED_SOURCES)[number];
-export const SIMULATOR_MODES = ['ok', 'fail', 'stall', 'rate_limit', 'malformed', 'partial'] as const;
+export const SIMULATED_SOURCES = SOURCE_NAMES;
+export type SimulatedSource = SourceName;
+/** The six marketplaces of DESIGN 13. */
+export const MARKETPLACE_SOURCES = ['csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const satisfies readonly SourceName[];
+export type MarketplaceSource = (typeof MARKETPLACE_SOURCES)[number];
+export const SIMULATOR_MODES = ['ok', 'fail', 'stall', 'rate_limit', 'malformed', 'partial', 'wrong_types'] as const;
 export type SimulatorMode = (typeof SIMULATOR_MODES)[number];
+
+/** Share of the catalog's priced variants each marketplace has nothing for sale for (left out of its body). */
+export const ABSENT_SHARE: Record<MarketplaceSource, number> = { csmarket: 0.15, lisskins: 0.25, waxpeer: 0.3, whitemarket: 0.45, bitskins: 0.35, csdeals: 0.5 };
 
 export type SimulatorItem = {
   market_hash_name: string;
@@ -43,7 +103,9 @@ export type SimulatorItem = {
 /**
  * A price pinned for one (name, version) in every source, replacing the generated one. A string is
  * the price itself (a decimal with at most two decimals: "7", "12.5", "0.07"), written verbatim by
- * skinport and steam; csfloat lists it in cents.
+ * skinport, steam, lisskins, whitemarket and csdeals; csfloat lists it in cents, waxpeer and bitskins
+ * in thousandths (2300), csmarket with three decimals ("2.300"). A pinned variant is listed in every
+ * source (no absent share) unless its price is null, its quantity 0 or its `sources` entry null.
  */
 export type FixedPrice =
   | string
@@ -51,10 +113,26 @@ export type FixedPrice =
       /** Lowest ask; null (or quantity 0) means nothing for sale. */
       price: string | null;
       median_price?: string | null;
-      /** Skinport quantity, steam volume, csfloat listing count (default: generated, at least 1). */
+      /**
+       * Skinport quantity, steam volume, csfloat listing count, lisskins `count`, waxpeer `count` (and
+       * the listings of a phase on its dopplers endpoint, at most 50), whitemarket
+       * `market_product_count`, bitskins `quantity` (default: generated, at least 1).
+       */
       quantity?: number;
       /** csfloat only: the listing prices themselves (overrides price and quantity there). */
       listings?: readonly string[];
+      /**
+       * csmarket only: the highest `buy_order` over the name's keys, written verbatim (at most three
+       * decimals); null: no key has a buy order. Default: generated, a little below the ask.
+       */
+      bid?: string | null;
+      /** csmarket only: the sum of `popularity_7d` over the name's keys (split evenly); null: every key null. */
+      volume_7d?: number | null;
+      /**
+       * The ask in one source instead of `price` (null: not listed there), e.g. an outlier in one venue.
+       * Same text rules as `price`; the six marketplaces also take three decimals ("12.345").
+       */
+      sources?: Partial<Record<SourceName, string | null>>;
     };
 
 export type MarketSimulatorOptions = {
@@ -177,8 +255,28 @@ const EXTERIORS: Record<string, { multiplier: number; wear: [number, number] }> 
   'Well-Worn': { multiplier: 0.85, wear: [0.38, 0.45] },
   'Battle-Scarred': { multiplier: 0.75, wear: [0.45, 1] },
 };
-const SOURCE_LEVEL: Record<SimulatedSource, number> = { skinport: 0.93, steam: 1.12, csfloat: 0.96 };
-const SOURCE_SALT: Record<SimulatedSource, number> = { skinport: 0x51, steam: 0x5e, csfloat: 0xcf };
+const SOURCE_LEVEL: Record<SimulatedSource, number> = {
+  skinport: 0.93,
+  steam: 1.12,
+  csfloat: 0.96,
+  csmarket: 0.97,
+  lisskins: 0.91,
+  waxpeer: 0.95,
+  whitemarket: 0.94,
+  bitskins: 0.98,
+  csdeals: 1.02,
+};
+const SOURCE_SALT: Record<SimulatedSource, number> = {
+  skinport: 0x51,
+  steam: 0x5e,
+  csfloat: 0xcf,
+  csmarket: 0xc3,
+  lisskins: 0x11,
+  waxpeer: 0x3a,
+  whitemarket: 0x3e,
+  bitskins: 0xb5,
+  csdeals: 0xcd,
+};
 
 function phaseVersion(phase: string): string {
   const normalised = phase.trim().toLowerCase().replace(/\s+/g, '-');
@@ -215,11 +313,29 @@ function basePrice(name: string, h: number, version: string): number {
   return base;
 }
 
-type Fixed = { price: string | null; priceCents: number | null; median: string | null | undefined; quantity: number | undefined; listings: number[] | undefined };
+/** A pinned ask in one source: its text as given, in thousandths, and in cents (null with three decimals). */
+type Pin = { text: string; mills: number; cents: number | null };
+
+type Fixed = {
+  price: string | null;
+  priceCents: number | null;
+  median: string | null | undefined;
+  quantity: number | undefined;
+  listings: number[] | undefined;
+  bid: Pin | null | undefined;
+  volume7d: number | null | undefined;
+  sources: Partial<Record<SimulatedSource, Pin | null>>;
+};
 
 type Entry = {
   item: SimulatorItem;
   name: string;
+  /** JSON.stringify(name), computed once (every body writes it). */
+  nameJson: string;
+  /** Position of the item in options.items (unique csmarket class ids, bitskins skin ids). */
+  ordinal: number;
+  /** Index among all entries (defaults and phases): the marketplaces' memo slot. */
+  id: number;
   version: string;
   /** Upstream phase label, null for `default`. */
   label: string | null;
@@ -230,6 +346,14 @@ type Entry = {
   phaseEntries: Entry[];
 };
 
+/** "2.3" → 2300, "12.345" → 12345; null unless a decimal with at most three places. */
+function millsFromDecimal(decimal: string): number | null {
+  const match = /^([0-9]+)(?:\.([0-9]{1,3}))?$/.exec(decimal);
+  if (!match) return null;
+  const mills = Number(`${match[1]}${(match[2] ?? '').padEnd(3, '0')}`);
+  return Number.isSafeInteger(mills) ? mills : null;
+}
+
 function normaliseFixed(name: string, version: string, value: FixedPrice): Fixed {
   const spec = typeof value === 'string' ? { price: value } : value;
   const cents = (decimal: string) => {
@@ -237,13 +361,37 @@ function normaliseFixed(name: string, version: string, value: FixedPrice): Fixed
     if (parsed === null || parsed === 0) throw new Error(`simulator: fixed price ${decimal} for ${name} ${version} must be positive with at most two decimals`);
     return parsed;
   };
+  const pin = (decimal: string, source: SimulatedSource | 'bid'): Pin => {
+    const centsSource = source === 'skinport' || source === 'steam' || source === 'csfloat';
+    const mills = millsFromDecimal(decimal);
+    if (mills === null || mills === 0 || (centsSource && mills % 10 !== 0) || (centsSource && centsFromDecimal(decimal) === null)) {
+      throw new Error(`simulator: fixed ${source} price ${decimal} for ${name} ${version} must be positive with at most ${centsSource ? 'two' : 'three'} decimals`);
+    }
+    return { text: decimal, mills, cents: centsFromDecimal(decimal) };
+  };
+  const sources: Fixed['sources'] = {};
+  for (const [source, price] of Object.entries(spec.sources ?? {}) as [SimulatedSource, string | null][]) {
+    if (!(SOURCE_NAMES as readonly string[]).includes(source)) throw new Error(`simulator: unknown source ${source} in the fixed price of ${name} ${version}`);
+    sources[source] = price === null ? null : pin(price, source);
+  }
   return {
     price: spec.price,
     priceCents: spec.price === null ? null : cents(spec.price),
     median: spec.median_price,
     quantity: spec.quantity,
     listings: spec.listings?.map(cents),
+    bid: spec.bid === undefined || spec.bid === null ? spec.bid : pin(spec.bid, 'bid'),
+    volume7d: spec.volume_7d,
+    sources,
   };
+}
+
+/** The pinned ask of an entry in a source, or null when the pin says nothing is for sale there. */
+function pinFor(fixed: Fixed, source: SimulatedSource): Pin | null {
+  if (fixed.quantity === 0) return null;
+  const override = fixed.sources[source];
+  if (override !== undefined) return override;
+  return fixed.price === null ? null : { text: fixed.price, mills: fixed.priceCents! * 10, cents: fixed.priceCents };
 }
 
 /** A price as both exact text and cents. */
@@ -254,9 +402,43 @@ function quoteFromCents(cents: number): Quote {
   return { text: `${whole}.${String(cents % 100).padStart(2, '0')}`, cents };
 }
 
+/**
+ * The `wrong_types` mode's value for a field whose right JSON text is `text`: an object wrapping it on
+ * even rows, `true` on odd rows (types no upstream format uses for money).
+ */
+function wrongType(text: string, index: number): string {
+  return index % 2 === 0 ? `{"amount":${text}}` : 'true';
+}
+
 function steamMoney(decimal: string): string {
   const [whole = '0', fraction] = decimal.split('.');
   return `$${withThousands(whole)}${fraction === undefined ? '' : `.${fraction}`}`;
+}
+
+/**
+ * A JSON body written row by row straight into bytes (Bun.ArrayBufferSink): twice as fast as joining
+ * tens of thousands of row strings and encoding the result, and no second copy of the body as a string.
+ */
+class BodyWriter {
+  private readonly sink = new Bun.ArrayBufferSink();
+  /** Rows written so far (the index of the next one). */
+  count = 0;
+
+  constructor(head: string, capacity: number) {
+    this.sink.start({ highWaterMark: capacity, asUint8Array: true });
+    this.sink.write(head);
+  }
+
+  row(text: string): void {
+    if (this.count > 0) this.sink.write(',');
+    this.sink.write(text);
+    this.count += 1;
+  }
+
+  end(tail: string): Uint8Array<ArrayBuffer> {
+    this.sink.write(tail);
+    return this.sink.end() as Uint8Array<ArrayBuffer>;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -265,8 +447,8 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
   const seed = (options.seed ?? 1) >>> 0;
   const now = options.now ?? (() => new Date());
   const bucketMs = (options.bucketSeconds ?? 30) * 1000;
-  const modes: Record<SimulatedSource, SimulatorMode> = { skinport: 'ok', steam: 'ok', csfloat: 'ok' };
-  const counts: Record<SimulatedSource, number> = { skinport: 0, steam: 0, csfloat: 0 };
+  const modes = Object.fromEntries(SIMULATED_SOURCES.map((source) => [source, 'ok'])) as Record<SimulatedSource, SimulatorMode>;
+  const counts = Object.fromEntries(SIMULATED_SOURCES.map((source) => [source, 0])) as Record<SimulatedSource, number>;
   const last: Partial<Record<SimulatedSource, { url: string; headers: Record<string, string> }>> = {};
   let retryAfter: string | null = '30';
   let steamPartialCounter = 0;
@@ -276,8 +458,10 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
   const defaults: Entry[] = [];
   const byName = new Map<string, Entry>();
   const csfloatEntries: Entry[] = [];
-  for (const item of options.items) {
+  let entryCount = 0;
+  for (const [ordinal, item] of options.items.entries()) {
     const name = item.market_hash_name;
+    const nameJson = JSON.stringify(name);
     const fixedFor = (version: string) => {
       const value = options.prices?.[name]?.[version];
       return value === undefined ? undefined : normaliseFixed(name, version, value);
@@ -287,6 +471,9 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       return {
         item,
         name,
+        nameJson,
+        ordinal,
+        id: entryCount++,
         version,
         label: version === 'default' ? null : PHASE_LABELS[version]!,
         hash,
@@ -324,8 +511,8 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
   /** The lowest ask of an entry in a source at a bucket, or null when nothing is for sale. */
   function ask(entry: Entry, source: SimulatedSource, bucket: number): Quote | null {
     if (entry.fixed) {
-      if (entry.fixed.price === null || entry.fixed.quantity === 0) return null;
-      return { text: entry.fixed.price, cents: entry.fixed.priceCents! };
+      const pin = pinFor(entry.fixed, source);
+      return pin ? { text: pin.text, cents: pin.cents! } : null;
     }
     if (entry.phaseEntries.length > 0) {
       let best: Quote | null = null;
@@ -362,7 +549,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       .replace(/[^a-z0-9]+/g, '-')
       .replace(/^-|-$/g, '');
 
-  function skinportRow(entry: Entry, bucket: number, index: number, corrupt: boolean): string {
+  function skinportRow(entry: Entry, bucket: number, index: number, corrupt: boolean, wrongTypes = false): string {
     const quote = ask(entry, 'skinport', bucket);
     let quantity: number;
     let min: string | null = null;
@@ -397,6 +584,13 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     }
     let minField = min ?? 'null';
     let nameField = `"market_hash_name":${JSON.stringify(entry.name)},`;
+    let quantityField = String(quantity);
+    if (wrongTypes) {
+      const wrong = (value: string | null) => (value === null ? null : wrongType(value, index));
+      [suggested, max, mean, median] = [wrong(suggested)!, wrong(max), wrong(mean), wrong(median)];
+      minField = wrong(min) ?? 'null';
+      quantityField = `"${quantity}"`;
+    }
     if (corrupt) {
       const kind = Math.floor(index / 3) % 3;
       if (kind === 0) nameField = '';
@@ -410,18 +604,18 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       `"item_page":${JSON.stringify(`https://skinport.com/item/${itemSlug}${entry.label ? `-${slug(entry.label)}` : ''}`)},` +
       `"market_page":${JSON.stringify(`https://skinport.com/market?item=${encodeURIComponent(entry.name)}&cat=${encodeURIComponent(entry.item.market_hash_name.split(' | ')[0] ?? '')}`)},` +
       `"min_price":${minField},"max_price":${max ?? 'null'},"mean_price":${mean ?? 'null'},"median_price":${median ?? 'null'},` +
-      `"quantity":${quantity},"created_at":${CREATED_EPOCH + (entry.hash % 150_000_000)},"updated_at":${Math.floor((moved * bucketMs) / 1000)}}`
+      `"quantity":${quantityField},"created_at":${CREATED_EPOCH + (entry.hash % 150_000_000)},"updated_at":${Math.floor((moved * bucketMs) / 1000)}}`
     );
   }
 
   let skinportCache: { bucket: number; body: Uint8Array } | undefined;
 
-  function skinportBody(partial: boolean): string {
+  function skinportBody(partial: boolean, wrongTypes: boolean): string {
     const bucket = bucketOf(now());
     const rows: string[] = [];
     for (const entry of defaults) {
-      rows.push(skinportRow(entry, bucket, rows.length, partial && rows.length % 3 === 1));
-      for (const phase of entry.phaseEntries) rows.push(skinportRow(phase, bucket, rows.length, partial && rows.length % 3 === 1));
+      rows.push(skinportRow(entry, bucket, rows.length, partial && rows.length % 3 === 1, wrongTypes));
+      for (const phase of entry.phaseEntries) rows.push(skinportRow(phase, bucket, rows.length, partial && rows.length % 3 === 1, wrongTypes));
     }
     return `[${rows.join(',')}]`;
   }
@@ -434,12 +628,13 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       return Response.json({ errors: [{ id: 'accept_encoding_required', message: 'Accept-Encoding: br is required' }] }, { status: 406 });
     }
     const partial = modes.skinport === 'partial';
+    const wrongTypes = modes.skinport === 'wrong_types';
     const bucket = bucketOf(now());
     let body: Uint8Array;
-    if (!partial && skinportCache?.bucket === bucket) body = skinportCache.body;
+    if (!partial && !wrongTypes && skinportCache?.bucket === bucket) body = skinportCache.body;
     else {
-      body = zlib.brotliCompressSync(Buffer.from(skinportBody(partial)), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
-      if (!partial) skinportCache = { bucket, body };
+      body = zlib.brotliCompressSync(Buffer.from(skinportBody(partial, wrongTypes)), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
+      if (!partial && !wrongTypes) skinportCache = { bucket, body };
     }
     return new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'br', 'cache-control': 'public, max-age=300' } });
   }
@@ -454,6 +649,11 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     steamPartialCounter += 1;
     const entry = byName.get(name);
     if (!entry) return json('{"success":false}');
+    if (modes.steam === 'wrong_types') {
+      const quote = ask(entry, 'steam', bucketOf(now()));
+      const money = quote ? steamMoney(quote.text) : '$1.00';
+      return json(`{"success":true,"lowest_price":${wrongType(JSON.stringify(money), counter)},"volume":12,"median_price":${wrongType(JSON.stringify(money), counter)}}`);
+    }
     if (modes.steam === 'partial' && counter % 3 === 1) {
       const kind = Math.floor(counter / 3) % 3;
       if (kind === 0) return json('{"lowest_price":"$2.30","volume":"12"}');
@@ -484,7 +684,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
   const listingSlots: [number, number][] = [];
   for (const [index, entry] of csfloatEntries.entries()) {
     let count: number;
-    if (entry.fixed) count = entry.fixed.listings?.length ?? (entry.fixed.price === null ? 0 : (entry.fixed.quantity ?? 1 + (entry.hash % 4)));
+    if (entry.fixed) count = entry.fixed.listings?.length ?? (pinFor(entry.fixed, 'csfloat') === null ? 0 : (entry.fixed.quantity ?? 1 + (entry.hash % 4)));
     else count = generatedQuantity(entry, 'csfloat', Math.round(entry.base * 100));
     for (let slot = 0; slot < count; slot += 1) listingSlots.push([index, slot]);
   }
@@ -496,12 +696,12 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
 
   function listingCents(entry: Entry, slot: number, bucket: number): number {
     if (entry.fixed?.listings) return entry.fixed.listings[slot]!;
-    if (entry.fixed) return entry.fixed.priceCents!;
+    if (entry.fixed) return pinFor(entry.fixed, 'csfloat')!.cents!;
     const cheapest = ask(entry, 'csfloat', bucket)!.cents;
     return slot === 0 ? cheapest : Math.round(cheapest * (1 + 0.015 * slot + 0.05 * unit(mix(entry.hash, slot, bucket))));
   }
 
-  function listing(position: number, bucket: number, corrupt: boolean): Record<string, unknown> {
+  function listing(position: number, bucket: number, corrupt: boolean, wrongTypes = false): Record<string, unknown> {
     const [entryIndex, slot] = listingSlots[position]!;
     const entry = csfloatEntries[entryIndex]!;
     const h = mix(entry.hash, slot, 11);
@@ -537,6 +737,11 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       seller: { steam_id: String(76_561_198_000_000_000n + BigInt(mix(h, 5) % 1_000_000)), online: true, stall_public: true },
       item,
     };
+    if (wrongTypes) {
+      result.price = position % 2 === 0 ? { amount: result.price } : true;
+      if (item.float_value !== undefined) item.float_value = String(item.float_value);
+      item.paint_seed = String(item.paint_seed);
+    }
     if (corrupt) {
       const kind = Math.floor(position / 3) % 3;
       if (kind === 0) delete item.market_hash_name;
@@ -560,28 +765,429 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     }
     const bucket = bucketOf(now());
     const partial = modes.csfloat === 'partial';
+    const wrongTypes = modes.csfloat === 'wrong_types';
     const end = Math.min(offset + pageSize, listingSlots.length);
     const data: Record<string, unknown>[] = [];
-    for (let position = offset; position < end; position += 1) data.push(listing(position, bucket, partial && position % 3 === 1));
+    for (let position = offset; position < end; position += 1) data.push(listing(position, bucket, partial && position % 3 === 1, wrongTypes));
     const body: Record<string, unknown> = { data };
     if (end < listingSlots.length) body.cursor = Buffer.from(`o${end}`).toString('base64url');
     return Response.json(body);
   }
 
+  // ---- the six marketplaces (DESIGN 13) ------------------------------------------------------
+
+  /** Each marketplace's fixed per-item bias, at most ±4 % (log), beside its level and its own drift. */
+  const ITEM_BIAS = 0.04;
+  /** Generated asks in whole cents (bitskins: thousandths that are whole cents); csmarket and waxpeer to the thousandth. */
+  const WHOLE_CENTS: Record<MarketplaceSource, boolean> = { csmarket: false, lisskins: true, waxpeer: false, whitemarket: true, bitskins: true, csdeals: true };
+  /** Listing depth relative to skinport's (counts are 1 + v³ × cap × depth). */
+  const DEPTH: Record<MarketplaceSource, number> = { csmarket: 1, lisskins: 0.6, waxpeer: 0.5, whitemarket: 0.25, bitskins: 0.35, csdeals: 1 };
+
+  /** Per marketplace and entry id: the bucket last asked (NaN: never), the bucket its price last moved in, the price. */
+  const marketMemo = Object.fromEntries(
+    MARKETPLACE_SOURCES.map((source) => [source, { asked: new Float64Array(entryCount).fill(NaN), moved: new Float64Array(entryCount), mills: new Float64Array(entryCount) }]),
+  ) as Record<MarketplaceSource, { asked: Float64Array; moved: Float64Array; mills: Float64Array }>;
+
+  /** A marketplace ask: thousandths of USD, the pinned text (null when generated), the bucket it last moved in (0 for a pin). */
+  type MarketQuote = { mills: number; pin: string | null; moved: number };
+
+  /**
+   * The lowest ask of an entry in a marketplace, or null when it has none for sale there (its seeded
+   * absent share, or a pin saying so). An item with phases: the lowest of its listed phases.
+   */
+  function marketAsk(entry: Entry, source: MarketplaceSource, bucket: number): MarketQuote | null {
+    if (entry.fixed) {
+      const pin = pinFor(entry.fixed, source);
+      return pin ? { mills: pin.mills, pin: pin.text, moved: 0 } : null;
+    }
+    if (entry.phaseEntries.length > 0) {
+      let best: MarketQuote | null = null;
+      let moved = 0;
+      for (const phase of entry.phaseEntries) {
+        const quote = marketAsk(phase, source, bucket);
+        if (!quote) continue;
+        moved = Math.max(moved, quote.moved);
+        if (!best || quote.mills < best.mills) best = quote;
+      }
+      return best && { ...best, moved };
+    }
+    const salt = SOURCE_SALT[source];
+    if (unit(mix(entry.hash, salt, 13)) < ABSENT_SHARE[source]) return null;
+    // The memo spares the drift of the ~90 % of prices that did not move since the last bucket asked.
+    const memo = marketMemo[source];
+    const id = entry.id;
+    const asked = memo.asked[id]!;
+    if (asked === bucket) return { mills: memo.mills[id]!, pin: null, moved: memo.moved[id]! };
+    let moved: number;
+    if (asked < bucket && bucket - asked <= 64) {
+      // changeBucket's answer, from the one it gave at `asked` and the buckets since.
+      moved = NaN;
+      for (let b = bucket; b > asked; b -= 1) {
+        if (unit(mix(entry.hash, salt, b, 11)) < CHANGE_SHARE) {
+          moved = b;
+          break;
+        }
+      }
+      if (Number.isNaN(moved)) {
+        const previous = memo.moved[id]!;
+        moved = previous > asked - 64 && previous >= bucket - 63 ? previous : bucket - 64;
+      }
+    } else moved = changeBucket(entry, source, bucket);
+    let mills: number;
+    if (!Number.isNaN(asked) && moved === memo.moved[id]) mills = memo.mills[id]!;
+    else {
+      const bias = ITEM_BIAS * (2 * unit(mix(entry.hash, salt, 12)) - 1);
+      const level = entry.base * SOURCE_LEVEL[source] * Math.exp(drift(entry.hash, moved) + drift(entry.hash ^ salt, moved, 0.3) + bias);
+      mills = Math.max(30, WHOLE_CENTS[source] ? Math.round(level * 100) * 10 : Math.round(level * 1000));
+    }
+    memo.asked[id] = bucket;
+    memo.moved[id] = moved;
+    memo.mills[id] = mills;
+    return { mills, pin: null, moved };
+  }
+
+  /** Listings behind an ask: a pin's quantity, or generated (changing only when the price moves). */
+  function marketCount(entry: Entry, source: MarketplaceSource, quote: MarketQuote): number {
+    const pinned = entry.fixed?.quantity;
+    if (pinned !== undefined && pinned > 0) return pinned;
+    const v = unit(mix(entry.hash, SOURCE_SALT[source], quote.moved, 8));
+    const cents = quote.mills / 10;
+    const cap = cents < 100 ? 3000 : cents < 1000 ? 800 : cents < 10_000 ? 150 : cents < 100_000 ? 30 : 6;
+    return 1 + Math.floor(v * v * v * cap * DEPTH[source]);
+  }
+
+  const millsText = (mills: number) => `${Math.floor(mills / 1000)}.${String(mills % 1000).padStart(3, '0')}`;
+  /** "30.100" → "30.1", "2.000" → "2". */
+  const trimmedText = (mills: number) => {
+    const fraction = mills % 1000;
+    const whole = Math.floor(mills / 1000);
+    if (fraction === 0) return String(whole);
+    if (fraction % 100 === 0) return `${whole}.${fraction / 100}`;
+    if (fraction % 10 === 0) return `${whole}.${String(fraction / 10).padStart(2, '0')}`;
+    return `${whole}.${String(fraction).padStart(3, '0')}`;
+  };
+  /** A USD decimal: the pin verbatim, else two decimals (three when the ask is not whole cents). */
+  const usdText = (quote: MarketQuote) => quote.pin ?? (quote.mills % 10 === 0 ? quoteFromCents(quote.mills / 10).text : millsText(quote.mills));
+
+  /** In partial mode, how row `index` is broken: 0 no name, 1 price of a wrong type, 2 negative price; null: intact. */
+  const brokenKind = (mode: SimulatorMode, index: number) => (mode === 'partial' && index % 3 === 1 ? Math.floor(index / 3) % 3 : null);
+  /** A price field's JSON text (`"2.300"`, `2300`) as the mode writes it. */
+  function money(json: string, index: number, mode: SimulatorMode): string {
+    if (mode === 'wrong_types') return wrongType(json, index);
+    const kind = brokenKind(mode, index);
+    if (kind === 1) return `{"amount":${json}}`;
+    if (kind === 2) return json.startsWith('"') ? `"-${json.slice(1)}` : `-${json}`;
+    return json;
+  }
+  /** A secondary money field (buy orders, averages, maxima): wrong only in wrong_types. */
+  const extraMoney = (json: string, index: number, mode: SimulatorMode) => (mode === 'wrong_types' && json !== 'null' ? wrongType(json, index) : json);
+  const countText = (count: number, mode: SimulatorMode) => (mode === 'wrong_types' ? `"${count}"` : String(count));
+  const nameMember = (key: string, entry: Entry, index: number, mode: SimulatorMode) => (brokenKind(mode, index) === 0 ? '' : `"${key}":${entry.nameJson},`);
+
+  const slugs = new Map<Entry, string>();
+  const slugOf = (entry: Entry) => {
+    let text = slugs.get(entry);
+    if (text === undefined) slugs.set(entry, (text = slug(entry.name)));
+    return text;
+  };
+
+  // csmarket: one object member per (classid, instanceid); a name under 1–3 keys.
+  const RU_EXTERIORS: Record<string, string> = {
+    'Factory New': 'Прямо с завода',
+    'Minimal Wear': 'Немного поношенное',
+    'Field-Tested': 'После полевых испытаний',
+    'Well-Worn': 'Поношенное',
+    'Battle-Scarred': 'Закалённое в боях',
+  };
+  /** The name's JSON with a Russian exterior, from its JSON text (`"… (Field-Tested)"` → `"… (После полевых испытаний)"`). */
+  const ruNameJson = (entry: Entry) => {
+    const json = entry.nameJson;
+    const open = json.lastIndexOf('(');
+    const russian = open > 0 && json.endsWith(')"') ? RU_EXTERIORS[json.slice(open + 1, -2)] : undefined;
+    return russian ? `${json.slice(0, open + 1)}${russian})"` : json;
+  };
+
+  function csmarketBody(bucket: number, mode: SimulatorMode, rows: BodyWriter): void {
+    const salt = SOURCE_SALT.csmarket;
+    for (const entry of defaults) {
+      const quote = marketAsk(entry, 'csmarket', bucket);
+      if (!quote) continue;
+      const u = unit(mix(entry.hash, salt, 21));
+      const keys = u < 0.05 ? 3 : u < 0.2 ? 2 : 1;
+      const h = mix(entry.hash, salt, quote.moved);
+      let bid: { mills: number; text: string } | null;
+      const pinnedBid = entry.fixed?.bid;
+      if (pinnedBid !== undefined) bid = pinnedBid;
+      else if (unit(mix(h, 2)) < 0.3) bid = null;
+      else {
+        const mills = Math.max(1, Math.min(quote.mills - 1, Math.round(quote.mills * (0.82 + 0.15 * unit(mix(h, 3))))));
+        bid = { mills, text: trimmedText(mills) };
+      }
+      const bidKey = mix(h, 9) % keys;
+      const volume = entry.fixed?.volume7d;
+      const cents = quote.mills / 10;
+      const volumeCap = cents < 100 ? 1500 : cents < 1000 ? 400 : cents < 10_000 ? 60 : cents < 100_000 ? 12 : 3;
+      const start = mix(h, 10) % keys;
+      for (let j = 0; j < keys; j += 1) {
+        // Key 0 carries the ask; the keys are written starting from `start`, so it can be anywhere.
+        const k = (start + j) % keys;
+        const index = rows.count;
+        const mills = k === 0 ? quote.mills : quote.mills + Math.max(1, Math.round(quote.mills * (0.01 + 0.15 * unit(mix(h, k, 1)))));
+        const priceJson = `"${millsText(mills)}"`;
+        let buyOrder = 'null';
+        if (bid && k === bidKey) buyOrder = `"${bid.text}"`;
+        else if (bid && unit(mix(h, k, 4)) >= 0.5) buyOrder = `"${trimmedText(Math.max(1, Math.floor(bid.mills * (0.6 + 0.35 * unit(mix(h, k, 5))))))}"`;
+        const avg = unit(mix(h, k, 7)) < 0.2 ? 'null' : `"${trimmedText(Math.max(1, Math.round(mills * (0.93 + 0.12 * unit(mix(h, k, 8))))))}"`;
+        let popularity: string;
+        if (volume === null) popularity = 'null';
+        else if (volume !== undefined) popularity = `"${Math.floor(volume / keys) + (k < volume % keys ? 1 : 0)}"`;
+        else if (unit(mix(h, k, 6)) < 0.25) popularity = 'null';
+        else {
+          const w = unit(mix(h, k, 11));
+          popularity = `"${Math.floor(w * w * volumeCap)}"`;
+        }
+        if (mode === 'wrong_types' && popularity !== 'null') popularity = `{"count":${popularity}}`;
+        const classid = 300_000_000 + entry.ordinal * 4 + k;
+        const instanceid = k === 0 && entry.hash % 2 === 0 ? 0 : 100_000_000 + (mix(entry.hash, k, 24) % 4_000_000_000);
+        const ru = unit(mix(entry.hash, k, 25)) < 0.6 ? `,"ru_name":${ruNameJson(entry)}` : '';
+        rows.row(
+          `"${classid}_${instanceid}":{"price":${money(priceJson, index, mode)},"buy_order":${extraMoney(buyOrder, index, mode)},` +
+            `"avg_price":${extraMoney(avg, index, mode)},"popularity_7d":${popularity},${nameMember('market_hash_name', entry, index, mode)}` +
+            `"text_color":"D2D2D2"${ru}}`,
+        );
+      }
+    }
+  }
+
+  function lisskinsBody(bucket: number, mode: SimulatorMode, rows: BodyWriter): void {
+    const salt = SOURCE_SALT.lisskins;
+    for (const entry of defaults) {
+      const quote = marketAsk(entry, 'lisskins', bucket);
+      if (!quote) continue;
+      const index = rows.count;
+      const h = mix(entry.hash, salt, quote.moved);
+      const price = usdText(quote);
+      let unlocked: string;
+      if (quote.pin !== null) unlocked = quote.pin;
+      else {
+        const r = unit(mix(h, 2));
+        unlocked = r < 0.25 ? 'null' : r < 0.75 ? price : quoteFromCents(Math.round((quote.mills / 10) * (1.01 + 0.1 * unit(mix(h, 3))))).text;
+      }
+      rows.row(
+        `{${nameMember('name', entry, index, mode)}"price":${money(price, index, mode)},"unlocked_price":${extraMoney(unlocked, index, mode)},` +
+          `"count":${countText(marketCount(entry, 'lisskins', quote), mode)},"url":"https://lis-skins.com/market/csgo/${slugOf(entry)}/"}`,
+      );
+    }
+  }
+
+  const RARITY_COLORS = ['#b0c3d9', '#5e98d9', '#4b69ff', '#8847ff', '#d32ce6', '#eb4b4b', '#e4ae39'];
+  function waxpeerType(name: string): string {
+    if (name.startsWith('★')) return /Gloves|Wraps/.test(name) ? 'Gloves' : 'Knife';
+    if (name.startsWith('Sticker |')) return 'Sticker';
+    if (name.startsWith('Patch |')) return 'Patch';
+    if (name.startsWith('Charm |')) return 'Charm';
+    if (name.includes('Graffiti |')) return 'Graffiti';
+    if (name.includes('Music Kit |')) return 'Music Kit';
+    if (/(Case|Capsule|Package|Box)$/.test(name)) return 'Container';
+    return exteriorOf(name) ? 'Weapon' : 'Other';
+  }
+
+  /** Listings of one phase on waxpeer's dopplers endpoint (at most 50). */
+  const waxpeerListings = (phase: Entry, quote: MarketQuote) => Math.min(50, marketCount(phase, 'waxpeer', quote));
+
+  function waxpeerBody(bucket: number, mode: SimulatorMode, rows: BodyWriter): void {
+    const salt = SOURCE_SALT.waxpeer;
+    for (const entry of defaults) {
+      const quote = marketAsk(entry, 'waxpeer', bucket);
+      if (!quote) continue;
+      const index = rows.count;
+      const h = mix(entry.hash, salt, quote.moved);
+      let count = 0;
+      if (entry.phaseEntries.length > 0 && !entry.fixed) {
+        for (const phase of entry.phaseEntries) {
+          const phaseQuote = marketAsk(phase, 'waxpeer', bucket);
+          if (phaseQuote) count += waxpeerListings(phase, phaseQuote);
+        }
+      } else count = marketCount(entry, 'waxpeer', quote);
+      const steamPrice = unit(mix(entry.hash, salt, 30)) < 0.1 ? '' : `,"steam_price":${extraMoney(String(Math.round((quote.mills * (1.12 + 0.2 * unit(mix(h, 4)))) / 10) * 10), index, mode)}`;
+      const img = unit(mix(entry.hash, salt, 31)) < 0.05 ? '' : `,"img":"https://community.cloudflare.steamstatic.com/economy/image/${entry.hash.toString(36)}${mix(entry.hash, 32).toString(36)}"`;
+      rows.row(
+        `{${nameMember('name', entry, index, mode)}"count":${countText(count, mode)},"min":${money(String(quote.mills), index, mode)}${steamPrice}${img},` +
+          `"type":"${waxpeerType(entry.name)}","rarity_color":"${RARITY_COLORS[entry.hash % RARITY_COLORS.length]}"}`,
+      );
+    }
+  }
+
+  // Knife Doppler / Gamma Doppler paint indexes by phase (other weapons: the catalog's own).
+  const DOPPLER_PAINT: Record<string, number> = { ruby: 415, sapphire: 416, 'black-pearl': 417, 'phase-1': 418, 'phase-2': 419, 'phase-3': 420, 'phase-4': 421 };
+  const GAMMA_DOPPLER_PAINT: Record<string, number> = { emerald: 568, 'phase-1': 569, 'phase-2': 570, 'phase-3': 571, 'phase-4': 572 };
+  function phasePaintIndex(phase: Entry): number {
+    const table = phase.name.includes('Gamma Doppler') ? GAMMA_DOPPLER_PAINT : DOPPLER_PAINT;
+    return phase.name.startsWith('★') ? (table[phase.version] ?? phase.item.paint_index ?? 0) : (phase.item.paint_index ?? table[phase.version] ?? 0);
+  }
+
+  function waxpeerDopplersBody(bucket: number, mode: SimulatorMode, rows: BodyWriter): void {
+    const salt = SOURCE_SALT.waxpeer;
+    for (const entry of defaults) {
+      for (const phase of entry.phaseEntries) {
+        const quote = marketAsk(phase, 'waxpeer', bucket);
+        if (!quote) continue;
+        const listings = waxpeerListings(phase, quote);
+        const h = mix(phase.hash, salt, quote.moved);
+        const start = mix(h, 10) % listings;
+        const exterior = exteriorOf(phase.name);
+        const paint = phasePaintIndex(phase);
+        for (let j = 0; j < listings; j += 1) {
+          // Slot 0 is the phase's ask; the others are dearer. Written from `start`, so the cheapest can be anywhere.
+          const slot = (start + j) % listings;
+          const index = rows.count;
+          const mills = slot === 0 ? quote.mills : quote.mills + Math.max(1, Math.round(quote.mills * (0.01 * slot + 0.04 * unit(mix(h, slot, 11)))));
+          let float = '';
+          if (exterior && unit(mix(h, slot, 13)) >= 0.1) {
+            const [low, high] = EXTERIORS[exterior]!.wear;
+            float = `,"float":${low + (high - low) * unit(mix(h, slot, 12))}`;
+          }
+          rows.row(
+            `{${nameMember('name', phase, index, mode)}"phase":"${phase.label}","price":${money(String(mills), index, mode)},` +
+              `"paint_index":${mode === 'wrong_types' ? `"${paint}"` : paint},"item_id":"${29_000_000_000 + mix(phase.hash, slot, quote.moved, 14)}"${float}}`,
+          );
+        }
+      }
+    }
+  }
+
+  function whitemarketBody(bucket: number, mode: SimulatorMode, rows: BodyWriter): void {
+    for (const entry of defaults) {
+      const quote = marketAsk(entry, 'whitemarket', bucket);
+      if (!quote) continue;
+      const index = rows.count;
+      // Even rows write the price as a string, odd rows as a JSON number.
+      const price = index % 2 === 0 ? `"${usdText(quote)}"` : usdText(quote);
+      rows.row(
+        `{${nameMember('market_hash_name', entry, index, mode)}"price":${money(price, index, mode)},` +
+          `"market_product_link":"https://white.market/item/${slugOf(entry)}","market_product_count":${countText(marketCount(entry, 'whitemarket', quote), mode)}}`,
+      );
+    }
+  }
+
+  /** BitSkins writes the phase into the name: `★ Karambit | Doppler Ruby (Factory New)`. */
+  const bitskinsName = (phase: Entry) => {
+    const exterior = /\s\(([^()]+)\)$/.exec(phase.name);
+    return JSON.stringify(exterior ? `${phase.name.slice(0, exterior.index)} ${phase.label} (${exterior[1]})` : `${phase.name} ${phase.label}`);
+  };
+
+  function bitskinsBody(bucket: number, mode: SimulatorMode, rows: BodyWriter): void {
+    const salt = SOURCE_SALT.bitskins;
+    for (const entry of defaults) {
+      const leaves = entry.phaseEntries.length > 0 ? entry.phaseEntries : [entry];
+      for (const [p, leaf] of leaves.entries()) {
+        const quote = marketAsk(leaf, 'bitskins', bucket);
+        if (!quote) continue;
+        const index = rows.count;
+        const quantity = marketCount(leaf, 'bitskins', quote);
+        const h = mix(leaf.hash, salt, quote.moved);
+        let max = quote.mills;
+        let avg = quote.mills;
+        if (quantity > 1) {
+          max = Math.round((quote.mills * (1.2 + 2 * unit(mix(h, 1)))) / 10) * 10;
+          avg = quote.mills + Math.round(((max - quote.mills) * (0.1 + 0.3 * unit(mix(h, 2)))) / 10) * 10;
+        }
+        const skinId = 1 + entry.ordinal * 9 + p;
+        const name = leaf.label ? bitskinsName(leaf) : leaf.nameJson;
+        rows.row(
+          `{"skin_id":${mode === 'wrong_types' ? `"${skinId}"` : skinId},${brokenKind(mode, index) === 0 ? '' : `"name":${name},`}` +
+            `"price_min":${money(String(quote.mills), index, mode)},"price_max":${extraMoney(String(max), index, mode)},` +
+            `"price_avg":${extraMoney(String(avg), index, mode)},"quantity":${countText(quantity, mode)}}`,
+        );
+      }
+    }
+  }
+
+  function csdealsBody(bucket: number, mode: SimulatorMode, rows: BodyWriter): void {
+    for (const entry of defaults) {
+      const quote = marketAsk(entry, 'csdeals', bucket);
+      if (!quote) continue;
+      const index = rows.count;
+      rows.row(`{${nameMember('marketname', entry, index, mode)}"lowest_price":${money(`"${usdText(quote)}"`, index, mode)}}`);
+    }
+  }
+
+  type MarketEndpoint = MarketplaceSource | 'waxpeer-dopplers';
+  /** Each body: the JSON before its rows, the rows, the JSON after them. */
+  const MARKET_BODIES: Record<MarketEndpoint, { head: (bucket: number) => string; rows: (bucket: number, mode: SimulatorMode, out: BodyWriter) => void; tail: string }> = {
+    csmarket: { head: (bucket) => `{"success":true,"time":${Math.floor((bucket * bucketMs) / 1000)},"currency":"USD","items":{`, rows: csmarketBody, tail: '}}' },
+    lisskins: { head: () => '[', rows: lisskinsBody, tail: ']' },
+    waxpeer: { head: () => '{"success":true,"items":[', rows: waxpeerBody, tail: ']}' },
+    'waxpeer-dopplers': { head: () => '{"success":true,"items":[', rows: waxpeerDopplersBody, tail: ']}' },
+    whitemarket: { head: () => '[', rows: whitemarketBody, tail: ']' },
+    bitskins: { head: () => '{"list":[', rows: bitskinsBody, tail: ']}' },
+    csdeals: { head: () => '{"success":true,"response":{"items":[', rows: csdealsBody, tail: ']}}' },
+  };
+  /**
+   * One body per endpoint, built once per (bucket, mode) and served to every request of that bucket.
+   * It is kept gzipped (level 1: ~4 ms a MB, a fifth of the size; ~5 MB instead of ~28 MB for the six
+   * over the real catalog) and sent as is to clients that accept gzip, as the real hosts do.
+   */
+  const marketCache = new Map<MarketEndpoint, { bucket: number; mode: SimulatorMode; gzip: Uint8Array<ArrayBuffer>; bytes: number; ms: number; gzipMs: number }>();
+
+  function marketBody(endpoint: MarketEndpoint, mode: SimulatorMode): { gzip: Uint8Array<ArrayBuffer>; bytes: number } {
+    const bucket = bucketOf(now());
+    const cached = marketCache.get(endpoint);
+    if (cached?.bucket === bucket && cached.mode === mode) return cached;
+    const started = performance.now();
+    const { head, rows, tail } = MARKET_BODIES[endpoint];
+    const out = new BodyWriter(head(bucket), (cached?.bytes ?? 0) + 65_536);
+    rows(bucket, mode, out);
+    const body = out.end(tail);
+    const built = performance.now();
+    const entry = { bucket, mode, gzip: Bun.gzipSync(body, { level: 1 }), bytes: body.byteLength, ms: 0, gzipMs: 0 };
+    entry.ms = Math.round((built - started) * 10) / 10;
+    entry.gzipMs = Math.round((performance.now() - built) * 10) / 10;
+    marketCache.set(endpoint, entry);
+    return entry;
+  }
+
+  function marketplace(endpoint: MarketEndpoint, source: MarketplaceSource, request: Request, url: URL): Response {
+    const json = (text: string | Uint8Array<ArrayBuffer>, status = 200) => new Response(text, { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
+    if (source === 'waxpeer') {
+      if (url.searchParams.get('game') !== 'csgo') return json('{"success":false,"msg":"game must be csgo in this simulator"}', 400);
+      const phase = url.searchParams.get('phase');
+      if (endpoint === 'waxpeer-dopplers' && phase !== null && phase !== 'any') return json('{"success":false,"msg":"phase must be any in this simulator"}', 400);
+    }
+    if (source === 'csdeals' && url.searchParams.get('appid') !== '730') return json('{"success":false,"error":"appid must be 730 in this simulator"}', 400);
+    const { gzip } = marketBody(endpoint, modes[source]);
+    if (!/\bgzip\b/.test(request.headers.get('accept-encoding') ?? '')) return json(Bun.gunzipSync(gzip));
+    return new Response(gzip, { headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'gzip', vary: 'Accept-Encoding' } });
+  }
+
   // ---- modes and routing ---------------------------------------------------------------------
 
-  const MALFORMED: Record<SimulatedSource, string> = {
+  type Endpoint = SimulatedSource | 'waxpeer-dopplers';
+  const MALFORMED: Record<Endpoint, string> = {
     skinport: '[{"market_hash_name":"AK-47 | Redline (Field-Tested)","version":null,"min_price":',
     steam: '{"success":tru',
     csfloat: '{"data":[{"id":"1","price":12',
+    csmarket: '{"success":true,"time":1772366400,"currency":"USD","items":{"310776668_0":{"price":"32.39',
+    lisskins: '[{"name":"AK-47 | Redline (Field-Tested)","price":12.3',
+    waxpeer: '{"success":true,"items":[{"name":"AK-47 | Redline (Field-Tested)","count":3,"min":93',
+    'waxpeer-dopplers': '{"success":true,"items":[{"name":"★ Karambit | Doppler (Factory New)","phase":"Ruby","price":',
+    whitemarket: '[{"market_hash_name":"AK-47 | Redline (Field-Tested)","price":"1.2',
+    bitskins: '{"list":[{"skin_id":1,"name":"AK-47 | Redline (Field-Tested)","price_min":12',
+    csdeals: '{"success":true,"response":{"items":[{"marketname":"AK-47 | Redline (Field-Tested)","lowest_price":"1.',
   };
   const RATE_LIMITED_BODY: Record<SimulatedSource, string> = {
     skinport: '{"errors":[{"id":"rate_limit_exceeded","message":"Rate limit exceeded"}]}',
     steam: 'null',
     csfloat: '{"code":20,"message":"too many requests, try again later"}',
+    csmarket: '{"success":false,"error":"Too many requests"}',
+    lisskins: '{"error":"Too Many Requests"}',
+    waxpeer: '{"success":false,"msg":"Too many requests, try again later"}',
+    whitemarket: '{"message":"Too Many Requests"}',
+    bitskins: '{"code":"TOO_MANY_REQUESTS","message":"Too many requests"}',
+    csdeals: '{"success":false,"error":"Too many requests"}',
   };
 
-  function forMode(source: SimulatedSource, request: Request): Response | Promise<Response> | null {
+  function forMode(source: SimulatedSource, endpoint: Endpoint, request: Request): Response | Promise<Response> | null {
     switch (modes[source]) {
       case 'fail':
         return new Response('<html><body><h1>500 Internal Server Error</h1></body></html>', { status: 500, headers: { 'content-type': 'text/html' } });
@@ -600,7 +1206,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
         return new Response(RATE_LIMITED_BODY[source], { status: 429, headers });
       }
       case 'malformed':
-        return new Response(MALFORMED[source], { headers: { 'content-type': 'application/json; charset=utf-8' } });
+        return new Response(MALFORMED[endpoint], { headers: { 'content-type': 'application/json; charset=utf-8' } });
       default:
         return null;
     }
@@ -611,11 +1217,23 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     if (source === 'all' || source === 'steam') steamPartialCounter = 0;
   }
 
-  const ROUTES: [string, SimulatedSource][] = [
-    ['/skinport/v1/items', 'skinport'],
-    ['/steam/market/priceoverview', 'steam'],
-    ['/csfloat/api/v1/listings', 'csfloat'],
-  ];
+  const ROUTES = new Map<string, [SimulatedSource, Endpoint]>([
+    ['/skinport/v1/items', ['skinport', 'skinport']],
+    ['/steam/market/priceoverview', ['steam', 'steam']],
+    ['/csfloat/api/v1/listings', ['csfloat', 'csfloat']],
+    ['/csmarket/api/v2/prices/class_instance/USD.json', ['csmarket', 'csmarket']],
+    ['/lisskins/market_export_json/csgo.json', ['lisskins', 'lisskins']],
+    ['/waxpeer/v1/prices', ['waxpeer', 'waxpeer']],
+    ['/waxpeer/v1/prices/dopplers', ['waxpeer', 'waxpeer-dopplers']],
+    ['/whitemarket/export/v1/prices/730.json', ['whitemarket', 'whitemarket']],
+    ['/bitskins/market/insell/730', ['bitskins', 'bitskins']],
+    ['/csdeals/API/IPricing/GetLowestPrices/v1', ['csdeals', 'csdeals']],
+  ]);
+  /** The last build of each marketplace body: bucket, mode, size and build time (GET /_control shows them). */
+  const bodyStats = () =>
+    Object.fromEntries(
+      [...marketCache].map(([endpoint, { bucket, mode, gzip, bytes, ms, gzipMs }]) => [endpoint, { bucket, mode, bytes, gzip_bytes: gzip.byteLength, build_ms: ms, gzip_ms: gzipMs }]),
+    );
 
   const server: Server<undefined> = Bun.serve({
     port: options.port ?? 0,
@@ -626,7 +1244,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       const url = new URL(request.url);
       const path = url.pathname.replace(/\/+$/, '');
       if (path.startsWith('/_control')) {
-        if (request.method === 'GET' && path === '/_control') return Response.json({ modes, retry_after: retryAfter });
+        if (request.method === 'GET' && path === '/_control') return Response.json({ modes, retry_after: retryAfter, bodies: bodyStats() });
         const [, , source, mode] = path.split('/');
         if (request.method !== 'POST') return new Response(null, { status: 405 });
         if (!(source === 'all' || (SIMULATED_SOURCES as readonly string[]).includes(source ?? '')) || !(SIMULATOR_MODES as readonly string[]).includes(mode ?? '')) {
@@ -635,16 +1253,17 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
         setMode(source as SimulatedSource | 'all', mode as SimulatorMode);
         return Response.json({ modes });
       }
-      const route = ROUTES.find(([prefix]) => path === prefix);
+      const route = ROUTES.get(path);
       if (!route || request.method !== 'GET') return new Response('not found', { status: 404 });
-      const source = route[1];
+      const [source, endpoint] = route;
       counts[source] += 1;
       last[source] = { url: request.url, headers: Object.fromEntries(request.headers) };
-      const special = forMode(source, request);
+      const special = forMode(source, endpoint, request);
       if (special) return special;
       if (source === 'skinport') return skinport(request, url);
       if (source === 'steam') return steam(url);
-      return csfloat(url);
+      if (source === 'csfloat') return csfloat(url);
+      return marketplace(endpoint as MarketEndpoint, source, request, url);
     },
   });
 

@@ -5,7 +5,7 @@
  */
 import { createLogger } from '../../shared/logger.ts';
 import { MemoryReleaser } from '../../shared/memory.ts';
-import { startMarketSimulator, type SimulatorItem } from './market-simulator.ts';
+import { SIMULATED_SOURCES, SIMULATOR_MODES, startMarketSimulator, type SimulatorItem } from './market-simulator.ts';
 import { BIG_STEAM_ID, EMPTY_STEAM_ID, FRIENDS_ONLY_STEAM_ID, PARTNER_STEAM_ID, PRIVATE_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake } from './steam/server.ts';
 
 export type RunningFake = { stop: () => Promise<void> };
@@ -23,9 +23,8 @@ function integerEnv(name: string, fallback: number, max: number): number {
 
 /**
  * The market simulator over the real catalog, on SIMULATOR_PORT (default 4010), SIMULATOR_SEED
- * (default 1). Point the sources at it with SOURCE_SKINPORT_URL=<url>/skinport,
- * SOURCE_STEAM_URL=<url>/steam, SOURCE_CSFLOAT_URL=<url>/csfloat; switch modes with
- * POST <url>/_control/<source|all>/<mode>.
+ * (default 1). Point each source at it with SOURCE_<NAME>_URL=<url>/<name> (skinport, steam, …);
+ * switch modes with POST <url>/_control/<source|all>/<mode>.
  */
 export async function runSimulatorFromEnv(): Promise<RunningFake> {
   const log = createLogger({ level: process.env.LOG_LEVEL || 'info', name: 'simulator' });
@@ -49,10 +48,8 @@ export async function runSimulatorFromEnv(): Promise<RunningFake> {
       url: simulator.url,
       items: catalog.length,
       ms: Math.round(performance.now() - started),
-      skinport: `${simulator.url}/skinport`,
-      steam: `${simulator.url}/steam`,
-      csfloat: `${simulator.url}/csfloat`,
-      control: `POST ${simulator.url}/_control/<skinport|steam|csfloat|all>/<ok|fail|stall|rate_limit|malformed|partial>`,
+      sources: `${simulator.url}/<${SIMULATED_SOURCES.join('|')}>`,
+      control: `POST ${simulator.url}/_control/<source|all>/<${SIMULATOR_MODES.join('|')}>`,
     },
     `market simulator listening on ${simulator.url}`,
   );
