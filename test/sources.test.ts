@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { createLogger } from '../shared/logger.ts';
+import { compareDecimals } from '../shared/prices/decimal.ts';
 import { createRequestBudget } from '../shared/sources/budget.ts';
 import { CSFLOAT_DEFAULT_MAX_PAGES, CSFLOAT_MAX_PAGE_SIZE } from '../shared/sources/csfloat.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
@@ -443,11 +444,20 @@ describe('property: decimal text round-trips simulator → adapter unchanged', (
 });
 
 describe('failure modes', () => {
-  const cases: [SourceName, () => Partial<FetchContext>][] = [
-    ['skinport', () => ({})],
-    ['steam', () => ({ names: [AK, AWP] })],
-    ['csfloat', () => ({})],
-  ];
+  // Every source against the simulator; steam prices the names it is given.
+  const cases: [SourceName, () => Partial<FetchContext>][] = SOURCE_NAMES.map((name) => [name, () => (name === 'steam' ? { names: [AK, AWP] } : {})]);
+  /** Each adapter's back-off when a 429 says nothing of when to come back. */
+  const DEFAULT_RETRY_AFTER_MS: Record<SourceName, number> = {
+    skinport: 300_000,
+    steam: 300_000,
+    csfloat: 60_000,
+    csmarket: 10_000,
+    lisskins: 60_000,
+    waxpeer: 60_000,
+    whitemarket: 60_000,
+    bitskins: 30_000,
+    csdeals: 60_000,
+  };
   for (const [source, extra] of cases) {
     test(`${source}: fail → unavailable (HTTP 500)`, async () => {
       sim.setMode(source, 'fail');
@@ -478,7 +488,7 @@ describe('failure modes', () => {
       expect((dated as SourceRateLimitedError).retryAfterMs).toBe(90_000);
       sim.setRetryAfter(null);
       const bare = await failure(ADAPTERS[source].fetchSnapshot(context(url(source), extra())));
-      expect((bare as SourceRateLimitedError).retryAfterMs).toBe(source === 'csfloat' ? 60_000 : 300_000);
+      expect((bare as SourceRateLimitedError).retryAfterMs).toBe(DEFAULT_RETRY_AFTER_MS[source]);
     });
 
     test(`${source}: stall → unavailable after timeoutMs`, async () => {
@@ -490,6 +500,18 @@ describe('failure modes', () => {
       expect((error as Error).message).toContain('timed out after 250 ms');
       expect(elapsed).toBeGreaterThanOrEqual(200);
       expect(elapsed).toBeLessThan(2_000);
+    });
+
+    test(`${source}: the simulator's pinned prices come out as exact decimals, and wrong types throughout are all skipped`, async () => {
+      const ok = await ADAPTERS[source].fetchSnapshot(context(url(source), extra()));
+      const ak = ok.observations.find((observation) => observation.market_hash_name === AK && observation.version === 'default');
+      expect(ak).toBeDefined();
+      expect(compareDecimals(ak!.price, '2.30')).toBe(0);
+      expect(ok.skipped).toBe(0);
+      sim.setMode(source, 'wrong_types');
+      const wrong = await ADAPTERS[source].fetchSnapshot(context(url(source), extra()));
+      expect(wrong.observations).toEqual([]);
+      expect(wrong.skipped).toBeGreaterThan(0);
     });
   }
 
