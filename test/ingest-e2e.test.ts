@@ -78,7 +78,7 @@ afterAll(async () => {
   for (const child of processes) child.kill('SIGTERM');
   await Promise.all(processes.map((child) => Promise.race([child.exited, Bun.sleep(15_000).then(() => child.kill('SIGKILL'))])));
   await sql.end({ timeout: 5 });
-});
+}, 30_000);
 
 describe('simulator → ingest → Postgres → API', () => {
   test('every source turns fresh and prices reach the keyed and keyless APIs', async () => {
@@ -113,8 +113,7 @@ describe('simulator → ingest → Postgres → API', () => {
     const etag = list.headers.get('etag')!;
     expect((await fetch(`${apiUrl}/v1/prices`, { headers: { 'if-none-match': etag } })).status).toBe(304);
 
-    const [events] = await sql<{ count: number }[]>`select count(*)::int as count from event_outbox where event_type = 'price.updated'`;
-    expect(events!.count).toBeGreaterThan(0);
+    // (price.updated events are written only while an endpoint subscribes: test/webhooks-price-events.test.ts.)
   }, 120_000);
 
   test('each successful run is followed by a market index calculation that anyone can recompute from the API', async () => {
