@@ -52,7 +52,7 @@ describe('GET /health', () => {
       expect(response.status).toBe(503);
       const body = (await response.json()) as HealthReport;
       expect(Object.keys(body).sort()).toEqual(['sources', 'stats', 'status']);
-      expect(body).toEqual({ status: 'degraded', sources: { [source]: { updated_at: null, status: 'never_succeeded' } }, stats: { items: await catalogItemCount(t.deps.sql) } });
+      expect(body).toEqual({ status: 'degraded', sources: { [source]: { updated_at: null, status: 'never_succeeded', unknown_names: null, rows_skipped: null } }, stats: { items: await catalogItemCount(t.deps.sql) } });
     });
   });
 
@@ -61,13 +61,13 @@ describe('GET /health', () => {
     await withApp({ config: { SOURCES: source } }, async (app) => {
       try {
         const [row] = await app.deps.sql<{ last_success_at: Date }[]>`
-          insert into price_sources (name, last_success_at, stale_after_seconds)
-          values (${source}, now(), 600) returning last_success_at`;
+          insert into price_sources (name, last_success_at, stale_after_seconds, last_unknown_names, last_rows_skipped)
+          values (${source}, now(), 600, 12, 3) returning last_success_at`;
         const fresh = await app.request('/health');
         expect(fresh.status).toBe(200);
         expect(await fresh.json()).toEqual({
           status: 'up',
-          sources: { [source]: { updated_at: row!.last_success_at.toISOString(), status: 'fresh' } },
+          sources: { [source]: { updated_at: row!.last_success_at.toISOString(), status: 'fresh', unknown_names: 12, rows_skipped: 3 } },
           stats: { items: await catalogItemCount(t.deps.sql) },
         });
 
@@ -77,7 +77,7 @@ describe('GET /health', () => {
         expect(stale.status).toBe(503);
         expect(await stale.json()).toEqual({
           status: 'degraded',
-          sources: { [source]: { updated_at: old!.last_success_at.toISOString(), status: 'stale' } },
+          sources: { [source]: { updated_at: old!.last_success_at.toISOString(), status: 'stale', unknown_names: 12, rows_skipped: 3 } },
           stats: { items: await catalogItemCount(t.deps.sql) },
         });
       } finally {

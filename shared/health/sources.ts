@@ -7,6 +7,8 @@ export const sourceStatesSchema = z.record(
   z.object({
     updated_at: z.string().nullable().describe('End of the last successful ingest run; null if none ever succeeded'),
     status: z.enum(['fresh', 'stale', 'never_succeeded']),
+    unknown_names: z.number().int().nullable().describe('Upstream names the catalog does not know, in the last successful run (null before one)'),
+    rows_skipped: z.number().int().nullable().describe('Upstream rows skipped as malformed (bad price, wrong types) in the last successful run'),
   }),
 );
 export const healthReportSchema = z.object({
@@ -17,12 +19,14 @@ export const healthReportSchema = z.object({
 export type HealthReport = z.infer<typeof healthReportSchema>;
 export type SourceState = HealthReport['sources'][string]['status'];
 
-type SourceRow = { name: string; last_success_at: Date | null; stale_after_seconds: number };
+type SourceRow = { name: string; last_success_at: Date | null; stale_after_seconds: number; last_unknown_names: number | null; last_rows_skipped: number | null };
 
 /** The health rows of the given sources, by name (a source that never ran has none). */
 export async function sourceRowsByName(db: Queryable, names: readonly string[]): Promise<Map<string, SourceRow>> {
   const rows = names.length
-    ? await db<SourceRow[]>`select name, last_success_at, stale_after_seconds from price_sources where name in ${db(names as string[])}`
+    ? await db<SourceRow[]>`
+        select name, last_success_at, stale_after_seconds, last_unknown_names, last_rows_skipped
+        from price_sources where name in ${db(names as string[])}`
     : [];
   return new Map(rows.map((row) => [row.name, row]));
 }
@@ -35,7 +39,13 @@ export async function sourceFreshness(db: Queryable, enabled: readonly string[],
     const row = byName.get(name);
     const last = row?.last_success_at ?? null;
     const state: SourceState = !last ? 'never_succeeded' : now.getTime() - last.getTime() > row!.stale_after_seconds * 1000 ? 'stale' : 'fresh';
-    sources[name] = { updated_at: last ? last.toISOString() : null, status: state };
+    sources[name] = {
+      updated_at: last ? last.toISOString() : null,
+      status: state,
+      // Counts of the last successful run only: a failed run keeps the previous ones.
+      unknown_names: last ? (row?.last_unknown_names ?? null) : null,
+      rows_skipped: last ? (row?.last_rows_skipped ?? null) : null,
+    };
   }
   const items = await countCatalogItems(db);
   const allFresh = Object.values(sources).every((source) => source.status === 'fresh');
