@@ -173,21 +173,22 @@ describe('nine marketplaces: simulator → ingest → Postgres → API', () => {
           select error from ingest_runs where source = 'csdeals' and status = 'failed' and started_at > ${since} limit 1`;
         return found;
       }, 60_000, 250);
-    // (Truncated JSON, stalls and partial bodies per adapter: test/sources.test.ts.)
-    for (const mode of ['fail', 'wrong_types', 'rate_limit']) {
-      await control('csdeals', mode);
-      try {
-        // Once a run has failed in this mode, nothing of csdeals' changes through the next failed run.
-        await failedRunAfter(new Date());
-        const before = await stored();
-        expect(before.length).toBeGreaterThan(1_000);
+    // One failing mode after another, never `ok` between them: once a run has failed, no successful
+    // run can land until the end. (Truncated JSON, stalls and partial bodies per adapter: test/sources.test.ts.)
+    try {
+      await control('csdeals', 'fail');
+      await failedRunAfter(new Date());
+      const before = await stored();
+      expect(before.length).toBeGreaterThan(1_000);
+      for (const mode of ['wrong_types', 'rate_limit']) {
+        await control('csdeals', mode);
         const failed = await failedRunAfter(new Date());
-        expect(failed.error).toBeTruthy();
-        expect(await stored()).toEqual(before);
+        expect([mode, failed.error]).toEqual([mode, expect.any(String)]);
         expect((await fetch(`${apiUrl}/v1/prices?source=csdeals`)).status).toBe(200);
-      } finally {
-        await control('csdeals', 'ok');
       }
+      expect(await stored()).toEqual(before);
+    } finally {
+      await control('csdeals', 'ok');
     }
     const report = await health();
     for (const name of SOURCE_NAMES.filter((name) => name !== 'csdeals')) expect([name, report.body.sources[name]!.status]).toEqual([name, 'fresh']);

@@ -26,7 +26,7 @@ afterAll(() => t.close());
 const randomSuffix = () => `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
 const uniqueSource = () => `skinport_${randomSuffix()}`;
 
-type HealthReport = { status: string; sources: Record<string, { updated_at: string | null; status: string }>; stats: { items: number } };
+type HealthReport = { status: string; sources: Record<string, { updated_at: string | null; status: string; unknown_names: number | null; rows_skipped: number | null }>; stats: { items: number } };
 
 async function withApp(options: Parameters<typeof createTestApp>[0], body: (app: TestApp) => Promise<void>): Promise<void> {
   const app = createTestApp(options);
