@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
-import { claimIngestRun, mapToCatalog, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
+import { claimIngestRun, mapToCatalog, writeIngestRun, type ListingUpdate, type StagedObservation } from '../shared/prices/ingest.ts';
 import { createTestApp, scratchTestApp, workspaceWithKey, type TestApp } from './helpers.ts';
 import { retireEndpoints, subscribedEndpoint } from './webhooks-fixtures.ts';
 
@@ -104,6 +104,60 @@ describe('price events are written for their subscribers only', () => {
     scratch = await scratchTestApp({ tag: 'ingest_events' });
   }, 30_000);
   afterAll(() => scratch?.close());
+
+  test('a whole-market listing confirms its listed rows once, on the source: only changes, exits and returns touch rows', async () => {
+    const names = [0, 1, 2].map((index) => `Listing ${index} ${crypto.randomUUID()}`);
+    const [a, b, c] = names.map((name) => catalogIdFor(name)) as [string, string, string];
+    for (const [index, name] of names.entries()) {
+      await sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${[a, b, c][index]!}, ${name}, 'sticker')`;
+    }
+    const source = `listing_${crypto.randomUUID().slice(0, 8)}`;
+    const row = (catalogId: string, price: string, at: Date, bid: string | null = null): StagedObservation => ({
+      catalog_id: catalogId, version: 'default', price, median_price: null, bid, volume_7d: null, quantity: 2, source_time: at,
+    });
+    let slot = 0;
+    const run = async (ingestedAt: Date, rows: StagedObservation[], listing: ListingUpdate) => {
+      const runId = (await claimIngestRun(sql, source, (slot += 1), ingestedAt))!;
+      return writeIngestRun(sql, { runId, source, rows, ingestedAt, staleAfterSeconds: 90, received: rows.length, skipped: 0, unknownNames: 0, listing });
+    };
+    const stored = async () =>
+      Object.fromEntries(
+        (
+          await sql<{ catalog_id: string; price: string; listed: boolean; raw_time: Date; source_time: Date; run_id: string }[]>`
+            select c.catalog_id, c.price::text as price, c.listed, l.source_time as raw_time, c.source_time, c.run_id
+            from current_prices c join latest_prices l using (catalog_id, source, version)
+            where c.source = ${source} order by c.catalog_id`
+        ).map((entry) => [entry.catalog_id, entry]),
+      );
+    const t0 = new Date('2026-03-01T10:00:00.000Z');
+    const t1 = new Date('2026-03-01T10:00:30.000Z');
+    const t2 = new Date('2026-03-01T10:01:00.000Z');
+    const t3 = new Date('2026-03-01T10:01:30.000Z');
+
+    // A complete listing of a and b.
+    expect(await run(t0, [row(a, '1.000', t0), row(b, '2.000', t0, '1.9')], { complete: true, delisted: [] })).toMatchObject({ written: 2, changed: 2 });
+    const first = await stored();
+    // Listed again, a unchanged and b moved: a's row is not rewritten, yet reads as observed at t1.
+    expect(await run(t1, [row(a, '1.000', t1), row(b, '2.100', t1, '1.9')], { complete: true, delisted: [] })).toMatchObject({ written: 1, repeated: 0, changed: 1 });
+    let now = await stored();
+    expect(now[a]).toMatchObject({ listed: true, raw_time: t0, source_time: t1, run_id: first[a]!.run_id });
+    expect(now[b]).toMatchObject({ price: '2.100', listed: true, raw_time: t1, source_time: t1 });
+
+    // An incremental listing (unchanged rows left out) that says a has left: a keeps its last time.
+    expect(await run(t2, [], { complete: false, delisted: [{ catalog_id: a, version: 'default' }] })).toMatchObject({ written: 0, changed: 0 });
+    now = await stored();
+    expect(now[a]).toMatchObject({ listed: false, source_time: t0 });
+    expect(now[b]).toMatchObject({ listed: true, source_time: t2 });
+
+    // A complete listing with a back (same price) and c new, b gone: a is listed again from t3.
+    expect(await run(t3, [row(a, '1.000', t3), row(c, '3.000', t3)], { complete: true, delisted: [] })).toMatchObject({ written: 1, repeated: 1, changed: 1 });
+    now = await stored();
+    expect(now[a]).toMatchObject({ listed: true, raw_time: t3, source_time: t3 });
+    expect(now[b]).toMatchObject({ listed: false, source_time: t1 });
+    expect(now[c]).toMatchObject({ listed: true, source_time: t3 });
+    const [health] = await sql<{ listed_at: Date }[]>`select listed_at from price_sources where name = ${source}`;
+    expect(health!.listed_at).toEqual(t3);
+  });
 
   test('without a subscriber a run writes no price event; each type once an endpoint subscribes to it', async () => {
     const db = scratch.deps.sql;

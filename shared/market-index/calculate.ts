@@ -78,7 +78,7 @@ export async function calculateMarketIndex(sql: Sql, input: { marketplace: strin
     const rows = await tx<VectorRow[]>`
       select l.catalog_id, l.version, c.type, c.weapon, c.rarity, c.exterior, l.price::text as price,
              p.current_price::text as previous_price
-      from latest_prices l
+      from current_prices l
       join catalog_items c on c.catalog_id = l.catalog_id
       left join market_index_prices p on p.index_run_id = ${previousRun?.id ?? null} and p.catalog_id = l.catalog_id and p.version = l.version
       where l.source = ${marketplace} and l.price > 0 and l.source_time > ${freshAfter}`;

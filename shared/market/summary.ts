@@ -79,7 +79,7 @@ export async function computeMarketSummary(db: Queryable, query: MarketSummaryQu
   const rows = await db<SummaryRow[]>`
     with included as (
       select p.catalog_id, p.version, p.source, p.price, p.quantity, p.source_time
-      from latest_prices p
+      from current_prices p
       ${segment ? db`join catalog_items c on c.catalog_id = p.catalog_id` : db``}
       ${query.freshOnly ? db`left join price_sources s on s.name = p.source` : db``}
       where p.source in ${db(sources)}

@@ -142,6 +142,9 @@ export function coalesceObservations(rows: StagedObservation[]): StagedObservati
   return kept.size === rows.length ? rows : [...kept.values()];
 }
 
+/** What a whole-market listing says beyond its rows (writeIngestRun's `listing`). */
+export type ListingUpdate = { complete: boolean; delisted: readonly { catalog_id: string; version: string }[] };
+
 /**
  * `written`: observations stored (new or changed); `repeated`: observations identical to the stored
  * latest but newer (freshness advanced, nothing else written); `changed`: prices that differ from
@@ -171,6 +174,13 @@ export async function writeIngestRun(
     received: number;
     skipped: number;
     unknownNames: number;
+    /**
+     * For a source whose fetch lists the whole market (SourceAdapter.listsWholeMarket): `complete` when
+     * `rows` is the whole listing (rows of the source not in it have left it), else the rows known to
+     * have left it since the last run (`delisted`), the unchanged rest having been left out of `rows`.
+     * Absent for other sources.
+     */
+    listing?: ListingUpdate;
   },
 ): Promise<WriteResult> {
   const { runId, source, ingestedAt } = input;
@@ -201,12 +211,28 @@ export async function writeIngestRun(
     // Temp tables have no statistics until analysed; without them the joins below plan badly.
     await tx`analyze ingest_stage`;
     lap('stage');
+    const listing = input.listing;
+    if (listing?.complete) {
+      await tx`
+        update latest_prices l set listed = false
+        where l.source = ${source} and l.listed
+          and not exists (select 1 from ingest_stage s where s.catalog_id = l.catalog_id and s.version = l.version)`;
+    } else if (listing && listing.delisted.length > 0) {
+      await tx`
+        update latest_prices l set listed = false
+        from unnest(${listing.delisted.map((key) => key.catalog_id)}::text[], ${listing.delisted.map((key) => key.version)}::text[]) as d (catalog_id, version)
+        where l.source = ${source} and l.catalog_id = d.catalog_id and l.version = d.version and l.listed`;
+    }
+    lap('listing');
     // Out of the stage, in one pass over the stored latest prices: rows not newer than them (an
     // upstream repeating an observation, same source time, is not a new sample), and rows with the
-    // same price, median and quantity, later, of which only the latest row's freshness moves.
+    // same price, median, bid, volume and quantity, later, of which only the latest row's freshness
+    // moves. For a whole-market listing the run's listing (price_sources.listed_at) already confirms a
+    // listed row: only a row coming back to the listing is touched (listed again, from this time).
     const [dropped] = await tx<{ repeated: number }[]>`
       with compared as (
-        select s.catalog_id, s.version, s.source_time, l.source_time >= s.source_time as stale
+        select s.catalog_id, s.version, s.source_time,
+               l.source_time >= s.source_time or (${listing !== undefined} and l.listed) as stale
         from ingest_stage s
         join latest_prices l on l.source = ${source} and l.catalog_id = s.catalog_id and l.version = s.version
         where l.source_time >= s.source_time
@@ -216,7 +242,7 @@ export async function writeIngestRun(
                and l.volume_7d is not distinct from s.volume_7d
                and l.quantity is not distinct from s.quantity)
       ), confirmed as (
-        update latest_prices l set source_time = c.source_time, ingested_at = ${ingestedAt}, run_id = ${runId}
+        update latest_prices l set source_time = c.source_time, ingested_at = ${ingestedAt}, run_id = ${runId}, listed = true
         from compared c
         where not c.stale and l.source = ${source} and l.catalog_id = c.catalog_id and l.version = c.version
         returning 1
@@ -247,7 +273,8 @@ export async function writeIngestRun(
         select catalog_id, ${source}, version, price, median_price, bid, volume_7d, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage
         on conflict (catalog_id, version, source) do update set
           price = excluded.price, median_price = excluded.median_price, bid = excluded.bid, volume_7d = excluded.volume_7d,
-          quantity = excluded.quantity, source_time = excluded.source_time, ingested_at = excluded.ingested_at, run_id = excluded.run_id
+          quantity = excluded.quantity, source_time = excluded.source_time, ingested_at = excluded.ingested_at, run_id = excluded.run_id,
+          listed = true
         returning catalog_id, version, price, bid, volume_7d, source_time
       )
       insert into ingest_changed (catalog_id, version, price, previous_price, bid, volume_7d, source_time)
@@ -293,11 +320,12 @@ export async function writeIngestRun(
       where id = ${runId}`;
     await tx`
       insert into price_sources (name, last_success_at, last_attempt_at, last_error, stale_after_seconds, last_run_id,
-                                 last_rows_written, last_rows_skipped, last_unknown_names, consecutive_failures)
+                                 last_rows_written, last_rows_skipped, last_unknown_names, consecutive_failures, listed_at)
       values (${source}, ${ingestedAt}, ${ingestedAt}, null, ${input.staleAfterSeconds}, ${runId},
-              ${written.count}, ${input.skipped}, ${input.unknownNames}, 0)
+              ${written.count}, ${input.skipped}, ${input.unknownNames}, 0, ${listing ? ingestedAt : null})
       on conflict (name) do update set
         last_success_at = excluded.last_success_at, last_attempt_at = excluded.last_attempt_at, last_error = null,
+        listed_at = coalesce(excluded.listed_at, price_sources.listed_at),
         stale_after_seconds = excluded.stale_after_seconds, last_run_id = excluded.last_run_id,
         last_rows_written = excluded.last_rows_written, last_rows_skipped = excluded.last_rows_skipped,
         last_unknown_names = excluded.last_unknown_names, consecutive_failures = 0`;

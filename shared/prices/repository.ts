@@ -1,8 +1,10 @@
 import type { Queryable } from '../db.ts';
 
 /**
- * Reads of the price data plane (sql/0002): latest_prices, price_rollups, price_sources and
- * price_snapshots. Prices are selected as `numeric::text` and never pass through a JS number.
+ * Reads of the price data plane (sql/0002): latest prices (through the current_prices view, sql/0013,
+ * which dates a still-listed price of a whole-market source at its last listing), price_rollups,
+ * price_sources and price_snapshots. Prices are selected as `numeric::text` and never pass through a
+ * JS number.
  */
 
 /** Used when a source has no price_sources row (same default as the column). */
@@ -40,7 +42,7 @@ export async function findItemWithCurrentPrices(db: Queryable, catalogId: string
            p.bid::text as bid, p.volume_7d, p.quantity, p.source_time, p.ingested_at,
            coalesce(s.stale_after_seconds, ${DEFAULT_STALE_AFTER_SECONDS}::int) as stale_after_seconds
     from catalog_items c
-    left join latest_prices p on p.catalog_id = c.catalog_id
+    left join current_prices p on p.catalog_id = c.catalog_id
     left join price_sources s on s.name = p.source
     where c.catalog_id = ${catalogId}
     order by p.version <> 'default', p.version collate "C", p.source collate "C"`;
@@ -211,7 +213,7 @@ function snapshotInputsQuery(db: Queryable) {
     select c.market_hash_name, c.catalog_id, p.version, p.source, p.price::text as price, p.bid::text as bid, p.volume_7d,
            -- RFC 3339 UTC with milliseconds: the same text as Date#toISOString.
            to_char(p.source_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as source_time
-    from latest_prices p
+    from current_prices p
     join catalog_items c on c.catalog_id = p.catalog_id
     order by c.market_hash_name collate "C", p.version <> 'default', p.version collate "C", p.source collate "C"`;
 }

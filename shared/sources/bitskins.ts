@@ -57,6 +57,7 @@ export const bitskins: SourceAdapter = {
   defaultBudget: { requests: 50, windowSeconds: 10 },
   defaultIntervalSeconds: 300,
   needsNames: false,
+  listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
     const { body } = await getJson({
       source: 'bitskins',

@@ -32,6 +32,7 @@ export const csdeals: SourceAdapter = {
   defaultBudget: { requests: 1, windowSeconds: 60 },
   defaultIntervalSeconds: 300,
   needsNames: false,
+  listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
     const { body } = await getJson({
       source: 'csdeals',

@@ -93,6 +93,7 @@ export const csfloat: SourceAdapter = {
   defaultBudget: { requests: 200, windowSeconds: 3600 },
   defaultIntervalSeconds: 300,
   needsNames: false,
+  listsWholeMarket: false,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
     const pageSize = Math.max(1, Math.floor(context.pageSize ?? CSFLOAT_MAX_PAGE_SIZE));
     const maxPages = Math.max(1, Math.floor(context.maxPages ?? CSFLOAT_DEFAULT_MAX_PAGES));

@@ -101,6 +101,7 @@ export const csmarket: SourceAdapter = {
   defaultBudget: { requests: 5, windowSeconds: 1 },
   defaultIntervalSeconds: 300,
   needsNames: false,
+  listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
     const { body } = await getJson({
       source: 'csmarket',

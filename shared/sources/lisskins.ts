@@ -40,6 +40,7 @@ export const lisskins: SourceAdapter = {
   defaultBudget: { requests: 1, windowSeconds: 60 },
   defaultIntervalSeconds: 300,
   needsNames: false,
+  listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
     const { body } = await getJson({
       source: 'lisskins',

@@ -53,6 +53,7 @@ export const skinport: SourceAdapter = {
   defaultBudget: { requests: 8, windowSeconds: 300 },
   defaultIntervalSeconds: 300,
   needsNames: false,
+  listsWholeMarket: false,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
     const { body } = await getJson({
       source: 'skinport',

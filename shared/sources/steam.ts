@@ -45,6 +45,7 @@ export const steam: SourceAdapter = {
   defaultBudget: { requests: 20, windowSeconds: 60 },
   defaultIntervalSeconds: 60,
   needsNames: true,
+  listsWholeMarket: false,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
     const result: SourceFetchResult = { observations: [], skipped: 0, unknown: 0, requests: 0 };
     const unknownNames: string[] = [];

@@ -126,5 +126,11 @@ export interface SourceAdapter {
   defaultIntervalSeconds: number;
   /** Whether the adapter prices a given list of names (steam) rather than the whole market at once. */
   needsNames: boolean;
+  /**
+   * Whether one successful fetch lists everything the source has for sale, with no per-row time (DESIGN
+   * 13's marketplaces). A run then confirms every listed price at once (price_sources.listed_at) and
+   * marks only the rows that left the listing, instead of rewriting every row's source_time.
+   */
+  listsWholeMarket: boolean;
   fetchSnapshot(context: FetchContext): Promise<SourceFetchResult>;
 }

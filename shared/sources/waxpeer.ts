@@ -99,6 +99,7 @@ export const waxpeer: SourceAdapter = {
   defaultBudget: { requests: 60, windowSeconds: 60 },
   defaultIntervalSeconds: 300,
   needsNames: false,
+  listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
     const key = context.apiKey ? `&api=${encodeURIComponent(context.apiKey)}` : '';
     const request = (pathAndQuery: string) =>

@@ -39,6 +39,7 @@ export const whitemarket: SourceAdapter = {
   defaultBudget: { requests: 1, windowSeconds: 60 },
   defaultIntervalSeconds: 300,
   needsNames: false,
+  listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
     const { body } = await getJson({
       source: 'whitemarket',

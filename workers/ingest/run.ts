@@ -7,6 +7,7 @@ import {
   stalestNamesForSource,
   writeIngestRun,
   type CatalogNameMap,
+  type ListingUpdate,
   type StagedObservation,
 } from '../../shared/prices/ingest.ts';
 import type { WorkerResources } from '../../shared/resources.ts';
@@ -47,31 +48,56 @@ async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
 
 /**
  * Per source, what this process last wrote for each item and version: price, median, bid, 7-day
- * volume, quantity and source time. A row identical to it (source time included) is dropped before it is staged: the
- * stored latest already holds that observation or a newer one (latest prices only move forward), so
- * the write's own dedupe would drop it anyway, after copying it to Postgres and comparing. Skinport
- * repeats unchanged rows with the same `updated_at`, so a steady run stages only the ~10 % that moved.
- * Filled only after a run commits; another writer (a second worker) only makes the stored latest
- * newer, which keeps the skip exact. Forgotten every LAST_WRITTEN_TTL_MS, so a change made behind
- * the pool's back (a latest price deleted by hand) is written again within that time.
+ * volume, quantity and source time. A row identical to it (source time included) is dropped before
+ * it is staged: the stored latest already holds that observation or a newer one (latest prices only
+ * move forward), so the write's own dedupe would drop it anyway, after copying it to Postgres and
+ * comparing. Skinport repeats unchanged rows with the same `updated_at`, so a steady run stages only
+ * the ~10 % that moved. Filled only after a run commits; another writer (a second worker) only makes
+ * the stored latest newer, which keeps the skip exact. Forgotten every LAST_WRITTEN_TTL_MS, so a
+ * change made behind the pool's back (a latest price deleted by hand) is written again within that time.
+ *
+ * A whole-market listing (SourceAdapter.listsWholeMarket) has no per-row time: the source time is
+ * left out of the comparison (the run's listing confirms every listed row at once), and the keys
+ * remembered but missing from this listing are the ones that left it. Another worker's listing may
+ * have marked rows as gone in between, so the memory is used only while the source's last success
+ * is this process's own last write.
  */
 const LAST_WRITTEN_TTL_MS = 10 * 60_000;
 type Written = { price: string; median: string | null; bid: string | null; volume7d: number | null; quantity: number | null; time: number };
+type SourceMemory = { since: number; lastWriteAt: number; items: Map<string, Map<string, Written>> };
 /** Per source: catalog id → version → what was written (two levels: most items have one version). */
-const lastWritten = new Map<string, { since: number; items: Map<string, Map<string, Written>> }>();
+const lastWritten = new Map<string, SourceMemory>();
 
-/** The rows that differ from what this process last wrote for the source (all of them at first). */
-function unseenRows(source: string, rows: StagedObservation[]): StagedObservation[] {
-  const seen = lastWritten.get(source);
+/** This process's memory of a source, if it may still be trusted. */
+async function memoryOf(sql: Sql, adapter: SourceAdapter): Promise<SourceMemory | undefined> {
+  const seen = lastWritten.get(adapter.name);
   if (!seen || performance.now() - seen.since > LAST_WRITTEN_TTL_MS) {
-    lastWritten.delete(source);
-    return rows;
+    lastWritten.delete(adapter.name);
+    return undefined;
   }
-  return rows.filter((row) => {
+  if (adapter.listsWholeMarket) {
+    const [row] = await sql<{ last_success_at: Date | null }[]>`select last_success_at from price_sources where name = ${adapter.name}`;
+    if (row?.last_success_at?.getTime() !== seen.lastWriteAt) {
+      lastWritten.delete(adapter.name);
+      return undefined;
+    }
+  }
+  return seen;
+}
+
+/**
+ * The rows that differ from what this process last wrote for the source (all of them without a
+ * memory), and for a whole-market listing the update that goes with them: complete (every row is
+ * staged) or the remembered keys this listing no longer has.
+ */
+function unseenRows(adapter: SourceAdapter, seen: SourceMemory | undefined, rows: StagedObservation[]): { rows: StagedObservation[]; listing?: ListingUpdate } {
+  if (!seen) return { rows, listing: adapter.listsWholeMarket ? { complete: true, delisted: [] } : undefined };
+  const timed = !adapter.listsWholeMarket;
+  const unseen = rows.filter((row) => {
     const written = seen.items.get(row.catalog_id)?.get(row.version);
     return (
       written === undefined ||
-      written.time !== row.source_time.getTime() ||
+      (timed && written.time !== row.source_time.getTime()) ||
       written.price !== row.price ||
       written.bid !== (row.bid ?? null) ||
       written.volume7d !== (row.volume_7d ?? null) ||
@@ -79,6 +105,13 @@ function unseenRows(source: string, rows: StagedObservation[]): StagedObservatio
       written.quantity !== row.quantity
     );
   });
+  if (timed) return { rows: unseen };
+  const listed = new Set(rows.map((row) => `${row.catalog_id}\u0000${row.version}`));
+  const delisted: { catalog_id: string; version: string }[] = [];
+  for (const [catalogId, versions] of seen.items) {
+    for (const version of versions.keys()) if (!listed.has(`${catalogId}\u0000${version}`)) delisted.push({ catalog_id: catalogId, version });
+  }
+  return { rows: unseen, listing: { complete: false, delisted } };
 }
 
 /**
@@ -87,10 +120,12 @@ function unseenRows(source: string, rows: StagedObservation[]): StagedObservatio
  */
 const detached = (text: string) => Buffer.from(text, 'latin1').toString('latin1');
 
-function rememberRows(source: string, rows: StagedObservation[]): void {
+function rememberRows(source: string, written: { rows: StagedObservation[]; listing?: ListingUpdate }, writtenAt: Date): void {
   let seen = lastWritten.get(source);
-  if (!seen) lastWritten.set(source, (seen = { since: performance.now(), items: new Map() }));
-  for (const row of rows) {
+  if (!seen) lastWritten.set(source, (seen = { since: performance.now(), lastWriteAt: 0, items: new Map() }));
+  seen.lastWriteAt = writtenAt.getTime();
+  for (const key of written.listing?.delisted ?? []) seen.items.get(key.catalog_id)?.delete(key.version);
+  for (const row of written.rows) {
     let versions = seen.items.get(row.catalog_id);
     if (!versions) seen.items.set(row.catalog_id, (versions = new Map()));
     versions.set(row.version, {
@@ -165,19 +200,24 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
     if (mapped.unknownNames.length > 0) {
       log.warn({ unknown_names: mapped.unknownNames.length, sample: mapped.unknownNames.slice(0, 5) }, 'upstream names not in the catalog');
     }
-    const rows = unseenRows(adapter.name, mapped.staged);
+    // A listing cut short (an interrupted fetch) is not the whole market: nothing is marked as gone.
+    const memory = await memoryOf(deps.sql, adapter);
+    const unseen = interruption ? { rows: mapped.staged } : unseenRows(adapter, memory, mapped.staged);
+    const rows = unseen.rows;
     const mappedAt = performance.now();
+    const ingestedAt = deps.now();
     const result = await writeIngestRun(deps.sql, {
       runId,
       source: adapter.name,
       rows,
-      ingestedAt: deps.now(),
+      ingestedAt,
       staleAfterSeconds: settings.staleAfterSeconds,
       received: fetched.observations.length + fetched.skipped,
       skipped: fetched.skipped + mapped.unknownVersions,
       unknownNames: mapped.unknownNames.length + fetched.unknown,
+      listing: unseen.listing,
     });
-    rememberRows(adapter.name, rows);
+    rememberRows(adapter.name, unseen, ingestedAt);
     const writtenAt = performance.now();
     // The keyless price list is rebuilt from a snapshot after each run that changed a price.
     if (result.changed > 0 && deps.requestSnapshot) {
