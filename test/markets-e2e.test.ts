@@ -123,7 +123,7 @@ describe('nine marketplaces: simulator → ingest → Postgres → API', () => {
     const listed = await eventually(async () => {
       const response = await fetch(`${apiUrl}/v1/prices/${encodeURIComponent(item!.market_hash_name)}`);
       if (response.status !== 200) return undefined;
-      const body = (await response.json()) as { versions: { version: string; sources: Record<string, { bid: string | null }>; consensus: Consensus | null }[] };
+      const body = (await response.json()) as { versions: { version: string; sources: Record<string, { bid?: string }>; consensus: Consensus | null }[] };
       const defaults = body.versions.find((entry) => entry.version === 'default');
       return defaults && Object.keys(defaults.sources).length === SOURCE_NAMES.length ? defaults : undefined;
     }, 60_000, 500);

@@ -28,7 +28,7 @@ beforeAll(async () => {
     return {
       market_hash_name: `Synthetic item ${String(index).padStart(6, '0')} ${pad}`,
       catalog_id: `itm_synthetic${index}`,
-      sources: { [source]: { price, source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
+      sources: { [source]: { price, source_time: '2030-01-01T00:00:00.000Z' } },
       min: price,
       median: price,
       max: price,

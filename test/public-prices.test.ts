@@ -117,9 +117,9 @@ describe('GET /v1/prices', () => {
       catalog_id: doppler.catalog_id,
       sources: {
         // Three fresh sources: m0 = 2.30, so 123456789.12 (> 3 × m0) and 0.0001 (3 × p < m0) are outliers.
-        csfloat: { price: '123456789.12', source_time: '2030-01-01T00:00:03.000Z', bid: null, volume_7d: null, outlier: true },
+        csfloat: { price: '123456789.12', source_time: '2030-01-01T00:00:03.000Z', outlier: true },
         skinport: { price: '2.30', source_time: '2030-01-01T00:00:01.000Z', bid: '2.25', volume_7d: 17 },
-        steam: { price: '0.0001', source_time: '2030-01-01T00:00:02.000Z', bid: null, volume_7d: null, outlier: true },
+        steam: { price: '0.0001', source_time: '2030-01-01T00:00:02.000Z', outlier: true },
       },
       min: '0.0001',
       median: '2.30',
@@ -127,7 +127,7 @@ describe('GET /v1/prices', () => {
       consensus: { price: '2.30', best_ask: '2.30', best_bid: '2.25', sources: 1, outliers: ['csfloat', 'steam'], spread: '0.0217' },
       versions: {
         'phase-2': {
-          sources: { skinport: { price: '900.10', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
+          sources: { skinport: { price: '900.10', source_time: '2030-01-01T00:00:00.000Z' } },
           min: '900.10',
           median: '900.10',
           max: '900.10',
@@ -135,8 +135,8 @@ describe('GET /v1/prices', () => {
         },
         ruby: {
           sources: {
-            csfloat: { price: '1400.5', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null },
-            skinport: { price: '1500.00', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null },
+            csfloat: { price: '1400.5', source_time: '2030-01-01T00:00:00.000Z' },
+            skinport: { price: '1500.00', source_time: '2030-01-01T00:00:00.000Z' },
           },
           min: '1400.5',
           median: '1450.25',
@@ -148,7 +148,7 @@ describe('GET /v1/prices', () => {
     expect(byName.get(steamOnly.market_hash_name)).toEqual({
       market_hash_name: steamOnly.market_hash_name,
       catalog_id: steamOnly.catalog_id,
-      sources: { steam: { price: '10', source_time: '1990-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
+      sources: { steam: { price: '10', source_time: '1990-01-01T00:00:00.000Z' } },
       min: '10',
       median: '10',
       max: '10',
@@ -234,7 +234,7 @@ describe('GET /v1/prices', () => {
     expect(body.items.find((item) => item.market_hash_name === both.market_hash_name)).toEqual({
       market_hash_name: both.market_hash_name,
       catalog_id: both.catalog_id,
-      sources: { skinport: { price: '3.10', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
+      sources: { skinport: { price: '3.10', source_time: '2030-01-01T00:00:00.000Z' } },
       min: '3.10',
       median: '3.10',
       max: '3.10',
@@ -298,8 +298,8 @@ describe('GET /v1/prices/{market_hash_name}', () => {
         {
           version: 'default',
           sources: {
-            skinport: { price: '812.40', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null },
-            steam: { price: '830.00', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null },
+            skinport: { price: '812.40', source_time: '2030-01-01T00:00:00.000Z' },
+            steam: { price: '830.00', source_time: '2030-01-01T00:00:00.000Z' },
           },
           min: '812.40',
           median: '821.20',
@@ -308,7 +308,7 @@ describe('GET /v1/prices/{market_hash_name}', () => {
         },
         {
           version: 'phase-1',
-          sources: { skinport: { price: '1000.0001', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
+          sources: { skinport: { price: '1000.0001', source_time: '2030-01-01T00:00:00.000Z' } },
           min: '1000.0001',
           median: '1000.0001',
           max: '1000.0001',
@@ -316,7 +316,7 @@ describe('GET /v1/prices/{market_hash_name}', () => {
         },
         {
           version: 'sapphire',
-          sources: { skinport: { price: '2100.00', source_time: '2030-01-01T00:00:00.000Z', bid: null, volume_7d: null } },
+          sources: { skinport: { price: '2100.00', source_time: '2030-01-01T00:00:00.000Z' } },
           min: '2100.00',
           median: '2100.00',
           max: '2100.00',
