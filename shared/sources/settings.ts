@@ -16,6 +16,7 @@ export type SourceSettings = {
 
 // Against a local simulator prices move within a minute (DESIGN 4); real upstreams get their own pace.
 const LOCAL_INTERVAL_SECONDS = 30;
+const LOCAL_LISTING_INTERVAL_SECONDS = 300;
 
 function isLocal(url: string): boolean {
   const host = new URL(url).hostname;
@@ -31,8 +32,12 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
   const upper = adapter.name.toUpperCase() as Uppercase<SourceName>;
   const baseUrl = config[`SOURCE_${upper}_URL`];
   const local = isLocal(baseUrl);
+  // Whole-market listings (DESIGN 13's marketplaces) keep their real pace against a local simulator too:
+  // at 30 s, nine full-catalog sources (each run followed by a market index calculation) cost about
+  // three quarters of a core at idle (README "Idle cost").
+  const localInterval = adapter.listsWholeMarket ? LOCAL_LISTING_INTERVAL_SECONDS : LOCAL_INTERVAL_SECONDS;
   const intervalSeconds =
-    config[`SOURCE_${upper}_INTERVAL_SECONDS`] ?? config.INGEST_INTERVAL_SECONDS ?? (local ? LOCAL_INTERVAL_SECONDS : adapter.defaultIntervalSeconds);
+    config[`SOURCE_${upper}_INTERVAL_SECONDS`] ?? config.INGEST_INTERVAL_SECONDS ?? (local ? localInterval : adapter.defaultIntervalSeconds);
   // A simulator has no real budget to protect; keep a generous one so the code path still runs.
   const budget = local ? { requests: Math.max(adapter.defaultBudget.requests * 50, 1_000), windowSeconds: 60 } : adapter.defaultBudget;
   return {
