@@ -82,4 +82,5 @@ test('random decimal strings survive ingest and come out of both price APIs unch
   expect(keyless.status).toBe(200);
   const text = await keyless.text();
   for (const entry of expected.values()) expect(text).toContain(`"${entry.price}"`);
-});
+  // A snapshot of the whole shared database (every suite's prices) and a wait of up to 15 s above.
+}, 30_000);

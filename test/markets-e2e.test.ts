@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import { createSql } from '../shared/db.ts';
+import { Redis } from 'ioredis';
+import type { Sql } from '../shared/db.ts';
 import { SOURCE_NAMES, type SourceName } from '../shared/sources/types.ts';
 import { freePort } from '../scripts/services.ts';
-import { createTestApp, eventually, workspaceWithKey } from './helpers.ts';
+import { eventually, scratchTestApp, workspaceWithKey, type TestApp } from './helpers.ts';
 import { referenceLink } from './index-reference.ts';
 
 // End to end over real processes with all nine marketplaces (DESIGN 13): market simulator → one
@@ -13,7 +14,10 @@ import { referenceLink } from './index-reference.ts';
 // skinport, steam and csfloat in depth (two workers, failure modes); this suite shows the nine
 // together: bids, consensus, a new marketplace's index, and one bad source leaving the rest alone.
 const root = join(import.meta.dir, '..');
-const sql = createSql(process.env.DATABASE_URL!, { max: 2 });
+// A database and queue prefix of its own: nine sources' prices and schedules never meet another suite's.
+let t: TestApp;
+let sql: Sql;
+const queuePrefix = `markets${process.pid}`;
 const processes: ReturnType<typeof Bun.spawn>[] = [];
 let simulatorUrl = '';
 let apiUrl = '';
@@ -44,11 +48,11 @@ const health = async () => {
 const control = (source: string, mode: string) => fetch(`${simulatorUrl}/_control/${source}/${mode}`, { method: 'POST' });
 
 beforeAll(async () => {
+  t = await scratchTestApp({ tag: 'markets' });
+  sql = t.deps.sql;
   await syncCatalog(sql, generateCatalog());
-  const t = createTestApp();
   const { key } = await workspaceWithKey(t, { scopes: ['prices:read', 'market:read'], tier: 'enterprise' });
   apiKey = key;
-  await t.close();
 
   const simulatorPort = await freePort();
   simulatorUrl = `http://127.0.0.1:${simulatorPort}`;
@@ -60,7 +64,12 @@ beforeAll(async () => {
   // smallest and the failure subject, every 4 s; steam prices a few names every 2 s), the keyless
   // list rebuilt at most every 5 s.
   const schedule: Partial<Record<SourceName, [interval: number, stale: number]>> = { steam: [2, 30], csdeals: [4, 60] };
-  const env: Record<string, string> = { SOURCES: SOURCE_NAMES.join(','), PRICE_SNAPSHOT_INTERVAL_SECONDS: '5' };
+  const env: Record<string, string> = {
+    DATABASE_URL: t.deps.config.DATABASE_URL,
+    QUEUE_PREFIX: queuePrefix,
+    SOURCES: SOURCE_NAMES.join(','),
+    PRICE_SNAPSHOT_INTERVAL_SECONDS: '5',
+  };
   for (const name of SOURCE_NAMES) {
     const upper = name.toUpperCase();
     const [interval, stale] = schedule[name] ?? [20, 180];
@@ -79,7 +88,12 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of processes) child.kill('SIGTERM');
   await Promise.all(processes.map((child) => Promise.race([child.exited, Bun.sleep(15_000).then(() => child.kill('SIGKILL'))])));
-  await sql.end({ timeout: 5 });
+  await t?.close();
+  // The spawned processes' queues and schedules.
+  const redis = new Redis(t?.deps.config.REDIS_URL ?? process.env.REDIS_URL!);
+  const keys = await redis.keys(`${queuePrefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
 }, 30_000);
 
 type Consensus = { price: string; best_ask: string; best_bid: string | null; sources: number; outliers: string[]; spread: string | null };
