@@ -95,15 +95,6 @@ describe('writeIngestRun', () => {
     await sql`delete from price_sources where name = ${source}`;
     await sql`delete from latest_prices where catalog_id = ${catalogId}`;
   });
-});
-
-describe('price events are written for their subscribers only', () => {
-  // A database of its own: whether any endpoint subscribes is global state.
-  let scratch: TestApp;
-  beforeAll(async () => {
-    scratch = await scratchTestApp({ tag: 'ingest_events' });
-  }, 30_000);
-  afterAll(() => scratch?.close());
 
   test('a whole-market listing confirms its listed rows once, on the source: only changes, exits and returns touch rows', async () => {
     const names = [0, 1, 2].map((index) => `Listing ${index} ${crypto.randomUUID()}`);
@@ -158,6 +149,15 @@ describe('price events are written for their subscribers only', () => {
     const [health] = await sql<{ listed_at: Date }[]>`select listed_at from price_sources where name = ${source}`;
     expect(health!.listed_at).toEqual(t3);
   });
+});
+
+describe('price events are written for their subscribers only', () => {
+  // A database of its own: whether any endpoint subscribes is global state.
+  let scratch: TestApp;
+  beforeAll(async () => {
+    scratch = await scratchTestApp({ tag: 'ingest_events' });
+  }, 30_000);
+  afterAll(() => scratch?.close());
 
   test('without a subscriber a run writes no price event; each type once an endpoint subscribes to it', async () => {
     const db = scratch.deps.sql;
