@@ -1,7 +1,7 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import { priceFromThousandthsText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { countOf, getJson, isRecord, joinUrl, numberText } from './upstream.ts';
+import { countOf, getJson, isRecord, joinUrl, numberText, resultFromRows } from './upstream.ts';
 
 /**
  * BitSkins `GET /market/insell/730` (DESIGN 13): one keyless request answers the whole market as
@@ -67,15 +67,6 @@ export const bitskins: SourceAdapter = {
     });
     if (!isRecord(body) || !Array.isArray(body.list)) throw new SourceUnavailableError('bitskins', 'unexpected body: no list array');
     const rows = body.list;
-    const now = context.now();
-    const observations: SourceObservation[] = [];
-    let skipped = 0;
-    for (const row of rows) {
-      const outcome = parseBitskinsRow(row, now);
-      if (outcome === 'malformed') skipped += 1;
-      else observations.push(outcome);
-    }
-    if (skipped > 0) context.log.warn({ source: 'bitskins', skipped, rows: rows.length }, 'skipped malformed rows');
-    return { observations, skipped, unknown: 0, requests: 1 };
+    return resultFromRows('bitskins', context, rows, parseBitskinsRow);
   },
 };

@@ -1,6 +1,6 @@
 import { priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, joinUrl, numberText } from './upstream.ts';
+import { getJson, isRecord, joinUrl, numberText, resultFromRows } from './upstream.ts';
 
 /**
  * CS.DEALS `GET /API/IPricing/GetLowestPrices/v1?appid=730` (DESIGN 13): one keyless request answers
@@ -43,15 +43,6 @@ export const csdeals: SourceAdapter = {
     if (!isRecord(body) || body.success !== true) throw new SourceUnavailableError('csdeals', 'unexpected body: success is not true');
     if (!isRecord(body.response) || !Array.isArray(body.response.items)) throw new SourceUnavailableError('csdeals', 'unexpected body: no response.items array');
     const rows = body.response.items;
-    const now = context.now();
-    const observations: SourceObservation[] = [];
-    let skipped = 0;
-    for (const row of rows) {
-      const outcome = parseCsdealsRow(row, now);
-      if (outcome === 'malformed') skipped += 1;
-      else observations.push(outcome);
-    }
-    if (skipped > 0) context.log.warn({ source: 'csdeals', skipped, rows: rows.length }, 'skipped malformed rows');
-    return { observations, skipped, unknown: 0, requests: 1 };
+    return resultFromRows('csdeals', context, rows, parseCsdealsRow);
   },
 };

@@ -1,6 +1,6 @@
 import { priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { countOf, getJson, isRecord, joinUrl, numberText } from './upstream.ts';
+import { countOf, getJson, isRecord, joinUrl, numberText, resultFromRows } from './upstream.ts';
 
 /**
  * LIS-SKINS' public export `GET /market_export_json/csgo.json` (DESIGN 13): one request answers the
@@ -49,15 +49,6 @@ export const lisskins: SourceAdapter = {
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
     });
     if (!Array.isArray(body)) throw new SourceUnavailableError('lisskins', 'unexpected body: not an array of items');
-    const now = context.now();
-    const observations: SourceObservation[] = [];
-    let skipped = 0;
-    for (const row of body) {
-      const outcome = parseLisskinsRow(row, now);
-      if (outcome === 'malformed') skipped += 1;
-      else observations.push(outcome);
-    }
-    if (skipped > 0) context.log.warn({ source: 'lisskins', skipped, rows: body.length }, 'skipped malformed rows');
-    return { observations, skipped, unknown: 0, requests: 1 };
+    return resultFromRows('lisskins', context, body, parseLisskinsRow);
   },
 };

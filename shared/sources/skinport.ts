@@ -1,7 +1,7 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import { priceFromJsonNumber } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, integerOf, isRecord, joinUrl, JsonNumber } from './upstream.ts';
+import { getJson, integerOf, isRecord, joinUrl, JsonNumber, resultFromRows } from './upstream.ts';
 
 /**
  * Skinport's public `GET /v1/items?app_id=730&currency=USD` (DESIGN 9): one request answers the whole
@@ -63,15 +63,6 @@ export const skinport: SourceAdapter = {
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
     });
     if (!Array.isArray(body)) throw new SourceUnavailableError('skinport', 'unexpected body: not an array of items');
-    const now = context.now();
-    const observations: SourceObservation[] = [];
-    let skipped = 0;
-    for (const row of body) {
-      const outcome = parseSkinportRow(row, now);
-      if (outcome === 'malformed') skipped += 1;
-      else if (outcome !== 'unpriced') observations.push(outcome);
-    }
-    if (skipped > 0) context.log.warn({ source: 'skinport', skipped, rows: body.length }, 'skipped malformed rows');
-    return { observations, skipped, unknown: 0, requests: 1 };
+    return resultFromRows('skinport', context, body, parseSkinportRow);
   },
 };

@@ -1,6 +1,6 @@
 import { priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { countOf, getJson, isRecord, joinUrl, numberText } from './upstream.ts';
+import { countOf, getJson, isRecord, joinUrl, numberText, resultFromRows } from './upstream.ts';
 
 /**
  * White.market's public export `GET /export/v1/prices/730.json` (DESIGN 13): one request answers the
@@ -48,15 +48,6 @@ export const whitemarket: SourceAdapter = {
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
     });
     if (!Array.isArray(body)) throw new SourceUnavailableError('whitemarket', 'unexpected body: not an array of items');
-    const now = context.now();
-    const observations: SourceObservation[] = [];
-    let skipped = 0;
-    for (const row of body) {
-      const outcome = parseWhitemarketRow(row, now);
-      if (outcome === 'malformed') skipped += 1;
-      else observations.push(outcome);
-    }
-    if (skipped > 0) context.log.warn({ source: 'whitemarket', skipped, rows: body.length }, 'skipped malformed rows');
-    return { observations, skipped, unknown: 0, requests: 1 };
+    return resultFromRows('whitemarket', context, body, parseWhitemarketRow);
   },
 };
