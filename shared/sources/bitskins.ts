@@ -1,7 +1,7 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import { priceFromThousandthsText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { countOf, getJson, isRecord, joinUrl, numberText, resultFromRows } from './upstream.ts';
+import { getJson, isRecord, joinUrl, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
 
 /**
  * BitSkins `GET /market/insell/730` (DESIGN 13): one keyless request answers the whole market as
@@ -43,11 +43,8 @@ export function parseBitskinsRow(row: unknown, now: Date): SourceObservation | '
   const priceText = numberText(row.price_min);
   const price = priceText === null ? null : priceFromThousandthsText(priceText);
   if (price === null) return 'malformed';
-  let quantity: number | null = null;
-  if (row.quantity !== null && row.quantity !== undefined) {
-    quantity = countOf(row.quantity);
-    if (quantity === null) return 'malformed';
-  }
+  const quantity = optionalCountOf(row.quantity);
+  if (quantity === 'malformed') return 'malformed';
   const { marketHashName, version } = bitskinsName(name);
   return { market_hash_name: marketHashName, version, price, median_price: null, bid: null, volume_7d: null, quantity, source_time: now };
 }

@@ -1,6 +1,6 @@
 import { priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { countOf, getJson, isRecord, joinUrl, numberText, resultFromRows } from './upstream.ts';
+import { getJson, isRecord, joinUrl, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
 
 /**
  * LIS-SKINS' public export `GET /market_export_json/csgo.json` (DESIGN 13): one request answers the
@@ -27,11 +27,8 @@ export function parseLisskinsRow(row: unknown, now: Date): SourceObservation | '
   const priceText = numberText(row.price);
   const price = priceText === null ? null : priceFromUsdText(priceText);
   if (price === null) return 'malformed';
-  let quantity: number | null = null;
-  if (row.count !== null && row.count !== undefined) {
-    quantity = countOf(row.count);
-    if (quantity === null) return 'malformed';
-  }
+  const quantity = optionalCountOf(row.count);
+  if (quantity === 'malformed') return 'malformed';
   return { market_hash_name: name, version: 'default', price, median_price: null, bid: null, volume_7d: null, quantity, source_time: now };
 }
 

@@ -172,6 +172,12 @@ export function countOf(value: unknown): number | null {
   return integerOf(value);
 }
 
+/** An optional count: null when absent or null, 'malformed' when present but not a count (countOf). */
+export function optionalCountOf(value: unknown): number | null | 'malformed' {
+  if (value === null || value === undefined) return null;
+  return countOf(value) ?? 'malformed';
+}
+
 /**
  * `Retry-After` (RFC 9110 10.2.3): delay-seconds or an HTTP-date, in ms from `now`; `fallbackMs` when
  * absent or unreadable. A date in the past means "now" (0).

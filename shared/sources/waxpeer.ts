@@ -1,7 +1,7 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import { lowerDecimal, priceFromThousandthsText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { countOf, getJson, isRecord, joinUrl, numberText } from './upstream.ts';
+import { getJson, isRecord, joinUrl, numberText, optionalCountOf } from './upstream.ts';
 
 /**
  * Waxpeer (DESIGN 13), two requests per run, both needed: a run stores nothing unless both succeed
@@ -33,11 +33,8 @@ export function parseWaxpeerPriceRow(row: unknown, now: Date): SourceObservation
   const minText = numberText(row.min);
   const price = minText === null ? null : priceFromThousandthsText(minText);
   if (price === null) return 'malformed';
-  let quantity: number | null = null;
-  if (row.count !== null && row.count !== undefined) {
-    quantity = countOf(row.count);
-    if (quantity === null) return 'malformed';
-  }
+  const quantity = optionalCountOf(row.count);
+  if (quantity === 'malformed') return 'malformed';
   return { market_hash_name: name, version: 'default', price, median_price: null, bid: null, volume_7d: null, quantity, source_time: now };
 }
 

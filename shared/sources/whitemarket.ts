@@ -1,6 +1,6 @@
 import { priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { countOf, getJson, isRecord, joinUrl, numberText, resultFromRows } from './upstream.ts';
+import { getJson, isRecord, joinUrl, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
 
 /**
  * White.market's public export `GET /export/v1/prices/730.json` (DESIGN 13): one request answers the
@@ -26,11 +26,8 @@ export function parseWhitemarketRow(row: unknown, now: Date): SourceObservation 
   const priceText = numberText(row.price);
   const price = priceText === null ? null : priceFromUsdText(priceText);
   if (price === null) return 'malformed';
-  let quantity: number | null = null;
-  if (row.market_product_count !== null && row.market_product_count !== undefined) {
-    quantity = countOf(row.market_product_count);
-    if (quantity === null) return 'malformed';
-  }
+  const quantity = optionalCountOf(row.market_product_count);
+  if (quantity === 'malformed') return 'malformed';
   return { market_hash_name: name, version: 'default', price, median_price: null, bid: null, volume_7d: null, quantity, source_time: now };
 }
 
