@@ -1,37 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { createSql } from '../shared/db.ts';
 import { createTestApp, eventually, workspaceWithKey } from './helpers.ts';
 import { referenceLink } from './index-reference.ts';
+import { spawnedProcesses, waitForHttp } from './spawned.ts';
 import { freePort } from '../scripts/services.ts';
 
 // End to end over real processes: market simulator → two ingest workers (+ the index pool's
 // snapshot job) → Postgres → API.
-const root = join(import.meta.dir, '..');
 const sql = createSql(process.env.DATABASE_URL!, { max: 2 });
-const processes: ReturnType<typeof Bun.spawn>[] = [];
 let simulatorUrl = '';
 let apiUrl = '';
 let apiKey = '';
 
-function spawn(args: string[], env: Record<string, string>) {
-  const child = Bun.spawn(['bun', ...args], { cwd: root, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdout: 'ignore', stderr: 'inherit' });
-  processes.push(child);
-  return child;
-}
-
-async function waitForHttp(url: string) {
-  await eventually(async () => {
-    try {
-      await fetch(url, { signal: AbortSignal.timeout(1_000) });
-      return true;
-    } catch {
-      return undefined;
-    }
-  }, 30_000, 100);
-}
+const { spawn, stopAll } = spawnedProcesses();
 
 const health = async () => {
   const response = await fetch(`${apiUrl}/health`);
@@ -75,8 +58,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const child of processes) child.kill('SIGTERM');
-  await Promise.all(processes.map((child) => Promise.race([child.exited, Bun.sleep(15_000).then(() => child.kill('SIGKILL'))])));
+  await stopAll();
   await sql.end({ timeout: 5 });
 }, 30_000);
 

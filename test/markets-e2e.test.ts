@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { Redis } from 'ioredis';
@@ -8,37 +7,21 @@ import { SOURCE_NAMES, type SourceName } from '../shared/sources/types.ts';
 import { freePort } from '../scripts/services.ts';
 import { eventually, scratchTestApp, workspaceWithKey, type TestApp } from './helpers.ts';
 import { referenceLink } from './index-reference.ts';
+import { spawnedProcesses, waitForHttp } from './spawned.ts';
 
 // End to end over real processes with all nine marketplaces (DESIGN 13): market simulator → one
 // ingest worker (every source) + the index pool → Postgres → API. test/ingest-e2e.test.ts covers
 // skinport, steam and csfloat in depth (two workers, failure modes); this suite shows the nine
 // together: bids, consensus, a new marketplace's index, and one bad source leaving the rest alone.
-const root = join(import.meta.dir, '..');
 // A database and queue prefix of its own: nine sources' prices and schedules never meet another suite's.
 let t: TestApp;
 let sql: Sql;
 const queuePrefix = `markets${process.pid}`;
-const processes: ReturnType<typeof Bun.spawn>[] = [];
 let simulatorUrl = '';
 let apiUrl = '';
 let apiKey = '';
 
-function spawn(args: string[], env: Record<string, string>) {
-  const child = Bun.spawn(['bun', ...args], { cwd: root, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdout: 'ignore', stderr: 'inherit' });
-  processes.push(child);
-  return child;
-}
-
-async function waitForHttp(url: string) {
-  await eventually(async () => {
-    try {
-      await fetch(url, { signal: AbortSignal.timeout(1_000) });
-      return true;
-    } catch {
-      return undefined;
-    }
-  }, 30_000, 100);
-}
+const { spawn, stopAll } = spawnedProcesses();
 
 type Health = { status: string; sources: Record<string, { status: string; updated_at: string | null }> };
 const health = async () => {
@@ -86,8 +69,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const child of processes) child.kill('SIGTERM');
-  await Promise.all(processes.map((child) => Promise.race([child.exited, Bun.sleep(15_000).then(() => child.kill('SIGKILL'))])));
+  await stopAll();
   await t?.close();
   // The spawned processes' queues and schedules.
   const redis = new Redis(t?.deps.config.REDIS_URL ?? process.env.REDIS_URL!);
