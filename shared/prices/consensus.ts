@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import { z } from 'zod';
-import { compareDecimals, formatUnscaled, parseUnscaled, summarizeDecimals } from './decimal.ts';
+import { compareDecimals, multiplyDecimal, summarizeDecimals, type PriceSummary } from './decimal.ts';
 
 /**
  * The cross-market consensus of one item and version (DESIGN 13), from the sources' latest prices:
@@ -34,15 +34,9 @@ export type ConsensusInput = { source: string; price: string; bid: string | null
 
 /** Outliers are judged only when at least this many sources are fresh. */
 const MIN_SOURCES_FOR_OUTLIERS = 3;
-const OUTLIER_FACTOR = 3n;
+const OUTLIER_FACTOR = 3;
 
 const SpreadDecimal = Decimal.clone({ precision: 60, rounding: Decimal.ROUND_HALF_EVEN });
-
-/** `decimal × factor` as an exact decimal string. */
-function times(decimal: string, factor: bigint): string {
-  const { value, scale } = parseUnscaled(decimal);
-  return formatUnscaled(value * factor, scale);
-}
 
 /** (ask − bid) / ask, half-even to 4 places, as a decimal string ("0.0000", never "-0.0000"). */
 export function spreadOf(ask: string, bid: string): string {
@@ -50,25 +44,32 @@ export function spreadOf(ask: string, bid: string): string {
   return spread.isZero() ? '0.0000' : spread.toFixed(4);
 }
 
-/** Which of `prices` are outliers against m0 (DESIGN 13's 3× rule); none with fewer than three. */
-function outlierFlags(prices: readonly string[]): boolean[] {
+/** Which of `prices` are outliers against m0, their median (DESIGN 13's 3× rule); none with fewer than three. */
+function outlierFlags(prices: readonly string[], summary: PriceSummary): boolean[] {
   if (prices.length < MIN_SOURCES_FOR_OUTLIERS) return prices.map(() => false);
-  const m0 = summarizeDecimals(prices)!.median;
-  const high = times(m0, OUTLIER_FACTOR);
-  return prices.map((price) => compareDecimals(price, high) > 0 || compareDecimals(times(price, OUTLIER_FACTOR), m0) < 0);
+  const m0 = summary.median;
+  const high = multiplyDecimal(m0, OUTLIER_FACTOR);
+  return prices.map((price) => compareDecimals(price, high) > 0 || compareDecimals(multiplyDecimal(price, OUTLIER_FACTOR), m0) < 0);
 }
 
 /**
  * The consensus of one item and version and the names of its outlier sources (also listed in
  * `consensus.outliers`, in input order). Inputs are the version's sources, stale ones included.
  */
-export function computeConsensus(inputs: readonly ConsensusInput[]): { consensus: Consensus | null; outliers: ReadonlySet<string> } {
+export function computeConsensus(
+  inputs: readonly ConsensusInput[],
+  /** summarizeDecimals of every input's price, when the caller has it already (min / median / max). */
+  allSummary?: PriceSummary,
+): { consensus: Consensus | null; outliers: ReadonlySet<string> } {
   const fresh = inputs.filter((input) => input.fresh);
   if (fresh.length === 0) return { consensus: null, outliers: new Set() };
-  const flags = outlierFlags(fresh.map((input) => input.price));
+  const freshPrices = fresh.map((input) => input.price);
+  const freshSummary = allSummary && fresh.length === inputs.length ? allSummary : summarizeDecimals(freshPrices)!;
+  const flags = outlierFlags(freshPrices, freshSummary);
   const kept = fresh.filter((_, index) => !flags[index]);
   const outliers = fresh.filter((_, index) => flags[index]).map((input) => input.source);
-  const summary = summarizeDecimals(kept.map((input) => input.price))!;
+  // Without outliers the kept prices are the fresh ones: their summary is already known.
+  const summary = outliers.length === 0 ? freshSummary : summarizeDecimals(kept.map((input) => input.price))!;
   let bestBid: string | null = null;
   for (const input of kept) if (input.bid !== null && (bestBid === null || compareDecimals(input.bid, bestBid) > 0)) bestBid = input.bid;
   return {
