@@ -82,6 +82,7 @@ function versionPrices(sources: Record<string, PublicSourcePrice>, freshness: Fr
       // Whole seconds, as age_seconds in the keyed answer.
       fresh: Math.max(0, Math.floor((nowMs - Date.parse(source.source_time)) / 1000)) <= (freshness.staleAfterSeconds.get(name) ?? DEFAULT_STALE_AFTER_SECONDS),
     })),
+    summary ?? undefined,
   );
   for (const name of outliers) sources[name]!.outlier = true;
   return { sources, min: summary?.min ?? null, median: summary?.median ?? null, max: summary?.max ?? null, consensus };
@@ -173,12 +174,15 @@ export function assemblePriceList(rows: readonly SnapshotInputRow[], freshness: 
 }
 
 /**
- * The full list's JSON text, built from rows arriving in chunks (in the snapshot query's order) one
- * item at a time: it holds the items' JSON text, never every row or every item object at once. The
- * text is exactly `JSON.stringify(assemblePriceList(allRows))`.
+ * The full list's JSON as UTF-8 bytes, built from rows arriving in chunks (in the snapshot query's
+ * order) one item at a time: it holds each item's encoded JSON, never every row or every item object
+ * at once, nor the whole text as one JavaScript string (names with ★ or ™ make such a string two
+ * bytes per character: ~56 MB for nine sources, beside its ~28 MB encoding). The bytes are exactly
+ * those of `JSON.stringify(assemblePriceList(allRows))`.
  */
 export class PriceListJsonBuilder {
-  private readonly parts: string[] = [];
+  private readonly parts: Buffer[] = [];
+  private bytes = 0;
   private oldest: string | null = null;
   private readonly grouper: ItemGrouper;
 
@@ -186,7 +190,9 @@ export class PriceListJsonBuilder {
     this.grouper = new ItemGrouper(freshness, (entry) => {
       const time = oldestTimeOf(entry);
       if (time !== null && (this.oldest === null || time < this.oldest)) this.oldest = time;
-      this.parts.push(JSON.stringify(entry));
+      const part = Buffer.from(this.parts.length === 0 ? JSON.stringify(entry) : `,${JSON.stringify(entry)}`);
+      this.parts.push(part);
+      this.bytes += part.length;
     });
   }
 
@@ -194,10 +200,14 @@ export class PriceListJsonBuilder {
     this.grouper.add(rows);
   }
 
-  finish(): { json: string; item_count: number; oldest_input_at: string | null } {
+  finish(): { json: Buffer; item_count: number; oldest_input_at: string | null } {
     this.grouper.flush();
-    const json = `{"currency":"USD","item_count":${this.parts.length},"oldest_input_at":${JSON.stringify(this.oldest)},"items":[${this.parts.join(',')}]}`;
-    return { json, item_count: this.parts.length, oldest_input_at: this.oldest };
+    const head = Buffer.from(`{"currency":"USD","item_count":${this.parts.length},"oldest_input_at":${JSON.stringify(this.oldest)},"items":[`);
+    const tail = Buffer.from(']}');
+    const json = Buffer.concat([head, ...this.parts, tail], head.length + this.bytes + tail.length);
+    const itemCount = this.parts.length;
+    this.parts.length = 0;
+    return { json, item_count: itemCount, oldest_input_at: this.oldest };
   }
 }
 

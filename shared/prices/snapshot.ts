@@ -79,7 +79,7 @@ export async function buildPriceSnapshot(sql: Sql, now: Date, options: BuildPric
     await streamSnapshotInputs(tx, SNAPSHOT_ROWS_PER_FETCH, (rows) => builder.add(rows));
     lap('query');
     const list = builder.finish();
-    const json = Buffer.from(list.json);
+    const json = list.json;
     const etag = etagOf(json);
     lap('assemble');
     const newest = await findNewestPriceSnapshotHeader(tx);
