@@ -149,9 +149,9 @@ async function main(): Promise<void> {
     if (Date.now() > deadline) throw new Error(`sources did not succeed ${WARMUP_RUNS} times within ${START_TIMEOUT_MS / 1000} s:\n${stack.output.last.join('\n')}`);
     const runs = await sql<{ source: string; succeeded: number }[]>`
       select source, count(*)::int as succeeded from ingest_runs where status = 'succeeded' group by source`.catch(() => []);
-    // Whole-market listings run every 300 s against the simulator (shared/sources/settings.ts): their
-    // first (full) run is past once they have succeeded once.
-    const wanted = (source: string) => (isKnownSource(source) && ADAPTERS[source].listsWholeMarket ? 1 : WARMUP_RUNS);
+    // Bulk sources (all but steam) run every 300 s against the simulator (shared/sources/settings.ts):
+    // their first (full) run is past once they have succeeded once.
+    const wanted = (source: string) => (isKnownSource(source) && !ADAPTERS[source].needsNames ? 1 : WARMUP_RUNS);
     if (runs.length === SOURCE_NAMES.length && runs.every((run) => run.succeeded >= wanted(run.source))) {
       say(`every source has succeeded (${runs.map((run) => `${run.source} ${run.succeeded}`).join(', ')})`);
       break;

@@ -626,6 +626,10 @@ async function measureSnapshot(bench: Bench, sources: readonly SourceName[], sta
   const encoded = await withTimeout('encodeBody', encodeBody(record.body, { brotliQuality: SNAPSHOT_BROTLI_QUALITY }));
   const encodeMs = performance.now() - encodeStarted;
 
+  // BENCH_SNAPSHOT_DUMP=<dir> keeps each built body (snapshot-<n>-sources.json) for a closer look.
+  const dump = process.env.BENCH_SNAPSHOT_DUMP;
+  if (dump) await Bun.write(join(dump, `snapshot-${sources.length}-sources.json`), record.body);
+
   const list = JSON.parse(record.body.toString('utf8')) as PublicPriceList;
   const figures: SnapshotFigures = {
     sources,

@@ -117,8 +117,10 @@ export async function scratchDatabase(tag?: string): Promise<{ name: string; url
   if (!baseUrl) throw new Error('DATABASE_URL is not set; run this through `npm run bench:…` (scripts/dev.ts exec)');
   const name = `${databaseName(baseUrl)}_bench_${process.pid}${tag ? `_${tag}` : ''}`;
   const quiet = () => undefined;
-  // Registered before it exists, so an interrupted create is still dropped.
+  // Registered before it exists, so an interrupted create is still dropped. BENCH_KEEP_DATABASE=1
+  // keeps it for a closer look (drop it by hand afterwards).
   onCleanup(async () => {
+    if (process.env.BENCH_KEEP_DATABASE === '1') return say(`kept scratch database ${name} (BENCH_KEEP_DATABASE=1)`);
     await dropDatabase(baseUrl, name, quiet);
     say(`dropped scratch database ${name}`);
   });

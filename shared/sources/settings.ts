@@ -14,9 +14,11 @@ export type SourceSettings = {
   paging: { pageSize?: number; maxPages?: number };
 };
 
-// Against a local simulator prices move within a minute (DESIGN 4); real upstreams get their own pace.
+// Against a local simulator prices move within a minute (DESIGN 4) through the per-item source (steam,
+// a batch of names every 30 s); sources whose run reads the whole market (one body, or every listing
+// page) keep a real upstream's pace (README "Idle cost"). Real upstreams get their own pace.
 const LOCAL_INTERVAL_SECONDS = 30;
-const LOCAL_LISTING_INTERVAL_SECONDS = 300;
+const LOCAL_BULK_INTERVAL_SECONDS = 300;
 
 function isLocal(url: string): boolean {
   const host = new URL(url).hostname;
@@ -32,10 +34,10 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
   const upper = adapter.name.toUpperCase() as Uppercase<SourceName>;
   const baseUrl = config[`SOURCE_${upper}_URL`];
   const local = isLocal(baseUrl);
-  // Whole-market listings (DESIGN 13's marketplaces) keep their real pace against a local simulator too:
-  // at 30 s, nine full-catalog sources (each run followed by a market index calculation) cost about
-  // three quarters of a core at idle (README "Idle cost").
-  const localInterval = adapter.listsWholeMarket ? LOCAL_LISTING_INTERVAL_SECONDS : LOCAL_INTERVAL_SECONDS;
+  // A bulk source's run reads and compares the whole market (~20 000-40 000 rows) and is followed by a
+  // market index calculation, and any changed price costs a keyless snapshot build (~244 000 prices
+  // with nine sources): at 30 s, the eight bulk sources cost about three quarters of a core at idle.
+  const localInterval = adapter.needsNames ? LOCAL_INTERVAL_SECONDS : LOCAL_BULK_INTERVAL_SECONDS;
   const intervalSeconds =
     config[`SOURCE_${upper}_INTERVAL_SECONDS`] ?? config.INGEST_INTERVAL_SECONDS ?? (local ? localInterval : adapter.defaultIntervalSeconds);
   // A simulator has no real budget to protect; keep a generous one so the code path still runs.
