@@ -1,7 +1,8 @@
 import type { ItemPrices } from '../shared/prices/current.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
-import { compareDecimals, meanOfTwoDecimals, summarizeDecimals } from '../shared/prices/decimal.ts';
+import fc from 'fast-check';
+import { compareDecimals, formatUnscaled, meanOfTwoDecimals, multiplyDecimal, parseUnscaled, summarizeDecimals } from '../shared/prices/decimal.ts';
 import { createKey, createTestApp, errorOf, testClock, workspaceWithKey } from './helpers.ts';
 
 const clock = testClock('2030-06-15T12:00:00.000Z');
@@ -84,6 +85,33 @@ describe('decimal strings', () => {
     expect(compareDecimals('10', '9.99')).toBe(1);
     expect(compareDecimals('0.0001', '0.001')).toBe(-1);
     expect(compareDecimals('123456789.12', '123456789.119')).toBe(1);
+    expect(compareDecimals('007.50', '7.5')).toBe(0);
+    expect(compareDecimals('-0.00', '0')).toBe(0);
+    expect(compareDecimals('-2.5', '-2.49')).toBe(-1);
+    expect(compareDecimals('-1', '0.001')).toBe(-1);
+    expect(() => compareDecimals('1e3', '1')).toThrow('not a decimal string');
+  });
+
+  // The digit-wise comparison and multiplication agree with BigInt arithmetic on unscaled integers.
+  test('digit-wise comparison and multiplication agree with exact integer arithmetic', () => {
+    const decimal = fc
+      .tuple(fc.boolean(), fc.bigInt({ min: 0n, max: 10n ** 22n }), fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 2 }))
+      // Leading zeros too ("007.50"): Postgres never writes them, upstream text may.
+      .map(([negative, value, scale, zeros]) => `${negative ? '-' : ''}${'0'.repeat(zeros)}${formatUnscaled(value, scale)}`);
+    const exact = (text: string) => parseUnscaled(text.replace(/^(-?)0+(?=\d)/, '$1'));
+    fc.assert(
+      fc.property(decimal, decimal, fc.integer({ min: 0, max: 12 }), (a, b, factor) => {
+        const x = exact(a);
+        const y = exact(b);
+        const scale = Math.max(x.scale, y.scale);
+        const difference = x.value * 10n ** BigInt(scale - x.scale) - y.value * 10n ** BigInt(scale - y.scale);
+        expect(compareDecimals(a, b)).toBe(difference < 0n ? -1 : difference > 0n ? 1 : 0);
+        const product = exact(multiplyDecimal(a, factor));
+        expect(product.value * 10n ** BigInt(x.scale - product.scale)).toBe(x.value * BigInt(factor));
+        expect(product.scale).toBe(x.scale);
+      }),
+      { seed: 1913, numRuns: 2_000 },
+    );
   });
 
   test('the mean of two keeps the finer scale and adds a digit only when halving needs it', () => {
