@@ -456,11 +456,13 @@ describe('snapshot builds and idle API processes', () => {
     expect(first.jobId).not.toContain(':');
   });
 
-  test('the build interval is PRICE_SNAPSHOT_INTERVAL_SECONDS, else the shortest interval of the enabled sources', () => {
+  test('the build interval is PRICE_SNAPSHOT_INTERVAL_SECONDS, else the shortest interval of the enabled sources (a local default at least 60 s)', () => {
     expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport,steam', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam', SOURCE_STEAM_INTERVAL_SECONDS: '7' }))).toBe(7);
-    // Against a local simulator the per-item source (steam) runs every 30 s, bulk sources every 300 s.
+    // Against a local simulator the per-item source (steam) runs every 30 s, bulk sources every 300 s,
+    // and the list is rebuilt at most once a minute unless an interval is configured.
     expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport' }))).toBe(300);
-    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport,steam', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam' }))).toBe(30);
+    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport,steam', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam' }))).toBe(60);
+    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'steam', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam', SOURCE_STEAM_INTERVAL_SECONDS: '20' }))).toBe(20);
     expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport', PRICE_SNAPSHOT_INTERVAL_SECONDS: '120' }))).toBe(120);
   });
 

@@ -14,11 +14,12 @@ export const PRICE_SNAPSHOT_CHANNEL = 'prices:snapshot';
 /** Snapshots kept; older ones are deleted by each build. */
 export const PRICE_SNAPSHOTS_KEPT = 3;
 /**
- * Brotli quality of the full list, compressed by each API process that serves a snapshot. Measured
- * on 40 000 items (README "Prices"): q5 is within 3 % of q9's size in a quarter of its time; q11
- * saves another 15 % but takes about 25 s.
+ * Brotli quality of the full list, compressed once per snapshot by each API process that serves it
+ * (on the thread pool). Measured on the nine-source list of ~244 000 prices (README "Keyless"): q5
+ * 2.86 MiB in ~0.3 s, q7 2.72 MiB (-5 %) in ~0.47 s, q8 -6.6 % in ~0.65 s. (On the three-source list
+ * q5 was within 3 % of q9, and q11 saved another 15 % in about 25 s.)
  */
-export const SNAPSHOT_BROTLI_QUALITY = 5;
+export const SNAPSHOT_BROTLI_QUALITY = 7;
 /** Rows per cursor fetch while building a snapshot. */
 const SNAPSHOT_ROWS_PER_FETCH = 5_000;
 

@@ -12,6 +12,8 @@ export type SourceSettings = {
   batchSize: number;
   /** Listing pages per run (csfloat): the real API allows 50 per page; the simulator 1000. */
   paging: { pageSize?: number; maxPages?: number };
+  /** Whether the interval is the local default (a simulator URL, no interval configured). */
+  localDefaultInterval: boolean;
 };
 
 // Against a local simulator prices move within a minute (DESIGN 4) through the per-item source (steam,
@@ -19,6 +21,12 @@ export type SourceSettings = {
 // page) keep a real upstream's pace (README "Idle cost"). Real upstreams get their own pace.
 const LOCAL_INTERVAL_SECONDS = 30;
 const LOCAL_BULK_INTERVAL_SECONDS = 300;
+/**
+ * Against a local simulator the keyless list is rebuilt at most once a minute (the pace the real
+ * upstreams' defaults give it: steam's 60 s is their shortest), though steam runs every 30 s: a
+ * nine-source build costs ~1.4 s of CPU and ~0.5 s of Postgres, the largest part of the idle cost.
+ */
+const LOCAL_SNAPSHOT_MIN_INTERVAL_SECONDS = 60;
 
 function isLocal(url: string): boolean {
   const host = new URL(url).hostname;
@@ -38,8 +46,8 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
   // market index calculation, and any changed price costs a keyless snapshot build (~244 000 prices
   // with nine sources): at 30 s, the eight bulk sources cost about three quarters of a core at idle.
   const localInterval = adapter.needsNames ? LOCAL_INTERVAL_SECONDS : LOCAL_BULK_INTERVAL_SECONDS;
-  const intervalSeconds =
-    config[`SOURCE_${upper}_INTERVAL_SECONDS`] ?? config.INGEST_INTERVAL_SECONDS ?? (local ? localInterval : adapter.defaultIntervalSeconds);
+  const configured = config[`SOURCE_${upper}_INTERVAL_SECONDS`] ?? config.INGEST_INTERVAL_SECONDS;
+  const intervalSeconds = configured ?? (local ? localInterval : adapter.defaultIntervalSeconds);
   // A simulator has no real budget to protect; keep a generous one so the code path still runs.
   const budget = local ? { requests: Math.max(adapter.defaultBudget.requests * 50, 1_000), windowSeconds: 60 } : adapter.defaultBudget;
   return {
@@ -52,15 +60,20 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
     // runs never find the sliding window still full.
     batchSize: Math.max(1, Math.floor((0.8 * budget.requests * Math.min(intervalSeconds, budget.windowSeconds)) / budget.windowSeconds / (local ? 2 : 1))),
     paging: local ? { pageSize: 1000, maxPages: 60 } : {},
+    localDefaultInterval: configured === undefined && local,
   };
 }
 
 /**
  * How often the keyless price snapshot may be rebuilt: PRICE_SNAPSHOT_INTERVAL_SECONDS, else the
- * shortest interval of the enabled sources (every run's changes reach the list within one interval).
+ * shortest interval of the enabled sources (every run's changes reach the list within one interval),
+ * counting a local default interval as at least LOCAL_SNAPSHOT_MIN_INTERVAL_SECONDS.
  */
 export function snapshotIntervalSeconds(config: Config): number {
   if (config.PRICE_SNAPSHOT_INTERVAL_SECONDS !== undefined) return config.PRICE_SNAPSHOT_INTERVAL_SECONDS;
-  const intervals = config.SOURCES.filter(isKnownSource).map((name) => sourceSettings(config, ADAPTERS[name]).intervalSeconds);
+  const intervals = config.SOURCES.filter(isKnownSource).map((name) => {
+    const settings = sourceSettings(config, ADAPTERS[name]);
+    return settings.localDefaultInterval ? Math.max(settings.intervalSeconds, LOCAL_SNAPSHOT_MIN_INTERVAL_SECONDS) : settings.intervalSeconds;
+  });
   return intervals.length > 0 ? Math.min(...intervals) : LOCAL_INTERVAL_SECONDS;
 }
