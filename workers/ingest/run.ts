@@ -64,22 +64,30 @@ async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
  */
 const LAST_WRITTEN_TTL_MS = 10 * 60_000;
 /**
- * Per source: `<catalog id>\0<version>` → the signature of what was written (its values joined,
- * `signatureOf`). One flat map of two flat strings per row: nine sources keep ~244 000 rows, and a
- * map per item with an object per row cost ~2.5× the memory.
+ * Per source: a row's key (`keyOf`) → a 53-bit hash of what was written (`fingerprintOf`). One
+ * flat map of a key and a number per row: nine sources keep ~244 000 rows, and a map per item with
+ * an object per row cost ~4× the memory (a signature string per row, ~2×). Two different rows share a
+ * fingerprint with probability 2^-53: such a row would be skipped as unchanged until the memory is
+ * forgotten (LAST_WRITTEN_TTL_MS), then written.
  */
-type SourceMemory = { since: number; lastWriteAt: number; rows: Map<string, string> };
+type SourceMemory = { since: number; lastWriteAt: number; rows: Map<string, number> };
 const lastWritten = new Map<string, SourceMemory>();
 
-const keyOf = (row: { catalog_id: string; version: string }) => `${row.catalog_id}\u0000${row.version}`;
+/**
+ * A row's key: its catalog id for the `default` version (the catalog's own string, shared with the
+ * catalog name map, so most keys cost no string of their own), else `<catalog id>\0<version>`.
+ */
+const keyOf = (row: { catalog_id: string; version: string }) => (row.version === 'default' ? row.catalog_id : `${row.catalog_id}\u0000${row.version}`);
 
 /**
  * What the memory compares: price, median, bid, volume and quantity, and the source time unless the
- * source lists the whole market (the run's listing confirms every listed row at once). `\u0001`
- * cannot occur in a decimal string or a number, and null is written as an empty field.
+ * source lists the whole market (the run's listing confirms every listed row at once), joined with
+ * `\u0001` (which no decimal string or number contains; null is an empty field) and hashed twice
+ * (MurmurHash3, two seeds) into 32 + 21 bits: an integer a JS number holds exactly.
  */
-function signatureOf(row: StagedObservation, timed: boolean): string {
-  return `${row.price}\u0001${row.median_price ?? ''}\u0001${row.bid ?? ''}\u0001${row.volume_7d ?? ''}\u0001${row.quantity ?? ''}\u0001${timed ? row.source_time.getTime() : ''}`;
+function fingerprintOf(row: StagedObservation, timed: boolean): number {
+  const signature = `${row.price}\u0001${row.median_price ?? ''}\u0001${row.bid ?? ''}\u0001${row.volume_7d ?? ''}\u0001${row.quantity ?? ''}\u0001${timed ? row.source_time.getTime() : ''}`;
+  return Bun.hash.murmur32v3(signature, 0x9e3779b9) * 2 ** 21 + (Bun.hash.murmur32v3(signature, 0x85ebca6b) >>> 11);
 }
 
 /** This process's memory of a source, if it may still be trusted. */
@@ -107,23 +115,20 @@ async function memoryOf(sql: Sql, adapter: SourceAdapter): Promise<SourceMemory 
 function unseenRows(adapter: SourceAdapter, seen: SourceMemory | undefined, rows: StagedObservation[]): { rows: StagedObservation[]; listing?: ListingUpdate } {
   if (!seen) return { rows, listing: adapter.listsWholeMarket ? { complete: true, delisted: [] } : undefined };
   const timed = !adapter.listsWholeMarket;
-  const unseen = rows.filter((row) => seen.rows.get(keyOf(row)) !== signatureOf(row, timed));
+  const unseen = rows.filter((row) => seen.rows.get(keyOf(row)) !== fingerprintOf(row, timed));
   if (timed) return { rows: unseen };
   const listed = new Set(rows.map(keyOf));
   const delisted: { catalog_id: string; version: string }[] = [];
   for (const key of seen.rows.keys()) {
     if (listed.has(key)) continue;
     const separator = key.indexOf('\u0000');
-    delisted.push({ catalog_id: key.slice(0, separator), version: key.slice(separator + 1) });
+    delisted.push(separator < 0 ? { catalog_id: key, version: 'default' } : { catalog_id: key.slice(0, separator), version: key.slice(separator + 1) });
   }
   return { rows: unseen, listing: { complete: false, delisted } };
 }
 
-/**
- * A flat copy of a string: a signature is built from slices of the upstream body's text, and a slice
- * (or a concatenation holding one) keeps the whole body (~17 MB for skinport) alive while it is held.
- */
-const detached = (text: string) => Buffer.from(text, 'utf8').toString('utf8');
+/** A flat copy of a version's key: a concatenation keeps its parts alive, and a part may be a slice of an upstream body. */
+const detached = (key: string) => (key.includes('\u0000') ? Buffer.from(key, 'utf8').toString('utf8') : key);
 
 function rememberRows(adapter: SourceAdapter, written: { rows: StagedObservation[]; listing?: ListingUpdate }, writtenAt: Date): void {
   let seen = lastWritten.get(adapter.name);
@@ -131,7 +136,7 @@ function rememberRows(adapter: SourceAdapter, written: { rows: StagedObservation
   seen.lastWriteAt = writtenAt.getTime();
   const timed = !adapter.listsWholeMarket;
   for (const key of written.listing?.delisted ?? []) seen.rows.delete(keyOf(key));
-  for (const row of written.rows) seen.rows.set(detached(keyOf(row)), detached(signatureOf(row, timed)));
+  for (const row of written.rows) seen.rows.set(detached(keyOf(row)), fingerprintOf(row, timed));
 }
 
 /**
