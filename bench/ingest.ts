@@ -346,6 +346,8 @@ async function measureSource(bench: Bench, source: WorkerSource): Promise<Source
       SOURCES: source,
       [`SOURCE_${upper}_URL`]: baseUrl,
       [`SOURCE_${upper}_INTERVAL_SECONDS`]: String(RUN_INTERVAL_SECONDS),
+      // The always-on fx source (DESIGN 14) reads the simulator, never the real ECB.
+      FX_URL: `${bench.simulatorUrl}/fx`,
       LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL || 'info',
       QUEUE_PREFIX: queuePrefix,
     },

@@ -1,8 +1,9 @@
 /**
  * Which local fakes `npm start` runs in place of third parties, and how the service is pointed at
- * them (DESIGN 4, 9, 11, 13): the market simulator for all nine sources when SOURCES is unset, the
- * Steam fake for each Steam upstream whose URL is unset (a set URL is used as given). Pure, so it is
- * tested without starting anything (test/local-upstreams.test.ts).
+ * them (DESIGN 4, 9, 11, 13, 14): the market simulator for all nine sources when SOURCES is unset and
+ * for the exchange rates when FX_URL is unset (either starts it), the Steam fake for each Steam
+ * upstream whose URL is unset (a set URL is used as given). Pure, so it is tested without starting
+ * anything (test/local-upstreams.test.ts).
  */
 import { SOURCE_NAMES } from '../shared/sources/types.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';
@@ -30,15 +31,22 @@ export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) 
     const entries: ProcessEntry[] = [];
     const added: Record<string, string> = {};
     const notes: string[] = [];
-    if (!env.SOURCES) {
+    if (!env.SOURCES || !env.FX_URL) {
       const at = simulatorPort ?? (await freePort());
       const url = `http://127.0.0.1:${at}`;
       entries.push({ name: 'simulator', command: `bun ${FAKES_SCRIPT} simulator` });
-      // Every source (DESIGN 9 and 13), each under its own path prefix of the simulator.
       added.SIMULATOR_PORT = String(at);
-      added.SOURCES = SOURCE_NAMES.join(',');
-      for (const source of SOURCE_NAMES) added[`SOURCE_${source.toUpperCase()}_URL`] = `${url}/${source}`;
-      notes.push(`no SOURCES set: prices come from the local market simulator at ${url}`);
+      if (!env.SOURCES) {
+        // Every source (DESIGN 9 and 13), each under its own path prefix of the simulator.
+        added.SOURCES = SOURCE_NAMES.join(',');
+        for (const source of SOURCE_NAMES) added[`SOURCE_${source.toUpperCase()}_URL`] = `${url}/${source}`;
+        notes.push(`no SOURCES set: prices come from the local market simulator at ${url}`);
+      }
+      // DESIGN 14: the fx source is always on; offline, its ECB file comes from the simulator too.
+      if (!env.FX_URL) {
+        added.FX_URL = `${url}/fx`;
+        notes.push(`FX_URL not set: exchange rates come from the local market simulator at ${url}/fx`);
+      }
     }
     // With the fake serving the Web API, an unset key becomes the fake's, so profiles work offline;
     // a set key is the one the fake accepts.

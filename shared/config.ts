@@ -76,6 +76,10 @@ export const configSchema = z.object({
   // DESIGN 4 `SOURCE_<NAME>_URL` / `SOURCE_<NAME>_INTERVAL_SECONDS` for every known source (sourceVariables);
   // unset URLs mean the real upstream.
   ...sourceVariables(),
+  // DESIGN 14: the exchange-rate source's host (the ECB's daily reference rates are read from
+  // `${FX_URL}/stats/eurofxref/eurofxref-daily.xml`). Always on, not in SOURCES; `npm start` points it
+  // at the market simulator (`<simulator>/fx`) when unset.
+  FX_URL: z.string().url().default('https://www.ecb.europa.eu'),
   SOURCE_CSFLOAT_API_KEY: optionalString,
   // DESIGN 13: waxpeer's optional key, sent as its `api` query parameter.
   SOURCE_WAXPEER_KEY: optionalString,

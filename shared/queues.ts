@@ -23,6 +23,14 @@ export const JOBS = {
     // No retries: the next scheduled run is the retry, and a run slot is claimed once in Postgres.
     options: { ...defaultOptions, attempts: 1, removeOnFail: { age: 86_400, count: 1_000 } },
   },
+  'fx.refresh': {
+    queue: 'ingest',
+    // DESIGN 14: the ECB reference rates, every 6 h (scheduler `ingest-fx`) and once at start-up
+    // (jobId `ingest-fx-startup-<minute>`). A failed fetch is recorded and keeps the last good rates;
+    // it is retried within minutes rather than at the next 6-hourly run.
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 4, backoff: { type: 'exponential', delay: 60_000 }, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
   'prices.snapshot': {
     queue: 'index',
     // jobId `snapshot-<interval>` (shared/prices/snapshot.ts snapshotJob): one build per interval, at its end.
@@ -130,6 +138,12 @@ export type EnqueueOptions = { jobId: string; delay?: number };
 export type Enqueue = <Name extends JobName>(name: Name, payload: JobPayload<Name>, options: EnqueueOptions) => Promise<void>;
 /** A schedule of one job: upserted at boot under a stable id, with a payload of that job. */
 export type JobSchedule = { [Name in JobName]: { id: string; job: Name; everyMs: number; data?: JobPayload<Name> } }[JobName];
+/**
+ * A job enqueued each time a pool starts, with jobId `<id>-<minute of the boot>` (processes of one
+ * pool booting in the same minute share it). For work that must not wait for its schedule's next run:
+ * a job scheduler that survived a restart keeps its next run, up to a whole interval away.
+ */
+export type StartupJob = { [Name in JobName]: { id: string; job: Name; data?: JobPayload<Name> } }[JobName];
 
 function queueFor(queues: JobQueues, name: JobName): Queue {
   const pool = JOBS[name].queue;
@@ -172,6 +186,12 @@ export async function upsertSchedule(queues: JobQueues, schedule: JobSchedule): 
     { every: schedule.everyMs },
     { name, data: parseJobPayload(name, schedule.data ?? {}), opts: JOBS[name].options },
   );
+}
+
+/** Enqueues a pool's start-up job (see StartupJob). */
+export async function enqueueStartupJob(queues: JobQueues, startup: StartupJob, at: Date): Promise<void> {
+  const name: JobName = startup.job;
+  await queueFor(queues, name).add(name, parseJobPayload(name, startup.data ?? {}), jobOptions(name, { jobId: `${startup.id}-${Math.floor(at.getTime() / 60_000)}` }));
 }
 
 /**

@@ -5,6 +5,9 @@ import { createApp } from '../api/app.ts';
 import { createDeps, type AppDeps } from '../api/deps.ts';
 import { parseConfig, type Config } from '../shared/config.ts';
 import { createLogger } from '../shared/logger.ts';
+import type { Sql } from '../shared/db.ts';
+import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
+import { fxFreshness } from '../shared/health/fx.ts';
 import { migrate } from '../shared/migrate.ts';
 import type { Scope } from '../shared/scopes.ts';
 import { adminCreateKey, adminUpdateWorkspace } from '../shared/identity/admin.ts';
@@ -154,4 +157,15 @@ export async function scratchTestApp(options: Parameters<typeof createTestApp>[0
       await admin.end({ timeout: 5 });
     },
   };
+}
+
+/**
+ * Stores an ECB rate set dated `at`'s UTC day and a successful fetch, so the always-on fx source
+ * is fresh in GET /health (DESIGN 14) for suites that expect a healthy service without running it.
+ * Fresh rates already stored (another suite's) are left as they are.
+ */
+export async function seedFreshFxRates(sql: Sql, at: Date = new Date()): Promise<void> {
+  if ((await fxFreshness(sql, at)).status === 'fresh') return;
+  await saveRateDays(sql, [{ date: at.toISOString().slice(0, 10), rates: new Map([['USD', '1.0834'], ['GBP', '0.84290'], ['JPY', '162.41']]) }], at);
+  await recordFxSuccess(sql, at, 0);
 }

@@ -43,15 +43,31 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
     expect(configuredPort({ X: '8080' }, 'X')).toBe(8080);
   });
 
-  test('configured upstreams are used as given: no simulator with SOURCES, no fake for a set Steam URL', async () => {
-    const plan = await localUpstreamsPlan({ SOURCES: 'skinport', STEAM_API_URL: 'https://api.example.test', STEAM_WEB_API_KEY: 'real-key' })(freePorts());
+  test('configured upstreams are used as given: no simulator with SOURCES and FX_URL, no fake for a set Steam URL', async () => {
+    const plan = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://fx.example.test', STEAM_API_URL: 'https://api.example.test', STEAM_WEB_API_KEY: 'real-key' })(freePorts());
     expect(plan.entries.map((entry) => entry.name)).toEqual(['steam-fake']);
     expect(plan.env.SOURCES).toBeUndefined();
+    expect(plan.env.FX_URL).toBeUndefined();
     expect(plan.env.STEAM_API_URL).toBeUndefined();
     expect(plan.env.STEAM_WEB_API_KEY).toBeUndefined();
     expect(plan.env.STEAM_COMMUNITY_URL).toBe('http://127.0.0.1:40000');
-    const none = await localUpstreamsPlan({ SOURCES: 'skinport', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test' })(freePorts());
+    const none = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://fx.example.test', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test' })(freePorts());
     expect(none).toEqual({ entries: [], env: {}, notes: [] });
+  });
+
+  test('an unset FX_URL points the exchange rates at the simulator, which runs for them alone when SOURCES is set', async () => {
+    const everything = await localUpstreamsPlan({ SIMULATOR_PORT: '4123' })(freePorts());
+    expect(everything.env.FX_URL).toBe('http://127.0.0.1:4123/fx');
+    expect(everything.entries.filter((entry) => entry.name === 'simulator')).toHaveLength(1);
+    expect(everything.notes.some((note) => note.includes('http://127.0.0.1:4123/fx'))).toBe(true);
+
+    const fxOnly = await localUpstreamsPlan({ SIMULATOR_PORT: '4123', SOURCES: 'skinport', SOURCE_SKINPORT_URL: 'https://api.skinport.test', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test' })(freePorts());
+    expect(fxOnly.entries.map((entry) => entry.name)).toEqual(['simulator']);
+    expect(fxOnly.env).toEqual({ SIMULATOR_PORT: '4123', FX_URL: 'http://127.0.0.1:4123/fx' });
+
+    const fxSet = await localUpstreamsPlan({ SIMULATOR_PORT: '4123', FX_URL: 'https://fx.example.test' })(freePorts());
+    expect(fxSet.env.FX_URL).toBeUndefined();
+    expect(fxSet.env.SOURCE_SKINPORT_URL).toBe('http://127.0.0.1:4123/skinport');
   });
 
   test('with the fake serving the Web API, an unset key becomes the fake’s and a set key is the one the fake accepts', async () => {

@@ -52,6 +52,8 @@ beforeAll(async () => {
     QUEUE_PREFIX: queuePrefix,
     SOURCES: SOURCE_NAMES.join(','),
     PRICE_SNAPSHOT_INTERVAL_SECONDS: '5',
+    // DESIGN 14: the always-on fx source (part of /health) reads the simulator's ECB file.
+    FX_URL: `${simulatorUrl}/fx`,
   };
   for (const name of SOURCE_NAMES) {
     const upper = name.toUpperCase();

@@ -3,7 +3,7 @@ import { adminCreateKey, adminUpdateWorkspace } from '../shared/identity/admin.t
 import { hashKey } from '../shared/identity/api-keys.ts';
 import { KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
 import { OPERATIONS } from '../shared/operations.ts';
-import { createKey, createTestApp, errorOf, eventually, signUp, testClock, workspaceWithKey, type TestApp, type TestClock } from './helpers.ts';
+import { createKey, createTestApp, errorOf, eventually, seedFreshFxRates, signUp, testClock, workspaceWithKey, type TestApp, type TestClock } from './helpers.ts';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 
 /** Usage metering (DESIGN 5): budgets per workspace, weighted units, RateLimit headers, 429/503. */
@@ -413,6 +413,8 @@ describe('Redis stopped mid-run', () => {
     redis = await startPrivateRedis();
     app = createTestApp({ config: { REDIS_URL: redis.url, SOURCES: '' } });
     await eventually(async () => (app.deps.redis.status === 'ready' ? true : undefined));
+    // /health is 200 only with fresh exchange rates too (the always-on fx source, DESIGN 14).
+    await seedFreshFxRates(app.deps.sql);
   });
 
   afterAll(async () => {

@@ -20,7 +20,7 @@ import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { enqueue, type JobName } from '../shared/queues.ts';
 import { exportsPool } from '../workers/exports/index.ts';
 import type { PoolContext } from '../workers/pool.ts';
-import { createTestApp, scratchTestApp, TEST_PASSWORD, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
+import { createTestApp, scratchTestApp, seedFreshFxRates, TEST_PASSWORD, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 import { WEBHOOK_KEY_A } from './webhooks-fixtures.ts';
 
 /**
@@ -247,6 +247,8 @@ describe('documented success bodies match what the routes answer', () => {
     const session = { authorization: `Bearer ${account.session.token}` };
     await conforms('POST', '/v1/me/keys', await post('/v1/me/keys', { label: 'bodies', scopes: ['prices:read'] }, session));
     await conforms('GET', '/v1/me/keys', await t.request('/v1/me/keys', { headers: session }));
+    // /health documents its 200 body: fresh exchange rates too (the always-on fx source, DESIGN 14).
+    await seedFreshFxRates(t.deps.sql);
     for (const path of ['/health', '/v2/health', '/v2/status', '/v2/meta/scopes', '/v2/meta/capabilities']) {
       await conforms('GET', path, await t.request(path));
     }

@@ -86,6 +86,8 @@ function baseEnv(queuePrefix: string, redisUrl: string): Record<string, string> 
     BLOB_DIR: blobDir,
     LOG_LEVEL: 'info',
     SOURCES: SOURCES.join(','),
+    // DESIGN 14: the always-on fx source reads the simulator too (never the real ECB from a test).
+    FX_URL: `${simulator.url}/fx`,
     ...Object.fromEntries(SOURCES.flatMap((source) => [
       [`SOURCE_${source.toUpperCase()}_URL`, `${simulator.url}/${source}`],
       [`SOURCE_${source.toUpperCase()}_INTERVAL_SECONDS`, '2'],

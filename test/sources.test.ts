@@ -22,6 +22,7 @@ import {
   ABSENT_SHARE,
   MARKETPLACE_SOURCES,
   SIMULATOR_MODES,
+  SIMULATOR_TARGETS,
   startMarketSimulator,
   type FixedPrice,
   type MarketplaceSource,
@@ -533,7 +534,7 @@ describe('failure modes', () => {
     expect((await post('/_control/skinport/sideways')).status).toBe(400);
     expect((await post('/_control/nowhere/ok')).status).toBe(400);
     const state = (await (await fetch(`${sim.url}/_control`)).json()) as { modes: Record<string, string> };
-    expect(state.modes).toEqual(Object.fromEntries(SOURCE_NAMES.map((source) => [source, 'ok'])));
+    expect(state.modes).toEqual(Object.fromEntries(SIMULATOR_TARGETS.map((source) => [source, 'ok'])));
   });
 });
 
@@ -957,7 +958,7 @@ describe('simulator formats', () => {
   describe('modes at the HTTP level', () => {
     test('every source is switchable, over HTTP too; a waxpeer mode applies to both of its endpoints', async () => {
       const state = (await (await fetch(`${market.url}/_control`)).json()) as { modes: Record<string, string> };
-      expect(Object.keys(state.modes).sort()).toEqual([...SOURCE_NAMES].sort());
+      expect(Object.keys(state.modes).sort()).toEqual([...SOURCE_NAMES, 'fx'].sort());
       expect(SIMULATOR_MODES).toContain('wrong_types');
       expect((await fetch(`${market.url}/_control/csmarket/fail`, { method: 'POST' })).status).toBe(200);
       expect(market.mode('csmarket')).toBe('fail');

@@ -6,7 +6,8 @@ import { catalogItemCount } from '../shared/catalog/repository.ts';
 import { generateItemFiles } from '../shared/media/generate-item-files.ts';
 import { OPERATIONS } from '../shared/operations.ts';
 import { POOLS } from '../shared/queues.ts';
-import { createTestApp, errorOf, eventually, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
+import { saveRateDays } from '../shared/fx/repository.ts';
+import { createTestApp, errorOf, eventually, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 import { freePort } from './private-redis.ts';
 
 type MediaStatusBody = { components: { media: unknown }; degraded: string[] };
@@ -20,13 +21,17 @@ const t = createTestApp({ config: { SOURCES: '', WEBHOOK_SECRET_KEY, STEAM_WEB_A
 beforeAll(async () => {
   // A fresh client connects asynchronously; status checks below expect a connected Redis.
   await eventually(async () => (t.deps.redis.status === 'ready' ? true : undefined));
+  // The fx source (always on, DESIGN 14) counts on /health like a source: fresh rates here, its own
+  // states are tested in test/fx.test.ts.
+  await seedFreshFxRates(t.deps.sql);
 });
 afterAll(() => t.close());
 
 const randomSuffix = () => `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
 const uniqueSource = () => `skinport_${randomSuffix()}`;
 
-type HealthReport = { status: string; sources: Record<string, { updated_at: string | null; status: string; unknown_names: number | null; rows_skipped: number | null }>; stats: { items: number } };
+type HealthReport = { status: string; sources: Record<string, { updated_at: string | null; status: string; unknown_names: number | null; rows_skipped: number | null }>; fx: { status: string }; stats: { items: number } };
+const freshFx = expect.objectContaining({ status: 'fresh', source: 'ecb' });
 
 async function withApp(options: Parameters<typeof createTestApp>[0], body: (app: TestApp) => Promise<void>): Promise<void> {
   const app = createTestApp(options);
@@ -42,7 +47,7 @@ describe('GET /health', () => {
   test('with no enabled sources it answers 200 up with no sources and the catalog item count', async () => {
     const response = await t.request('/health');
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'up', sources: {}, stats: { items: await catalogItemCount(t.deps.sql) } });
+    expect(await response.json()).toEqual({ status: 'up', sources: {}, fx: freshFx, stats: { items: await catalogItemCount(t.deps.sql) } });
   });
 
   test('an enabled source that never succeeded makes it 503 with the same body shape', async () => {
@@ -51,8 +56,8 @@ describe('GET /health', () => {
       const response = await app.request('/health');
       expect(response.status).toBe(503);
       const body = (await response.json()) as HealthReport;
-      expect(Object.keys(body).sort()).toEqual(['sources', 'stats', 'status']);
-      expect(body).toEqual({ status: 'degraded', sources: { [source]: { updated_at: null, status: 'never_succeeded', unknown_names: null, rows_skipped: null } }, stats: { items: await catalogItemCount(t.deps.sql) } });
+      expect(Object.keys(body).sort()).toEqual(['fx', 'sources', 'stats', 'status']);
+      expect(body).toEqual({ status: 'degraded', sources: { [source]: { updated_at: null, status: 'never_succeeded', unknown_names: null, rows_skipped: null } }, fx: freshFx, stats: { items: await catalogItemCount(t.deps.sql) } });
     });
   });
 
@@ -68,6 +73,7 @@ describe('GET /health', () => {
         expect(await fresh.json()).toEqual({
           status: 'up',
           sources: { [source]: { updated_at: row!.last_success_at.toISOString(), status: 'fresh', unknown_names: 12, rows_skipped: 3 } },
+          fx: freshFx,
           stats: { items: await catalogItemCount(t.deps.sql) },
         });
 
@@ -78,6 +84,7 @@ describe('GET /health', () => {
         expect(await stale.json()).toEqual({
           status: 'degraded',
           sources: { [source]: { updated_at: old!.last_success_at.toISOString(), status: 'stale', unknown_names: 12, rows_skipped: 3 } },
+          fx: freshFx,
           stats: { items: await catalogItemCount(t.deps.sql) },
         });
       } finally {
@@ -133,11 +140,15 @@ async function withFutureClock(body: (app: TestApp, clock: ReturnType<typeof tes
       insert into worker_heartbeats (worker_id, pool, hostname, pid, started_at, last_seen_at)
       values (${workerId}, ${pool}, 'status-test', ${process.pid}, ${clock.now()}, ${clock.now()})`;
   };
+  // Rates of the clock's day, so the fx source is fresh at that clock (removed afterwards, as the heartbeats).
+  const fxDate = clock.now().toISOString().slice(0, 10);
   try {
     await eventually(async () => (app.deps.redis.status === 'ready' ? true : undefined));
+    await saveRateDays(app.deps.sql, [{ date: fxDate, rates: new Map([['USD', '1.0834']]) }], clock.now());
     await body(app, clock, heartbeat);
   } finally {
-    // Future-dated rows would look live to everyone else: never leave them behind.
+    // Future-dated rows would look live (or newest) to everyone else: never leave them behind.
+    await app.deps.sql`delete from fx_rate_days where as_of = ${fxDate}::date`;
     if (workerIds.length > 0) await app.deps.sql`delete from worker_heartbeats where worker_id in ${app.deps.sql(workerIds)}`;
     await app.close();
   }
@@ -209,6 +220,7 @@ describe('GET /v2/health and GET /v2/status', () => {
       expect(body.degraded).toEqual([]);
       expect(body.status).toBe('ok');
       for (const pool of POOLS) expect(body.components.workers[pool]!.status).toBe('ok');
+      expect((body.components as unknown as { fx: { status: string } }).fx.status).toBe('fresh');
     });
   });
 

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Metric } from 'prom-client';
 import type { Config } from '../shared/config.ts';
-import type { Enqueue, JobHandlers, JobName, JobSchedule, Pool } from '../shared/queues.ts';
+import type { Enqueue, JobHandlers, JobName, JobSchedule, Pool, StartupJob } from '../shared/queues.ts';
 import type { WorkerResources } from '../shared/resources.ts';
 
 /** What a pool's module receives: the process's resources and its queues, never a request context. */
@@ -20,6 +20,8 @@ export type PoolDefinition = {
   handlers: (context: PoolContext) => readonly (readonly [JobName, JobHandlers[JobName]])[];
   /** Job schedulers, upserted at boot; ids start with `<pool>-` (others of the pool are removed). */
   schedules?: readonly Schedule[] | ((config: Config) => readonly Schedule[]);
+  /** Jobs enqueued once each time the pool starts (shared/queues.ts StartupJob). */
+  startupJobs?: readonly StartupJob[];
   concurrency?: number;
   /**
    * Metrics of the pool's own work (webhook delivery outcomes, render durations), defined by the

@@ -11,7 +11,7 @@ import { MemoryReleaser } from '../shared/memory.ts';
 import { jobMetrics, type JobMetrics, type JobOutcome } from '../shared/metrics/jobs.ts';
 import { registerQueueDepth } from '../shared/metrics/queues.ts';
 import { Registry } from '../shared/metrics/registry.ts';
-import { checkHandlers, enqueue as enqueueOn, JOBS, parseJobPayload, queueName, upsertSchedule, type Enqueue, type JobName, type JobSchedule, type Pool } from '../shared/queues.ts';
+import { checkHandlers, enqueue as enqueueOn, enqueueStartupJob, JOBS, parseJobPayload, queueName, upsertSchedule, type Enqueue, type JobName, type JobSchedule, type Pool } from '../shared/queues.ts';
 import { createRequestRedis, createWorkerRedis } from '../shared/redis.ts';
 import type { PoolDefinition } from './pool.ts';
 
@@ -119,6 +119,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
       for (const existing of await queue.getJobSchedulers()) {
         if (existing.key && !wanted.has(existing.key) && existing.key.startsWith(`${pool}-`)) await queue.removeJobScheduler(existing.key);
       }
+      for (const startup of definition.startupJobs ?? []) await enqueueStartupJob(queue, startup, now());
 
       const worker = new Worker(
         queueName(pool),

@@ -20,7 +20,8 @@ export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'q
       '/health',
       async ({ set }) => {
         const report = await sourceFreshness(deps.sql, deps.config.SOURCES, deps.now());
-        // spec 4: 503 when any enabled source is stale or never succeeded, same body shape.
+        // spec 4: 503 when any enabled source is stale or never succeeded, same body shape; the fx
+        // source (always on) counts as one (shared/health/fx.ts).
         if (report.status !== 'up') set.status = 503;
         set.headers['cache-control'] = 'no-store';
         return report;

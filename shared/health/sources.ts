@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../db.ts';
+import { fxFreshness, fxStateSchema } from './fx.ts';
 
 /** Each enabled source by name: its last successful run and its freshness against its stale threshold. */
 export const sourceStatesSchema = z.record(
@@ -14,6 +15,7 @@ export const sourceStatesSchema = z.record(
 export const healthReportSchema = z.object({
   status: z.enum(['up', 'degraded']),
   sources: sourceStatesSchema,
+  fx: fxStateSchema.describe('The exchange rates (DESIGN 14): always on; stale or never succeeded makes this answer 503, like a source'),
   stats: z.object({ items: z.number().int().describe('Catalog items held') }),
 });
 export type HealthReport = z.infer<typeof healthReportSchema>;
@@ -31,7 +33,10 @@ export async function sourceRowsByName(db: Queryable, names: readonly string[]):
   return new Map(rows.map((row) => [row.name, row]));
 }
 
-/** spec 2.1: each enabled source's last success against its stale threshold. */
+/**
+ * spec 2.1: each enabled source's last success against its stale threshold, and the fx source's
+ * rates against theirs (shared/health/fx.ts); `up` only when every one of them is fresh.
+ */
 export async function sourceFreshness(db: Queryable, enabled: readonly string[], now: Date): Promise<HealthReport> {
   const byName = await sourceRowsByName(db, enabled);
   const sources: HealthReport['sources'] = {};
@@ -47,9 +52,10 @@ export async function sourceFreshness(db: Queryable, enabled: readonly string[],
       rows_skipped: last ? (row?.last_rows_skipped ?? null) : null,
     };
   }
+  const fx = await fxFreshness(db, now);
   const items = await countCatalogItems(db);
-  const allFresh = Object.values(sources).every((source) => source.status === 'fresh');
-  return { status: allFresh ? 'up' : 'degraded', sources, stats: { items } };
+  const allFresh = Object.values(sources).every((source) => source.status === 'fresh') && fx.status === 'fresh';
+  return { status: allFresh ? 'up' : 'degraded', sources, fx, stats: { items } };
 }
 
 /** Items held; zero until the catalog (a later migration) exists. */

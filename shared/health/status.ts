@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { itemFilesStatus } from '../media/item-files.ts';
 import { POOLS, type Pool } from '../queues.ts';
+import { fxStateSchema } from './fx.ts';
 import { liveWorkersByPool } from './heartbeats.ts';
 import { sourceFreshness, sourceStatesSchema } from './sources.ts';
 
@@ -14,7 +15,7 @@ const componentStatus = z.enum(['ok', 'degraded', 'down']);
 export const platformStatusSchema = z.object({
   status: z.enum(['ok', 'degraded']),
   checked_at: z.string(),
-  degraded: z.array(z.string()).describe('The components that are not ok, as dotted paths (`redis`, `queues.<pool>`, `workers.<pool>`, `sources.<name>`)'),
+  degraded: z.array(z.string()).describe('The components that are not ok, as dotted paths (`redis`, `queues.<pool>`, `workers.<pool>`, `sources.<name>`, `fx`)'),
   components: z.object({
     database: z.object({ status: componentStatus, latency_ms: z.number() }),
     redis: z.object({ status: componentStatus, latency_ms: z.number().nullable().describe('Null when Redis did not answer') }),
@@ -32,6 +33,8 @@ export const platformStatusSchema = z.object({
     workers: z.record(z.string(), z.object({ status: componentStatus, live: z.number().int(), last_seen_at: z.string().nullable() })).describe('Live workers per pool, by heartbeat'),
     /** Each enabled price source, as on GET /health. */
     sources: sourceStatesSchema,
+    /** The exchange rates, as on GET /health. */
+    fx: fxStateSchema,
     gameplatform: z
       .object({
         steam_web_api: z.object({
@@ -129,6 +132,7 @@ export async function platformStatus(input: {
   for (const [name, source] of Object.entries(sources.value.sources)) {
     if (source.status !== 'fresh') degraded.push(`sources.${name}`);
   }
+  if (sources.value.fx.status !== 'fresh') degraded.push('fx');
   return {
     status: degraded.length === 0 ? 'ok' : 'degraded',
     checked_at: now.toISOString(),
@@ -139,6 +143,7 @@ export async function platformStatus(input: {
       queues,
       workers: workerStatus,
       sources: sources.value.sources,
+      fx: sources.value.fx,
       gameplatform: {
         // Not part of `degraded`: a deployment without a Steam key simply does not offer profiles.
         steam_web_api: { status: input.steamWebApiKeyConfigured ? 'ok' : 'unavailable', last_success_at: steam.ok ? steam.value.profile : null },

@@ -18,7 +18,8 @@ import { SOURCE_NAMES, type SourceName } from '../../shared/sources/types.ts';
  *   /whitemarket/export/v1/prices/730.json           bare array [{market_hash_name, price, market_product_link, market_product_count}]
  *   /bitskins/market/insell/730                      {list:[{skin_id, name, price_min, price_max, price_avg, quantity}]}
  *   /csdeals/API/IPricing/GetLowestPrices/v1?appid=730  {success, response:{items:[{marketname, lowest_price}]}}
- *   POST /_control/<source|all>/<mode>             switch a source's mode from another process
+ *   /fx/stats/eurofxref/eurofxref-daily.xml          the ECB's daily reference rates (DESIGN 14), `gesmes:Envelope` XML
+ *   POST /_control/<source|fx|all>/<mode>          switch a source's mode from another process
  *   GET  /_control                                 current modes
  *
  * Prices are deterministic in (seed, name, version, 30 s bucket of `now`) and drift slowly: each
@@ -77,10 +78,22 @@ import { SOURCE_NAMES, type SourceName } from '../../shared/sources/types.ts';
  * `{"amount":…}` where the upstream writes a string or a number (DESIGN 13 lets adapters take either),
  * a string for skinport and csfloat (which only write numbers) and a number for steam.
  * A mode applies to every endpoint of its source (both of waxpeer's).
+ *
+ * Exchange rates (`fx`, DESIGN 14): the ECB daily file for the latest working day (Monday to Friday,
+ * UTC) at or before `now`, with the real file's ~30 currencies in its order, each rate written with
+ * the ECB's own number of decimals. Rates are deterministic in (seed, currency, day) and drift
+ * slowly: value noise over days (about 0.3 % from one day to the next, a few % over weeks); BGN is
+ * pegged (1.9558 every day) and DKK moves within 0.1 %. Its modes: ok, fail (500 HTML page), stall,
+ * rate_limit (429), malformed (the file cut short), partial (every third rate entry, index % 3 === 1,
+ * broken in turn: a lower-case code, a non-numeric rate, a negative rate; USD, the first, is always
+ * good), wrong_types (a well-formed envelope whose rates use a decimal comma, `1,0834`: none is usable).
  */
 
 export const SIMULATED_SOURCES = SOURCE_NAMES;
 export type SimulatedSource = SourceName;
+/** What /_control switches: every price source and the exchange-rate file. */
+export const SIMULATOR_TARGETS = [...SOURCE_NAMES, 'fx'] as const;
+export type SimulatorTarget = (typeof SIMULATOR_TARGETS)[number];
 /** The six marketplaces of DESIGN 13. */
 export const MARKETPLACE_SOURCES = ['csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const satisfies readonly SourceName[];
 export type MarketplaceSource = (typeof MARKETPLACE_SOURCES)[number];
@@ -151,14 +164,14 @@ export type MarketSimulatorOptions = {
 export type MarketSimulator = {
   url: string;
   port: number;
-  setMode(source: SimulatedSource | 'all', mode: SimulatorMode): void;
-  mode(source: SimulatedSource): SimulatorMode;
+  setMode(source: SimulatorTarget | 'all', mode: SimulatorMode): void;
+  mode(source: SimulatorTarget): SimulatorMode;
   /** The Retry-After header sent with 429s (default "30"); null sends none. */
   setRetryAfter(value: string | null): void;
   /** Requests received per source since start (any mode). */
-  requestCount(source: SimulatedSource): number;
+  requestCount(source: SimulatorTarget): number;
   /** The last request a source received: its URL and headers. */
-  lastRequest(source: SimulatedSource): { url: string; headers: Record<string, string> } | undefined;
+  lastRequest(source: SimulatorTarget): { url: string; headers: Record<string, string> } | undefined;
   stop(): Promise<void>;
 };
 
@@ -442,14 +455,80 @@ class BodyWriter {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Exchange rates: the ECB daily reference rates file
+
+const ECB_HEAD =
+  '<?xml version="1.0" encoding="UTF-8"?>\n' +
+  '<gesmes:Envelope xmlns:gesmes="http://www.gesmes.org/xml/2002-08-01" xmlns="http://www.ecb.int/vocabulary/2002-08-01/eurofxref">\n' +
+  '\t<gesmes:subject>Reference rates</gesmes:subject>\n' +
+  '\t<gesmes:Sender>\n\t\t<gesmes:name>European Central Bank</gesmes:name>\n\t</gesmes:Sender>\n';
+
+/**
+ * The real file's currencies in its order: a level (units per EUR, late 2026), the decimals the ECB
+ * writes it with, and how much it moves (1 = the common amplitude; BGN is pegged, DKK nearly so).
+ */
+const ECB_CURRENCIES: readonly [code: string, level: number, decimals: number, volatility: number][] = [
+  ['USD', 1.0834, 4, 1], ['JPY', 162.35, 2, 1], ['BGN', 1.9558, 4, 0], ['CZK', 25.112, 3, 0.5],
+  ['DKK', 7.4598, 4, 0.02], ['GBP', 0.84315, 5, 0.6], ['HUF', 405.18, 2, 1], ['PLN', 4.2735, 4, 0.6],
+  ['RON', 4.9762, 4, 0.3], ['SEK', 11.4565, 4, 0.8], ['CHF', 0.9381, 4, 0.6], ['ISK', 149.9, 2, 0.8],
+  ['NOK', 11.7035, 4, 0.8], ['TRY', 37.4818, 4, 1.5], ['AUD', 1.6402, 4, 1], ['BRL', 6.2561, 4, 1.4],
+  ['CAD', 1.5121, 4, 0.9], ['CNY', 7.8012, 4, 0.9], ['HKD', 8.4237, 4, 1], ['IDR', 17132.45, 2, 1.1],
+  ['ILS', 4.0031, 4, 1], ['INR', 91.0125, 4, 1], ['KRW', 1509.62, 2, 1.1], ['MXN', 21.4278, 4, 1.4],
+  ['MYR', 4.8045, 4, 1], ['NZD', 1.8032, 4, 1], ['PHP', 62.523, 3, 1], ['SGD', 1.4311, 4, 0.7],
+  ['THB', 37.821, 3, 1], ['ZAR', 19.7164, 4, 1.3],
+];
+// Scales in days and amplitudes (log-rate): ~0.3 % a day, a few % over weeks and months.
+const FX_OCTAVES: [number, number][] = [
+  [1, 0.003],
+  [8, 0.01],
+  [64, 0.03],
+];
+const DAY_MS = 86_400_000;
+
+/** The ECB reference day of `now`: its UTC date, or the Friday before on a weekend (no file then). */
+function ecbDay(now: Date): number {
+  const day = Math.floor(now.getTime() / DAY_MS);
+  const weekday = new Date(day * DAY_MS).getUTCDay();
+  return weekday === 6 ? day - 1 : weekday === 0 ? day - 2 : day;
+}
+
+/** An integer of `decimals` implied places as decimal text: (10834, 4) → "1.0834". */
+function impliedDecimal(units: number, decimals: number): string {
+  const digits = String(units).padStart(decimals + 1, '0');
+  return decimals === 0 ? digits : `${digits.slice(0, -decimals)}.${digits.slice(-decimals)}`;
+}
+
+/** The daily file at `now` in a mode (ok, partial, wrong_types; the others never reach here). */
+function ecbDailyXml(seed: number, now: Date, mode: SimulatorMode): string {
+  const day = ecbDay(now);
+  const date = new Date(day * DAY_MS).toISOString().slice(0, 10);
+  const lines = ECB_CURRENCIES.map(([code, level, decimals, volatility], index) => {
+    const h = hashString(`fx\u0000${code}`, seed);
+    let sum = 0;
+    for (const [octave, [scale, amplitude]] of FX_OCTAVES.entries()) sum += valueNoise(h, octave, day, scale) * amplitude;
+    let currency = code;
+    let rate = impliedDecimal(Math.max(1, Math.round(level * Math.exp(sum * volatility) * 10 ** decimals)), decimals);
+    if (mode === 'wrong_types') rate = rate.replace('.', ',');
+    if (mode === 'partial' && index % 3 === 1) {
+      const kind = Math.floor(index / 3) % 3;
+      if (kind === 0) currency = code.toLowerCase();
+      else if (kind === 1) rate = 'N/A';
+      else rate = `-${rate}`;
+    }
+    return `\t\t\t<Cube currency='${currency}' rate='${rate}'/>\n`;
+  });
+  return `${ECB_HEAD}\t<Cube>\n\t\t<Cube time='${date}'>\n${lines.join('')}\t\t</Cube>\n\t</Cube>\n</gesmes:Envelope>\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 export function startMarketSimulator(options: MarketSimulatorOptions): MarketSimulator {
   const seed = (options.seed ?? 1) >>> 0;
   const now = options.now ?? (() => new Date());
   const bucketMs = (options.bucketSeconds ?? 30) * 1000;
-  const modes = Object.fromEntries(SIMULATED_SOURCES.map((source) => [source, 'ok'])) as Record<SimulatedSource, SimulatorMode>;
-  const counts = Object.fromEntries(SIMULATED_SOURCES.map((source) => [source, 0])) as Record<SimulatedSource, number>;
-  const last: Partial<Record<SimulatedSource, { url: string; headers: Record<string, string> }>> = {};
+  const modes = Object.fromEntries(SIMULATOR_TARGETS.map((source) => [source, 'ok'])) as Record<SimulatorTarget, SimulatorMode>;
+  const counts = Object.fromEntries(SIMULATOR_TARGETS.map((source) => [source, 0])) as Record<SimulatorTarget, number>;
+  const last: Partial<Record<SimulatorTarget, { url: string; headers: Record<string, string> }>> = {};
   let retryAfter: string | null = '30';
   let steamPartialCounter = 0;
   const stalled = new Set<(response: Response) => void>();
@@ -1162,7 +1241,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
 
   // ---- modes and routing ---------------------------------------------------------------------
 
-  type Endpoint = SimulatedSource | 'waxpeer-dopplers';
+  type Endpoint = SimulatorTarget | 'waxpeer-dopplers';
   const MALFORMED: Record<Endpoint, string> = {
     skinport: '[{"market_hash_name":"AK-47 | Redline (Field-Tested)","version":null,"min_price":',
     steam: '{"success":tru',
@@ -1174,8 +1253,9 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     whitemarket: '[{"market_hash_name":"AK-47 | Redline (Field-Tested)","price":"1.2',
     bitskins: '{"list":[{"skin_id":1,"name":"AK-47 | Redline (Field-Tested)","price_min":12',
     csdeals: '{"success":true,"response":{"items":[{"marketname":"AK-47 | Redline (Field-Tested)","lowest_price":"1.',
+    fx: `${ECB_HEAD}\t<Cube>\n\t\t<Cube time='2026-11-24'>\n\t\t\t<Cube currency='USD' rate='1.08`,
   };
-  const RATE_LIMITED_BODY: Record<SimulatedSource, string> = {
+  const RATE_LIMITED_BODY: Record<SimulatorTarget, string> = {
     skinport: '{"errors":[{"id":"rate_limit_exceeded","message":"Rate limit exceeded"}]}',
     steam: 'null',
     csfloat: '{"code":20,"message":"too many requests, try again later"}',
@@ -1185,9 +1265,10 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     whitemarket: '{"message":"Too Many Requests"}',
     bitskins: '{"code":"TOO_MANY_REQUESTS","message":"Too many requests"}',
     csdeals: '{"success":false,"error":"Too many requests"}',
+    fx: '<html><head><title>429 Too Many Requests</title></head><body><h1>Too Many Requests</h1></body></html>',
   };
 
-  function forMode(source: SimulatedSource, endpoint: Endpoint, request: Request): Response | Promise<Response> | null {
+  function forMode(source: SimulatorTarget, endpoint: Endpoint, request: Request): Response | Promise<Response> | null {
     switch (modes[source]) {
       case 'fail':
         return new Response('<html><body><h1>500 Internal Server Error</h1></body></html>', { status: 500, headers: { 'content-type': 'text/html' } });
@@ -1206,18 +1287,18 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
         return new Response(RATE_LIMITED_BODY[source], { status: 429, headers });
       }
       case 'malformed':
-        return new Response(MALFORMED[endpoint], { headers: { 'content-type': 'application/json; charset=utf-8' } });
+        return new Response(MALFORMED[endpoint], { headers: { 'content-type': source === 'fx' ? 'text/xml' : 'application/json; charset=utf-8' } });
       default:
         return null;
     }
   }
 
-  function setMode(source: SimulatedSource | 'all', mode: SimulatorMode): void {
-    for (const name of source === 'all' ? SIMULATED_SOURCES : [source]) modes[name] = mode;
+  function setMode(source: SimulatorTarget | 'all', mode: SimulatorMode): void {
+    for (const name of source === 'all' ? SIMULATOR_TARGETS : [source]) modes[name] = mode;
     if (source === 'all' || source === 'steam') steamPartialCounter = 0;
   }
 
-  const ROUTES = new Map<string, [SimulatedSource, Endpoint]>([
+  const ROUTES = new Map<string, [SimulatorTarget, Endpoint]>([
     ['/skinport/v1/items', ['skinport', 'skinport']],
     ['/steam/market/priceoverview', ['steam', 'steam']],
     ['/csfloat/api/v1/listings', ['csfloat', 'csfloat']],
@@ -1228,6 +1309,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     ['/whitemarket/export/v1/prices/730.json', ['whitemarket', 'whitemarket']],
     ['/bitskins/market/insell/730', ['bitskins', 'bitskins']],
     ['/csdeals/API/IPricing/GetLowestPrices/v1', ['csdeals', 'csdeals']],
+    ['/fx/stats/eurofxref/eurofxref-daily.xml', ['fx', 'fx']],
   ]);
   /** The last build of each marketplace body: bucket, mode, size and build time (GET /_control shows them). */
   const bodyStats = () =>
@@ -1247,10 +1329,10 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
         if (request.method === 'GET' && path === '/_control') return Response.json({ modes, retry_after: retryAfter, bodies: bodyStats() });
         const [, , source, mode] = path.split('/');
         if (request.method !== 'POST') return new Response(null, { status: 405 });
-        if (!(source === 'all' || (SIMULATED_SOURCES as readonly string[]).includes(source ?? '')) || !(SIMULATOR_MODES as readonly string[]).includes(mode ?? '')) {
-          return Response.json({ error: `use POST /_control/<${SIMULATED_SOURCES.join('|')}|all>/<${SIMULATOR_MODES.join('|')}>` }, { status: 400 });
+        if (!(source === 'all' || (SIMULATOR_TARGETS as readonly string[]).includes(source ?? '')) || !(SIMULATOR_MODES as readonly string[]).includes(mode ?? '')) {
+          return Response.json({ error: `use POST /_control/<${SIMULATOR_TARGETS.join('|')}|all>/<${SIMULATOR_MODES.join('|')}>` }, { status: 400 });
         }
-        setMode(source as SimulatedSource | 'all', mode as SimulatorMode);
+        setMode(source as SimulatorTarget | 'all', mode as SimulatorMode);
         return Response.json({ modes });
       }
       const route = ROUTES.get(path);
@@ -1263,6 +1345,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       if (source === 'skinport') return skinport(request, url);
       if (source === 'steam') return steam(url);
       if (source === 'csfloat') return csfloat(url);
+      if (source === 'fx') return new Response(ecbDailyXml(seed, now(), modes.fx), { headers: { 'content-type': 'text/xml' } });
       return marketplace(endpoint as MarketEndpoint, source, request, url);
     },
   });

@@ -23,8 +23,8 @@ function integerEnv(name: string, fallback: number, max: number): number {
 
 /**
  * The market simulator over the real catalog, on SIMULATOR_PORT (default 4010), SIMULATOR_SEED
- * (default 1). Point each source at it with SOURCE_<NAME>_URL=<url>/<name> (skinport, steam, …);
- * switch modes with POST <url>/_control/<source|all>/<mode>.
+ * (default 1). Point each source at it with SOURCE_<NAME>_URL=<url>/<name> (skinport, steam, …) and
+ * the exchange rates with FX_URL=<url>/fx; switch modes with POST <url>/_control/<source|fx|all>/<mode>.
  */
 export async function runSimulatorFromEnv(): Promise<RunningFake> {
   const log = createLogger({ level: process.env.LOG_LEVEL || 'info', name: 'simulator' });
@@ -49,7 +49,8 @@ export async function runSimulatorFromEnv(): Promise<RunningFake> {
       items: catalog.length,
       ms: Math.round(performance.now() - started),
       sources: `${simulator.url}/<${SIMULATED_SOURCES.join('|')}>`,
-      control: `POST ${simulator.url}/_control/<source|all>/<${SIMULATOR_MODES.join('|')}>`,
+      fx: `${simulator.url}/fx`,
+      control: `POST ${simulator.url}/_control/<source|fx|all>/<${SIMULATOR_MODES.join('|')}>`,
     },
     `market simulator listening on ${simulator.url}`,
   );

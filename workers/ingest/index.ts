@@ -1,15 +1,26 @@
+import { FxUnavailableError } from '../../shared/fx/ecb.ts';
+import { refreshFxRates } from '../../shared/fx/refresh.ts';
 import { snapshotJob } from '../../shared/prices/snapshot.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { isKnownSource, snapshotIntervalSeconds, sourceSettings } from '../../shared/sources/settings.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
 import { runSourceIngest } from './run.ts';
 
-/** Each enabled source (SOURCES) is a job scheduler on the ingest queue (DESIGN 9). */
+/** DESIGN 14: the ECB publishes once a working day; four reads a day see each file within hours. */
+const FX_INTERVAL_MS = 6 * 60 * 60_000;
+
+/**
+ * Each enabled source (SOURCES) is a job scheduler on the ingest queue (DESIGN 9), and so is the fx
+ * source (DESIGN 14), which is always on and also runs once at start-up (its scheduler, surviving a
+ * restart, would otherwise leave a new deployment without rates for up to 6 h).
+ */
 export const ingestPool: PoolDefinition = {
   pool: 'ingest',
   concurrency: 3,
-  schedules: (config) =>
-    config.SOURCES.map((name) => {
+  startupJobs: [{ id: 'ingest-fx-startup', job: 'fx.refresh' }],
+  schedules: (config) => [
+    { id: 'ingest-fx', job: 'fx.refresh' as const, everyMs: FX_INTERVAL_MS },
+    ...config.SOURCES.map((name) => {
       if (!isKnownSource(name)) throw new Error(`SOURCES names ${name}, which has no adapter (known: ${Object.keys(ADAPTERS).join(', ')})`);
       return {
         id: `ingest-${name}`,
@@ -18,6 +29,7 @@ export const ingestPool: PoolDefinition = {
         data: { source: name },
       };
     }),
+  ],
   handlers: ({ config, sql, redis, log, now, enqueue }) => {
     const snapshotIntervalMs = snapshotIntervalSeconds(config) * 1000;
     // Every run that changed a price asks for the keyless snapshot; runs ending in one interval share
@@ -31,6 +43,12 @@ export const ingestPool: PoolDefinition = {
         }
         const requestIndex = (runId: string) => enqueue('market_index.calculate', { marketplace: source, after_run: runId }, { jobId: `index-${runId}` });
         return runSourceIngest({ sql, redis, config, log, now, requestSnapshot, requestIndex }, ADAPTERS[source], scheduledAt);
+      }),
+      handle('fx.refresh', async () => {
+        const outcome = await refreshFxRates({ sql, config, log, now });
+        // Recorded already; failing the job lets BullMQ retry it within minutes (shared/queues.ts).
+        if (outcome.status === 'failed') throw new FxUnavailableError(outcome.error.replace(/^fx: /, ''));
+        return outcome;
       }),
     ];
   },

@@ -1,0 +1,27 @@
+/**
+ * Exchange rates (DESIGN 14, issue 20): prices are stored in USD and shown in other currencies
+ * through the European Central Bank's daily reference rates.
+ *
+ * - Source (ecb.ts): the `fx` source is always on and is not a marketplace (not in SOURCES). It
+ *   reads `${FX_URL}/stats/eurofxref/eurofxref-daily.xml`, the real `gesmes:Envelope` file, with
+ *   fast-xml-parser, keeping every rate as the exact decimal text the ECB wrote. Bodies that are not
+ *   that file (truncated, HTML, no date, no USD rate) are rejected whole; odd entries inside a good
+ *   file (lower-case or repeated codes, non-numeric or non-positive rates) are skipped and counted.
+ * - Storage (repository.ts, sql/0015_fx_rates.sql): one set per ECB date, a later file for the same
+ *   date replacing it; conversions use the newest date. The source's last success, attempt and
+ *   error live in `fx_sources`, as the marketplaces' do in `price_sources`.
+ * - Refresh (refresh.ts): the `fx.refresh` job of the ingest pool, every 6 h and once at start-up
+ *   (workers/ingest/index.ts). A failed or malformed fetch records its error and stores nothing, so
+ *   the last good rates stay in use; BullMQ retries it within minutes.
+ * - Health (shared/health/fx.ts): `fx` in GET /health and GET /v2/status is stale when its ECB date
+ *   is more than 4 days old (rates still used) and never_succeeded before any rates are stored;
+ *   either makes /health 503, the rule of an enabled marketplace.
+ * - Conversion (convert.ts): A × rate(X) / rate(USD) with decimal.js at a precision that makes the
+ *   single half-even rounding to X's ISO 4217 minor units exact (the proof is at exactRatio); USD →
+ *   USD is the identity. Routes (`?currency=`) are built on supportedCurrencies, quoteFor and
+ *   usdConverter / convertUsd over findLatestRates.
+ */
+export { ECB_DAILY_PATH, fetchEcbDaily, FxUnavailableError, parseEcbRates, type EcbParseResult, type EcbRateDay } from './ecb.ts';
+export { convertUsd, isSupportedCurrency, minorUnits, quoteFor, supportedCurrencies, UnsupportedCurrencyError, usdConverter, type FxQuote } from './convert.ts';
+export { refreshFxRates, FX_REQUEST_TIMEOUT_MS, type FxRefreshOutcome } from './refresh.ts';
+export { findFxSourceState, findLatestRates, FX_SOURCE, recordFxFailure, recordFxSuccess, saveRateDays, type FxRates, type FxSourceState } from './repository.ts';

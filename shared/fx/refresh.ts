@@ -1,0 +1,40 @@
+import type { Config } from '../config.ts';
+import type { WorkerResources } from '../resources.ts';
+import { fetchEcbDaily, FxUnavailableError, parseEcbRates } from './ecb.ts';
+import { recordFxFailure, recordFxSuccess, saveRateDays } from './repository.ts';
+
+/**
+ * One run of the `fx.refresh` job (ingest pool, every 6 h and once at start-up): fetch the ECB file,
+ * parse it, store its day(s) and record the outcome. A failed or malformed fetch records its error
+ * on the source and stores nothing, so the last good rates stay in use (DESIGN 14).
+ */
+
+/** As the source adapters' requests (workers/ingest/run.ts). */
+export const FX_REQUEST_TIMEOUT_MS = 15_000;
+
+export type FxRefreshOutcome =
+  | { status: 'succeeded'; days: string[]; currencies: number; skipped: number }
+  | { status: 'failed'; error: string };
+
+export async function refreshFxRates(
+  deps: Pick<WorkerResources, 'sql' | 'log' | 'now'> & { config: Pick<Config, 'FX_URL'> },
+  options: { timeoutMs?: number } = {},
+): Promise<FxRefreshOutcome> {
+  const { sql, log, now } = deps;
+  const started = now();
+  try {
+    const body = await fetchEcbDaily({ baseUrl: deps.config.FX_URL, timeoutMs: options.timeoutMs ?? FX_REQUEST_TIMEOUT_MS, log });
+    const parsed = parseEcbRates(body, started);
+    if (parsed.skipped > 0 || parsed.problems.length > 0) log.warn({ source: 'fx', skipped: parsed.skipped, problems: parsed.problems }, 'skipped malformed rates');
+    await saveRateDays(sql, parsed.days, started);
+    await recordFxSuccess(sql, now(), parsed.skipped);
+    const newest = parsed.days.reduce((latest, day) => (day.date > latest.date ? day : latest));
+    log.info({ source: 'fx', days: parsed.days.map((day) => day.date), currencies: newest.rates.size + 1, skipped: parsed.skipped }, 'fx rates stored');
+    return { status: 'succeeded', days: parsed.days.map((day) => day.date), currencies: newest.rates.size + 1, skipped: parsed.skipped };
+  } catch (error) {
+    if (!(error instanceof FxUnavailableError)) throw error;
+    await recordFxFailure(sql, now(), error.message);
+    log.warn({ source: 'fx', err: error.message }, 'fx fetch failed; keeping the last good rates');
+    return { status: 'failed', error: error.message };
+  }
+}
