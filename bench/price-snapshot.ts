@@ -15,7 +15,7 @@ import { migrate } from '../shared/migrate.ts';
 import { assemblePriceList } from '../shared/prices/public-document.ts';
 import { findNewestPriceSnapshot, findSourceStaleThresholds, readSnapshotInputs } from '../shared/prices/repository.ts';
 import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
-import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
+import { buildPriceSnapshot, SNAPSHOT_BROTLI_QUALITY } from '../shared/prices/snapshot.ts';
 import { databaseName, dropDatabase, recreateDatabase } from '../scripts/services.ts';
 
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 40_000);
@@ -104,8 +104,8 @@ try {
   const [record, fetchMs] = await timed(() => findNewestPriceSnapshot(sql));
   const [loaded, loadMs] = await timed(() => new LoadedPriceSnapshot(record!));
   const [full, compressMs] = await timed(() => loaded.body);
-  say(`API: compress the full list ${compressMs.toFixed(0)} ms wall on the thread pool (gzip -6 ${kib(full.gzip.length)}, brotli q5 ${kib(full.br.length)})`);
-  const [skinport, deriveMs] = await timed(() => loaded.sourceBody('skinport'));
+  say(`API: compress the full list ${compressMs.toFixed(0)} ms wall on the thread pool (gzip -6 ${kib(full.gzip.length)}, brotli q${SNAPSHOT_BROTLI_QUALITY} ${kib(full.br.length)})`);
+  const [skinport, deriveMs] = await timed(() => loaded.derivedBody('skinport', null));
   const [, itemMs] = await timed(() => loaded.itemBody(list.items[123]!.market_hash_name));
   say(`API: fetch snapshot ${fetchMs.toFixed(0)} ms, parse + index ${loadMs.toFixed(0)} ms, derive ?source=skinport ${deriveMs.toFixed(0)} ms (JSON ${kib(skinport.json.length)}, br ${kib(skinport.br.length)}), one item body ${itemMs.toFixed(2)} ms`);
   say(`API heap after load: ${(process.memoryUsage().heapUsed / 1024 / 1024).toFixed(0)} MiB`);

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { marketSummary, marketSummarySchema } from '../../shared/market/summary.ts';
+import { convertDocumentText, currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
@@ -16,8 +17,12 @@ const summaryQuery = z
       .enum(['true', 'false'], { error: (issue) => `expected true or false, got ${JSON.stringify(issue.input)}` })
       .default('false')
       .describe('Count only prices that are fresh now (younger than their source’s stale threshold)'),
+    currency: currencyParam.optional(),
   })
   .strict();
+
+// The summary's sums are money too (each converted once, never summed from converted parts).
+const SUMMARY_MONEY_FIELDS = new Set(['lowest_price_sum', 'listed_value_sum']);
 
 export function marketSummaryRoutes(deps: Pick<AppDeps, 'sql' | 'now' | 'marketSummaries'> & ApiKeyPluginDeps) {
   const parseSegment = segmentFilterParser(deps);
@@ -25,23 +30,28 @@ export function marketSummaryRoutes(deps: Pick<AppDeps, 'sql' | 'now' | 'marketS
     .use(apiKeyPlugin(deps))
     .get(
       '/v2/market/summary',
-      async ({ query }) => {
+      async ({ query, set }) => {
+        const conversion = await resolveConversion(deps.sql, query.currency);
         const segment = await parseSegment(query);
-        return marketSummary(
+        const summary = await marketSummary(
           deps.sql,
           { marketplace: query.marketplace ?? null, segment, freshOnly: query.fresh_only === 'true' },
           deps.now,
           deps.marketSummaries,
         );
+        if (!conversion) return summary;
+        // The summary may be shared from a cache: it is converted as a copy, through its JSON text.
+        set.headers['content-type'] = 'application/json;charset=utf-8';
+        return convertDocumentText(JSON.stringify(summary), conversion, SUMMARY_MONEY_FIELDS);
       },
       {
         operation: 'market.summary',
         query: summaryQuery,
         detail: {
           summary:
-            'Current USD totals from the latest price of every item per marketplace: items priced, sum of lowest prices, listed value and listings, overall and per marketplace (needs market:read)',
+            'Current totals (USD, or `?currency=`) from the latest price of every item per marketplace: items priced, sum of lowest prices, listed value and listings, overall and per marketplace (needs market:read)',
           tags: ['market'],
-          responses: routeResponses({ 200: { description: 'The totals', body: marketSummarySchema } }),
+          responses: routeResponses({ 200: { description: 'The totals', body: marketSummarySchema } }, 503),
         },
       },
     );

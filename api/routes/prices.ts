@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
 import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { ApiError, errors } from '../../shared/errors.ts';
+import { currencyParam, convertDocumentText, fxSchema, resolveConversion } from '../../shared/prices/currency.ts';
 import { currentItemPricesBody, itemPricesSchema } from '../../shared/prices/current.ts';
 import {
   DEFAULT_GRANULARITY,
@@ -29,7 +30,7 @@ const version = z.string().max(32).refine(isPriceVersion, versionMessage);
 
 const itemParams = z.object({ catalog_id: text({ max: 128 }).describe('A catalog id as returned by the catalog API (itm_…), passed back unchanged') });
 
-const pricesQuery = z.object({ version: version.optional() }).strict();
+const pricesQuery = z.object({ version: version.optional(), currency: currencyParam.optional() }).strict();
 
 const historyQuery = z
   .object({
@@ -42,6 +43,7 @@ const historyQuery = z
     to: dateTime.optional(),
     limit: pageLimit({ max: HISTORY_LIMIT_MAX, default: HISTORY_LIMIT_DEFAULT }),
     cursor: pageCursor,
+    currency: currencyParam.optional(),
   })
   .strict();
 
@@ -54,6 +56,8 @@ const historyPage = z.object({
   to: z.string().describe('The window answered, exclusive'),
   data: z.array(historySeriesSchema).describe('Series in version order; one cut by the page limit continues at the top of the next page'),
   next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
+  currency: z.string().optional().describe('With `?currency=` other than USD: the currency of open/high/low/close (USD otherwise)'),
+  fx: fxSchema.optional(),
 });
 
 type HistoryCursorPosition = { v: string; b: string; f: string; t: string };
@@ -79,11 +83,12 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
     .get(
       '/v2/prices/:catalog_id',
       async ({ params, query, set }) => {
+        const conversion = await resolveConversion(deps.sql, query.currency);
         const body = await currentItemPricesBody(deps.sql, params.catalog_id, query.version, deps.now(), deps.itemPrices ?? undefined);
         if (body === null) throw notFound();
         // Already JSON (shared/prices/current.ts renders it around the per-request ages).
         set.headers['content-type'] = 'application/json;charset=utf-8';
-        return body;
+        return convertDocumentText(body, conversion);
       },
       {
         operation: 'prices.get',
@@ -92,7 +97,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         transform: checkCatalogId,
         detail: {
           summary: 'Current prices of a catalog item per version and source, with freshness and min/median/max (needs prices:read)',
-          tags: ['prices'], responses: routeResponses({ 200: { description: 'The item’s current prices', body: itemPricesSchema } }, 404),
+          tags: ['prices'], responses: routeResponses({ 200: { description: 'The item’s current prices', body: itemPricesSchema } }, 404, 503),
         },
       },
     )
@@ -110,6 +115,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
           from: from?.toISOString() ?? null,
           to: to?.toISOString() ?? null,
         };
+        const conversion = await resolveConversion(deps.sql, query.currency);
         let window: { from: Date; to: Date };
         let after: HistoryPosition | null = null;
         if (query.cursor) {
@@ -141,7 +147,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
           : null;
         // Already JSON but for the cursor (shared/prices/history.ts), which is this caller's own.
         set.headers['content-type'] = 'application/json;charset=utf-8';
-        return historyPageJson(page, input, nextCursor);
+        return convertDocumentText(historyPageJson(page, input, nextCursor), conversion);
       },
       {
         operation: 'prices.history',
@@ -150,7 +156,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         transform: checkCatalogId,
         detail: {
           summary: 'Price history buckets (open/high/low/close, samples) of one marketplace, per version (needs prices:read)',
-          tags: ['prices'], responses: routeResponses({ 200: { description: 'One page of buckets', body: historyPage } }, 404),
+          tags: ['prices'], responses: routeResponses({ 200: { description: 'One page of buckets', body: historyPage } }, 404, 503),
         },
       },
     );

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { ApiError, errors } from '../../shared/errors.ts';
+import { currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody } from '../../shared/prices/public-document.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import { text } from '../../shared/validation.ts';
@@ -15,8 +16,10 @@ const allowedSources = SOURCE_NAMES.join(', ');
 const listQuery = z
   .object({
     source: z.enum(SOURCE_NAMES, { error: (issue) => `unknown source ${JSON.stringify(issue.input)}; one of ${allowedSources}` }).optional(),
+    currency: currencyParam.optional(),
   })
   .strict();
+const itemQuery = z.object({ currency: currencyParam.optional() }).strict();
 const itemParams = z.object({ market_hash_name: text({ min: 1, max: 512 }).describe("Steam's market_hash_name, URL-encoded") });
 
 const unavailable = () =>
@@ -25,7 +28,7 @@ const unavailable = () =>
 // A download slot frees up as soon as one of the address's downloads ends; lists take seconds at most.
 const DOWNLOAD_RETRY_AFTER_SECONDS = 2;
 
-export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'priceSnapshots'> & PublicRateLimitPluginDeps) {
+export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceSnapshots'> & PublicRateLimitPluginDeps) {
   const maxAge = deps.config.INGEST_INTERVAL_SECONDS ?? 30;
   const maxDownloads = deps.config.PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT;
   const downloads = new DownloadSlots(maxDownloads);
@@ -69,9 +72,10 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'priceSnapshots
     .get(
       '/v1/prices',
       async ({ query, request, server }) => {
+        const conversion = await resolveConversion(deps.sql, query.currency);
         const snapshot = await deps.priceSnapshots.current();
         if (!snapshot) throw unavailable();
-        const body = await (query.source ? snapshot.sourceBody(query.source) : snapshot.body);
+        const body = await snapshot.derivedBody(query.source, conversion);
         return serve(request, body, snapshot.createdAt, clientIp(deps, request, server) ?? 'unknown');
       },
       {
@@ -81,11 +85,14 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'priceSnapshots
         detail: {
           summary: 'Every priced item: latest price per source (default version; other versions under `versions`) with min/median/max. No key; limited per client address.',
           description:
+            '`?currency=` converts every price from USD at the newest ECB rates (one body per currency per snapshot, built at its first request, with its own ETag; ' +
+            '400 `invalid_request` for an unsupported currency, 503 `fx_unavailable` before any rates were fetched). ' +
             'Limited per client address: `PUBLIC_PRICES_RATE_LIMIT` requests per minute (429 `rate_limited`), and at most ' +
             '`PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT` (default 4) downloads running at once per API process; one more is answered ' +
             '429 `too_many_concurrent_downloads` with `Retry-After` and `Cache-Control: no-store`. A 304 does not take a download slot.',
           tags: ['public'], responses: routeResponses(
             { 200: { description: 'The price list of the current snapshot', body: publicPriceListSchema }, 304: 'Not modified (If-None-Match)' },
+            400,
             429,
             503,
           ),
@@ -94,15 +101,17 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'priceSnapshots
     )
     .get(
       '/v1/prices/:market_hash_name',
-      async ({ params, request }) => {
+      async ({ params, query, request }) => {
+        const conversion = await resolveConversion(deps.sql, query.currency);
         const snapshot = await deps.priceSnapshots.current();
         if (!snapshot) throw unavailable();
-        const body = snapshot.itemBody(params.market_hash_name);
+        const body = snapshot.itemBody(params.market_hash_name, conversion);
         if (!body) throw errors.notFound('No prices for an item of this market_hash_name.');
         return serve(request, body, snapshot.createdAt);
       },
       {
         params: itemParams,
+        query: itemQuery,
         publicRateLimit: 'prices',
         transform: noStore,
         detail: {
@@ -110,6 +119,7 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'priceSnapshots
           tags: ['public'],
           responses: routeResponses(
             { 200: { description: 'The item’s prices in the current snapshot', body: publicItemPricesSchema }, 304: 'Not modified (If-None-Match)' },
+            400,
             404,
             503,
           ),

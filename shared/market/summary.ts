@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { fxSchema } from '../prices/currency.ts';
 import type { Queryable } from '../db.ts';
 import { DEFAULT_STALE_AFTER_SECONDS } from '../prices/repository.ts';
 import { SOURCE_NAMES, type SourceName } from '../sources/types.ts';
@@ -31,7 +32,8 @@ const marketplaceSummarySchema = z.object({
 /** GET /v2/market/summary. */
 export const marketSummarySchema = z.object({
   as_of: z.string(),
-  currency: z.literal('USD'),
+  currency: z.string().describe('USD, or the `?currency=` asked for'),
+  fx: fxSchema.optional(),
   marketplace: z.enum(SOURCE_NAMES).nullable().describe('The marketplace filter; null for every marketplace'),
   segment: z.enum(SEGMENTS).nullable().describe('The segment filter; null for the whole market'),
   value: z.string().nullable(),

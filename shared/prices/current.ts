@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../db.ts';
 import { consensusSchema, computeConsensus } from './consensus.ts';
+import { fxSchema } from './currency.ts';
 import { summarizeDecimals } from './decimal.ts';
 import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
@@ -35,7 +36,8 @@ const versionPricesSchema = z.object({
 export const itemPricesSchema = z.object({
   catalog_id: z.string(),
   market_hash_name: z.string(),
-  currency: z.literal('USD'),
+  currency: z.string().describe('USD, or the `?currency=` asked for'),
+  fx: fxSchema.optional(),
   versions: z.array(versionPricesSchema).describe('Empty when the item is not priced in the requested version'),
 });
 

@@ -3,6 +3,7 @@ import { brotliCompress, brotliCompressSync, constants as zlibConstants, gzip, g
 import { z } from 'zod';
 import { sha256Hex } from '../crypto.ts';
 import { computeConsensus, consensusSchema } from './consensus.ts';
+import { fxSchema } from './currency.ts';
 import { summarizeDecimals } from './decimal.ts';
 import { DEFAULT_STALE_AFTER_SECONDS, type SnapshotInputRow } from './repository.ts';
 
@@ -43,7 +44,8 @@ const publicPriceItemSchema = z.object({
 
 /** GET /v1/prices. */
 export const publicPriceListSchema = z.object({
-  currency: z.literal('USD'),
+  currency: z.string().describe('USD, or the `?currency=` asked for'),
+  fx: fxSchema.optional(),
   source: z.string().optional().describe('Present in a `?source=` list'),
   item_count: z.number().int(),
   oldest_input_at: z.string().nullable().describe('The oldest source_time among every price in the document'),
@@ -54,7 +56,8 @@ export const publicPriceListSchema = z.object({
 export const publicItemPricesSchema = z.object({
   market_hash_name: z.string(),
   catalog_id: z.string(),
-  currency: z.literal('USD'),
+  currency: z.string().describe('USD, or the `?currency=` asked for'),
+  fx: fxSchema.optional(),
   versions: z.array(publicVersionPricesSchema.extend({ version: z.string() })).describe('`default` first'),
 });
 

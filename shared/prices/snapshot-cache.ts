@@ -9,6 +9,7 @@ import {
   type PublicPriceItem,
   type PublicPriceList,
 } from './public-document.ts';
+import { convertMoneyFields, withCurrency, type Conversion } from './currency.ts';
 import { findNewestPriceSnapshot, findNewestPriceSnapshotId, type PriceSnapshotRecord } from './repository.ts';
 import { SNAPSHOT_BROTLI_QUALITY } from './snapshot.ts';
 
@@ -24,6 +25,12 @@ export const SNAPSHOT_IDLE_AFTER_MS = 60_000;
 const DERIVED_BROTLI_QUALITY = 5;
 // Per-item bodies are memoised per snapshot; a crawler walking every name resets the memo rather than growing it.
 const ITEM_BODY_MEMO_LIMIT = 20_000;
+// Derived lists (per source, per currency, both) held per snapshot, the least recently built dropped
+// first: each holds the list in three encodings (~35 MB with nine sources).
+const DERIVED_LIST_LIMIT = 8;
+
+/** What tells two conversions apart: the currency and the rates it was made with. */
+const conversionKey = (conversion: Conversion | null) => (conversion ? `${conversion.currency}@${conversion.fx.as_of}:${conversion.fx.rate}` : 'USD');
 
 /**
  * One stored snapshot held in memory: the full list in every encoding as stored, a map by
@@ -46,7 +53,7 @@ export class LoadedPriceSnapshot {
    */
   private readonly byName: Map<string, string>;
   private readonly json: Buffer;
-  private readonly sourceBodies = new Map<string, Promise<EncodedBody>>();
+  private readonly derivedBodies = new Map<string, Promise<EncodedBody>>();
   private readonly itemBodies = new Map<string, EncodedBody>();
 
   constructor(record: PriceSnapshotRecord) {
@@ -65,28 +72,46 @@ export class LoadedPriceSnapshot {
     this.byName = new Map(list.items.map((item) => [item.market_hash_name, JSON.stringify(item)]));
   }
 
-  /** The list restricted to one source, derived and compressed at its first request, then reused. */
-  sourceBody(source: string): Promise<EncodedBody> {
-    let body = this.sourceBodies.get(source);
+  /**
+   * The list restricted to one source and/or in another currency (DESIGN 9 and 14), derived and
+   * compressed at its first request, then reused while the snapshot is current; the full USD list is
+   * `body`. A new set of exchange rates makes a new body.
+   */
+  derivedBody(source: string | undefined, conversion: Conversion | null): Promise<EncodedBody> {
+    if (source === undefined && conversion === null) return this.body;
+    const key = `${source ?? '*'}|${conversionKey(conversion)}`;
+    let body = this.derivedBodies.get(key);
     if (!body) {
-      const list = JSON.parse(this.json.toString('utf8')) as PublicPriceList;
-      body = encodeBody(JSON.stringify(filterPriceListBySource(list, source)), { brotliQuality: DERIVED_BROTLI_QUALITY });
+      let list = JSON.parse(this.json.toString('utf8')) as PublicPriceList;
+      if (source !== undefined) list = filterPriceListBySource(list, source);
+      if (conversion) {
+        convertMoneyFields(list.items, conversion.convert);
+        list = withCurrency(list, conversion);
+      }
+      body = encodeBody(JSON.stringify(list), { brotliQuality: DERIVED_BROTLI_QUALITY });
       // A failure is not memoised: the next request tries again.
-      body.catch(() => this.sourceBodies.delete(source));
-      this.sourceBodies.set(source, body);
+      body.catch(() => this.derivedBodies.delete(key));
+      if (this.derivedBodies.size >= DERIVED_LIST_LIMIT) this.derivedBodies.delete(this.derivedBodies.keys().next().value!);
+      this.derivedBodies.set(key, body);
     }
     return body;
   }
 
-  /** Every stored version of one item, or null when the snapshot has no price for that name. */
-  itemBody(marketHashName: string): EncodedBody | null {
-    const memo = this.itemBodies.get(marketHashName);
+  /** Every stored version of one item (in the conversion's currency), or null when the snapshot has no price for that name. */
+  itemBody(marketHashName: string, conversion: Conversion | null = null): EncodedBody | null {
+    const memoKey = conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName;
+    const memo = this.itemBodies.get(memoKey);
     if (memo) return memo;
     const text = this.byName.get(marketHashName);
     if (!text) return null;
-    const body = encodeSmallBody(JSON.stringify(itemPricesFromList(JSON.parse(text) as PublicPriceItem)), { brotliQuality: DERIVED_BROTLI_QUALITY });
+    let document = itemPricesFromList(JSON.parse(text) as PublicPriceItem);
+    if (conversion) {
+      convertMoneyFields(document.versions, conversion.convert);
+      document = withCurrency(document, conversion);
+    }
+    const body = encodeSmallBody(JSON.stringify(document), { brotliQuality: DERIVED_BROTLI_QUALITY });
     if (this.itemBodies.size >= ITEM_BODY_MEMO_LIMIT) this.itemBodies.clear();
-    this.itemBodies.set(marketHashName, body);
+    this.itemBodies.set(memoKey, body);
     return body;
   }
 }
