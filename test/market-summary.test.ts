@@ -295,7 +295,7 @@ describe('GET /v2/market/summary', () => {
     const openapi = (await (await t.request('/openapi.json')).json()) as { paths: Record<string, { get?: { tags?: string[]; parameters?: { name: string }[] } }> };
     const operation = openapi.paths['/v2/market/summary']?.get;
     expect(operation?.tags).toEqual(['market']);
-    expect(operation?.parameters?.map((p) => p.name).sort()).toEqual(['fresh_only', 'marketplace', 'segment', 'value']);
+    expect(operation?.parameters?.map((p) => p.name).sort()).toEqual(['currency', 'fresh_only', 'marketplace', 'segment', 'value']);
   });
 });
 
@@ -339,7 +339,7 @@ describe('GET /v2/market/summary errors', () => {
   });
 
   test('an unknown query parameter is a 400 naming it', async () => {
-    await expectInvalid({ currency: 'EUR' }, 'query', 'currency');
+    await expectInvalid({ sort: 'price' }, 'query', 'sort');
     await expectInvalid({ marketplace: 'steam', limit: '10' }, 'query', 'limit');
   });
 
