@@ -34,7 +34,10 @@ describe('npm start and the Procfile', () => {
     expect(plan.entries.map((entry) => argumentsOf(entry, FAKES_SCRIPT))).toEqual([['simulator'], ['steam-fake']]);
     const merged = mergeEntries(plan.entries, FAKES_SCRIPT, 'fakes');
     expect(merged).toEqual([{ name: 'fakes', command: `bun ${FAKES_SCRIPT} simulator steam-fake` }]);
-    const steamOnly = await localUpstreamsPlan({ SOURCES: 'skinport' })(async () => port++);
+    // With SOURCES set, the simulator still serves the exchange rates unless FX_URL is set too.
+    const fxOnly = await localUpstreamsPlan({ SOURCES: 'skinport' })(async () => port++);
+    expect(mergeEntries(fxOnly.entries, FAKES_SCRIPT, 'fakes')).toEqual([{ name: 'fakes', command: `bun ${FAKES_SCRIPT} simulator steam-fake` }]);
+    const steamOnly = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://www.ecb.europa.eu' })(async () => port++);
     expect(mergeEntries(steamOnly.entries, FAKES_SCRIPT, 'fakes')).toEqual([{ name: 'steam-fake', command: `bun ${FAKES_SCRIPT} steam-fake` }]);
   });
 });
