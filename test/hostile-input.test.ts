@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { generateCatalog } from '../shared/catalog/generate.ts';
-import { scratchTestApp, workspaceWithKey, type TestApp } from './helpers.ts';
+import { scratchTestApp, seedFreshFxRates, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
  * The guard of issue 10: every operation the OpenAPI document lists, with hostile values in every
@@ -125,6 +125,8 @@ describe('hostile input on every documented operation', () => {
     // A small catalog and a price snapshot, so catalog and keyless endpoints answer rather than 503.
     await syncCatalog(t.deps.sql, generateCatalog().slice(0, 200));
     await buildPriceSnapshot(t.deps.sql, new Date());
+    // Exchange rates, so /health is up and `?currency=` reaches its conversion rather than 503.
+    await seedFreshFxRates(t.deps.sql);
     const ws = await workspaceWithKey(t, { tier: 'enterprise', budgets: { minute: null, day: null } });
     headers = { ...ws.keyHeaders, authorization: `Bearer ${ws.token}` };
     const document = (await (await t.request('/openapi.json')).json()) as { paths: Record<string, Record<string, Operation>> };
