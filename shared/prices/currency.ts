@@ -93,6 +93,8 @@ export function withCurrency<T extends Record<string, unknown>>(document: T, con
 // hours, and a price answer should not cost a query for them. "No rates yet" is never cached.
 const RATES_TTL_MS = 5_000;
 const ratesCache = new WeakMap<object, { at: number; rates: FxRates }>();
+// Conversions per rate set and currency: the quote is a decimal division, ~15 µs a request.
+const conversions = new WeakMap<FxRates, Map<string, Conversion>>();
 
 /** Forgets the cached rates of `db` (tests that store a newer set and read it back at once). */
 export function forgetCachedRates(db: Queryable): void {
@@ -120,5 +122,9 @@ export async function resolveConversion(db: Queryable, currency: string | undefi
     const supported = ['USD', ...supportedCurrencies(rates).filter((code) => code !== 'USD')].join(', ');
     throw errors.invalidRequest(`unsupported currency ${JSON.stringify(currency)}; one of ${supported}`, [{ field, message: `unsupported currency ${currency}` }]);
   }
-  return { currency, fx: quoteFor(rates, currency), convert: usdConverter(rates, currency) };
+  let byCurrency = conversions.get(rates);
+  if (!byCurrency) conversions.set(rates, (byCurrency = new Map()));
+  let conversion = byCurrency.get(currency);
+  if (!conversion) byCurrency.set(currency, (conversion = { currency, fx: quoteFor(rates, currency), convert: usdConverter(rates, currency) }));
+  return conversion;
 }
