@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { certificateChecksum, decodeCertificate, encodeCertificate, validateItemSelector } from '../shared/inspect/index.ts';
+import { certificateChecksum, decodeCertificate, encodeCertificate, itemInsights, validateItemSelector } from '../shared/inspect/index.ts';
 import { createTestApp, errorOf, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
@@ -47,8 +47,9 @@ describe('POST /v2/inspect/decode: 200', () => {
     const response = await decode({ link: `steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20${AK47_STICKERS}` });
     expect(response.status).toBe(200);
     const body = (await response.json()) as Answer;
-    expect(Object.keys(body).sort()).toEqual(['certificate', 'item', 'item_id', 'origin', 'quality', 'rarity', 'state']);
-    expect(body).toEqual(viaJson(decodeCertificate(AK47_STICKERS)) as Answer);
+    expect(Object.keys(body).sort()).toEqual(['certificate', 'insights', 'item', 'item_id', 'origin', 'quality', 'rarity', 'state']);
+    const decoded = decodeCertificate(AK47_STICKERS);
+    expect(body).toEqual(viaJson({ ...decoded, insights: itemInsights(decoded.item, decoded.state) }) as Answer);
     expect(body).toMatchObject({ item: { family: 'weapon', definition_index: 7 }, rarity: 3, quality: 4, origin: 8, item_id: '46876117973', certificate: AK47_STICKERS });
     expect(body.state.stickers!.map((sticker) => sticker.sticker_id)).toEqual([7436, 5144, 6970, 8069, 5592]);
   });

@@ -5,7 +5,9 @@ import {
   CertificateError,
   decodeCertificate,
   InspectLinkError,
+  insightsSchema,
   itemIdentitySchema,
+  itemInsights,
   itemStateSchema,
   MAX_CERTIFICATE_BYTES,
   parseInspectLink,
@@ -16,8 +18,9 @@ import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 
 /**
  * DESIGN 10 "Inspect decode": an inspect link or bare certificate decoded offline (no game
- * coordinator), answered as the item selector plus the certificate's integers. No Idempotency-Key:
- * decoding is a pure function of the link.
+ * coordinator), answered as the item selector plus the certificate's integers, and (DESIGN 14) the
+ * item's insights beside `item` and `state`, never inside `state`, so the answer still passes to
+ * renders and viewer sessions unchanged. No Idempotency-Key: decoding is a pure function of the link.
  */
 
 // The longest certificate the decoder reads, plus room for the `steam://rungame/730/<SteamID64>/+…%20`
@@ -35,6 +38,7 @@ const decodeBody = z
 const decodeAnswer = z.object({
   item: itemIdentitySchema.describe('The item selector’s identity: pass item and state unchanged to renders and viewer sessions'),
   state: itemStateSchema,
+  insights: insightsSchema,
   rarity: z.number().int().nullable().describe('The game’s rarity integer, null when the certificate has none'),
   quality: z.number().int().nullable().describe('The game’s quality integer'),
   origin: z.number().int().nullable().describe('The game’s origin integer'),
@@ -44,10 +48,11 @@ const decodeAnswer = z.object({
 
 const linkDetail = (message: string) => [{ field: 'body.link', message }];
 
-/** Plain function for the route and the bench: link in, decoded item out, errors as the API's 400s. */
-export function decodeInspectLink(link: string) {
+/** Plain function for the route and the bench: link in, decoded item and its insights out, errors as the API's 400s. */
+export function decodeInspectLink(link: string): z.infer<typeof decodeAnswer> {
   try {
-    return decodeCertificate(parseInspectLink(link));
+    const { item, state, ...rest } = decodeCertificate(parseInspectLink(link));
+    return { item, state, insights: itemInsights(item, state), ...rest };
   } catch (error) {
     if (error instanceof CertificateError || error instanceof InspectLinkError) {
       throw new ApiError(400, error.code, error.message, linkDetail(error.message));

@@ -25,3 +25,12 @@ export {
   type StickerState,
 } from './selector.ts';
 export { itemSelectorRequestSchema, validateItemSelector, type ItemValidationResult } from './item-validation.ts';
+export {
+  floatInsightSchema,
+  insightsSchema,
+  itemInsights,
+  phaseVersionOfPaint,
+  wearRangeOf,
+  type FloatInsight,
+  type ItemInsights,
+} from './insights.ts';
