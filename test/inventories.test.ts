@@ -4,6 +4,8 @@ import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import type { InventoryAsset } from '../shared/gameplatform/inventories.ts';
 import { parseTradeHold } from '../shared/gameplatform/inventories.ts';
+import { convertUsd } from '../shared/fx/convert.ts';
+import { findLatestRates } from '../shared/fx/repository.ts';
 import {
   BIG_STEAM_ID,
   EMPTY_STEAM_ID,
@@ -16,7 +18,7 @@ import {
 import { encodeCertificate, type CertificateInput } from '../shared/inspect/index.ts';
 import type { InventoryFixture } from './fakes/steam/server.ts';
 import { PRICE_SNAPSHOT_CHANNEL } from '../shared/prices/snapshot.ts';
-import { createTestApp, errorOf, eventually, scratchTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
+import { createTestApp, errorOf, eventually, scratchTestApp, testClock, workspaceWithKey, type TestApp, seedFreshFxRates } from './helpers.ts';
 
 /** GET /v2/inventories/{gameplatform_id} (DESIGN 11) over real Postgres and Redis, Steam played by the fake. */
 
@@ -147,7 +149,7 @@ describe('GET /v2/inventories/{gameplatform_id}: the rich inventory', () => {
     expect(new Set(body.data.map((asset) => asset.asset_id)).size).toBe(upstreamCount);
     for (const asset of body.data) {
       expect(Object.keys(asset).sort()).toEqual(
-        ['asset_id', 'catalog_id', 'certificate', 'class_id', 'inspect_link', 'instance_id', 'item', 'market_hash_name', 'marketable', 'name', 'state', 'tradable', 'trade_hold_until', 'type', 'value'].sort(),
+        ['asset_id', 'catalog_id', 'certificate', 'class_id', 'insights', 'inspect_link', 'instance_id', 'item', 'market_hash_name', 'marketable', 'name', 'state', 'tradable', 'trade_hold_until', 'type', 'value'].sort(),
       );
       expect(asset.value).toBeNull();
       if (!asset.market_hash_name?.includes('Coin')) expect(asset.catalog_id).toStartWith('itm_');
@@ -208,16 +210,40 @@ describe('GET /v2/inventories/{gameplatform_id}: the rich inventory', () => {
     const valued = await page(OWNER, { valuation: 'skinport' });
     const values = new Map(valued.data.map((asset) => [asset.asset_id, asset.value]));
     for (const asset of valued.data.filter((a) => a.market_hash_name === 'AK-47 | Redline (Field-Tested)')) {
-      expect(values.get(asset.asset_id)).toEqual({ marketplace: 'skinport', price: '12.30', currency: 'USD' });
+      expect(values.get(asset.asset_id)).toMatchObject({ marketplace: 'skinport', price: '12.30', currency: 'USD' });
     }
     const dopplers = valued.data.filter((asset) => asset.market_hash_name === '★ Karambit | Doppler (Factory New)');
     expect(dopplers.map((asset) => asset.value?.price ?? null)).toEqual(['1234.567', '9876543210.12']);
-    // A Black Pearl with no price of its phase has no value (never the default's).
+    // A Black Pearl with no price of its phase has no price (never the default's): DESIGN 14's one rule.
     const blackPearl = valued.data.find((asset) => asset.state.paint_index === 417)!;
     expect(blackPearl.catalog_id).toStartWith('itm_');
-    expect(blackPearl.value).toBeNull();
-    // The same page valued at a marketplace without prices: null values.
-    expect((await page(OWNER, { valuation: 'csfloat' })).data.every((asset) => asset.value === null)).toBe(true);
+    expect(blackPearl.value).toMatchObject({ marketplace: 'skinport', price: null });
+    expect(blackPearl.value!.unpriced).toContain('item');
+    // The same page valued at a marketplace without prices: no item has a price, and each says so.
+    const unvalued = (await page(OWNER, { valuation: 'csfloat' })).data;
+    expect(unvalued.every((asset) => asset.value!.price === null && asset.value!.unpriced.includes('item'))).toBe(true);
+    // Without valuation there is no value at all.
+    expect((await page(OWNER, {})).data.every((asset) => asset.value === null)).toBe(true);
+  });
+
+  test('valuation in another currency: every amount of each value converted once, fx at the top; 400 for a bad currency', async () => {
+    await seedFreshFxRates(t.deps.sql);
+    const rates = (await findLatestRates(t.deps.sql))!;
+    const currency = rates.rates.has('JPY') ? 'JPY' : 'EUR';
+    const usd = await page(OWNER, { valuation: 'skinport' });
+    const converted = (await page(OWNER, { valuation: 'skinport', currency })) as Page & { currency: string; fx: { quote: string } };
+    expect(converted.currency).toBe(currency);
+    expect(converted.fx.quote).toBe(currency);
+    usd.data.forEach((asset, index) => {
+      const value = asset.value!;
+      const other = converted.data[index]!.value!;
+      expect(other.currency).toBe(currency);
+      expect(other.price).toBe(value.price === null ? null : convertUsd(value.price, rates, currency));
+      expect(other.total).toBe(convertUsd(value.total, rates, currency));
+      expect(other.stickers_total).toBe(convertUsd(value.stickers_total, rates, currency));
+      expect(other.unpriced).toEqual(value.unpriced);
+    });
+    expect((await get(OWNER, { valuation: 'skinport', currency: 'eur' })).status).toBe(400);
   });
 
   test('answers 400 for an unknown marketplace, limit out of range, or a tampered cursor', async () => {
@@ -394,7 +420,7 @@ describe('GET /v2/inventories/{gameplatform_id}: the per-process cache (PRICE_CA
     const first = await cachedText(query);
     expect(await uncachedText(query)).toBe(first);
     const assets = (JSON.parse(first) as Page).data;
-    expect(assets.every((asset) => asset.value === null)).toBe(true);
+    expect(assets.every((asset) => asset.value!.price === null)).toBe(true);
     // An item valued at its `default` version (a Doppler would be valued at its phase).
     const target = assets.find((asset) => asset.catalog_id !== null && !asset.market_hash_name?.includes('Doppler'))!;
     const catalogId = target.catalog_id!;
@@ -404,7 +430,7 @@ describe('GET /v2/inventories/{gameplatform_id}: the per-process cache (PRICE_CA
     // Within PRICE_CACHE_MS and before any announcement, the cached page is served as rendered.
     expect(await cachedText(query)).toBe(first);
     const repriced = await uncachedText(query);
-    expect((JSON.parse(repriced) as Page).data.find((asset) => asset.asset_id === target.asset_id)!.value).toEqual({ marketplace: 'steam', price: '4.56', currency: 'USD' });
+    expect((JSON.parse(repriced) as Page).data.find((asset) => asset.asset_id === target.asset_id)!.value).toMatchObject({ marketplace: 'steam', price: '4.56', currency: 'USD' });
 
     cached.deps.inventories.clear();
     expect(await cachedText(query)).toBe(repriced);

@@ -12,6 +12,7 @@ import {
 import { encodedInventoryPage } from '../../shared/gameplatform/inventory-cache.ts';
 import { steamApiError } from '../../shared/gameplatform/steam-client.ts';
 import { pageCursor, pageLimit } from '../../shared/validation.ts';
+import { currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import { negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
@@ -30,7 +31,10 @@ const inventoryQuery = z
       .enum(['true', 'false'], { error: (issue) => `expected true or false, got ${JSON.stringify(issue.input)}` })
       .default('false')
       .describe('true: fetch a new snapshot from Steam now (ignored with a cursor, which pins its snapshot)'),
-    valuation: marketplaceField.optional().describe('Value each asset at this marketplace’s latest price (decimal strings, USD)'),
+    valuation: marketplaceField
+      .optional()
+      .describe('Value each asset, its stickers and charms at this marketplace’s latest prices (DESIGN 14: the phase version, no fallback to default)'),
+    currency: currencyParam.optional(),
   })
   .strict();
 
@@ -47,6 +51,7 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
       '/v2/inventories/:gameplatform_id',
       async ({ params, query, set, request }) => {
         const steamId = steamId64Of(params.gameplatform_id);
+        const conversion = query.valuation ? await resolveConversion(deps.sql, query.currency) : null;
         // spec 4: the cursor binds the inventory it pages (limit and valuation may change between pages).
         const filters = { steam_id: steamId };
         let snapshot: InventorySnapshot;
@@ -71,13 +76,20 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
           }
         }
         stale ||= deps.now().getTime() - snapshot.fetched_at.getTime() >= ttlMs;
-        const key = { snapshotId: snapshot.id, after, limit: query.limit, valuation: query.valuation };
+        const key = {
+          snapshotId: snapshot.id,
+          after,
+          limit: query.limit,
+          valuation: query.valuation,
+          currency: conversion ? `${conversion.currency}@${conversion.fx.as_of}:${conversion.fx.rate}` : 'USD',
+        };
         const served = snapshot;
         const page = await deps.inventories.page(key, () =>
           renderInventoryPage(deps.sql, served, {
             afterPosition: after,
             limit: query.limit,
             valuation: query.valuation,
+            conversion,
             nextCursor: (position) => encodeCursor<InventoryPosition>(signingKey, 'inventory', filters, { s: served.id, p: position }),
           }),
         );

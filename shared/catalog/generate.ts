@@ -357,3 +357,21 @@ export function generateCatalog(): CatalogItem[] {
   const names = [...byName.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return names.map((name) => merge(byName.get(name)!));
 }
+
+/**
+ * The catalog names of kits applied to other items, by the id a certificate gives them: sticker kit
+ * id → the sticker's, patch's or sealed graffiti's market_hash_name, charm id → the charm's (as
+ * variantsOf names them). For valuing stickers and charms as their own catalog items (DESIGN 14).
+ */
+export function kitCatalogNames(): { stickers: Map<number, string>; charms: Map<number, string> } {
+  const economy = loadEconomy();
+  const stickers = new Map<number, string>();
+  const charms = new Map<number, string>();
+  for (const item of economy.itemsAsArray) {
+    if (item.index === undefined || item.free) continue;
+    if (item.type === 'sticker' || item.type === 'patch') stickers.set(item.index, item.name);
+    else if (item.type === 'graffiti' && !stickers.has(item.index)) stickers.set(item.index, `Sealed ${item.name}`);
+    else if (item.type === 'keychain') charms.set(item.index, item.name);
+  }
+  return { stickers, charms };
+}

@@ -1,11 +1,26 @@
-import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import { z } from 'zod';
-import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import type { Config } from '../config.ts';
 import { copyRows, type Queryable, type Sql } from '../db.ts';
 import { newId } from '../ids.ts';
+import type { Conversion } from '../prices/currency.ts';
+import type { SourceName } from '../sources/types.ts';
 import type { InventoryCache, RenderedInventoryPage } from './inventory-cache.ts';
-import { CertificateError, decodeCertificate, familyOfDefinition, itemIdentitySchema, itemStateSchema, type ItemState } from '../inspect/index.ts';
+import { assetValueSchema, valueAssets } from './valuation.ts';
+import {
+  CertificateError,
+  decodeCertificate,
+  familyOfDefinition,
+  insightsSchema,
+  itemIdentitySchema,
+  itemInsights,
+  itemStateSchema,
+  phaseVersionOfPaint,
+  type CharmState,
+  type ItemIdentity,
+  type ItemState,
+} from '../inspect/index.ts';
+import { CHARM_PATTERN_MAX } from '../inspect/item-validation.ts';
+import { MAX_NAME_TAG_LENGTH } from '../inspect/selector.ts';
 import type { Logger } from '../logger.ts';
 import { SOURCE_NAMES } from '../sources/types.ts';
 import {
@@ -21,11 +36,7 @@ import {
  * inventory_assets), and served from Postgres in pages pinned to that snapshot.
  */
 
-export const assetValueSchema = z.object({
-  marketplace: z.enum(SOURCE_NAMES),
-  price: z.string().describe('Decimal string: the latest price of that marketplace for this item (and its Doppler phase)'),
-  currency: z.literal('USD'),
-});
+export { assetValueSchema };
 
 export const inventoryAssetSchema = z.object({
   asset_id: z.string(),
@@ -39,10 +50,13 @@ export const inventoryAssetSchema = z.object({
   marketable: z.boolean(),
   trade_hold_until: z.string().nullable().describe('From the "Tradable After …" text of the description, else null'),
   item: itemIdentitySchema.nullable().describe('null when neither the certificate nor the catalog identifies the item'),
-  state: itemStateSchema.describe('From the item certificate (property 6), else paint seed (property 1) and wear (property 2)'),
+  state: itemStateSchema.describe(
+    'From the item certificate (property 6) where it has the value, else paint seed (property 1), wear (property 2), name tag (property 5), a standalone charm’s pattern (property 3) and an attached charm’s pattern (asset_accessories, property 3)',
+  ),
+  insights: insightsSchema,
   certificate: z.string().nullable().describe('Asset property 6, the hex inspect certificate'),
   inspect_link: z.string().nullable(),
-  value: assetValueSchema.nullable().describe('With `valuation=<marketplace>`: the current price, else null'),
+  value: assetValueSchema.nullable().describe('With `valuation=<marketplace>`: the item and its stickers and charms at that marketplace (DESIGN 14), else null'),
 });
 export type InventoryAsset = z.infer<typeof inventoryAssetSchema>;
 /** What inventory_assets.record holds: the asset without its valuation (added when read). */
@@ -94,28 +108,59 @@ export function parseTradeHold(lines: unknown[]): string | null {
   return null;
 }
 
-let phaseByPaintIndex: Map<number, string> | undefined;
-
-/** The price version of a Doppler / Gamma Doppler paint ("phase-2", "ruby", …), else null. */
-export function phaseVersionOfPaint(paintIndex: number | undefined): string | null {
-  if (paintIndex === undefined) return null;
-  if (!phaseByPaintIndex) {
-    phaseByPaintIndex = new Map();
-    for (const item of CS2_ITEMS) {
-      if (!item.altName || item.index === undefined) continue;
-      const version = versionFromPhaseLabel(item.altName);
-      if (version !== null && version !== 'default') phaseByPaintIndex.set(item.index, version);
-    }
-  }
-  return phaseByPaintIndex.get(paintIndex) ?? null;
-}
+/** The price version of a Doppler / Gamma Doppler paint: shared with the insights' `phase` (DESIGN 14). */
+export { phaseVersionOfPaint };
 
 const stringOf = (value: unknown): string | null => (typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : null);
 const flag = (value: unknown): boolean => value === 1 || value === true || value === '1';
 
-/** Asset properties 1 (paint seed), 2 (wear) and 6 (certificate) of one asset. */
-function readProperties(entry: unknown): { paintSeed?: number; wear?: number; certificate: string | null } {
-  const out: { paintSeed?: number; wear?: number; certificate: string | null } = { certificate: null };
+/**
+ * What one asset's properties say. Steam's property ids (IEconService/GetAssetPropertySchema): 1 paint
+ * seed, 2 wear, 3 charm pattern, 4 sticker wear, 5 name tag, 6 item certificate. Since 2025 the
+ * certificate usually lacks the name tag and the charm patterns, which come as property 5, as
+ * property 3 of a standalone charm, and as property 3 in the `standalone_properties` of the charm's
+ * entry in `asset_accessories` (DESIGN 14). Every entry also has a `name`, localized with `l=`:
+ * only `propertyid` is read, never the name.
+ */
+type AssetProperties = {
+  paintSeed?: number;
+  wear?: number;
+  /** Property 3 of the asset itself: a standalone charm's pattern. */
+  charmPattern?: number;
+  /** Property 5. */
+  nameTag?: string;
+  /** Property 6. */
+  certificate: string | null;
+  /** Property 3 of each accessory that has one, in Steam's order: the patterns of attached charms. */
+  accessoryCharmPatterns: number[];
+};
+
+function charmPatternOf(property: Record<string, unknown>): number | undefined {
+  const pattern = Number(stringOf(property.int_value));
+  return Number.isInteger(pattern) && pattern >= 0 && pattern <= CHARM_PATTERN_MAX ? pattern : undefined;
+}
+
+/** The pattern (property 3) in one `asset_accessories` entry's standalone_properties, if any. */
+function accessoryCharmPattern(accessory: unknown): number | undefined {
+  if (!isObject(accessory) || !Array.isArray(accessory.standalone_properties)) return undefined;
+  for (const property of accessory.standalone_properties) {
+    if (isObject(property) && Number(property.propertyid) === 3) return charmPatternOf(property);
+  }
+  return undefined;
+}
+
+/**
+ * Properties of one asset: `entry` is its `asset_properties` item, which carries `asset_accessories`
+ * beside `asset_properties` (as the community inventory sends it); `looseAccessories` are entries
+ * of a page-level `asset_accessories` array naming this asset id (read too, should Steam send them so).
+ */
+function readProperties(entry: unknown, looseAccessories: unknown[] = []): AssetProperties {
+  const out: AssetProperties = { certificate: null, accessoryCharmPatterns: [] };
+  const nested = isObject(entry) && Array.isArray(entry.asset_accessories) ? entry.asset_accessories : [];
+  for (const accessory of [...nested, ...looseAccessories]) {
+    const pattern = accessoryCharmPattern(accessory);
+    if (pattern !== undefined) out.accessoryCharmPatterns.push(pattern);
+  }
   if (!isObject(entry) || !Array.isArray(entry.asset_properties)) return out;
   for (const property of entry.asset_properties) {
     if (!isObject(property)) continue;
@@ -126,10 +171,39 @@ function readProperties(entry: unknown): { paintSeed?: number; wear?: number; ce
     } else if (id === 2) {
       const wear = Number(stringOf(property.float_value));
       if (Number.isFinite(wear) && wear >= 0 && wear <= 1) out.wear = wear;
+    } else if (id === 3) {
+      const pattern = charmPatternOf(property);
+      if (pattern !== undefined) out.charmPattern = pattern;
+    } else if (id === 5) {
+      const nameTag = property.string_value;
+      if (typeof nameTag === 'string' && nameTag.length >= 1 && nameTag.length <= MAX_NAME_TAG_LENGTH) out.nameTag = nameTag;
     } else if (id === 6) {
       const certificate = stringOf(property.string_value);
       if (certificate && certificate.length <= 4096 && /^[0-9A-Fa-f]+$/.test(certificate)) out.certificate = certificate.toUpperCase();
     }
+  }
+  return out;
+}
+
+/**
+ * The state with what the properties add where the certificate (or the catalog) left a gap: the
+ * certificate wins where it has the value (DESIGN 14). A charm pattern needs a charm to go to, and
+ * only the certificate names charm ids (an accessory carries a class id, not the charm id), so
+ * patterns fill charms the certificate lists without one: property 3 of a standalone charm its
+ * charms[0], the accessories' patterns the weapon's charms in order.
+ */
+function withPropertyValues(state: ItemState, item: ItemIdentity | null, props: AssetProperties): ItemState {
+  let out = state;
+  if (out.paint_seed === undefined && props.paintSeed !== undefined) out = { ...out, paint_seed: props.paintSeed };
+  if (out.wear === undefined && props.wear !== undefined) out = { ...out, wear: props.wear };
+  if (out.name_tag === undefined && props.nameTag !== undefined) out = { ...out, name_tag: props.nameTag };
+  const patterns = item?.family === 'charm' ? (props.charmPattern === undefined ? [] : [props.charmPattern]) : props.accessoryCharmPatterns;
+  if (out.charms && patterns.length > 0) {
+    const charms: CharmState[] = out.charms.map((charm, position) => {
+      const pattern = patterns[position];
+      return charm.pattern === undefined && pattern !== undefined ? { ...charm, pattern } : charm;
+    });
+    out = { ...out, charms };
   }
   return out;
 }
@@ -153,7 +227,15 @@ export type CatalogMatch = { catalog_id: string; definition_index: number | null
 export function normaliseInventory(steamId64: string, pages: InventoryPage[], catalog: Map<string, CatalogMatch>): StoredAsset[] {
   const descriptions = new Map<string, Record<string, unknown>>();
   const properties = new Map<string, unknown>();
+  const looseAccessories = new Map<string, unknown[]>();
   for (const page of pages) {
+    const pageAccessories = (page as { asset_accessories?: unknown }).asset_accessories;
+    for (const accessory of Array.isArray(pageAccessories) ? pageAccessories : []) {
+      if (!isObject(accessory) || typeof accessory.assetid !== 'string') continue;
+      const list = looseAccessories.get(accessory.assetid);
+      if (list) list.push(accessory);
+      else looseAccessories.set(accessory.assetid, [accessory]);
+    }
     for (const description of page.descriptions ?? []) {
       if (isObject(description)) descriptions.set(`${stringOf(description.classid)}_${stringOf(description.instanceid)}`, description);
     }
@@ -174,7 +256,7 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
       const description = descriptions.get(`${classId}_${instanceId}`) ?? {};
       const marketHashName = typeof description.market_hash_name === 'string' ? description.market_hash_name : null;
       const match = marketHashName ? catalog.get(marketHashName) : undefined;
-      const props = readProperties(properties.get(assetId));
+      const props = readProperties(properties.get(assetId), looseAccessories.get(assetId));
       let item: StoredAsset['item'] = null;
       let state: ItemState = {};
       if (props.certificate) {
@@ -189,8 +271,7 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
       }
       if (!item && match?.definition_index != null) item = { family: familyOfDefinition(match.definition_index), definition_index: match.definition_index };
       if (state.paint_index === undefined && match?.paint_index != null) state = { paint_index: match.paint_index, ...state };
-      if (state.paint_seed === undefined && props.paintSeed !== undefined) state = { ...state, paint_seed: props.paintSeed };
-      if (state.wear === undefined && props.wear !== undefined) state = { ...state, wear: props.wear };
+      state = withPropertyValues(state, item, props);
       const ownerLines = Array.isArray(description.owner_descriptions) ? description.owner_descriptions : [];
       const lines = Array.isArray(description.descriptions) ? description.descriptions : [];
       records.push({
@@ -206,6 +287,8 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
         trade_hold_until: parseTradeHold([...ownerLines, ...lines]),
         item,
         state,
+        // Computed once here and stored with the record (DESIGN 14), so reading a page never recomputes it.
+        insights: itemInsights(item, state),
         certificate: props.certificate,
         inspect_link: inspectLinkOf(description.actions, steamId64, assetId, props.certificate),
       });
@@ -342,12 +425,30 @@ export async function findSnapshotAssets(db: Queryable, snapshotId: string, asse
   return new Map(
     rows.map((row) => [
       row.asset_id,
-      { tradable: row.tradable, trade_hold_until: row.record.trade_hold_until, catalog_id: row.catalog_id, market_hash_name: row.record.market_hash_name, record: row.record },
+      { tradable: row.tradable, trade_hold_until: row.record.trade_hold_until, catalog_id: row.catalog_id, market_hash_name: row.record.market_hash_name, record: withStoredInsights(row.record) },
     ]),
   );
 }
 
-export type SnapshotPageRow = { position: number; catalog_id: string | null; paint_index: number | null; record: string };
+/**
+ * Records stored before insights existed (DESIGN 14) lack them; a snapshot can outlive its TTL (a
+ * cursor pins it, and Steam failing serves it stale), so such a record gets them computed when read,
+ * never stored back (snapshots are immutable). Records stored since carry them and are not touched.
+ */
+function withStoredInsights(record: StoredAsset): StoredAsset {
+  if (isObject(record.insights)) return record;
+  return { ...record, insights: itemInsights(record.item, record.state ?? {}) };
+}
+
+export type SnapshotPageRow = {
+  position: number;
+  catalog_id: string | null;
+  paint_index: number | null;
+  stickers: { sticker_id: number }[] | null;
+  charms: { charm_id: number }[] | null;
+  record: string;
+  has_insights: boolean;
+};
 
 /** One page of a snapshot after `afterPosition` (exclusive), as stored JSON text, plus whether more follow. */
 export async function readSnapshotPage(
@@ -358,31 +459,17 @@ export async function readSnapshotPage(
 ): Promise<{ rows: SnapshotPageRow[]; more: boolean }> {
   // record::text: the stored JSON goes out as is, never parsed and re-serialised per request.
   const rows = await db<SnapshotPageRow[]>`
-    select position, catalog_id, (record->'state'->>'paint_index')::int as paint_index, record::text as record from inventory_assets
+    select position, catalog_id, (record->'state'->>'paint_index')::int as paint_index, record->'state'->'stickers' as stickers,
+           record->'state'->'charms' as charms, record::text as record, record ? 'insights' as has_insights from inventory_assets
     where snapshot_id = ${snapshotId} and position > ${afterPosition}
     order by position limit ${limit + 1}`;
   const more = rows.length > limit;
   if (more) rows.pop();
+  for (const row of rows) if (!row.has_insights) row.record = JSON.stringify(withStoredInsights(JSON.parse(row.record) as StoredAsset));
   return { rows, more };
 }
 
-/**
- * Latest prices of one marketplace for (catalog_id, version) pairs, in one query: a Map keyed
- * `catalog_id\tversion` to the decimal string.
- */
-export async function latestPricesOf(db: Queryable, marketplace: string, keys: { catalog_id: string; version: string }[]): Promise<Map<string, string>> {
-  if (keys.length === 0) return new Map();
-  const rows = await db<{ catalog_id: string; version: string; price: string }[]>`
-    select p.catalog_id, p.version, p.price::text as price
-    from unnest(${keys.map((key) => key.catalog_id)}::text[], ${keys.map((key) => key.version)}::text[]) as wanted (catalog_id, version)
-    join latest_prices p on p.catalog_id = wanted.catalog_id and p.version = wanted.version and p.source = ${marketplace}`;
-  return new Map(rows.map((row) => [`${row.catalog_id}\t${row.version}`, row.price]));
-}
-
-/** The price version an asset is valued at: its Doppler phase when it has one, else `default`. */
-export function priceVersionOf(paintIndex: number | null | undefined): string {
-  return phaseVersionOfPaint(paintIndex ?? undefined) ?? 'default';
-}
+export { latestPricesOf, priceVersionOf } from './valuation.ts';
 
 /**
  * One page of a snapshot after `afterPosition`, rendered as the response body (stale: false; see
@@ -392,23 +479,46 @@ export function priceVersionOf(paintIndex: number | null | undefined): string {
 export async function renderInventoryPage(
   db: Queryable,
   snapshot: InventorySnapshot,
-  options: { afterPosition: number; limit: number; valuation: string | undefined; nextCursor: (lastPosition: number) => string },
+  options: {
+    afterPosition: number;
+    limit: number;
+    valuation: SourceName | undefined;
+    /** The valuation's currency (null: USD); its `fx` goes at the top of the page. */
+    conversion?: Conversion | null;
+    nextCursor: (lastPosition: number) => string;
+  },
 ): Promise<RenderedInventoryPage> {
   const page = await readSnapshotPage(db, snapshot.id, options.afterPosition, options.limit);
   const values = new Map<number, string>();
+  const conversion = options.conversion ?? null;
   if (options.valuation) {
-    const keyed = page.rows.filter((row) => row.catalog_id !== null).map((row) => ({ row, catalog_id: row.catalog_id!, version: priceVersionOf(row.paint_index) }));
-    const prices = await latestPricesOf(db, options.valuation, keyed);
-    for (const { row, catalog_id, version } of keyed) {
-      const price = prices.get(`${catalog_id}\t${version}`);
-      if (price !== undefined) values.set(row.position, JSON.stringify({ marketplace: options.valuation, price, currency: 'USD' }));
-    }
+    // DESIGN 14's one rule (valuation.ts): phase version without fallback, stickers and charms as their own items.
+    const valued = await valueAssets(
+      db,
+      options.valuation,
+      page.rows.map((row) => ({ catalog_id: row.catalog_id, paint_index: row.paint_index, stickers: row.stickers ?? [], charms: row.charms ?? [] })),
+    );
+    page.rows.forEach((row, index) => {
+      const value = valued[index]!;
+      const shown = conversion
+        ? {
+            ...value,
+            price: value.price === null ? null : conversion.convert(value.price),
+            currency: conversion.currency,
+            stickers_total: conversion.convert(value.stickers_total),
+            charms_total: conversion.convert(value.charms_total),
+            total: conversion.convert(value.total),
+          }
+        : value;
+      values.set(row.position, JSON.stringify(shown));
+    });
   }
   const last = page.rows.at(-1);
   const nextCursor = page.more && last ? options.nextCursor(last.position) : null;
   const data = page.rows.map((row) => `${row.record.slice(0, -1)},"value":${values.get(row.position) ?? 'null'}}`).join(',');
   // Everything before `false` is ASCII (digits, a UUID, an ISO date), so its length is its byte offset.
-  const head = `{"steam_id":${JSON.stringify(snapshot.steam_id)},"snapshot_id":${JSON.stringify(snapshot.id)},"fetched_at":${JSON.stringify(snapshot.fetched_at.toISOString())},"stale":`;
+  const fx = conversion ? `"currency":${JSON.stringify(conversion.currency)},"fx":${JSON.stringify(conversion.fx)},` : '';
+  const head = `{${fx}"steam_id":${JSON.stringify(snapshot.steam_id)},"snapshot_id":${JSON.stringify(snapshot.id)},"fetched_at":${JSON.stringify(snapshot.fetched_at.toISOString())},"stale":`;
   const body = `${head}false,"total_assets":${snapshot.total_assets},"data":[${data}],"next_cursor":${JSON.stringify(nextCursor)}}`;
   return { fresh: Buffer.from(body), staleAt: head.length };
 }

@@ -41,7 +41,14 @@ export function encodedInventoryPage(page: RenderedInventoryPage, stale: boolean
   return body;
 }
 
-export type InventoryPageKey = { snapshotId: string; after: number; limit: number; valuation: string | undefined };
+export type InventoryPageKey = {
+  snapshotId: string;
+  after: number;
+  limit: number;
+  valuation: string | undefined;
+  /** The currency of the valuation and the rates it was converted with (`USD` when unconverted). */
+  currency?: string;
+};
 
 type PageEntry = { value: Promise<RenderedInventoryPage>; expiresAt: number; valued: boolean; bytes: number };
 
@@ -104,7 +111,7 @@ export class InventoryCache {
   /** The rendered page of `key`, rendering it with `render` when absent or (valued and) expired. */
   page(key: InventoryPageKey, render: () => Promise<RenderedInventoryPage>): Promise<RenderedInventoryPage> {
     if (!this.enabled) return render();
-    const id = `${key.snapshotId}\u0000${key.after}\u0000${key.limit}\u0000${key.valuation ?? ''}`;
+    const id = `${key.snapshotId}\u0000${key.after}\u0000${key.limit}\u0000${key.valuation ?? ''}\u0000${key.currency ?? 'USD'}`;
     const held = this.pages.get(id);
     if (held && held.expiresAt > this.clock()) {
       // Least recently used first out: a hit moves the page to the young end.

@@ -20,6 +20,15 @@ export const BIG_STEAM_ID = '76561198056789012';
 export const PARTNER_STEAM_ID = '76561198067890123';
 /** A valid individual SteamID64 Steam knows nothing about: players [] and inventory 404. */
 export const UNKNOWN_STEAM_ID = '76561198099999999';
+/**
+ * Public profile whose inventory is shaped as Steam sends it since 2025 (steam2026InventorySpecs):
+ * name tags as property 5 with none in the certificate, charm patterns only in `asset_accessories`
+ * and as a standalone charm's property 3, one item with the legacy `S…A…D…` inspect action and no
+ * certificate, and items where the certificate and the properties disagree (the certificate wins).
+ */
+export const STEAM_2026_STEAM_ID = '76561198078901234';
+/** The same items as STEAM_2026_STEAM_ID with every property `name` in German (as `l=german` gives). */
+export const STEAM_2026_GERMAN_STEAM_ID = '76561198089012345';
 
 const AVATAR_HASH = 'fef49e7fa7e1997310d705b2a6158ff8dc1cdfeb';
 const AVATAR = 'https://avatars.steamstatic.com/fef49e7fa7e1997310d705b2a6158ff8dc1cdfeb';
@@ -52,6 +61,8 @@ export function defaultProfiles(): Map<string, PlayerSummary> {
     [EMPTY_STEAM_ID, profile(EMPTY_STEAM_ID, { personaname: 'fake empty', loccountrycode: 'US', timecreated: 1420070400 })],
     [BIG_STEAM_ID, profile(BIG_STEAM_ID, { personaname: 'fake hoarder', loccountrycode: 'SE', timecreated: 1325376000 })],
     [PARTNER_STEAM_ID, profile(PARTNER_STEAM_ID, { personaname: 'fake partner', loccountrycode: 'PL', timecreated: 1356998400 })],
+    [STEAM_2026_STEAM_ID, profile(STEAM_2026_STEAM_ID, { personaname: 'fake 2026', loccountrycode: 'BR', timecreated: 1420070400 })],
+    [STEAM_2026_GERMAN_STEAM_ID, profile(STEAM_2026_GERMAN_STEAM_ID, { personaname: 'fake 2026 de', loccountrycode: 'DE', timecreated: 1420070400 })],
   ]);
 }
 
@@ -95,6 +106,47 @@ export function richInventorySpecs(now: Date): ItemSpec[] {
     { item: "Charm | Lil' Squirt", pattern: 1234 },
     { item: 'Desert Eagle | Blaze', wear: 0.0456, seed: 321, untradable: true },
     { item: 'Collectible | 10 Year Birthday Coin', untradable: true },
+  ];
+}
+
+/**
+ * The inventory as Steam sends it since 2025 (DESIGN 14), every seed given so an owner's asset ids
+ * change nothing but ids and certificates. In order:
+ *  0. a Redline with two stickers and a charm whose pattern is only in asset_accessories;
+ *  1. a StatTrak Printstream whose name tag is only property 5;
+ *  2. a Glock-18 Fade whose certificate has a name tag and property 5 another (the certificate wins);
+ *  3. a standalone charm whose pattern is only property 3;
+ *  4. a standalone charm whose certificate has a pattern and property 3 another (the certificate wins);
+ *  5. an AWP Asiimov with the legacy S…A…D… inspect action and no certificate (state from properties 1 and 2);
+ *  6. a Karambit Doppler Ruby with a charm-less certificate, a name tag as property 5 and the accessory list;
+ *  7. an AK-47 Redline whose certificate charm pattern (47123) disagrees with its accessory (1) (the certificate wins).
+ */
+export function steam2026InventorySpecs(): ItemSpec[] {
+  return [
+    {
+      item: 'AK-47 | Redline',
+      wear: 0.2538402974605560303,
+      seed: 661,
+      stickers: [
+        { item: 'Sticker | Crown (Foil)', slot: 0, wear: 0.125 },
+        { item: 'Sticker | Titan (Holo) | Katowice 2014', slot: 1 },
+      ],
+      charm: { item: "Charm | Lil' Squirt", accessoryPattern: 31337, offsetX: 1.5, offsetY: 0.25, offsetZ: -2.75 },
+      accessories: true,
+    },
+    { item: 'M4A1-S | Printstream', wear: 0.1123456, seed: 12, statTrak: 7, propertyNameTag: 'Brasil 2026 ✓' },
+    { item: 'Glock-18 | Fade', wear: 0.0299, seed: 999, nameTag: 'from the certificate', propertyNameTag: 'from property 5' },
+    { item: "Charm | Lil' Squirt", propertyPattern: 777 },
+    { item: "Charm | Lil' Squirt", pattern: 1234, propertyPattern: 4321 },
+    { item: 'AWP | Asiimov', wear: 0.2801, seed: 100, legacyInspect: true },
+    { item: 'Karambit | Doppler', phase: 'Ruby', wear: 0.0087, seed: 5, propertyNameTag: 'Rubin', accessories: true },
+    {
+      item: 'AK-47 | Redline',
+      wear: 0.3012,
+      seed: 803,
+      charm: { item: "Charm | Lil' Squirt", pattern: 47123, accessoryPattern: 1 },
+      accessories: true,
+    },
   ];
 }
 
@@ -160,5 +212,7 @@ export function defaultInventories(now: Date): Map<string, InventoryState | (() 
     [EMPTY_STEAM_ID, { assets: [], descriptions: [], asset_properties: [] }],
     [BIG_STEAM_ID, () => bigInventory(BIG_STEAM_ID)],
     [PARTNER_STEAM_ID, () => inventoryOf(PARTNER_STEAM_ID, PARTNER_SPECS, firstAssetIdFor(PARTNER_STEAM_ID, 2))],
+    [STEAM_2026_STEAM_ID, () => inventoryOf(STEAM_2026_STEAM_ID, steam2026InventorySpecs(), firstAssetIdFor(STEAM_2026_STEAM_ID, 3))],
+    [STEAM_2026_GERMAN_STEAM_ID, () => inventoryOf(STEAM_2026_GERMAN_STEAM_ID, steam2026InventorySpecs(), firstAssetIdFor(STEAM_2026_GERMAN_STEAM_ID, 4), { locale: 'german' })],
   ]);
 }

@@ -3,15 +3,31 @@
  * @ianlucas/cs2-lib (names, definition and paint indexes, sticker and charm ids) and real item
  * certificates serialised with @csfloat/cs2-inspect-serializer, so the certificate, the asset
  * properties (seed, wear) and market_hash_name always agree.
+ *
+ * Since 2025 Steam sends more than the certificate says (DESIGN 14): the name tag as property 5,
+ * a standalone charm's pattern as property 3, and stickers and charms in `asset_accessories` (the
+ * charm's pattern as property 3 of its standalone_properties), while the certificate usually lacks
+ * the name tag and the patterns. Specs choose where each value goes (propertyNameTag,
+ * propertyPattern, charm.accessoryPattern, accessories), `legacyInspect` gives the pre-2025
+ * `S…A…D…` inspect action with no certificate, and inventoryOf's `locale` localizes property names.
  */
 import { CS2EconomyInstance, CS2_ITEMS, type CS2EconomyItem, type CS2ItemTranslationMap } from '@ianlucas/cs2-lib';
 import { CEconItemPreviewDataBlock } from '@csfloat/cs2-inspect-serializer';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import type { InventoryFixture, SteamAsset, SteamAssetProperties, SteamAssetProperty, SteamDescription, SteamDescriptionLine, SteamTag } from './types.ts';
+import type { InventoryFixture, SteamAsset, SteamAssetAccessory, SteamAssetProperties, SteamAssetProperty, SteamDescription, SteamDescriptionLine, SteamTag } from './types.ts';
 
 export type StickerSpec = { item: string; slot: number; wear?: number; offsetX?: number; offsetY?: number; rotation?: number };
-export type CharmSpec = { item: string; pattern: number; offsetX?: number; offsetY?: number; offsetZ?: number };
+export type CharmSpec = {
+  item: string;
+  /** The pattern in the certificate; left out of it when undefined. */
+  pattern?: number;
+  /** The pattern as Steam's `asset_accessories` entry says it (property 3); implies `accessories`. */
+  accessoryPattern?: number;
+  offsetX?: number;
+  offsetY?: number;
+  offsetZ?: number;
+};
 
 export type ItemSpec = {
   /** The cs2-lib English name: 'AK-47 | Redline', 'Sticker | Crown (Foil)', 'Agent | …', 'Container | …'. */
@@ -23,11 +39,20 @@ export type ItemSpec = {
   seed?: number;
   /** StatTrak™ with this kill count (0 allowed). */
   statTrak?: number;
+  /** The name tag in the certificate (and the description). */
   nameTag?: string;
+  /** The name tag as asset property 5 (and the description, when nameTag is unset). */
+  propertyNameTag?: string;
   stickers?: StickerSpec[];
   charm?: CharmSpec;
-  /** A standalone charm's pattern. */
+  /** Stickers and the charm also listed in `asset_accessories`, as Steam has done since 2025. */
+  accessories?: boolean;
+  /** A standalone charm's pattern in its certificate (0 when neither pattern is set). */
   pattern?: number;
+  /** A standalone charm's pattern as asset property 3. */
+  propertyPattern?: number;
+  /** The pre-2025 inspect action `…%20S%owner_steamid%A%assetid%D<digits>`, and no certificate (property 6). */
+  legacyInspect?: boolean;
   /** Trade hold: tradable 0 with a "Tradable/Marketable After …" owner description. */
   tradeHoldUntil?: Date;
   /** Never tradable (tradable 0, marketable 0, no hold date). */
@@ -36,6 +61,15 @@ export type ItemSpec = {
 
 /** The link Steam has put in `actions` since 2025: the client substitutes the certificate. */
 export const INSPECT_LINK = 'steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20%propid:6%';
+/** The link before 2025: owner and asset id substituted, D a number only the game coordinator resolves. */
+export const legacyInspectLink = (d: string) => `steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20S%owner_steamid%A%assetid%D${d}`;
+
+export type PropertyLocale = 'english' | 'german';
+/** Property names as Steam localizes them with `l=` (the service must read `propertyid` only). */
+const PROPERTY_NAMES: Record<PropertyLocale, Record<SteamAssetProperty['propertyid'], string>> = {
+  english: { 1: 'Pattern Template', 2: 'Wear Rating', 3: 'Charm Template', 4: 'Sticker Wear', 5: 'Name Tag', 6: 'Item Certificate' },
+  german: { 1: 'Mustervorlage', 2: 'Abnutzungsgrad', 3: 'Anhängervorlage', 4: 'Aufkleberabnutzung', 5: 'Namensschild', 6: 'Gegenstandszertifikat' },
+};
 const STEAMID64_BASE = 76561197960265728n;
 
 let economy: CS2EconomyInstance | undefined;
@@ -112,6 +146,8 @@ function hash32(text: string): number {
   return h >>> 0;
 }
 
+const classIdOf = (key: string) => String(1_000_000_000 + (hash32(key) % 3_000_000_000));
+
 function tag(category: string, internal: string, localizedCategory: string, localized: string, color?: string): SteamTag {
   return { category, internal_name: internal, localized_category_name: localizedCategory, localized_tag_name: localized, ...(color ? { color } : {}) };
 }
@@ -158,8 +194,11 @@ export function tradeHoldText(until: Date): string {
   return `Tradable/Marketable After ${month} ${day}, ${until.getUTCFullYear()} (${time}) GMT`;
 }
 
+export type BuildOptions = { locale?: PropertyLocale };
+
 /** One inventory entry: the asset, its description and its properties (certificate and all). */
-export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: string): BuiltItem {
+export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: string, options: BuildOptions = {}): BuiltItem {
+  const propertyNames = PROPERTY_NAMES[options.locale ?? 'english'];
   const item = libItem(spec.item, spec.phase);
   const [rarity, rarityName, rarityTag] = rarityOf(item);
   const rarityColor = String(item.rarity ?? '#b0c3d9').slice(1);
@@ -209,7 +248,8 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
   if (exterior) lines.push({ type: 'html', value: `Exterior: ${exterior.name}`, name: 'exterior_wear' });
   if (statTrak) lines.push({ type: 'html', value: 'This item features StatTrak™ technology, which tracks certain statistics when equipped by its owner.', color: 'CF6A32', name: 'attribute' }, { type: 'html', value: `StatTrak™ Confirmed Kills: ${spec.statTrak}`, color: 'CF6A32', name: 'attribute' });
   lines.push({ type: 'html', value: ' ', name: 'blank' });
-  if (spec.nameTag !== undefined) lines.push({ type: 'html', value: `Name Tag: ''${spec.nameTag}''`, name: 'nametag' });
+  const shownNameTag = spec.nameTag ?? spec.propertyNameTag;
+  if (shownNameTag !== undefined) lines.push({ type: 'html', value: `Name Tag: ''${shownNameTag}''`, name: 'nametag' });
   const stickers = (spec.stickers ?? []).map((s) => ({ spec: s, lib: libItem(s.item) }));
   if (stickers.length > 0) {
     const names = stickers.map((s) => s.lib.name.replace(/^Sticker \| /, '')).join(', ');
@@ -225,7 +265,8 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
 
   const seed = spec.seed ?? (isSkin ? hash32(assetId) % 1001 : undefined);
   const wear = isSkin && !item.base ? Math.fround(spec.wear ?? 0.2) : undefined;
-  const classid = String(1_000_000_000 + (hash32(`${marketHashName}|${spec.phase ?? ''}`) % 3_000_000_000));
+  const classid = classIdOf(`${marketHashName}|${spec.phase ?? ''}`);
+  const inspectLink = spec.legacyInspect ? legacyInspectLink(String(hash32(`D|${classid}`))) : INSPECT_LINK;
 
   const description: SteamDescription = {
     appid: 730,
@@ -236,15 +277,15 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
     icon_url: `-9a81dlWLwJ2UUGcVs_nsVtzdOEdtWwKGZZLQHTxDZ7I56KU0Zwwo4NUX4oFJZEHLbXH5ApeO4YmlhxYQknCRvCo04DEVlxkKgpot7HxfDh${hash32(classid).toString(36)}`,
     descriptions: lines,
     tradable,
-    ...(inspectable ? { actions: [{ link: INSPECT_LINK, name: 'Inspect in Game...' }] } : {}),
+    ...(inspectable ? { actions: [{ link: inspectLink, name: 'Inspect in Game...' }] } : {}),
     ...(ownerDescriptions ? { owner_descriptions: ownerDescriptions } : {}),
-    ...(spec.nameTag !== undefined ? { fraudwarnings: [`Name Tag: ''${spec.nameTag}''`] } : {}),
+    ...(shownNameTag !== undefined ? { fraudwarnings: [`Name Tag: ''${shownNameTag}''`] } : {}),
     name,
     name_color: starred ? '8650AC' : statTrak ? 'CF6A32' : 'D2D2D2',
     type,
     market_name: marketHashName,
     market_hash_name: marketHashName,
-    ...(inspectable && marketable ? { market_actions: [{ link: INSPECT_LINK, name: 'Inspect in Game...' }] } : {}),
+    ...(inspectable && marketable ? { market_actions: [{ link: inspectLink, name: 'Inspect in Game...' }] } : {}),
     commodity: isSkin ? 0 : 1,
     market_tradable_restriction: 7,
     market_marketable_restriction: 7,
@@ -252,11 +293,12 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
     tags,
   };
   // Steam gives every distinct description (stickers, name tag, hold) its own instance id.
-  const plain = stickers.length === 0 && !charm && spec.nameTag === undefined && tradable === 1;
+  const plain = stickers.length === 0 && !charm && shownNameTag === undefined && tradable === 1 && !spec.legacyInspect;
   if (!plain) description.instanceid = String(hash32(JSON.stringify(description)) || 1);
 
   let properties: SteamAssetProperties | null = null;
   if (inspectable) {
+    const standalonePattern = spec.pattern ?? (spec.propertyPattern === undefined ? 0 : undefined);
     const certificate = certificateHex(
       {
         accountid: Number(BigInt(ownerSteamId64) - STEAMID64_BASE),
@@ -275,9 +317,9 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
             : stickers.map(({ spec: s, lib }) => ({ slot: s.slot, stickerId: lib.index ?? 0, ...(s.wear ? { wear: s.wear } : {}), ...(s.offsetX !== undefined ? { offsetX: s.offsetX } : {}), ...(s.offsetY !== undefined ? { offsetY: s.offsetY } : {}), ...(s.rotation !== undefined ? { rotation: s.rotation } : {}) })),
         keychains:
           item.type === 'keychain'
-            ? [{ slot: 0, stickerId: item.index ?? 0, pattern: spec.pattern ?? 0 }]
+            ? [{ slot: 0, stickerId: item.index ?? 0, ...(standalonePattern === undefined ? {} : { pattern: standalonePattern }) }]
             : charm
-              ? [{ slot: 0, stickerId: charm.lib.index ?? 0, pattern: charm.spec.pattern, offsetX: charm.spec.offsetX ?? 0, offsetY: charm.spec.offsetY ?? 0, offsetZ: charm.spec.offsetZ ?? 0 }]
+              ? [{ slot: 0, stickerId: charm.lib.index ?? 0, ...(charm.spec.pattern === undefined ? {} : { pattern: charm.spec.pattern }), offsetX: charm.spec.offsetX ?? 0, offsetY: charm.spec.offsetY ?? 0, offsetZ: charm.spec.offsetZ ?? 0 }]
               : [],
         inventory: 3221225475,
         origin: 8,
@@ -285,10 +327,24 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
       (hash32(assetId) % 255) + 1,
     );
     const list: SteamAssetProperty[] = [];
-    if (seed !== undefined) list.push({ propertyid: 1, int_value: String(seed), name: 'Pattern Template' });
-    if (wear !== undefined) list.push({ propertyid: 2, float_value: String(wear), name: 'Wear Rating' });
-    list.push({ propertyid: 6, string_value: certificate, name: 'Item Certificate' });
+    if (seed !== undefined) list.push({ propertyid: 1, int_value: String(seed), name: propertyNames[1] });
+    if (wear !== undefined) list.push({ propertyid: 2, float_value: String(wear), name: propertyNames[2] });
+    if (spec.propertyPattern !== undefined) list.push({ propertyid: 3, int_value: String(spec.propertyPattern), name: propertyNames[3] });
+    if (spec.propertyNameTag !== undefined) list.push({ propertyid: 5, string_value: spec.propertyNameTag, name: propertyNames[5] });
+    if (!spec.legacyInspect) list.push({ propertyid: 6, string_value: certificate, name: propertyNames[6] });
     properties = { appid: 730, contextid: '2', assetid: assetId, asset_properties: list };
+    if (spec.accessories || charm?.spec.accessoryPattern !== undefined) {
+      // Stickers first, then the charm, each with its own class id, as Steam lists them.
+      const accessories: SteamAssetAccessory[] = stickers.map(({ spec: s, lib }) => ({
+        classid: classIdOf(lib.name),
+        parent_relationship_properties: [{ propertyid: 4, float_value: String(Math.fround(s.wear ?? 0)), name: propertyNames[4] }],
+      }));
+      if (charm) {
+        const pattern = charm.spec.accessoryPattern ?? charm.spec.pattern;
+        accessories.push({ classid: classIdOf(charm.lib.name), ...(pattern === undefined ? {} : { standalone_properties: [{ propertyid: 3, int_value: String(pattern), name: propertyNames[3] }] }) });
+      }
+      properties.asset_accessories = accessories;
+    }
   }
 
   return {
@@ -300,11 +356,11 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
 }
 
 /** An inventory from specs, asset ids counting down from `firstAssetId` (Steam lists newest first). */
-export function inventoryOf(ownerSteamId64: string, specs: readonly ItemSpec[], firstAssetId: bigint): InventoryFixture {
+export function inventoryOf(ownerSteamId64: string, specs: readonly ItemSpec[], firstAssetId: bigint, options: BuildOptions = {}): InventoryFixture {
   const fixture: InventoryFixture = { assets: [], descriptions: [], asset_properties: [] };
   const seen = new Set<string>();
   specs.forEach((spec, i) => {
-    const built = buildItem(spec, String(firstAssetId - BigInt(i)), ownerSteamId64);
+    const built = buildItem(spec, String(firstAssetId - BigInt(i)), ownerSteamId64, options);
     fixture.assets.push(built.asset);
     const key = `${built.asset.classid}_${built.asset.instanceid}`;
     if (!seen.has(key)) {

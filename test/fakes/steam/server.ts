@@ -19,8 +19,11 @@
  *                                            10 000, so a long `npm start` does not grow without bound)
  *   fake.openid.{endpoint, signInAs, positiveAssertion, tamper, rejectAll}   (openid-provider.ts)
  * Fixtures (data.ts): PUBLIC_STEAM_ID, PRIVATE_STEAM_ID, FRIENDS_ONLY_STEAM_ID, EMPTY_STEAM_ID,
- * BIG_STEAM_ID, PARTNER_STEAM_ID, UNKNOWN_STEAM_ID; bigInventory(steamId64, assets = 5000);
- * inventoryOf(owner, specs, firstAssetId) (items.ts) builds custom inventories.
+ * BIG_STEAM_ID, PARTNER_STEAM_ID, UNKNOWN_STEAM_ID; STEAM_2026_STEAM_ID and STEAM_2026_GERMAN_STEAM_ID
+ * (inventories as Steam sends them since 2025: name tags as property 5, charm patterns as property 3
+ * and in asset_accessories, a legacy S…A…D… inspect action; the second with German property names);
+ * bigInventory(steamId64, assets = 5000); inventoryOf(owner, specs, firstAssetId, { locale? })
+ * (items.ts) builds custom inventories.
  */
 import type { Server } from 'bun';
 import { inventoryPage } from './community-inventory.ts';
@@ -32,8 +35,20 @@ import type { InventoryFixture, PlayerSummary } from './types.ts';
 import { getPlayerSummaries } from './web-api.ts';
 
 export type { InventoryFixture, PlayerSummary } from './types.ts';
-export { bigInventory, BIG_STEAM_ID, EMPTY_STEAM_ID, FRIENDS_ONLY_STEAM_ID, PARTNER_STEAM_ID, PRIVATE_STEAM_ID, PUBLIC_STEAM_ID, UNKNOWN_STEAM_ID } from './data.ts';
-export { inventoryOf, INSPECT_LINK, type ItemSpec } from './items.ts';
+export {
+  bigInventory,
+  BIG_STEAM_ID,
+  EMPTY_STEAM_ID,
+  FRIENDS_ONLY_STEAM_ID,
+  PARTNER_STEAM_ID,
+  PRIVATE_STEAM_ID,
+  PUBLIC_STEAM_ID,
+  steam2026InventorySpecs,
+  STEAM_2026_GERMAN_STEAM_ID,
+  STEAM_2026_STEAM_ID,
+  UNKNOWN_STEAM_ID,
+} from './data.ts';
+export { inventoryOf, INSPECT_LINK, legacyInspectLink, type ItemSpec } from './items.ts';
 
 export { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
 

@@ -72,16 +72,36 @@ export type SteamDescription = {
   sealed?: number;
 };
 
+/**
+ * Steam's property ids (IEconService/GetAssetPropertySchema): 1 paint seed, 2 wear, 3 charm pattern,
+ * 4 sticker wear, 5 name tag, 6 item certificate. `name` is localized with `l=` (English by default).
+ */
 export type SteamAssetProperty =
-  | { propertyid: 1; int_value: string; name: 'Pattern Template' }
-  | { propertyid: 2; float_value: string; name: 'Wear Rating' }
-  | { propertyid: 6; string_value: string; name: 'Item Certificate' };
+  | { propertyid: 1; int_value: string; name: string }
+  | { propertyid: 2; float_value: string; name: string }
+  | { propertyid: 3; int_value: string; name: string }
+  | { propertyid: 4; float_value: string; name: string }
+  | { propertyid: 5; string_value: string; name: string }
+  | { propertyid: 6; string_value: string; name: string };
+
+/**
+ * One sticker or charm applied to the asset, as the community inventory has listed them (inside the
+ * asset's `asset_properties` entry) since 2025: its own class id, what belongs to the charm or
+ * sticker itself (`standalone_properties`: 3, the charm's pattern) and what belongs to its placement
+ * (`parent_relationship_properties`: 4, the sticker's wear).
+ */
+export type SteamAssetAccessory = {
+  classid: string;
+  standalone_properties?: SteamAssetProperty[];
+  parent_relationship_properties?: SteamAssetProperty[];
+};
 
 export type SteamAssetProperties = {
   appid: 730;
   contextid: '2';
   assetid: string;
   asset_properties: SteamAssetProperty[];
+  asset_accessories?: SteamAssetAccessory[];
 };
 
 /**
