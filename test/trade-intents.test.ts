@@ -5,7 +5,9 @@ import { JOBS } from '../shared/queues.ts';
 import type { Scope } from '../shared/scopes.ts';
 import { maintenancePool } from '../workers/maintenance/index.ts';
 import { inventoryOf, startSteamFake, type SteamFake } from './fakes/steam/server.ts';
-import { createTestApp, errorOf, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
+import { convertUsd } from '../shared/fx/convert.ts';
+import { findLatestRates } from '../shared/fx/repository.ts';
+import { createTestApp, errorOf, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
  * DESIGN 11 trade intents over real Postgres and Redis. Connected accounts and inventory snapshots
@@ -138,6 +140,40 @@ async function activeReservations(steamId: string, assetId: string): Promise<str
     select intent_id from trade_reservations where steam_id = ${steamId} and asset_id = ${assetId} and released_at is null`;
   return rows.map((row) => row.intent_id);
 }
+
+describe('trade intents in another currency (DESIGN 14)', () => {
+  test('the valuation is stored in USD and converted when read: POST, GET one and the list, each total converted once', async () => {
+    await seedFreshFxRates(t.deps.sql);
+    const rates = (await findLatestRates(t.deps.sql))!;
+    const currency = rates.rates.has('GBP') ? 'GBP' : 'EUR';
+    const ws = await workspace();
+    const account = await connectAccount(ws);
+    const item = await pricedItem({ default: '12.35' });
+    // A Ruby with no Ruby price of its own is unpriced: no fallback to the default version.
+    const ruby = await pricedItem({ default: '300.00' });
+    const give = await snapshot(account.steamId, [{ catalogId: item }, { catalogId: ruby, paintIndex: 415 }]);
+    const response = await t.request(`/v2/trade-intents?currency=${currency}`, {
+      method: 'POST',
+      headers: { ...ws.keyHeaders, 'idempotency-key': crypto.randomUUID() },
+      json: { kind: 'create_offer', account_id: account.accountId, external_reference: 'fx-1', expires_at: inMinutes(30), partner_steam_id: randomSteamId(), give },
+    });
+    expect(response.status).toBe(201);
+    const intent = (await response.json()) as Intent & { currency: string; fx: { quote: string } };
+    const expected = { give_total: convertUsd('12.35', rates, currency), receive_total: convertUsd('0.00', rates, currency), currency, unpriced_asset_ids: [give[1]!] };
+    expect(intent.valuation).toMatchObject(expected);
+    expect(intent.currency).toBe(currency);
+    expect(intent.fx.quote).toBe(currency);
+    const usd = (await (await t.request(`/v2/trade-intents/${intent.trade_intent_id}`, { headers: ws.keyHeaders })).json()) as Intent & { currency?: string };
+    expect(usd.valuation).toMatchObject({ give_total: '12.35', currency: 'USD' });
+    expect(usd.currency).toBeUndefined();
+    const one = (await (await t.request(`/v2/trade-intents/${intent.trade_intent_id}?currency=${currency}`, { headers: ws.keyHeaders })).json()) as Intent;
+    expect(one.valuation).toMatchObject(expected);
+    const list = (await (await t.request(`/v2/trade-intents?currency=${currency}`, { headers: ws.keyHeaders })).json()) as { data: Intent[]; currency?: string };
+    expect(list.data.find((entry) => entry.trade_intent_id === intent.trade_intent_id)!.valuation).toMatchObject(expected);
+    const bad = await t.request('/v2/trade-intents?currency=usd', { headers: ws.keyHeaders });
+    expect(bad.status).toBe(400);
+  });
+});
 
 describe('POST /v2/trade-intents', () => {
   test('creates a draft that reserves each outgoing asset, valued in exact decimals, with an audit and an outbox event', async () => {

@@ -11,11 +11,13 @@ import {
   TRADE_INTENT_STATES,
   TRADE_MESSAGE_MAX_LENGTH,
   tradeIntentSchema,
+  type TradeIntent,
   type TradeIntentPosition,
 } from '../../shared/gameplatform/trade-intents-model.ts';
 import { findTradeIntent, listTradeIntents } from '../../shared/gameplatform/trade-intents-repository.ts';
 import { cancelTradeIntent, createTradeIntent } from '../../shared/gameplatform/trade-intents.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import { currencyParam, resolveConversion, type Conversion } from '../../shared/prices/currency.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
@@ -51,8 +53,25 @@ const listQuery = z
     state: z.enum(TRADE_INTENT_STATES).optional(),
     limit: pageLimit({ max: 100, default: 25 }),
     cursor: pageCursor,
+    currency: currencyParam.optional(),
   })
   .strict();
+const currencyQuery = z.object({ currency: currencyParam.optional() }).strict();
+
+/**
+ * A trade intent with its valuation (stored in USD at creation) in the requested currency: each
+ * side's total converted once, `currency` and `fx` at the top (DESIGN 14).
+ */
+function inCurrency(intent: TradeIntent, conversion: Conversion | null): TradeIntent {
+  if (!conversion) return intent;
+  const valuation = {
+    ...intent.valuation,
+    give_total: conversion.convert(intent.valuation.give_total),
+    receive_total: conversion.convert(intent.valuation.receive_total),
+    currency: conversion.currency,
+  };
+  return { ...intent, valuation, currency: conversion.currency, fx: conversion.fx };
+}
 const intentParams = z.object({ trade_intent_id: uuid('The trade intent id (uuid)') });
 const position: z.ZodType<TradeIntentPosition> = z.object({ id: uuid('trade intent id'), created_at: cursorInstant });
 
@@ -79,17 +98,19 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
     .use(requestMetaPlugin(deps))
     .post(
       '/v2/trade-intents',
-      async ({ principal, body, set, requestMeta }) => {
+      async ({ principal, body, query, set, requestMeta }) => {
+        const conversion = await resolveConversion(deps.sql, query.currency);
         const intent = await createTradeIntent(
           { sql: deps.sql, inventory, maxValueUsd: deps.config.TRADE_MAX_VALUE_USD },
           body,
           meta(principal, requestMeta),
         );
         set.status = 201;
-        return intent;
+        return inCurrency(intent, conversion);
       },
       {
         operation: 'trade_intents.create',
+        query: currencyQuery,
         idempotent: { operation: 'trade_intents.create', required: true },
         body: createBody,
         detail: {
@@ -102,11 +123,15 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
     .get(
       '/v2/trade-intents',
       async ({ principal, query }) => {
+        const conversion = await resolveConversion(deps.sql, query.currency);
         // spec 4: the cursor binds the workspace and the state filter, not the page size.
         const filters = { workspace: principal.workspace.id, state: query.state ?? null };
         const after = query.cursor ? decodeCursor(signingKey, 'trade_intents', filters, query.cursor, position) : null;
         const page = await listTradeIntents(deps.sql, principal.workspace.id, { state: query.state }, after, query.limit);
-        return { data: page.rows.map(toTradeIntent), next_cursor: page.next ? encodeCursor(signingKey, 'trade_intents', filters, page.next) : null };
+        return {
+          data: page.rows.map((row) => inCurrency(toTradeIntent(row), conversion)),
+          next_cursor: page.next ? encodeCursor(signingKey, 'trade_intents', filters, page.next) : null,
+        };
       },
       {
         operation: 'trade_intents.list',
@@ -117,14 +142,16 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
     )
     .get(
       '/v2/trade-intents/:trade_intent_id',
-      async ({ principal, params }) => {
+      async ({ principal, params, query }) => {
+        const conversion = await resolveConversion(deps.sql, query.currency);
         const row = await findTradeIntent(deps.sql, principal.workspace.id, params.trade_intent_id);
         if (!row) throw notFound();
-        return toTradeIntent(row);
+        return inCurrency(toTradeIntent(row), conversion);
       },
       {
         operation: 'trade_intents.get',
         params: intentParams,
+        query: currencyQuery,
         response: { 200: tradeIntentSchema },
         detail: { summary: 'One trade intent with its reservations (needs trade:read or trade:write)', tags: ['trade'], responses: routeResponses({}, 404) },
       },

@@ -1,7 +1,7 @@
 import { z } from 'zod';
+import { fxSchema } from '../prices/currency.ts';
 import { errors, ApiError, type ErrorDetail } from '../errors.ts';
 import { SOURCE_NAMES, type SourceName } from '../sources/types.ts';
-import { priceVersionOf } from './inventories.ts';
 
 /**
  * Trade intents (DESIGN 11, spec 2.8 / 3): the stored row, the JSON clients see and the rules that
@@ -46,10 +46,10 @@ export type TradeIntentPosition = { created_at: string; id: string };
 
 export const valuationSchema = z.object({
   marketplace: z.enum(SOURCE_NAMES),
-  give_total: z.string().describe('Sum of the latest prices of the given assets, a decimal string'),
-  receive_total: z.string().describe('Sum of the latest prices of the received assets, a decimal string'),
-  currency: z.literal('USD'),
-  unpriced_asset_ids: z.array(z.string()).describe('Assets of either side without a price at this marketplace; each counted as 0'),
+  give_total: z.string().describe('Sum of the given assets’ values (DESIGN 14: item at its phase version, no fallback, plus its stickers and charms), a decimal string'),
+  receive_total: z.string().describe('Sum of the received assets’ values, a decimal string'),
+  currency: z.string().describe('USD as stored, or the `?currency=` asked for'),
+  unpriced_asset_ids: z.array(z.string()).describe('Assets of either side whose item has no price at this marketplace (its stickers and charms still count)'),
 });
 export type Valuation = z.infer<typeof valuationSchema>;
 
@@ -75,6 +75,8 @@ export const tradeIntentSchema = z.object({
   ),
   created_at: z.string(),
   updated_at: z.string(),
+  currency: z.string().optional().describe('With `?currency=` other than USD: the currency of the valuation'),
+  fx: fxSchema.optional(),
 });
 export type TradeIntent = z.infer<typeof tradeIntentSchema>;
 
@@ -112,8 +114,3 @@ export function conflict(code: 'external_reference_conflict' | 'target_offer_con
   return details ? new ApiError(error.status, error.code, error.message, details) : error;
 }
 
-/** The price version of an inventory asset: its Doppler phase (from the paint index of its state), else `default`. */
-export function priceVersionOfAsset(record: unknown): string {
-  const paintIndex = (record as { state?: { paint_index?: unknown } } | null)?.state?.paint_index;
-  return priceVersionOf(typeof paintIndex === 'number' ? paintIndex : null);
-}

@@ -38,35 +38,6 @@ export async function findAcceptableTarget(db: Queryable, targetId: string, part
   return row ?? null;
 }
 
-/**
- * Both sides' totals in Postgres numeric (never JS floats): each asset at its version's latest price
- * at the marketplace, falling back to `default` when the version (a Doppler phase) has no price
- * there; assets with neither count as 0 and are returned as unpriced.
- */
-export async function valueSides(
-  db: Queryable,
-  marketplace: string,
-  sides: { give: { asset_id: string; catalog_id: string | null; version: string }[]; receive: { asset_id: string; catalog_id: string | null; version: string }[] },
-): Promise<{ give_total: string; receive_total: string; unpriced: string[] }> {
-  const all = [...sides.give.map((asset) => ({ ...asset, side: 'give' })), ...sides.receive.map((asset) => ({ ...asset, side: 'receive' }))];
-  const [row] = await db<{ give_total: string; receive_total: string; unpriced: string[] }[]>`
-    with assets as (
-      select * from unnest(${all.map((a) => a.side)}::text[], ${all.map((a) => a.asset_id)}::text[],
-                           ${all.map((a) => a.catalog_id)}::text[], ${all.map((a) => a.version)}::text[])
-        as t(side, asset_id, catalog_id, version)
-    ), priced as (
-      select a.side, a.asset_id, coalesce(v.price, d.price) as price
-      from assets a
-      left join latest_prices v on v.catalog_id = a.catalog_id and v.source = ${marketplace} and v.version = a.version
-      left join latest_prices d on d.catalog_id = a.catalog_id and d.source = ${marketplace} and d.version = 'default'
-    )
-    select coalesce(sum(price) filter (where side = 'give'), 0.00)::text as give_total,
-           coalesce(sum(price) filter (where side = 'receive'), 0.00)::text as receive_total,
-           coalesce(array_agg(asset_id order by asset_id) filter (where price is null), '{}') as unpriced
-    from priced`;
-  return row!;
-}
-
 export async function insertTradeIntent(
   db: Queryable,
   input: {

@@ -6,12 +6,12 @@ import { newId } from '../ids.ts';
 import { compareDecimals } from '../prices/decimal.ts';
 import type { SourceName } from '../sources/types.ts';
 import { parseSteamId } from './steam-id.ts';
+import { valuationInputOf, valueTradeSides, type ValuationInput } from './valuation.ts';
 import type { TradeInventory } from './trade-intents-inventory.ts';
 import {
   conflict,
   DEFAULT_VALUATION_MARKETPLACE,
   invalidIntent,
-  priceVersionOfAsset,
   toTradeIntent,
   TRADE_INTENT_KINDS,
   TRADE_INTENT_MAX_LIFETIME_MS,
@@ -30,7 +30,6 @@ import {
   findTradeIntent,
   insertTradeIntent,
   reserveAssets,
-  valueSides,
   type EndedIntent,
 } from './trade-intents-repository.ts';
 
@@ -96,7 +95,7 @@ function checkExpiry(expiresAt: Date, now: Date): void {
   }
 }
 
-type PricedAsset = { asset_id: string; catalog_id: string | null; version: string };
+type PricedAsset = { asset_id: string } & ValuationInput;
 
 /**
  * Check 4: every asset is in its owner's latest snapshot (fetched when missing or older than 10
@@ -129,7 +128,7 @@ async function checkAssets(inventory: TradeInventory, sides: Record<Side, SidePl
       } else if (!asset.tradable) {
         details.push({ field: plan.field, message: `asset ${assetId} is not tradable` });
       } else {
-        priced[side].push({ asset_id: assetId, catalog_id: asset.catalog_id, version: priceVersionOfAsset(asset.record) });
+        priced[side].push({ asset_id: assetId, ...valuationInputOf(asset.catalog_id, asset.record) });
       }
     }
   }
@@ -218,7 +217,7 @@ export async function createTradeIntent(
 
   const priced = await checkAssets(deps.inventory, sides, meta.now);
   const marketplace = input.valuation_marketplace ?? DEFAULT_VALUATION_MARKETPLACE;
-  const totals = await valueSides(sql, marketplace, priced);
+  const totals = await valueTradeSides(sql, marketplace, priced);
   const valuation: Valuation = { marketplace, give_total: totals.give_total, receive_total: totals.receive_total, currency: 'USD', unpriced_asset_ids: totals.unpriced };
   checkPolicy(valuation, deps.maxValueUsd, { give: sides.give.field, receive: sides.receive.field });
 
