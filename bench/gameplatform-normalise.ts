@@ -1,12 +1,15 @@
 /**
  * Part 1 of bench:gameplatform, in its own process so its memory is measured alone: fetches the
  * fake's 5 000-asset inventory (3 upstream pages; not timed), then times normalise + store
- * (catalog lookup, certificate decoding, snapshot rows by COPY) per round, and reports VmRSS before
- * the first round and VmHWM (peak) after it. Prints one JSON line. Started by bench/gameplatform.ts.
+ * (catalog lookup, certificate decoding, insights, snapshot rows by COPY) and then the valuation of
+ * every asset at skinport (DESIGN 14's rule: item, stickers and charms, one query; every catalog item
+ * is given a skinport price first) per round, and reports VmRSS before the first round and VmHWM
+ * (peak) after it. Prints one JSON line. Started by bench/gameplatform.ts.
  */
 import { parseConfig } from '../shared/config.ts';
 import { createSql } from '../shared/db.ts';
 import { fetchInventoryPages, storeInventorySnapshot } from '../shared/gameplatform/inventories.ts';
+import { valuationInputOf, valueAssets } from '../shared/gameplatform/valuation.ts';
 import { rssOf } from './lib.ts';
 
 const ROUNDS = 5;
@@ -14,7 +17,13 @@ const config = parseConfig(process.env);
 const steamId = process.env.BENCH_STEAM_ID!;
 const sql = createSql(config.DATABASE_URL, { max: 2, application: 'bench-normalise' });
 try {
-  const rounds: { fetchMs: number; storeMs: number; assets: number }[] = [];
+  // A price for every catalog item at skinport, so the valuation finds what a real one would.
+  await sql`
+    insert into latest_prices (catalog_id, source, version, price, source_time, ingested_at, run_id)
+    select catalog_id, 'skinport', 'default', round((1 + abs(hashtext(catalog_id)) % 100000 / 100.0)::numeric, 2), now(), now(), gen_random_uuid()
+    from catalog_items
+    on conflict do nothing`;
+  const rounds: { fetchMs: number; storeMs: number; valueMs: number; assets: number; priced: number }[] = [];
   let rssBefore = 0;
   let peakAfterFirst = 0;
   for (let round = 0; round < ROUNDS; round += 1) {
@@ -25,8 +34,13 @@ try {
     started = performance.now();
     const snapshot = await storeInventorySnapshot(sql, steamId, pages, new Date());
     const storeMs = performance.now() - started;
+    started = performance.now();
+    const rows = await sql<{ catalog_id: string | null; record: unknown }[]>`
+      select catalog_id, record from inventory_assets where snapshot_id = ${snapshot.id} order by position`;
+    const values = await valueAssets(sql, 'skinport', rows.map((row) => valuationInputOf(row.catalog_id, row.record)));
+    const valueMs = performance.now() - started;
     if (round === 0) peakAfterFirst = (await rssOf(process.pid)).peak;
-    rounds.push({ fetchMs, storeMs, assets: snapshot.total_assets });
+    rounds.push({ fetchMs, storeMs, valueMs, assets: snapshot.total_assets, priced: values.filter((value) => value.price !== null).length });
     if (pages.length !== 3) throw new Error(`expected 3 upstream pages, got ${pages.length}`);
   }
   process.stdout.write(`${JSON.stringify({ rounds, rssBefore, peakAfterFirst })}\n`);

@@ -3,7 +3,9 @@
  *
  * 1. In-process: decodes per second of a real masked AK-47 link with five stickers (the heaviest
  *    public vector), as the bare certificate and as the full steam:// link through the route's own
- *    function, plus validateItemSelector of the answer (what renders and viewer sessions add).
+ *    function, plus validateItemSelector of the answer (what renders and viewer sessions add), and
+ *    (issue 20) the decode with itemInsights against without (target >= 80 %), and insights of a
+ *    Karambit Fade alone (the fade table is built once per weapon, at its first use).
  * 2. Through the API (api/main.ts in its own process): POST /v2/inspect/decode with that link and
  *    GET /v2/me, each at 50 connections with autocannon, same settings; decode as a share of /v2/me.
  *
@@ -18,6 +20,7 @@ import { decodeInspectLink } from '../api/routes/inspect.ts';
 import { createSql, type Sql } from '../shared/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { decodeCertificate, validateItemSelector } from '../shared/inspect/index.ts';
+import { itemInsights } from '../shared/inspect/insights.ts';
 import { migrate } from '../shared/migrate.ts';
 import {
   CONNECTIONS,
@@ -39,7 +42,7 @@ import {
   warnAbnormal,
 } from './lib.ts';
 
-const TARGETS = { decodesPerSecond: 100_000, decodeShareOfMe: 0.6 };
+const TARGETS = { decodesPerSecond: 100_000, decodeShareOfMe: 0.6, insightsShare: 0.8 };
 const DECODE_MS = positiveInt('BENCH_DECODE_MS', 2_000);
 
 // vlydev/cs2-masked-inspect vector 1 (test/inspect-certificate.test.ts): key byte 0xE3, five stickers.
@@ -75,8 +78,17 @@ async function main(): Promise<void> {
   // 1. In-process.
   const answer = decodeCertificate(CERTIFICATE);
   if (!validateItemSelector(answer).ok) throw new Error('the benchmark vector does not pass validateItemSelector');
+  // Issue 20: insights beside the answer. The vector is no fade; a Karambit Fade (definition 507,
+  // paint 38) with the vector's seed and wear exercises the fade table too.
+  const fade = { item: { ...answer.item, definition_index: 507 }, state: { ...answer.state, paint_index: 38 } };
+  if (itemInsights(fade.item, fade.state).fade_percentage === null) throw new Error('the Karambit Fade has no fade percentage');
   const inProcess: [string, number][] = [
     ['decodeCertificate (bare hex, 5 stickers, key 0xE3)', perSecond(() => decodeCertificate(CERTIFICATE))],
+    ['decodeCertificate + itemInsights (issue 20)', perSecond(() => {
+      const decoded = decodeCertificate(CERTIFICATE);
+      return itemInsights(decoded.item, decoded.state);
+    })],
+    ['itemInsights of a Karambit Fade state alone', perSecond(() => itemInsights(fade.item, fade.state))],
     ['parse link + decode (the route’s decodeInspectLink)', perSecond(() => decodeInspectLink(LINK))],
     ['validateItemSelector of the answer', perSecond(() => validateItemSelector(answer))],
   ];
@@ -154,8 +166,14 @@ async function main(): Promise<void> {
   if (api.output.lines > 0) say(`warning: the API logged ${api.output.lines} line(s) at warn or above; the last ones:\n${api.output.last.join('\n')}`);
 
   const decodes = inProcess[0]![1];
+  const withInsights = inProcess[1]![1];
   printChecks([
     [`in-process decodes >= ${TARGETS.decodesPerSecond}/s`, decodes >= TARGETS.decodesPerSecond, `${decodes.toFixed(0)}/s`],
+    [
+      `in-process decodes with insights >= ${TARGETS.insightsShare * 100} % of without`,
+      withInsights / decodes >= TARGETS.insightsShare,
+      `${((withInsights / decodes) * 100).toFixed(1)} %: ${withInsights.toFixed(0)}/s against ${decodes.toFixed(0)}/s`,
+    ],
     [
       `POST /v2/inspect/decode >= ${TARGETS.decodeShareOfMe * 100} % of GET /v2/me req/s`,
       decode.rps / me.rps >= TARGETS.decodeShareOfMe && decode.non2xx === 0,
