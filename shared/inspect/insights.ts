@@ -204,13 +204,35 @@ function exactRangeOf(range: WearRange): ExactRange {
 }
 
 /**
+ * (wear − min) / (max − min), rounded half-even to 4 places and clamped to 0…1, exactly as decimal
+ * arithmetic on the numbers' shortest texts gives it (test/insights.test.ts checks it against
+ * decimal.js on many wears). Computed in doubles first: their error here is below 1e-10 of a
+ * 0.0001 step (a few ulps of a value under 10 000, plus half an ulp of the wear between the double
+ * and its text, widened by 1 / span for spans of at least 1e-4), so whenever the scaled value is not
+ * within 1e-6 of a rounding tie the double rounds the same way as the exact value; near a tie, the
+ * exact integer path decides. Most wears never reach it, and insights stay cheap beside a decode.
+ */
+export function wearPercentile(wear: number, range: WearRange): string {
+  const span = range.max - range.min;
+  if (!(span >= 1e-4)) return exactWearPercentile(wear, range);
+  const scaled = ((wear - range.min) / span) * 10_000;
+  if (scaled <= 0) return '0.0000';
+  if (scaled >= 10_000) return '1.0000';
+  const whole = Math.floor(scaled);
+  const fraction = scaled - whole;
+  if (Math.abs(fraction - 0.5) < 1e-6) return exactWearPercentile(wear, range);
+  const steps = fraction > 0.5 ? whole + 1 : whole;
+  return steps >= 10_000 ? '1.0000' : `0.${String(steps).padStart(4, '0')}`;
+}
+
+/**
  * (wear − min) / (max − min), rounded half-even to 4 places and clamped to 0…1, exactly: the wear
  * and the range ends become BigInt integers at one scale and the integer quotient's remainder decides
  * the rounding, as shared/prices/decimal.ts compares money. Never a float division (a tie such as
  * 0.00125 must give "0.0012"). Not decimal.js here: its division costs more than decoding the whole
  * certificate (issue 20's bench); test/insights.test.ts checks this against decimal.js on many wears.
  */
-export function wearPercentile(wear: number, range: WearRange): string {
+function exactWearPercentile(wear: number, range: WearRange): string {
   const exact = exactRangeOf(range);
   const w = unscaledOf(wear);
   const scale = Math.max(w.scale, exact.scale);
