@@ -17,6 +17,7 @@ import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { subscribeToPriceSnapshots } from '../shared/prices/snapshot-subscription.ts';
 import { POOLS, queueName, type Pool } from '../shared/queues.ts';
 import { createRequestRedis, type Redis } from '../shared/redis.ts';
+import { enabledSources } from '../shared/sources/settings.ts';
 import { CounterRedis } from '../shared/redis-counters.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
 
@@ -111,7 +112,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const registry = new Registry();
   const metrics = { registry, http: httpRequestMetrics(registry) };
   registerQueueDepth(registry, POOLS.map((pool) => ({ pool, queue: queues[pool] })), log);
-  registerIngestMetrics(registry, { sql, sources: config.SOURCES, now, log });
+  registerIngestMetrics(registry, { sql, sources: enabledSources(config), now, log });
 
   return {
     config,

@@ -1,12 +1,18 @@
 /**
  * Which local fakes `npm start` runs in place of third parties, and how the service is pointed at
- * them (DESIGN 4, 9, 11, 13, 14): the market simulator for all nine sources when SOURCES is unset and
+ * them (DESIGN 4, 9, 11, 13, 14): the market simulator for all ten sources when SOURCES is unset and
  * for the exchange rates when FX_URL is unset (either starts it), the Steam fake for each Steam
  * upstream whose URL is unset (a set URL is used as given). Pure, so it is tested without starting
  * anything (test/local-upstreams.test.ts).
  */
 import { SOURCE_NAMES } from '../shared/sources/types.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';
+
+/**
+ * The key skinbaron is given when it points at the simulator, which accepts any (DESIGN 14): a real
+ * deployment must set its own SOURCE_SKINBARON_KEY, and skinbaron stays disabled without one.
+ */
+export const SIMULATOR_SKINBARON_KEY = 'local-simulator-key';
 
 export type ProcessEntry = { name: string; command: string };
 /** Runs the fakes it is given in one process; `npm start` merges the entries below into one. */
@@ -37,9 +43,12 @@ export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) 
       entries.push({ name: 'simulator', command: `bun ${FAKES_SCRIPT} simulator` });
       added.SIMULATOR_PORT = String(at);
       if (!env.SOURCES) {
-        // Every source (DESIGN 9 and 13), each under its own path prefix of the simulator.
+        // Every source (DESIGN 9, 13 and 14), each under its own path prefix of the simulator.
         added.SOURCES = SOURCE_NAMES.join(',');
         for (const source of SOURCE_NAMES) added[`SOURCE_${source.toUpperCase()}_URL`] = `${url}/${source}`;
+        // Skinbaron runs only with a key; the simulator takes any. A key already set is left alone
+        // (it is only ever sent to the simulator here).
+        if (!env.SOURCE_SKINBARON_KEY) added.SOURCE_SKINBARON_KEY = SIMULATOR_SKINBARON_KEY;
         notes.push(`no SOURCES set: prices come from the local market simulator at ${url}`);
       }
       // DESIGN 14: the fx source is always on; offline, its ECB file comes from the simulator too.

@@ -83,6 +83,9 @@ export const configSchema = z.object({
   SOURCE_CSFLOAT_API_KEY: optionalString,
   // DESIGN 13: waxpeer's optional key, sent as its `api` query parameter.
   SOURCE_WAXPEER_KEY: optionalString,
+  // DESIGN 14: skinbaron's (free) key, sent as `apikey` in its request body. Without it skinbaron is
+  // not enabled even when SOURCES names it (GET /v2/status says so). A secret: never logged.
+  SOURCE_SKINBARON_KEY: optionalString,
   STEAM_WEB_API_KEY: optionalString,
   STEAM_COMMUNITY_URL: z.string().url().default('https://steamcommunity.com'),
   STEAM_API_URL: z.string().url().default('https://api.steampowered.com'),

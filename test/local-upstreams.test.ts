@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { configuredPort, localUpstreamsPlan } from '../scripts/local-upstreams.ts';
+import { configuredPort, localUpstreamsPlan, SIMULATOR_SKINBARON_KEY } from '../scripts/local-upstreams.ts';
 import { SOURCE_NAMES } from '../shared/sources/types.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from './fakes/steam/defaults.ts';
 
@@ -19,14 +19,26 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
     expect(plan.entries.map((entry) => entry.name)).toEqual(['simulator', 'steam-fake']);
   });
 
-  test('without SOURCES every source (all nine) is enabled and points at its prefix of the simulator', async () => {
+  test('without SOURCES every source (all ten) is enabled and points at its prefix of the simulator', async () => {
     const plan = await localUpstreamsPlan({ SIMULATOR_PORT: '4123' })(freePorts());
-    expect(SOURCE_NAMES.length).toBe(9);
+    expect(SOURCE_NAMES.length).toBe(10);
     expect(plan.env.SOURCES!.split(',')).toEqual([...SOURCE_NAMES]);
     for (const source of SOURCE_NAMES) expect(plan.env[`SOURCE_${source.toUpperCase()}_URL`]).toBe(`http://127.0.0.1:4123/${source}`);
     expect(plan.env.SOURCE_CSMARKET_URL).toBe('http://127.0.0.1:4123/csmarket');
     expect(plan.env.SOURCE_WHITEMARKET_URL).toBe('http://127.0.0.1:4123/whitemarket');
     expect(plan.notes[0]).toContain('http://127.0.0.1:4123');
+    // Skinbaron runs only with a key (DESIGN 14): a dummy one, since it points at the simulator.
+    expect(plan.env.SOURCE_SKINBARON_URL).toBe('http://127.0.0.1:4123/skinbaron');
+    expect(plan.env.SOURCE_SKINBARON_KEY).toBe(SIMULATOR_SKINBARON_KEY);
+  });
+
+  test('a dummy skinbaron key only when skinbaron points at the simulator; a set key is kept', async () => {
+    const own = await localUpstreamsPlan({ SIMULATOR_PORT: '4123', SOURCE_SKINBARON_KEY: 'my-key' })(freePorts());
+    expect(own.env.SOURCE_SKINBARON_KEY).toBeUndefined();
+    const configured = await localUpstreamsPlan({ SOURCES: 'skinbaron', FX_URL: 'https://fx.example.test' })(freePorts());
+    expect(configured.env.SOURCE_SKINBARON_KEY).toBeUndefined();
+    const fxOnly = await localUpstreamsPlan({ SOURCES: 'skinbaron' })(freePorts());
+    expect(fxOnly.env.SOURCE_SKINBARON_KEY).toBeUndefined();
   });
 
   test('unset or empty ports mean free ones', async () => {

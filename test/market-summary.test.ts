@@ -40,8 +40,8 @@ const PRICES: Price[] = [
   // One of DESIGN 13's marketplaces, above the lowest price of its item and without a listing count.
   { item: ITEMS.awp, source: 'csmarket', price: '120.000', quantity: null, source_time: at(15) },
 ];
-/** DESIGN 13's marketplaces without a price in this suite: listed with zeros, after the ones above. */
-const QUIET = ['lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const;
+/** DESIGN 13's and 14's marketplaces without a price in this suite: listed with zeros, after the ones above. */
+const QUIET = ['lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals', 'skinbaron'] as const;
 
 async function insertItems(app: TestApp, items: Item[]) {
   for (const item of items) {

@@ -9,11 +9,12 @@ import { eventually, scratchTestApp, workspaceWithKey, type TestApp } from './he
 import { referenceLink } from './index-reference.ts';
 import { spawnedProcesses, waitForHttp } from './spawned.ts';
 
-// End to end over real processes with all nine marketplaces (DESIGN 13): market simulator → one
+// End to end over real processes with all ten marketplaces (DESIGN 13 and 14): market simulator → one
 // ingest worker (every source) + the index pool → Postgres → API. test/ingest-e2e.test.ts covers
-// skinport, steam and csfloat in depth (two workers, failure modes); this suite shows the nine
+// skinport, steam and csfloat in depth (two workers, failure modes); this suite shows the ten
 // together: bids, consensus, a new marketplace's index, and one bad source leaving the rest alone.
-// A database and queue prefix of its own: nine sources' prices and schedules never meet another suite's.
+// Skinbaron (EUR) runs with a key the simulator accepts, converted at the rates the fx source stores.
+// A database and queue prefix of its own: ten sources' prices and schedules never meet another suite's.
 let t: TestApp;
 let sql: Sql;
 const queuePrefix = `markets${process.pid}`;
@@ -54,6 +55,8 @@ beforeAll(async () => {
     PRICE_SNAPSHOT_INTERVAL_SECONDS: '5',
     // DESIGN 14: the always-on fx source (part of /health) reads the simulator's ECB file.
     FX_URL: `${simulatorUrl}/fx`,
+    // DESIGN 14: skinbaron runs only with a key; the simulator accepts any.
+    SOURCE_SKINBARON_KEY: 'markets-e2e-any-key',
   };
   for (const name of SOURCE_NAMES) {
     const upper = name.toUpperCase();
@@ -83,8 +86,8 @@ afterAll(async () => {
 type Consensus = { price: string; best_ask: string; best_bid: string | null; sources: number; outliers: string[]; spread: string | null };
 type KeyedSource = { source: string; price: string; bid: string | null; volume_7d: number | null; freshness: string; outlier?: true };
 
-describe('nine marketplaces: simulator → ingest → Postgres → API', () => {
-  test('every source turns fresh; an item priced by all nine shows bids, volume and one consensus, keyed and keyless', async () => {
+describe('ten marketplaces: simulator → ingest → Postgres → API', () => {
+  test('every source turns fresh; an item priced by all ten shows bids, volume and one consensus, keyed and keyless', async () => {
     await eventually(async () => ((await health()).status === 200 ? true : undefined), 90_000, 500);
     expect(Object.keys((await health()).body.sources).sort()).toEqual([...SOURCE_NAMES].sort());
 
@@ -108,6 +111,9 @@ describe('nine marketplaces: simulator → ingest → Postgres → API', () => {
     expect(csmarket.bid).toMatch(/^\d+(\.\d+)?$/);
     // Only csmarket publishes buy orders and 7-day sales keylessly.
     for (const name of SOURCE_NAMES.filter((name) => name !== 'csmarket')) expect(bySource.get(name)).toMatchObject({ bid: null, volume_7d: null });
+    // Skinbaron alone prices in EUR (DESIGN 14): its entry keeps the EUR it wrote beside the USD price.
+    expect((bySource.get('skinbaron') as KeyedSource & { original?: { price: string; currency: string } }).original).toMatchObject({ currency: 'EUR', price: expect.stringMatching(/^\d+(\.\d+)?$/) });
+    for (const name of SOURCE_NAMES.filter((name) => name !== 'skinbaron')) expect(bySource.get(name)).not.toHaveProperty('original');
     // The simulator's sources agree within about ±10 %: every fresh source is in the consensus.
     const consensus = version!.consensus!;
     const fresh = version!.sources.filter((source) => source.freshness === 'fresh');
@@ -117,7 +123,7 @@ describe('nine marketplaces: simulator → ingest → Postgres → API', () => {
     if (csmarket.freshness === 'fresh') expect(consensus.best_bid).toBe(csmarket.bid);
     expect(consensus.spread === null || /^-?\d+\.\d{4}$/.test(consensus.spread)).toBe(true);
 
-    // The keyless item and list, once a snapshot holds all nine.
+    // The keyless item and list, once a snapshot holds all ten.
     const listed = await eventually(async () => {
       const response = await fetch(`${apiUrl}/v1/prices/${encodeURIComponent(item!.market_hash_name)}`);
       if (response.status !== 200) return undefined;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { errors } from '../../shared/errors.ts';
 import { healthReportSchema as healthReport, sourceFreshness } from '../../shared/health/sources.ts';
 import { platformStatus, platformStatusSchema } from '../../shared/health/status.ts';
+import { enabledSources, unavailableSources } from '../../shared/sources/settings.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 
@@ -19,9 +20,10 @@ export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'q
     .get(
       '/health',
       async ({ set }) => {
-        const report = await sourceFreshness(deps.sql, deps.config.SOURCES, deps.now());
+        const report = await sourceFreshness(deps.sql, enabledSources(deps.config), deps.now());
         // spec 4: 503 when any enabled source is stale or never succeeded, same body shape; the fx
-        // source (always on) counts as one (shared/health/fx.ts).
+        // source (always on) counts as one (shared/health/fx.ts). A source SOURCES names that cannot
+        // run (skinbaron without its key) is not enabled: not here, only in /v2/status.
         if (report.status !== 'up') set.status = 503;
         set.headers['cache-control'] = 'no-store';
         return report;
@@ -41,7 +43,14 @@ export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'q
     .get(
       '/v2/status',
       async () => {
-        const report = await platformStatus({ ...deps, sources: deps.config.SOURCES, steamWebApiKeyConfigured: deps.config.STEAM_WEB_API_KEY !== undefined, itemFilesDir: deps.config.ITEM_FILES_DIR, chromiumPath: deps.config.CHROMIUM_PATH });
+        const report = await platformStatus({
+          ...deps,
+          sources: enabledSources(deps.config),
+          unavailableSources: unavailableSources(deps.config),
+          steamWebApiKeyConfigured: deps.config.STEAM_WEB_API_KEY !== undefined,
+          itemFilesDir: deps.config.ITEM_FILES_DIR,
+          chromiumPath: deps.config.CHROMIUM_PATH,
+        });
         if (!report) throw errors.unavailable('status_unavailable', 'Platform status cannot be assembled: the database is unreachable.');
         return report;
       },

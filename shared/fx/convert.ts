@@ -141,3 +141,15 @@ export function usdConverter(rates: FxRates, currency: string): (amount: string)
 export function convertUsd(amount: string, rates: FxRates, currency: string): string {
   return usdConverter(rates, currency)(amount);
 }
+
+/**
+ * An amount in `currency` (EUR, or any currency of the rates) as USD: A × rate(USD) / rate(X), exactly,
+ * rounded once half-even to 2 places (DESIGN 14: skinbaron's EUR prices, stored in USD at the newest
+ * rates). Throws UnsupportedCurrencyError for a currency the rates lack.
+ */
+export function convertToUsd(amount: string, rates: FxRates, currency: string): string {
+  if (!AMOUNT.test(amount)) throw new RangeError(`not a decimal amount: ${JSON.stringify(amount)}`);
+  const { rate, usdRate } = ratesFor(rates, currency);
+  const converted = exactRatio(amount, usdRate, rate, 2);
+  return converted.isZero() ? '0.00' : converted.toFixed(2);
+}

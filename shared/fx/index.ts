@@ -22,6 +22,6 @@
  *   usdConverter / convertUsd over findLatestRates.
  */
 export { ECB_DAILY_PATH, fetchEcbDaily, FxUnavailableError, parseEcbRates, type EcbParseResult, type EcbRateDay } from './ecb.ts';
-export { convertUsd, isSupportedCurrency, minorUnits, quoteFor, supportedCurrencies, UnsupportedCurrencyError, usdConverter, type FxQuote } from './convert.ts';
+export { convertToUsd, convertUsd, isSupportedCurrency, minorUnits, quoteFor, supportedCurrencies, UnsupportedCurrencyError, usdConverter, type FxQuote } from './convert.ts';
 export { refreshFxRates, FX_REQUEST_TIMEOUT_MS, type FxRefreshOutcome } from './refresh.ts';
 export { findFxSourceState, findLatestRates, FX_SOURCE, recordFxFailure, recordFxSuccess, saveRateDays, type FxRates, type FxSourceState } from './repository.ts';

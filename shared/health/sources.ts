@@ -3,15 +3,13 @@ import type { Queryable } from '../db.ts';
 import { fxFreshness, fxStateSchema } from './fx.ts';
 
 /** Each enabled source by name: its last successful run and its freshness against its stale threshold. */
-export const sourceStatesSchema = z.record(
-  z.string(),
-  z.object({
-    updated_at: z.string().nullable().describe('End of the last successful ingest run; null if none ever succeeded'),
-    status: z.enum(['fresh', 'stale', 'never_succeeded']),
-    unknown_names: z.number().int().nullable().describe('Upstream names the catalog does not know, in the last successful run (null before one)'),
-    rows_skipped: z.number().int().nullable().describe('Upstream rows skipped as malformed (bad price, wrong types) in the last successful run'),
-  }),
-);
+export const sourceStateSchema = z.object({
+  updated_at: z.string().nullable().describe('End of the last successful ingest run; null if none ever succeeded'),
+  status: z.enum(['fresh', 'stale', 'never_succeeded']),
+  unknown_names: z.number().int().nullable().describe('Upstream names the catalog does not know, in the last successful run (null before one)'),
+  rows_skipped: z.number().int().nullable().describe('Upstream rows skipped as malformed (bad price, wrong types) in the last successful run'),
+});
+export const sourceStatesSchema = z.record(z.string(), sourceStateSchema);
 export const healthReportSchema = z.object({
   status: z.enum(['up', 'degraded']),
   sources: sourceStatesSchema,

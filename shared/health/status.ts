@@ -7,7 +7,26 @@ import { itemFilesStatus } from '../media/item-files.ts';
 import { POOLS, type Pool } from '../queues.ts';
 import { fxStateSchema } from './fx.ts';
 import { liveWorkersByPool } from './heartbeats.ts';
-import { sourceFreshness, sourceStatesSchema } from './sources.ts';
+import { sourceFreshness, sourceStateSchema } from './sources.ts';
+
+/**
+ * Each source as /v2/status shows it: every enabled one as on GET /health, and each source SOURCES
+ * names that cannot run (DESIGN 14: skinbaron without SOURCE_SKINBARON_KEY) as `unavailable` with the
+ * reason. An unavailable source is a configuration choice, not a failure: it is not in `degraded`.
+ */
+const statusSourcesSchema = z.record(
+  z.string(),
+  z.union([
+    sourceStateSchema,
+    z.object({
+      status: z.literal('unavailable'),
+      reason: z.string().describe('Why it cannot run, e.g. its required key is not set'),
+      updated_at: z.null(),
+      unknown_names: z.null(),
+      rows_skipped: z.null(),
+    }),
+  ]),
+);
 
 const CHECK_TIMEOUT_MS = 1_500;
 
@@ -31,8 +50,7 @@ export const platformStatusSchema = z.object({
       }),
     ).describe('Job counts per worker pool; null counts when the queue could not be read'),
     workers: z.record(z.string(), z.object({ status: componentStatus, live: z.number().int(), last_seen_at: z.string().nullable() })).describe('Live workers per pool, by heartbeat'),
-    /** Each enabled price source, as on GET /health. */
-    sources: sourceStatesSchema,
+    sources: statusSourcesSchema.describe('Each enabled price source as on GET /health; a source SOURCES names that cannot run (skinbaron without its key) as `unavailable` with the reason'),
     /** The exchange rates, as on GET /health. */
     fx: fxStateSchema,
     gameplatform: z
@@ -98,6 +116,8 @@ export async function platformStatus(input: {
   queues: Record<Pool, Queue>;
   now: () => Date;
   sources: readonly string[];
+  /** Sources SOURCES names that cannot run (shared/sources/settings.ts unavailableSources). */
+  unavailableSources?: readonly { name: string; reason: string }[];
   steamWebApiKeyConfigured: boolean;
   itemFilesDir: string;
   chromiumPath: string;
@@ -142,7 +162,12 @@ export async function platformStatus(input: {
       redis: { status: redis.ok ? 'ok' : 'down', latency_ms: redis.ok ? redis.ms : null },
       queues,
       workers: workerStatus,
-      sources: sources.value.sources,
+      sources: {
+        ...sources.value.sources,
+        ...Object.fromEntries(
+          (input.unavailableSources ?? []).map(({ name, reason }) => [name, { status: 'unavailable' as const, reason, updated_at: null, unknown_names: null, rows_skipped: null }]),
+        ),
+      },
       fx: sources.value.fx,
       gameplatform: {
         // Not part of `degraded`: a deployment without a Steam key simply does not offer profiles.

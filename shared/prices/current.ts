@@ -6,6 +6,17 @@ import { summarizeDecimals } from './decimal.ts';
 import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
 
+/**
+ * DESIGN 14: a source that prices in another currency (skinbaron, EUR) is stored in USD; its own
+ * price is shown as it wrote it, and `?currency=` never converts it (shared/prices/currency.ts).
+ */
+export const originalPriceSchema = z
+  .object({
+    price: z.string().describe('The price as the source wrote it, in its own currency, a decimal string'),
+    currency: z.string().describe('ISO 4217 code of that currency (`EUR` for skinbaron)'),
+  })
+  .describe('Only for a source that prices in another currency than USD (skinbaron): its own price, never converted by `?currency=`');
+
 // Prices are decimal strings: money never passes through a JS number.
 const sourcePriceSchema = z.object({
   source: z.string().describe('Marketplace name'),
@@ -14,6 +25,7 @@ const sourcePriceSchema = z.object({
   bid: z.string().nullable().describe('Highest buy order, a decimal string; null where the source publishes none'),
   volume_7d: z.number().int().nullable().describe('Sales in the last 7 days, where the source says'),
   quantity: z.number().int().nullable().describe('Listings at the source, when it reports them'),
+  original: originalPriceSchema.optional(),
   source_time: z.string().describe('When the source observed the price'),
   ingested_at: z.string(),
   freshness: z.enum(['fresh', 'stale']),
@@ -89,7 +101,9 @@ function prepareSource(row: CurrentPriceRow): PreparedSource {
     head:
       `{"source":${text(row.source)},"price":${text(row.price)},"median_price":${text(row.median_price)},` +
       `"bid":${text(row.bid)},"volume_7d":${row.volume_7d === null ? 'null' : String(row.volume_7d)},` +
-      `"quantity":${row.quantity === null ? 'null' : String(row.quantity)},"source_time":${text(row.source_time.toISOString())},` +
+      `"quantity":${row.quantity === null ? 'null' : String(row.quantity)},` +
+      (row.original_price === null ? '' : `"original":{"price":${text(row.original_price)},"currency":${text(row.original_currency)}},`) +
+      `"source_time":${text(row.source_time.toISOString())},` +
       `"ingested_at":${text(row.ingested_at.toISOString())},"freshness":"`,
     source: row.source,
     price: row.price,

@@ -18,6 +18,9 @@ export type StagedObservation = {
   volume_7d?: number | null;
   quantity: number | null;
   source_time: Date;
+  /** The upstream's own price and currency when it is not USD (DESIGN 14: skinbaron's EUR); absent means null. */
+  original_price?: string | null;
+  original_currency?: string | null;
 };
 
 export type CatalogNameMap = Map<string, { catalogId: string; phases: readonly string[] }>;
@@ -58,6 +61,8 @@ export function mapToCatalog(observations: SourceObservation[], catalog: Catalog
       volume_7d: observation.volume_7d,
       quantity: observation.quantity,
       source_time: observation.source_time,
+      original_price: observation.original?.price ?? null,
+      original_currency: observation.original?.currency ?? null,
     });
   }
   return { staged: [...staged.values()], unknownNames, unknownVersions };
@@ -155,7 +160,7 @@ export type WriteResult = { written: number; repeated: number; changed: number; 
 /**
  * Writes one run set-based, in one transaction, and only what changed:
  *  - a row not newer than the source's stored latest for its item and version is dropped;
- *  - a row identical to it (same price, median and quantity, as text) but newer only advances the
+ *  - a row identical to it (same price, median, bid, volume, quantity and original price, as text) but newer only advances the
  *    latest price's source_time, ingested_at and run_id: the source confirmed it, so its freshness
  *    moves on, but it is neither a new observation nor a new history sample;
  *  - every other row is appended to the observations, upserted into the latest prices and merged into
@@ -199,13 +204,17 @@ export async function writeIngestRun(
     await tx`
       create temp table ingest_stage (
         catalog_id text not null, version text not null, price numeric not null, median_price numeric,
-        bid numeric, volume_7d integer, quantity integer, source_time timestamptz not null
+        bid numeric, volume_7d integer, quantity integer, source_time timestamptz not null,
+        original_price numeric, original_currency text
       ) on commit drop`;
     if (rows.length > 0) {
       await copyRows(
         tx,
-        'ingest_stage (catalog_id, version, price, median_price, bid, volume_7d, quantity, source_time)',
-        rows.map((row) => [row.catalog_id, row.version, row.price, row.median_price, row.bid ?? null, row.volume_7d ?? null, row.quantity, row.source_time.toISOString()]),
+        'ingest_stage (catalog_id, version, price, median_price, bid, volume_7d, quantity, source_time, original_price, original_currency)',
+        rows.map((row) => [
+          row.catalog_id, row.version, row.price, row.median_price, row.bid ?? null, row.volume_7d ?? null, row.quantity, row.source_time.toISOString(),
+          row.original_price ?? null, row.original_currency ?? null,
+        ]),
       );
     }
     // Temp tables have no statistics until analysed; without them the joins below plan badly.
@@ -226,7 +235,7 @@ export async function writeIngestRun(
     lap('listing');
     // Out of the stage, in one pass over the stored latest prices: rows not newer than them (an
     // upstream repeating an observation, same source time, is not a new sample), and rows with the
-    // same price, median, bid, volume and quantity, later, of which only the latest row's freshness
+    // same price, median, bid, volume, quantity and original price, later, of which only the latest row's freshness
     // moves. For a whole-market listing the run's listing (price_sources.listed_at) already confirms a
     // listed row: only a row coming back to the listing is touched (listed again, from this time).
     const [dropped] = await tx<{ repeated: number }[]>`
@@ -240,7 +249,9 @@ export async function writeIngestRun(
                and l.median_price::text is not distinct from s.median_price::text
                and l.bid::text is not distinct from s.bid::text
                and l.volume_7d is not distinct from s.volume_7d
-               and l.quantity is not distinct from s.quantity)
+               and l.quantity is not distinct from s.quantity
+               and l.original_price::text is not distinct from s.original_price::text
+               and l.original_currency is not distinct from s.original_currency)
       ), confirmed as (
         update latest_prices l set source_time = c.source_time, ingested_at = ${ingestedAt}, run_id = ${runId}, listed = true
         from compared c
@@ -254,8 +265,10 @@ export async function writeIngestRun(
     const repeated = { count: dropped!.repeated };
     lap('dedupe');
     const written = await tx`
-      insert into price_observations (catalog_id, source, version, price, median_price, bid, volume_7d, quantity, source_time, ingested_at, run_id)
-      select catalog_id, ${source}, version, price, median_price, bid, volume_7d, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage`;
+      insert into price_observations (catalog_id, source, version, price, median_price, bid, volume_7d, quantity, source_time, ingested_at, run_id,
+                                      original_price, original_currency)
+      select catalog_id, ${source}, version, price, median_price, bid, volume_7d, quantity, source_time, ${ingestedAt}, ${runId},
+             original_price, original_currency from ingest_stage`;
     lap('observations');
     // The run's changed prices, read once by both event types below.
     await tx`
@@ -269,10 +282,13 @@ export async function writeIngestRun(
         join ingest_stage s on s.catalog_id = l.catalog_id and s.version = l.version
         where l.source = ${source}
       ), upserted as (
-        insert into latest_prices (catalog_id, source, version, price, median_price, bid, volume_7d, quantity, source_time, ingested_at, run_id)
-        select catalog_id, ${source}, version, price, median_price, bid, volume_7d, quantity, source_time, ${ingestedAt}, ${runId} from ingest_stage
+        insert into latest_prices (catalog_id, source, version, price, median_price, bid, volume_7d, quantity, source_time, ingested_at, run_id,
+                                   original_price, original_currency)
+        select catalog_id, ${source}, version, price, median_price, bid, volume_7d, quantity, source_time, ${ingestedAt}, ${runId},
+               original_price, original_currency from ingest_stage
         on conflict (catalog_id, version, source) do update set
           price = excluded.price, median_price = excluded.median_price, bid = excluded.bid, volume_7d = excluded.volume_7d,
+          original_price = excluded.original_price, original_currency = excluded.original_currency,
           quantity = excluded.quantity, source_time = excluded.source_time, ingested_at = excluded.ingested_at, run_id = excluded.run_id,
           listed = true
         returning catalog_id, version, price, bid, volume_7d, source_time

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { sha256Hex } from '../crypto.ts';
 import { computeConsensus, consensusSchema } from './consensus.ts';
 import { fxSchema } from './currency.ts';
+import { originalPriceSchema } from './current.ts';
 import { summarizeDecimals } from './decimal.ts';
 import { DEFAULT_STALE_AFTER_SECONDS, type SnapshotInputRow } from './repository.ts';
 
@@ -18,6 +19,7 @@ const publicSourcePriceSchema = z.object({
   source_time: z.string(),
   bid: z.string().optional().describe('Highest buy order; only where the source publishes one (the keyed answer says null)'),
   volume_7d: z.number().int().optional().describe('Sales in the last 7 days; only where the source says'),
+  original: originalPriceSchema.optional(),
   outlier: z.literal(true).optional().describe('Present when this source was fresh and an outlier of the consensus when the list was built'),
 });
 
@@ -136,6 +138,7 @@ function itemFromRows(rows: readonly SnapshotInputRow[], freshness: Freshness): 
       const entry: PublicSourcePrice = { price: row.price, source_time: row.source_time };
       if (row.bid !== null) entry.bid = row.bid;
       if (row.volume_7d !== null) entry.volume_7d = row.volume_7d;
+      if (row.original_price != null) entry.original = { price: row.original_price, currency: row.original_currency! };
       sources[row.source] = entry;
     }
     if (version === 'default') defaultPrices = versionPrices(sources, freshness);

@@ -29,6 +29,9 @@ export type CurrentPriceRow = {
   source_time: Date;
   ingested_at: Date;
   stale_after_seconds: number;
+  /** DESIGN 14: the upstream's own price and currency where it is not USD (skinbaron's EUR), else null. */
+  original_price: string | null;
+  original_currency: string | null;
 };
 
 /**
@@ -40,6 +43,7 @@ export async function findItemWithCurrentPrices(db: Queryable, catalogId: string
     select c.catalog_id, c.market_hash_name,
            p.version, p.source, p.price::text as price, p.median_price::text as median_price,
            p.bid::text as bid, p.volume_7d, p.quantity, p.source_time, p.ingested_at,
+           p.original_price::text as original_price, p.original_currency,
            coalesce(s.stale_after_seconds, ${DEFAULT_STALE_AFTER_SECONDS}::int) as stale_after_seconds
     from catalog_items c
     left join current_prices p on p.catalog_id = c.catalog_id
@@ -200,6 +204,9 @@ export type SnapshotInputRow = {
   bid: string | null;
   volume_7d: number | null;
   source_time: string;
+  /** DESIGN 14: the upstream's own price and currency where it is not USD (skinbaron's EUR); null (or absent) otherwise. */
+  original_price?: string | null;
+  original_currency?: string | null;
 };
 
 /**
@@ -211,6 +218,7 @@ export type SnapshotInputRow = {
 function snapshotInputsQuery(db: Queryable) {
   return db<SnapshotInputRow[]>`
     select c.market_hash_name, c.catalog_id, p.version, p.source, p.price::text as price, p.bid::text as bid, p.volume_7d,
+           p.original_price::text as original_price, p.original_currency,
            -- RFC 3339 UTC with milliseconds: the same text as Date#toISOString.
            to_char(p.source_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as source_time
     from current_prices p

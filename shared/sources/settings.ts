@@ -37,6 +37,47 @@ export function isKnownSource(name: string): name is SourceName {
   return (SOURCE_NAMES as readonly string[]).includes(name);
 }
 
+/** The upstreams that take a key, and where it comes from (sent by the adapter, never logged). */
+const API_KEYS: Partial<Record<SourceName, (config: Config) => string | undefined>> = {
+  csfloat: (config) => config.SOURCE_CSFLOAT_API_KEY,
+  waxpeer: (config) => config.SOURCE_WAXPEER_KEY,
+  skinbaron: (config) => config.SOURCE_SKINBARON_KEY,
+};
+
+/** A source's key, when it takes one and one is configured. */
+export function sourceApiKey(config: Config, name: SourceName): string | undefined {
+  return API_KEYS[name]?.(config);
+}
+
+/**
+ * Why a source SOURCES names cannot run: today only a missing required key (DESIGN 14: skinbaron
+ * without SOURCE_SKINBARON_KEY). Null when it can, or when it is not a known source (the ingest pool
+ * refuses to boot on those).
+ */
+export function unavailableReason(config: Config, name: string): string | null {
+  if (!isKnownSource(name)) return null;
+  const required = ADAPTERS[name].requiredKey;
+  if (required && config[required] === undefined) return `${required} is not set: ${name} needs a key (DESIGN 14), so it is not enabled`;
+  return null;
+}
+
+/**
+ * The enabled sources: those SOURCES names that can run (unavailableReason null), in SOURCES order.
+ * Everything that schedules, watches or reports sources (the ingest pool, GET /health, metrics, the
+ * keyless list's snapshot pace) uses this list, never SOURCES itself.
+ */
+export function enabledSources(config: Config): string[] {
+  return config.SOURCES.filter((name) => unavailableReason(config, name) === null);
+}
+
+/** Sources SOURCES names that cannot run, with the reason (GET /v2/status lists them as `unavailable`). */
+export function unavailableSources(config: Config): { name: string; reason: string }[] {
+  return config.SOURCES.flatMap((name) => {
+    const reason = unavailableReason(config, name);
+    return reason === null ? [] : [{ name, reason }];
+  });
+}
+
 /** Interval, stale threshold and request budget of one source, from config and its adapter. */
 export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSettings {
   const upper = adapter.name.toUpperCase() as Uppercase<SourceName>;
@@ -71,7 +112,7 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
  */
 export function snapshotIntervalSeconds(config: Config): number {
   if (config.PRICE_SNAPSHOT_INTERVAL_SECONDS !== undefined) return config.PRICE_SNAPSHOT_INTERVAL_SECONDS;
-  const intervals = config.SOURCES.filter(isKnownSource).map((name) => {
+  const intervals = enabledSources(config).filter(isKnownSource).map((name) => {
     const settings = sourceSettings(config, ADAPTERS[name]);
     return settings.localDefaultInterval ? Math.max(settings.intervalSeconds, LOCAL_SNAPSHOT_MIN_INTERVAL_SECONDS) : settings.intervalSeconds;
   });

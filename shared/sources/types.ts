@@ -1,10 +1,11 @@
+import type { FxRates } from '../fx/repository.ts';
 import type { Logger } from '../logger.ts';
 
-/** The source names this deployment knows (DESIGN 9 and 13); `SOURCES` enables a subset. */
-export const SOURCE_NAMES = ['skinport', 'steam', 'csfloat', 'csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const;
+/** The source names this deployment knows (DESIGN 9, 13 and 14); `SOURCES` enables a subset. */
+export const SOURCE_NAMES = ['skinport', 'steam', 'csfloat', 'csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals', 'skinbaron'] as const;
 export type SourceName = (typeof SOURCE_NAMES)[number];
 
-/** Each source's real host, the default of its `SOURCE_<NAME>_URL` (DESIGN 9 and 13). */
+/** Each source's real host, the default of its `SOURCE_<NAME>_URL` (DESIGN 9, 13 and 14). */
 export const SOURCE_DEFAULT_URLS: Record<SourceName, string> = {
   skinport: 'https://api.skinport.com',
   steam: 'https://steamcommunity.com',
@@ -15,6 +16,7 @@ export const SOURCE_DEFAULT_URLS: Record<SourceName, string> = {
   whitemarket: 'https://api.white.market',
   bitskins: 'https://api.bitskins.com',
   csdeals: 'https://cs.deals',
+  skinbaron: 'https://api.skinbaron.de',
 };
 
 /** One normalised upstream price: decimal strings only, never JS numbers (DESIGN 3). */
@@ -36,7 +38,15 @@ export type SourceObservation = {
   quantity: number | null;
   /** When the upstream says the price was observed (or the fetch time when it says nothing). */
   source_time: Date;
+  /**
+   * The upstream's own price when it is not in USD (DESIGN 14: skinbaron's EUR), exactly as written;
+   * `price` is then its USD conversion. Absent (or null) for sources that price in USD.
+   */
+  original?: OriginalPrice | null;
 };
+
+/** A price in the currency the upstream wrote it in: `{price: "12.5", currency: "EUR"}`. */
+export type OriginalPrice = { price: string; currency: string };
 
 export type SourceFetchResult = {
   observations: SourceObservation[];
@@ -110,6 +120,11 @@ export type FetchContext = {
    */
   apiKey?: string;
   /**
+   * The newest stored exchange rates, given to sources that price in another currency than USD
+   * (SourceAdapter.priceCurrency): the run fails before any request when none are stored.
+   */
+  rates?: FxRates;
+  /**
    * Paging sources (csfloat): listings asked per page (default: the real upstream's maximum, 50) and
    * pages per run (default: what fits its hourly budget at its default interval). A local simulator
    * accepts up to 1000 per page.
@@ -132,5 +147,17 @@ export interface SourceAdapter {
    * marks only the rows that left the listing, instead of rewriting every row's source_time.
    */
   listsWholeMarket: boolean;
+  /**
+   * The currency the upstream prices in when it is not USD (DESIGN 14: skinbaron, EUR): its prices are
+   * stored in USD at the newest stored rates, the original kept beside them, and a run without rates
+   * fails (the source turns stale) rather than store EUR as USD. Absent: USD.
+   */
+  priceCurrency?: 'EUR';
+  /**
+   * The variable holding a key without which the source cannot run at all (DESIGN 14: skinbaron's
+   * SOURCE_SKINBARON_KEY). Named in SOURCES without it, the source is not enabled and /v2/status says
+   * why (shared/sources/settings.ts enabledSources).
+   */
+  requiredKey?: 'SOURCE_SKINBARON_KEY';
   fetchSnapshot(context: FetchContext): Promise<SourceFetchResult>;
 }

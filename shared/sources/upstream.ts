@@ -211,7 +211,15 @@ export type UpstreamRequest = {
    * `REDACTED` in the URL that is logged and in error messages.
    */
   secretQueryParameters?: readonly string[];
+  /**
+   * Secret values sent elsewhere than in the URL (skinbaron's key in the JSON body): replaced by
+   * `REDACTED` in any error message, should a failure ever echo them.
+   */
+  secretValues?: readonly string[];
 };
+
+/** A POST of a JSON body (skinbaron): the body is never logged, since it may carry the key. */
+export type UpstreamPostRequest = UpstreamRequest & { json: unknown };
 
 export type UpstreamResponse = { status: number; body: unknown };
 
@@ -224,10 +232,10 @@ function describe(error: unknown, timeoutMs: number): string {
 const REDACTED = 'REDACTED';
 
 /** `url` as it may be logged, and a function scrubbing the secret values out of any other text. */
-function redaction(url: string, parameters: readonly string[] = []): { loggedUrl: string; scrub: (text: string) => string } {
-  if (parameters.length === 0) return { loggedUrl: url, scrub: (text) => text };
+function redaction(url: string, parameters: readonly string[] = [], values: readonly string[] = []): { loggedUrl: string; scrub: (text: string) => string } {
+  const secrets: string[] = values.filter((value) => value !== '').flatMap((value) => [value, encodeURIComponent(value), JSON.stringify(value).slice(1, -1)]);
+  if (parameters.length === 0 && secrets.length === 0) return { loggedUrl: url, scrub: (text) => text };
   const parsed = new URL(url);
-  const secrets: string[] = [];
   for (const name of parameters) {
     for (const value of parsed.searchParams.getAll(name)) if (value !== '') secrets.push(value, encodeURIComponent(value));
     if (parsed.searchParams.has(name)) parsed.searchParams.set(name, REDACTED);
@@ -241,19 +249,30 @@ function redaction(url: string, parameters: readonly string[] = []): { loggedUrl
  * `context.timeoutMs` covering headers and body. 2xx bodies are parsed with parseJsonExact.
  */
 export async function getJson(request: UpstreamRequest): Promise<UpstreamResponse> {
+  return requestJson(request, { method: 'GET' });
+}
+
+/** One POST of `request.json` as `application/json`, otherwise exactly getJson (budget, timeout, errors, parsing). */
+export async function postJson(request: UpstreamPostRequest): Promise<UpstreamResponse> {
+  return requestJson(request, { method: 'POST', body: JSON.stringify(request.json), contentType: 'application/json' });
+}
+
+async function requestJson(request: UpstreamRequest, send: { method: 'GET' | 'POST'; body?: string; contentType?: string }): Promise<UpstreamResponse> {
   const { source, context, url } = request;
-  const { loggedUrl, scrub } = redaction(url, request.secretQueryParameters);
+  const { loggedUrl, scrub } = redaction(url, request.secretQueryParameters, request.secretValues);
   await context.acquire();
   const started = performance.now();
   let status = 0;
   try {
     const response = await fetch(url, {
-      headers: { accept: 'application/json', ...request.headers },
+      method: send.method,
+      headers: { accept: 'application/json', ...(send.contentType ? { 'content-type': send.contentType } : {}), ...request.headers },
+      body: send.body,
       signal: AbortSignal.timeout(context.timeoutMs),
       redirect: 'follow',
     });
     status = response.status;
-    // The URL only (secret query values redacted): never the headers, which may carry the API key.
+    // The URL only (secret query values redacted): never the headers or a request body, which may carry the API key.
     context.log.debug({ source, url: loggedUrl, status, ms: Math.round(performance.now() - started) }, 'upstream response');
     if (status === 429) {
       await response.body?.cancel().catch(() => undefined);

@@ -4,7 +4,7 @@ import { centsFromDecimal, withThousands } from '../../shared/sources/money.ts';
 import { SOURCE_NAMES, type SourceName } from '../../shared/sources/types.ts';
 
 /**
- * Local market simulator (DESIGN 9 and 13, test/fakes/): one Bun.serve speaking the nine upstream
+ * Local market simulator (DESIGN 9, 13 and 14, test/fakes/): one Bun.serve speaking the ten upstream
  * formats the adapters read, over a given item list, so tests and `npm start` run with no internet.
  * Each source lives under a path prefix equal to its name (an adapter's base URL is `<url>/<source>`):
  *
@@ -18,6 +18,7 @@ import { SOURCE_NAMES, type SourceName } from '../../shared/sources/types.ts';
  *   /whitemarket/export/v1/prices/730.json           bare array [{market_hash_name, price, market_product_link, market_product_count}]
  *   /bitskins/market/insell/730                      {list:[{skin_id, name, price_min, price_max, price_avg, quantity}]}
  *   /csdeals/API/IPricing/GetLowestPrices/v1?appid=730  {success, response:{items:[{marketname, lowest_price}]}}
+ *   POST /skinbaron/GetExtendedPriceList            bare array [{marketHashName, lowestPrice, minWear, maxWear, imageUrl, dopplerClassName}], EUR
  *   /fx/stats/eurofxref/eurofxref-daily.xml          the ECB's daily reference rates (DESIGN 14), `gesmes:Envelope` XML
  *   POST /_control/<source|fx|all>/<mode>          switch a source's mode from another process
  *   GET  /_control                                 current modes
@@ -30,14 +31,14 @@ import { SOURCE_NAMES, type SourceName } from '../../shared/sources/types.ts';
  *
  * Every source shares that market and adds its own level and a little noise of its own: a level
  * (SOURCE_LEVEL: skinport 0.93, steam 1.12, csfloat 0.96, csmarket 0.97, lisskins 0.91, waxpeer 0.95,
- * whitemarket 0.94, bitskins 0.98, csdeals 1.02 of the common price) and its own drift at 0.3 times
- * the common amplitude (at most about ±3.5 %). The six marketplaces also carry a fixed per-item bias
+ * whitemarket 0.94, bitskins 0.98, csdeals 1.02, skinbaron 0.96 of the common price) and its own drift at 0.3 times
+ * the common amplitude (at most about ±3.5 %). The six marketplaces (and skinbaron) also carry a fixed per-item bias
  * of up to ±4 % (log-uniform), so on a given item they disagree by a few percent, as real venues do.
  *
  * Coverage: skinport, steam and csfloat list what they list today (skinport ~6 % of variants
  * unlisted, csfloat half). The six marketplaces list only what is for sale, and each has nothing
  * for a fixed, seeded share of the catalog's variants (ABSENT_SHARE): csmarket 15 %, lisskins 25 %,
- * waxpeer 30 %, whitemarket 45 %, bitskins 35 %, csdeals 50 %; those are left out of the body. The
+ * waxpeer 30 %, whitemarket 45 %, bitskins 35 %, csdeals 50 %, skinbaron 40 %; those are left out of the body. The
  * share applies per priced variant (a phase for Doppler items): a Doppler name is listed when at
  * least one of its phases is, at the lowest of them. Pinned prices (options.prices) are always listed.
  *
@@ -61,6 +62,14 @@ import { SOURCE_NAMES, type SourceName } from '../../shared/sources/types.ts';
  *   bitskins   integer thousandths of whole cents (`2300`); Doppler items only as phase names
  *              (`★ Karambit | Doppler Ruby (Factory New)`, `… | Gamma Doppler Phase 3 (…)`), never plain
  *   csdeals    strings with two decimals (`"2.30"`), a pin verbatim
+ *   skinbaron  EUR (DESIGN 14): JSON numbers with two decimals (`27.95`), the USD ask divided by the
+ *              USD rate of the ECB file this simulator serves for that day (so converted back it
+ *              roughly agrees with the others), rounded to the euro cent; a `price` pin is converted
+ *              the same way, a `sources.skinbaron` pin is EUR already and written verbatim. A Doppler
+ *              name has its plain row (`dopplerClassName` null, its lowest phase) and one row per
+ *              listed phase with an undocumented `dopplerClassName` (`"phase2"`, `"ruby"`, …). The
+ *              request must be a POST with `x-requested-with: XMLHttpRequest` and a JSON body
+ *              `{apikey, appId: 730}`; any non-empty key is accepted (401 without one, 400 otherwise).
  * Only waxpeer's dopplers endpoint and bitskins' names carry phases; the other marketplaces write the
  * plain name (the `default` version). The six marketplace bodies are built once per bucket and mode
  * and served from that cache, gzipped to clients that accept it (skinport: brotli, once per bucket in `ok`).
@@ -97,11 +106,14 @@ export type SimulatorTarget = (typeof SIMULATOR_TARGETS)[number];
 /** The six marketplaces of DESIGN 13. */
 export const MARKETPLACE_SOURCES = ['csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const satisfies readonly SourceName[];
 export type MarketplaceSource = (typeof MARKETPLACE_SOURCES)[number];
+/** The sources whose one body lists the whole market from the shared marketplace model: DESIGN 13's six and skinbaron (DESIGN 14). */
+const BODY_SOURCES = [...MARKETPLACE_SOURCES, 'skinbaron'] as const satisfies readonly SourceName[];
+type BodySource = (typeof BODY_SOURCES)[number];
 export const SIMULATOR_MODES = ['ok', 'fail', 'stall', 'rate_limit', 'malformed', 'partial', 'wrong_types'] as const;
 export type SimulatorMode = (typeof SIMULATOR_MODES)[number];
 
 /** Share of the catalog's priced variants each marketplace has nothing for sale for (left out of its body). */
-export const ABSENT_SHARE: Record<MarketplaceSource, number> = { csmarket: 0.15, lisskins: 0.25, waxpeer: 0.3, whitemarket: 0.45, bitskins: 0.35, csdeals: 0.5 };
+export const ABSENT_SHARE: Record<BodySource, number> = { csmarket: 0.15, lisskins: 0.25, waxpeer: 0.3, whitemarket: 0.45, bitskins: 0.35, csdeals: 0.5, skinbaron: 0.4 };
 
 export type SimulatorItem = {
   market_hash_name: string;
@@ -278,6 +290,7 @@ const SOURCE_LEVEL: Record<SimulatedSource, number> = {
   whitemarket: 0.94,
   bitskins: 0.98,
   csdeals: 1.02,
+  skinbaron: 0.96,
 };
 const SOURCE_SALT: Record<SimulatedSource, number> = {
   skinport: 0x51,
@@ -289,6 +302,7 @@ const SOURCE_SALT: Record<SimulatedSource, number> = {
   whitemarket: 0x3e,
   bitskins: 0xb5,
   csdeals: 0xcd,
+  skinbaron: 0x5b,
 };
 
 function phaseVersion(phase: string): string {
@@ -498,16 +512,27 @@ function impliedDecimal(units: number, decimals: number): string {
   return decimals === 0 ? digits : `${digits.slice(0, -decimals)}.${digits.slice(-decimals)}`;
 }
 
+/** A currency's rate on an ECB day: an integer of `decimals` implied places (10834, 4 → 1.0834). */
+function ecbRateUnits(seed: number, day: number, code: string, level: number, volatility: number, decimals: number): number {
+  const h = hashString(`fx\u0000${code}`, seed);
+  let sum = 0;
+  for (const [octave, [scale, amplitude]] of FX_OCTAVES.entries()) sum += valueNoise(h, octave, day, scale) * amplitude;
+  return Math.max(1, Math.round(level * Math.exp(sum * volatility) * 10 ** decimals));
+}
+
+/** USD per EUR in the file served at `now` (whatever the fx mode), as integer units and their decimals: skinbaron's conversion. */
+function ecbUsdRate(seed: number, now: Date): { units: number; decimals: number } {
+  const [code, level, decimals, volatility] = ECB_CURRENCIES[0]!;
+  return { units: ecbRateUnits(seed, ecbDay(now), code, level, volatility, decimals), decimals };
+}
+
 /** The daily file at `now` in a mode (ok, partial, wrong_types; the others never reach here). */
 function ecbDailyXml(seed: number, now: Date, mode: SimulatorMode): string {
   const day = ecbDay(now);
   const date = new Date(day * DAY_MS).toISOString().slice(0, 10);
   const lines = ECB_CURRENCIES.map(([code, level, decimals, volatility], index) => {
-    const h = hashString(`fx\u0000${code}`, seed);
-    let sum = 0;
-    for (const [octave, [scale, amplitude]] of FX_OCTAVES.entries()) sum += valueNoise(h, octave, day, scale) * amplitude;
     let currency = code;
-    let rate = impliedDecimal(Math.max(1, Math.round(level * Math.exp(sum * volatility) * 10 ** decimals)), decimals);
+    let rate = impliedDecimal(ecbRateUnits(seed, day, code, level, volatility, decimals), decimals);
     if (mode === 'wrong_types') rate = rate.replace('.', ',');
     if (mode === 'partial' && index % 3 === 1) {
       const kind = Math.floor(index / 3) % 3;
@@ -853,19 +878,19 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     return Response.json(body);
   }
 
-  // ---- the six marketplaces (DESIGN 13) ------------------------------------------------------
+  // ---- the six marketplaces (DESIGN 13) and skinbaron (DESIGN 14) ---------------------------
 
   /** Each marketplace's fixed per-item bias, at most ±4 % (log), beside its level and its own drift. */
   const ITEM_BIAS = 0.04;
   /** Generated asks in whole cents (bitskins: thousandths that are whole cents); csmarket and waxpeer to the thousandth. */
-  const WHOLE_CENTS: Record<MarketplaceSource, boolean> = { csmarket: false, lisskins: true, waxpeer: false, whitemarket: true, bitskins: true, csdeals: true };
+  const WHOLE_CENTS: Record<BodySource, boolean> = { csmarket: false, lisskins: true, waxpeer: false, whitemarket: true, bitskins: true, csdeals: true, skinbaron: true };
   /** Listing depth relative to skinport's (counts are 1 + v³ × cap × depth). */
-  const DEPTH: Record<MarketplaceSource, number> = { csmarket: 1, lisskins: 0.6, waxpeer: 0.5, whitemarket: 0.25, bitskins: 0.35, csdeals: 1 };
+  const DEPTH: Record<BodySource, number> = { csmarket: 1, lisskins: 0.6, waxpeer: 0.5, whitemarket: 0.25, bitskins: 0.35, csdeals: 1, skinbaron: 0.4 };
 
   /** Per marketplace and entry id: the bucket last asked (NaN: never), the bucket its price last moved in, the price. */
   const marketMemo = Object.fromEntries(
-    MARKETPLACE_SOURCES.map((source) => [source, { asked: new Float64Array(entryCount).fill(NaN), moved: new Float64Array(entryCount), mills: new Float64Array(entryCount) }]),
-  ) as Record<MarketplaceSource, { asked: Float64Array; moved: Float64Array; mills: Float64Array }>;
+    BODY_SOURCES.map((source) => [source, { asked: new Float64Array(entryCount).fill(NaN), moved: new Float64Array(entryCount), mills: new Float64Array(entryCount) }]),
+  ) as Record<BodySource, { asked: Float64Array; moved: Float64Array; mills: Float64Array }>;
 
   /** A marketplace ask: thousandths of USD, the pinned text (null when generated), the bucket it last moved in (0 for a pin). */
   type MarketQuote = { mills: number; pin: string | null; moved: number };
@@ -874,7 +899,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
    * The lowest ask of an entry in a marketplace, or null when it has none for sale there (its seeded
    * absent share, or a pin saying so). An item with phases: the lowest of its listed phases.
    */
-  function marketAsk(entry: Entry, source: MarketplaceSource, bucket: number): MarketQuote | null {
+  function marketAsk(entry: Entry, source: BodySource, bucket: number): MarketQuote | null {
     if (entry.fixed) {
       const pin = pinFor(entry.fixed, source);
       return pin ? { mills: pin.mills, pin: pin.text, moved: 0 } : null;
@@ -926,7 +951,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
   }
 
   /** Listings behind an ask: a pin's quantity, or generated (changing only when the price moves). */
-  function marketCount(entry: Entry, source: MarketplaceSource, quote: MarketQuote): number {
+  function marketCount(entry: Entry, source: BodySource, quote: MarketQuote): number {
     const pinned = entry.fixed?.quantity;
     if (pinned !== undefined && pinned > 0) return pinned;
     const v = unit(mix(entry.hash, SOURCE_SALT[source], quote.moved, 8));
@@ -1191,7 +1216,42 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     }
   }
 
-  type MarketEndpoint = MarketplaceSource | 'waxpeer-dopplers';
+  /** Skinbaron's undocumented `dopplerClassName` for a phase version: `phase-2` → "phase2", `black-pearl` → "blackpearl". */
+  const dopplerClassName = (version: string) => version.replaceAll('-', '');
+
+  /**
+   * Skinbaron (DESIGN 14): the shared market's USD ask in EUR at the day's USD rate, to the euro cent
+   * (EUR cents = USD mills × 10^d / (10 × rate units), integer arithmetic then one rounding); a
+   * `sources.skinbaron` pin is EUR already. Doppler names: the plain row, then a row per listed phase.
+   */
+  function skinbaronBody(bucket: number, mode: SimulatorMode, rows: BodyWriter): void {
+    const usd = ecbUsdRate(seed, new Date(bucket * bucketMs));
+    const eurText = (entry: Entry, quote: MarketQuote) => {
+      if (quote.pin !== null && entry.fixed?.sources.skinbaron) return quote.pin;
+      const cents = Math.max(1, Math.round((quote.mills * 10 ** usd.decimals) / (10 * usd.units)));
+      return quoteFromCents(cents).text;
+    };
+    const row = (entry: Entry, quote: MarketQuote, doppler: string | null) => {
+      const index = rows.count;
+      const [minWear, maxWear] = EXTERIORS[exteriorOf(entry.name) ?? '']?.wear ?? [null, null];
+      rows.row(
+        `{${nameMember('marketHashName', entry, index, mode)}"lowestPrice":${money(eurText(entry, quote), index, mode)},` +
+          `"minWear":${minWear ?? 'null'},"maxWear":${maxWear ?? 'null'},` +
+          `"imageUrl":"https://steamcommunity-a.akamaihd.net/economy/image/${slugOf(entry)}/","dopplerClassName":${doppler === null ? 'null' : JSON.stringify(doppler)}}`,
+      );
+    };
+    for (const entry of defaults) {
+      const quote = marketAsk(entry, 'skinbaron', bucket);
+      if (!quote) continue;
+      row(entry, quote, null);
+      for (const phase of entry.phaseEntries) {
+        const phaseQuote = marketAsk(phase, 'skinbaron', bucket);
+        if (phaseQuote) row(phase, phaseQuote, dopplerClassName(phase.version));
+      }
+    }
+  }
+
+  type MarketEndpoint = BodySource | 'waxpeer-dopplers';
   /** Each body: the JSON before its rows, the rows, the JSON after them. */
   const MARKET_BODIES: Record<MarketEndpoint, { head: (bucket: number) => string; rows: (bucket: number, mode: SimulatorMode, out: BodyWriter) => void; tail: string }> = {
     csmarket: { head: (bucket) => `{"success":true,"time":${Math.floor((bucket * bucketMs) / 1000)},"currency":"USD","items":{`, rows: csmarketBody, tail: '}}' },
@@ -1201,6 +1261,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     whitemarket: { head: () => '[', rows: whitemarketBody, tail: ']' },
     bitskins: { head: () => '{"list":[', rows: bitskinsBody, tail: ']}' },
     csdeals: { head: () => '{"success":true,"response":{"items":[', rows: csdealsBody, tail: ']}}' },
+    skinbaron: { head: () => '[', rows: skinbaronBody, tail: ']' },
   };
   /**
    * One body per endpoint, built once per (bucket, mode) and served to every request of that bucket.
@@ -1226,7 +1287,23 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     return entry;
   }
 
-  function marketplace(endpoint: MarketEndpoint, source: MarketplaceSource, request: Request, url: URL): Response {
+  /** Skinbaron's request checks (DESIGN 14): the header, then the JSON body `{apikey, appId: 730}`; any non-empty key passes. */
+  async function skinbaronRefusal(request: Request): Promise<Response | null> {
+    const refuse = (status: number, message: string) => Response.json({ message }, { status });
+    if (request.headers.get('x-requested-with') !== 'XMLHttpRequest') return refuse(400, 'x-requested-with: XMLHttpRequest is required');
+    let body: unknown;
+    try {
+      body = await request.json();
+    } catch {
+      return refuse(400, 'the body must be JSON');
+    }
+    const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    if (typeof fields.apikey !== 'string' || fields.apikey === '') return refuse(401, 'wrong or missing apikey');
+    if (fields.appId !== 730) return refuse(400, 'appId must be 730 in this simulator');
+    return null;
+  }
+
+  function marketplace(endpoint: MarketEndpoint, source: BodySource, request: Request, url: URL): Response {
     const json = (text: string | Uint8Array<ArrayBuffer>, status = 200) => new Response(text, { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
     if (source === 'waxpeer') {
       if (url.searchParams.get('game') !== 'csgo') return json('{"success":false,"msg":"game must be csgo in this simulator"}', 400);
@@ -1253,6 +1330,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     whitemarket: '[{"market_hash_name":"AK-47 | Redline (Field-Tested)","price":"1.2',
     bitskins: '{"list":[{"skin_id":1,"name":"AK-47 | Redline (Field-Tested)","price_min":12',
     csdeals: '{"success":true,"response":{"items":[{"marketname":"AK-47 | Redline (Field-Tested)","lowest_price":"1.',
+    skinbaron: '[{"marketHashName":"AK-47 | Redline (Field-Tested)","lowestPrice":27.9',
     fx: `${ECB_HEAD}\t<Cube>\n\t\t<Cube time='2026-11-24'>\n\t\t\t<Cube currency='USD' rate='1.08`,
   };
   const RATE_LIMITED_BODY: Record<SimulatorTarget, string> = {
@@ -1265,6 +1343,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     whitemarket: '{"message":"Too Many Requests"}',
     bitskins: '{"code":"TOO_MANY_REQUESTS","message":"Too many requests"}',
     csdeals: '{"success":false,"error":"Too many requests"}',
+    skinbaron: '{"message":"Too many requests"}',
     fx: '<html><head><title>429 Too Many Requests</title></head><body><h1>Too Many Requests</h1></body></html>',
   };
 
@@ -1309,6 +1388,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     ['/whitemarket/export/v1/prices/730.json', ['whitemarket', 'whitemarket']],
     ['/bitskins/market/insell/730', ['bitskins', 'bitskins']],
     ['/csdeals/API/IPricing/GetLowestPrices/v1', ['csdeals', 'csdeals']],
+    ['/skinbaron/GetExtendedPriceList', ['skinbaron', 'skinbaron']],
     ['/fx/stats/eurofxref/eurofxref-daily.xml', ['fx', 'fx']],
   ]);
   /** The last build of each marketplace body: bucket, mode, size and build time (GET /_control shows them). */
@@ -1322,7 +1402,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     hostname: options.hostname ?? '127.0.0.1',
     // A stalled answer must stay stalled: no idle timeout closes it.
     idleTimeout: 0,
-    fetch(request) {
+    async fetch(request) {
       const url = new URL(request.url);
       const path = url.pathname.replace(/\/+$/, '');
       if (path.startsWith('/_control')) {
@@ -1336,7 +1416,8 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
         return Response.json({ modes });
       }
       const route = ROUTES.get(path);
-      if (!route || request.method !== 'GET') return new Response('not found', { status: 404 });
+      // Skinbaron's one endpoint is a POST; every other upstream's a GET.
+      if (!route || request.method !== (route[0] === 'skinbaron' ? 'POST' : 'GET')) return new Response('not found', { status: 404 });
       const [source, endpoint] = route;
       counts[source] += 1;
       last[source] = { url: request.url, headers: Object.fromEntries(request.headers) };
@@ -1346,6 +1427,10 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       if (source === 'steam') return steam(url);
       if (source === 'csfloat') return csfloat(url);
       if (source === 'fx') return new Response(ecbDailyXml(seed, now(), modes.fx), { headers: { 'content-type': 'text/xml' } });
+      if (source === 'skinbaron') {
+        const refusal = await skinbaronRefusal(request);
+        if (refusal) return refusal;
+      }
       return marketplace(endpoint as MarketEndpoint, source, request, url);
     },
   });

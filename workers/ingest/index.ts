@@ -2,7 +2,7 @@ import { FxUnavailableError } from '../../shared/fx/ecb.ts';
 import { refreshFxRates } from '../../shared/fx/refresh.ts';
 import { snapshotJob } from '../../shared/prices/snapshot.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
-import { isKnownSource, snapshotIntervalSeconds, sourceSettings } from '../../shared/sources/settings.ts';
+import { enabledSources, isKnownSource, snapshotIntervalSeconds, sourceSettings } from '../../shared/sources/settings.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
 import { runSourceIngest } from './run.ts';
 
@@ -10,8 +10,8 @@ import { runSourceIngest } from './run.ts';
 const FX_INTERVAL_MS = 6 * 60 * 60_000;
 
 /**
- * Each enabled source (SOURCES) is a job scheduler on the ingest queue (DESIGN 9), and so is the fx
- * source (DESIGN 14), which is always on and also runs once at start-up (its scheduler, surviving a
+ * Each enabled source (SOURCES less any missing its required key: enabledSources) is a job scheduler
+ * on the ingest queue (DESIGN 9), and so is the fx source (DESIGN 14), which is always on and also runs once at start-up (its scheduler, surviving a
  * restart, would otherwise leave a new deployment without rates for up to 6 h).
  */
 export const ingestPool: PoolDefinition = {
@@ -20,7 +20,7 @@ export const ingestPool: PoolDefinition = {
   startupJobs: [{ id: 'ingest-fx-startup', job: 'fx.refresh' }],
   schedules: (config) => [
     { id: 'ingest-fx', job: 'fx.refresh' as const, everyMs: FX_INTERVAL_MS },
-    ...config.SOURCES.map((name) => {
+    ...enabledSources(config).map((name) => {
       if (!isKnownSource(name)) throw new Error(`SOURCES names ${name}, which has no adapter (known: ${Object.keys(ADAPTERS).join(', ')})`);
       return {
         id: `ingest-${name}`,
@@ -37,7 +37,7 @@ export const ingestPool: PoolDefinition = {
     const requestSnapshot = (runId: string) => enqueue('prices.snapshot', { after_run: runId }, snapshotJob(now(), snapshotIntervalMs));
     return [
       handle('ingest.source', async ({ source }, { scheduledAt }) => {
-        if (!config.SOURCES.includes(source)) {
+        if (!enabledSources(config).includes(source)) {
           log.warn({ source }, 'source is not enabled; skipping');
           return { status: 'disabled' };
         }

@@ -12,17 +12,11 @@ import {
 } from '../../shared/prices/ingest.ts';
 import type { WorkerResources } from '../../shared/resources.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
-import { sourceSettings } from '../../shared/sources/settings.ts';
-import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult, type SourceName } from '../../shared/sources/types.ts';
-import type { Config } from '../../shared/config.ts';
+import { findLatestRates, type FxRates } from '../../shared/fx/repository.ts';
+import { sourceApiKey, sourceSettings } from '../../shared/sources/settings.ts';
+import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult } from '../../shared/sources/types.ts';
 
 const REQUEST_TIMEOUT_MS = 15_000;
-
-/** The upstreams that take a key, and where it comes from (sent by the adapter, never logged). */
-const API_KEYS: Partial<Record<SourceName, (config: Config) => string | undefined>> = {
-  csfloat: (config) => config.SOURCE_CSFLOAT_API_KEY,
-  waxpeer: (config) => config.SOURCE_WAXPEER_KEY,
-};
 const CATALOG_CACHE_MS = 60_000;
 
 export type IngestOutcome =
@@ -80,13 +74,16 @@ const lastWritten = new Map<string, SourceMemory>();
 const keyOf = (row: { catalog_id: string; version: string }) => (row.version === 'default' ? row.catalog_id : `${row.catalog_id}\u0000${row.version}`);
 
 /**
- * What the memory compares: price, median, bid, volume and quantity, and the source time unless the
- * source lists the whole market (the run's listing confirms every listed row at once), joined with
+ * What the memory compares: price, median, bid, volume, quantity, an original price (skinbaron's EUR)
+ * where there is one, and the source time unless the source lists the whole market (the run's listing
+ * confirms every listed row at once), joined with
  * `\u0001` (which no decimal string or number contains; null is an empty field) and hashed twice
  * (MurmurHash3, two seeds) into 32 + 21 bits: an integer a JS number holds exactly.
  */
 function fingerprintOf(row: StagedObservation, timed: boolean): number {
-  const signature = `${row.price}\u0001${row.median_price ?? ''}\u0001${row.bid ?? ''}\u0001${row.volume_7d ?? ''}\u0001${row.quantity ?? ''}\u0001${timed ? row.source_time.getTime() : ''}`;
+  // The original price (skinbaron's EUR) only where there is one, so the other sources' signatures stay as they were.
+  const original = row.original_price == null ? '' : `\u0001${row.original_price}\u0001${row.original_currency ?? ''}`;
+  const signature = `${row.price}\u0001${row.median_price ?? ''}\u0001${row.bid ?? ''}\u0001${row.volume_7d ?? ''}\u0001${row.quantity ?? ''}\u0001${timed ? row.source_time.getTime() : ''}${original}`;
   return Bun.hash.murmur32v3(signature, 0x9e3779b9) * 2 ** 21 + (Bun.hash.murmur32v3(signature, 0x85ebca6b) >>> 11);
 }
 
@@ -165,6 +162,13 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
   try {
     const blockedMs = await budget.blockedFor();
     if (blockedMs > 0) return fail(`rate-limited upstream: waiting ${Math.ceil(blockedMs / 1000)} s (Retry-After)`);
+    // DESIGN 14: a source priced in another currency is stored in USD at the newest stored rates;
+    // without any, the run fails (the source turns stale) and nothing is stored, never EUR as USD.
+    let rates: FxRates | undefined;
+    if (adapter.priceCurrency) {
+      rates = (await findLatestRates(deps.sql)) ?? undefined;
+      if (!rates) return fail(`no exchange rates stored yet: ${adapter.name} prices in ${adapter.priceCurrency} cannot be converted to USD`);
+    }
     const names = adapter.needsNames ? await stalestNamesForSource(deps.sql, adapter.name, settings.batchSize) : [];
     let fetched: SourceFetchResult;
     let interruption: string | null = null;
@@ -177,7 +181,8 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
         acquire: () => budget.acquire(),
         names,
         now: deps.now,
-        apiKey: API_KEYS[adapter.name]?.(deps.config),
+        apiKey: sourceApiKey(deps.config, adapter.name),
+        rates,
         ...settings.paging,
       });
     } catch (error) {
