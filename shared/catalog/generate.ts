@@ -330,7 +330,7 @@ function merge(variants: Variant[]): CatalogItem {
  * resident), and the package exports no path for one language, so english.mjs is loaded from beside
  * that entry point, on first use.
  */
-function englishNames(): CS2ItemTranslationMap {
+export function englishNames(): CS2ItemTranslationMap {
   const path = fileURLToPath(new URL('./english.mjs', import.meta.resolve('@ianlucas/cs2-lib/translations')));
   return (createRequire(import.meta.url)(path) as { english: CS2ItemTranslationMap }).english;
 }
@@ -364,14 +364,18 @@ export function generateCatalog(): CatalogItem[] {
  * variantsOf names them). For valuing stickers and charms as their own catalog items (DESIGN 14).
  */
 export function kitCatalogNames(): { stickers: Map<number, string>; charms: Map<number, string> } {
-  const economy = loadEconomy();
+  // The lib's items and their English names directly: an economy instance (loadEconomy) would hold
+  // every item object again for the life of the process that values inventories.
+  const names = englishNames();
   const stickers = new Map<number, string>();
   const charms = new Map<number, string>();
-  for (const item of economy.itemsAsArray) {
+  for (const item of CS2_ITEMS) {
     if (item.index === undefined || item.free) continue;
-    if (item.type === 'sticker' || item.type === 'patch') stickers.set(item.index, item.name);
-    else if (item.type === 'graffiti' && !stickers.has(item.index)) stickers.set(item.index, `Sealed ${item.name}`);
-    else if (item.type === 'keychain') charms.set(item.index, item.name);
+    const name = names[String(item.id)]?.name;
+    if (!name) continue;
+    if (item.type === 'sticker' || item.type === 'patch') stickers.set(item.index, name);
+    else if (item.type === 'graffiti' && !stickers.has(item.index)) stickers.set(item.index, `Sealed ${name}`);
+    else if (item.type === 'keychain') charms.set(item.index, name);
   }
   return { stickers, charms };
 }

@@ -1,9 +1,8 @@
-import { CS2_ITEMS, type CS2ItemTranslationMap } from '@ianlucas/cs2-lib';
+import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import { AcidFadeCalculator, AmberFadeCalculator, FadeCalculator } from 'csgo-fade-percentage-calculator';
 import Decimal from 'decimal.js';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { englishNames } from '../catalog/generate.ts';
 import { EXTERIOR_NAMES, EXTERIOR_WEAR_RANGES, EXTERIORS, PHASE_VERSIONS, versionFromPhaseLabel, type PhaseVersion } from '../catalog/identity.ts';
 import type { ItemIdentity, ItemState } from './selector.ts';
 
@@ -107,11 +106,6 @@ const FADE_CALCULATORS: Record<string, FadeCalculatorModule> = {
   'Acid Fade': AcidFadeCalculator,
 };
 
-/** English names, without the 29-language bundle (as shared/catalog/generate.ts loads them). */
-function englishNames(): CS2ItemTranslationMap {
-  const path = fileURLToPath(new URL('./english.mjs', import.meta.resolve('@ianlucas/cs2-lib/translations')));
-  return (createRequire(import.meta.url)(path) as { english: CS2ItemTranslationMap }).english;
-}
 
 type FadeSkin = { calculator: FadeCalculatorModule; weapon: string };
 let fadeSkins: Map<number, FadeSkin> | undefined;
