@@ -98,6 +98,13 @@ async function main(): Promise<void> {
     cold.storeMs + cold.valueMs < TARGETS.normaliseMs,
     `${(cold.storeMs + cold.valueMs).toFixed(1)} ms (normalise+store ${cold.storeMs.toFixed(1)}, valuation ${cold.valueMs.toFixed(1)}); warm median ${median(warmTotal).toFixed(1)} ms`,
   ]);
+  // The first round also builds the process's lookup tables once (English names for fade skins and
+  // kit names, ~0.1 s): judged apart, the same work once they exist.
+  checks.push([
+    `the same, once the process's tables are built (median of the next ${warmTotal.length} rounds) < ${TARGETS.normaliseMs} ms`,
+    median(warmTotal) < TARGETS.normaliseMs,
+    `${median(warmTotal).toFixed(1)} ms`,
+  ]);
   checks.push([`extra RSS < ${TARGETS.normaliseExtraRssMb} MB`, extraRss < TARGETS.normaliseExtraRssMb, `${extraRss.toFixed(1)} MB`]);
 
   // ---------------------------------------------------------------------------------------------
