@@ -48,12 +48,12 @@ import { join } from 'node:path';
 import { convertUsd, recordFxSuccess, saveRateDays, type FxRates } from '../shared/fx/index.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import {
-  autocannon,
   CONNECTIONS,
   cpuMsOf,
-  cpuMsOfCommand,
+  drainedCpu,
   freePort,
   harFile,
+  load,
   loadRuntimeName,
   onCleanup,
   positiveInt,
@@ -66,7 +66,6 @@ import {
   sleep,
   spawnApi,
   table,
-  type LoadOptions,
   type Result,
   waitReady,
   WARMUP_S,
@@ -93,69 +92,7 @@ const ECB_RATES: [string, string][] = [
   ['CNY', '7.7893'],
 ];
 
-/** lib.ts's load, with this bench's own default duration (BENCH_DURATION, default 5 s). */
-async function load(name: string, serverPid: number, url: string, headers: Record<string, string> = {}, options: LoadOptions = {}): Promise<Result> {
-  if (WARMUP_S > 0) await autocannon(url, WARMUP_S, headers, options);
-  say(`${name}: ${options.connections ?? CONNECTIONS} connections for ${DURATION_S} s`);
-  const [cpuBefore, dbBefore] = [await cpuMsOf(serverPid), await cpuMsOfCommand('postgres')];
-  const raw = await autocannon(url, DURATION_S, headers, options);
-  const cpuMs = (await cpuMsOf(serverPid)) - cpuBefore;
-  const dbMs = (await cpuMsOfCommand('postgres')) - dbBefore;
-  const memory = await rssOf(serverPid);
-  return {
-    name,
-    connections: options.connections ?? CONNECTIONS,
-    cpuUsPerRequest: raw.requests.total > 0 ? (cpuMs * 1000) / raw.requests.total : 0,
-    cpuCores: cpuMs / (raw.duration * 1000),
-    dbCpuCores: dbMs / (raw.duration * 1000),
-    serverRssMb: memory.rss,
-    serverPeakMb: memory.peak,
-    rps: raw.requests.average,
-    p50: raw.latency.p50,
-    p90: raw.latency.p90,
-    p99: raw.latency.p99,
-    max: raw.latency.max,
-    total: raw.requests.total,
-    non2xx: raw.non2xx,
-    errors: raw.errors,
-    timeouts: raw.timeouts,
-    throughputBytes: raw.throughput?.average ?? 0,
-    statusCodes: raw.statusCodeStats ?? {},
-  };
-}
 
-/**
- * Server CPU (µs) per request for each target, fetched DRAINED_REQUESTS times per round by
- * `curl --parallel` with Accept-Encoding: br, the targets taking turns for DRAINED_ROUNDS rounds
- * (bench/prices.ts's measurement); null when curl is not installed.
- */
-async function drainedCpu(targets: [string, number, string][], scratch: string): Promise<Record<string, number> | null> {
-  if (!Bun.which('curl')) return null;
-  const cpuMs: Record<string, number> = {};
-  const configs = new Map<string, string>();
-  for (const [name, , url] of targets) {
-    const config = join(scratch, `${name.replace(/\W+/g, '_')}.curl`);
-    await Bun.write(config, `header = "accept-encoding: br"\n${`url = "${url}"\noutput = /dev/null\n`.repeat(DRAINED_REQUESTS)}`);
-    configs.set(name, config);
-    cpuMs[name] = 0;
-  }
-  const run = async (name: string) => {
-    const status = await Bun.spawn(['curl', '--silent', '--fail', '--parallel', '--parallel-max', String(DRAINED_PARALLEL), '--config', configs.get(name)!], {
-      stdout: 'ignore',
-      stderr: 'ignore',
-    }).exited;
-    if (status !== 0) throw new Error(`curl against ${name} exited with ${status}`);
-  };
-  for (const [name] of targets) await run(name); // warm-up
-  for (let round = 0; round < DRAINED_ROUNDS; round += 1) {
-    for (const [name, pid] of targets) {
-      const before = await cpuMsOf(pid);
-      await run(name);
-      cpuMs[name]! += (await cpuMsOf(pid)) - before;
-    }
-  }
-  return Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, (ms * 1000) / (DRAINED_REQUESTS * DRAINED_ROUNDS)]));
-}
 
 type Fetched = { status: number; etag: string | null; lastModified: string | null; bytes: number; wallMs: number };
 
@@ -322,16 +259,17 @@ async function main(): Promise<void> {
 
   await reportQuietness();
   const results: Result[] = [];
-  results.push(await load('GET /v1/prices (USD, br)', pid, usdUrl, br));
-  results.push(await load('GET /v1/prices?currency=EUR (br)', pid, eurUrl, br));
-  results.push(await load(`GET /v2/prices/{id} (USD, ${itemUrls.length} ids)`, pid, itemUrls[0]!, keyed, { har: itemHar }));
-  results.push(await load(`GET /v2/prices/{id}?currency=EUR (${itemUrls.length} ids)`, pid, itemEurUrls[0]!, keyed, { har: itemEurHar }));
+  results.push(await load('GET /v1/prices (USD, br)', pid, usdUrl, br, { seconds: DURATION_S }));
+  results.push(await load('GET /v1/prices?currency=EUR (br)', pid, eurUrl, br, { seconds: DURATION_S }));
+  results.push(await load(`GET /v2/prices/{id} (USD, ${itemUrls.length} ids)`, pid, itemUrls[0]!, keyed, { har: itemHar, seconds: DURATION_S }));
+  results.push(await load(`GET /v2/prices/{id}?currency=EUR (${itemUrls.length} ids)`, pid, itemEurUrls[0]!, keyed, { har: itemEurHar, seconds: DURATION_S }));
   const drained = await drainedCpu(
     [
       ['USD', pid, usdUrl],
       ['EUR', pid, eurUrl],
     ],
     scratch,
+    { requests: DRAINED_REQUESTS, parallel: DRAINED_PARALLEL, rounds: DRAINED_ROUNDS },
   );
   const afterLoad = await rssOf(pid);
 

@@ -372,6 +372,8 @@ export type LoadOptions = {
    * `url` must still name the same origin.
    */
   har?: string;
+  /** Seconds of load (default BENCH_DURATION). */
+  seconds?: number;
 };
 
 export async function autocannon(url: string, seconds: number, headers: Record<string, string>, options: LoadOptions = {}): Promise<Record<string, any>> {
@@ -394,9 +396,10 @@ export async function autocannon(url: string, seconds: number, headers: Record<s
 /** Warm-up (BENCH_WARMUP s, discarded), then BENCH_DURATION s measured, with the server's CPU over the measured run. */
 export async function load(name: string, serverPid: number, url: string, headers: Record<string, string> = {}, options: LoadOptions = {}): Promise<Result> {
   if (WARMUP_S > 0) await autocannon(url, WARMUP_S, headers, options);
-  say(`${name}: ${options.connections ?? CONNECTIONS} connections for ${DURATION_S} s`);
+  const seconds = options.seconds ?? DURATION_S;
+  say(`${name}: ${options.connections ?? CONNECTIONS} connections for ${seconds} s`);
   const [cpuBefore, dbBefore] = [await cpuMsOf(serverPid), await cpuMsOfCommand('postgres')];
-  const raw = await autocannon(url, DURATION_S, headers, options);
+  const raw = await autocannon(url, seconds, headers, options);
   const cpuMs = (await cpuMsOf(serverPid)) - cpuBefore;
   const dbMs = (await cpuMsOfCommand('postgres')) - dbBefore;
   const memory = await rssOf(serverPid);
@@ -452,4 +455,42 @@ export function table(rows: string[][]): string {
 export function printChecks(checks: [string, boolean, string][]): void {
   process.stdout.write('targets:\n');
   for (const [label, ok, actual] of checks) process.stdout.write(`  ${ok ? 'PASS' : 'FAIL'}  ${label}  (${actual})\n`);
+}
+
+export type DrainedOptions = { requests: number; parallel: number; rounds: number };
+
+/**
+ * Server CPU (µs) per request for each target, fetched `requests` times per round by
+ * `curl --parallel` (its own process) with Accept-Encoding: br, the targets taking turns for `rounds`
+ * rounds so a busy moment of the machine does not land on one of them only; null when curl is not
+ * installed. Clients that drain the body as fast as loopback allows: autocannon's one thread reads
+ * a multi-megabyte list slowly and in many small writes.
+ */
+export async function drainedCpu(targets: [string, number, string][], scratch: string, options: DrainedOptions): Promise<Record<string, number> | null> {
+  if (!Bun.which('curl')) return null;
+  const cpuMs: Record<string, number> = {};
+  const configs = new Map<string, string>();
+  for (const [name, , url] of targets) {
+    const config = join(scratch, `${name.replace(/\W+/g, '_')}.curl`);
+    await Bun.write(config, `header = "accept-encoding: br"\n${`url = "${url}"\noutput = /dev/null\n`.repeat(options.requests)}`);
+    configs.set(name, config);
+    cpuMs[name] = 0;
+  }
+  const run = async (name: string) => {
+    // The exit status tells failures apart; curl's parallel progress meter would only clutter the report.
+    const status = await Bun.spawn(['curl', '--silent', '--fail', '--parallel', '--parallel-max', String(options.parallel), '--config', configs.get(name)!], {
+      stdout: 'ignore',
+      stderr: 'ignore',
+    }).exited;
+    if (status !== 0) throw new Error(`curl against ${name} exited with ${status}`);
+  };
+  for (const [name] of targets) await run(name); // warm-up
+  for (let round = 0; round < options.rounds; round += 1) {
+    for (const [name, pid] of targets) {
+      const before = await cpuMsOf(pid);
+      await run(name);
+      cpuMs[name]! += (await cpuMsOf(pid)) - before;
+    }
+  }
+  return Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, (ms * 1000) / (options.requests * options.rounds)]));
 }

@@ -32,6 +32,7 @@ import { HISTORY_LIMIT_MAX, HISTORY_MAX_RANGE_DAYS, itemHistoryPage } from '../s
 import {
   CONNECTIONS,
   cpuMsOf,
+  drainedCpu,
   DURATION_S,
   freePort,
   harFile,
@@ -106,40 +107,6 @@ const DRAINED_REQUESTS = 2_000;
 const DRAINED_PARALLEL = 20;
 const DRAINED_ROUNDS = 3;
 
-/**
- * Server CPU (µs) per request for each target, fetched DRAINED_REQUESTS times per round by
- * `curl --parallel` (its own process) with Accept-Encoding: br, the targets taking turns for
- * DRAINED_ROUNDS rounds so a busy moment of the machine does not land on one of them only; null
- * when curl is not installed.
- */
-async function drainedCpu(targets: [string, number, string][], scratch: string): Promise<Record<string, number> | null> {
-  if (!Bun.which('curl')) return null;
-  const cpuMs: Record<string, number> = {};
-  const configs = new Map<string, string>();
-  for (const [name, , url] of targets) {
-    const config = join(scratch, `${name}.curl`);
-    await Bun.write(config, `header = "accept-encoding: br"\n${`url = "${url}"\noutput = /dev/null\n`.repeat(DRAINED_REQUESTS)}`);
-    configs.set(name, config);
-    cpuMs[name] = 0;
-  }
-  const run = async (name: string) => {
-    // The exit status tells failures apart; curl's parallel progress meter would only clutter the report.
-    const status = await Bun.spawn(['curl', '--silent', '--fail', '--parallel', '--parallel-max', String(DRAINED_PARALLEL), '--config', configs.get(name)!], {
-      stdout: 'ignore',
-      stderr: 'ignore',
-    }).exited;
-    if (status !== 0) throw new Error(`curl against ${name} exited with ${status}`);
-  };
-  for (const [name] of targets) await run(name); // warm-up
-  for (let round = 0; round < DRAINED_ROUNDS; round += 1) {
-    for (const [name, pid] of targets) {
-      const before = await cpuMsOf(pid);
-      await run(name);
-      cpuMs[name]! += (await cpuMsOf(pid)) - before;
-    }
-  }
-  return Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, (ms * 1000) / (DRAINED_REQUESTS * DRAINED_ROUNDS)]));
-}
 
 async function main(): Promise<void> {
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -317,6 +284,7 @@ async function main(): Promise<void> {
       ['API', api.proc.pid, `${apiBase}/v1/prices`],
     ],
     scratch,
+    { requests: DRAINED_REQUESTS, parallel: DRAINED_PARALLEL, rounds: DRAINED_ROUNDS },
   );
 
   // 8. Report.
