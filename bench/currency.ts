@@ -46,7 +46,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { convertUsd, recordFxSuccess, saveRateDays, type FxRates } from '../shared/fx/index.ts';
-import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import {
   CONNECTIONS,
   cpuMsOf,
@@ -71,7 +70,7 @@ import {
   WARMUP_S,
   warnAbnormal,
 } from './lib.ts';
-import { buildSnapshot, catalogDatabase, kib, ms, seedLatestPrices } from './price-fixtures.ts';
+import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices } from './price-fixtures.ts';
 
 const TARGET_SHARE = 0.9;
 const DURATION_S = positiveInt('BENCH_DURATION', 5);
@@ -162,14 +161,7 @@ async function main(): Promise<void> {
   say(`fx: ECB set of ${today} stored (${ECB_RATES.map(([code, rate]) => `${code} ${rate}`).join(', ')} per EUR)`);
 
   // 3. Workspace and key for the keyed target; ids in rotation.
-  const workspace = await adminCreateWorkspace(sql, { name: `bench-currency-${now.toISOString()}`, tier: 'enterprise' });
-  await adminUpdateWorkspace(sql, workspace.id, { budgets: { minute: 1e9, day: 1e9 } });
-  const key = await adminCreateKey(sql, { workspaceId: workspace.id, label: 'bench-currency', scopes: ['prices:read'] });
-  const itemIds = (
-    await sql<{ catalog_id: string }[]>`
-      select catalog_id from catalog_items c where exists (select 1 from latest_prices l where l.catalog_id = c.catalog_id)
-      order by md5(catalog_id || 'bench') limit ${ITEM_IDS}`
-  ).map((row) => row.catalog_id);
+  const { key, itemIds } = await keyAndPricedItems(sql, 'bench-currency', now, ITEM_IDS);
 
   // 4. The API.
   const queuePrefix = `bench${process.pid}`;
@@ -245,7 +237,7 @@ async function main(): Promise<void> {
   // Parts 2 and 3: steady state.
   const scratch = await mkdtemp(join(tmpdir(), 'bench-currency-'));
   onCleanup(() => rm(scratch, { recursive: true, force: true }));
-  const keyed = { 'x-api-key': key.key };
+  const keyed = { 'x-api-key': key };
   const itemUrls = itemIds.map((id) => `${apiBase}/v2/prices/${id}`);
   const itemEurUrls = itemUrls.map((url) => `${url}?currency=EUR`);
   for (const url of [itemUrls[0]!, itemEurUrls[0]!]) {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { createSql, type Sql } from '../shared/db.ts';
+import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { migrate } from '../shared/migrate.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { onCleanup, repoRoot, say, scratchDatabase } from './lib.ts';
@@ -62,4 +63,18 @@ export async function buildSnapshot(sql: Sql, now: Date) {
   const build = await buildPriceSnapshot(sql, now);
   say(`snapshot ${build.id}: ${build.item_count} items; JSON ${kib(build.bytes!.json)}; built in ${ms(build.duration_ms)} ${JSON.stringify(build.phases_ms)}`);
   return build;
+}
+
+/**
+ * A `prices:read` key of an enterprise workspace whose budgets never run out during a load, and a
+ * fixed pseudo-random sample of `count` priced catalog ids to rotate over in GET /v2/prices/{id}.
+ */
+export async function keyAndPricedItems(sql: Sql, label: string, at: Date, count: number): Promise<{ key: string; itemIds: string[] }> {
+  const workspace = await adminCreateWorkspace(sql, { name: `${label}-${at.toISOString()}`, tier: 'enterprise' });
+  await adminUpdateWorkspace(sql, workspace.id, { budgets: { minute: 1e9, day: 1e9 } });
+  const { key } = await adminCreateKey(sql, { workspaceId: workspace.id, label, scopes: ['prices:read'] });
+  const rows = await sql<{ catalog_id: string }[]>`
+    select catalog_id from catalog_items c where exists (select 1 from latest_prices l where l.catalog_id = c.catalog_id)
+    order by md5(catalog_id || 'bench') limit ${count}`;
+  return { key, itemIds: rows.map((row) => row.catalog_id) };
 }

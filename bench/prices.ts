@@ -27,7 +27,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { HISTORY_LIMIT_MAX, HISTORY_MAX_RANGE_DAYS, itemHistoryPage } from '../shared/prices/history.ts';
 import {
   CONNECTIONS,
@@ -53,7 +52,7 @@ import {
   WARMUP_S,
   warnAbnormal,
 } from './lib.ts';
-import { buildSnapshot, catalogDatabase, kib, ms, seedLatestPrices, timed } from './price-fixtures.ts';
+import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices, timed } from './price-fixtures.ts';
 
 // Issue 13: item p99 < 10 ms and history p99 < 200 ms, both at 50 connections; the earlier
 // one-client history target (p99 < 50 ms) is kept, on the uncached API.
@@ -151,15 +150,7 @@ async function main(): Promise<void> {
   await buildSnapshot(sql, now);
 
   // 5. Workspace and key.
-  const workspace = await adminCreateWorkspace(sql, { name: `bench-prices-${now.toISOString()}`, tier: 'enterprise' });
-  await adminUpdateWorkspace(sql, workspace.id, { budgets: { minute: 1e9, day: 1e9 } });
-  const key = await adminCreateKey(sql, { workspaceId: workspace.id, label: 'bench-prices', scopes: ['prices:read'] });
-  // Items in rotation for GET /v2/prices/{id}: a fixed pseudo-random sample of the priced ones.
-  const itemIds = (
-    await sql<{ catalog_id: string }[]>`
-      select catalog_id from catalog_items c where exists (select 1 from latest_prices l where l.catalog_id = c.catalog_id)
-      order by md5(catalog_id || 'bench') limit ${ITEM_IDS}`
-  ).map((row) => row.catalog_id);
+  const { key, itemIds } = await keyAndPricedItems(sql, 'bench-prices', now, ITEM_IDS);
 
   // 6. The API and the bare baseline, each in its own process.
   const queuePrefix = `bench${process.pid}`;
@@ -210,7 +201,7 @@ async function main(): Promise<void> {
   if (!apiList.body.equals(bareList.body)) throw new Error(`the bodies differ: API ${apiList.body.length} bytes, bare ${bareList.body.length} bytes`);
   say(`GET /v1/prices and the bare server send the same ${kib(apiList.body.length)} br body, etag ${apiList.headers.get('etag')}`);
 
-  const keyed = { 'x-api-key': key.key };
+  const keyed = { 'x-api-key': key };
   const itemUrls = itemIds.map((id) => `${apiBase}/v2/prices/${id}`);
   const probe = await fetch(itemUrls[0]!, { headers: keyed });
   if (probe.status !== 200) throw new Error(`GET /v2/prices/{id} answered ${probe.status}: ${await probe.text()}`);

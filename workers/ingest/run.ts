@@ -31,13 +31,16 @@ export type IngestDeps = WorkerResources & {
   requestIndex?: (runId: string) => Promise<void>;
 };
 
-let catalogCache: { map: CatalogNameMap; loadedAt: number } | undefined;
+// Per database handle: one process may ingest into several databases (the test suite does).
+const catalogCaches = new WeakMap<Sql, { map: CatalogNameMap; loadedAt: number }>();
 
 async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
-  if (!catalogCache || Date.now() - catalogCache.loadedAt > CATALOG_CACHE_MS || catalogCache.map.size === 0) {
-    catalogCache = { map: await loadCatalogNameMap(sql), loadedAt: Date.now() };
+  let cached = catalogCaches.get(sql);
+  if (!cached || Date.now() - cached.loadedAt > CATALOG_CACHE_MS || cached.map.size === 0) {
+    cached = { map: await loadCatalogNameMap(sql), loadedAt: Date.now() };
+    catalogCaches.set(sql, cached);
   }
-  return catalogCache.map;
+  return cached.map;
 }
 
 /**
@@ -65,7 +68,13 @@ const LAST_WRITTEN_TTL_MS = 10 * 60_000;
  * forgotten (LAST_WRITTEN_TTL_MS), then written.
  */
 type SourceMemory = { since: number; lastWriteAt: number; rows: Map<string, number> };
-const lastWritten = new Map<string, SourceMemory>();
+// Per database handle, then per source: a memory of one database says nothing about another's rows.
+const memories = new WeakMap<Sql, Map<string, SourceMemory>>();
+function memoriesOf(sql: Sql): Map<string, SourceMemory> {
+  let byName = memories.get(sql);
+  if (!byName) memories.set(sql, (byName = new Map()));
+  return byName;
+}
 
 /**
  * A row's key: its catalog id for the `default` version (the catalog's own string, shared with the
@@ -89,6 +98,7 @@ function fingerprintOf(row: StagedObservation, timed: boolean): number {
 
 /** This process's memory of a source, if it may still be trusted. */
 async function memoryOf(sql: Sql, adapter: SourceAdapter): Promise<SourceMemory | undefined> {
+  const lastWritten = memoriesOf(sql);
   const seen = lastWritten.get(adapter.name);
   if (!seen || performance.now() - seen.since > LAST_WRITTEN_TTL_MS) {
     lastWritten.delete(adapter.name);
@@ -127,7 +137,8 @@ function unseenRows(adapter: SourceAdapter, seen: SourceMemory | undefined, rows
 /** A flat copy of a version's key: a concatenation keeps its parts alive, and a part may be a slice of an upstream body. */
 const detached = (key: string) => (key.includes('\u0000') ? Buffer.from(key, 'utf8').toString('utf8') : key);
 
-function rememberRows(adapter: SourceAdapter, written: { rows: StagedObservation[]; listing?: ListingUpdate }, writtenAt: Date): void {
+function rememberRows(sql: Sql, adapter: SourceAdapter, written: { rows: StagedObservation[]; listing?: ListingUpdate }, writtenAt: Date): void {
+  const lastWritten = memoriesOf(sql);
   let seen = lastWritten.get(adapter.name);
   if (!seen) lastWritten.set(adapter.name, (seen = { since: performance.now(), lastWriteAt: 0, rows: new Map() }));
   seen.lastWriteAt = writtenAt.getTime();
@@ -222,7 +233,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       unknownNames: mapped.unknownNames.length + fetched.unknown,
       listing: unseen.listing,
     });
-    rememberRows(adapter, unseen, ingestedAt);
+    rememberRows(deps.sql, adapter, unseen, ingestedAt);
     const writtenAt = performance.now();
     // The keyless price list is rebuilt from a snapshot after each run that changed a price.
     if (result.changed > 0 && deps.requestSnapshot) {
