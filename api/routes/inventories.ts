@@ -107,7 +107,7 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
         detail: {
           summary: 'A normalised CS2 inventory snapshot, one record per asset with exact item state and optional valuation, paged (needs inventory:read)',
           tags: ['game platform'],
-          responses: routeResponses({ 200: { description: 'One page of the snapshot', body: inventoryPageSchema } }, 404),
+          responses: routeResponses({ 200: { description: 'One page of the snapshot', body: inventoryPageSchema } }, 404, 503),
         },
       },
     );

@@ -116,7 +116,7 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
         detail: {
           summary: 'Create a draft trade intent that reserves its outgoing assets (needs trade:write; Idempotency-Key required)',
           tags: ['trade'],
-          responses: routeResponses({ 201: { description: 'Draft created; its outgoing assets are reserved until it expires or is cancelled', body: tradeIntentSchema } }, 409),
+          responses: routeResponses({ 201: { description: 'Draft created; its outgoing assets are reserved until it expires or is cancelled', body: tradeIntentSchema } }, 409, 503),
         },
       },
     )
@@ -137,7 +137,11 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
         operation: 'trade_intents.list',
         query: listQuery,
         response: { 200: z.object({ data: z.array(tradeIntentSchema), next_cursor: z.string().nullable() }) },
-        detail: { summary: 'Trade intents of the workspace, newest first (needs trade:read or trade:write)', tags: ['trade'] },
+        detail: {
+          summary: 'Trade intents of the workspace, newest first (needs trade:read or trade:write); `?currency=` converts each valuation',
+          tags: ['trade'],
+          responses: routeResponses({}, 503),
+        },
       },
     )
     .get(
@@ -153,7 +157,7 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
         params: intentParams,
         query: currencyQuery,
         response: { 200: tradeIntentSchema },
-        detail: { summary: 'One trade intent with its reservations (needs trade:read or trade:write)', tags: ['trade'], responses: routeResponses({}, 404) },
+        detail: { summary: 'One trade intent with its reservations (needs trade:read or trade:write)', tags: ['trade'], responses: routeResponses({}, 404, 503) },
       },
     )
     .post(
