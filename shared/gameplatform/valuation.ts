@@ -1,4 +1,5 @@
 import Decimal from 'decimal.js';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { kitCatalogNames } from '../catalog/generate.ts';
 import { catalogIdFor } from '../catalog/identity.ts';
@@ -53,10 +54,21 @@ let kits: KitCatalog | undefined;
  */
 function kitCatalog(): KitCatalog {
   if (kits) return kits;
-  const names = kitCatalogNames();
-  const ids = (map: Map<number, string>) => new Map([...map].map(([id, name]) => [id, catalogIdFor(name)]));
-  kits = { stickers: ids(names.stickers), charms: ids(names.charms) };
+  // Generated from the lib (computeKitCatalogIds, `npm run lookups:generate`; test/generated-lookups.test.ts
+  // checks it): loading the lib's English names here would cost ~0.1 s and ~20 MB.
+  const ids = JSON.parse(readFileSync(new URL('./kit-catalog-ids.json', import.meta.url), 'utf8')) as KitCatalogIds;
+  kits = { stickers: new Map(ids.stickers), charms: new Map(ids.charms) };
   return kits;
+}
+
+/** shared/gameplatform/kit-catalog-ids.json: sticker kit id → catalog id, charm id → catalog id. */
+export type KitCatalogIds = { stickers: [number, string][]; charms: [number, string][] };
+
+/** The content of kit-catalog-ids.json, from the lib's names (catalogIdFor of each kit's catalog name). */
+export function computeKitCatalogIds(): KitCatalogIds {
+  const names = kitCatalogNames();
+  const rows = (map: Map<number, string>) => [...map].sort((a, b) => a[0] - b[0]).map(([id, name]): [number, string] => [id, catalogIdFor(name)]);
+  return { stickers: rows(names.stickers), charms: rows(names.charms) };
 }
 
 const keyOf = (catalogId: string, version: string) => `${catalogId}\t${version}`;

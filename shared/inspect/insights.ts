@@ -3,6 +3,7 @@ import { AcidFadeCalculator, AmberFadeCalculator, FadeCalculator } from 'csgo-fa
 import Decimal from 'decimal.js';
 import { z } from 'zod';
 import { englishNames } from '../catalog/generate.ts';
+import FADE_SKIN_ROWS from './fade-skins.json';
 import { EXTERIOR_NAMES, EXTERIOR_WEAR_RANGES, EXTERIORS, PHASE_VERSIONS, versionFromPhaseLabel, type PhaseVersion } from '../catalog/identity.ts';
 import type { ItemIdentity, ItemState } from './selector.ts';
 
@@ -115,24 +116,36 @@ let fadeSkins: Map<number, FadeSkin> | undefined;
  */
 const roundedPercentages = new Map<FadeCalculatorModule, Map<string, string[]>>();
 
+/** One row of shared/inspect/fade-skins.json: definition, paint, finish, the package's weapon name. */
+export type FadeSkinRow = [definitionIndex: number, paintIndex: number, finish: string, weapon: string];
+
 /**
- * Fade skins the package covers, keyed by (definition, paint). The package names weapons in English
- * ("Karambit", "SSG 08") and the Fade paint index differs per weapon (38 on knives, 1026 on the AWP),
- * so both come from cs2-lib's English names: "<weapon> | Fade|Amber Fade|Acid Fade".
+ * Fade skins the package covers, from the lib: the package names weapons in English ("Karambit",
+ * "SSG 08") and the Fade paint index differs per weapon (38 on knives, 1026 on the AWP), so both come
+ * from cs2-lib's English names, "<weapon> | Fade|Amber Fade|Acid Fade". Loading those names costs
+ * ~0.1 s and ~20 MB, so the rows are generated once into fade-skins.json (`npm run lookups:generate`)
+ * and test/generated-lookups.test.ts checks the file against this function.
  */
+export function computeFadeSkins(): FadeSkinRow[] {
+  const rows: FadeSkinRow[] = [];
+  const names = englishNames();
+  for (const item of CS2_ITEMS) {
+    if (item.def === undefined || item.index === undefined || (item.type !== 'weapon' && item.type !== 'melee')) continue;
+    const name = names[String(item.id)]?.name;
+    const separator = name?.lastIndexOf(' | ') ?? -1;
+    if (!name || separator < 0) continue;
+    const finish = name.slice(separator + 3);
+    const weapon = name.slice(0, separator);
+    const calculator = FADE_CALCULATORS[finish];
+    if (calculator && calculator.getSupportedWeapons().includes(weapon)) rows.push([item.def, item.index, finish, weapon]);
+  }
+  return rows.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+}
+
 function fadeSkinOf(definitionIndex: number, paintIndex: number): FadeSkin | undefined {
   if (!fadeSkins) {
     fadeSkins = new Map();
-    const names = englishNames();
-    for (const item of CS2_ITEMS) {
-      if (item.def === undefined || item.index === undefined || (item.type !== 'weapon' && item.type !== 'melee')) continue;
-      const name = names[String(item.id)]?.name;
-      const separator = name?.lastIndexOf(' | ') ?? -1;
-      if (!name || separator < 0) continue;
-      const calculator = FADE_CALCULATORS[name.slice(separator + 3)];
-      const weapon = name.slice(0, separator);
-      if (calculator && calculator.getSupportedWeapons().includes(weapon)) fadeSkins.set(skinKey(item.def, item.index), { calculator, weapon });
-    }
+    for (const [def, paint, finish, weapon] of FADE_SKIN_ROWS as FadeSkinRow[]) fadeSkins.set(skinKey(def, paint), { calculator: FADE_CALCULATORS[finish]!, weapon });
   }
   return fadeSkins.get(skinKey(definitionIndex, paintIndex));
 }
