@@ -1,3 +1,6 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import type { FetchContext } from '../shared/sources/types.ts';
 import { join } from 'node:path';
 import type { AnyElysia } from 'elysia';
 import postgres from 'postgres';
@@ -168,4 +171,26 @@ export async function seedFreshFxRates(sql: Sql, at: Date = new Date()): Promise
   if ((await fxFreshness(sql, at)).status === 'fresh') return;
   await saveRateDays(sql, [{ date: at.toISOString().slice(0, 10), rates: new Map([['USD', '1.0834'], ['GBP', '0.84290'], ['JPY', '162.41']]) }], at);
   await recordFxSuccess(sql, at, 0);
+}
+
+/** The error `promise` rejects with; fails the test when it resolves. */
+export async function failure(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a failure');
+}
+
+/** A pino logger at trace level whose lines land in `lines` (what a source adapter logged, secrets included or not). */
+export function capturingLog(): { log: FetchContext['log']; lines: string[] } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  return { log: pino({ level: 'trace' }, sink), lines };
 }

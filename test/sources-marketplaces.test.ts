@@ -1,7 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { createLogger } from '../shared/logger.ts';
 import { bitskinsName } from '../shared/sources/bitskins.ts';
 import { csmarketTime } from '../shared/sources/csmarket.ts';
@@ -22,6 +20,7 @@ import {
   type SourceName,
   type SourceObservation,
 } from '../shared/sources/types.ts';
+import { failure, capturingLog } from './helpers.ts';
 import { countOf, JsonNumber, numberText } from '../shared/sources/upstream.ts';
 
 /**
@@ -117,26 +116,7 @@ function observation(name: string, version: string, price: string, fields: Parti
   return { market_hash_name: name, version, price, median_price: null, bid: null, volume_7d: null, quantity: null, source_time: NOW, ...fields };
 }
 
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a failure');
-}
 
-/** A pino logger at trace level whose lines land in `lines`. */
-function capturingLog(): { log: FetchContext['log']; lines: string[] } {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  return { log: pino({ level: 'trace' }, sink), lines };
-}
 
 describe('money helpers', () => {
   test('acceptablePrice: strictly positive plain decimals up to the shared bound', () => {

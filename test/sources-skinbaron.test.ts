@@ -1,7 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { parseEcbRates } from '../shared/fx/ecb.ts';
 import type { FxRates } from '../shared/fx/repository.ts';
 import { createLogger } from '../shared/logger.ts';
@@ -9,6 +7,7 @@ import { ADAPTERS } from '../shared/sources/index.ts';
 import { parseSkinbaronRow } from '../shared/sources/skinbaron.ts';
 import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../shared/sources/types.ts';
 import { parseJsonExact } from '../shared/sources/upstream.ts';
+import { failure, capturingLog } from './helpers.ts';
 import { startMarketSimulator, type MarketSimulator, type SimulatorItem } from './fakes/market-simulator.ts';
 
 /**
@@ -86,25 +85,7 @@ function observation(name: string, price: string, eur: string): SourceObservatio
 
 const byName = (observations: SourceObservation[]) => [...observations].sort((a, b) => a.market_hash_name.localeCompare(b.market_hash_name));
 
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a failure');
-}
 
-function capturingLog(): { log: FetchContext['log']; lines: string[] } {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  return { log: pino({ level: 'trace' }, sink), lines };
-}
 
 describe('recorded body', () => {
   test('EUR × rate(USD), exact and half-even to cents; the EUR text kept as original; phase rows left out', async () => {

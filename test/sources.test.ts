@@ -20,6 +20,7 @@ import {
   type SourceObservation,
 } from '../shared/sources/types.ts';
 import { parseJsonExact, parseJsonExactWithReviver, parseRetryAfter, JsonNumber } from '../shared/sources/upstream.ts';
+import { failure } from './helpers.ts';
 import {
   ABSENT_SHARE,
   MARKETPLACE_SOURCES,
@@ -73,14 +74,6 @@ function context(baseUrl: string, overrides: Partial<FetchContext> = {}): FetchC
 const byKey = (observations: SourceObservation[]) =>
   [...observations].sort((a, b) => `${a.market_hash_name}|${a.version}`.localeCompare(`${b.market_hash_name}|${b.version}`));
 
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a failure');
-}
 
 /** Seeded PRNG for the property tests, so a failure names its seed. */
 function prng(seed: number): () => number {
