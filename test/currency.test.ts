@@ -32,7 +32,7 @@ const expected = (usd: string, rate: string, usdRate: string, places: number) =>
 
 beforeAll(async () => {
   t = await scratchTestApp({ tag: 'currency' });
-  headers = (await workspaceWithKey(t, { scopes: ['prices:read', 'market:read'], tier: 'pro' })).keyHeaders;
+  headers = (await workspaceWithKey(t, { scopes: ['prices:read', 'market:read', 'trade:read', 'inventory:read'], tier: 'pro' })).keyHeaders;
   const name = `★ Currency Test Knife | Fade ${crypto.randomUUID()} (Factory New)`;
   item = { catalog_id: catalogIdFor(name), market_hash_name: name };
   await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${item.catalog_id}, ${name}, 'knife')`;
@@ -58,6 +58,10 @@ describe('?currency= before any exchange rates', () => {
       `/v2/prices/${item.catalog_id}?currency=EUR`,
       `/v2/prices/${item.catalog_id}/history?marketplace=skinport&granularity=hourly&currency=EUR`,
       '/v2/market/summary?currency=EUR',
+      // Valuations are converted too: the rates are checked before any Steam or database work.
+      '/v2/inventories/76561198012345678?valuation=skinport&currency=EUR',
+      '/v2/trade-intents?currency=EUR',
+      `/v2/trade-intents/${crypto.randomUUID()}?currency=EUR`,
     ]) {
       const response = await keyed(path);
       expect(response.status).toBe(503);
