@@ -178,14 +178,19 @@ export async function enqueueMany<Name extends JobName>(
   await queue.addBulk(jobs.map((job) => ({ name, data: parseJobPayload(name, job.payload), opts: jobOptions(name, job.options) })));
 }
 
-/** Creates or updates a job scheduler; its payload is validated like an enqueued one. */
+/**
+ * Creates or updates a job scheduler; its payload is validated like an enqueued one. A scheduler that
+ * already exists with the same interval and payload is left alone: upserting it again (every process
+ * of a pool does at boot) re-times its ticks from that moment, and the tick already queued at the old
+ * offset then shares a slot with one at the new offset (a second run, refused by the run's claim).
+ */
 export async function upsertSchedule(queues: JobQueues, schedule: JobSchedule): Promise<void> {
   const name: JobName = schedule.job;
-  await queueFor(queues, name).upsertJobScheduler(
-    schedule.id,
-    { every: schedule.everyMs },
-    { name, data: parseJobPayload(name, schedule.data ?? {}), opts: JOBS[name].options },
-  );
+  const queue = queueFor(queues, name);
+  const data = parseJobPayload(name, schedule.data ?? {});
+  const existing = await queue.getJobScheduler(schedule.id);
+  if (existing?.every === schedule.everyMs && existing.name === name && JSON.stringify(existing.template?.data) === JSON.stringify(data)) return;
+  await queue.upsertJobScheduler(schedule.id, { every: schedule.everyMs }, { name, data, opts: JOBS[name].options });
 }
 
 /** Enqueues a pool's start-up job (see StartupJob). */
