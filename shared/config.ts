@@ -156,6 +156,12 @@ export const configSchema = z.object({
   RETENTION_ROLLUPS_10M_DAYS: z.coerce.number().int().min(1).max(3_660).default(31),
   RETENTION_ROLLUPS_HOURLY_DAYS: z.coerce.number().int().min(1).max(3_660).default(366),
   RETENTION_ROLLUPS_DAILY_DAYS: z.coerce.number().int().min(1).max(36_600).default(3_660),
+  // DESIGN 15: changes kept in the Redis price stream (XADD MAXLEN ~); a resume from before them gets a gap.
+  PRICE_STREAM_RETAIN: z.coerce.number().int().min(1_000).max(10_000_000).default(100_000),
+  // DESIGN 15: how often the maintenance pool re-reads a watched account's inventory, and the one
+  // global budget of Steam inventory requests per minute the watch may spend.
+  INVENTORY_WATCH_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
+  STEAM_INVENTORY_REQUESTS_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
   // Not in DESIGN 4's list: concurrent GET /v1/prices downloads per client address, per API process.

@@ -10,6 +10,11 @@ export const EVENT_TYPES = [
   'audit_export.completed',
   'audit_export.failed',
   'trade_intent.created',
+  // DESIGN 15: inventory watch of connected accounts, and the management test event (sent only by
+  // POST /v2/webhooks/{id}/test, to that endpoint, whatever its event_types).
+  'inventory.changed',
+  'item.tradable',
+  'webhook.test',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
