@@ -84,6 +84,23 @@ export const JOBS = {
     payload: z.object({}).strict(),
     options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
   },
+  'inventory_watch.read': {
+    queue: 'maintenance',
+    // DESIGN 15 (shared/gameplatform/inventory-watch.ts): starts and ends watches, then reads due
+    // watched inventories, oldest snapshot first, within the global Steam budget, for at most a
+    // bounded time. Scheduled (`maintenance-inventory-watch`); runs of several processes claim
+    // different accounts in Postgres. The next run is the retry.
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
+  'inventory_watch.tradable': {
+    queue: 'maintenance',
+    // One delayed job per watched asset with a future trade hold, at its end: jobId
+    // `inventory-tradable-<account>-<asset>` (a later snapshot's repeat is a no-op). Sends
+    // item.tradable if the asset is still in the watch's latest snapshot; Postgres guards the once.
+    payload: z.object({ account_id: z.number().int().positive(), asset_id: z.string().regex(/^[0-9]{1,20}$/), tradable_at: z.iso.datetime() }).strict(),
+    options: { ...defaultOptions, attempts: 3, removeOnComplete: true, removeOnFail: { age: 7 * 86_400 } },
+  },
   'audit_export.run': {
     queue: 'exports',
     // jobId `audit-export-<id>-<attempt>`. Attempts are leases counted in Postgres, not BullMQ

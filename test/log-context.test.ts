@@ -89,6 +89,8 @@ describe('worker log lines and job metrics', () => {
           throw new Error('probe failure');
         }),
         handle('maintenance.retention', async () => ({})),
+        handle('inventory_watch.read', async () => ({})),
+        handle('inventory_watch.tradable', async () => ({})),
       ],
     };
     const running = await startPools([probePool], config, log);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Config } from '../config.ts';
-import { copyRows, type Queryable, type Sql } from '../db.ts';
+import { copyRows, type Queryable, type Sql, type TransactionSql } from '../db.ts';
 import { newId } from '../ids.ts';
 import type { Conversion } from '../prices/currency.ts';
 import type { SourceName } from '../sources/types.ts';
@@ -305,8 +305,21 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
  * INVENTORY_MAX_PAGES pages and INVENTORY_FETCH_BUDGET_MS in all. A 429 is retried after its
  * Retry-After only when that wait is short and fits the budget; otherwise the error propagates.
  */
-export async function fetchInventoryPages(deps: Pick<InventoryDeps, 'config' | 'now'>, steamId64: string, budgetMs = INVENTORY_FETCH_BUDGET_MS): Promise<InventoryPage[]> {
+export async function fetchInventoryPages(
+  deps: Pick<InventoryDeps, 'config' | 'now'>,
+  steamId64: string,
+  budgetMs = INVENTORY_FETCH_BUDGET_MS,
+  options: {
+    /** Awaited before every request (the inventory watch spends one unit of its Steam budget per page). */
+    beforeRequest?: () => Promise<void>;
+    /** Retries of a throttled page within the budget (default 2; the watch retries at its next interval instead). */
+    retriesPerPage?: number;
+    /** One page request's timeout (default 10 s). */
+    pageTimeoutMs?: number;
+  } = {},
+): Promise<InventoryPage[]> {
   const deadline = Date.now() + budgetMs;
+  const retriesPerPage = options.retriesPerPage ?? MAX_RETRIES_PER_PAGE;
   const pages: InventoryPage[] = [];
   let start: string | null = null;
   for (;;) {
@@ -315,13 +328,14 @@ export async function fetchInventoryPages(deps: Pick<InventoryDeps, 'config' | '
     }
     let page: InventoryPage | undefined;
     for (let attempt = 0; page === undefined; attempt += 1) {
+      await options.beforeRequest?.();
       const left = deadline - Date.now();
       if (left <= 0) throw new SteamUnavailableError(`fetch budget of ${budgetMs} ms spent`, 30_000);
       try {
-        page = await fetchInventoryPage(deps.config, steamId64, start, { timeoutMs: Math.min(PAGE_TIMEOUT_MS, left), now: deps.now });
+        page = await fetchInventoryPage(deps.config, steamId64, start, { timeoutMs: Math.min(options.pageTimeoutMs ?? PAGE_TIMEOUT_MS, left), now: deps.now });
       } catch (error) {
         const waitMs = error instanceof SteamUnavailableError && error.throttled ? error.retryAfterMs : Infinity;
-        if (attempt >= MAX_RETRIES_PER_PAGE || waitMs > MAX_RETRY_WAIT_MS || Date.now() + waitMs >= deadline) throw error;
+        if (attempt >= retriesPerPage || waitMs > MAX_RETRY_WAIT_MS || Date.now() + waitMs >= deadline) throw error;
         await Bun.sleep(waitMs);
       }
     }
@@ -346,25 +360,41 @@ export async function findCatalogMatches(db: Queryable, names: string[]): Promis
   return new Map(rows.map((row) => [row.market_hash_name, { catalog_id: row.catalog_id, definition_index: row.definition_index, paint_index: row.paint_index }]));
 }
 
-/** Normalises fetched pages and stores them as a new snapshot (one transaction, rows by COPY). */
-export async function storeInventorySnapshot(sql: Sql, steamId64: string, pages: InventoryPage[], fetchedAt: Date): Promise<InventorySnapshot> {
+/** A snapshot normalised from fetched pages, not yet stored (see insertInventorySnapshot). */
+export type PreparedSnapshot = { snapshot: InventorySnapshot; records: StoredAsset[]; upstreamTotal: number | null };
+
+/** Normalises fetched pages into a new snapshot (catalog matches read in one query). */
+export async function prepareInventorySnapshot(db: Queryable, steamId64: string, pages: InventoryPage[], fetchedAt: Date): Promise<PreparedSnapshot> {
   const names: string[] = [];
   for (const page of pages) for (const d of page.descriptions ?? []) if (isObject(d) && typeof d.market_hash_name === 'string') names.push(d.market_hash_name);
-  const catalog = await findCatalogMatches(sql, names);
+  const catalog = await findCatalogMatches(db, names);
   const records = normaliseInventory(steamId64, pages, catalog);
   const reported = pages[0]?.total_inventory_count;
-  const snapshot: InventorySnapshot = { id: newId(), steam_id: steamId64, fetched_at: fetchedAt, total_assets: records.length };
-  await sql.begin(async (tx) => {
-    await tx`
-      insert into inventory_snapshots (id, steam_id, fetched_at, total_assets, upstream_total)
-      values (${snapshot.id}, ${steamId64}, ${fetchedAt}, ${records.length}, ${typeof reported === 'number' && Number.isSafeInteger(reported) ? reported : null})`;
-    await copyRows(
-      tx,
-      'inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record)',
-      records.map((record, position) => [snapshot.id, position, record.asset_id, record.tradable ? 't' : 'f', record.catalog_id, JSON.stringify(record)]),
-    );
-  });
-  return snapshot;
+  return {
+    snapshot: { id: newId(), steam_id: steamId64, fetched_at: fetchedAt, total_assets: records.length },
+    records,
+    upstreamTotal: typeof reported === 'number' && Number.isSafeInteger(reported) ? reported : null,
+  };
+}
+
+/** Stores a prepared snapshot in the caller's transaction (rows by COPY). */
+export async function insertInventorySnapshot(tx: TransactionSql, prepared: PreparedSnapshot): Promise<void> {
+  const { snapshot, records } = prepared;
+  await tx`
+    insert into inventory_snapshots (id, steam_id, fetched_at, total_assets, upstream_total)
+    values (${snapshot.id}, ${snapshot.steam_id}, ${snapshot.fetched_at}, ${records.length}, ${prepared.upstreamTotal})`;
+  await copyRows(
+    tx,
+    'inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record)',
+    records.map((record, position) => [snapshot.id, position, record.asset_id, record.tradable ? 't' : 'f', record.catalog_id, JSON.stringify(record)]),
+  );
+}
+
+/** Normalises fetched pages and stores them as a new snapshot (one transaction, rows by COPY). */
+export async function storeInventorySnapshot(sql: Sql, steamId64: string, pages: InventoryPage[], fetchedAt: Date): Promise<InventorySnapshot> {
+  const prepared = await prepareInventorySnapshot(sql, steamId64, pages, fetchedAt);
+  await sql.begin((tx) => insertInventorySnapshot(tx, prepared));
+  return prepared.snapshot;
 }
 
 export async function latestSnapshot(db: Queryable, steamId64: string): Promise<InventorySnapshot | null> {

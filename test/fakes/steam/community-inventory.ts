@@ -39,8 +39,9 @@ export function resolveInventory(state: FakeState, steamId64: string): Inventory
   return built;
 }
 
-export function inventoryPage(state: FakeState, steamId64: string, url: URL): Response {
-  const failure = takeFailure(state, 'inventory');
+export function inventoryPage(state: FakeState, steamId64: string, url: URL): Response | Promise<Response> {
+  const failure = takeFailure(state, 'inventory', steamId64);
+  if (failure?.stallMs !== undefined) return Bun.sleep(failure.stallMs).then(() => nullBody(failure.status, retryAfterHeaders(failure)));
   if (failure) return nullBody(failure.status, retryAfterHeaders(failure));
   const rawCount = url.searchParams.get('count');
   const count = rawCount === null ? 75 : Number(rawCount);

@@ -11,13 +11,29 @@
  *   fake.stop()
  *   fake.setProfile(steamId64, summary|null) fields merged over Steam-like defaults; null removes
  *   fake.setInventory(steamId64, InventoryFixture | 'private' | 'not_found')
- *   fake.failNext(kind, { status, retryAfter?, times? })   kind 'profiles' | 'inventory' | 'openid';
+ *   fake.failNext(kind, { status, retryAfter?, times?, steamId?, stallMs? })   kind 'profiles' | 'inventory' | 'openid';
  *                                            the next `times` (default 1) requests of that kind fail
  *                                            ('openid': checkid_setup and check_authentication alike);
- *                                            failures queue up in call order
+ *                                            failures queue up in call order; with `steamId`, only
+ *                                            that account's inventory requests take the failure; with
+ *                                            `stallMs`, the (inventory) answer comes that late
  *   fake.requests                            requests received: { path, query }, oldest first (the last
  *                                            10 000, so a long `npm start` does not grow without bound)
  *   fake.openid.{endpoint, signInAs, positiveAssertion, tamper, rejectAll}   (openid-provider.ts)
+ *   fake.inventoryRequests                   community inventory requests: { steamId, at (ms), status },
+ *                                            oldest first (the last 10 000): what the inventory watch's
+ *                                            Steam budget is measured against
+ * Inventory changes between reads (inventory-changes.ts; DESIGN 15's watch is tested against them):
+ *   fake.assetIds(steamId64)                 asset ids, newest first
+ *   fake.addItems(steamId64, specs)          new items (new asset ids, listed first) → their ids
+ *   fake.removeItems(steamId64, assetIds)    items gone (sold, traded away)
+ *   fake.tradeItems(steamId64, assetIds)     the same items back under new asset ids → the new ids
+ *   fake.endTradeHolds(steamId64, assetIds)  holds over: tradable and marketable, same asset ids
+ *   fake.setInventoryVisibility(steamId64, 'private' | 'public')   403 null while private, items kept
+ * The same over HTTP, for `npm start` (another process): GET /_control/inventories/<steamid> → {asset_ids};
+ * POST /_control/inventories/<steamid> {add?: ItemSpec[] (dates as ISO strings), remove?, trade?,
+ * end_holds?: asset ids, fail?: {status, retry_after?, times?, stall_ms?}, visibility?: "public" | "private"}
+ * → {asset_ids, added, traded} (public first, then add, trade, end_holds, remove, then private and fail).
  * Fixtures (data.ts): PUBLIC_STEAM_ID, PRIVATE_STEAM_ID, FRIENDS_ONLY_STEAM_ID, EMPTY_STEAM_ID,
  * BIG_STEAM_ID, PARTNER_STEAM_ID, UNKNOWN_STEAM_ID; STEAM_2026_STEAM_ID and STEAM_2026_GERMAN_STEAM_ID
  * (inventories as Steam sends them since 2025: name tags as property 5, charm patterns as property 3
@@ -29,6 +45,8 @@ import type { Server } from 'bun';
 import { inventoryPage } from './community-inventory.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
 import { defaultInventories, defaultProfiles, profile, PUBLIC_STEAM_ID } from './data.ts';
+import { addItems, assetIdsOf, endTradeHolds, FakeInventoryError, removeItems, setInventoryVisibility, tradeItems } from './inventory-changes.ts';
+import type { ItemSpec } from './items.ts';
 import { createOpenIdProvider, type OpenIdHelpers } from './openid-provider.ts';
 import type { FailureKind, FailureSpec, FakeState } from './state.ts';
 import type { InventoryFixture, PlayerSummary } from './types.ts';
@@ -62,12 +80,64 @@ export type SteamFake = {
   setInventory(steamId64: string, inventory: InventoryFixture | 'private' | 'not_found'): void;
   failNext(kind: FailureKind, response: FailureSpec): void;
   requests: { path: string; query: Record<string, string> }[];
+  inventoryRequests: { steamId: string; at: number; status: number }[];
   openid: OpenIdHelpers;
+  assetIds(steamId64: string): string[];
+  addItems(steamId64: string, specs: readonly ItemSpec[]): string[];
+  removeItems(steamId64: string, assetIds: readonly string[]): void;
+  tradeItems(steamId64: string, assetIds: readonly string[]): string[];
+  endTradeHolds(steamId64: string, assetIds: readonly string[]): void;
+  setInventoryVisibility(steamId64: string, visibility: 'public' | 'private'): void;
 };
 
 const MAX_LOGGED_REQUESTS = 10_000;
 const PRIVATE_FIELDS = ['realname', 'timecreated', 'loccountrycode', 'commentpermission', 'primaryclanid', 'personastateflags'] as const;
 const INVENTORY_PATH = /^\/inventory\/(\d{1,20})\/730\/2\/?$/;
+const CONTROL_INVENTORY_PATH = /^\/_control\/inventories\/(\d{1,20})$/;
+
+type ControlBody = {
+  add?: (Omit<ItemSpec, 'tradeHoldUntil'> & { tradeHoldUntil?: string })[];
+  remove?: string[];
+  trade?: string[];
+  end_holds?: string[];
+  fail?: { status: number; retry_after?: number; times?: number; stall_ms?: number };
+  visibility?: 'public' | 'private';
+};
+
+/** POST /_control/inventories/<steamid>: changes in the order add, trade, end_holds, remove; then fail / visibility. */
+async function controlInventory(state: FakeState, steamId64: string, request: Request): Promise<Response> {
+  if (request.method === 'GET') {
+    try {
+      return Response.json({ asset_ids: assetIdsOf(state, steamId64) });
+    } catch (error) {
+      if (error instanceof FakeInventoryError) return Response.json({ error: error.message }, { status: 404 });
+      throw error;
+    }
+  }
+  let body: ControlBody;
+  try {
+    body = (await request.json()) as ControlBody;
+  } catch {
+    return Response.json({ error: 'body must be JSON' }, { status: 400 });
+  }
+  try {
+    if (body.visibility === 'public') setInventoryVisibility(state, steamId64, 'public');
+    const added = body.add ? addItems(state, steamId64, body.add.map(({ tradeHoldUntil, ...spec }) => ({ ...spec, ...(tradeHoldUntil ? { tradeHoldUntil: new Date(tradeHoldUntil) } : {}) }))) : [];
+    const traded = body.trade ? tradeItems(state, steamId64, body.trade) : [];
+    if (body.end_holds) endTradeHolds(state, steamId64, body.end_holds);
+    if (body.remove) removeItems(state, steamId64, body.remove);
+    if (body.visibility === 'private') setInventoryVisibility(state, steamId64, 'private');
+    if (body.fail) {
+      const { status, retry_after: retryAfter, times, stall_ms: stallMs } = body.fail;
+      state.failures.inventory.push({ status, ...(retryAfter === undefined ? {} : { retryAfter }), ...(stallMs === undefined ? {} : { stallMs }), steamId: steamId64, remaining: times ?? 1 });
+    }
+    const current = state.inventories.get(steamId64);
+    return Response.json({ asset_ids: typeof current === 'object' ? current.assets.map((asset) => asset.assetid) : [], added, traded });
+  } catch (error) {
+    if (error instanceof FakeInventoryError) return Response.json({ error: error.message }, { status: 400 });
+    throw error;
+  }
+}
 
 export async function startSteamFake(options: SteamFakeOptions = {}): Promise<SteamFake> {
   const state: FakeState = {
@@ -76,6 +146,9 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
     inventories: defaultInventories(new Date()),
     failures: { profiles: [], inventory: [], openid: [] },
     requests: [],
+    nextAssetId: 60_000_000_000n,
+    inventoryRequests: [],
+    hiddenInventories: new Map(),
   };
   let baseUrl = '';
   const openid = createOpenIdProvider(state, () => baseUrl, PUBLIC_STEAM_ID);
@@ -90,7 +163,16 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
       const path = url.pathname;
       if (request.method === 'GET' && /^\/ISteamUser\/GetPlayerSummaries\/v0*2\/?$/.test(path)) return getPlayerSummaries(state, url);
       const inventory = INVENTORY_PATH.exec(path);
-      if (request.method === 'GET' && inventory) return inventoryPage(state, inventory[1]!, url);
+      if (request.method === 'GET' && inventory) {
+        const logged = { steamId: inventory[1]!, at: Date.now(), status: 0 };
+        state.inventoryRequests.push(logged);
+        if (state.inventoryRequests.length > MAX_LOGGED_REQUESTS) state.inventoryRequests.shift();
+        const response = await inventoryPage(state, inventory[1]!, url);
+        logged.status = response.status;
+        return response;
+      }
+      const control = CONTROL_INVENTORY_PATH.exec(path);
+      if (control && (request.method === 'GET' || request.method === 'POST')) return controlInventory(state, control[1]!, request);
       if (path === '/openid/login' && (request.method === 'GET' || request.method === 'POST')) return openid.handle(request, url);
       return new Response('<html><body><h1>Not Found</h1></body></html>', { status: 404, headers: { 'content-type': 'text/html; charset=UTF-8' } });
     },
@@ -117,9 +199,22 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
       state.inventories.set(steamId64, inventory);
     },
     failNext(kind, response) {
-      state.failures[kind].push({ status: response.status, ...(response.retryAfter === undefined ? {} : { retryAfter: response.retryAfter }), remaining: response.times ?? 1 });
+      state.failures[kind].push({
+        status: response.status,
+        ...(response.retryAfter === undefined ? {} : { retryAfter: response.retryAfter }),
+        ...(response.steamId === undefined ? {} : { steamId: response.steamId }),
+        ...(response.stallMs === undefined ? {} : { stallMs: response.stallMs }),
+        remaining: response.times ?? 1,
+      });
     },
     requests: state.requests,
+    inventoryRequests: state.inventoryRequests,
     openid: openid.helpers,
+    assetIds: (steamId64) => assetIdsOf(state, steamId64),
+    addItems: (steamId64, specs) => addItems(state, steamId64, specs),
+    removeItems: (steamId64, assetIds) => removeItems(state, steamId64, assetIds),
+    tradeItems: (steamId64, assetIds) => tradeItems(state, steamId64, assetIds),
+    endTradeHolds: (steamId64, assetIds) => endTradeHolds(state, steamId64, assetIds),
+    setInventoryVisibility: (steamId64, visibility) => setInventoryVisibility(state, steamId64, visibility),
   };
 }

@@ -1,0 +1,177 @@
+/**
+ * Inventory watch benchmark (issue 21, DESIGN 15): "Steam requests per minute never above the
+ * budget with 500 connected accounts". Alone as `npm run bench:inventory-watch`; bench/stream.ts
+ * calls `benchInventoryWatch()`.
+ *
+ * One workspace with a live endpoint subscribed to inventory.changed and 500 connected accounts,
+ * seeded straight into a scratch database; the Steam fake (in this process, real HTTP) holds each
+ * account's inventory (3 items, one page). Two real maintenance worker processes
+ * (`bun workers/main.ts maintenance`) run the watch with a shortened interval, so every account is
+ * always due and the watch is limited by the budget alone. Every inventory request is timed where
+ * Steam would see it, at the fake, and the most requests in any 60 s sliding window is compared
+ * with the budget. Two cases: the default 20 a minute for BENCH_WATCH_DEFAULT_S (150 s), and
+ * 600 a minute for BENCH_WATCH_HIGH_S (75 s), where a whole cycle of the 500 fits in the window;
+ * while it runs, an inventory changes every 2 s, so reads also store, diff and send.
+ */
+import { join } from 'node:path';
+import { createSql, type Sql } from '../shared/db.ts';
+import { adminCreateWorkspace } from '../shared/identity/admin.ts';
+import { migrate } from '../shared/migrate.ts';
+import { inventoryOf, startSteamFake, type ItemSpec, type SteamFake } from '../test/fakes/steam/server.ts';
+import { exitedEarly, onCleanup, positiveInt, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, sleep, spawnBun, stopChild, table, type Spawned } from './lib.ts';
+
+const ACCOUNTS = 500;
+const WINDOW_MS = 60_000;
+const PROCESSES = 2;
+const SPECS: ItemSpec[] = [{ item: 'AK-47 | Redline', wear: 0.2, seed: 1 }, { item: 'AWP | Asiimov', wear: 0.3, seed: 2 }, { item: 'Container | Revolution Case' }];
+
+type Check = [string, boolean, string];
+type CaseResult = {
+  name: string;
+  budget: number;
+  seconds: number;
+  requests: number;
+  maxInWindow: number;
+  perMinute: number[];
+  accountsRead: number;
+  /** Distinct accounts among the first min(requests, accounts) requests: all of them when oldest goes first. */
+  firstCycleDistinct: number;
+  changes: number;
+  changedEvents: number;
+};
+
+/** The most arrivals within any window of `windowMs` (checked at every arrival: the sliding maximum). */
+export function maxInSlidingWindow(times: readonly number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let max = 0;
+  let start = 0;
+  for (let end = 0; end < sorted.length; end += 1) {
+    while (sorted[end]! - sorted[start]! >= windowMs) start += 1;
+    max = Math.max(max, end - start + 1);
+  }
+  return max;
+}
+
+const steamIdOf = (index: number) => String(76561198200000000n + BigInt(index));
+
+async function seed(sql: Sql, fake: SteamFake): Promise<{ workspaceId: string; steamIds: string[] }> {
+  const workspace = await adminCreateWorkspace(sql, { name: 'inventory watch bench', tier: 'enterprise' });
+  const workspaceId = workspace.id;
+  await sql`
+    insert into webhook_endpoints (id, workspace_id, url, event_types, secret_ciphertext, secret_key_id, created_at)
+    values (gen_random_uuid(), ${workspaceId}, 'https://hook.test/inventory-watch-bench', ${['inventory.changed', 'item.tradable']}::text[], '\\x00', 'bench', now())`;
+  const steamIds = Array.from({ length: ACCOUNTS }, (_, index) => steamIdOf(index));
+  steamIds.forEach((steamId, index) => fake.setInventory(steamId, inventoryOf(steamId, SPECS, 70_000_000_000n + BigInt(index) * 100n)));
+  await sql`
+    insert into gameplatform_accounts (workspace_id, steam_id, persona_name, connected_at)
+    select ${workspaceId}, steam_id, null, now() from unnest(${steamIds}::text[]) as t(steam_id)`;
+  return { workspaceId, steamIds };
+}
+
+/** Runs the watch in PROCESSES worker processes for `seconds` with `budget` a minute; measured at the fake. */
+async function runCase(
+  options: { name: string; budget: number; seconds: number; intervalSeconds: number; dbUrl: string; redisUrl: string; fake: SteamFake; sql: Sql; steamIds: string[]; workspaceId: string; changeEveryMs?: number },
+): Promise<CaseResult> {
+  const { fake, sql } = options;
+  // Fresh watches (a new baseline each case) and a queue prefix of its own (so its own budget key).
+  await sql`delete from inventory_watches`;
+  const queuePrefix = `benchiw${process.pid}${options.budget}`;
+  removeQueueKeysAtCleanup(options.redisUrl, queuePrefix);
+  const env = {
+    DATABASE_URL: options.dbUrl,
+    REDIS_URL: options.redisUrl,
+    QUEUE_PREFIX: queuePrefix,
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    SIGNING_KEY: 'bench-signing-key-0123456789',
+    STEAM_COMMUNITY_URL: fake.url,
+    STEAM_API_URL: fake.url,
+    INVENTORY_WATCH_INTERVAL_SECONDS: String(options.intervalSeconds),
+    STEAM_INVENTORY_REQUESTS_PER_MINUTE: String(options.budget),
+  };
+  const mine = new Set(options.steamIds);
+  const firstRequest = fake.inventoryRequests.length;
+  const startedAt = Date.now();
+  const workers: Spawned[] = [];
+  for (let i = 0; i < PROCESSES; i += 1) workers.push(spawnBun(['workers/main.ts', 'maintenance'], env));
+  say(`${options.name}: ${PROCESSES} maintenance processes, budget ${options.budget}/min, interval ${options.intervalSeconds} s, ${options.seconds} s`);
+  let changes = 0;
+  const deadline = startedAt + options.seconds * 1000;
+  let nextChange = startedAt + (options.changeEveryMs ?? Infinity);
+  while (Date.now() < deadline) {
+    for (const worker of workers) if (exitedEarly(worker)) throw new Error(`a maintenance process exited early:\n${worker.output.last.join("\n")}`);
+    if (Date.now() >= nextChange) {
+      // Something happens in a few inventories: an item arrives in one (the watch must see and send it).
+      fake.addItems(options.steamIds[(changes * 37) % options.steamIds.length]!, [{ item: 'Container | Revolution Case' }]);
+      changes += 1;
+      nextChange += options.changeEveryMs!;
+    }
+    await sleep(Math.min(1_000, Math.max(10, deadline - Date.now())));
+  }
+  await Promise.all(workers.map((worker) => stopChild(worker.proc)));
+  const requests = fake.inventoryRequests.slice(firstRequest).filter((request) => mine.has(request.steamId));
+  const times = requests.map((request) => request.at);
+  const perMinute: number[] = [];
+  for (let from = startedAt; from < startedAt + options.seconds * 1000; from += WINDOW_MS) perMinute.push(times.filter((at) => at >= from && at < from + WINDOW_MS).length);
+  const [{ count: changedEvents }] = (await sql<{ count: number }[]>`
+    select count(*)::int as count from event_outbox where workspace_id = ${options.workspaceId} and event_type = 'inventory.changed' and created_at >= ${new Date(startedAt)}`) as unknown as [{ count: number }];
+  return {
+    name: options.name,
+    budget: options.budget,
+    seconds: options.seconds,
+    requests: requests.length,
+    maxInWindow: maxInSlidingWindow(times, WINDOW_MS),
+    perMinute,
+    accountsRead: new Set(requests.map((request) => request.steamId)).size,
+    firstCycleDistinct: new Set(requests.slice(0, options.steamIds.length).map((request) => request.steamId)).size,
+    changes,
+    changedEvents,
+  };
+}
+
+/** The benchmark: prints its table and checks; returns them too (for bench/stream.ts). */
+export async function benchInventoryWatch(): Promise<{ results: CaseResult[]; checks: Check[] }> {
+  const redisUrl = process.env.REDIS_URL;
+  if (!redisUrl) throw new Error('REDIS_URL is not set; run this through `npm run bench:inventory-watch` (scripts/dev.ts exec)');
+  const { url: dbUrl } = await scratchDatabase('inventory_watch');
+  const sql = createSql(dbUrl, { max: 3, application: 'bench-inventory-watch' });
+  onCleanup(() => sql.end({ timeout: 5 }));
+  await migrate(sql, join(repoRoot, 'sql'));
+  const fake = await startSteamFake();
+  onCleanup(() => fake.stop());
+  const { workspaceId, steamIds } = await seed(sql, fake);
+  say(`${ACCOUNTS} connected accounts seeded; Steam fake at ${fake.url}`);
+
+  const common = { dbUrl, redisUrl, fake, sql, steamIds, workspaceId };
+  const results = [
+    await runCase({ ...common, name: 'default budget', budget: 20, seconds: positiveInt('BENCH_WATCH_DEFAULT_S', 150), intervalSeconds: 60 }),
+    await runCase({ ...common, name: 'high budget', budget: 600, seconds: positiveInt('BENCH_WATCH_HIGH_S', 75), intervalSeconds: 30, changeEveryMs: 2_000 }),
+  ];
+  process.stdout.write(
+    `\nInventory watch: ${ACCOUNTS} connected accounts, ${PROCESSES} maintenance processes, Steam requests measured at the fake\n` +
+      table([
+        ['case', 'budget /min', 'run (s)', 'requests', 'max in any 60 s', 'per minute (from start)', 'accounts read', 'inventories changed', 'inventory.changed sent'],
+        ...results.map((r) => [r.name, String(r.budget), String(r.seconds), String(r.requests), String(r.maxInWindow), r.perMinute.join(' / '), String(r.accountsRead), String(r.changes), String(r.changedEvents)]),
+      ]) +
+      '\n',
+  );
+  const checks: Check[] = results.flatMap((r): Check[] => [
+    [`${r.name}: Steam requests in any 60 s window ≤ budget`, r.maxInWindow <= r.budget, `${r.maxInWindow} ≤ ${r.budget}`],
+    // The watch spends what it may: saturated (every account due), the budget is used, not idle.
+    [`${r.name}: the budget is used (≥ 90 % of it in the busiest window)`, r.maxInWindow >= Math.floor(r.budget * 0.9), `${r.maxInWindow} of ${r.budget}`],
+    [`${r.name}: oldest snapshot first (no account read twice before every account was read once)`, r.firstCycleDistinct === Math.min(r.requests, ACCOUNTS), `${r.firstCycleDistinct} distinct of the first ${Math.min(r.requests, ACCOUNTS)}`],
+  ]);
+  const high = results[1]!;
+  checks.push([`high budget: every one of the ${ACCOUNTS} accounts read`, high.accountsRead === ACCOUNTS, `${high.accountsRead}`]);
+  // A change to an inventory already read once is sent at its next read (a change before the first read is in the baseline).
+  checks.push([`high budget: inventory changes during the run are sent`, high.changedEvents > 0, `${high.changedEvents} inventory.changed for ${high.changes} changed inventories`]);
+  printChecks(checks);
+  return { results, checks };
+}
+
+async function main(): Promise<void> {
+  const { checks } = await benchInventoryWatch();
+  if (checks.some(([, ok]) => !ok)) process.exitCode = 1;
+}
+
+if (import.meta.main) await runBench(main);
