@@ -115,7 +115,7 @@ export async function benchFanout(): Promise<[string, boolean, string][]> {
   process.stdout.write('\n');
   process.stdout.write(
     `${table([
-      ['per ingest run', 'changed', 'deliveries (= BullMQ jobs)', 'outbox price.updated / prices.updated', 'pages', 'delivery + attempt rows', 'webhook rows in all', 'event data to send', 'ingest write / dispatch'],
+      ['per ingest run', 'changed', 'deliveries (BullMQ jobs, 25 first attempts each)', 'outbox price.updated / prices.updated', 'pages', 'delivery + attempt rows', 'webhook rows in all', 'event data to send', 'ingest write / dispatch'],
       ...figures.map((f) => [
         `${ENDPOINTS} × ${f.mode}, ${f.run}`,
         String(f.changed),

@@ -18,7 +18,7 @@
  * Every received body is checked for a valid Standard Webhooks signature (standardwebhooks library)
  * on a sample, and every delivery must end `succeeded` with no duplicate.
  *
- * Targets: ≥ 500 deliveries/s; price.updated p99 commit → receipt < 2 s.
+ * Targets: ≥ 2 000 deliveries/s; price.updated p99 commit → receipt < 2 s.
  * Environment: DATABASE_URL and REDIS_URL (scripts/dev.ts), BENCH_WEBHOOK_WORKERS.
  */
 import { join } from 'node:path';
@@ -49,7 +49,8 @@ import {
   type Spawned,
 } from './lib.ts';
 
-const TARGETS = { deliveriesPerSecond: 500, latencyP99Ms: 2_000, steadyRssMb: 150 };
+// Issue 21: ≥ 2 000 deliveries/s with 2 workers (was 500; 1 580 measured before batch claiming and recording).
+const TARGETS = { deliveriesPerSecond: 2_000, latencyP99Ms: 2_000, steadyRssMb: 150 };
 const WORKERS = positiveInt('BENCH_WEBHOOK_WORKERS', 2);
 const THROUGHPUT = { endpoints: 20, events: 2_000 };
 const RSS_SAMPLE_MS = 200;

@@ -64,6 +64,11 @@ export const OPERATIONS = [
   op('webhooks.get', 'GET', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:read'], 1, 'production', ['redis']),
   op('webhooks.delete', 'DELETE', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:write'], 1, 'production', ['redis']),
   op('webhooks.deliveries.list', 'GET', '/v2/webhooks/{webhook_id}/deliveries', 'api_key', ['webhooks:read'], 2, 'production', ['redis']),
+  // DESIGN 15: management. Only a rotation seals a new secret, so only it needs the secret key.
+  op('webhooks.update', 'PATCH', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:write'], 1, 'production', ['redis']),
+  op('webhooks.rotate_secret', 'POST', '/v2/webhooks/{webhook_id}/rotate-secret', 'api_key', ['webhooks:write'], 2, 'production', ['redis', 'webhook_secret_key']),
+  op('webhooks.test', 'POST', '/v2/webhooks/{webhook_id}/test', 'api_key', ['webhooks:write'], 2, 'production', ['redis']),
+  op('webhooks.deliveries.retry', 'POST', '/v2/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', 'api_key', ['webhooks:write'], 2, 'production', ['redis']),
   op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'production', ['redis', 'chromium', 'item_files']),
   op('renders.get', 'GET', '/v2/renders/{render_id}', 'api_key', ['media:read'], 1, 'production', ['redis']),
   op('trade_intents.create', 'POST', '/v2/trade-intents', 'api_key', ['trade:write'], 5, 'production', ['redis']),

@@ -58,6 +58,14 @@ export const JOBS = {
     payload: z.object({ delivery_id: z.string().uuid() }).strict(),
     options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: true },
   },
+  'webhooks.deliver_batch': {
+    queue: 'webhooks',
+    // The first attempts of up to DELIVERY_BATCH_SIZE fresh deliveries, as the dispatcher fanned them
+    // out (jobId `whb-<first delivery>-<count>`): claimed and recorded in one statement each
+    // (shared/webhooks/deliver.ts attemptDeliveries). Their retries are webhooks.deliver jobs.
+    payload: z.object({ delivery_ids: z.array(z.string().uuid()).min(1).max(100) }).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: true },
+  },
   'webhooks.sweep': {
     queue: 'webhooks',
     // Returns deliveries whose worker died mid-attempt to pending, re-enqueues overdue ones whose job

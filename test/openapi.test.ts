@@ -301,6 +301,19 @@ describe('documented success bodies match what the routes answer', () => {
     await conforms('GET', '/v2/webhooks', await t.request('/v2/webhooks', { headers: ws.keyHeaders }));
     await conforms('GET', '/v2/webhooks/{webhook_id}', await t.request(`/v2/webhooks/${created.id}`, { headers: ws.keyHeaders }));
     await conforms('GET', '/v2/webhooks/{webhook_id}/deliveries', await t.request(`/v2/webhooks/${created.id}/deliveries`, { headers: ws.keyHeaders }));
+    // Management (DESIGN 15). The retried delivery is written by hand (no pool runs here), and the
+    // endpoint is deleted afterwards, so a worker of another suite that takes the job only cancels it.
+    const hookPath = `/v2/webhooks/${created.id}`;
+    await conforms('PATCH', '/v2/webhooks/{webhook_id}', await t.request(hookPath, { method: 'PATCH', headers: ws.keyHeaders, json: { description: 'patched' } }));
+    await conforms('POST', '/v2/webhooks/{webhook_id}/rotate-secret', await t.request(`${hookPath}/rotate-secret`, { method: 'POST', headers: ws.keyHeaders }));
+    const testEvent = (await conforms('POST', '/v2/webhooks/{webhook_id}/test', await t.request(`${hookPath}/test`, { method: 'POST', headers: ws.keyHeaders }))) as { event_id: string };
+    const [failed] = await t.deps.sql<{ id: string }[]>`
+      with published as (update event_outbox set published_at = now() where id = ${testEvent.event_id} returning id, event_type)
+      insert into webhook_deliveries (id, endpoint_id, event_id, event_type, state, attempt_count, created_at, settled_at, last_error)
+      select gen_random_uuid(), ${created.id}, id, event_type, 'failed', 1, now(), now(), 'HTTP 500' from published
+      returning id`;
+    await conforms('POST', '/v2/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', await t.request(`${hookPath}/deliveries/${failed!.id}/retry`, { method: 'POST', headers: ws.keyHeaders }));
+    expect((await t.request(hookPath, { method: 'DELETE', headers: ws.keyHeaders })).status).toBe(204);
 
     const events = (await conforms('GET', '/v2/audit/events', await t.request('/v2/audit/events', { headers: ws.keyHeaders }))) as { data: unknown[] };
     expect(events.data.length).toBeGreaterThan(0);

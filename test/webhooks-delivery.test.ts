@@ -97,7 +97,7 @@ describe('delivery', () => {
     const delivery = await settled(ws, hook, eventId, 'succeeded');
     expect(delivery).toMatchObject({ event_type: 'render.completed', attempt_count: 1, next_attempt_at: null, last_response_status: 200, last_error: null });
     expect(delivery.attempts).toEqual([
-      { attempt: 1, status: 'succeeded', response_status: 200, duration_ms: expect.any(Number), error: null, started_at: expect.any(String), next_attempt_at: null },
+      { attempt: 1, status: 'succeeded', response_status: 200, duration_ms: expect.any(Number), error: null, started_at: expect.any(String), next_attempt_at: null, manual: false },
     ]);
     expect(receiver.received(path)).toHaveLength(1);
   });

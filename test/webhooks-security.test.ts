@@ -73,7 +73,8 @@ async function endpointFor(workspaceId: string, url: string, options: { allowPri
 async function dispatchEvent(workspaceId: string): Promise<{ eventId: string; deliveryOf: (endpointId: string) => Promise<string> }> {
   const eventId = await insertOutboxEvent(t.deps.sql, { type: 'render.completed', workspaceId, payload: { render_id: crypto.randomUUID() }, at: new Date() });
   const jobs: DeliveryJob[] = [];
-  await dispatchOutbox(t.deps.sql, () => new Date(), async (batch) => void jobs.push(...batch));
+  // First attempts are enqueued in batches (webhooks.deliver_batch).
+  await dispatchOutbox(t.deps.sql, () => new Date(), async (batches) => void jobs.push(...batches.flatMap((batch) => batch.deliveryIds.map((deliveryId) => ({ deliveryId, attemptsMade: 0, delayMs: batch.delayMs })))));
   return {
     eventId,
     deliveryOf: async (endpointId) => {

@@ -6,9 +6,18 @@ import { EVENT_TYPES } from '../../shared/events/outbox.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import { cursorInstant, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 import { DELIVERY_STATES, listDeliveries, type DeliveryPosition } from '../../shared/webhooks/deliveries.ts';
-import { findWebhookEndpoint, listWebhookEndpoints, type EndpointPosition } from '../../shared/webhooks/endpoints.ts';
+import { deliveryEnqueuer, type DeliveryJob } from '../../shared/webhooks/dispatch.ts';
+import { DISABLE_AFTER_FAILING_MS, DISABLED_BY_REQUEST, FAILING_DISABLED_REASON, findWebhookEndpoint, listWebhookEndpoints, type EndpointPosition } from '../../shared/webhooks/endpoints.ts';
 import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
-import { createWebhookEndpoint, removeWebhookEndpoint } from '../../shared/webhooks/service.ts';
+import {
+  createWebhookEndpoint,
+  PREVIOUS_SECRET_OVERLAP_MS,
+  removeWebhookEndpoint,
+  retryDelivery,
+  rotateEndpointSecret,
+  sendTestEvent,
+  updateEndpoint,
+} from '../../shared/webhooks/service.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../shared/webhooks/targets.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
@@ -20,26 +29,52 @@ import { requestMetaPlugin, type RequestMeta } from '../plugins/request-meta.ts'
 export const WEBHOOK_PAGE_LIMIT = { default: 25, max: 100 } as const;
 
 const allowedEventTypes = EVENT_TYPES.join(', ');
+const urlField = text({ min: 1, max: MAX_WEBHOOK_URL_LENGTH, trim: true }).describe('HTTPS address that receives the events');
+const eventTypesField = z
+  .array(z.enum(EVENT_TYPES, { error: (issue) => `unknown event type ${JSON.stringify(issue.input)}; one of ${allowedEventTypes}` }))
+  .min(1, `name at least one event type: ${allowedEventTypes}`)
+  .max(EVENT_TYPES.length * 2);
+const descriptionField = text({ min: 1, max: 500, trim: true });
 const createBody = z
   .object({
-    url: text({ min: 1, max: MAX_WEBHOOK_URL_LENGTH, trim: true }).describe('HTTPS address that receives the events'),
-    event_types: z
-      .array(z.enum(EVENT_TYPES, { error: (issue) => `unknown event type ${JSON.stringify(issue.input)}; one of ${allowedEventTypes}` }))
-      .min(1, `name at least one event type: ${allowedEventTypes}`)
-      .max(EVENT_TYPES.length * 2),
-    description: text({ min: 1, max: 500, trim: true }).optional(),
+    url: urlField,
+    event_types: eventTypesField,
+    description: descriptionField.optional(),
   })
   .strict();
+// DESIGN 15: any of the fields, at least one; unknown fields are a 400.
+const updateBody = z
+  .object({
+    url: urlField.optional(),
+    event_types: eventTypesField.optional(),
+    description: descriptionField.nullable().optional().describe('Free text up to 500 characters; null clears it'),
+    enabled: z.boolean().optional().describe('false disables the endpoint (its pending deliveries are cancelled); true re-enables it'),
+  })
+  .strict()
+  .refine((body) => Object.values(body).some((value) => value !== undefined), { message: 'name at least one field to change: url, event_types, description, enabled' });
 
 const endpointSchema = z.object({
   id: z.uuid(),
   url: z.string(),
   description: z.string().nullable(),
   event_types: z.array(z.enum(EVENT_TYPES)),
+  enabled: z.boolean().describe('false while disabled: nothing is delivered until it is enabled again'),
   status: z.enum(['enabled', 'disabled']),
   disabled_reason: z.string().nullable(),
   disabled_at: z.string().nullable(),
+  rotation_overlap_ends_at: z.string().nullable().describe('After a rotation: until when deliveries also carry a second signature, made with the previous signing key'),
   created_at: z.string(),
+  updated_at: z.string().nullable(),
+});
+const rotatedSecret = z.object({
+  secret: z.string().describe('The new signing secret; shown in this response only'),
+  previous_secret_expires_at: z.string().describe('Until then deliveries carry a second signature, with the previous secret'),
+});
+const testEventAccepted = z.object({ event_id: z.uuid().describe('The id of the webhook.test event (the webhook-id header of its delivery)') });
+const retryAccepted = z.object({
+  delivery_id: z.uuid(),
+  event_id: z.uuid(),
+  status: z.literal('pending').describe('The delivery waits for the attempt, due now'),
 });
 const createdEndpoint = endpointSchema.extend({
   secret: z.string().describe('The signing secret for verifying deliveries; shown in this response only'),
@@ -52,6 +87,7 @@ const attemptSchema = z.object({
   error: z.string().nullable(),
   started_at: z.string(),
   next_attempt_at: z.string().nullable(),
+  manual: z.boolean().describe('Made by POST …/retry rather than the retry schedule'),
 });
 const deliverySchema = z.object({
   id: z.uuid(),
@@ -74,14 +110,21 @@ const pageFields = {
 const listQuery = z.object(pageFields).strict();
 const deliveriesQuery = z.object({ status: z.enum(DELIVERY_STATES).optional(), ...pageFields }).strict();
 const endpointParams = z.object({ webhook_id: uuid('The id of a webhook endpoint (uuid)') });
+const deliveryParams = z.object({ webhook_id: uuid('The id of a webhook endpoint (uuid)'), delivery_id: uuid('The id of one of its deliveries (uuid)') });
 
 const position: z.ZodType<EndpointPosition & DeliveryPosition> = z.object({ id: uuid('position id'), created_at: cursorInstant });
 
 const notFound = () => errors.notFound('No webhook endpoint with this id in your workspace.');
 
 /** DESIGN 8: webhook endpoints of the key's workspace and their deliveries. */
-export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiKeyPluginDeps & IdempotencyPluginDeps) {
+export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'queues' | 'log'> & ApiKeyPluginDeps & IdempotencyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
+  const enqueueDeliveries = deliveryEnqueuer(deps.queues.webhooks);
+  // A manual retry is due in Postgres before it is enqueued: if Redis refuses the job, the pool's
+  // sweeper enqueues the delivery within seconds, so the request still succeeds.
+  const enqueueRetry = async (jobs: DeliveryJob[]) => {
+    await enqueueDeliveries(jobs).catch((error: Error) => deps.log.warn({ err: error.message }, 'could not enqueue a manual webhook retry; the sweeper will'));
+  };
   const keyring = SecretKeyring.fromConfig(deps.config);
   const policy = { allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE_TARGETS };
   const meta = (principal: ApiKeyPrincipal, requestMeta: RequestMeta) => ({
@@ -177,6 +220,98 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & Ap
         detail: {
           summary: "An endpoint's deliveries, newest first, each with every attempt: status, response code, duration, next retry (needs webhooks:read)",
           tags: ['webhooks'], responses: routeResponses({}, 404),
+        },
+      },
+    )
+    .patch(
+      '/v2/webhooks/:webhook_id',
+      async ({ principal, params, body, requestMeta }) =>
+        updateEndpoint(
+          deps.sql,
+          policy,
+          params.webhook_id,
+          { url: body.url, eventTypes: body.event_types, description: body.description, enabled: body.enabled },
+          meta(principal, requestMeta),
+        ),
+      {
+        operation: 'webhooks.update',
+        params: endpointParams,
+        body: updateBody,
+        detail: {
+          summary: 'Change a webhook endpoint: url, event types, description, or enabled (needs webhooks:write)',
+          description: [
+            'Applies the fields given and returns the endpoint. Any of `url`, `event_types`, `description` (null clears it) and `enabled`; at least one, and no other field.',
+            'A new `url` is checked as at creation: https only, and its host must not be or resolve to a loopback, private, link-local or metadata address (checked again at every delivery). Deliveries not yet made go to the new url; new `event_types` apply to events written from now on.',
+            `\`enabled: false\` disables the endpoint (\`disabled_reason\`: "${DISABLED_BY_REQUEST}"); its pending deliveries are cancelled and no event is delivered to it while it is disabled, not even later: events written meanwhile are not kept for it. An endpoint is also disabled by the service when a receiver answers 410 Gone, or when every attempt has failed for ${DISABLE_AFTER_FAILING_MS / 86_400_000} days ("${FAILING_DISABLED_REASON}"). \`enabled: true\` re-enables it, clears \`disabled_reason\` and \`disabled_at\`, and deliveries resume with the next event.`,
+            'Recorded as the audit event `webhook_endpoint.updated` with the changed field names (the url only as its host). No Idempotency-Key: applying the same change twice leaves the same endpoint.',
+            'Errors: 400 `invalid_request` (an empty body, an unknown field, a url that is not allowed, an unknown event type, a malformed id), 403 `insufficient_scope` (needs webhooks:write), 404 `not_found` (no such endpoint in your workspace).',
+          ].join('\n\n'),
+          tags: ['webhooks'],
+          responses: routeResponses({ 200: { description: 'The endpoint as changed', body: endpointSchema } }, 404),
+        },
+      },
+    )
+    .post(
+      '/v2/webhooks/:webhook_id/rotate-secret',
+      async ({ principal, params, requestMeta }) => rotateEndpointSecret(deps.sql, keyring, params.webhook_id, meta(principal, requestMeta)),
+      {
+        operation: 'webhooks.rotate_secret',
+        params: endpointParams,
+        detail: {
+          summary: 'Rotate the signing secret; the new one is returned in this response only (needs webhooks:write)',
+          description: [
+            `Replaces the endpoint's signing secret with a new one (\`whsec_\` + base64 of 32 random bytes), returned in this response only: it is never shown again, never logged, and stored only encrypted. For ${PREVIOUS_SECRET_OVERLAP_MS / 3_600_000} h (until \`previous_secret_expires_at\`) every delivery carries two signatures in \`webhook-signature\`, the new one first: \`v1,<new> v1,<previous>\`, so a receiver verifying with either secret (any Standard Webhooks library) keeps accepting deliveries while it switches. After that only the new secret signs.`,
+            'Rotating again before the 24 h are over replaces the previous secret with the one in force just before, so at most two signatures are ever sent. Works on a disabled endpoint too.',
+            'Recorded as the audit event `webhook_endpoint.secret_rotated` (no secret in it). No Idempotency-Key: each call is a new rotation, so keep the answer.',
+            'Errors: 400 `invalid_request` (malformed id), 403 `insufficient_scope` (needs webhooks:write), 404 `not_found` (no such endpoint in your workspace), 503 `secret_storage_unavailable` (WEBHOOK_SECRET_KEY is not configured).',
+          ].join('\n\n'),
+          tags: ['webhooks'],
+          responses: routeResponses({ 200: { description: 'The new secret (shown only here) and the end of the overlap', body: rotatedSecret } }, 404),
+        },
+      },
+    )
+    .post(
+      '/v2/webhooks/:webhook_id/test',
+      async ({ principal, params, requestMeta, set }) => {
+        const accepted = await sendTestEvent(deps.sql, params.webhook_id, meta(principal, requestMeta));
+        set.status = 202;
+        return accepted;
+      },
+      {
+        operation: 'webhooks.test',
+        params: endpointParams,
+        detail: {
+          summary: 'Send a webhook.test event to this endpoint only (needs webhooks:write)',
+          description: [
+            'Writes a `webhook.test` event (`data`: `{webhook_id, message, requested_at}`) for this endpoint only, whatever its `event_types`, and answers 202 with its `event_id` at once. It is delivered like any event: signed (with both secrets during a rotation), retried on the schedule if the receiver fails, and listed in GET /v2/webhooks/{webhook_id}/deliveries, usually within a second or two.',
+            'Recorded as the audit event `webhook_endpoint.test_requested`. No Idempotency-Key: each call sends one more test event.',
+            'Errors: 400 `invalid_request` (malformed id), 403 `insufficient_scope` (needs webhooks:write), 404 `not_found` (no such endpoint in your workspace), 409 `webhook_disabled` (the endpoint is disabled: enable it first).',
+          ].join('\n\n'),
+          tags: ['webhooks'],
+          responses: routeResponses({ 202: { description: 'The test event is written and will be delivered', body: testEventAccepted } }, 404, 409),
+        },
+      },
+    )
+    .post(
+      '/v2/webhooks/:webhook_id/deliveries/:delivery_id/retry',
+      async ({ principal, params, requestMeta, set }) => {
+        const accepted = await retryDelivery(deps.sql, enqueueRetry, params.webhook_id, params.delivery_id, meta(principal, requestMeta));
+        set.status = 202;
+        return accepted;
+      },
+      {
+        operation: 'webhooks.deliveries.retry',
+        params: deliveryParams,
+        detail: {
+          summary: 'Make one new attempt now of a delivery whose last attempt failed (needs webhooks:write)',
+          description: [
+            'For a delivery whose last attempt failed, whether it waits for its next scheduled retry (`pending`) or has none left (`failed`): one new attempt is made now, outside the retry schedule, and the answer is 202 at once. The attempt appears in the delivery\'s `attempts` with `manual: true`.',
+            'If it succeeds, the delivery succeeds. If it fails, the schedule goes on as before: a pending delivery keeps the time of its next scheduled retry, and a failed one stays failed. Asking again before the attempt is made does not add another.',
+            'Recorded as the audit event `webhook_delivery.retry_requested`; refusals (409) as `request.denied`. No Idempotency-Key.',
+            'Errors: 400 `invalid_request` (malformed ids), 403 `insufficient_scope` (needs webhooks:write), 404 `not_found` (no such endpoint in your workspace, or no such delivery of that endpoint), 409 `delivery_succeeded` (it succeeded: nothing to retry), 409 `delivery_not_retryable` (never attempted yet, being attempted right now, cancelled, or its event has expired), 409 `webhook_disabled` (the endpoint is disabled: enable it first).',
+          ].join('\n\n'),
+          tags: ['webhooks'],
+          responses: routeResponses({ 202: { description: 'The attempt is due now', body: retryAccepted } }, 404, 409),
         },
       },
     )

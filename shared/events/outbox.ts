@@ -45,16 +45,24 @@ export type PricesUpdatedPayload = {
 /**
  * Writes an event to the outbox, in the caller's transaction (so it exists exactly when the change
  * it announces commits). `workspaceId` null is a market-wide event (price.updated, prices.updated), delivered to
- * every subscribed endpoint; otherwise only that workspace's endpoints receive it.
+ * every subscribed endpoint; otherwise only that workspace's endpoints receive it. With `endpointId`,
+ * only that endpoint receives it.
  */
 export async function insertOutboxEvent(
   db: Queryable,
-  event: { type: EventType; workspaceId: string | null; payload: Record<string, unknown>; at: Date },
+  event: {
+    type: EventType;
+    workspaceId: string | null;
+    /** DESIGN 15: for this endpoint only, whatever its event_types (webhook.test); otherwise every subscriber. */
+    endpointId?: string | null;
+    payload: Record<string, unknown>;
+    at: Date;
+  },
 ): Promise<string> {
   const id = newId();
   await db`
-    insert into event_outbox (id, event_type, workspace_id, payload, created_at)
-    values (${id}, ${event.type}, ${event.workspaceId}, ${db.json(event.payload as never)}, ${event.at})`;
+    insert into event_outbox (id, event_type, workspace_id, endpoint_id, payload, created_at)
+    values (${id}, ${event.type}, ${event.workspaceId}, ${event.endpointId ?? null}, ${db.json(event.payload as never)}, ${event.at})`;
   return id;
 }
 

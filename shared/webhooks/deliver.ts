@@ -1,7 +1,7 @@
 import { insertAuditEvent } from '../audit/events.ts';
 import type { WorkerResources } from '../resources.ts';
-import { cancelDelivery, claimDelivery, recordAttempt, type ClaimedDelivery } from './deliveries.ts';
-import { disableWebhookEndpoint } from './endpoints.ts';
+import { cancelDelivery, claimDeliveries, recordAttempts, type ClaimedDelivery, type NewAttempt } from './deliveries.ts';
+import { DISABLE_AFTER_FAILING_MS, disableWebhookEndpoint, FAILING_DISABLED_REASON } from './endpoints.ts';
 import { deliveryData, type PageLinks } from './event-pages.ts';
 import { nextRetryDelay, parseRetryAfter } from './retry.ts';
 import { SecretKeyUnavailableError, type SecretKeyring } from './secrets.ts';
@@ -37,18 +37,55 @@ export type AttemptResult =
 
 type Exchange = { responseStatus: number | null; error: string | null; durationMs: number | null; retryAfterMs: number | null };
 
-function openSecret(deps: DeliveryDeps, delivery: ClaimedDelivery): string | { error: string } {
+/**
+ * Opened signing secrets for a minute, keyed by endpoint and by the sealed bytes' iv and tag (unique
+ * per seal): a rotation or rewrap changes them, so a stale secret is never used, and a deleted
+ * endpoint's claim carries no ciphertext at all. Saves an AES-GCM open per delivery of a busy endpoint.
+ */
+const SECRET_CACHE_MS = 60_000;
+const SECRET_CACHE_MAX = 1_000;
+// Per keyring: what one set of keys opened says nothing about another.
+const openedSecretsByKeyring = new WeakMap<SecretKeyring, Map<string, { secret: string; until: number }>>();
+
+function openCached(deps: DeliveryDeps, endpointId: string, ciphertext: Buffer, keyId: string): string {
+  let openedSecrets = openedSecretsByKeyring.get(deps.keyring);
+  if (!openedSecrets) openedSecretsByKeyring.set(deps.keyring, (openedSecrets = new Map()));
+  const key = `${endpointId}/${keyId}/${ciphertext.toString('base64', 0, 28)}`;
+  const at = Date.now();
+  const cached = openedSecrets.get(key);
+  if (cached && cached.until > at) return cached.secret;
+  const secret = deps.keyring.open(endpointId, ciphertext, keyId);
+  if (openedSecrets.size >= SECRET_CACHE_MAX) openedSecrets.clear();
+  openedSecrets.set(key, { secret, until: at + SECRET_CACHE_MS });
+  return secret;
+}
+
+/**
+ * The secrets to sign with: the current one, then, during a rotation's 24 h overlap, the previous
+ * one (DESIGN 15). A previous secret that cannot be opened is left out (logged): the current
+ * signature still verifies.
+ */
+function openSecrets(deps: DeliveryDeps, delivery: ClaimedDelivery): string[] | { error: string } {
+  let current: string;
   try {
-    return deps.keyring.open(delivery.endpoint_id, delivery.secret_ciphertext!, delivery.secret_key_id!);
+    current = openCached(deps, delivery.endpoint_id, delivery.secret_ciphertext!, delivery.secret_key_id!);
   } catch (error) {
     const reason = error instanceof SecretKeyUnavailableError ? `key ${error.keyId} is not configured` : 'it does not decrypt under its key';
     deps.log.error({ delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, secret_key_id: delivery.secret_key_id }, `webhook signing secret cannot be opened: ${reason}`);
     return { error: `the endpoint's signing secret cannot be decrypted (${reason}); the operator must restore the key` };
   }
+  if (!delivery.previous_secret_ciphertext || !delivery.previous_secret_key_id || !delivery.previous_secret_expires_at) return [current];
+  if (delivery.previous_secret_expires_at.getTime() <= deps.now().getTime()) return [current];
+  try {
+    return [current, openCached(deps, delivery.endpoint_id, delivery.previous_secret_ciphertext, delivery.previous_secret_key_id)];
+  } catch {
+    deps.log.error({ delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, secret_key_id: delivery.previous_secret_key_id }, 'previous webhook signing secret cannot be opened; signing with the current one only');
+    return [current];
+  }
 }
 
 /** Checks the target again on the address actually dialled, signs, and POSTs (DESIGN 8). */
-async function exchange(deps: DeliveryDeps, delivery: ClaimedDelivery, secret: string): Promise<Exchange> {
+async function exchange(deps: DeliveryDeps, delivery: ClaimedDelivery, secrets: readonly string[]): Promise<Exchange> {
   const started = performance.now();
   let url: URL;
   let address;
@@ -61,7 +98,7 @@ async function exchange(deps: DeliveryDeps, delivery: ClaimedDelivery, secret: s
   }
   const data = deliveryData(delivery.event_type, delivery.event_id, delivery.payload, deps.pageLinks, deps.now());
   const body = webhookBody({ id: delivery.event_id, type: delivery.event_type, createdAt: delivery.event_created_at, data });
-  const headers = signWebhook(secret, delivery.event_id, Math.floor(deps.now().getTime() / 1000), body);
+  const headers = signWebhook(secrets, delivery.event_id, Math.floor(deps.now().getTime() / 1000), body);
   // Resolution and the exchange share one budget, so an attempt never outlives its lease.
   const remainingMs = Math.max(1, deps.timeoutMs - Math.round(performance.now() - started));
   const result = await postWebhook({ url, address, headers, body, timeoutMs: remainingMs, ca: deps.ca });
@@ -81,52 +118,63 @@ async function exchange(deps: DeliveryDeps, delivery: ClaimedDelivery, secret: s
   return { responseStatus: status, error, durationMs: result.durationMs, retryAfterMs };
 }
 
-/**
- * One attempt of one delivery: claim it in Postgres (or do nothing if it is not due or someone else
- * has it), send it, record the attempt, and say when the next one is due. 2xx succeeds; 410 fails
- * the delivery and disables the endpoint; anything else (3xx, 4xx, 5xx, timeouts, refused targets)
- * is retried on the schedule, no sooner than a 429/503's Retry-After; after the last attempt the
- * delivery fails. The caller enqueues the retry.
- */
-export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): Promise<AttemptResult> {
-  const startedAt = deps.now();
-  const claimed = await claimDelivery(deps.sql, deliveryId, {
-    now: startedAt,
-    dueBy: new Date(startedAt.getTime() + DUE_TOLERANCE_MS),
-    leaseUntil: new Date(startedAt.getTime() + deps.timeoutMs + LEASE_MARGIN_MS),
-  });
-  if (!claimed) return { kind: 'skipped' };
-  if (!claimed.endpoint_live || !claimed.secret_ciphertext || !claimed.secret_key_id) {
-    await cancelDelivery(deps.sql, claimed.id, 'the endpoint was deleted or disabled', deps.now());
-    return { kind: 'cancelled' };
-  }
+type Attempted = {
+  claimed: ClaimedDelivery;
+  record: NewAttempt;
+  outcome: Exchange;
+  delayMs: number | null;
+  disableFor: { reason: string; metadata: Record<string, unknown> } | null;
+};
 
-  const secret = openSecret(deps, claimed);
-  const outcome: Exchange = typeof secret === 'string' ? await exchange(deps, claimed, secret) : { responseStatus: null, error: secret.error, durationMs: null, retryAfterMs: null };
+/** Sends one claimed delivery and decides what follows (nothing is written yet). */
+async function send(deps: DeliveryDeps, claimed: ClaimedDelivery, startedAt: Date): Promise<Attempted> {
+  const secrets = openSecrets(deps, claimed);
+  const outcome: Exchange = Array.isArray(secrets) ? await exchange(deps, claimed, secrets) : { responseStatus: null, error: (secrets as { error: string }).error, durationMs: null, retryAfterMs: null };
   const succeeded = outcome.error === null;
   const gone = outcome.responseStatus === 410;
-  const delayMs = succeeded || gone ? null : nextRetryDelay(deps.retryDelaysMs, claimed.attempt, outcome.retryAfterMs, deps.random);
   const finishedAt = deps.now();
-  const nextAttemptAt = delayMs === null ? null : new Date(finishedAt.getTime() + delayMs);
+  // A manual attempt (POST …/retry) is outside the schedule: if it fails, the delivery returns to the
+  // scheduled retry it pre-empted, or fails again when the schedule was over.
+  const delayMs =
+    succeeded || gone
+      ? null
+      : claimed.manual
+        ? claimed.resume_attempt_at === null
+          ? null
+          : Math.max(0, claimed.resume_attempt_at.getTime() - finishedAt.getTime())
+        : nextRetryDelay(deps.retryDelaysMs, claimed.scheduled_attempts, outcome.retryAfterMs, deps.random);
+  const record: NewAttempt = {
+    deliveryId: claimed.id,
+    endpointId: claimed.endpoint_id,
+    attempt: claimed.attempt,
+    manual: claimed.manual,
+    startedAt,
+    durationMs: outcome.durationMs,
+    outcome: succeeded ? 'succeeded' : 'failed',
+    responseStatus: outcome.responseStatus,
+    error: outcome.error,
+    nextAttemptAt: delayMs === null ? null : new Date(finishedAt.getTime() + delayMs),
+    finishedAt,
+  };
+  // DESIGN 8: 410 Gone disables at once; DESIGN 15: so does a failure ending five days in which every
+  // attempt failed (the run's start as the claim read it; one starting meanwhile counts from the next).
+  const failingFor = claimed.failing_since ? finishedAt.getTime() - claimed.failing_since.getTime() : 0;
+  const disableFor = gone
+    ? { reason: 'the receiver answered 410 Gone', metadata: { reason: 'gone', response_status: 410 } }
+    : !succeeded && failingFor >= DISABLE_AFTER_FAILING_MS
+      ? { reason: FAILING_DISABLED_REASON, metadata: { reason: 'failing', failing_since: claimed.failing_since!.toISOString() } }
+      : null;
+  return { claimed, record, outcome, delayMs, disableFor };
+}
 
-  let endpointDisabled = false;
-  await deps.sql.begin(async (tx) => {
-    await recordAttempt(tx, {
-      deliveryId: claimed.id,
-      attempt: claimed.attempt,
-      startedAt,
-      durationMs: outcome.durationMs,
-      outcome: succeeded ? 'succeeded' : 'failed',
-      responseStatus: outcome.responseStatus,
-      error: outcome.error,
-      nextAttemptAt,
-      finishedAt,
-    });
-    if (!gone) return;
-    const workspaceId = await disableWebhookEndpoint(tx, claimed.endpoint_id, 'the receiver answered 410 Gone', finishedAt);
-    if (!workspaceId) return;
-    endpointDisabled = true;
-    deps.log.info({ endpoint_id: claimed.endpoint_id, workspace_id: workspaceId, delivery_id: claimed.id }, 'webhook endpoint disabled: the receiver answered 410 Gone');
+/** Records an attempt that disables its endpoint, in one transaction with the disabling and its audit event. */
+async function recordDisabling(deps: DeliveryDeps, attempted: Attempted): Promise<boolean> {
+  const { claimed, record, disableFor } = attempted;
+  return deps.sql.begin(async (tx) => {
+    await recordAttempts(tx, [record]);
+    const workspaceId = await disableWebhookEndpoint(tx, claimed.endpoint_id, disableFor!.reason, record.finishedAt);
+    if (!workspaceId) return false;
+    deps.log.info({ endpoint_id: claimed.endpoint_id, workspace_id: workspaceId, delivery_id: claimed.id }, `webhook endpoint disabled: ${disableFor!.reason}`);
     await insertAuditEvent(tx, {
       workspaceId,
       eventType: 'webhook_endpoint.disabled',
@@ -134,26 +182,77 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): P
       resourceId: claimed.endpoint_id,
       outcome: 'recorded',
       actor: { type: 'system', id: 'webhooks' },
-      occurredAt: finishedAt,
-      metadata: { reason: 'gone', response_status: 410, delivery_id: claimed.id },
+      occurredAt: record.finishedAt,
+      metadata: { ...disableFor!.metadata, delivery_id: claimed.id },
     });
+    return true;
   });
+}
 
+function resultOf(deps: DeliveryDeps, attempted: Attempted, endpointDisabled: boolean): AttemptResult {
+  const { claimed, outcome, delayMs } = attempted;
   // Ids, host, status and timing only: never the secret, the signature, or the URL's path and query.
-  deps.log.debug(
-    {
-      delivery_id: claimed.id,
-      endpoint_id: claimed.endpoint_id,
-      host: URL.canParse(claimed.url) ? hostOf(new URL(claimed.url)) : null,
-      attempt: claimed.attempt,
-      response_status: outcome.responseStatus,
-      duration_ms: outcome.durationMs,
-      error: outcome.error,
-      next_in_ms: delayMs,
-    },
-    'webhook delivery attempt',
-  );
-  if (succeeded) return { kind: 'succeeded', attempt: claimed.attempt };
-  if (delayMs !== null) return { kind: 'retry', attempt: claimed.attempt, delayMs };
+  if (deps.log.isLevelEnabled('debug')) {
+    deps.log.debug(
+      {
+        delivery_id: claimed.id,
+        endpoint_id: claimed.endpoint_id,
+        host: URL.canParse(claimed.url) ? hostOf(new URL(claimed.url)) : null,
+        attempt: claimed.attempt,
+        response_status: outcome.responseStatus,
+        duration_ms: outcome.durationMs,
+        error: outcome.error,
+        next_in_ms: delayMs,
+      },
+      'webhook delivery attempt',
+    );
+  }
+  if (attempted.record.outcome === 'succeeded') return { kind: 'succeeded', attempt: claimed.attempt };
+  // Disabling cancelled the retry this attempt had scheduled.
+  if (delayMs !== null && !endpointDisabled) return { kind: 'retry', attempt: claimed.attempt, delayMs };
   return { kind: 'failed', attempt: claimed.attempt, endpointDisabled };
+}
+
+/**
+ * One attempt of each of these deliveries: claim them in Postgres in one statement (those not due,
+ * or held by someone else, are `skipped`), send them concurrently, and record every attempt in one
+ * statement, saying when each next one is due. 2xx succeeds; 410 fails the delivery and disables
+ * the endpoint; anything else (3xx, 4xx, 5xx, timeouts, refused targets) is retried on the schedule,
+ * no sooner than a 429/503's Retry-After; after the last attempt the delivery fails. A failure that
+ * ends five days of nothing but failures disables the endpoint (DESIGN 15). Attempts that disable
+ * an endpoint are recorded each in its own transaction with the disabling. The caller enqueues the
+ * retries. Results are in the order of `deliveryIds`.
+ */
+export async function attemptDeliveries(deps: DeliveryDeps, deliveryIds: readonly string[]): Promise<AttemptResult[]> {
+  const startedAt = deps.now();
+  const claimed = await claimDeliveries(deps.sql, deliveryIds, {
+    now: startedAt,
+    dueBy: new Date(startedAt.getTime() + DUE_TOLERANCE_MS),
+    leaseUntil: new Date(startedAt.getTime() + deps.timeoutMs + LEASE_MARGIN_MS),
+  });
+  const results = new Map<string, AttemptResult>();
+  const sendable: ClaimedDelivery[] = [];
+  for (const delivery of claimed) {
+    if (delivery.endpoint_live && delivery.secret_ciphertext && delivery.secret_key_id) sendable.push(delivery);
+    else {
+      await cancelDelivery(deps.sql, delivery.id, 'the endpoint was deleted or disabled', deps.now());
+      results.set(delivery.id, { kind: 'cancelled' });
+    }
+  }
+  const settled = await Promise.allSettled(sendable.map((delivery) => send(deps, delivery, startedAt)));
+  const attempted = settled.flatMap((one) => (one.status === 'fulfilled' ? [one.value] : []));
+  const plain = attempted.filter((one) => !one.disableFor);
+  if (plain.length > 0) await recordAttempts(deps.sql, plain.map((one) => one.record));
+  for (const one of plain) results.set(one.claimed.id, resultOf(deps, one, false));
+  for (const one of attempted.filter((candidate) => candidate.disableFor)) results.set(one.claimed.id, resultOf(deps, one, await recordDisabling(deps, one)));
+  // An unexpected failure is the job's: its delivery stays leased, and the sweeper returns it to pending.
+  const failure = settled.find((one) => one.status === 'rejected');
+  if (failure) throw failure.reason;
+  return deliveryIds.map((id) => results.get(id) ?? { kind: 'skipped' });
+}
+
+/** One attempt of one delivery (see attemptDeliveries). */
+export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): Promise<AttemptResult> {
+  const [result] = await attemptDeliveries(deps, [deliveryId]);
+  return result!;
 }

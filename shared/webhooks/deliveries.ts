@@ -21,20 +21,33 @@ export async function dispatchOutboxBatch(
 ): Promise<{ events: number; deliveries: { id: string }[] }> {
   const [result] = await db<{ events: number; deliveries: string[] }[]>`
     with claimed as (
-      select id, event_type, workspace_id, created_at from event_outbox
+      select id, event_type, workspace_id, endpoint_id, created_at from event_outbox
       where published_at is null
       order by created_at
       limit ${batchSize}
       for update skip locked
-    ), fanned as (
-      insert into webhook_deliveries (id, endpoint_id, event_id, event_type, state, attempt_count, next_attempt_at, created_at)
-      select gen_random_uuid(), w.id, c.id, c.event_type, 'pending', 0, ${firstAttemptAt}, ${now}
+    ), targets as (
+      -- Events of a type: every live subscribed endpoint (of the event's workspace, if it has one).
+      select c.id as event_id, c.event_type, w.id as endpoint_id
       from claimed c
       join webhook_endpoints w
-        on w.event_types @> array[c.event_type]
+        on c.endpoint_id is null
+       and w.event_types @> array[c.event_type]
        and (c.workspace_id is null or w.workspace_id = c.workspace_id)
        and w.deleted_at is null and w.disabled_at is null
        and w.created_at <= c.created_at
+      union all
+      -- Events for one endpoint (webhook.test, DESIGN 15): that endpoint, whatever its event_types.
+      select c.id, c.event_type, w.id
+      from claimed c
+      join webhook_endpoints w
+        on w.id = c.endpoint_id
+       and (c.workspace_id is null or w.workspace_id = c.workspace_id)
+       and w.deleted_at is null and w.disabled_at is null
+    ), fanned as (
+      insert into webhook_deliveries (id, endpoint_id, event_id, event_type, state, attempt_count, next_attempt_at, created_at)
+      select gen_random_uuid(), t.endpoint_id, t.event_id, t.event_type, 'pending', 0, ${firstAttemptAt}, ${now}
+      from targets t
       on conflict (endpoint_id, event_id) do nothing
       returning id
     ), published as (
@@ -48,11 +61,21 @@ export async function dispatchOutboxBatch(
 export type ClaimedDelivery = {
   id: string;
   attempt: number;
+  /** Attempts of the schedule made so far, this one included unless it is manual. */
+  scheduled_attempts: number;
+  /** Asked for by POST …/retry: outside the schedule. */
+  manual: boolean;
+  /** For a manual attempt: the scheduled retry it pre-empted (null: the schedule was over). */
+  resume_attempt_at: Date | null;
   endpoint_id: string;
   workspace_id: string;
   url: string;
   secret_ciphertext: Buffer | null;
   secret_key_id: string | null;
+  previous_secret_ciphertext: Buffer | null;
+  previous_secret_key_id: string | null;
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
   endpoint_live: boolean;
   event_id: string;
   event_type: EventType;
@@ -61,71 +84,140 @@ export type ClaimedDelivery = {
 };
 
 /**
- * Takes a due, pending delivery for one attempt: it becomes `delivering` under a lease, its attempt
- * count grows, and the endpoint and event come back with it. Null when it is not pending or not
- * yet due (another worker has it, it settled, or this is a stale job): Postgres, not the queue,
- * decides that an attempt happens once.
+ * Takes due, pending deliveries for one attempt each: they become `delivering` under a lease, their
+ * attempt counts grow, and their endpoints and events come back with them. Those not pending or not
+ * yet due (another worker has them, they settled, or this is a stale job) are left out: Postgres,
+ * not the queue, decides that an attempt happens once.
  */
-export async function claimDelivery(
+export async function claimDeliveries(
   db: Queryable,
-  id: string,
+  ids: readonly string[],
   times: { now: Date; /** Due at or before this (a little past now: hosts' clocks differ). */ dueBy: Date; leaseUntil: Date },
-): Promise<ClaimedDelivery | null> {
+): Promise<ClaimedDelivery[]> {
+  if (ids.length === 0) return [];
   const { now, dueBy, leaseUntil } = times;
-  const [row] = await db<ClaimedDelivery[]>`
+  return db<ClaimedDelivery[]>`
     update webhook_deliveries d
     set state = 'delivering', attempt_count = d.attempt_count + 1, next_attempt_at = null,
+        manual_attempts = d.manual_attempts + (d.retry_requested_at is not null)::int,
         attempt_started_at = ${now}, lease_until = ${leaseUntil}
     from webhook_endpoints w, event_outbox o
-    where d.id = ${id} and d.state = 'pending' and d.next_attempt_at <= ${dueBy}
+    where d.id = any(${ids as string[]}::uuid[]) and d.state = 'pending' and d.next_attempt_at <= ${dueBy}
       and w.id = d.endpoint_id and o.id = d.event_id
-    returning d.id, d.attempt_count as attempt, d.endpoint_id, w.workspace_id, w.url, w.secret_ciphertext, w.secret_key_id,
+    returning d.id, d.attempt_count as attempt, d.attempt_count - d.manual_attempts as scheduled_attempts,
+              (d.retry_requested_at is not null) as manual, d.resume_attempt_at,
+              d.endpoint_id, w.workspace_id, w.url, w.secret_ciphertext, w.secret_key_id,
+              w.previous_secret_ciphertext, w.previous_secret_key_id, w.previous_secret_expires_at, w.failing_since,
               (w.deleted_at is null and w.disabled_at is null) as endpoint_live,
               o.id as event_id, o.event_type, o.payload, o.created_at as event_created_at`;
-  return row ?? null;
 }
 
+/** An attempt to record (recordAttempts). */
+export type NewAttempt = {
+  deliveryId: string;
+  endpointId: string;
+  attempt: number;
+  manual: boolean;
+  startedAt: Date;
+  durationMs: number | null;
+  outcome: Exclude<AttemptOutcome, 'interrupted'>;
+  responseStatus: number | null;
+  error: string | null;
+  nextAttemptAt: Date | null;
+  finishedAt: Date;
+};
+
 /**
- * Records an attempt and moves the delivery on (to pending with `nextAttemptAt`, or settled), in one
- * statement. The attempt row is always written; the delivery only moves if this attempt still
- * holds it (a lease that ran out may have been taken over).
+ * Records attempts and moves their deliveries on (to pending with `nextAttemptAt`, or settled), all
+ * in one statement. Every attempt row is written; a delivery only moves if this attempt still holds
+ * it (a lease that ran out may have been taken over). An endpoint's run of failures starts at its
+ * first failed attempt and ends at any success (DESIGN 15: five days of it disable the endpoint);
+ * its row is written only when that changes. Returns the ids of the deliveries that moved.
  */
-export async function recordAttempt(
-  db: Queryable,
-  attempt: {
-    deliveryId: string;
-    attempt: number;
-    startedAt: Date;
-    durationMs: number | null;
-    outcome: Exclude<AttemptOutcome, 'interrupted'>;
-    responseStatus: number | null;
-    error: string | null;
-    nextAttemptAt: Date | null;
-    finishedAt: Date;
-  },
-): Promise<boolean> {
-  const state: DeliveryState = attempt.outcome === 'succeeded' ? 'succeeded' : attempt.nextAttemptAt ? 'pending' : 'failed';
-  const error = attempt.error?.slice(0, 500) ?? null;
-  const rows = await db`
-    with recorded as (
-      insert into webhook_delivery_attempts (delivery_id, attempt, started_at, duration_ms, outcome, response_status, error, next_attempt_at)
-      values (${attempt.deliveryId}, ${attempt.attempt}, ${attempt.startedAt}, ${attempt.durationMs}, ${attempt.outcome},
-              ${attempt.responseStatus}, ${error}, ${attempt.nextAttemptAt})
+export async function recordAttempts(db: Queryable, attempts: readonly NewAttempt[]): Promise<Set<string>> {
+  if (attempts.length === 0) return new Set();
+  const rows = attempts.map((attempt) => {
+    const state: DeliveryState = attempt.outcome === 'succeeded' ? 'succeeded' : attempt.nextAttemptAt ? 'pending' : 'failed';
+    return {
+      delivery_id: attempt.deliveryId,
+      attempt: attempt.attempt,
+      started_at: attempt.startedAt.toISOString(),
+      duration_ms: attempt.durationMs,
+      outcome: attempt.outcome,
+      response_status: attempt.responseStatus,
+      error: attempt.error?.slice(0, 500) ?? null,
+      next_attempt_at: attempt.nextAttemptAt?.toISOString() ?? null,
+      manual: attempt.manual,
+      state,
+      settled_at: state === 'pending' ? null : attempt.finishedAt.toISOString(),
+    };
+  });
+  // Per endpoint, the latest attempt of the batch decides: a success ends its run of failures, a
+  // failure starts one (at the earliest failed attempt) if none is running.
+  const runs = new Map<string, { endpoint_id: string; failing: boolean; since: string }>();
+  for (const attempt of [...attempts].sort((a, b) => a.finishedAt.getTime() - b.finishedAt.getTime())) {
+    const failing = attempt.outcome !== 'succeeded';
+    const previous = runs.get(attempt.endpointId);
+    const since = failing && previous?.failing ? previous.since : attempt.startedAt.toISOString();
+    runs.set(attempt.endpointId, { endpoint_id: attempt.endpointId, failing, since });
+  }
+  const moved = await db<{ id: string }[]>`
+    with input as (
+      select * from jsonb_to_recordset(${db.json(rows as never)}) as t(
+        delivery_id uuid, attempt integer, started_at timestamptz, duration_ms integer, outcome text, response_status integer,
+        error text, next_attempt_at timestamptz, manual boolean, state text, settled_at timestamptz)
+    ), recorded as (
+      insert into webhook_delivery_attempts (delivery_id, attempt, started_at, duration_ms, outcome, response_status, error, next_attempt_at, manual)
+      select delivery_id, attempt, started_at, duration_ms, outcome, response_status, error, next_attempt_at, manual from input
+    ), run as (
+      update webhook_endpoints w
+      set failing_since = case when r.failing then r.since end
+      from jsonb_to_recordset(${db.json([...runs.values()] as never)}) as r(endpoint_id uuid, failing boolean, since timestamptz)
+      where w.id = r.endpoint_id and (case when r.failing then w.failing_since is null else w.failing_since is not null end)
     )
-    update webhook_deliveries
-    set state = ${state}, next_attempt_at = ${attempt.nextAttemptAt}, lease_until = null,
-        last_response_status = ${attempt.responseStatus}, last_error = ${error},
-        settled_at = ${state === 'pending' ? null : attempt.finishedAt}
-    where id = ${attempt.deliveryId} and state = 'delivering' and attempt_count = ${attempt.attempt}
-    returning 1`;
-  return rows.length === 1;
+    update webhook_deliveries d
+    set state = i.state, next_attempt_at = i.next_attempt_at, lease_until = null,
+        last_response_status = i.response_status, last_error = i.error, settled_at = i.settled_at,
+        retry_requested_at = null, resume_attempt_at = null
+    from input i
+    where d.id = i.delivery_id and d.state = 'delivering' and d.attempt_count = i.attempt
+    returning d.id`;
+  return new Set(moved.map((row) => row.id));
 }
 
 /** Settles a claimed delivery without an attempt (its endpoint went away before it was sent). */
 export async function cancelDelivery(db: Queryable, id: string, reason: string, now: Date): Promise<void> {
   await db`
-    update webhook_deliveries set state = 'cancelled', lease_until = null, next_attempt_at = null, settled_at = ${now}, last_error = ${reason}
+    update webhook_deliveries set state = 'cancelled', lease_until = null, next_attempt_at = null, settled_at = ${now}, last_error = ${reason},
+        retry_requested_at = null, resume_attempt_at = null
     where id = ${id} and state = 'delivering'`;
+}
+
+export type DeliveryForRetry = { id: string; event_id: string; state: DeliveryState; attempt_count: number; event_exists: boolean };
+
+/** A delivery of this endpoint, locked for a manual retry (DESIGN 15), or null. */
+export async function findDeliveryForRetry(db: Queryable, endpointId: string, deliveryId: string): Promise<DeliveryForRetry | null> {
+  const [row] = await db<DeliveryForRetry[]>`
+    select d.id, d.event_id, d.state, d.attempt_count, exists (select 1 from event_outbox o where o.id = d.event_id) as event_exists
+    from webhook_deliveries d
+    where d.id = ${deliveryId} and d.endpoint_id = ${endpointId}
+    for update of d`;
+  return row ?? null;
+}
+
+/**
+ * Makes a delivery whose last attempt failed due now for one manual attempt. A pending one keeps
+ * its scheduled time in `resume_attempt_at` (a second request before the attempt keeps the first's);
+ * a failed one is unsettled, with none (it fails again if this attempt fails).
+ */
+export async function requestManualAttempt(db: Queryable, deliveryId: string, now: Date): Promise<{ attempt_count: number }> {
+  const [row] = await db<{ attempt_count: number }[]>`
+    update webhook_deliveries
+    set resume_attempt_at = case when retry_requested_at is not null then resume_attempt_at when state = 'pending' then next_attempt_at end,
+        retry_requested_at = ${now}, state = 'pending', next_attempt_at = ${now}, settled_at = null
+    where id = ${deliveryId} and state in ('pending', 'failed')
+    returning attempt_count`;
+  return row!;
 }
 
 export const INTERRUPTED_ATTEMPT = 'the worker stopped before the attempt finished';
@@ -139,22 +231,31 @@ export const INTERRUPTED_ATTEMPT = 'the worker stopped before the attempt finish
 export async function reclaimExpiredLeases(db: Queryable, now: Date, maxAttempts: number, limit = 1_000): Promise<{ id: string; attempt_count: number; state: DeliveryState }[]> {
   return db<{ id: string; attempt_count: number; state: DeliveryState }[]>`
     with expired as (
-      select id, attempt_count, attempt_started_at from webhook_deliveries
+      select id, attempt_count, manual_attempts, attempt_started_at, retry_requested_at, resume_attempt_at from webhook_deliveries
       where state = 'delivering' and lease_until < ${now}
       order by lease_until
       limit ${limit}
       for update skip locked
     ), interrupted as (
-      insert into webhook_delivery_attempts (delivery_id, attempt, started_at, outcome, error)
-      select id, attempt_count, coalesce(attempt_started_at, ${now}), 'interrupted', ${INTERRUPTED_ATTEMPT} from expired
+      insert into webhook_delivery_attempts (delivery_id, attempt, started_at, outcome, error, manual)
+      select id, attempt_count, coalesce(attempt_started_at, ${now}), 'interrupted', ${INTERRUPTED_ATTEMPT}, retry_requested_at is not null from expired
+    ), next as (
+      -- An interrupted manual attempt returns the delivery to its schedule (or to failed when that
+      -- was over), so a retry that kills its worker is not made again and again.
+      select id,
+             case when retry_requested_at is not null then case when resume_attempt_at is null then 'failed' else 'pending' end
+                  when attempt_count - manual_attempts > ${maxAttempts} then 'failed' else 'pending' end as state,
+             case when retry_requested_at is not null then resume_attempt_at else ${now}::timestamptz end as due
+      from expired
     )
     update webhook_deliveries d
-    set state = case when e.attempt_count > ${maxAttempts} then 'failed' else 'pending' end,
-        next_attempt_at = case when e.attempt_count > ${maxAttempts} then null else ${now}::timestamptz end,
-        settled_at = case when e.attempt_count > ${maxAttempts} then ${now}::timestamptz end,
-        lease_until = null, last_response_status = null, last_error = ${INTERRUPTED_ATTEMPT}
-    from expired e
-    where d.id = e.id
+    set state = n.state,
+        next_attempt_at = case when n.state = 'pending' then n.due end,
+        settled_at = case when n.state = 'failed' then ${now}::timestamptz end,
+        lease_until = null, last_response_status = null, last_error = ${INTERRUPTED_ATTEMPT},
+        retry_requested_at = null, resume_attempt_at = null
+    from next n
+    where d.id = n.id
     returning d.id, d.attempt_count, d.state`;
 }
 
@@ -206,6 +307,8 @@ export type DeliveryAttempt = {
   error: string | null;
   started_at: string;
   next_attempt_at: string | null;
+  /** Made by POST …/retry rather than the schedule. */
+  manual: boolean;
 };
 
 export type Delivery = {
@@ -241,6 +344,7 @@ type AttemptRow = {
   error: string | null;
   started_at: Date;
   next_attempt_at: Date | null;
+  manual: boolean;
 };
 
 /** One page of an endpoint's deliveries, newest first, each with every attempt (at most a schedule's worth). */
@@ -266,7 +370,7 @@ export async function listDeliveries(
     page.length === 0
       ? []
       : await db<AttemptRow[]>`
-          select delivery_id, attempt, outcome, response_status, duration_ms, error, started_at, next_attempt_at
+          select delivery_id, attempt, outcome, response_status, duration_ms, error, started_at, next_attempt_at, manual
           from webhook_delivery_attempts where delivery_id in ${db(page.map((row) => row.id))}
           order by id`;
   const byDelivery = new Map<string, DeliveryAttempt[]>();
@@ -280,6 +384,7 @@ export async function listDeliveries(
       error: attempt.error,
       started_at: attempt.started_at.toISOString(),
       next_attempt_at: attempt.next_attempt_at?.toISOString() ?? null,
+      manual: attempt.manual,
     });
     byDelivery.set(attempt.delivery_id, list);
   }

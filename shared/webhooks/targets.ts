@@ -136,8 +136,13 @@ export function parseWebhookUrl(raw: string, policy: Pick<TargetPolicy, 'allowPr
 export async function resolveTarget(url: URL, policy: TargetPolicy): Promise<ResolvedAddress> {
   const host = hostOf(url);
   let answers: ResolvedAddress[];
+  const literal = isIP(host);
   try {
-    answers = await lookupWithin(policy.lookup ?? systemLookup, host, policy.resolveTimeoutMs ?? RESOLVE_TIMEOUT_MS);
+    // An IP literal resolves to itself: the system resolver is not asked (a delivery's hot path).
+    answers =
+      literal !== 0 && !policy.lookup
+        ? [{ address: host, family: literal === 6 ? 6 : 4 }]
+        : await lookupWithin(policy.lookup ?? systemLookup, host, policy.resolveTimeoutMs ?? RESOLVE_TIMEOUT_MS);
   } catch (error) {
     const code = (error as { code?: string }).code;
     throw new TargetRefusedError(`url host ${host} does not resolve${code ? ` (${code})` : ''}`);

@@ -1,10 +1,9 @@
-import type { Queue } from 'bullmq';
 import { Counter } from 'prom-client';
 import type { Logger } from '../../shared/logger.ts';
-import { enqueue, enqueueMany } from '../../shared/queues.ts';
-import { attemptDelivery, type AttemptResult, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
+import { enqueue } from '../../shared/queues.ts';
+import { attemptDeliveries, attemptDelivery, type AttemptResult, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
 import { pageLinksFromConfig } from '../../shared/webhooks/event-pages.ts';
-import { deliveryJobId, dispatchOutbox, sweepDeliveries, type DeliveryJob } from '../../shared/webhooks/dispatch.ts';
+import { deliveryBatchEnqueuer, deliveryEnqueuer, dispatchOutbox, sweepDeliveries } from '../../shared/webhooks/dispatch.ts';
 import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 
@@ -25,18 +24,6 @@ for (const outcome of ['succeeded', 'retry', 'failed', 'cancelled', 'skipped'] s
 /** The channel the outbox trigger (sql/0006) notifies on every insert. */
 const OUTBOX_CHANNEL = 'event_outbox';
 const NUDGE_JOB_ID = 'dispatch-nudge';
-
-function enqueuer(queue: Queue) {
-  return (jobs: DeliveryJob[]) =>
-    enqueueMany(
-      queue,
-      'webhooks.deliver',
-      jobs.map((job) => ({
-        payload: { delivery_id: job.deliveryId },
-        options: { jobId: deliveryJobId(job.deliveryId, job.attemptsMade), delay: job.delayMs },
-      })),
-    );
-}
 
 /**
  * Wakes the dispatcher as soon as outbox rows commit: each notification adds one dispatch job (a
@@ -83,12 +70,13 @@ export const webhooksPool: PoolDefinition = {
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
       pageLinks: pageLinksFromConfig(config),
     };
-    const enqueueDeliveries = enqueuer(queue);
+    const enqueueDeliveries = deliveryEnqueuer(queue);
+    const enqueueBatches = deliveryBatchEnqueuer(queue);
     const listen = outboxListener(context, log);
     return [
       handle('webhooks.dispatch', async () => {
         listen();
-        const dispatched = await dispatchOutbox(sql, now, enqueueDeliveries, { firstDelayMs: config.WEBHOOK_RETRY_DELAYS_MS[0] });
+        const dispatched = await dispatchOutbox(sql, now, enqueueBatches, { firstDelayMs: config.WEBHOOK_RETRY_DELAYS_MS[0] });
         if (dispatched.events > 0) log.debug(dispatched, 'outbox dispatched');
         return dispatched;
       }),
@@ -98,10 +86,20 @@ export const webhooksPool: PoolDefinition = {
         if (result.kind === 'retry') await enqueueDeliveries([{ deliveryId: delivery_id, attemptsMade: result.attempt, delayMs: result.delayMs }]);
         return result;
       }),
+      handle('webhooks.deliver_batch', async ({ delivery_ids }) => {
+        const results = await attemptDeliveries(deliveryDeps, delivery_ids);
+        for (const result of results) deliveryOutcomes.inc({ outcome: result.kind });
+        const retries = delivery_ids.flatMap((deliveryId, index) => {
+          const result = results[index]!;
+          return result.kind === 'retry' ? [{ deliveryId, attemptsMade: result.attempt, delayMs: result.delayMs }] : [];
+        });
+        if (retries.length > 0) await enqueueDeliveries(retries);
+        return { attempted: results.length, retries: retries.length };
+      }),
       handle('webhooks.sweep', async () => {
         listen();
         const swept = await sweepDeliveries(sql, now(), config.WEBHOOK_RETRY_DELAYS_MS.length, enqueueDeliveries);
-        if (swept.reclaimed + swept.requeued + swept.expired > 0) log.info(swept, 'webhook deliveries swept');
+        if (swept.reclaimed + swept.requeued + swept.expired + swept.previousSecretsDropped > 0) log.info(swept, 'webhook deliveries swept');
         return swept;
       }),
     ];
