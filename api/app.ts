@@ -19,6 +19,7 @@ import { meRoutes } from './routes/me.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { priceRoutes } from './routes/prices.ts';
+import { priceStreamRoutes } from './routes/price-stream.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
 import { queueDashboardRoutes } from './routes/queue-dashboard/index.ts';
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(auditExportRoutes(deps))
     .use(catalogRoutes(deps))
     .use(priceRoutes(deps))
+    .use(priceStreamRoutes(deps))
     .use(marketIndexRoutes(deps))
     .use(marketSummaryRoutes(deps))
     .use(publicPriceRoutes(deps))

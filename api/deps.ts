@@ -8,6 +8,7 @@ import { createLogger, type Logger } from '../shared/logger.ts';
 import { TtlCache, type MarketSummary } from '../shared/market/summary.ts';
 import { httpRequestMetrics, type HttpRequestMetrics } from '../shared/metrics/http.ts';
 import { registerIngestMetrics } from '../shared/metrics/ingest.ts';
+import { registerPriceStreamMetrics } from '../shared/metrics/price-stream.ts';
 import { registerQueueDepth } from '../shared/metrics/queues.ts';
 import { Registry } from '../shared/metrics/registry.ts';
 import { ItemPriceCache } from '../shared/prices/current.ts';
@@ -15,6 +16,8 @@ import { HistoryPageCache } from '../shared/prices/history.ts';
 import { PriceRunWatch } from '../shared/prices/run-watch.ts';
 import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { subscribeToPriceSnapshots } from '../shared/prices/snapshot-subscription.ts';
+import { priceStreamKey } from '../shared/prices/stream.ts';
+import { PriceStreamHub, type PriceStreamHubOptions } from '../shared/prices/stream-hub.ts';
 import { POOLS, queueName, type Pool } from '../shared/queues.ts';
 import { createRequestRedis, type Redis } from '../shared/redis.ts';
 import { enabledSources } from '../shared/sources/settings.ts';
@@ -45,6 +48,8 @@ type PriceDeps = {
   marketSummaries: TtlCache<MarketSummary>;
   /** GET /v2/inventories: latest snapshots and rendered pages (PRICE_CACHE_MS; valued pages dropped on each new price snapshot). */
   inventories: InventoryCache;
+  /** The price stream's reader and fan-out of this process (DESIGN 15), started at its first connection. */
+  priceStream: PriceStreamHub;
 };
 
 /** Key lookups cached per process, cleared on revocation (shared/identity/key-invalidation.ts). */
@@ -80,7 +85,10 @@ export type AppDeps = CoreDeps &
     close: () => Promise<void>;
   };
 
-export function createDeps(config: Config, overrides: { now?: () => Date; log?: Logger } = {}): AppDeps {
+/** Test knobs of the price stream: a heartbeat shorter than 15 s, a smaller slow-client limit. */
+export type PriceStreamOverrides = Partial<Pick<PriceStreamHubOptions, 'heartbeatMs' | 'maxBufferedBytes' | 'blockMs'>>;
+
+export function createDeps(config: Config, overrides: { now?: () => Date; log?: Logger; priceStream?: PriceStreamOverrides } = {}): AppDeps {
   const log = overrides.log ?? createLogger({ level: config.LOG_LEVEL, name: 'api' });
   const sql = createSql(config.DATABASE_URL, { max: 10, application: 'api' });
   const redis = createRequestRedis(config.REDIS_URL, 'api');
@@ -111,6 +119,16 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const now = overrides.now ?? (() => new Date());
   const registry = new Registry();
   const metrics = { registry, http: httpRequestMetrics(registry) };
+  // Read at scrape time, by then the hub exists.
+  const streamMetrics = registerPriceStreamMetrics(registry, () => priceStream.size);
+  const priceStream = new PriceStreamHub({
+    redisUrl: config.REDIS_URL,
+    commands: redis,
+    key: priceStreamKey(config.QUEUE_PREFIX),
+    log,
+    onCutOff: streamMetrics.cutOff,
+    ...overrides.priceStream,
+  });
   registerQueueDepth(registry, POOLS.map((pool) => ({ pool, queue: queues[pool] })), log);
   registerIngestMetrics(registry, { sql, sources: enabledSources(config), now, log });
 
@@ -128,6 +146,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     historyPages,
     marketSummaries,
     inventories,
+    priceStream,
     queues,
     metrics,
     now,
@@ -143,6 +162,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
       return ioredisReady && countersReady;
     },
     async close() {
+      await priceStream.close();
       await Promise.allSettled(Object.values(queues).map((queue) => queue.close()));
       subscriber.disconnect();
       redis.disconnect();

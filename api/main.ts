@@ -21,6 +21,9 @@ async function shutdown(signal: string) {
   stopping = true;
   log.info({ signal }, 'shutting down');
   const force = setTimeout(() => process.exit(1), 10_000);
+  // Price streams never end by themselves, and a graceful stop waits for open responses: end them
+  // first (their clients reconnect, to another process, and resume from their last event id).
+  await deps.priceStream.close();
   await app.stop();
   await deps.close();
   clearTimeout(force);

@@ -77,6 +77,9 @@ export const OPERATIONS = [
   op('inspect.decode', 'POST', '/v2/inspect/decode', 'api_key', ['inspect:read'], 1, 'production', ['redis']),
   op('prices.get', 'GET', '/v2/prices/{catalog_id}', 'api_key', ['prices:read'], 1, 'production', ['redis']),
   op('prices.history', 'GET', '/v2/prices/{catalog_id}/history', 'api_key', ['prices:read'], 3, 'production', ['redis']),
+  // DESIGN 15: the price stream, metered once per connection; both read the Redis stream.
+  op('prices.stream', 'GET', '/v2/prices/stream', 'api_key', ['prices:read'], 5, 'production', ['redis']),
+  op('prices.public.stream', 'GET', '/v1/prices/stream', 'public', [], 0, 'production', ['redis']),
   op('catalog.items.list', 'GET', '/v2/catalog/items', 'api_key', ['catalog:read'], 2, 'production', ['redis']),
   op('market_index.get', 'GET', '/v2/market-index/cs2', 'api_key', ['market:read'], 2, 'production', ['redis']),
   op('market_index.history', 'GET', '/v2/market-index/cs2/history', 'api_key', ['market:read'], 2, 'production', ['redis']),

@@ -405,6 +405,8 @@ describe('GET /v2/meta/*', () => {
           'me.get',
           'prices.get',
           'prices.history',
+          'prices.public.stream',
+          'prices.stream',
           'profiles.get',
           'renders.create',
           'renders.get',
@@ -422,8 +424,12 @@ describe('GET /v2/meta/*', () => {
           'webhooks.create',
           'webhooks.delete',
           'webhooks.deliveries.list',
+          'webhooks.deliveries.retry',
           'webhooks.get',
           'webhooks.list',
+          'webhooks.rotate_secret',
+          'webhooks.test',
+          'webhooks.update',
         ],
       );
     });

@@ -3,6 +3,7 @@ import { newId } from '../ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
 import { PRICES_UPDATED_PAGE_SIZE, subscribedEventTypes, type EventType, type PricesUpdatedPayload } from '../events/outbox.ts';
 import { compareDecimals } from './decimal.ts';
+import type { PriceChange, PriceStreamPublisher } from './stream.ts';
 
 /** The market-wide events an ingest run writes, for the endpoints that subscribe to them. */
 const PRICE_EVENT_TYPES: readonly EventType[] = ['price.updated', 'prices.updated'];
@@ -186,6 +187,11 @@ export async function writeIngestRun(
      * Absent for other sources.
      */
     listing?: ListingUpdate;
+    /**
+     * The price stream (DESIGN 15): the run's changes are appended to it after the transaction
+     * commits, never for a run that rolled back; a failed append leaves the run committed.
+     */
+    stream?: PriceStreamPublisher;
   },
 ): Promise<WriteResult> {
   const { runId, source, ingestedAt } = input;
@@ -197,6 +203,7 @@ export async function writeIngestRun(
     timings[name] = Math.round(now - mark);
     mark = now;
   };
+  let streamChanges: PriceChange[] = [];
   const result = await sql.begin(async (tx) => {
     // Runs of one source overlap when a run outlasts its interval or two workers hold neighbouring
     // slots: writes of one source are serialised, so each sees what the previous one committed.
@@ -313,6 +320,14 @@ export async function writeIngestRun(
           join catalog_items c on c.catalog_id = u.catalog_id`;
       }
       if (subscribed.has('prices.updated')) await insertPricesUpdatedEvent(tx, { source, runId, ingestedAt, itemCount: changed.count });
+      // The stream's changes, in the order prices.updated pages them; published after the commit below.
+      if (input.stream) {
+        streamChanges = await tx<PriceChange[]>`
+          select u.catalog_id, c.market_hash_name, u.version, u.price::text as price, u.previous_price::text as previous_price, u.bid::text as bid
+          from ingest_changed u
+          join catalog_items c on c.catalog_id = u.catalog_id
+          order by u.catalog_id, u.version`;
+      }
     }
     lap('latest_outbox');
     await tx`
@@ -349,6 +364,11 @@ export async function writeIngestRun(
     return { written: written.count, repeated: repeated.count, changed: changed.count };
   });
   lap('commit');
+  if (input.stream && streamChanges.length > 0) {
+    // Never throws: the run is committed whatever becomes of its announcement.
+    await input.stream.publish({ runId, source }, streamChanges);
+    lap('stream');
+  }
   return { ...result, timings };
 }
 
