@@ -127,6 +127,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     key: priceStreamKey(config.QUEUE_PREFIX),
     log,
     onCutOff: streamMetrics.cutOff,
+    onFannedOut: streamMetrics.fannedOut,
     ...overrides.priceStream,
   });
   registerQueueDepth(registry, POOLS.map((pool) => ({ pool, queue: queues[pool] })), log);

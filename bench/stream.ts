@@ -274,9 +274,28 @@ const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? Numbe
 const mb = (value: number) => `${value.toFixed(0)} MB`;
 const msText = (value: number) => `${value.toFixed(0)} ms`;
 
-type RunFigures = {
-  kind: string; runId: string; changes: number; events: number; p50: number; p99: number; max: number; spanMs: number; cpuMs: number; clientCpuMs: number; deliveredChanges: number;
-};
+/** Cumulative counts of the API's cs2_price_stream_fanout_seconds histogram, by upper bound (s). */
+type Buckets = Map<number, number>;
+
+async function fanOutBuckets(apiUrl: string): Promise<Buckets> {
+  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const buckets: Buckets = new Map();
+  for (const match of text.matchAll(/^cs2_price_stream_fanout_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm)) {
+    buckets.set(match[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(match[1]), Number(match[2]));
+  }
+  return buckets;
+}
+
+/** The bucket bound under which `share` of the entries fanned out between two scrapes fell (an upper bound). */
+function bucketQuantile(before: Buckets, after: Buckets, share: number): string {
+  const bounds = [...after.keys()].sort((a, b) => a - b);
+  const total = (after.get(Number.POSITIVE_INFINITY) ?? 0) - (before.get(Number.POSITIVE_INFINITY) ?? 0);
+  if (total <= 0) return 'n/a';
+  for (const bound of bounds) {
+    if ((after.get(bound)! - (before.get(bound) ?? 0)) / total >= share) return Number.isFinite(bound) ? `≤ ${bound * 1000} ms` : '> 30 s';
+  }
+  return 'n/a';
+}
 
 async function streamBench(): Promise<boolean> {
   await reportQuietness();
@@ -437,12 +456,12 @@ async function streamBench(): Promise<boolean> {
     return events;
   };
 
-  const runs: { kind: string; runId: string; cpuMs: number; clientCpuMs: number }[] = [];
+  const runs: { kind: string; runId: string; cpuMs: number; clientCpuMs: number; fanOut: [Buckets, Buckets] }[] = [];
   const measured = async (kind: string, items: string[], generation: number) => {
-    const [cpuBefore, clientCpuBefore] = [await cpuMsOf(apiPid), await generatorCpuMs()];
+    const [cpuBefore, clientCpuBefore, fanOutBefore] = [await cpuMsOf(apiPid), await generatorCpuMs(), await fanOutBuckets(apiUrl)];
     const run = await runOnce(kind, items, generation);
     await settle(run.runId, expectedEvents(run.runId));
-    runs.push({ ...run, cpuMs: (await cpuMsOf(apiPid)) - cpuBefore, clientCpuMs: (await generatorCpuMs()) - clientCpuBefore });
+    runs.push({ ...run, cpuMs: (await cpuMsOf(apiPid)) - cpuBefore, clientCpuMs: (await generatorCpuMs()) - clientCpuBefore, fanOut: [fanOutBefore, await fanOutBuckets(apiUrl)] });
   };
 
   await measured('full catalog', catalog, 1);
@@ -491,7 +510,7 @@ async function streamBench(): Promise<boolean> {
     if (!ok) lossyClients += 1;
   });
 
-  const figures: RunFigures[] = runs.map(({ kind, runId, cpuMs, clientCpuMs }) => {
+  const figures = runs.map(({ kind, runId, cpuMs, clientCpuMs, fanOut }) => {
     const committed = publisher.committedAt.get(runId)!;
     const arrivals = (report.arrivals[runId] ?? []).map((at) => at - committed).sort((a, b) => a - b);
     const changed = publisher.changes.get(runId)!;
@@ -500,13 +519,14 @@ async function streamBench(): Promise<boolean> {
       kind, runId, changes: changed.length, events: arrivals.length,
       p50: percentile(arrivals, 50), p99: percentile(arrivals, 99), max: arrivals.at(-1) ?? Number.NaN,
       spanMs: arrivals.at(-1) ?? Number.NaN, cpuMs, clientCpuMs, deliveredChanges: delivered,
+      fanOutP50: bucketQuantile(fanOut[0], fanOut[1], 0.5), fanOutP99: bucketQuantile(fanOut[0], fanOut[1], 0.99),
     };
   });
 
   process.stdout.write(`\nprice stream: ${connected} clients on one API process (${FIREHOSE} unfiltered, ${CLIENTS - FIREHOSE} × ${WATCH} catalog ids), ${catalog.length} catalog items\n`);
   process.stdout.write(
     `${table([
-      ['run', 'changes', 'events delivered', 'p50', 'p99', 'last event', 'events/s', 'changes/s delivered', 'API CPU', 'load generator CPU'],
+      ['run', 'changes', 'events delivered', 'p50', 'p99', 'last event', 'events/s', 'changes/s delivered', 'API CPU', 'load generator CPU', 'server fan-out p50', 'p99'],
       ...figures.map((figure) => [
         figure.kind,
         String(figure.changes),
@@ -518,8 +538,13 @@ async function streamBench(): Promise<boolean> {
         (figure.deliveredChanges / (figure.spanMs / 1000)).toFixed(0),
         `${(figure.cpuMs / 1000).toFixed(1)} s`,
         `${(figure.clientCpuMs / 1000).toFixed(1)} s`,
+        figure.fanOutP50,
+        figure.fanOutP99,
       ]),
     ])}\n`,
+  );
+  process.stdout.write(
+    'p50/p99: commit to the client reading the event (includes the load generators sharing the cores); server fan-out: the entry\'s append to its frames queued on every connection (cs2_price_stream_fanout_seconds, bucket bound)\n',
   );
   process.stdout.write(
     `API RSS: ${mb(baseline.rss)} before the clients, ${mb(withClients.rss)} with ${connected} open (+${mb(withClients.rss - baseline.rss)}), ${mb(after.rss)} after the runs (peak ${mb(after.peak)}, +${mb(after.peak - baseline.rss)})\n`,

@@ -178,6 +178,9 @@ describe('GET /v2/prices/stream and /v1/prices/stream', () => {
     expect(event!.data.source).toBe('steam');
     expect(event!.data.run_id).toMatch(/^00000000-0000-7000-8000-/);
     expect(event!.data.changes).toEqual([change(1, '12.34', { previous_price: '12.30', bid: '12.10' }), change(2, '0.03')]);
+    // The fan-out's latency from the append is observed for GET /metrics.
+    const fannedOut = (await main.deps.metrics.registry.metrics()).match(/^cs2_price_stream_fanout_seconds_count (\d+)$/m);
+    expect(Number(fannedOut?.[1])).toBeGreaterThanOrEqual(1);
     stream.close();
   });
 

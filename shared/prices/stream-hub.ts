@@ -57,6 +57,8 @@ export type PriceStreamHubOptions = {
   blockMs?: number;
   /** A connection was cut off for being slow (a metric). */
   onCutOff?: () => void;
+  /** An entry was fanned out to every live connection, this many seconds after its id time (a metric). */
+  onFannedOut?: (seconds: number) => void;
 };
 
 /** Thrown by `open` when the stream cannot be read at all (Redis unreachable): the route answers 503. */
@@ -147,6 +149,9 @@ function frameFor(dispatched: Dispatched, filter: Filter): Uint8Array | null {
   dispatched.frames.set(filter.key, frame);
   return frame;
 }
+
+/** The milliseconds part of a stream id: when Redis appended the entry. */
+const streamIdMs = (id: string): number => Number(id.slice(0, id.indexOf('-')));
 
 const dispatchedOf = (entry: StreamEntry): Dispatched => ({ entry, event: undefined, frames: new Map() });
 
@@ -288,6 +293,7 @@ export class PriceStreamHub {
           }
           if (entry.seq - entry.n !== this.lastSeq) await this.announceLiveGap(entry);
           this.dispatch(entry);
+          if (this.connections.size > 0) this.options.onFannedOut?.(Math.max(0, Date.now() - streamIdMs(entry.id)) / 1000);
           // Bun takes whatever a response has queued when it next writes: letting it write between
           // entries keeps a burst (a full-catalog run) from piling up in every queue at once, where
           // it would look like a slow client.
