@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { createSql, type Sql } from '../shared/db.ts';
 import { adminCreateWorkspace } from '../shared/identity/admin.ts';
 import { migrate } from '../shared/migrate.ts';
-import { inventoryOf, startSteamFake, type ItemSpec, type SteamFake } from '../test/fakes/steam/server.ts';
+import { inventoryOf, maxInSlidingWindow, startSteamFake, type ItemSpec, type SteamFake } from '../test/fakes/steam/server.ts';
 import { exitedEarly, onCleanup, positiveInt, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, sleep, spawnBun, stopChild, table, type Spawned } from './lib.ts';
 
 const ACCOUNTS = 500;
@@ -39,18 +39,6 @@ type CaseResult = {
   changes: number;
   changedEvents: number;
 };
-
-/** The most arrivals within any window of `windowMs` (checked at every arrival: the sliding maximum). */
-export function maxInSlidingWindow(times: readonly number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let max = 0;
-  let start = 0;
-  for (let end = 0; end < sorted.length; end += 1) {
-    while (sorted[end]! - sorted[start]! >= windowMs) start += 1;
-    max = Math.max(max, end - start + 1);
-  }
-  return max;
-}
 
 const steamIdOf = (index: number) => String(76561198200000000n + BigInt(index));
 

@@ -61,6 +61,12 @@ const FIREHOSE = Math.min(CLIENTS, positiveInt('BENCH_STREAM_FIREHOSE', 50));
 const WATCH = positiveInt('BENCH_STREAM_WATCH', 20);
 const STEADY_RUNS = positiveInt('BENCH_STREAM_STEADY_RUNS', 3);
 const GENERATORS = positiveInt('BENCH_STREAM_GENERATORS', 2);
+/**
+ * BENCH_STREAM_PIN=1 (with taskset): the API on CPU 0, the load generators on CPU 1, Postgres and
+ * Redis floating. The nearest this one machine comes to clients on another machine: the API's
+ * fan-out then does not wait for the generators' parsing.
+ */
+const PIN = process.env.BENCH_STREAM_PIN === '1' && Bun.which('taskset') !== null;
 const TARGETS = { steadyP99Ms: 1_000, rssGrowthMb: 300 };
 const SOURCE = 'skinport';
 const now = () => performance.timeOrigin + performance.now();
@@ -306,6 +312,7 @@ async function streamBench(): Promise<boolean> {
   const { key } = await keyAndPricedItems(sql, 'bench-stream', new Date(), 0);
   const catalog = (await sql<{ catalog_id: string }[]>`select catalog_id from catalog_items order by catalog_id`).map((row) => row.catalog_id);
   say(`catalog: ${catalog.length} items; ${CLIENTS} clients: ${FIREHOSE} unfiltered, ${CLIENTS - FIREHOSE} watching ${WATCH} catalog ids each`);
+  say(PIN ? 'pinned: the API on CPU 0, the load generators on CPU 1 (Postgres and Redis float)' : 'not pinned: the API, the load generators, Postgres and Redis share the cores (BENCH_STREAM_PIN=1 separates the first two)');
   say(
     `why not ${CLIENTS} unfiltered: each would read ~6 MB per full-catalog run (~0.6 MB per steady run), ${((CLIENTS * 6) / 1000).toFixed(0)} GB in all, ` +
       `parsed by ${GENERATORS} load-generator process(es) sharing these 2 cores with the API, Postgres and Redis (BENCH_STREAM_FIREHOSE sets the count)`,
@@ -323,6 +330,7 @@ async function streamBench(): Promise<boolean> {
   // The API was started by spawnApi with the inherited limit; raise it for the process (prlimit) when the tool exists.
   if (Bun.which('prlimit')) await Bun.$`prlimit --pid ${api.proc.pid} --nofile=${fdLimit}:${fdLimit}`.quiet().nothrow();
   const apiPid = api.proc.pid;
+  if (PIN) await Bun.$`taskset -a -p -c 0 ${apiPid}`.quiet();
   // A first stream starts the API's reader; its RSS before the clients is the baseline.
   await (await fetch(`${apiUrl}/v2/prices/stream`, { headers: { 'x-api-key': key }, signal: AbortSignal.timeout(500) }).catch(() => null))?.body?.cancel().catch(() => undefined);
   await sleep(500);
@@ -347,7 +355,7 @@ async function streamBench(): Promise<boolean> {
   const loadGenerators = await Promise.all(
     generators.map(async ({ from, configPath }) => {
       const proc = track(
-        Bun.spawn(['sh', '-c', `ulimit -n ${fdLimit} 2>/dev/null; exec "$0" "$@"`, process.execPath, join(import.meta.dir, 'stream.ts'), '--clients', configPath], {
+        Bun.spawn(['sh', '-c', `ulimit -n ${fdLimit} 2>/dev/null; exec ${PIN ? 'taskset -c 1 ' : ''}"$0" "$@"`, process.execPath, join(import.meta.dir, 'stream.ts'), '--clients', configPath], {
           env: { ...process.env },
           stdin: 'pipe',
           stdout: 'pipe',

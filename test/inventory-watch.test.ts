@@ -6,7 +6,7 @@ import { runInventoryWatch, sendItemTradable, tradableJobId, type InventoryWatch
 import { createLogger } from '../shared/logger.ts';
 import { enqueue as enqueueOn, queueName, type Enqueue } from '../shared/queues.ts';
 import { createWorkerRedis } from '../shared/redis.ts';
-import { inventoryOf, startSteamFake, type ItemSpec, type SteamFake } from './fakes/steam/server.ts';
+import { inventoryOf, maxInSlidingWindow, startSteamFake, type ItemSpec, type SteamFake } from './fakes/steam/server.ts';
 import { scratchTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 import { removeQueueKeys, subscribedEndpoint } from './webhooks-fixtures.ts';
 
@@ -320,18 +320,6 @@ describe('item.tradable', () => {
   });
 });
 
-/** The most requests that arrived at the fake within any window of `windowMs` (sliding, at each arrival). */
-function maxInWindow(times: readonly number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let max = 0;
-  let start = 0;
-  for (let end = 0; end < sorted.length; end += 1) {
-    while (sorted[end]! - sorted[start]! >= windowMs) start += 1;
-    max = Math.max(max, end - start + 1);
-  }
-  return max;
-}
-
 describe('the global Steam budget', () => {
   test('two concurrent runs over many accounts stay within the budget, read each account once, oldest snapshot first', async () => {
     const workspaceId = (await workspaceWithKey(t)).workspace.id;
@@ -358,7 +346,7 @@ describe('the global Steam budget', () => {
     expect(reads.map((request) => request.steamId).sort()).toEqual([...mine].sort());
     expect(runs.reduce((sum, run) => sum + (run.reads.unchanged ?? 0), 0)).toBe(12);
     // Never more than 4 in any 1.5 s at Steam: 12 reads take at least two windows.
-    expect(maxInWindow(reads.map((request) => request.at), budget.windowMs)).toBeLessThanOrEqual(4);
+    expect(maxInSlidingWindow(reads.map((request) => request.at), budget.windowMs)).toBeLessThanOrEqual(4);
     expect(elapsed).toBeGreaterThanOrEqual(2 * budget.windowMs);
     // Oldest snapshot first: the first four admitted are the four oldest (highest account ids).
     const oldestFour = [...accounts].sort((a, b) => b.accountId - a.accountId).slice(0, 4).map((account) => account.steamId);

@@ -218,3 +218,15 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
     setInventoryVisibility: (steamId64, visibility) => setInventoryVisibility(state, steamId64, visibility),
   };
 }
+
+/** The most of `times` (ms) within any window of `windowMs`, checked at each one: the sliding maximum of `inventoryRequests`. */
+export function maxInSlidingWindow(times: readonly number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let max = 0;
+  let start = 0;
+  for (let end = 0; end < sorted.length; end += 1) {
+    while (sorted[end]! - sorted[start]! >= windowMs) start += 1;
+    max = Math.max(max, end - start + 1);
+  }
+  return max;
+}
