@@ -28,10 +28,25 @@ function copyField(value: string | number | null): string {
 }
 
 /**
- * Streams rows into `target` ("table (col, …)", trusted SQL) with COPY FROM STDIN, the fastest
- * way into Postgres, in chunks of 2 000 rows with back-pressure.
+ * How long the end of a COPY may take once every row is sent. postgres.js never settles a COPY that
+ * Postgres refused (an unparseable value: the ErrorResponse arrives after the stream ended, and
+ * neither the stream nor the query reports it), which would leave the caller's transaction, and
+ * any lock it holds, waiting forever. Past this the COPY is taken as failed, and the transaction
+ * rolls back. A COPY of every price of a source ends in well under a second.
  */
-export async function copyRows(tx: TransactionSql, target: string, rows: Iterable<readonly (string | number | null)[]>): Promise<void> {
+const COPY_END_TIMEOUT_MS = 120_000;
+
+/**
+ * Streams rows into `target` ("table (col, …)", trusted SQL) with COPY FROM STDIN, the fastest
+ * way into Postgres, in chunks of 2 000 rows with back-pressure. Rejects when Postgres refuses a
+ * row (after at most `endTimeoutMs`, see COPY_END_TIMEOUT_MS).
+ */
+export async function copyRows(
+  tx: TransactionSql,
+  target: string,
+  rows: Iterable<readonly (string | number | null)[]>,
+  options: { endTimeoutMs?: number } = {},
+): Promise<void> {
   const stream = await tx.unsafe(`copy ${target} from stdin`).writable();
   const chunk: string[] = [];
   const flush = () => {
@@ -44,8 +59,19 @@ export async function copyRows(tx: TransactionSql, target: string, rows: Iterabl
     if (chunk.length >= 2_000) await flush();
   }
   if (chunk.length > 0) await flush();
-  await new Promise<void>((resolve, reject) => {
-    stream.once('error', reject);
-    stream.end(() => resolve());
-  });
+  const timeoutMs = options.endTimeoutMs ?? COPY_END_TIMEOUT_MS;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      new Promise<void>((resolve, reject) => {
+        stream.once('error', reject);
+        stream.end(() => resolve());
+      }),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`COPY into ${target} did not finish within ${timeoutMs} ms: Postgres refused a row`)), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
