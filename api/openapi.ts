@@ -81,7 +81,19 @@ export function responseJsonSchema(schema: z.ZodType): Record<string, unknown> {
 /** JSON Schema of what the client sends: defaults make a field optional, transforms show their input. */
 export function requestJsonSchema(schema: z.ZodType): Record<string, unknown> {
   // The document declares the dialect once; `$schema` inside every embedded schema is noise.
-  const { $schema: _dialect, ...jsonSchema } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' });
+  const { $schema: _dialect, ...jsonSchema } = z.toJSONSchema(schema, {
+    io: 'input',
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+    // Integer path parameters are checked as text (shared/validation.ts integerPathParam) and
+    // documented as integers: the text's own keywords do not belong to the integer.
+    override: ({ jsonSchema: node }) => {
+      if (node.type !== 'integer') return;
+      delete node.pattern;
+      delete node.maxLength;
+      delete node.minLength;
+    },
+  });
   return jsonSchema;
 }
 

@@ -76,3 +76,32 @@ export const pageCursor = text({ min: 1, max: 2048 }).optional().describe('The n
 
 /** An instant inside a signed cursor position: kept as text, but only one Postgres can hold. */
 export const cursorInstant = z.string().max(40).refine((value) => parseDateTime(value) !== null);
+
+/**
+ * The body of an action that takes no input (connect, cancel, a webhook's test, rotate-secret and
+ * retry): none, or an empty JSON object. Anything else (`[]`, `"str"`, `42`, a populated object) is
+ * a 400 rather than silently ignored.
+ */
+// Elysia hands a route without a body `null`, so null is "no body" too (a JSON `null` included).
+export const noBody = z.object({}).strict().nullish().describe('No body, or an empty JSON object');
+
+/**
+ * A positive integer path parameter, checked as text (so no value beyond `max` reaches a query)
+ * and documented as an integer. `transform` turns the checked text into what the route uses.
+ */
+export function integerPathParam<T>(max: bigint, description: string, transform: (value: string) => T) {
+  const digits = max.toString().length;
+  const message = `must be a positive integer of at most ${max}`;
+  return z
+    .string()
+    .refine((value) => new RegExp(`^[1-9][0-9]{0,${digits - 1}}$`).test(value) && BigInt(value) <= max, message)
+    .transform(transform)
+    .meta({
+      type: 'integer',
+      format: max > 2_147_483_647n ? 'int64' : 'int32',
+      minimum: 1,
+      // A JSON number cannot hold a bigint's maximum exactly: int64 says it.
+      ...(max <= BigInt(Number.MAX_SAFE_INTEGER) ? { maximum: Number(max) } : {}),
+      description,
+    });
+}

@@ -7,7 +7,7 @@ import { disconnectAccount, finishConnect, personaNameFromProfiles, startConnect
 import { cancelDraftsOfAccount } from '../../shared/gameplatform/trade-intents.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import type { OperationId } from '../../shared/operations.ts';
-import { pageCursor, pageLimit } from '../../shared/validation.ts';
+import { integerPathParam, noBody, pageCursor, pageLimit } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses, responseJsonSchema, routeResponses } from '../openapi.ts';
 import { apiKeyAuthenticator, apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
@@ -48,7 +48,7 @@ const accountIdText = z
   .string()
   .max(19)
   .refine((value) => /^[1-9][0-9]{0,18}$/.test(value) && BigInt(value) <= BIGINT_MAX, 'must be a positive integer of at most 9223372036854775807');
-const accountParams = z.object({ account_id: accountIdText.describe('The integer account_id of a connected account') });
+const accountParams = z.object({ account_id: integerPathParam(BIGINT_MAX, 'The integer account_id of a connected account', (value) => value) });
 const position: z.ZodType<AccountPosition> = z.object({ account_id: accountIdText });
 
 const connectedPage = `<!doctype html>
@@ -110,6 +110,7 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
       },
       {
         keyOrSession: 'gameplatform_accounts.connect',
+        body: noBody,
         detail: {
           summary: 'Start connecting a Steam account: returns the Steam sign-in URL and its single-use state (needs accounts:write, or a session)',
           tags: ['gameplatform'],

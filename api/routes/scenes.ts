@@ -5,7 +5,7 @@ import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import { conditionNames, etagOf, parseSceneBody, sceneBodySchema, sceneDocumentSchema } from '../../shared/media/scenes-model.ts';
 import { listScenes, type ScenePosition } from '../../shared/media/scenes-repository.ts';
 import { createScene, findSceneRevision, sceneErrors, updateScene } from '../../shared/media/scenes.ts';
-import { cursorInstant, pageCursor, pageLimit, uuid } from '../../shared/validation.ts';
+import { cursorInstant, integerPathParam, pageCursor, pageLimit, uuid } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { requestJsonSchema, routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
@@ -36,12 +36,7 @@ const sceneRequestBody = z
 const sceneParams = z.object({ scene_id: uuid('The scene id (uuid)') });
 const revisionParams = z.object({
   scene_id: uuid('The scene id (uuid)'),
-  revision: z
-    .string()
-    .regex(/^[1-9][0-9]{0,9}$/, 'must be a revision number (1, 2, …)')
-    .transform(Number)
-    .refine((revision) => revision <= 2_147_483_647, 'must be a revision number (1, 2, …)')
-    .describe('Revision number, from 1'),
+  revision: integerPathParam(2_147_483_647n, 'Revision number, from 1', Number),
 });
 const listQuery = z.object({ limit: pageLimit(SCENE_PAGE_LIMIT), cursor: pageCursor }).strict();
 const position: z.ZodType<ScenePosition> = z.object({ scene_id: uuid('position scene id'), created_at: cursorInstant });

@@ -19,7 +19,7 @@ import { cancelTradeIntent, createTradeIntent } from '../../shared/gameplatform/
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import { currencyParam, resolveConversion, type Conversion } from '../../shared/prices/currency.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
-import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
+import { cursorInstant, dateTime, noBody, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
@@ -168,6 +168,7 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
         // Optional: with a key, a retried cancel replays its 200 instead of a 409 for the now-cancelled intent.
         idempotent: { operation: 'trade_intents.cancel', required: false },
         params: intentParams,
+        body: noBody,
         response: { 200: tradeIntentSchema },
         detail: {
           summary: 'Cancel a draft and release its reservations (needs trade:write); any other state is 409 intent_not_cancellable',

@@ -4,7 +4,7 @@ import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
 import { errors } from '../../shared/errors.ts';
 import { EVENT_TYPES } from '../../shared/events/outbox.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
-import { cursorInstant, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
+import { cursorInstant, noBody, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
 import { DELIVERY_STATES, listDeliveries, type DeliveryPosition } from '../../shared/webhooks/deliveries.ts';
 import { deliveryEnqueuer, type DeliveryJob } from '../../shared/webhooks/dispatch.ts';
 import { DISABLE_AFTER_FAILING_MS, DISABLED_BY_REQUEST, FAILING_DISABLED_REASON, findWebhookEndpoint, listWebhookEndpoints, type EndpointPosition } from '../../shared/webhooks/endpoints.ts';
@@ -256,6 +256,7 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
       async ({ principal, params, requestMeta }) => rotateEndpointSecret(deps.sql, keyring, params.webhook_id, meta(principal, requestMeta)),
       {
         operation: 'webhooks.rotate_secret',
+        body: noBody,
         params: endpointParams,
         detail: {
           summary: 'Rotate the signing secret; the new one is returned in this response only (needs webhooks:write)',
@@ -279,6 +280,7 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
       },
       {
         operation: 'webhooks.test',
+        body: noBody,
         params: endpointParams,
         detail: {
           summary: 'Send a webhook.test event to this endpoint only (needs webhooks:write)',
@@ -301,6 +303,7 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
       },
       {
         operation: 'webhooks.deliveries.retry',
+        body: noBody,
         params: deliveryParams,
         detail: {
           summary: 'Make one new attempt now of a delivery whose last attempt failed (needs webhooks:write)',
