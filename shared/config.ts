@@ -59,6 +59,9 @@ export const configSchema = z.object({
   METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   OPERATOR_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   WORKER_METRICS_PORT: optionalString.pipe(z.coerce.number<string | undefined>().int().min(0).max(65535).optional()),
+  // Not in DESIGN 4's list: the address a worker's metrics server listens on. Loopback by default, so
+  // a worker's /metrics is not exposed to the network; an operator opts in (0.0.0.0, or one interface).
+  WORKER_METRICS_HOST: z.string().regex(/^[0-9a-fA-F:.]{2,45}$|^localhost$/, 'must be an IP address or localhost').default('127.0.0.1'),
   SIGNING_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   WEBHOOK_SECRET_KEY: optionalString.pipe(
     z

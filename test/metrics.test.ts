@@ -191,6 +191,8 @@ describe('GET /metrics of real processes', () => {
     const listening = await eventually(async () => logged(worker, /^metrics listening/), 30_000, 50);
     const port = listening.port as number;
     expect(port).toBeGreaterThan(0);
+    // Loopback unless WORKER_METRICS_HOST opens it wider.
+    expect(listening.hostname).toBe('127.0.0.1');
     const url = `http://127.0.0.1:${port}/metrics`;
 
     // The pool's schedulers are new under this prefix, so its first cleanup runs at boot.

@@ -20,7 +20,7 @@ const running = await startPools(await loadPools(names as Pool[]), config, log);
 collectProcessMetrics(running.metrics);
 let metricsServer: MetricsServer;
 try {
-  metricsServer = startMetricsServer({ registry: running.metrics, port: workerMetricsPort(config, names as Pool[]), token: config.METRICS_TOKEN, log });
+  metricsServer = startMetricsServer({ registry: running.metrics, port: workerMetricsPort(config, names as Pool[]), hostname: config.WORKER_METRICS_HOST, token: config.METRICS_TOKEN, log });
 } catch (error) {
   // Not a busy port (that falls back to a free one): a port this process may not use, say.
   log.fatal({ err: error }, 'cannot serve metrics; check WORKER_METRICS_PORT');

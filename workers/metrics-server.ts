@@ -30,11 +30,11 @@ function errorResponse(error: ApiError): Response {
 
 /**
  * `GET /metrics` of a worker process on its own small HTTP server (DESIGN 12), with the API's
- * METRICS_TOKEN rule. A port already taken (a second process of the same pool on one machine)
+ * METRICS_TOKEN rule, on loopback unless WORKER_METRICS_HOST says otherwise. A port already taken (a second process of the same pool on one machine)
  * does not stop the worker: it logs a warning and serves on a free port instead. The port in use
  * is in the `metrics listening` log line.
  */
-export function startMetricsServer(options: { registry: Registry; port: number; token: string | undefined; log: Logger }): MetricsServer {
+export function startMetricsServer(options: { registry: Registry; port: number; hostname?: string; token: string | undefined; log: Logger }): MetricsServer {
   const { registry, token, log } = options;
   const matches = tokenCheck(token);
   const fetch = async (request: Request): Promise<Response> => {
@@ -47,7 +47,8 @@ export function startMetricsServer(options: { registry: Registry; port: number; 
     }
     return new Response(await registry.metrics(), { headers: { 'content-type': registry.contentType, 'cache-control': 'no-store' } });
   };
-  const serve = (port: number) => Bun.serve({ port, hostname: '0.0.0.0', fetch });
+  const hostname = options.hostname ?? '127.0.0.1';
+  const serve = (port: number) => Bun.serve({ port, hostname, fetch });
   let server: ReturnType<typeof serve>;
   try {
     server = serve(options.port);
@@ -57,6 +58,6 @@ export function startMetricsServer(options: { registry: Registry; port: number; 
     server = serve(0);
   }
   const port = server.port ?? options.port;
-  log.info({ port }, `metrics listening on :${port}/metrics`);
+  log.info({ port, hostname }, `metrics listening on ${hostname}:${port}/metrics`);
   return { port, stop: () => server.stop(true) };
 }
