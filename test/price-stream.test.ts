@@ -664,3 +664,24 @@ describe('the ingest pool', () => {
     stream.close();
   }, 30_000);
 });
+
+describe('Redis unreachable', () => {
+  test('a new stream is a 503 price_stream_unavailable with Retry-After, keyless and keyed', async () => {
+    // An app whose Redis is a port nobody listens on: the stream cannot be read at all.
+    const deps = createDeps(testConfig({ QUEUE_PREFIX: prefix, REDIS_URL: `redis://127.0.0.1:${await freePort()}` }), { log: silent });
+    deps.redis.on('error', () => undefined);
+    const app = createApp(deps);
+    try {
+      const response = await app.handle(new Request('http://localhost/v1/prices/stream', { headers: { 'x-forwarded-for': '10.99.0.1' } }));
+      expect(response.status).toBe(503);
+      expect((await errorOf(response)).code).toBe('price_stream_unavailable');
+      expect(response.headers.get('retry-after')).toBe('3');
+      // Keyed: a key that cannot even be checked or metered without Redis is a 503 too, never a stream.
+      const keyed = await app.handle(new Request('http://localhost/v2/prices/stream', { headers: { 'x-api-key': ws.key } }));
+      expect(keyed.status).toBe(503);
+      expect(['price_stream_unavailable', 'usage_unavailable']).toContain((await errorOf(keyed)).code);
+    } finally {
+      await deps.close();
+    }
+  }, 20_000);
+});
