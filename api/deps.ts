@@ -1,10 +1,10 @@
 import { Queue } from 'bullmq';
-import type { Config } from '../shared/config.ts';
-import { createSql, type Sql } from '../shared/db.ts';
+import type { Config } from '../shared/platform/config.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import { ApiKeyCache } from '../shared/identity/key-cache.ts';
 import { subscribeToKeyInvalidations } from '../shared/identity/key-invalidation.ts';
 import { InventoryCache } from '../shared/gameplatform/inventory-cache.ts';
-import { createLogger, type Logger } from '../shared/logger.ts';
+import { createLogger, type Logger } from '../shared/platform/logger.ts';
 import { TtlCache, type MarketSummary } from '../shared/market/summary.ts';
 import { httpRequestMetrics, type HttpRequestMetrics } from '../shared/metrics/http.ts';
 import { registerIngestMetrics } from '../shared/metrics/ingest.ts';
@@ -18,10 +18,10 @@ import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { subscribeToPriceSnapshots } from '../shared/prices/snapshot-subscription.ts';
 import { priceStreamKey } from '../shared/prices/stream.ts';
 import { PriceStreamHub, type PriceStreamHubOptions } from '../shared/prices/stream-hub.ts';
-import { POOLS, queueName, type Pool } from '../shared/queues.ts';
-import { createRequestRedis, type Redis } from '../shared/redis.ts';
+import { POOLS, queueName, type Pool } from '../shared/jobs/queues.ts';
+import { createRequestRedis, type Redis } from '../shared/platform/redis.ts';
 import { enabledSources } from '../shared/sources/settings.ts';
-import { CounterRedis } from '../shared/redis-counters.ts';
+import { CounterRedis } from '../shared/platform/redis-counters.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
 
 /** Process plumbing most routes use. */

@@ -1,5 +1,5 @@
-import { loadConfigOrExit } from '../shared/config.ts';
-import { createLogger } from '../shared/logger.ts';
+import { loadConfigOrExit } from '../shared/platform/config.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { collectProcessMetrics } from '../shared/metrics/registry.ts';
 import { createApp } from './app.ts';
 import { createDeps } from './deps.ts';

@@ -85,7 +85,7 @@ export function requestJsonSchema(schema: z.ZodType): Record<string, unknown> {
     io: 'input',
     unrepresentable: 'any',
     target: 'draft-2020-12',
-    // Integer path parameters are checked as text (shared/validation.ts integerPathParam) and
+    // Integer path parameters are checked as text (shared/http/validation.ts integerPathParam) and
     // documented as integers: the text's own keywords do not belong to the integer.
     override: ({ jsonSchema: node }) => {
       if (node.type !== 'integer') return;

@@ -1,5 +1,5 @@
 import { catalogWeaponNames } from '../shared/catalog/repository.ts';
-import { errors } from '../shared/errors.ts';
+import { errors } from '../shared/http/errors.ts';
 import type { AppDeps } from './deps.ts';
 
 const WEAPON_NAMES_TTL_MS = 60_000;

@@ -12,10 +12,10 @@
  * Each run leaves one `bench-…` workspace and key behind in the database.
  */
 import { join } from 'node:path';
-import { createSql, type Sql } from '../shared/db.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
-import { migrate } from '../shared/migrate.ts';
-import { SCOPES } from '../shared/scopes.ts';
+import { migrate } from '../shared/platform/migrate.ts';
+import { SCOPES } from '../shared/http/scopes.ts';
 import {
   CONNECTIONS,
   DURATION_S,

@@ -3,7 +3,7 @@
 // as the API compresses it), with the
 // headers GET /v1/prices sends for it: same content-type, content-encoding, etag, cache-control,
 // vary and last-modified. PORT and DATABASE_URL are required.
-import { createSql } from '../shared/db.ts';
+import { createSql } from '../shared/platform/db.ts';
 import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
 import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
 

@@ -22,12 +22,12 @@ import { createGunzip } from 'node:zlib';
 import { Queue } from 'bullmq';
 import type { AuditExportRow } from '../shared/audit/exports-model.ts';
 import { createAuditExport, enqueueAuditExport } from '../shared/audit/exports-service.ts';
-import { blobPath } from '../shared/blob-store.ts';
-import { createSql } from '../shared/db.ts';
-import { newId } from '../shared/ids.ts';
-import { migrate } from '../shared/migrate.ts';
-import { queueName } from '../shared/queues.ts';
-import { createWorkerRedis } from '../shared/redis.ts';
+import { blobPath } from '../shared/platform/blob-store.ts';
+import { createSql } from '../shared/platform/db.ts';
+import { newId } from '../shared/util/ids.ts';
+import { migrate } from '../shared/platform/migrate.ts';
+import { queueName } from '../shared/jobs/queues.ts';
+import { createWorkerRedis } from '../shared/platform/redis.ts';
 import { insertGeneratedAuditEvents } from '../test/audit-exports-fixtures.ts';
 import {
   exitedEarly,

@@ -19,9 +19,9 @@
  * Environment: DATABASE_URL (scripts/dev.ts), BENCH_FANOUT_ITEMS.
  */
 import { join } from 'node:path';
-import { createSql, type Sql } from '../shared/db.ts';
-import { newId } from '../shared/ids.ts';
-import { migrate } from '../shared/migrate.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
+import { newId } from '../shared/util/ids.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
 import { dispatchOutbox } from '../shared/webhooks/dispatch.ts';
 import { MAX_ENDPOINTS_PER_WORKSPACE } from '../shared/webhooks/endpoints.ts';

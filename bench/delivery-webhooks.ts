@@ -23,9 +23,9 @@
  */
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { createSql, type Sql } from '../shared/db.ts';
-import { newId } from '../shared/ids.ts';
-import { migrate } from '../shared/migrate.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
+import { newId } from '../shared/util/ids.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 import { claimIngestRun, writeIngestRun } from '../shared/prices/ingest.ts';
 import { SecretKeyring } from '../shared/webhooks/secrets.ts';
 import { createWebhookEndpoint, removeWebhookEndpoint } from '../shared/webhooks/service.ts';

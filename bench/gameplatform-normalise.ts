@@ -6,8 +6,8 @@
  * is given a skinport price first) per round, and reports VmRSS before the first round and VmHWM
  * (peak) after it. Prints one JSON line. Started by bench/gameplatform.ts.
  */
-import { parseConfig } from '../shared/config.ts';
-import { createSql } from '../shared/db.ts';
+import { parseConfig } from '../shared/platform/config.ts';
+import { createSql } from '../shared/platform/db.ts';
 import { fetchInventoryPages, storeInventorySnapshot } from '../shared/gameplatform/inventories.ts';
 import { valuationInputOf, valueAssets } from '../shared/gameplatform/valuation.ts';
 import { rssOf } from './lib.ts';

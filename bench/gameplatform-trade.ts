@@ -12,12 +12,12 @@
  * `benchTradeIntents(sql, apiBase)` is what bench/gameplatform.ts calls with its own database and API.
  */
 import { join } from 'node:path';
-import { createSql, type Sql } from '../shared/db.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
-import { migrate } from '../shared/migrate.ts';
-import { SCOPES } from '../shared/scopes.ts';
+import { migrate } from '../shared/platform/migrate.ts';
+import { SCOPES } from '../shared/http/scopes.ts';
 import { freePort, onCleanup, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, spawnApi, table, waitReady } from './lib.ts';
-import { mulberry32 as seeded } from '../shared/random.ts';
+import { mulberry32 as seeded } from '../shared/util/random.ts';
 
 const REQUESTS = 100;
 const ROUNDS = 3;

@@ -15,10 +15,10 @@ import { benchTradeIntents } from './gameplatform-trade.ts';
 import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import { createSql, type Sql } from '../shared/db.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
-import { migrate } from '../shared/migrate.ts';
-import { SCOPES } from '../shared/scopes.ts';
+import { migrate } from '../shared/platform/migrate.ts';
+import { SCOPES } from '../shared/http/scopes.ts';
 import { BIG_STEAM_ID, startSteamFake, type SteamFake } from '../test/fakes/steam/server.ts';
 import {
   CONNECTIONS,

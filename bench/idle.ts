@@ -22,7 +22,7 @@ import { readdir } from 'node:fs/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSql, type Sql } from '../shared/db.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import {
   freePort,
   onCleanup,

@@ -20,13 +20,13 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import { createSql } from '../shared/db.ts';
+import { createSql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { computeMarketSummary, type MarketSummaryQuery } from '../shared/market/summary.ts';
-import { migrate } from '../shared/migrate.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
-import { enqueue, JOBS, queueName } from '../shared/queues.ts';
-import { createWorkerRedis } from '../shared/redis.ts';
+import { enqueue, JOBS, queueName } from '../shared/jobs/queues.ts';
+import { createWorkerRedis } from '../shared/platform/redis.ts';
 import {
   CONNECTIONS,
   exitedEarly,

@@ -17,11 +17,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeInspectLink } from '../api/routes/inspect.ts';
-import { createSql, type Sql } from '../shared/db.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { decodeCertificate, validateItemSelector } from '../shared/inspect/index.ts';
 import { itemInsights } from '../shared/inspect/insights.ts';
-import { migrate } from '../shared/migrate.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 import {
   CONNECTIONS,
   DURATION_S,

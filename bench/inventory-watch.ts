@@ -14,9 +14,9 @@
  * while it runs, an inventory changes every 2 s, so reads also store, diff and send.
  */
 import { join } from 'node:path';
-import { createSql, type Sql } from '../shared/db.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import { adminCreateWorkspace } from '../shared/identity/admin.ts';
-import { migrate } from '../shared/migrate.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 import { inventoryOf, maxInSlidingWindow, startSteamFake, type ItemSpec, type SteamFake } from '../test/fakes/steam/server.ts';
 import { exitedEarly, onCleanup, positiveInt, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, sleep, spawnBun, stopChild, table, type Spawned } from './lib.ts';
 

@@ -10,8 +10,8 @@
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
-import { createSql } from '../shared/db.ts';
-import { migrate } from '../shared/migrate.ts';
+import { createSql } from '../shared/platform/db.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 import { assemblePriceList } from '../shared/prices/public-document.ts';
 import { findNewestPriceSnapshot, findSourceStaleThresholds, readSnapshotInputs } from '../shared/prices/repository.ts';
 import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';

@@ -22,7 +22,7 @@ import { freePort, positiveInt, printChecks, removeQueueKeysAtCleanup, reportQui
 
 const READERS = positiveInt('BENCH_READERS', 200);
 const TARGET_GROWTH_MB = 100;
-// The API's default cap (shared/config.ts); the bench does not override it.
+// The API's default cap (shared/platform/config.ts); the bench does not override it.
 const CAP = 4;
 const SETTLE_TIMEOUT_MS = 20_000;
 

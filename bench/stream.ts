@@ -33,10 +33,10 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { join } from 'node:path';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
 import { compareStreamIds, priceStreamKey, PriceStreamPublisher, type PriceChange } from '../shared/prices/stream.ts';
-import { createRequestRedis } from '../shared/redis.ts';
+import { createRequestRedis } from '../shared/platform/redis.ts';
 import {
   cpuMsOf,
   freePort,

@@ -1,7 +1,7 @@
 // Operator CLI: `npm run admin -- <command> [options]`. Run without arguments for help.
 import { parseArgs } from 'node:util';
-import { loadConfigOrExit } from '../shared/config.ts';
-import { createSql } from '../shared/db.ts';
+import { loadConfigOrExit } from '../shared/platform/config.ts';
+import { createSql } from '../shared/platform/db.ts';
 import {
   adminCreateAccount,
   adminCreateKey,
@@ -11,10 +11,10 @@ import {
 } from '../shared/identity/admin.ts';
 import { KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
 import { TIERS, type Tier } from '../shared/identity/workspaces.ts';
-import { isScope, type Scope } from '../shared/scopes.ts';
+import { isScope, type Scope } from '../shared/http/scopes.ts';
 import { SecretKeyring } from '../shared/webhooks/secrets.ts';
 import { rewrapWebhookSecrets } from '../shared/webhooks/service.ts';
-import { createRequestRedis } from '../shared/redis.ts';
+import { createRequestRedis } from '../shared/platform/redis.ts';
 
 const help = `usage: npm run admin -- <command> [options]
 

@@ -1,9 +1,9 @@
 // Procfile `release:` step: apply pending migrations and exit.
 import { join } from 'node:path';
-import { loadConfigOrExit } from '../shared/config.ts';
-import { createSql } from '../shared/db.ts';
-import { createLogger } from '../shared/logger.ts';
-import { migrate } from '../shared/migrate.ts';
+import { loadConfigOrExit } from '../shared/platform/config.ts';
+import { createSql } from '../shared/platform/db.ts';
+import { createLogger } from '../shared/platform/logger.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 
 const config = loadConfigOrExit();
 const log = createLogger({ level: config.LOG_LEVEL, name: 'migrate' });

@@ -1,5 +1,5 @@
-import type { Sql } from '../shared/db.ts';
-import { newId } from '../shared/ids.ts';
+import type { Sql } from '../shared/platform/db.ts';
+import { newId } from '../shared/util/ids.ts';
 
 /**
  * Bulk audit events for export tests and bench/delivery-exports.ts, generated set-based in Postgres

@@ -7,8 +7,8 @@ import { insertAuditEvent, type AuditEvent, type NewAuditEvent } from '../shared
 import type { AuditExportJob } from '../shared/audit/exports-model.ts';
 import { leaseAuditExport } from '../shared/audit/exports-repository.ts';
 import { auditExportJobId } from '../shared/audit/exports-service.ts';
-import { createLogger } from '../shared/logger.ts';
-import { enqueue, type JobName } from '../shared/queues.ts';
+import { createLogger } from '../shared/platform/logger.ts';
+import { enqueue, type JobName } from '../shared/jobs/queues.ts';
 import { exportsPool } from '../workers/exports/index.ts';
 import type { PoolContext } from '../workers/pool.ts';
 import { createKey, createTestApp, errorOf, eventually, testClock, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
@@ -282,7 +282,7 @@ describe('GET /v2/audit/exports/{export_id}', () => {
     expect((await page(b.key)).data).toEqual([]);
   });
 
-  test('401 without a valid key; 403 without audit:export (the scope shared/operations.ts names)', async () => {
+  test('401 without a valid key; 403 without audit:export (the scope shared/http/operations.ts names)', async () => {
     const ws = await exporter();
     const receipt = await created(ws.key);
     await expectError(await getExport(t, null, receipt.export_id), 401, 'unauthorized');

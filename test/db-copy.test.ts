@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { copyRows } from '../shared/db.ts';
+import { copyRows } from '../shared/platform/db.ts';
 import { createTestApp } from './helpers.ts';
 
 /**
- * shared/db.ts copyRows against real Postgres. postgres.js never settles a COPY that Postgres
+ * shared/platform/db.ts copyRows against real Postgres. postgres.js never settles a COPY that Postgres
  * refused; copyRows must still reject, so the transaction rolls back and frees its locks (an ingest
  * run holds its source's advisory lock around the COPY).
  */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
-import { createRequestRedis } from '../shared/redis.ts';
+import { createRequestRedis } from '../shared/platform/redis.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { runSourceIngest } from '../workers/ingest/run.ts';
 import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';

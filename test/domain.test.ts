@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { describe, expect, test } from 'bun:test';
-import { canonicalJson } from '../shared/canonical-json.ts';
-import { ConfigError, parseConfig } from '../shared/config.ts';
-import { decodeCursor, encodeCursor } from '../shared/cursor.ts';
-import { ApiError } from '../shared/errors.ts';
-import { redactSecrets } from '../shared/redact.ts';
+import { canonicalJson } from '../shared/util/canonical-json.ts';
+import { ConfigError, parseConfig } from '../shared/platform/config.ts';
+import { decodeCursor, encodeCursor } from '../shared/http/cursor.ts';
+import { ApiError } from '../shared/http/errors.ts';
+import { redactSecrets } from '../shared/util/redact.ts';
 import { requestFingerprint } from '../shared/idempotency/records.ts';
 import { budgetsFor } from '../shared/usage/budgets.ts';
 import { rateLimitHeaders } from '../shared/usage/metering.ts';
@@ -106,7 +106,7 @@ describe('budgets', () => {
 
 describe('scopes', () => {
   test('a write scope grants its read, and nothing else', async () => {
-    const { grantsScope } = await import('../shared/scopes.ts');
+    const { grantsScope } = await import('../shared/http/scopes.ts');
     expect(grantsScope(['trade:write'], 'trade:read')).toBe(true);
     expect(grantsScope(['media:write'], 'media:read')).toBe(true);
     expect(grantsScope(['trade:read'], 'trade:write')).toBe(false);

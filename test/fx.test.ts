@@ -18,9 +18,9 @@ import {
   type FxRates,
 } from '../shared/fx/index.ts';
 import { fxRatesStale } from '../shared/health/fx.ts';
-import { createLogger } from '../shared/logger.ts';
-import { queueName } from '../shared/queues.ts';
-import { createWorkerRedis } from '../shared/redis.ts';
+import { createLogger } from '../shared/platform/logger.ts';
+import { queueName } from '../shared/jobs/queues.ts';
+import { createWorkerRedis } from '../shared/platform/redis.ts';
 import { ingestPool } from '../workers/ingest/index.ts';
 import { startPools } from '../workers/runtime.ts';
 import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import Ajv2020 from 'ajv/dist/2020';
 import type { AuditEvent } from '../shared/audit/events.ts';
-import { newId } from '../shared/ids.ts';
-import type { Scope } from '../shared/scopes.ts';
+import { newId } from '../shared/util/ids.ts';
+import type { Scope } from '../shared/http/scopes.ts';
 import { PARTNER_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake, type SteamFake } from './fakes/steam/server.ts';
 import { createTestApp, errorOf, signUp, workspaceWithKey, type TestApp } from './helpers.ts';
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { z } from 'zod';
-import { parseDateTime } from '../shared/validation.ts';
+import { parseDateTime } from '../shared/http/validation.ts';
 import { createTestApp, errorOf, signUp, TEST_PASSWORD, uniqueEmail, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
  * Regression tests for the defects of issue 10, items 1–4: each answered 500 before the shared
- * validation layer (shared/validation.ts) and the session cookie fix.
+ * validation layer (shared/http/validation.ts) and the session cookie fix.
  */
 
 const OUT_OF_RANGE = ['0000-01-01T00:00:00Z', '0001-01-01T00:00:00+14:00', '9999-12-31T23:59:59-14:00', '1969-12-31T23:59:59Z', '10000-01-01T00:00:00Z'];

@@ -6,13 +6,13 @@ import type { AnyElysia } from 'elysia';
 import postgres from 'postgres';
 import { createApp } from '../api/app.ts';
 import { createDeps, type AppDeps } from '../api/deps.ts';
-import { parseConfig, type Config } from '../shared/config.ts';
-import { createLogger } from '../shared/logger.ts';
-import type { Sql } from '../shared/db.ts';
+import { parseConfig, type Config } from '../shared/platform/config.ts';
+import { createLogger } from '../shared/platform/logger.ts';
+import type { Sql } from '../shared/platform/db.ts';
 import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 import { fxFreshness } from '../shared/health/fx.ts';
-import { migrate } from '../shared/migrate.ts';
-import type { Scope } from '../shared/scopes.ts';
+import { migrate } from '../shared/platform/migrate.ts';
+import type { Scope } from '../shared/http/scopes.ts';
 import { adminCreateKey, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import type { Tier } from '../shared/identity/workspaces.ts';
 
@@ -115,7 +115,7 @@ export async function workspaceWithKey(t: TestApp, options: { scopes?: Scope[]; 
   const key = await adminCreateKey(t.deps.sql, {
     workspaceId: user.workspace.id,
     label: 'test',
-    scopes: options.scopes ?? [...(await import('../shared/scopes.ts')).SCOPES],
+    scopes: options.scopes ?? [...(await import('../shared/http/scopes.ts')).SCOPES],
   });
   return { ...user, key: key.key, keyId: key.id, keyHeaders: { 'x-api-key': key.key } };
 }

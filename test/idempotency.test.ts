@@ -5,7 +5,7 @@ import type { AppDeps } from '../api/deps.ts';
 import { apiKeyPlugin } from '../api/plugins/api-key.ts';
 import { idempotencyPlugin } from '../api/plugins/idempotency.ts';
 import type { AuditEvent } from '../shared/audit/events.ts';
-import { sha256Hex } from '../shared/crypto.ts';
+import { sha256Hex } from '../shared/util/crypto.ts';
 import { deleteExpiredIdempotencyRecords, IDEMPOTENCY_RETENTION_MS } from '../shared/idempotency/records.ts';
 import { createTestApp, errorOf, eventually, signUp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 

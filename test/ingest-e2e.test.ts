@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import { createSql } from '../shared/db.ts';
+import { createSql } from '../shared/platform/db.ts';
 import { createTestApp, eventually, workspaceWithKey } from './helpers.ts';
 import { referenceLink } from './index-reference.ts';
 import { spawnedProcesses, waitForHttp } from './spawned.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Webhook } from 'standardwebhooks';
 import { insertOrFindLiveAccount } from '../shared/gameplatform/accounts.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { loadPools } from '../workers/pools.ts';
 import { startPools, type RunningPools } from '../workers/runtime.ts';
 import { inventoryOf, startSteamFake, type SteamFake } from './fakes/steam/server.ts';

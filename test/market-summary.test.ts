@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import type { MarketplaceSummary, MarketSummary } from '../shared/market/summary.ts';
 import { TtlCache } from '../shared/market/summary.ts';
-import { OPERATIONS } from '../shared/operations.ts';
+import { OPERATIONS } from '../shared/http/operations.ts';
 import { PRICE_SNAPSHOT_CHANNEL } from '../shared/prices/snapshot.ts';
 import { createTestApp, errorOf, eventually, scratchTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { Redis } from 'ioredis';
-import type { Sql } from '../shared/db.ts';
+import type { Sql } from '../shared/platform/db.ts';
 import { SOURCE_NAMES, type SourceName } from '../shared/sources/types.ts';
 import { freePort } from '../scripts/services.ts';
 import { eventually, scratchTestApp, workspaceWithKey, type TestApp } from './helpers.ts';

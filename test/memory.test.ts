@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { MemoryReleaser } from '../shared/memory.ts';
+import { MemoryReleaser } from '../shared/platform/memory.ts';
 
 describe('MemoryReleaser', () => {
   test('collects once the resident set has grown past the headroom, at most once per interval', () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { adminCreateKey, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { hashKey } from '../shared/identity/api-keys.ts';
 import { KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
-import { OPERATIONS } from '../shared/operations.ts';
+import { OPERATIONS } from '../shared/http/operations.ts';
 import { createKey, createTestApp, errorOf, eventually, seedFreshFxRates, signUp, testClock, workspaceWithKey, type TestApp, type TestClock } from './helpers.ts';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { FAKES_SCRIPT, localUpstreamsPlan } from '../scripts/local-upstreams.ts';
 import { argumentsOf, mergeEntries, mergeWorkerEntries, parseProcfile, readProcfile } from '../scripts/procfile.ts';
-import { POOLS } from '../shared/queues.ts';
+import { POOLS } from '../shared/jobs/queues.ts';
 
 describe('npm start and the Procfile', () => {
   test('the Procfile runs one process per pool, and npm start merges them into one worker process in Procfile order', () => {

@@ -4,7 +4,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import type { PublicItemPrices, PublicPriceList } from '../shared/prices/public-document.ts';
 import fc from 'fast-check';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { assemblePriceList, PriceListJsonBuilder } from '../shared/prices/public-document.ts';
 import type { SnapshotInputRow } from '../shared/prices/repository.ts';
 import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { credentialOf, tokenCheck } from '../shared/identity/operator-tokens.ts';
-import { enqueue, POOLS } from '../shared/queues.ts';
+import { enqueue, POOLS } from '../shared/jobs/queues.ts';
 import { serveInChromium } from './browser.ts';
 import { createTestApp, errorOf, type TestApp } from './helpers.ts';
 

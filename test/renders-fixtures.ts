@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Sql } from '../shared/db.ts';
+import type { Sql } from '../shared/platform/db.ts';
 import { createScene } from '../shared/media/scenes.ts';
 import type { SceneBody } from '../shared/media/scenes-model.ts';
 

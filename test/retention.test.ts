@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { calculateMarketIndex } from '../shared/market-index/calculate.ts';
 import { findCalculation, findLatestCalculation, listConstituents, type Calculation } from '../shared/market-index/repository.ts';
 import { itemHistoryPage, resolveHistoryWindow, type HistoryPageInput } from '../shared/prices/history.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../scripts/services.ts';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
-import { createSql, type Sql } from '../shared/db.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import { insertGeneratedAuditEvents } from './audit-exports-fixtures.ts';
 import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
 import { createTestApp, eventually, workspaceWithKey } from './helpers.ts';

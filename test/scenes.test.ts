@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
-import { jcsCanonicalize } from '../shared/jcs.ts';
+import { jcsCanonicalize } from '../shared/util/jcs.ts';
 import { findSceneRevision, type SceneDocument } from '../shared/media/scenes.ts';
-import type { Scope } from '../shared/scopes.ts';
+import type { Scope } from '../shared/http/scopes.ts';
 import { createTestApp, errorOf, workspaceWithKey } from './helpers.ts';
 
 /**
@@ -61,7 +61,7 @@ async function auditEvents(workspaceId: string, eventType: string) {
     select resource_id, outcome, metadata, request_id from audit_events where workspace_id = ${workspaceId} and event_type = ${eventType} order by occurred_at, id`;
 }
 
-describe('RFC 8785 canonical JSON (shared/jcs.ts)', () => {
+describe('RFC 8785 canonical JSON (shared/util/jcs.ts)', () => {
   test('orders keys by UTF-16 code units, integer-like keys included, and writes numbers as ECMAScript does', () => {
     // RFC 8785 3.2.3's sorting example and 3.2.2.3's number forms.
     const sorting = { '\u20ac': 'Euro Sign', '\r': 'Carriage Return', '\ufb33': 'Hebrew Letter Dalet With Dagesh', '1': 'One', '\ud83d\ude00': 'Emoji: Grinning Face', '\u0080': 'Control', '\u00f6': 'Latin Small Letter O With Diaeresis' };

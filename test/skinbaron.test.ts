@@ -4,7 +4,7 @@ import { syncCatalog } from '../shared/catalog/repository.ts';
 import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 import { forgetCachedRates } from '../shared/prices/currency.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
-import { createRequestRedis, type Redis } from '../shared/redis.ts';
+import { createRequestRedis, type Redis } from '../shared/platform/redis.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { enabledSources, unavailableSources } from '../shared/sources/settings.ts';
 import { ingestPool } from '../workers/ingest/index.ts';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import path from 'node:path';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { bitskinsName } from '../shared/sources/bitskins.ts';
 import { csmarketTime } from '../shared/sources/csmarket.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import path from 'node:path';
 import { parseEcbRates } from '../shared/fx/ecb.ts';
 import type { FxRates } from '../shared/fx/repository.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { parseSkinbaronRow } from '../shared/sources/skinbaron.ts';
 import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../shared/sources/types.ts';

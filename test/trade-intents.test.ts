@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { cancelDraftsOfAccount, expireDueTradeIntents } from '../shared/gameplatform/trade-intents.ts';
-import { JOBS } from '../shared/queues.ts';
-import type { Scope } from '../shared/scopes.ts';
+import { JOBS } from '../shared/jobs/queues.ts';
+import type { Scope } from '../shared/http/scopes.ts';
 import { maintenancePool } from '../workers/maintenance/index.ts';
 import { inventoryOf, startSteamFake, type SteamFake } from './fakes/steam/server.ts';
 import { convertUsd } from '../shared/fx/convert.ts';

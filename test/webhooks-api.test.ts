@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import type { AuditEvent } from '../shared/audit/events.ts';
-import { sha256Hex } from '../shared/crypto.ts';
+import { sha256Hex } from '../shared/util/crypto.ts';
 import { EVENT_TYPES } from '../shared/events/outbox.ts';
-import type { Scope } from '../shared/scopes.ts';
+import type { Scope } from '../shared/http/scopes.ts';
 import { SecretKeyring, secretKeyId } from '../shared/webhooks/secrets.ts';
 import { createTestApp, errorOf, workspaceWithKey, type TestApp } from './helpers.ts';
 import { createWebhook, postWebhook, retireEndpoints, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';

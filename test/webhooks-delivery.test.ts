@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Webhook } from 'standardwebhooks';
 import type { AuditEvent } from '../shared/audit/events.ts';
 import { insertOutboxEvent, type EventType } from '../shared/events/outbox.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import type { Delivery } from '../shared/webhooks/deliveries.ts';
 import { startPools, type RunningPools } from '../workers/runtime.ts';
 import { webhooksPool } from '../workers/webhooks/index.ts';

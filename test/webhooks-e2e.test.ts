@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { freePort } from '../scripts/services.ts';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
-import { createSql } from '../shared/db.ts';
+import { createSql } from '../shared/platform/db.ts';
 import { insertOutboxEvent } from '../shared/events/outbox.ts';
 import { claimIngestRun, writeIngestRun } from '../shared/prices/ingest.ts';
 import type { Delivery } from '../shared/webhooks/deliveries.ts';

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { Queryable } from '../shared/db.ts';
+import type { Queryable } from '../shared/platform/db.ts';
 import type { TestApp } from './helpers.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Webhook } from 'standardwebhooks';
 import type { ChangedPrice, EventType } from '../shared/events/outbox.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
 import { eventPagePath, PAGE_URL_TTL_SECONDS, signEventPageUrl } from '../shared/webhooks/event-pages.ts';
 import { startPools, type RunningPools } from '../workers/runtime.ts';

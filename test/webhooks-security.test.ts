@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { insertOutboxEvent } from '../shared/events/outbox.ts';
-import { createLogger } from '../shared/logger.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { attemptDelivery, type DeliveryDeps } from '../shared/webhooks/deliver.ts';
 import { dispatchOutbox, type DeliveryJob } from '../shared/webhooks/dispatch.ts';
 import { nextRetryDelay, parseRetryAfter } from '../shared/webhooks/retry.ts';

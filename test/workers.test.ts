@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, spyOn, test } from 'bun:test';
 import { Queue, Worker } from 'bullmq';
-import { createSql } from '../shared/db.ts';
-import { createLogger } from '../shared/logger.ts';
-import { checkHandlers, enqueue, enqueueMany, JOBS, POOLS, queueName } from '../shared/queues.ts';
-import { createWorkerRedis, Redis } from '../shared/redis.ts';
+import { createSql } from '../shared/platform/db.ts';
+import { createLogger } from '../shared/platform/logger.ts';
+import { checkHandlers, enqueue, enqueueMany, JOBS, POOLS, queueName } from '../shared/jobs/queues.ts';
+import { createWorkerRedis, Redis } from '../shared/platform/redis.ts';
 import { maintenancePool } from '../workers/maintenance/index.ts';
 import { loadPools } from '../workers/pools.ts';
 import { startPools } from '../workers/runtime.ts';

@@ -1,8 +1,8 @@
 // Usage: bun workers/main.ts <pool> [<pool> …]   (Procfile entries run one pool each)
-import { loadConfigOrExit } from '../shared/config.ts';
-import { createLogger } from '../shared/logger.ts';
+import { loadConfigOrExit } from '../shared/platform/config.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { collectProcessMetrics } from '../shared/metrics/registry.ts';
-import { POOLS, type Pool } from '../shared/queues.ts';
+import { POOLS, type Pool } from '../shared/jobs/queues.ts';
 import { startMetricsServer, workerMetricsPort, type MetricsServer } from './metrics-server.ts';
 import { loadPools } from './pools.ts';
 import { startPools } from './runtime.ts';

@@ -1,10 +1,10 @@
-import type { Config } from '../shared/config.ts';
-import { ApiError, errorBody } from '../shared/errors.ts';
+import type { Config } from '../shared/platform/config.ts';
+import { ApiError, errorBody } from '../shared/http/errors.ts';
 import { credentialOf, tokenCheck } from '../shared/identity/operator-tokens.ts';
-import { newId } from '../shared/ids.ts';
-import type { Logger } from '../shared/logger.ts';
+import { newId } from '../shared/util/ids.ts';
+import type { Logger } from '../shared/platform/logger.ts';
 import type { Registry } from '../shared/metrics/registry.ts';
-import { POOLS, type Pool } from '../shared/queues.ts';
+import { POOLS, type Pool } from '../shared/jobs/queues.ts';
 
 /** The first default port; each pool's is this plus its position in POOLS (README). */
 export const WORKER_METRICS_BASE_PORT = 9464;

@@ -1,14 +1,14 @@
 import type { Queue } from 'bullmq';
 import type { Metric } from 'prom-client';
-import type { Config } from '../shared/config.ts';
-import type { Enqueue, JobHandlers, JobName, JobSchedule, Pool, StartupJob } from '../shared/queues.ts';
-import type { WorkerResources } from '../shared/resources.ts';
+import type { Config } from '../shared/platform/config.ts';
+import type { Enqueue, JobHandlers, JobName, JobSchedule, Pool, StartupJob } from '../shared/jobs/queues.ts';
+import type { WorkerResources } from '../shared/platform/resources.ts';
 
 /** What a pool's module receives: the process's resources and its queues, never a request context. */
 export type PoolContext = WorkerResources & {
   /** This pool's own queue. */
   queue: Queue;
-  /** Enqueues a job of any pool (shared/queues.ts `enqueue` over this process's queues). */
+  /** Enqueues a job of any pool (shared/jobs/queues.ts `enqueue` over this process's queues). */
   enqueue: Enqueue;
 };
 
@@ -20,7 +20,7 @@ export type PoolDefinition = {
   handlers: (context: PoolContext) => readonly (readonly [JobName, JobHandlers[JobName]])[];
   /** Job schedulers, upserted at boot; ids start with `<pool>-` (others of the pool are removed). */
   schedules?: readonly Schedule[] | ((config: Config) => readonly Schedule[]);
-  /** Jobs enqueued once each time the pool starts (shared/queues.ts StartupJob). */
+  /** Jobs enqueued once each time the pool starts (shared/jobs/queues.ts StartupJob). */
   startupJobs?: readonly StartupJob[];
   concurrency?: number;
   /**

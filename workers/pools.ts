@@ -1,4 +1,4 @@
-import type { Pool } from '../shared/queues.ts';
+import type { Pool } from '../shared/jobs/queues.ts';
 import type { PoolDefinition } from './pool.ts';
 
 /**

@@ -1,23 +1,23 @@
 import { hostname } from 'node:os';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { ZodError } from 'zod';
-import type { Config } from '../shared/config.ts';
-import { createSql } from '../shared/db.ts';
+import type { Config } from '../shared/platform/config.ts';
+import { createSql } from '../shared/platform/db.ts';
 import { deleteHeartbeat, HEARTBEAT_INTERVAL_MS, upsertHeartbeat } from '../shared/health/heartbeats.ts';
-import { newId } from '../shared/ids.ts';
-import { runWithLogContext } from '../shared/log-context.ts';
-import type { Logger } from '../shared/logger.ts';
-import { MemoryReleaser } from '../shared/memory.ts';
+import { newId } from '../shared/util/ids.ts';
+import { runWithLogContext } from '../shared/platform/log-context.ts';
+import type { Logger } from '../shared/platform/logger.ts';
+import { MemoryReleaser } from '../shared/platform/memory.ts';
 import { jobMetrics, type JobMetrics, type JobOutcome } from '../shared/metrics/jobs.ts';
 import { registerQueueDepth } from '../shared/metrics/queues.ts';
 import { Registry } from '../shared/metrics/registry.ts';
-import { checkHandlers, enqueue as enqueueOn, enqueueStartupJob, JOBS, parseJobPayload, queueName, upsertSchedule, type Enqueue, type JobName, type JobSchedule, type Pool } from '../shared/queues.ts';
-import { createRequestRedis, createWorkerRedis } from '../shared/redis.ts';
+import { checkHandlers, enqueue as enqueueOn, enqueueStartupJob, JOBS, parseJobPayload, queueName, upsertSchedule, type Enqueue, type JobName, type JobSchedule, type Pool } from '../shared/jobs/queues.ts';
+import { createRequestRedis, createWorkerRedis } from '../shared/platform/redis.ts';
 import type { PoolDefinition } from './pool.ts';
 
 /**
  * A job processor run with the job's id and name on every log line written meanwhile, by any
- * logger (shared/log-context.ts), and timed into `cs2_job_duration_seconds` by outcome.
+ * logger (shared/platform/log-context.ts), and timed into `cs2_job_duration_seconds` by outcome.
  */
 function observed(pool: Pool, jobs: JobMetrics, memory: MemoryReleaser, processJob: (job: Job) => Promise<unknown>) {
   return (job: Job) =>
@@ -46,7 +46,7 @@ export type RunningPools = {
  * Starts the given pools in this process: checks each pool's handlers against the job registry
  * (boot fails on a missing or duplicate handler), upserts schedules, heartbeats to Postgres, and
  * stops in order: workers (bounded), queues, Redis, then Postgres. Each job runs with its id and
- * name on every log line (shared/log-context.ts) and is timed into the returned metrics; serving
+ * name on every log line (shared/platform/log-context.ts) and is timed into the returned metrics; serving
  * them is the entry point's business (workers/main.ts), so tests can start pools without a port.
  */
 export async function startPools(definitions: PoolDefinition[], config: Config, log: Logger): Promise<RunningPools> {

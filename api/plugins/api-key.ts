@@ -1,9 +1,9 @@
 import { Elysia } from 'elysia';
 import { insertAuditEvent } from '../../shared/audit/events.ts';
-import { errors } from '../../shared/errors.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { hashKey, type ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
-import { operation as findOperation, type OperationId } from '../../shared/operations.ts';
-import { grantsScope } from '../../shared/scopes.ts';
+import { operation as findOperation, type OperationId } from '../../shared/http/operations.ts';
+import { grantsScope } from '../../shared/http/scopes.ts';
 import { budgetsFor } from '../../shared/usage/budgets.ts';
 import { rateLimitHeaders, type DebitResult } from '../../shared/usage/metering.ts';
 import type { AppDeps } from '../deps.ts';

@@ -1,8 +1,8 @@
 import { Elysia } from 'elysia';
-import { ApiError, errorBody, type ErrorDetail } from '../../shared/errors.ts';
-import { newId } from '../../shared/ids.ts';
-import { bindLogContext } from '../../shared/log-context.ts';
-import type { Logger } from '../../shared/logger.ts';
+import { ApiError, errorBody, type ErrorDetail } from '../../shared/http/errors.ts';
+import { newId } from '../../shared/util/ids.ts';
+import { bindLogContext } from '../../shared/platform/log-context.ts';
+import type { Logger } from '../../shared/platform/logger.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -1,6 +1,6 @@
 import { Elysia, ElysiaCustomStatusResponse, status } from 'elysia';
 import { insertAuditEvent } from '../../shared/audit/events.ts';
-import { ApiError, errors } from '../../shared/errors.ts';
+import { ApiError, errors } from '../../shared/http/errors.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import type { SessionPrincipal } from '../../shared/identity/sessions.ts';
 import {
@@ -10,7 +10,7 @@ import {
   releaseIdempotencyKey,
   requestFingerprint,
 } from '../../shared/idempotency/records.ts';
-import type { OperationId } from '../../shared/operations.ts';
+import type { OperationId } from '../../shared/http/operations.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses } from '../openapi.ts';
 import { requestIdOf } from './errors.ts';

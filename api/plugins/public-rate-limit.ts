@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia';
-import { errors } from '../../shared/errors.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { IpRateLimiter, ipRateLimitHeaders } from '../../shared/usage/ip-limits.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses } from '../openapi.ts';

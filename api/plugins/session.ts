@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia';
-import { errors } from '../../shared/errors.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { findActiveSession, type SessionPrincipal } from '../../shared/identity/sessions.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses } from '../openapi.ts';

@@ -4,10 +4,10 @@ import { AUDIT_EXPORT_STATES, checkExportRange, isDownloadable, toAuditExportJob
 import { findAuditExport, findAuditExportById, listAuditExports } from '../../shared/audit/exports-repository.ts';
 import { createAuditExport, enqueueAuditExport } from '../../shared/audit/exports-service.ts';
 import { checkDownloadSignature, signDownloadUrl } from '../../shared/audit/exports-download.ts';
-import { blobPath, blobSize } from '../../shared/blob-store.ts';
-import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
-import { errors } from '../../shared/errors.ts';
-import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
+import { blobPath, blobSize } from '../../shared/platform/blob-store.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
+import { errors } from '../../shared/http/errors.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';

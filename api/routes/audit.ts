@@ -1,9 +1,9 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { AUDIT_NAME_PATTERN, AUDIT_OUTCOMES, AUDIT_SOURCES, auditEventSchema, listAuditEvents, type AuditEventPosition } from '../../shared/audit/events.ts';
-import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
-import { errors } from '../../shared/errors.ts';
-import { cursorInstant, dateTime, pageCursor, pageLimit, uuid } from '../../shared/validation.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
+import { errors } from '../../shared/http/errors.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';

@@ -1,13 +1,13 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import type { AuditActor } from '../../shared/audit/events.ts';
-import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { connectedAccountSchema, listLiveAccounts, type AccountPosition } from '../../shared/gameplatform/accounts.ts';
 import { disconnectAccount, finishConnect, personaNameFromProfiles, startConnect, type OpenIdSettings } from '../../shared/gameplatform/accounts-service.ts';
 import { cancelDraftsOfAccount } from '../../shared/gameplatform/trade-intents.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
-import type { OperationId } from '../../shared/operations.ts';
-import { integerPathParam, noBody, pageCursor, pageLimit } from '../../shared/validation.ts';
+import type { OperationId } from '../../shared/http/operations.ts';
+import { integerPathParam, noBody, pageCursor, pageLimit } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses, responseJsonSchema, routeResponses } from '../openapi.ts';
 import { apiKeyAuthenticator, apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';

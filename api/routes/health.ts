@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { errors } from '../../shared/errors.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { healthReportSchema as healthReport, sourceFreshness } from '../../shared/health/sources.ts';
 import { platformStatus, platformStatusSchema } from '../../shared/health/status.ts';
 import { enabledSources, unavailableSources } from '../../shared/sources/settings.ts';

@@ -1,13 +1,13 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { errors } from '../../shared/errors.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { KEY_INVALIDATION_CHANNEL } from '../../shared/identity/key-cache.ts';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../shared/identity/passwords.ts';
 import { createAccount, createKey, listKeys, revokeKey, signIn, signOut } from '../../shared/identity/service.ts';
 import { TIERS } from '../../shared/identity/workspaces.ts';
-import { isUuid } from '../../shared/ids.ts';
-import { SCOPES } from '../../shared/scopes.ts';
-import { text } from '../../shared/validation.ts';
+import { isUuid } from '../../shared/util/ids.ts';
+import { SCOPES } from '../../shared/http/scopes.ts';
+import { text } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { clientIp } from '../plugins/client-ip.ts';

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError } from '../../shared/http/errors.ts';
 import {
   CertificateError,
   decodeCertificate,
@@ -12,7 +12,7 @@ import {
   MAX_CERTIFICATE_BYTES,
   parseInspectLink,
 } from '../../shared/inspect/index.ts';
-import { text } from '../../shared/validation.ts';
+import { text } from '../../shared/http/validation.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
-import { errors } from '../../shared/errors.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
+import { errors } from '../../shared/http/errors.ts';
 import {
   ensureInventorySnapshot,
   findSnapshot,
@@ -11,7 +11,7 @@ import {
 } from '../../shared/gameplatform/inventories.ts';
 import { encodedInventoryPage } from '../../shared/gameplatform/inventory-cache.ts';
 import { steamApiError } from '../../shared/gameplatform/steam-client.ts';
-import { pageCursor, pageLimit } from '../../shared/validation.ts';
+import { pageCursor, pageLimit } from '../../shared/http/validation.ts';
 import { currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import { negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';

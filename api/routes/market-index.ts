@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
-import { ApiError, errors } from '../../shared/errors.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
+import { ApiError, errors } from '../../shared/http/errors.ts';
 import { METHODOLOGIES, METHODOLOGY, ratioText, ROUNDING } from '../../shared/market-index/methodology.ts';
 import {
   findCalculation,
@@ -20,7 +20,7 @@ import { resolveWindow } from '../../shared/prices/history.ts';
 import { windowStart } from '../../shared/retention/policy.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
-import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
 
 /** History windows: omitted `from` is 30 days before `to` (default now); at most 366 days per request. */
 export const INDEX_HISTORY_DEFAULT_DAYS = 30;

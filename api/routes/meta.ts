@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { capabilities, capabilitySchema } from '../../shared/capabilities.ts';
+import { capabilities, capabilitySchema } from '../../shared/http/capabilities.ts';
 import { itemFilesStatus } from '../../shared/media/item-files.ts';
-import type { Dependency } from '../../shared/operations.ts';
-import { DEFAULT_SCOPES, SCOPES } from '../../shared/scopes.ts';
+import type { Dependency } from '../../shared/http/operations.ts';
+import { DEFAULT_SCOPES, SCOPES } from '../../shared/http/scopes.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 

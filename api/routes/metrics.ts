@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError } from '../../shared/http/errors.ts';
 import { credentialOf, tokenCheck } from '../../shared/identity/operator-tokens.ts';
 import type { AppDeps } from '../deps.ts';
 

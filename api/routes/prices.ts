@@ -1,8 +1,8 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
-import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
-import { ApiError, errors } from '../../shared/errors.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
+import { ApiError, errors } from '../../shared/http/errors.ts';
 import { currencyParam, convertDocumentText, fxSchema, resolveConversion } from '../../shared/prices/currency.ts';
 import { currentItemPricesBody, itemPricesSchema } from '../../shared/prices/current.ts';
 import {
@@ -19,7 +19,7 @@ import {
 import type { HistoryPosition } from '../../shared/prices/repository.ts';
 import { retentionPolicy } from '../../shared/retention/policy.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
-import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/validation.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';

@@ -1,9 +1,9 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { ApiError } from '../../shared/errors.ts';
+import { ApiError } from '../../shared/http/errors.ts';
 import { getProfile, profileSchema } from '../../shared/gameplatform/profiles.ts';
 import { parseSteamId } from '../../shared/gameplatform/steam-id.ts';
-import { text } from '../../shared/validation.ts';
+import { text } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';

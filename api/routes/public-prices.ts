@@ -1,10 +1,10 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { ApiError, errors } from '../../shared/errors.ts';
+import { ApiError, errors } from '../../shared/http/errors.ts';
 import { currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody } from '../../shared/prices/public-document.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
-import { text } from '../../shared/validation.ts';
+import { text } from '../../shared/http/validation.ts';
 import { ifNoneMatchMatches, negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { blobPath, blobSize } from '../../shared/blob-store.ts';
-import { errors } from '../../shared/errors.ts';
+import { blobPath, blobSize } from '../../shared/platform/blob-store.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { itemSelectorRequestSchema } from '../../shared/inspect/item-validation.ts';
 import { itemFileFor, itemFilesStatus } from '../../shared/media/item-files.ts';
 import { checkImageSignature, signImageUrl } from '../../shared/media/renders-download.ts';
@@ -10,7 +10,7 @@ import { parseRenderItem, parseRenderOutput, RENDER_CONTENT_TYPES, RENDER_FORMAT
 import { findRender, findRenderById } from '../../shared/media/renders-repository.ts';
 import { createRender, enqueueRender } from '../../shared/media/renders-service.ts';
 import { findSceneRevision, sceneErrors } from '../../shared/media/scenes.ts';
-import { text, uuid } from '../../shared/validation.ts';
+import { text, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';

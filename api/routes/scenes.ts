@@ -1,11 +1,11 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import { conditionNames, etagOf, parseSceneBody, sceneBodySchema, sceneDocumentSchema } from '../../shared/media/scenes-model.ts';
 import { listScenes, type ScenePosition } from '../../shared/media/scenes-repository.ts';
 import { createScene, findSceneRevision, sceneErrors, updateScene } from '../../shared/media/scenes.ts';
-import { cursorInstant, integerPathParam, pageCursor, pageLimit, uuid } from '../../shared/validation.ts';
+import { cursorInstant, integerPathParam, pageCursor, pageLimit, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { requestJsonSchema, routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';

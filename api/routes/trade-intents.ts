@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
-import { errors } from '../../shared/errors.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { steamTradeInventory, type TradeInventory } from '../../shared/gameplatform/trade-intents-inventory.ts';
 import {
   DEFAULT_VALUATION_MARKETPLACE,
@@ -19,7 +19,7 @@ import { cancelTradeIntent, createTradeIntent } from '../../shared/gameplatform/
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import { currencyParam, resolveConversion, type Conversion } from '../../shared/prices/currency.ts';
 import { SOURCE_NAMES } from '../../shared/sources/types.ts';
-import { cursorInstant, dateTime, noBody, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
+import { cursorInstant, dateTime, noBody, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { itemSelectorRequestSchema } from '../../shared/inspect/item-validation.ts';
 import { itemFileResponse, resolveViewerFiles, VIEWER_PAGE_HEADERS, viewerAssetResponse, viewerMessagePage, viewerPageHtml } from '../../shared/media/viewer/index.ts';
 import { createViewerSession, openViewerSession, viewerSessionReceiptSchema } from '../../shared/media/viewer/sessions.ts';
-import { uuid } from '../../shared/validation.ts';
+import { uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { requestJsonSchema, routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';

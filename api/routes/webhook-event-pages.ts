@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { errors } from '../../shared/errors.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { checkEventPageSignature, findEventPage } from '../../shared/webhooks/event-pages.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';

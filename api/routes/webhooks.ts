@@ -1,10 +1,10 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { decodeCursor, encodeCursor } from '../../shared/cursor.ts';
-import { errors } from '../../shared/errors.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { EVENT_TYPES } from '../../shared/events/outbox.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
-import { cursorInstant, noBody, pageCursor, pageLimit, text, uuid } from '../../shared/validation.ts';
+import { cursorInstant, noBody, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
 import { DELIVERY_STATES, listDeliveries, type DeliveryPosition } from '../../shared/webhooks/deliveries.ts';
 import { deliveryEnqueuer, type DeliveryJob } from '../../shared/webhooks/dispatch.ts';
 import { DISABLE_AFTER_FAILING_MS, DISABLED_BY_REQUEST, FAILING_DISABLED_REASON, findWebhookEndpoint, listWebhookEndpoints, type EndpointPosition } from '../../shared/webhooks/endpoints.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { Queryable } from '../db.ts';
-import { newId } from '../ids.ts';
-import { redactSecrets } from '../redact.ts';
+import type { Queryable } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
+import { redactSecrets } from '../util/redact.ts';
 
 // spec 2.2 / 8
 export const AUDIT_SOURCES = ['platform', 'gameplatform'] as const;

@@ -1,4 +1,4 @@
-import { constantTimeEqual, hmacSha256 } from '../crypto.ts';
+import { constantTimeEqual, hmacSha256 } from '../util/crypto.ts';
 import type { SignedDownload } from './exports-model.ts';
 
 /**

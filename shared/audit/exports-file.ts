@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import { writeBlob } from '../blob-store.ts';
-import type { Sql } from '../db.ts';
-import { MemoryReleaser } from '../memory.ts';
+import { writeBlob } from '../platform/blob-store.ts';
+import type { Sql } from '../platform/db.ts';
+import { MemoryReleaser } from '../platform/memory.ts';
 import { toAuditEvent, type StoredAuditEvent } from './events.ts';
 
 /**

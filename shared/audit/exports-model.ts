@@ -1,4 +1,4 @@
-import { errors, type ErrorDetail } from '../errors.ts';
+import { errors, type ErrorDetail } from '../http/errors.ts';
 
 /**
  * Audit export jobs (spec 2.3 / 3 / 8, DESIGN 7): the stored row, the job's JSON shape and the range

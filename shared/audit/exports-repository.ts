@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import type { AuditActor } from './events.ts';
 import type { AuditExportPosition, AuditExportRow, AuditExportState } from './exports-model.ts';
 

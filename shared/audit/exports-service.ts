@@ -1,7 +1,7 @@
-import type { Queryable, Sql } from '../db.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
 import { insertOutboxEvent } from '../events/outbox.ts';
-import { newId } from '../ids.ts';
-import { enqueue, type JobQueues } from '../queues.ts';
+import { newId } from '../util/ids.ts';
+import { enqueue, type JobQueues } from '../jobs/queues.ts';
 import { insertAuditEvent, type AuditActor } from './events.ts';
 import { completedEventPayload, failedEventPayload, type AuditExportRow } from './exports-model.ts';
 import {

@@ -1,5 +1,5 @@
-import type { Queryable } from '../db.ts';
-import { newId } from '../ids.ts';
+import type { Queryable } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
 
 /** DESIGN 8: every webhook event type. An endpoint subscribing to anything else is a 400. */
 export const EVENT_TYPES = [

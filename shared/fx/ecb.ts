@@ -1,5 +1,5 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { joinUrl } from '../sources/upstream.ts';
 
 /**

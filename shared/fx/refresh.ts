@@ -1,5 +1,5 @@
-import type { Config } from '../config.ts';
-import type { WorkerResources } from '../resources.ts';
+import type { Config } from '../platform/config.ts';
+import type { WorkerResources } from '../platform/resources.ts';
 import { fetchEcbDaily, FxUnavailableError, parseEcbRates } from './ecb.ts';
 import { recordFxFailure, recordFxSuccess, saveRateDays } from './repository.ts';
 

@@ -1,4 +1,4 @@
-import type { Queryable, Sql } from '../db.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
 import type { EcbRateDay } from './ecb.ts';
 
 /**

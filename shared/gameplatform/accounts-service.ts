@@ -1,8 +1,8 @@
 import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import { randomToken } from '../crypto.ts';
-import type { Queryable, Sql } from '../db.ts';
-import { ApiError, errors } from '../errors.ts';
-import type { Logger } from '../logger.ts';
+import { randomToken } from '../util/crypto.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
+import { ApiError, errors } from '../http/errors.ts';
+import type { Logger } from '../platform/logger.ts';
 import { getProfile, type ProfileDeps } from './profiles.ts';
 import {
   consumeOpenIdState,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AuditActor } from '../audit/events.ts';
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 
 /**
  * Repository of connected Steam accounts and of the OpenID flows that connect them (tables

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { Config } from '../config.ts';
-import { copyRows, type Queryable, type Sql, type TransactionSql } from '../db.ts';
-import { newId } from '../ids.ts';
+import type { Config } from '../platform/config.ts';
+import { copyRows, type Queryable, type Sql, type TransactionSql } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
 import type { Conversion } from '../prices/currency.ts';
 import type { SourceName } from '../sources/types.ts';
 import type { InventoryCache, RenderedInventoryPage } from './inventory-cache.ts';
@@ -21,7 +21,7 @@ import {
 } from '../inspect/index.ts';
 import { CHARM_PATTERN_MAX } from '../inspect/item-validation.ts';
 import { MAX_NAME_TAG_LENGTH } from '../inspect/selector.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { SOURCE_NAMES } from '../sources/types.ts';
 import {
   fetchInventoryPage,

@@ -1,4 +1,4 @@
-import type { Queryable, TransactionSql } from '../db.ts';
+import type { Queryable, TransactionSql } from '../platform/db.ts';
 import type { EventType } from '../events/outbox.ts';
 import type { StoredAsset } from './inventories.ts';
 

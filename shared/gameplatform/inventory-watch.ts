@@ -1,8 +1,8 @@
 import { Counter } from 'prom-client';
 import { insertOutboxEvent } from '../events/outbox.ts';
-import { newId } from '../ids.ts';
-import type { Enqueue } from '../queues.ts';
-import type { WorkerResources } from '../resources.ts';
+import { newId } from '../util/ids.ts';
+import type { Enqueue } from '../jobs/queues.ts';
+import type { WorkerResources } from '../platform/resources.ts';
 import { createRequestBudget, type RequestBudget } from '../sources/budget.ts';
 import { SourceRateLimitedError } from '../sources/types.ts';
 import { fetchInventoryPages, insertInventorySnapshot, prepareInventorySnapshot, type StoredAsset } from './inventories.ts';

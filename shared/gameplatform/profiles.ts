@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { Config } from '../config.ts';
-import type { Queryable } from '../db.ts';
-import { ApiError } from '../errors.ts';
-import type { Logger } from '../logger.ts';
+import type { Config } from '../platform/config.ts';
+import type { Queryable } from '../platform/db.ts';
+import { ApiError } from '../http/errors.ts';
+import type { Logger } from '../platform/logger.ts';
 import { fetchPlayerSummary, SteamUnavailableError, steamApiError, type PlayerSummary } from './steam-client.ts';
 import { steamIdsOf, type SteamIds } from './steam-id.ts';
 

@@ -1,5 +1,5 @@
-import type { Config } from '../config.ts';
-import { ApiError } from '../errors.ts';
+import type { Config } from '../platform/config.ts';
+import { ApiError } from '../http/errors.ts';
 import { joinUrl, parseRetryAfter } from '../sources/upstream.ts';
 
 /**

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../http/errors.ts';
 import { ensureInventorySnapshot, findSnapshotAssets, type InventoryDeps, type SnapshotAsset } from './inventories.ts';
 import { steamApiError } from './steam-client.ts';
 

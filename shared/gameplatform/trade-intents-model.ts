@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { fxSchema } from '../prices/currency.ts';
-import { errors, ApiError, type ErrorDetail } from '../errors.ts';
+import { errors, ApiError, type ErrorDetail } from '../http/errors.ts';
 import { SOURCE_NAMES, type SourceName } from '../sources/types.ts';
 
 /**

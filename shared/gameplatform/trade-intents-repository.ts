@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import type { TradeIntentKind, TradeIntentPosition, TradeIntentRow, TradeIntentState, Valuation } from './trade-intents-model.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import type { Queryable, Sql } from '../db.ts';
-import { ApiError, errors, type ErrorDetail } from '../errors.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
+import { ApiError, errors, type ErrorDetail } from '../http/errors.ts';
 import { insertOutboxEvent } from '../events/outbox.ts';
-import { newId } from '../ids.ts';
+import { newId } from '../util/ids.ts';
 import { compareDecimals } from '../prices/decimal.ts';
 import type { SourceName } from '../sources/types.ts';
 import { parseSteamId } from './steam-id.ts';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { kitCatalogNames } from '../catalog/generate.ts';
 import { catalogIdFor } from '../catalog/identity.ts';
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import { phaseVersionOfPaint } from '../inspect/insights.ts';
 import { SOURCE_NAMES } from '../sources/types.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import { findFxSourceState, FX_SOURCE } from '../fx/repository.ts';
 
 /**

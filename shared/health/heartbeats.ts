@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 
 export const HEARTBEAT_INTERVAL_MS = 10_000;
 /** A worker not seen for this long is considered gone. */

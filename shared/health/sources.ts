@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import { fxFreshness, fxStateSchema } from './fx.ts';
 
 /** Each enabled source by name: its last successful run and its freshness against its stale threshold. */

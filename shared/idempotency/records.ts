@@ -1,7 +1,7 @@
-import { canonicalJson } from '../canonical-json.ts';
+import { canonicalJson } from '../util/canonical-json.ts';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { hmacSha256, sha256Hex } from '../crypto.ts';
-import type { Queryable } from '../db.ts';
+import { hmacSha256, sha256Hex } from '../util/crypto.ts';
+import type { Queryable } from '../platform/db.ts';
 
 // DESIGN 6: records are kept 24 h; an in-flight claim whose owner died is taken over after a minute.
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;

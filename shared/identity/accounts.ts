@@ -1,5 +1,5 @@
-import type { Queryable } from '../db.ts';
-import { newId } from '../ids.ts';
+import type { Queryable } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
 
 export type Account = { id: string; workspace_id: string; email: string; password_hash: string };
 

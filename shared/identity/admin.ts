@@ -1,6 +1,6 @@
 import { insertAuditEvent } from '../audit/events.ts';
-import type { Sql } from '../db.ts';
-import { normaliseScopes, DEFAULT_SCOPES, type Scope } from '../scopes.ts';
+import type { Sql } from '../platform/db.ts';
+import { normaliseScopes, DEFAULT_SCOPES, type Scope } from '../http/scopes.ts';
 import { insertApiKey, findKeyHashesOfWorkspace } from './api-keys.ts';
 import { insertAccount } from './accounts.ts';
 import { hashPassword } from './passwords.ts';

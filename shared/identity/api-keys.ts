@@ -1,7 +1,7 @@
-import { randomToken, sha256Hex } from '../crypto.ts';
-import type { Queryable } from '../db.ts';
-import { newId } from '../ids.ts';
-import type { Scope } from '../scopes.ts';
+import { randomToken, sha256Hex } from '../util/crypto.ts';
+import type { Queryable } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
+import type { Scope } from '../http/scopes.ts';
 import type { Tier } from './workspaces.ts';
 
 export const KEY_PREFIX_LENGTH = 12;

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import { findApiKeyByHash, type ApiKeyPrincipal } from './api-keys.ts';
 
 /** Redis channel on which revocations and workspace changes are announced to every API process. */

@@ -1,5 +1,5 @@
-import type { Logger } from '../logger.ts';
-import type { Redis } from '../redis.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { Redis } from '../platform/redis.ts';
 import { KEY_INVALIDATION_CHANNEL, type ApiKeyCache } from './key-cache.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { constantTimeEqual } from '../crypto.ts';
+import { constantTimeEqual } from '../util/crypto.ts';
 
 // Far above any token we issue; a longer header is refused before it is decoded.
 const MAX_AUTHORIZATION_LENGTH = 1_024;

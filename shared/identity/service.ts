@@ -1,13 +1,13 @@
 import { insertAuditEvent } from '../audit/events.ts';
-import type { Sql } from '../db.ts';
-import { ApiError, errors } from '../errors.ts';
+import type { Sql } from '../platform/db.ts';
+import { ApiError, errors } from '../http/errors.ts';
 import { insertAccount, findAccountByEmail } from './accounts.ts';
 import { insertApiKey, listApiKeys, revokeApiKey, type ApiKeyMetadata } from './api-keys.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 import { insertSession, revokeSession, type SessionPrincipal } from './sessions.ts';
 import { clearSignInFailures, recordSignInFailure, signInRetryAfter } from './sign-in-limits.ts';
 import { insertWorkspace } from './workspaces.ts';
-import { DEFAULT_SCOPES, normaliseScopes, type Scope } from '../scopes.ts';
+import { DEFAULT_SCOPES, normaliseScopes, type Scope } from '../http/scopes.ts';
 
 type RequestMeta = { requestId: string; now: Date };
 

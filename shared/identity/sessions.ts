@@ -1,6 +1,6 @@
-import { randomToken, sha256Hex } from '../crypto.ts';
-import type { Queryable } from '../db.ts';
-import { newId } from '../ids.ts';
+import { randomToken, sha256Hex } from '../util/crypto.ts';
+import type { Queryable } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
 
 export type SessionPrincipal = {
   sessionId: string;

@@ -1,5 +1,5 @@
-import type { Queryable } from '../db.ts';
-import { newId } from '../ids.ts';
+import type { Queryable } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
 
 export const TIERS = ['free', 'pro', 'enterprise'] as const;
 export type Tier = (typeof TIERS)[number];

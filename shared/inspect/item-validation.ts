@@ -1,6 +1,6 @@
 import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import { z } from 'zod';
-import type { ErrorDetail } from '../errors.ts';
+import type { ErrorDetail } from '../http/errors.ts';
 import { FAMILY_BY_LIB_TYPE, ITEM_FAMILIES, MAX_NAME_TAG_LENGTH, type ItemFamily, type ItemSelector } from './selector.ts';
 
 /**

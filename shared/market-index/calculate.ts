@@ -1,5 +1,5 @@
-import { copyRows, type Sql, type TransactionSql } from '../db.ts';
-import { newId } from '../ids.ts';
+import { copyRows, type Sql, type TransactionSql } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
 import { SEGMENTS } from '../market/segments.ts';
 import type { Calculation } from './repository.ts';
 import { chainLevel, formatScaled, INCEPTION_LEVEL, linkFromSum, METHODOLOGY, scaledRatio } from './methodology.ts';

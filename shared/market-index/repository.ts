@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import { SEGMENTS, type Segment, type SegmentFilter } from '../market/segments.ts';
 
 /** A stored calculation as the API publishes it (segment/value null for the whole market). */

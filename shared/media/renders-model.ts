@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { ApiError, type ErrorDetail } from '../errors.ts';
+import { ApiError, type ErrorDetail } from '../http/errors.ts';
 import { validateItemSelector } from '../inspect/item-validation.ts';
 import type { ItemSelector } from '../inspect/selector.ts';
-import { canonicalJson } from '../canonical-json.ts';
+import { canonicalJson } from '../util/canonical-json.ts';
 
 /**
  * Renders (DESIGN 10): the stored row, the request's checks, the JSON clients see and the event

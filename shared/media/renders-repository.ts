@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import type { RenderOutput, RenderRow } from './renders-model.ts';
 import type { ItemSelector } from '../inspect/selector.ts';
 

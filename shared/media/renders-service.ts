@@ -1,9 +1,9 @@
 import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import type { Queryable, Sql } from '../db.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
 import { insertOutboxEvent } from '../events/outbox.ts';
-import { newId } from '../ids.ts';
+import { newId } from '../util/ids.ts';
 import type { ItemSelector } from '../inspect/selector.ts';
-import { enqueue, type JobQueues } from '../queues.ts';
+import { enqueue, type JobQueues } from '../jobs/queues.ts';
 import { renderEventPayload, renderRequestKey, type RenderOutput, type RenderRow } from './renders-model.ts';
 import {
   failExpiredRenderLeases,

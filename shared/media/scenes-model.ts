@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { sha256Hex } from '../crypto.ts';
-import { ApiError, type ErrorDetail } from '../errors.ts';
-import { jcsCanonicalize } from '../jcs.ts';
-import { text } from '../validation.ts';
+import { sha256Hex } from '../util/crypto.ts';
+import { ApiError, type ErrorDetail } from '../http/errors.ts';
+import { jcsCanonicalize } from '../util/jcs.ts';
+import { text } from '../http/validation.ts';
 
 /**
  * The viewer scene, schema 3 (spec 2.4, DESIGN 10): presentation settings only. Every object is

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import type { SceneDocument } from './scenes-model.ts';
 
 /** Scenes and their immutable revisions (sql/0009_media.sql): one function per query. */

@@ -1,7 +1,7 @@
 import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import type { Queryable, Sql } from '../db.ts';
-import { ApiError } from '../errors.ts';
-import { newId } from '../ids.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
+import { ApiError } from '../http/errors.ts';
+import { newId } from '../util/ids.ts';
 import { conditionNames, etagOf, sceneDocument, type SceneBody, type SceneDocument } from './scenes-model.ts';
 import { findRevision, insertScene, insertSceneRevision, lockSceneForUpdate, setLatestRevision } from './scenes-repository.ts';
 

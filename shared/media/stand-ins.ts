@@ -1,5 +1,5 @@
 import type { Box, Marker, StandInModel } from './glb.ts';
-import { mulberry32 } from '../random.ts';
+import { mulberry32 } from '../util/random.ts';
 
 /**
  * DESIGN 10 stand-ins: a distinct low-poly shape per item family, procedural paint textures and

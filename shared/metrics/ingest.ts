@@ -1,7 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import { sourceRowsByName } from '../health/sources.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { bounded } from './bounded.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { Histogram, type Registry } from 'prom-client';
-import { JOBS, type Pool } from '../queues.ts';
+import { JOBS, type Pool } from '../jobs/queues.ts';
 
 export type JobOutcome = 'completed' | 'failed';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { Queryable } from '../db.ts';
-import { ApiError, errors } from '../errors.ts';
+import type { Queryable } from '../platform/db.ts';
+import { ApiError, errors } from '../http/errors.ts';
 import { isSupportedCurrency, quoteFor, supportedCurrencies, usdConverter } from '../fx/convert.ts';
 import { findLatestRates, type FxRates } from '../fx/repository.ts';
 

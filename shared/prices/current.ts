@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import { consensusSchema, computeConsensus } from './consensus.ts';
 import { fxSchema } from './currency.ts';
 import { summarizeDecimals } from './decimal.ts';

@@ -1,5 +1,5 @@
-import { copyRows, type Queryable, type Sql } from '../db.ts';
-import { newId } from '../ids.ts';
+import { copyRows, type Queryable, type Sql } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
 import { PRICES_UPDATED_PAGE_SIZE, subscribedEventTypes, type EventType, type PricesUpdatedPayload } from '../events/outbox.ts';
 import { compareDecimals } from './decimal.ts';

@@ -1,7 +1,7 @@
 import { promisify } from 'node:util';
 import { brotliCompress, brotliCompressSync, constants as zlibConstants, gzip, gzipSync } from 'node:zlib';
 import { z } from 'zod';
-import { sha256Hex } from '../crypto.ts';
+import { sha256Hex } from '../util/crypto.ts';
 import { computeConsensus, consensusSchema } from './consensus.ts';
 import { fxSchema } from './currency.ts';
 import { originalPriceSchema } from './current.ts';

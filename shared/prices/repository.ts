@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 
 /**
  * Reads of the price data plane (sql/0002): latest prices (through the current_prices view, sql/0013,

@@ -1,5 +1,5 @@
-import type { Sql } from '../db.ts';
-import type { Logger } from '../logger.ts';
+import type { Sql } from '../platform/db.ts';
+import type { Logger } from '../platform/logger.ts';
 import { findIngestRunMarker } from './repository.ts';
 
 /**

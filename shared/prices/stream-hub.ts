@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 import { compareStreamIds, parseStreamEntry, type PriceChange, type PriceStreamEvent, type StreamEntry } from './stream.ts';
 
 /**
@@ -48,7 +48,7 @@ export interface StreamSink {
 
 export type PriceStreamHubOptions = {
   redisUrl: string;
-  /** For XRANGE replays (shared/redis.ts createRequestRedis): the reader's connection is blocked in XREAD. */
+  /** For XRANGE replays (shared/platform/redis.ts createRequestRedis): the reader's connection is blocked in XREAD. */
   commands: Redis;
   key: string;
   log: Logger;

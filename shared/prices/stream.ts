@@ -1,5 +1,5 @@
-import type { Logger } from '../logger.ts';
-import type { Redis } from '../redis.ts';
+import type { Logger } from '../platform/logger.ts';
+import type { Redis } from '../platform/redis.ts';
 
 /**
  * The price stream's log (DESIGN 15): one Redis stream per deployment whose entries each hold up to

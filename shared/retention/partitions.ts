@@ -1,5 +1,5 @@
-import type { Queryable, Sql } from '../db.ts';
-import type { Logger } from '../logger.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
+import type { Logger } from '../platform/logger.ts';
 import { failDeliveriesOfExpiredEvents } from '../webhooks/deliveries.ts';
 import { windowStart, type RetentionPolicy } from './policy.ts';
 

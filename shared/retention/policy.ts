@@ -1,4 +1,4 @@
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import type { Granularity } from '../prices/repository.ts';
 
 /**

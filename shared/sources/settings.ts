@@ -1,4 +1,4 @@
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import { ADAPTERS } from './index.ts';
 import { SOURCE_NAMES, type SourceAdapter, type SourceName } from './types.ts';
 

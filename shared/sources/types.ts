@@ -1,5 +1,5 @@
 import type { FxRates } from '../fx/repository.ts';
-import type { Logger } from '../logger.ts';
+import type { Logger } from '../platform/logger.ts';
 
 /** The source names this deployment knows (DESIGN 9, 13 and 14); `SOURCES` enables a subset. */
 export const SOURCE_NAMES = ['skinport', 'steam', 'csfloat', 'csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals', 'skinbaron'] as const;

@@ -1,4 +1,4 @@
-import type { CounterRedis } from '../redis-counters.ts';
+import type { CounterRedis } from '../platform/redis-counters.ts';
 
 /**
  * Per-client-address request budget of the keyless endpoints (DESIGN 9): a fixed one-minute window

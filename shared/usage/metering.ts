@@ -1,4 +1,4 @@
-import type { CounterRedis } from '../redis-counters.ts';
+import type { CounterRedis } from '../platform/redis-counters.ts';
 import type { Budgets } from './budgets.ts';
 
 /**
@@ -87,7 +87,7 @@ function windowState(limit: number, used: number, resetsAt: Date, now: Date): Wi
 }
 
 /**
- * Metering on Bun's built-in Redis client (shared/redis-counters.ts). Debits go to Redis together,
+ * Metering on Bun's built-in Redis client (shared/platform/redis-counters.ts). Debits go to Redis together,
  * as one EVALSHA of DEBIT_SCRIPT: a lone request is sent at the end of its event-loop turn
  * (setImmediate), and while a call is out the debits that arrive wait for its reply and then go as the
  * next batch. Under load each request so pays a share of one round trip instead of its own (GET /v2/me

@@ -1,5 +1,5 @@
 import { insertAuditEvent } from '../audit/events.ts';
-import type { WorkerResources } from '../resources.ts';
+import type { WorkerResources } from '../platform/resources.ts';
 import { cancelDelivery, claimDeliveries, recordAttempts, type ClaimedDelivery, type NewAttempt } from './deliveries.ts';
 import { DISABLE_AFTER_FAILING_MS, disableWebhookEndpoint, FAILING_DISABLED_REASON } from './endpoints.ts';
 import { deliveryData, type PageLinks } from './event-pages.ts';

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import type { EventType } from '../events/outbox.ts';
 
 export const DELIVERY_STATES = ['pending', 'delivering', 'succeeded', 'failed', 'cancelled'] as const;

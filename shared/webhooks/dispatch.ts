@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
-import type { Queryable } from '../db.ts';
-import { enqueueMany } from '../queues.ts';
+import type { Queryable } from '../platform/db.ts';
+import { enqueueMany } from '../jobs/queues.ts';
 import { deleteExpiredDeliveries, dispatchOutboxBatch, findOverdueDeliveries, reclaimExpiredLeases } from './deliveries.ts';
 import { dropExpiredPreviousSecrets } from './endpoints.ts';
 

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Queryable } from '../platform/db.ts';
 import type { EventType } from '../events/outbox.ts';
 
 /** An endpoint as clients see it: never its secret, sealed or not. */

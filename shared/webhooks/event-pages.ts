@@ -1,5 +1,5 @@
-import { constantTimeEqual, hmacSha256 } from '../crypto.ts';
-import type { Queryable } from '../db.ts';
+import { constantTimeEqual, hmacSha256 } from '../util/crypto.ts';
+import type { Queryable } from '../platform/db.ts';
 import type { ChangedPrice, EventType } from '../events/outbox.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 
 /** DESIGN 8: a signing secret is `whsec_` + base64 of 32 random bytes (Standard Webhooks' form). */
 export const SIGNING_SECRET_PREFIX = 'whsec_';

@@ -1,8 +1,8 @@
 import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import type { Sql } from '../db.ts';
-import { errors } from '../errors.ts';
+import type { Sql } from '../platform/db.ts';
+import { errors } from '../http/errors.ts';
 import { EVENT_TYPES, insertOutboxEvent, type EventType } from '../events/outbox.ts';
-import { newId } from '../ids.ts';
+import { newId } from '../util/ids.ts';
 import { findDeliveryForRetry, requestManualAttempt } from './deliveries.ts';
 import type { EnqueueDeliveries } from './dispatch.ts';
 import {

@@ -2,6 +2,7 @@ import zlib from 'node:zlib';
 import type { Server } from 'bun';
 import { centsFromDecimal, withThousands } from '../../shared/sources/money.ts';
 import { SOURCE_NAMES, type SourceName } from '../../shared/sources/types.ts';
+import { mulberry32 } from '../../shared/util/random.ts';
 
 /**
  * Local market simulator (DESIGN 9, 13 and 14, test/fakes/): one Bun.serve speaking the ten upstream
@@ -237,17 +238,6 @@ function drift(h: number, bucket: number, weight = 1): number {
   let sum = 0;
   for (const [index, [scale, amplitude]] of OCTAVES.entries()) sum += valueNoise(h, index, bucket, scale) * amplitude;
   return sum * weight;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@
  * (`npm run simulator`) and the Steam fake (`npm run steam-fake`). `npm start` runs the ones it needs
  * in one process (test/fakes/main.ts): each Bun process costs ~60 MB of RSS before it does anything.
  */
-import { createLogger } from '../../shared/logger.ts';
-import { MemoryReleaser } from '../../shared/memory.ts';
+import { createLogger } from '../../shared/platform/logger.ts';
+import { MemoryReleaser } from '../../shared/platform/memory.ts';
 import { SIMULATED_SOURCES, SIMULATOR_MODES, startMarketSimulator, type SimulatorItem } from './market-simulator.ts';
 import { BIG_STEAM_ID, EMPTY_STEAM_ID, FRIENDS_ONLY_STEAM_ID, PARTNER_STEAM_ID, PRIVATE_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake } from './steam/server.ts';
 

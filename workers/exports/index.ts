@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { removeBlobs } from '../../shared/blob-store.ts';
+import { removeBlobs } from '../../shared/platform/blob-store.ts';
 import { exportBlobDirectory, exportBlobKey, type AuditExportRow } from '../../shared/audit/exports-model.ts';
 import {
   auditExportFilesPastRetention,
@@ -10,7 +10,7 @@ import {
 } from '../../shared/audit/exports-repository.ts';
 import { auditExportJobId, completeAuditExport, expireAuditExportLeases, releaseFailedAuditExport } from '../../shared/audit/exports-service.ts';
 import { writeAuditExportFile } from '../../shared/audit/exports-file.ts';
-import { newId } from '../../shared/ids.ts';
+import { newId } from '../../shared/util/ids.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 
 /**

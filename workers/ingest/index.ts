@@ -57,7 +57,7 @@ export const ingestPool: PoolDefinition = {
       }),
       handle('fx.refresh', async () => {
         const outcome = await refreshFxRates({ sql, config, log, now });
-        // Recorded already; failing the job lets BullMQ retry it within minutes (shared/queues.ts).
+        // Recorded already; failing the job lets BullMQ retry it within minutes (shared/jobs/queues.ts).
         if (outcome.status === 'failed') throw new FxUnavailableError(outcome.error.replace(/^fx: /, ''));
         return outcome;
       }),

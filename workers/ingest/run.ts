@@ -1,4 +1,4 @@
-import type { Sql } from '../../shared/db.ts';
+import type { Sql } from '../../shared/platform/db.ts';
 import {
   claimIngestRun,
   loadCatalogNameMap,
@@ -11,7 +11,7 @@ import {
   type StagedObservation,
 } from '../../shared/prices/ingest.ts';
 import type { PriceStreamPublisher } from '../../shared/prices/stream.ts';
-import type { WorkerResources } from '../../shared/resources.ts';
+import type { WorkerResources } from '../../shared/platform/resources.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
 import { findLatestRates, type FxRates } from '../../shared/fx/repository.ts';
 import { sourceApiKey, sourceSettings } from '../../shared/sources/settings.ts';

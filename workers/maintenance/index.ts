@@ -5,7 +5,7 @@ import { deleteStaleHeartbeats } from '../../shared/health/heartbeats.ts';
 import { deleteExpiredIdempotencyRecords } from '../../shared/idempotency/records.ts';
 import { deleteExpiredSessions } from '../../shared/identity/sessions.ts';
 import { deleteOldSignInFailures } from '../../shared/identity/sign-in-limits.ts';
-import type { Config } from '../../shared/config.ts';
+import type { Config } from '../../shared/platform/config.ts';
 import { applyRetention } from '../../shared/retention/partitions.ts';
 import { retentionPolicy } from '../../shared/retention/policy.ts';
 import { handle, type PoolDefinition } from '../pool.ts';

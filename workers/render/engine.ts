@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
-import type { Logger } from '../../shared/logger.ts';
+import type { Logger } from '../../shared/platform/logger.ts';
 import {
   itemFileResponseForPath,
   VIEWER_ASSETS_PATH,

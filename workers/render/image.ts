@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { blobPath } from '../../shared/blob-store.ts';
+import { blobPath } from '../../shared/platform/blob-store.ts';
 import type { RenderOutput } from '../../shared/media/renders-model.ts';
 
 /** What the engine reads from a page's canvas: RGBA, rows bottom to top (WebGL's order), straight alpha, sRGB. */

@@ -4,7 +4,7 @@ import { renderBlobKey, type RenderRow } from '../../shared/media/renders-model.
 import { leaseRender, queuedRenders, renewRenderLease } from '../../shared/media/renders-repository.ts';
 import { completeRender, expireRenderLeases, releaseFailedRender, renderJobId } from '../../shared/media/renders-service.ts';
 import { resolveViewerFiles, viewerRenderRequest, type ViewerRenderRequest } from '../../shared/media/viewer/index.ts';
-import { newId } from '../../shared/ids.ts';
+import { newId } from '../../shared/util/ids.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 import { BrowserCrashedError, RenderEngine, ViewerPageError } from './engine.ts';
 import { finishImage, storeImage, type DrawnPixels } from './image.ts';

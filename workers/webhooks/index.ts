@@ -1,6 +1,6 @@
 import { Counter } from 'prom-client';
-import type { Logger } from '../../shared/logger.ts';
-import { enqueue } from '../../shared/queues.ts';
+import type { Logger } from '../../shared/platform/logger.ts';
+import { enqueue } from '../../shared/jobs/queues.ts';
 import { attemptDeliveries, attemptDelivery, type AttemptResult, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
 import { pageLinksFromConfig } from '../../shared/webhooks/event-pages.ts';
 import { deliveryBatchEnqueuer, deliveryEnqueuer, dispatchOutbox, sweepDeliveries } from '../../shared/webhooks/dispatch.ts';

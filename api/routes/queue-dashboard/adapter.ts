@@ -6,7 +6,7 @@ import type { AppControllerRoute, AppViewRoute, BullBoardRequest, UIConfig } fro
 import { ElysiaAdapter } from '@bull-board/elysia';
 import type { Queue } from 'bullmq';
 import { Elysia } from 'elysia';
-import { ApiError, errors } from '../../../shared/errors.ts';
+import { ApiError, errors } from '../../../shared/http/errors.ts';
 import { checkDashboardRequest } from './requests.ts';
 
 // The template engine the adapter renders the page with, loaded from where the adapter loads it.

@@ -1,7 +1,7 @@
 import { createBullBoard } from '@bull-board/api';
 import { Elysia } from 'elysia';
-import { ApiError, errorBody, errors, type ErrorDetail } from '../../../shared/errors.ts';
-import { POOLS } from '../../../shared/queues.ts';
+import { ApiError, errorBody, errors, type ErrorDetail } from '../../../shared/http/errors.ts';
+import { POOLS } from '../../../shared/jobs/queues.ts';
 import type { AppDeps } from '../../deps.ts';
 import { errorsPlugin, requestIdOf } from '../../plugins/errors.ts';
 import { BullMQ6Adapter, OfflineElysiaAdapter } from './adapter.ts';

@@ -1,5 +1,5 @@
 import { Elysia, type AnyElysia } from 'elysia';
-import { ApiError, errors } from '../../../shared/errors.ts';
+import { ApiError, errors } from '../../../shared/http/errors.ts';
 import { credentialOf, tokenCheck } from '../../../shared/identity/operator-tokens.ts';
 import type { AppDeps } from '../../deps.ts';
 import { requestIdOf } from '../../plugins/errors.ts';

@@ -1,14 +1,14 @@
 import type { BullBoardRequest } from '@bull-board/api/typings/app';
 import { z } from 'zod';
-import { errors, type ErrorDetail } from '../../../shared/errors.ts';
-import { JOBS, parseJobPayload, POOLS, type JobName, type Pool } from '../../../shared/queues.ts';
-import { text } from '../../../shared/validation.ts';
+import { errors, type ErrorDetail } from '../../../shared/http/errors.ts';
+import { JOBS, parseJobPayload, POOLS, type JobName, type Pool } from '../../../shared/jobs/queues.ts';
+import { text } from '../../../shared/http/validation.ts';
 
 /**
  * Edge checks of the dashboard's API requests (issue 10: hostile input is a 400 naming the field,
  * never a 500). bull-board's handlers trust what they get: a missing body is a TypeError, a page
  * size of 1e9 asks Redis for a billion jobs, an unknown clean status is BullMQ's error. And a job
- * added from the dashboard goes through the job registry like any other (shared/queues.ts): a job
+ * added from the dashboard goes through the job registry like any other (shared/jobs/queues.ts): a job
  * of that pool, its payload schema, its default options.
  */
 

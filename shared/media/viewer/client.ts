@@ -17,6 +17,7 @@ import {
   type ViewerPixels,
   type ViewerRenderRequest,
 } from './contract.ts';
+import { mulberry32 } from '../../util/random.ts';
 
 // The few browser APIs this script uses, declared here: the project compiles for Bun (no DOM lib,
 // whose globals clash with Bun's), and this file is the only browser code.
@@ -71,18 +72,6 @@ const CAMERA_DIRECTIONS: Record<CameraPreset, [number, number, number]> = {
   top: [0, 1, 0.001],
   closeup: [0.35, 0.2, 1],
 };
-
-/** Deterministic PRNG (mulberry32), so a paint seed always places the pattern the same way. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** '#rrggbb' or '#rrggbbaa' → colour and alpha. */
 function parseColor(value: string): { color: THREE.Color; alpha: number } {
@@ -297,7 +286,7 @@ async function buildItemScene(
   if (paint) {
     paint.wrapS = paint.wrapT = THREE.RepeatWrapping;
     if (!data.files.paint!.seeded) {
-      const random = seededRandom(state.paint_seed ?? 0);
+      const random = mulberry32(state.paint_seed ?? 0);
       paint.offset.set(random(), random());
       paint.center.set(0.5, 0.5);
       paint.rotation = random() * Math.PI * 2;

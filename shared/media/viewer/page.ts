@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { sha256Hex } from '../../crypto.ts';
+import { sha256Hex } from '../../util/crypto.ts';
 import { itemFileFor } from '../item-files.ts';
 import {
   VIEWER_ASSETS_PATH,

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { randomToken, sha256Hex } from '../../crypto.ts';
-import type { Queryable, Sql } from '../../db.ts';
-import { ApiError } from '../../errors.ts';
-import { newId } from '../../ids.ts';
+import { randomToken, sha256Hex } from '../../util/crypto.ts';
+import type { Queryable, Sql } from '../../platform/db.ts';
+import { ApiError } from '../../http/errors.ts';
+import { newId } from '../../util/ids.ts';
 import { itemSelectorSchema, type ItemSelector } from '../../inspect/selector.ts';
 import { validateItemSelector } from '../../inspect/item-validation.ts';
 import { findSceneRevision, sceneErrors, type SceneDocument } from '../scenes.ts';

@@ -3,7 +3,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 /**
  * Fields every log line carries while one request or one job is being handled (`request_id`;
  * `job_id` and `job_name`), so lines written by shared code that only holds the process logger
- * still name what they belong to. The logger reads them on each line (shared/logger.ts `mixin`).
+ * still name what they belong to. The logger reads them on each line (shared/platform/logger.ts `mixin`).
  */
 export type LogContext = { request_id: string } | { job_id: string; job_name: string };
 

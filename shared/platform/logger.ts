@@ -38,7 +38,7 @@ export function createLogger(options: { level: string; name: string }, destinati
     serializers: { err: errorSerializer },
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
-    // The request id or job id of whatever is being handled when the line is written (shared/log-context.ts).
+    // The request id or job id of whatever is being handled when the line is written (shared/platform/log-context.ts).
     mixin: logContextFields,
   };
   return destination ? pino(settings, destination) : pino(settings);

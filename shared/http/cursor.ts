@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { canonicalJson } from './canonical-json.ts';
-import { constantTimeEqual, hmacSha256, sha256Hex } from './crypto.ts';
+import { canonicalJson } from '../util/canonical-json.ts';
+import { constantTimeEqual, hmacSha256, sha256Hex } from '../util/crypto.ts';
 import { errors } from './errors.ts';
 
 /**
