@@ -80,7 +80,8 @@ import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
 import { buildPriceSnapshot, SNAPSHOT_BROTLI_QUALITY } from '../shared/prices/snapshot.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { sourceSettings } from '../shared/sources/settings.ts';
-import { SOURCE_NAMES, type FetchContext, type SourceName } from '../shared/sources/types.ts';
+import { type FetchContext } from '../shared/sources/types.ts';
+import { SOURCE_NAMES, type SourceName } from '../shared/sources/names.ts';
 import { startMarketSimulator } from '../test/fakes/market-simulator.ts';
 import {
   exitedEarly,

@@ -13,13 +13,8 @@ import {
   priceFromThousandthsText,
   priceFromUsdText,
 } from '../shared/sources/money.ts';
-import {
-  SourceRateLimitedError,
-  SourceUnavailableError,
-  type FetchContext,
-  type SourceName,
-  type SourceObservation,
-} from '../shared/sources/types.ts';
+import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../shared/sources/types.ts';
+import { type SourceName } from '../shared/sources/names.ts';
 import { failure, capturingLog } from './helpers.ts';
 import { countOf, JsonNumber, numberText } from '../shared/sources/upstream.ts';
 

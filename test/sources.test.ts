@@ -11,14 +11,8 @@ import { createRequestBudget } from '../shared/sources/budget.ts';
 import { CSFLOAT_DEFAULT_MAX_PAGES, CSFLOAT_MAX_PAGE_SIZE } from '../shared/sources/csfloat.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { decimalFromCents, decimalFromJsonNumber, decimalFromSteamMoney, integerFromSteamCount } from '../shared/sources/money.ts';
-import {
-  SOURCE_NAMES,
-  SourceRateLimitedError,
-  SourceUnavailableError,
-  type FetchContext,
-  type SourceName,
-  type SourceObservation,
-} from '../shared/sources/types.ts';
+import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../shared/sources/types.ts';
+import { SOURCE_NAMES, type SourceName } from '../shared/sources/names.ts';
 import { parseJsonExact, parseJsonExactWithReviver, parseRetryAfter, JsonNumber } from '../shared/sources/upstream.ts';
 import { failure } from './helpers.ts';
 import {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiError, errors } from '../../shared/http/errors.ts';
 import { currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody } from '../../shared/prices/public-document.ts';
-import { SOURCE_NAMES } from '../../shared/sources/types.ts';
+import { SOURCE_NAMES } from '../../shared/sources/names.ts';
 import { text } from '../../shared/http/validation.ts';
 import { ifNoneMatchMatches, negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';

@@ -3,7 +3,7 @@ import type { Config } from '../platform/config.ts';
 import { copyRows, type Queryable, type Sql, type TransactionSql } from '../platform/db.ts';
 import { newId } from '../util/ids.ts';
 import type { Conversion } from '../prices/currency.ts';
-import type { SourceName } from '../sources/types.ts';
+import type { SourceName } from '../sources/names.ts';
 import type { InventoryCache, RenderedInventoryPage } from './inventory-cache.ts';
 import { assetValueSchema, valueAssets } from './valuation.ts';
 import {
@@ -22,7 +22,7 @@ import {
 import { CHARM_PATTERN_MAX } from '../inspect/item-validation.ts';
 import { MAX_NAME_TAG_LENGTH } from '../inspect/selector.ts';
 import type { Logger } from '../platform/logger.ts';
-import { SOURCE_NAMES } from '../sources/types.ts';
+import { SOURCE_NAMES } from '../sources/names.ts';
 import {
   fetchInventoryPage,
   isObject,

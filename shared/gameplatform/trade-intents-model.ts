@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fxSchema } from '../prices/currency.ts';
 import { errors, ApiError, type ErrorDetail } from '../http/errors.ts';
-import { SOURCE_NAMES, type SourceName } from '../sources/types.ts';
+import { SOURCE_NAMES, type SourceName } from '../sources/names.ts';
 
 /**
  * Trade intents (DESIGN 11, spec 2.8 / 3): the stored row, the JSON clients see and the rules that

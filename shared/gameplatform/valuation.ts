@@ -5,7 +5,7 @@ import { kitCatalogNames } from '../catalog/generate.ts';
 import { catalogIdFor } from '../catalog/identity.ts';
 import type { Queryable } from '../platform/db.ts';
 import { phaseVersionOfPaint } from '../inspect/insights.ts';
-import { SOURCE_NAMES } from '../sources/types.ts';
+import { SOURCE_NAMES } from '../sources/names.ts';
 
 /**
  * The one valuation rule (DESIGN 14), used by inventories (`valuation=`) and trade intents: an item

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { fxSchema } from '../prices/currency.ts';
 import type { Queryable } from '../platform/db.ts';
 import { DEFAULT_STALE_AFTER_SECONDS } from '../prices/repository.ts';
-import { SOURCE_NAMES, type SourceName } from '../sources/types.ts';
+import { SOURCE_NAMES, type SourceName } from '../sources/names.ts';
 import { SEGMENTS, type SegmentFilter } from './segments.ts';
 
 /**

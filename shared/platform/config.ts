@@ -1,4 +1,4 @@
-import { SOURCE_DEFAULT_URLS, SOURCE_NAMES, type SourceName } from '../sources/types.ts';
+import { SOURCE_DEFAULT_URLS, SOURCE_NAMES, type SourceName } from '../sources/names.ts';
 import { z } from 'zod';
 
 const booleanString = z

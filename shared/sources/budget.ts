@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { SourceRateLimitedError, type SourceName } from './types.ts';
+import { SourceRateLimitedError } from './types.ts';
+import { type SourceName } from './names.ts';
 
 /**
  * A per-source request budget shared by every worker process through Redis (DESIGN 9: "the adapter

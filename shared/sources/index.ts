@@ -6,7 +6,8 @@ import { lisskins } from './lisskins.ts';
 import { skinbaron } from './skinbaron.ts';
 import { skinport } from './skinport.ts';
 import { steam } from './steam.ts';
-import type { SourceAdapter, SourceName } from './types.ts';
+import type { SourceAdapter } from './types.ts';
+import type { SourceName } from './names.ts';
 import { waxpeer } from './waxpeer.ts';
 import { whitemarket } from './whitemarket.ts';
 

@@ -1,6 +1,7 @@
 import type { Config } from '../platform/config.ts';
 import { ADAPTERS } from './index.ts';
-import { SOURCE_NAMES, type SourceAdapter, type SourceName } from './types.ts';
+import { type SourceAdapter } from './types.ts';
+import { SOURCE_NAMES, type SourceName } from './names.ts';
 
 export type SourceSettings = {
   name: SourceName;
