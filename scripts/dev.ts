@@ -9,11 +9,14 @@
  *   bun scripts/dev.ts exec <cmd…>      services + run one command with DATABASE_URL / REDIS_URL set
  * start and test also generate stand-in item files when ITEM_FILES_DIR (default .data/item-files)
  * has no models, and pass ITEM_FILES_DIR on as that absolute directory (tests read it).
+ * start, when WEBHOOK_SECRET_KEY is unset, uses a development key it creates once and keeps in
+ * .data/webhook-secret-key (WEBHOOK_SECRET_KEY_FILE moves it), so webhooks work after `npm start`;
+ * exec passes that key on too when the file exists (the admin CLI's rewrap-webhook-secrets needs it).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { databaseName, dropDatabase, ensureChromium, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
+import { databaseName, dataDir, dropDatabase, ensureChromium, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
 import type { Services } from './services.ts';
 import { FAKES_SCRIPT, localUpstreamsPlan } from './local-upstreams.ts';
 import { argumentsOf, mergeEntries, mergeWorkerEntries, readProcfile, type ProcfileEntry } from './procfile.ts';
@@ -123,6 +126,49 @@ async function ensureItemFiles(env: Record<string, string>): Promise<number> {
   if (before.status === 'ok') return 0;
   log(`no item files in ${dir}: generating stand-ins (bun scripts/item-files-generate.ts)`);
   return runForeground(['bun', 'scripts/item-files-generate.ts'], env);
+}
+
+/** Where `npm start` keeps its development WEBHOOK_SECRET_KEY. */
+function devWebhookKeyFile(): string {
+  return path.resolve(repoRoot, process.env.WEBHOOK_SECRET_KEY_FILE || path.join(dataDir, 'webhook-secret-key'));
+}
+
+/**
+ * DESIGN 4/8: webhooks need WEBHOOK_SECRET_KEY. When the environment sets none, the local stack uses
+ * a random 32-byte key created on the first start and kept (mode 0600) for the next ones, so stored
+ * secrets stay readable across restarts. A configured key always wins. The key is never printed.
+ * With `create` false (exec) an existing file is used and none is made.
+ */
+function useDevWebhookKey(env: Record<string, string>, options: { create: boolean }): void {
+  if (env.WEBHOOK_SECRET_KEY) return;
+  const file = devWebhookKeyFile();
+  const shown = path.relative(repoRoot, file).startsWith('..') ? file : path.relative(repoRoot, file);
+  let key: string | undefined;
+  try {
+    key = fs.readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ENOENT') throw error;
+  }
+  if (key !== undefined && Buffer.from(key, 'base64').length !== 32) {
+    if (!options.create) return;
+    throw new Error(`${shown} does not hold base64 of 32 bytes: delete it to have a new development key made, or set WEBHOOK_SECRET_KEY`);
+  }
+  if (key === undefined) {
+    if (!options.create) return;
+    key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    // 'wx': two starts at once cannot both write one; the loser reads the winner's.
+    try {
+      fs.writeFileSync(file, `${key}\n`, { mode: 0o600, flag: 'wx' });
+      log(`WEBHOOK_SECRET_KEY not set: created a development key in ${shown} (kept for later starts; set WEBHOOK_SECRET_KEY in production)`);
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'EEXIST') throw error;
+      return useDevWebhookKey(env, options);
+    }
+  } else if (options.create) {
+    log(`WEBHOOK_SECRET_KEY not set: using the development key in ${shown}`);
+  }
+  env.WEBHOOK_SECRET_KEY = key;
 }
 
 // ---------------------------------------------------------------------------
@@ -261,6 +307,12 @@ async function start(services: Services, options: { procfile: boolean }): Promis
   if (synced !== 0) return shutdown(synced);
   const itemFiles = await ensureItemFiles(env);
   if (itemFiles !== 0) return shutdown(itemFiles);
+  useDevWebhookKey(env, { create: true });
+  if (!env.WEBHOOK_ALLOW_PRIVATE_TARGETS) {
+    // The tour's receiver (scripts/webhook-receiver.ts) listens on loopback over http.
+    env.WEBHOOK_ALLOW_PRIVATE_TARGETS = 'true';
+    log('WEBHOOK_ALLOW_PRIVATE_TARGETS not set: webhooks may target http and loopback/private addresses (development only)');
+  }
 
   // DESIGN 4/9/11: local fakes for the third parties that are not configured.
   const local = await planLocalUpstreams(freePort);
@@ -337,7 +389,9 @@ async function main(): Promise<void> {
         await dropDatabase(services.databaseUrl, testDb, log).catch((err: unknown) => log(`could not drop ${testDb}: ${String(err)}`));
       }
     } else {
-      code = await runForeground(rest, childEnv(services));
+      const env = childEnv(services);
+      useDevWebhookKey(env, { create: false });
+      code = await runForeground(rest, env);
     }
   } catch (err) {
     log(`error: ${err instanceof Error ? err.message : String(err)}`);
