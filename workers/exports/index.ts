@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { removeBlobs } from '../../shared/platform/blob-store.ts';
-import { exportBlobDirectory, exportBlobKey, type AuditExportRow } from '../../shared/audit/exports-model.ts';
+import { exportBlobDirectory, exportBlobKey } from '../../shared/audit/exports-model.ts';
 import {
   auditExportFilesPastRetention,
   leaseAuditExport,
@@ -11,6 +11,7 @@ import {
 import { auditExportJobId, completeAuditExport, expireAuditExportLeases, releaseFailedAuditExport } from '../../shared/audit/exports-service.ts';
 import { writeAuditExportFile } from '../../shared/audit/exports-file.ts';
 import { newId } from '../../shared/util/ids.ts';
+import { holdLease, LeaseLostError, lostLease, sweepLeases } from '../lease.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 
 /**
@@ -20,63 +21,19 @@ import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
  */
 const SWEEP_BATCH = 500;
 
-class LeaseLostError extends Error {
-  constructor() {
-    super('the export lease was lost');
-  }
-}
-
 /** Settings read once per pool from config. */
 function settings(config: PoolContext['config']) {
   return {
     leaseMs: config.EXPORT_LEASE_SECONDS * 1000,
-    // Three heartbeats per lease: one late or failed renewal never loses a healthy worker its job.
-    heartbeatMs: Math.max(200, Math.floor((config.EXPORT_LEASE_SECONDS * 1000) / 3)),
     maxAttempts: config.EXPORT_MAX_ATTEMPTS,
     retentionMs: config.EXPORT_RETENTION_HOURS * 3_600_000,
     blobRoot: config.BLOB_DIR,
   };
 }
 
-/**
- * Keeps the lease alive while the file is written. Aborts the write when the lease is gone: taken
- * by another worker, or not renewed before it ran out (this process cannot prove it still holds it).
- */
-function startHeartbeat(context: PoolContext, row: AuditExportRow, token: string, leaseMs: number, everyMs: number) {
-  const { sql, log, now } = context;
-  const controller = new AbortController();
-  let leasedUntil = row.leased_until!.getTime();
-  let busy = false;
-  const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    renewAuditExportLease(sql, { exportId: row.id, token, now: now(), leaseMs })
-      .then((until) => {
-        if (until) leasedUntil = until.getTime();
-        else controller.abort(new LeaseLostError());
-      })
-      .catch((error: Error) => {
-        log.warn({ export_id: row.id, err: error.message }, 'could not renew export lease');
-        if (now().getTime() >= leasedUntil) controller.abort(new LeaseLostError());
-      })
-      .finally(() => {
-        busy = false;
-      });
-  }, everyMs);
-  return {
-    signal: controller.signal,
-    /** Renews once more and throws if the lease is no longer ours (called right before the rename). */
-    async confirm() {
-      const until = await renewAuditExportLease(sql, { exportId: row.id, token, now: now(), leaseMs });
-      if (!until) throw new LeaseLostError();
-    },
-    stop: () => clearInterval(timer),
-  };
-}
-
 async function runExport(context: PoolContext, exportId: string): Promise<Record<string, unknown>> {
   const { sql, log, now, config } = context;
-  const { leaseMs, heartbeatMs, maxAttempts, retentionMs, blobRoot } = settings(config);
+  const { leaseMs, maxAttempts, retentionMs, blobRoot } = settings(config);
   const token = newId();
   const row = await leaseAuditExport(sql, { exportId, token, leasedBy: `${hostname()}:${process.pid}`, now: now(), leaseMs, maxAttempts });
   // Finished, held by a live worker, or out of attempts (the sweeper fails it): nothing to do here.
@@ -85,7 +42,15 @@ async function runExport(context: PoolContext, exportId: string): Promise<Record
   exportLog.info('export leased');
   const started = performance.now();
   const key = exportBlobKey(row, token);
-  const heartbeat = startHeartbeat(context, row, token, leaseMs, heartbeatMs);
+  // Renewed while the file is written; the write is aborted once the lease is lost (workers/lease.ts).
+  const lease = holdLease({
+    what: 'export',
+    leasedUntil: row.leased_until!,
+    leaseMs,
+    renew: () => renewAuditExportLease(sql, { exportId: row.id, token, now: now(), leaseMs }),
+    now,
+    log: exportLog,
+  });
   try {
     // Leftovers of earlier attempts: their leases have ended, so their files can never be committed.
     await removeBlobs(blobRoot, exportBlobDirectory(row));
@@ -94,20 +59,20 @@ async function runExport(context: PoolContext, exportId: string): Promise<Record
       blobRoot,
       key,
       { workspaceId: row.workspace_id, from: row.range_from, to: row.range_to },
-      { signal: heartbeat.signal, beforeCommit: () => heartbeat.confirm() },
+      { signal: lease.signal, beforeCommit: () => lease.confirm() },
     );
-    heartbeat.stop();
+    lease.stop();
     const completed = await completeAuditExport(sql, { exportId: row.id, token, now: now(), ...written, blobKey: key, retentionMs });
-    if (!completed) throw new LeaseLostError();
+    if (!completed) throw new LeaseLostError('export');
     exportLog.info({ event_count: written.eventCount, bytes: written.bytes, ms: Math.round(performance.now() - started) }, 'export completed');
     return { export_id: row.id, state: 'completed', event_count: written.eventCount, bytes: written.bytes };
   } catch (error) {
-    heartbeat.stop();
+    lease.stop();
     // Our file is never the one a client gets: remove it (another worker's lives under its own name).
     await removeBlobs(blobRoot, key).catch((cleanupError: Error) =>
       exportLog.warn({ err: cleanupError.message }, 'could not remove an unfinished export file; the next attempt or the sweeper will'),
     );
-    if (error instanceof LeaseLostError || heartbeat.signal.reason instanceof LeaseLostError) {
+    if (lostLease(error, lease)) {
       exportLog.warn('export lease lost; another worker or the sweeper has the job');
       return { export_id: row.id, leased: false };
     }
@@ -127,23 +92,20 @@ async function sweep(context: PoolContext): Promise<Record<string, number>> {
   const { sql, log, now, config, queue, enqueue } = context;
   const { maxAttempts, blobRoot } = settings(config);
   const at = now();
-  const expired = await expireAuditExportLeases(sql, { now: at, maxAttempts });
+  const swept = await sweepLeases(queue, {
+    expire: () => expireAuditExportLeases(sql, { now: at, maxAttempts }),
+    queued: () => queuedAuditExports(sql, SWEEP_BATCH),
+    jobId: auditExportJobId,
+    enqueue: (row, jobId) => enqueue('audit_export.run', { export_id: row.id }, { jobId }),
+  });
   // A job that failed for good keeps nothing on disk (the dead worker's temp file, if any).
-  for (const row of expired.failed) await removeBlobs(blobRoot, exportBlobDirectory(row));
-  // Every queued job needs its BullMQ job: the API enqueues after commit and may have died between.
-  let enqueued = 0;
-  for (const row of await queuedAuditExports(sql, SWEEP_BATCH)) {
-    const jobId = auditExportJobId(row);
-    if ((await queue.getJobState(jobId)) !== 'unknown') continue;
-    await enqueue('audit_export.run', { export_id: row.id }, { jobId });
-    enqueued += 1;
-  }
+  for (const row of swept.failed) await removeBlobs(blobRoot, exportBlobDirectory(row));
   let filesDeleted = 0;
   for (const row of await auditExportFilesPastRetention(sql, at, SWEEP_BATCH)) {
     await removeBlobs(blobRoot, exportBlobDirectory(row));
     if (await markAuditExportFileDeleted(sql, row.id, row.blob_key!, at)) filesDeleted += 1;
   }
-  const result = { leases_requeued: expired.requeued.length, leases_failed: expired.failed.length, jobs_enqueued: enqueued, files_deleted: filesDeleted };
+  const result = { leases_requeued: swept.requeued.length, leases_failed: swept.failed.length, jobs_enqueued: swept.enqueued, files_deleted: filesDeleted };
   if (Object.values(result).some((value) => value > 0)) log.info(result, 'export sweep');
   return result;
 }

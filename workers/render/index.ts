@@ -5,6 +5,7 @@ import { leaseRender, queuedRenders, renewRenderLease } from '../../shared/media
 import { completeRender, expireRenderLeases, releaseFailedRender, renderJobId } from '../../shared/media/renders-service.ts';
 import { resolveViewerFiles, viewerRenderRequest, type ViewerRenderRequest } from '../../shared/media/viewer/index.ts';
 import { newId } from '../../shared/util/ids.ts';
+import { holdLease, LeaseLostError, lostLease, sweepLeases } from '../lease.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 import { BrowserCrashedError, RenderEngine, ViewerPageError } from './engine.ts';
 import { finishImage, storeImage, type DrawnPixels } from './image.ts';
@@ -30,12 +31,6 @@ const renderDurations = new Histogram({
   registers: [],
 });
 
-class LeaseLostError extends Error {
-  constructor() {
-    super('the render lease was lost');
-  }
-}
-
 /** Why an attempt failed, as the client will read it when it was the last one. */
 class RenderFailure extends Error {
   constructor(
@@ -51,35 +46,8 @@ class RenderFailure extends Error {
 function settings(config: PoolContext['config']) {
   return {
     leaseMs: config.RENDER_LEASE_SECONDS * 1000,
-    // Three heartbeats per lease: one late renewal never loses a healthy worker its render.
-    heartbeatMs: Math.max(200, Math.floor((config.RENDER_LEASE_SECONDS * 1000) / 3)),
     maxAttempts: config.RENDER_MAX_ATTEMPTS,
     blobRoot: config.BLOB_DIR,
-  };
-}
-
-/** Keeps the lease alive while the page draws; `confirm` renews once more right before the image is committed. */
-function startHeartbeat(context: PoolContext, row: RenderRow, token: string, leaseMs: number, everyMs: number) {
-  const { sql, log, now } = context;
-  let lost = false;
-  let busy = false;
-  const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    renewRenderLease(sql, { renderId: row.render_id, token, now: now(), leaseMs })
-      .then((until) => {
-        if (!until) lost = true;
-      })
-      .catch((error: Error) => log.warn({ render_id: row.render_id, err: error.message }, 'could not renew render lease'))
-      .finally(() => {
-        busy = false;
-      });
-  }, everyMs);
-  return {
-    async confirm() {
-      if (lost || !(await renewRenderLease(sql, { renderId: row.render_id, token, now: now(), leaseMs }))) throw new LeaseLostError();
-    },
-    stop: () => clearInterval(timer),
   };
 }
 
@@ -121,25 +89,35 @@ async function drawRender(context: PoolContext, engine: RenderEngine, row: Rende
 
 export async function runRender(context: PoolContext, engine: RenderEngine, renderId: string): Promise<Record<string, unknown>> {
   const { sql, log, now, config, enqueue } = context;
-  const { leaseMs, heartbeatMs, maxAttempts, blobRoot } = settings(config);
+  const { leaseMs, maxAttempts, blobRoot } = settings(config);
   const token = newId();
   const row = await leaseRender(sql, { renderId, token, now: now(), leaseMs, maxAttempts });
   // Finished, held by a live worker, or out of attempts (the sweeper fails it): nothing to do here.
   if (!row) return { render_id: renderId, leased: false };
   const renderLog = log.child({ render_id: row.render_id, attempt: row.attempts });
-  const heartbeat = startHeartbeat(context, row, token, leaseMs, heartbeatMs);
+  // Renewed while the page draws (workers/lease.ts); confirmed once more right before the image is committed.
+  const lease = holdLease({
+    what: 'render',
+    leasedUntil: row.lease_until!,
+    leaseMs,
+    renew: () => renewRenderLease(sql, { renderId: row.render_id, token, now: now(), leaseMs }),
+    now,
+    log: renderLog,
+  });
   try {
     const image = await drawRender(context, engine, row);
+    // A draw cannot be interrupted midway: a lease lost meanwhile stops the attempt here, before any write.
+    lease.signal.throwIfAborted();
     const key = renderBlobKey(row);
-    const written = await storeImage(blobRoot, key, token, image, () => heartbeat.confirm());
-    heartbeat.stop();
+    const written = await storeImage(blobRoot, key, token, image, () => lease.confirm());
+    lease.stop();
     const completed = await completeRender(sql, { renderId: row.render_id, token, now: now(), blobKey: key, ...written });
-    if (!completed) throw new LeaseLostError();
+    if (!completed) throw new LeaseLostError('render');
     renderLog.info({ bytes: written.bytes }, 'render succeeded');
     return { render_id: row.render_id, state: 'succeeded', bytes: written.bytes };
   } catch (error) {
-    heartbeat.stop();
-    if (error instanceof LeaseLostError) {
+    lease.stop();
+    if (lostLease(error, lease)) {
       renderLog.warn('render lease lost; another worker or the sweeper has it');
       return { render_id: row.render_id, leased: false };
     }
@@ -162,16 +140,13 @@ export async function runRender(context: PoolContext, engine: RenderEngine, rend
 
 export async function sweepRenders(context: PoolContext): Promise<Record<string, number>> {
   const { sql, log, now, config, queue, enqueue } = context;
-  const expired = await expireRenderLeases(sql, { now: now(), maxAttempts: config.RENDER_MAX_ATTEMPTS });
-  // Every queued render needs its BullMQ job: the API enqueues after commit and may have died between.
-  let enqueued = 0;
-  for (const row of await queuedRenders(sql, SWEEP_BATCH)) {
-    const jobId = renderJobId(row);
-    if ((await queue.getJobState(jobId)) !== 'unknown') continue;
-    await enqueue('renders.render', { render_id: row.render_id }, { jobId });
-    enqueued += 1;
-  }
-  const result = { leases_requeued: expired.requeued.length, leases_failed: expired.failed.length, jobs_enqueued: enqueued };
+  const swept = await sweepLeases(queue, {
+    expire: () => expireRenderLeases(sql, { now: now(), maxAttempts: config.RENDER_MAX_ATTEMPTS }),
+    queued: () => queuedRenders(sql, SWEEP_BATCH),
+    jobId: renderJobId,
+    enqueue: (row, jobId) => enqueue('renders.render', { render_id: row.render_id }, { jobId }),
+  });
+  const result = { leases_requeued: swept.requeued.length, leases_failed: swept.failed.length, jobs_enqueued: swept.enqueued };
   if (Object.values(result).some((value) => value > 0)) log.info(result, 'render sweep');
   return result;
 }
