@@ -1,6 +1,7 @@
 import { toOpenAPISchema } from '@elysiajs/openapi';
 import type { AnyElysia } from 'elysia';
 import { z } from 'zod';
+import { OPERATIONS, type Operation as TableOperation } from '../shared/http/operations.ts';
 
 /**
  * The OpenAPI 3.1 document (DESIGN 6), from the same zod schemas that validate requests. The
@@ -104,14 +105,49 @@ type RouteHooks = {
   response?: unknown;
   detail?: { hide?: boolean; responses?: ResponsesObject };
 };
-type Operation = { parameters?: unknown[]; requestBody?: unknown; responses?: ResponsesObject; [key: string]: unknown };
+type Operation = {
+  parameters?: unknown[];
+  requestBody?: unknown;
+  responses?: ResponsesObject;
+  security?: Record<string, unknown>[];
+  tags?: string[];
+  description?: string;
+  operationId?: string;
+  [key: string]: unknown;
+};
 
 const isZod = (schema: unknown): schema is z.ZodType => typeof schema === 'object' && schema !== null && '_zod' in schema;
 
 /** `/v2/things/:id` → `/v2/things/{id}`. */
 export const openApiPath = (path: string) => path.replace(/:([^/]+)/g, '{$1}');
 
-export function buildOpenApiDocument(app: AnyElysia, documentation: { info: Record<string, unknown>; components?: Record<string, unknown> }) {
+/** What the document's front matter says; `tags` describes each tag the routes use, in this order. */
+export type OpenApiDocumentation = {
+  info: Record<string, unknown>;
+  tags: { name: string; description: string }[];
+  components?: Record<string, unknown>;
+};
+
+const tableOperations = new Map<string, TableOperation>(OPERATIONS.map((entry) => [`${entry.method} ${entry.path}`, entry]));
+
+/**
+ * The access paragraph every operation's description ends with, from the operation table (the same
+ * scopes and units the key check enforces and GET /v2/usage lists) and the route's security.
+ */
+function accessNote(entry: TableOperation | undefined, security: Record<string, unknown>[]): string {
+  const key = security.some((scheme) => 'apiKey' in scheme);
+  const session = security.some((scheme) => 'session' in scheme);
+  if (key) {
+    const scopes = entry && entry.scopes.length > 0 ? ` holding ${entry.scopes.map((scope) => `\`${scope}\``).join(', ')}` : ' (any scope)';
+    const read = entry?.scopes.some((scope) => scope.endsWith(':read')) ? ' (the matching `:write` scope also grants it)' : '';
+    const units = entry ? ` Metered: ${entry.units} unit${entry.units === 1 ? '' : 's'} per request (see Metering).` : '';
+    return `**Access:** an API key${scopes}${read}${session ? ', or a signed-in session (Bearer token or `session` cookie)' : ''}.${units}`;
+  }
+  if (session) return '**Access:** a signed-in session (`Authorization: Bearer <token>` or the `session` cookie); API keys are not accepted. Not metered.';
+  return '**Access:** no credentials. Not metered.';
+}
+
+export function buildOpenApiDocument(app: AnyElysia, documentation: OpenApiDocumentation) {
   const generated = toOpenAPISchema(app, undefined, undefined, { zod: requestJsonSchema }, OPENAPI_VERSION) as {
     paths: Record<string, Record<string, Operation>>;
     components: { schemas: Record<string, unknown> };
@@ -140,10 +176,21 @@ export function buildOpenApiDocument(app: AnyElysia, documentation: { info: Reco
     const responses: ResponsesObject = { ...errorResponses(...inputErrors), ...declared, ...success };
     if (!Object.keys(responses).some((status) => status.startsWith('2'))) responses['200'] = { description: 'Success' };
     operation.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
+    // A public operation says so (an empty requirement), rather than leaving its security unstated.
+    operation.security ??= [];
+    const entry = tableOperations.get(`${route.method} ${openApiPath(route.path)}`);
+    // The operation table's id names it everywhere else too (usage counters, unit weights, capabilities).
+    if (entry) operation.operationId = entry.id;
+    const access = accessNote(entry, operation.security);
+    operation.description = operation.description ? `${operation.description}\n\n${access}` : access;
   }
+  const used = new Set(Object.values(generated.paths).flatMap((operations) => Object.values(operations).flatMap((operation) => operation.tags ?? [])));
+  // Tags the front matter does not describe still appear (test/openapi.test.ts requires a description for each).
+  const undescribed = [...used].filter((tag) => !documentation.tags.some((described) => described.name === tag)).map((name) => ({ name }));
   return {
     openapi: OPENAPI_VERSION,
     info: documentation.info,
+    tags: [...documentation.tags.filter((tag) => used.has(tag.name)), ...undescribed],
     paths: generated.paths,
     components: {
       ...documentation.components,

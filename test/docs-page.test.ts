@@ -9,7 +9,11 @@ import { serveInChromium } from './browser.ts';
  * with no internet.
  */
 
-type OpenApiDocument = { info: { title: string; description: string }; paths: Record<string, Record<string, { summary?: string; tags?: string[] }>> };
+type OpenApiDocument = {
+  info: { title: string; description: string };
+  servers: { url: string }[];
+  paths: Record<string, Record<string, { summary?: string; tags?: string[] }>>;
+};
 
 // What the page callbacks below touch in the browser (the test's own lib has no DOM types).
 declare const document: { body: { innerText: string }; title: string; querySelector(selector: string): { getAttribute(name: string): string | null } | null };
@@ -57,8 +61,17 @@ describe('GET /docs', () => {
     // The page opens on the first tag: its operations are listed by path in the body and by summary
     // in the sidebar; the other tags show as sidebar groups.
     const opened = operations.filter((operation) => operation.tags?.[0] === tags[0]);
-    const expected = [...tags, ...opened.map((operation) => operation.path), ...opened.flatMap((operation) => (operation.summary ? [operation.summary] : []))];
+    // The introduction (info.description, Markdown) is rendered above the operations.
+    const introduction = ['Get an API key in two steps', 'Keyless prices (/v1)', 'Metering'];
+    const expected = [
+      ...tags,
+      ...introduction,
+      ...opened.map((operation) => operation.path),
+      ...opened.flatMap((operation) => (operation.summary ? [operation.summary] : [])),
+    ];
     expect(tags.length).toBeGreaterThanOrEqual(5);
+    // The page's request samples use the document's server: this origin (no PUBLIC_BASE_URL here).
+    expect(spec.servers).toEqual([expect.objectContaining({ url: origin })]);
     expect(opened.length).toBeGreaterThanOrEqual(3);
 
     const page = await browser.newPage();
@@ -79,9 +92,12 @@ describe('GET /docs', () => {
       .catch(async (err: unknown) => {
         throw new Error(`/docs did not render ${JSON.stringify(await missing())}: ${String(err)}`);
       });
-    // The title and description (which quotes JSON) survive as the page's own text, not broken markup.
+    // The title and the introduction's first paragraph (with quotes and an ampersand) survive as the
+    // page's own text, not broken markup.
     const head = await page.evaluate(() => ({ title: document.title, description: document.querySelector('meta[name="description"]')?.getAttribute('content') }));
-    expect(head).toEqual({ title: spec.info.title, description: spec.info.description });
+    const firstParagraph = spec.info.description.split('\n\n')[0]!;
+    expect(firstParagraph).toMatch(/["&]/);
+    expect(head).toEqual({ title: spec.info.title, description: firstParagraph });
     // Whatever the page fetches after rendering (lazy fonts, telemetry) counts too.
     await page.waitForNetworkIdle({ idleTime: 500, timeout: 10_000 });
     await page.close();

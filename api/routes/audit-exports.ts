@@ -101,7 +101,12 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
         body: createBody,
         response: { 200: jobSchema, 201: jobSchema },
         detail: {
-          summary: 'Export the audit events of a time range as NDJSON.gz (needs audit:export; Idempotency-Key required)',
+          summary: 'Export the audit events of a time range',
+          description: [
+            'Records an export of the workspace\'s audit events with `from` ≤ occurred_at < `to` and answers 201 with the job (`state: queued`). A worker writes the events, redacted as in GET /v2/audit/events, as gzip-compressed NDJSON and marks the job `completed` with `event_count`, `bytes`, `sha256` and `expires_at` (files are kept `EXPORT_RETENTION_HOURS`, default 24), or `failed` with `failure_reason` after `EXPORT_MAX_ATTEMPTS` (default 3). Read GET /v2/audit/exports/{export_id} for the download URL.',
+            'Requires an `Idempotency-Key`.',
+            'Errors: 400 `invalid_request` (`from` not before `to`, `to` in the future, more than 32 days apart), 400 `idempotency_key_required`, 409 `idempotency_key_reused` or `idempotency_key_in_use`.',
+          ].join('\n\n'),
           tags: ['audit'],
         },
       },
@@ -122,7 +127,11 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
         operation: 'audit_exports.list',
         query: listQuery,
         response: { 200: z.object({ data: z.array(jobSchema), next_cursor: z.string().nullable() }) },
-        detail: { summary: 'Audit export jobs of the workspace, newest first (needs audit:read)', tags: ['audit'] },
+        detail: { summary: 'Audit export jobs, newest first', description: [
+            'Export jobs of the workspace, newest first, optionally only those in `state`; a completed, unexpired job carries a newly signed `download_url`.',
+            '`limit` 1 to 100 (default 25).',
+            'Errors: 400 `invalid_cursor`.',
+          ].join('\n\n'), tags: ['audit'] },
       },
     )
     .get(
@@ -137,7 +146,10 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
         operation: 'audit_exports.get',
         params: exportParams,
         response: { 200: jobSchema },
-        detail: { summary: 'One audit export job, with a fresh 5-minute download URL once completed (needs audit:export)', tags: ['audit'], responses: routeResponses({}, 404) },
+        detail: { summary: 'One audit export job', description: [
+            'One export job. Every read of a completed, unexpired job signs a new `download_url`, valid for 5 minutes (`download_url_expires_at`), that works without an API key.',
+            'Errors: 404 `not_found` (no such export in your workspace).',
+          ].join('\n\n'), tags: ['audit'], responses: routeResponses({}, 404) },
       },
     )
     .get(
@@ -168,7 +180,11 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
         params: downloadParams,
         query: downloadQuery,
         detail: {
-          summary: 'Download a finished export (public: the signed URL from GET /v2/audit/exports/{export_id} is the credential)',
+          summary: 'Download a finished audit export',
+          description: [
+            'The export file as stored: gzip-compressed NDJSON, one audit event per line, sent as `application/gzip` without `Content-Encoding`, so the bytes saved are the ones `bytes` and `sha256` describe (the `ETag` is the SHA-256). The signed URL from GET /v2/audit/exports/{export_id} (`expires`, `signature`) is the only credential.',
+            'Errors: 403 `invalid_download_url`, 403 `download_url_expired` (read the export again for a new URL), 404 `not_found` (the file is past its retention).',
+          ].join('\n\n'),
           tags: ['audit'],
           responses: routeResponses({ 200: 'The export file as stored (application/gzip, NDJSON inside; no Content-Encoding): the bytes `bytes` and `sha256` describe' }, 403, 404),
         },

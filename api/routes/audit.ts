@@ -59,7 +59,12 @@ export function auditRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlugin
         operation: 'audit_events.list',
         query: auditQuery,
         detail: {
-          summary: 'Audit events of the workspace, newest first (needs audit:read)',
+          summary: 'Audit events of the workspace, newest first',
+          description: [
+            'The workspace\'s audit events, newest first: every platform mutation (keys, scenes, renders, webhooks, exports, trade intents, connected accounts) and every refused request on a known workspace (401/403, 409 conflicts) with `outcome: rejected`. Filters: `source`, `event_type`, `resource_type`, `outcome`, `from` (inclusive) and `to` (exclusive). Metadata keys that name secrets (secret, token, password, api_key, authorization, signature, private_key, at any depth) have their values shown as `"[REDACTED]"`.',
+            '`limit` 1 to 200 (default 50).',
+            'Errors: 400 `invalid_request` (`from` not before `to`, a malformed filter), 400 `invalid_cursor`.',
+          ].join('\n\n'),
           tags: ['audit'],
           responses: routeResponses({ 200: { description: 'One page of events', body: auditPage } }),
         },

@@ -86,7 +86,12 @@ export function catalogRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlug
         operation: 'catalog.items.list',
         query: catalogQuery(),
         detail: {
-          summary: 'Catalog items ordered by market_hash_name (needs catalog:read)',
+          summary: 'Catalog items by market_hash_name',
+          description: [
+            'Every item of the catalog, ordered by market_hash_name, with its `catalog_id` (what the price operations take). Filters: `q` (a case-insensitive substring of the name, up to 200 characters), `type`, `weapon` (a weapon name of the catalog), `exterior`, `rarity`, `phase`, `stattrak`, `souvenir`, `definition_index` and `paint_index`.',
+            '`limit` 1 to 200 (default 50).',
+            'Errors: 400 `invalid_request` (an unknown weapon or filter value), 400 `invalid_cursor`, 503 `catalog_unavailable` (the catalog has not been loaded yet; retry shortly).',
+          ].join('\n\n'),
           tags: ['catalog'],
           responses: routeResponses({ 200: { description: 'One page of items', body: catalogPage } }),
         },

@@ -20,7 +20,8 @@ export const DOCS_SCRIPT_PATH = '/docs/scalar.js';
 // The plugin types `scalar` with @scalar/types' parsed configuration (every default filled in) and
 // without the per-document options (`agent`); Scalar takes a partial one and applies its defaults.
 type ScalarOptions = NonNullable<ElysiaOpenAPIConfig['scalar']>;
-type ScalarPageOptions = Partial<ScalarOptions> & { agent?: { disabled?: boolean } };
+// `mcp` is typed here too: the pinned 1.46 (the last for Node 20) has no MCP generator, a later one would.
+type ScalarPageOptions = Partial<ScalarOptions> & { agent?: { disabled?: boolean }; mcp?: { disabled?: boolean } };
 
 /**
  * Options for the plugin's Scalar page. The version in the script URL changes with the package, so
@@ -42,15 +43,31 @@ const docsPageScalar = scalarPageOptions as ScalarOptions;
 // ScalarRender writes the title and description into HTML attributes as they are; ours quotes JSON.
 const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 
-export function docsRoutes(buildDocument: () => object, info: { title: string; description: string; version: string }) {
+/**
+ * `/openapi.json`, `/docs` and the page's script. `page` is what the HTML head shows (the document's
+ * title and a one-line description; the full introduction is rendered from the document). The
+ * document's `servers` entry is PUBLIC_BASE_URL, else the request's own origin, so the page's
+ * request samples are absolute URLs of this API.
+ */
+export function docsRoutes(buildDocument: () => object, page: { title: string; description: string; version: string }, publicBaseUrl?: string) {
   let document: object | null = null;
-  const page = ScalarRender(
-    { ...info, title: escapeHtml(info.title), description: escapeHtml(info.description) },
+  const html = ScalarRender(
+    { ...page, title: escapeHtml(page.title), description: escapeHtml(page.description) },
     { ...docsPageScalar, url: '/openapi.json' },
   );
   return new Elysia({ name: 'docs-routes' })
-    .get('/openapi.json', () => (document ??= buildDocument()), { detail: { hide: true } })
-    .get('/docs', () => new Response(page, { headers: { 'content-type': 'text/html; charset=utf-8' } }), { detail: { hide: true } })
+    .get(
+      '/openapi.json',
+      ({ request }) => {
+        document ??= buildDocument();
+        const url = publicBaseUrl?.replace(/\/+$/, '') ?? new URL(request.url).origin;
+        // `servers` follows `info` as in any OpenAPI document; the paths come after.
+        const { openapi, info, ...rest } = document as { openapi: string; info: object };
+        return { openapi, info, servers: [{ url, description: publicBaseUrl ? 'This deployment (PUBLIC_BASE_URL)' : 'The origin this document was fetched from' }], ...rest };
+      },
+      { detail: { hide: true } },
+    )
+    .get('/docs', () => new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } }), { detail: { hide: true } })
     .get(
       DOCS_SCRIPT_PATH,
       () =>

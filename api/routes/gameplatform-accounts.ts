@@ -112,8 +112,12 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
         keyOrSession: 'gameplatform_accounts.connect',
         body: noBody,
         detail: {
-          summary: 'Start connecting a Steam account: returns the Steam sign-in URL and its single-use state (needs accounts:write, or a session)',
-          tags: ['gameplatform'],
+          summary: 'Start connecting a Steam account',
+          description: [
+            'Starts a Steam OpenID 2.0 sign-in and answers 201 with `redirect_url` (send the user there) and its single-use `state`, valid for `OPENID_STATE_TTL_SECONDS` (default 600). Steam returns the user to GET /v2/gameplatform/openid/callback, which connects the account to the workspace of the key or session that started the flow. No body, or `{}`.',
+            'Errors: 400 `invalid_request` (any other body).',
+          ].join('\n\n'),
+          tags: ['game platform'],
           responses: routeResponses({ 201: { description: 'Flow started; send the user to redirect_url', body: connectStarted } }),
         },
       },
@@ -134,8 +138,12 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
       {
         query: callbackQuery,
         detail: {
-          summary: 'Where Steam returns the user: checks the signed OpenID assertion, then connects the account (public; 400 invalid_openid_response on any failed check)',
-          tags: ['gameplatform'],
+          summary: 'Steam OpenID return: connect the account',
+          description: [
+            'Where Steam sends the user back: checks the signed OpenID assertion (the `state` of a live connect flow, a nonce used only once, and a confirmation from Steam), then connects the Steam account to the workspace that started the flow and answers a page saying so, or the account as JSON with `Accept: application/json`.',
+            'Errors: 400 `invalid_openid_response` on any failed check (expired or used state, replayed nonce, unconfirmed assertion: start the connection again), 503 `upstream_unavailable` (Steam could not confirm the sign-in).',
+          ].join('\n\n'),
+          tags: ['game platform'],
           responses: {
             200: {
               description: 'Connected: a page saying so, or the account as JSON with Accept: application/json',
@@ -158,8 +166,13 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
         operation: 'gameplatform_accounts.list',
         query: listQuery,
         detail: {
-          summary: 'Connected Steam accounts of the workspace, newest first (needs accounts:read or accounts:write)',
-          tags: ['gameplatform'],
+          summary: 'Connected Steam accounts, newest first',
+          description: [
+            'Steam accounts connected to the workspace, newest first.',
+            '`limit` 1 to 100 (default 25).',
+            'Errors: 400 `invalid_cursor`.',
+          ].join('\n\n'),
+          tags: ['game platform'],
           responses: routeResponses({ 200: { description: 'A page of connected accounts', body: z.object({ data: z.array(connectedAccountSchema), next_cursor: z.string().nullable() }) } }),
         },
       },
@@ -178,8 +191,12 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
         operation: 'gameplatform_accounts.delete',
         params: accountParams,
         detail: {
-          summary: "Disconnect a Steam account: its draft trade intents are cancelled and their reservations released (needs accounts:write)",
-          tags: ['gameplatform'],
+          summary: 'Disconnect a Steam account',
+          description: [
+            'Disconnects the account and answers 204: its draft trade intents are cancelled and their reservations released.',
+            'Errors: 404 `not_found` (no connected account with this id in your workspace).',
+          ].join('\n\n'),
+          tags: ['game platform'],
           responses: routeResponses({ 204: 'Disconnected' }, 404),
         },
       },

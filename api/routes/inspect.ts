@@ -68,9 +68,12 @@ export function inspectRoutes(deps: ApiKeyPluginDeps) {
       operation: 'inspect.decode',
       body: decodeBody,
       detail: {
-        summary:
-          'Decode an inspect link or item certificate offline into the item selector (needs inspect:read). Legacy S…A…D… / M…A…D… links need the game coordinator, which this service does not use: 400 invalid_link',
-        tags: ['inspect'],
+        summary: 'Decode an inspect link',
+        description: [
+          'Decodes an inspect link, or a bare item certificate (Steam inventory asset property 6), offline into the item selector (`item` and `state`: pass them unchanged to renders and viewer sessions), the item\'s insights, and the certificate\'s rarity, quality, origin and asset id. Legacy `S…A…D…` / `M…A…D…` links need the game coordinator, which this service does not use: they are refused as `invalid_link`. No Idempotency-Key: decoding is a pure function of the link.',
+          'Errors: 400 `invalid_link`, 400 `invalid_certificate`.',
+        ].join('\n\n'),
+        tags: ['media'],
         responses: routeResponses({ 200: { description: 'The decoded item: item and state form the item selector', body: decodeAnswer } }),
       },
     });

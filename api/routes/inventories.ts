@@ -105,7 +105,13 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
         query: inventoryQuery,
         transform: checkGameplatformId,
         detail: {
-          summary: 'A normalised CS2 inventory snapshot, one record per asset with exact item state and optional valuation, paged (needs inventory:read)',
+          summary: 'A CS2 inventory, one record per asset',
+          description: [
+            'The account\'s CS2 inventory from a snapshot: one record per asset with its exact item state (from its inspect certificate: paint, seed, wear, stickers, charms), tradability and trade hold. A snapshot younger than `INVENTORY_TTL_SECONDS` (default 300) is reused; `refresh=true` fetches a new one from Steam now (at most `INVENTORY_MAX_PAGES` pages of 2 000 assets). When Steam fails, the last snapshot is served with `stale: true`. A cursor pins its snapshot, so every page comes from the same one.',
+            '`valuation` values each asset, its stickers and charms at that marketplace\'s latest prices (the phase version, no fallback to default); `currency` converts the valuation. Answers are compressed with gzip or brotli when the client accepts it.',
+            '`limit` 1 to 1000 (default 500).',
+            'Errors: 400 `invalid_gameplatform_id`, 400 `invalid_request`, 400 `invalid_cursor`, 403 `inventory_private`, 404 `inventory_not_found`, 503 `upstream_unavailable` (Steam fails and nothing is stored; `Retry-After`), 503 `fx_unavailable`.',
+          ].join('\n\n'),
           tags: ['game platform'],
           responses: routeResponses({ 200: { description: 'One page of the snapshot', body: inventoryPageSchema } }, 404, 503),
         },

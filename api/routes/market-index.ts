@@ -193,7 +193,11 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
         operation: 'market_index.get',
         query: latestQuery,
         detail: {
-          summary: 'Newest successful cs2.chain-equal-weight.v1 calculation for a marketplace and segment, with its inputs (needs market:read)',
+          summary: 'Newest market index calculation',
+          description: [
+            'The newest successful calculation of the `cs2.chain-equal-weight.v1` index (the only `methodology`) at `marketplace`, for the whole marketplace or one `segment` and its `value`: its level, previous level, link factor, constituent count and as-of time, and the inputs it used. Calculations are published with their constituents for `RETENTION_INDEX_VECTORS_DAYS`; older levels are in the history.',
+            'Errors: 400 `invalid_request` (an unknown marketplace, segment or value; `value` without `segment` or the reverse), 404 `not_found` (no calculation matches, or the newest is older than the publication window).',
+          ].join('\n\n'),
           tags: ['market'], responses: routeResponses({ 200: { description: 'The calculation', body: publishedCalculation } }, 404),
         },
       },
@@ -251,7 +255,12 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
         operation: 'market_index.history',
         query: historyQuery,
         detail: {
-          summary: 'Level series of a marketplace and segment over a time range, oldest first (needs market:read)',
+          summary: 'Market index levels over time',
+          description: [
+            'The index levels of a marketplace and segment, oldest first, one point per calculation with its level, previous level, link factor and constituent count. `to` defaults to now and `from` to 30 days before it; a range may span at most 366 days. The window of the first page rides in its cursor.',
+            '`limit` 1 to 1000 (default 100).',
+            'Errors: 400 `invalid_request` (as GET /v2/market-index/cs2, or `from` not before `to`, or a range over 366 days), 400 `invalid_cursor`.',
+          ].join('\n\n'),
           tags: ['market'],
           responses: routeResponses({ 200: { description: 'One page of levels', body: levelHistory } }),
         },
@@ -288,7 +297,12 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
         params: calculationParams,
         query: constituentsQuery,
         detail: {
-          summary: "Every constituent of a calculation with its previous and current price and ratio, paginated (needs market:read)",
+          summary: 'Constituents of a market index calculation',
+          description: [
+            'Every constituent (item and version) of one successful calculation, with its previous and current price and their ratio (null when it had no previous price), paged.',
+            '`limit` 1 to 1000 (default 100).',
+            'Errors: 400 `invalid_cursor`, 404 `not_found` (no successful calculation has this id), 410 `constituents_expired` (constituents are kept `RETENTION_INDEX_VECTORS_DAYS` after a calculation).',
+          ].join('\n\n'),
           tags: ['market'], responses: routeResponses({ 200: { description: 'One page of constituents', body: constituentsPage } }, 404, 410),
         },
       },

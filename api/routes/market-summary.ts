@@ -48,8 +48,11 @@ export function marketSummaryRoutes(deps: Pick<AppDeps, 'sql' | 'now' | 'marketS
         operation: 'market.summary',
         query: summaryQuery,
         detail: {
-          summary:
-            'Current totals (USD, or `?currency=`) from the latest price of every item per marketplace: items priced, sum of lowest prices, listed value and listings, overall and per marketplace (needs market:read)',
+          summary: 'Current market totals',
+          description: [
+            'Totals from the latest price of every item at each marketplace: items priced, the sum of lowest prices, listed value and listings, overall and per marketplace. `marketplace` keeps one marketplace; `segment` and `value` one segment; `fresh_only=true` counts only prices that are fresh now. Sums are decimal strings in USD, or in `currency` (each sum converted once).',
+            'Errors: 400 `invalid_request` (an unknown marketplace, segment, value or currency), 503 `fx_unavailable`.',
+          ].join('\n\n'),
           tags: ['market'],
           responses: routeResponses({ 200: { description: 'The totals', body: marketSummarySchema } }, 503),
         },

@@ -69,7 +69,8 @@ export function meRoutes(deps: Pick<AppDeps, 'meter' | 'now'> & ApiKeyPluginDeps
         // Documented rather than validated per response: a zod parse of every body cost ~2.5 µs of the hot path.
         detail: {
           summary: 'The calling key, its workspace and tier',
-          tags: ['platform'],
+          description: 'The calling key (id, label, prefix, scopes) and its workspace (id, name, tier): a cheap way to check a key.',
+          tags: ['identity'],
           responses: routeResponses({ 200: { description: 'The calling key and its workspace', body: principalRecord } }),
         },
       },
@@ -94,8 +95,12 @@ export function meRoutes(deps: Pick<AppDeps, 'meter' | 'now'> & ApiKeyPluginDeps
       {
         operation: 'usage.get',
         detail: {
-          summary: 'Workspace budgets and the calling key’s per-operation counters (1 unit)',
-          tags: ['platform'],
+          summary: 'Budgets, unit weights and the calling key’s counters',
+          description: [
+            'The workspace\'s per-minute and per-UTC-day budgets after this request\'s own unit (`limit`, `used`, `remaining`, `resets_at`), the calling key\'s counters for the current UTC day per operation (`requests`, `units`, `errors`), and `unit_weights`: the units every keyed operation costs, by operation id (the operation ids of this document).',
+            'Errors: 503 `usage_unavailable` (the counters cannot be read).',
+          ].join('\n\n'),
+          tags: ['identity'],
           responses: routeResponses({ 200: { description: 'Budgets and counters', body: usageRecord } }),
         },
       },

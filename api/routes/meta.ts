@@ -32,12 +32,13 @@ export function metaRoutes(deps: Pick<AppDeps, 'config' | 'redis'>) {
   };
   return new Elysia({ name: 'meta-routes' })
     .get('/v2/meta/scopes', () => ({ scopes: [...SCOPES], default_scopes: [...DEFAULT_SCOPES] }), {
-      detail: { summary: 'Every recognised scope, in stable order', tags: ['public'], responses: routeResponses({ 200: { description: 'The scopes', body: scopeList } }) },
+      detail: { summary: 'Every recognised scope, in stable order', description: 'Every scope an API key can hold, in a stable order (new scopes are appended), and `default_scopes`: what POST /v1/me/keys grants when the request names none (read-only scopes only).', tags: ['status'], responses: routeResponses({ 200: { description: 'The scopes', body: scopeList } }) },
     })
     .get('/v2/meta/capabilities', () => ({ spec_version: '1.0.0', capabilities: capabilities(dependencyAvailable) }), {
       detail: {
         summary: 'Each operation as production, unavailable or planned, with its scopes',
-        tags: ['public'],
+        description: 'Every operation of the interface with its method, path, auth, scopes and unit weight, and its status here: `production`; `unavailable` when a runtime dependency is missing in this deployment (`unavailable_because` names it: `redis`, `webhook_secret_key`, `steam_web_api_key`, `chromium` or `item_files`); or `planned`.',
+        tags: ['status'],
         responses: routeResponses({ 200: { description: 'Every operation of the interface', body: capabilityList } }),
       },
     });

@@ -205,7 +205,7 @@ export function priceStreamRoutes(deps: Pick<AppDeps, 'config' | 'priceStream'> 
         operation: 'prices.stream',
         query: keyedQuery,
         detail: {
-          summary: 'Live price changes as Server-Sent Events, filtered by item, source and version, resumable (needs prices:read)',
+          summary: 'Live price changes (Server-Sent Events)',
           description:
             behaviour +
             `Filters: \`catalog_id\` (repeat up to ${MAX_CATALOG_IDS} times), \`source\`, \`version\`; an event the filters leave empty is not sent. ` +
@@ -235,13 +235,13 @@ export function priceStreamRoutes(deps: Pick<AppDeps, 'config' | 'priceStream'> 
       {
         query: publicQuery,
         detail: {
-          summary: 'Every live price change as Server-Sent Events, resumable. No key; at most 2 open streams per client address.',
+          summary: 'Every live price change (Server-Sent Events)',
           description:
             behaviour +
             `Every change of every source, unfiltered (GET /v2/prices/stream filters). At most ${PUBLIC_STREAMS_PER_CLIENT} streams may be open at once from one client address ` +
             'on one API process; one more is answered 429 `too_many_streams` with `Retry-After`. ' +
             'Errors: 400 `invalid_request` for a malformed event id; 429 `too_many_streams`; 503 `price_stream_unavailable` when Redis cannot be read.',
-          tags: ['public'],
+          tags: ['keyless'],
           responses: { ...streamSuccess('The stream of every price change'), ...errorResponses(429, 503) },
         },
       },

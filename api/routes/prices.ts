@@ -96,7 +96,11 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         query: pricesQuery,
         transform: checkCatalogId,
         detail: {
-          summary: 'Current prices of a catalog item per version and source, with freshness and min/median/max (needs prices:read)',
+          summary: 'Current prices of a catalog item',
+          description: [
+            'The item\'s latest price at every marketplace, per version (default, Doppler phases, patterns, …), with each price\'s age and freshness (a price older than its source\'s stale threshold is stale), and min/median/max across marketplaces. `version` keeps one version; `currency` converts (see Conventions).',
+            'Errors: 400 `invalid_catalog_id` (pass a catalog_id from the catalog unchanged), 400 `invalid_request` (an unknown version or currency), 404 `not_found` (no catalog item has this id), 503 `fx_unavailable`.',
+          ].join('\n\n'),
           tags: ['prices'], responses: routeResponses({ 200: { description: 'The item’s current prices', body: itemPricesSchema } }, 404, 503),
         },
       },
@@ -155,7 +159,12 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         query: historyQuery,
         transform: checkCatalogId,
         detail: {
-          summary: 'Price history buckets (open/high/low/close, samples) of one marketplace, per version (needs prices:read)',
+          summary: 'Price history of a catalog item at one marketplace',
+          description: [
+            'Open, high, low and close and the sample count per time bucket at `marketplace`, one series per version (or only `version`), oldest bucket first. `granularity` is `10m`, `hourly` (default) or `daily`. `to` defaults to now and `from` to 2, 30 or 365 days before it (by granularity); a range may span at most 31, 366 or 3 660 days, and no further back than its granularity is kept (the retention horizon: use a coarser granularity for older history). The window the first page resolved rides in its cursor, so later pages do not move with the clock. `currency` converts.',
+            '`limit` counts buckets, 1 to 1000 (default 288); a series cut by the limit continues on the next page.',
+            'Errors: 400 `invalid_catalog_id`, 400 `invalid_request` (unknown marketplace, version, granularity or currency; `from` not before `to`; a range too long or before the horizon), 400 `invalid_cursor`, 404 `not_found`, 503 `fx_unavailable`.',
+          ].join('\n\n'),
           tags: ['prices'], responses: routeResponses({ 200: { description: 'One page of buckets', body: historyPage } }, 404, 503),
         },
       },

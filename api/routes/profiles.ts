@@ -35,7 +35,11 @@ export function profileRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'no
       params: gameplatformIdParams,
       transform: checkGameplatformId,
       detail: {
-        summary: 'A public Steam profile, cached for PROFILE_TTL_SECONDS; served stale when Steam fails (needs profiles:read)',
+        summary: 'A public Steam profile',
+        description: [
+          'A public Steam profile by SteamID64, SteamID2 or SteamID3, with when it was fetched and whether it is stale. A profile is cached for `PROFILE_TTL_SECONDS` (default 600); when Steam fails, a cached copy is served stale instead of an error.',
+          'Errors: 400 `invalid_gameplatform_id` (not an individual account id), 404 `profile_not_found`, 503 `upstream_unavailable` (Steam fails and nothing is cached; `Retry-After`), 503 `profile_service_unavailable` (no `STEAM_WEB_API_KEY` in this deployment).',
+        ].join('\n\n'),
         tags: ['game platform'],
         responses: routeResponses({ 200: { description: 'The profile with its freshness', body: profileSchema } }, 404),
       },

@@ -83,14 +83,15 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
         publicRateLimit: 'prices',
         transform: noStore,
         detail: {
-          summary: 'Every priced item: latest price per source (default version; other versions under `versions`) with min/median/max. No key; limited per client address.',
+          summary: 'Every priced item with its latest prices',
           description:
+            'The whole price list of the current price snapshot (rebuilt after every ingest): every priced item with its latest price per source for the default version, other versions under `versions`, and min/median/max. `source` keeps one marketplace. An `ETag` comes with it: `If-None-Match` gives a 304; `gzip` and `br` are sent when accepted. 503 `prices_unavailable` (with `Retry-After`) until the first snapshot is built.\n\n' +
             '`?currency=` converts every price from USD at the newest ECB rates (one body per currency per snapshot, built at its first request, with its own ETag; ' +
             '400 `invalid_request` for an unsupported currency, 503 `fx_unavailable` before any rates were fetched). ' +
             'Limited per client address: `PUBLIC_PRICES_RATE_LIMIT` requests per minute (429 `rate_limited`), and at most ' +
             '`PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT` (default 4) downloads running at once per API process; one more is answered ' +
             '429 `too_many_concurrent_downloads` with `Retry-After` and `Cache-Control: no-store`. A 304 does not take a download slot.',
-          tags: ['public'], responses: routeResponses(
+          tags: ['keyless'], responses: routeResponses(
             { 200: { description: 'The price list of the current snapshot', body: publicPriceListSchema }, 304: 'Not modified (If-None-Match)' },
             400,
             429,
@@ -115,8 +116,12 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
         publicRateLimit: 'prices',
         transform: noStore,
         detail: {
-          summary: 'Every stored price version of one item by its exact market_hash_name. No key; limited per client address.',
-          tags: ['public'],
+          summary: 'One item’s prices by market_hash_name',
+          description: [
+            'Every stored price version of one item, by its exact market_hash_name (URL-encoded), from the current price snapshot: the latest price per source with min/median/max. `ETag` and `If-None-Match` (304) as for GET /v1/prices; `currency` converts (see Conventions). No key: limited per client address (`PUBLIC_PRICES_RATE_LIMIT` requests per minute, shared with GET /v1/prices).',
+            'Errors: 400 `invalid_request` (an unsupported currency), 404 `not_found` (no prices for this name), 429 `rate_limited` (with `Retry-After`), 503 `prices_unavailable` (no snapshot yet), 503 `fx_unavailable`.',
+          ].join('\n\n'),
+          tags: ['keyless'],
           responses: routeResponses(
             { 200: { description: 'The item’s prices in the current snapshot', body: publicItemPricesSchema }, 304: 'Not modified (If-None-Match)' },
             400,

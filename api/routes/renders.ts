@@ -117,7 +117,12 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
         body: createBody,
         response: { 200: renderSchema, 202: renderSchema },
         detail: {
-          summary: 'Render an item with a scene to a PNG or WebP image (needs media:write; Idempotency-Key required)',
+          summary: 'Render an item to an image',
+          description: [
+            'Queues a render of `item` (the item selector, as POST /v2/inspect/decode answers it) with a scene revision of the workspace (the latest unless `scene_revision`) to a PNG or WebP of `output` (width and height 64 to 2048, `png` or `webp`, background transparent or `#rrggbb`), and answers 202 with the render (`state: queued`). The same live request again is answered 200 with the existing render. Read GET /v2/renders/{render_id} until it has `succeeded`.',
+            'Requires an `Idempotency-Key`.',
+            'Errors: 400 `invalid_item`, 400 `invalid_output`, 400 `idempotency_key_required`, 404 `scene_not_found`, 404 `revision_not_found`, 404 `renderer_item_not_found` (no model file for the definition here), 409 `idempotency_key_reused` or `idempotency_key_in_use`, 503 `renderer_unavailable` (no Chromium or no item files in this deployment).',
+          ].join('\n\n'),
           tags: ['media'],
           responses: routeResponses({}, 404, 503),
         },
@@ -135,7 +140,10 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
         operation: 'renders.get',
         params: renderParams,
         response: { 200: renderSchema },
-        detail: { summary: 'One render, with a fresh 5-minute image URL once succeeded (needs media:read)', tags: ['media'], responses: routeResponses({}, 404) },
+        detail: { summary: 'One render', description: [
+            'One render and its `state` (`queued`, `rendering`, `succeeded`, `failed`). Once succeeded, every read signs a new `image.url`, valid for 5 minutes, that works without an API key.',
+            'Errors: 404 `not_found` (no such render in your workspace).',
+          ].join('\n\n'), tags: ['media'], responses: routeResponses({}, 404) },
       },
     )
     .get(
@@ -162,7 +170,11 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
         params: imageParams,
         query: imageQuery,
         detail: {
-          summary: 'A render image (public: the signed URL from GET /v2/renders/{render_id} is the credential)',
+          summary: 'A render image',
+          description: [
+            'The rendered image as stored (`image/png` or `image/webp`). The signed URL from GET /v2/renders/{render_id} (`expires`, `signature`) is the only credential.',
+            'Errors: 403 `invalid_download_url`, 403 `download_url_expired` (read the render again for a new URL), 404 `not_found`.',
+          ].join('\n\n'),
           tags: ['media'],
           responses: routeResponses({ 200: 'The image as stored (image/png or image/webp)' }, 403, 404),
         },

@@ -83,7 +83,12 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           idempotent: { operation: 'scenes.create', required: true, replayHeaders: (body: unknown) => ({ etag: etagOf(body) }) },
           body: sceneRequestBody,
           detail: {
-            summary: 'Create a scene at revision 1 (needs media:write; Idempotency-Key required); ETag header = quoted SHA-256 of the RFC 8785 canonical body',
+            summary: 'Create a scene',
+            description: [
+              'Creates a scene at revision 1: how renders and viewer sessions present an item (background, camera, quality) and the viewer\'s chrome (controls, fullscreen, watermark). The `ETag` header is the quoted SHA-256 of the RFC 8785 canonical body; send it as `If-Match` to update the scene.',
+              'Requires an `Idempotency-Key` (a replay carries the ETag too).',
+              'Errors: 400 `invalid_scene` (details name each field), 400 `idempotency_key_required`, 409 `idempotency_key_reused` or `idempotency_key_in_use`.',
+            ].join('\n\n'),
             tags: ['media'],
             responses: routeResponses({ 201: { description: 'Scene created (revision 1)', body: sceneDocumentSchema } }),
           },
@@ -101,7 +106,11 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           operation: 'scenes.list',
           query: listQuery,
           response: { 200: scenePage },
-          detail: { summary: 'Scenes of the workspace at their latest revision, newest first (needs media:read)', tags: ['media'], responses: routeResponses(notModified) },
+          detail: { summary: 'Scenes, newest first', description: [
+              'Scenes of the workspace at their latest revision, newest first. `If-None-Match` with the answer\'s `ETag` gives a 304.',
+              '`limit` 1 to 100 (default 25).',
+              'Errors: 400 `invalid_cursor`.',
+            ].join('\n\n'), tags: ['media'], responses: routeResponses(notModified) },
         },
       )
       .get(
@@ -115,7 +124,10 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           operation: 'scenes.get',
           params: sceneParams,
           response: { 200: sceneDocumentSchema },
-          detail: { summary: "A scene's latest revision, with its ETag (needs media:read)", tags: ['media'], responses: routeResponses(notModified, 404) },
+          detail: { summary: 'A scene\'s latest revision', description: [
+              'A scene\'s latest revision, with its `ETag`; `If-None-Match` with it gives a 304.',
+              'Errors: 404 `scene_not_found`.',
+            ].join('\n\n'), tags: ['media'], responses: routeResponses(notModified, 404) },
         },
       )
       .get(
@@ -129,7 +141,10 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           operation: 'scenes.revision',
           params: revisionParams,
           response: { 200: sceneDocumentSchema },
-          detail: { summary: 'One revision of a scene; revisions never change (needs media:read)', tags: ['media'], responses: routeResponses(notModified, 404) },
+          detail: { summary: 'One revision of a scene', description: [
+              'One revision of a scene, with its `ETag`; a revision never changes.',
+              'Errors: 404 `scene_not_found`, 404 `revision_not_found`.',
+            ].join('\n\n'), tags: ['media'], responses: routeResponses(notModified, 404) },
         },
       )
       .put(
@@ -146,7 +161,11 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           body: sceneRequestBody,
           response: { 200: sceneDocumentSchema },
           detail: {
-            summary: "Write the scene's next revision (needs media:write; If-Match: the latest ETag, else 428 when missing, 412 when stale)",
+            summary: 'Write a scene\'s next revision',
+            description: [
+              'Writes the body as the scene\'s next revision and answers it with its new `ETag`. `If-Match` must name the latest revision\'s ETag, so two writers never overwrite each other unknowingly.',
+              'Errors: 400 `invalid_scene`, 404 `scene_not_found`, 412 `etag_mismatch` (another revision was written since: read the scene again), 428 `precondition_required` (no If-Match).',
+            ].join('\n\n'),
             tags: ['media'],
             responses: routeResponses({}, 404, 412, 428),
           },

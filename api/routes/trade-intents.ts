@@ -114,7 +114,13 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
         idempotent: { operation: 'trade_intents.create', required: true },
         body: createBody,
         detail: {
-          summary: 'Create a draft trade intent that reserves its outgoing assets (needs trade:write; Idempotency-Key required)',
+          summary: 'Create a draft trade intent',
+          description: [
+            'A draft trade between a connected account of the workspace and a partner, which reserves its outgoing assets until it expires or is cancelled. `kind` is `create_offer` (to `partner_steam_id`, with `give` and `receive`: up to 256 asset ids each) or `accept_offer` (`target_trade_id`: an open create_offer draft addressed to this account).',
+            'The checks, in this order, each a 400 `invalid_intent` naming the field: the kind and its fields; the account; `expires_at` (in the future, at most 14 days ahead); the target; the assets (owned and tradable in an inventory at most 10 minutes old); the policy (neither side worth more than `TRADE_MAX_VALUE_USD`, default 10 000, at `valuation_marketplace`). The valuation is stored in USD.',
+            'Requires an `Idempotency-Key`.',
+            'Errors: 400 `invalid_intent`, 400 `idempotency_key_required`, 409 `asset_reserved` (another draft reserves an outgoing asset), 409 `external_reference_conflict`, 409 `target_offer_conflict`, 409 `idempotency_key_reused` or `idempotency_key_in_use`, 503 `upstream_unavailable` (an owner\'s inventory cannot be fetched from Steam).',
+          ].join('\n\n'),
           tags: ['trade'],
           responses: routeResponses({ 201: { description: 'Draft created; its outgoing assets are reserved until it expires or is cancelled', body: tradeIntentSchema } }, 409, 503),
         },
@@ -138,7 +144,12 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
         query: listQuery,
         response: { 200: z.object({ data: z.array(tradeIntentSchema), next_cursor: z.string().nullable() }) },
         detail: {
-          summary: 'Trade intents of the workspace, newest first (needs trade:read or trade:write); `?currency=` converts each valuation',
+          summary: 'Trade intents, newest first',
+          description: [
+            'Trade intents of the workspace, newest first, optionally only those in `state`; `currency` converts each valuation (stored in USD at creation).',
+            '`limit` 1 to 100 (default 25).',
+            'Errors: 400 `invalid_cursor`, 503 `fx_unavailable`.',
+          ].join('\n\n'),
           tags: ['trade'],
           responses: routeResponses({}, 503),
         },
@@ -157,7 +168,10 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
         params: intentParams,
         query: currencyQuery,
         response: { 200: tradeIntentSchema },
-        detail: { summary: 'One trade intent with its reservations (needs trade:read or trade:write)', tags: ['trade'], responses: routeResponses({}, 404, 503) },
+        detail: { summary: 'One trade intent', description: [
+            'One trade intent with its reservations and valuation; `currency` converts the valuation.',
+            'Errors: 404 `not_found` (no such trade intent in your workspace), 503 `fx_unavailable`.',
+          ].join('\n\n'), tags: ['trade'], responses: routeResponses({}, 404, 503) },
       },
     )
     .post(
@@ -171,7 +185,11 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
         body: noBody,
         response: { 200: tradeIntentSchema },
         detail: {
-          summary: 'Cancel a draft and release its reservations (needs trade:write); any other state is 409 intent_not_cancellable',
+          summary: 'Cancel a draft trade intent',
+          description: [
+            'Cancels a draft, releases its reservations and answers the intent. No body, or `{}`. An `Idempotency-Key` is optional.',
+            'Errors: 404 `not_found`, 409 `intent_not_cancellable` (only a draft can be cancelled).',
+          ].join('\n\n'),
           tags: ['trade'],
           responses: routeResponses({}, 404, 409),
         },

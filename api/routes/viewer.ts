@@ -43,9 +43,11 @@ export function viewerRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & Api
         operation: 'viewer_sessions.create',
         body: createBody,
         detail: {
-          summary: 'Create a viewer session: a page URL drawing the item with a scene revision (needs media:write; no Idempotency-Key)',
-          description:
-            '400 invalid_item; 404 scene_not_found, revision_not_found, or renderer_item_not_found when the deployment has no model file for the definition.',
+          summary: 'Create a viewer session',
+          description: [
+            'Creates a viewer session and answers 201 with its `url` (`PUBLIC_BASE_URL/viewer/<token>`): a page that draws `item` (the item selector, as POST /v2/inspect/decode answers it) in 3D with a scene of the workspace (its latest revision unless `scene_revision`) until `expires_at` (`VIEWER_SESSION_TTL_SECONDS`, default 900), after which the page answers 410. The token in the URL is its only credential: the page holds no API key. No Idempotency-Key.',
+            'Errors: 400 `invalid_item`, 404 `scene_not_found`, 404 `revision_not_found`, 404 `renderer_item_not_found` (this deployment has no model file for the definition).',
+          ].join('\n\n'),
           tags: ['media'],
           responses: routeResponses({ 201: { description: 'The session; open `url` in a browser until `expires_at`', body: viewerSessionReceiptSchema } }, 404),
         },

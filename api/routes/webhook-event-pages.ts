@@ -62,7 +62,11 @@ export function webhookEventPageRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'n
       query: pageQuery,
       response: { 200: pageSchema },
       detail: {
-        summary: "A further page of a prices.updated event's changed prices (public: the signed next_url is the credential)",
+        summary: 'A further page of a prices.updated event',
+        description: [
+          'A `prices.updated` delivery carries the first page of changed prices; when there are more, its `next_url` leads here, and each page carries the next one\'s. The signed URL (`expires`, `signature`) is the only credential; links are valid for 24 hours from the delivery or page that carried them.',
+          'Errors: 403 `invalid_page_url` (follow `next_url` as given), 403 `page_url_expired`, 404 `not_found` (the page is no longer kept).',
+        ].join('\n\n'),
         tags: ['webhooks'], responses: routeResponses({}, 403, 404),
       },
     },

@@ -155,7 +155,13 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
         idempotent: { operation: 'webhooks.create', required: true },
         body: createBody,
         detail: {
-          summary: 'Create a webhook endpoint; its signing secret is returned in this response only (needs webhooks:write)',
+          summary: 'Create a webhook endpoint',
+          description: [
+            'Creates an endpoint that receives the workspace\'s events of `event_types` as signed POST requests (Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature`) and answers 201 with its `secret` (`whsec_…`), shown in this response only and stored only encrypted.',
+            'The `url` must be https and its host must not be or resolve to a loopback, private, link-local or metadata address (checked again at every delivery; `WEBHOOK_ALLOW_PRIVATE_TARGETS` allows them for development). A failed delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h by default. A workspace has at most 20 endpoints.',
+            'Requires an `Idempotency-Key`.',
+            'Errors: 400 `invalid_request` (a url that is not allowed, an unknown event type), 400 `idempotency_key_required`, 409 `webhook_limit_reached`, 409 `idempotency_key_reused` or `idempotency_key_in_use`, 503 `secret_storage_unavailable` (`WEBHOOK_SECRET_KEY` is not configured).',
+          ].join('\n\n'),
           tags: ['webhooks'], responses: routeResponses({ 201: { description: 'Endpoint created; `secret` appears in this response only', body: createdEndpoint } }),
         },
       },
@@ -172,7 +178,11 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
         operation: 'webhooks.list',
         query: listQuery,
         response: { 200: z.object({ data: z.array(endpointSchema), next_cursor: z.string().nullable() }) },
-        detail: { summary: 'Webhook endpoints of the workspace, newest first (needs webhooks:read)', tags: ['webhooks'] },
+        detail: { summary: 'Webhook endpoints, newest first', description: [
+            'The workspace\'s endpoints, newest first, never their secrets.',
+            '`limit` 1 to 100 (default 25).',
+            'Errors: 400 `invalid_cursor`.',
+          ].join('\n\n'), tags: ['webhooks'] },
       },
     )
     .get(
@@ -186,7 +196,10 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
         operation: 'webhooks.get',
         params: endpointParams,
         response: { 200: endpointSchema },
-        detail: { summary: 'One webhook endpoint, never its secret (needs webhooks:read)', tags: ['webhooks'], responses: routeResponses({}, 404) },
+        detail: { summary: 'One webhook endpoint', description: [
+            'One endpoint: its url, event types, description, whether it is enabled and why not; never its secret.',
+            'Errors: 404 `not_found` (no such endpoint in your workspace).',
+          ].join('\n\n'), tags: ['webhooks'], responses: routeResponses({}, 404) },
       },
     )
     .delete(
@@ -198,7 +211,10 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
       {
         operation: 'webhooks.delete',
         params: endpointParams,
-        detail: { summary: 'Delete a webhook endpoint: its secret is destroyed and unsent deliveries are cancelled (needs webhooks:write)', tags: ['webhooks'], responses: routeResponses({ 204: 'Deleted' }, 404) },
+        detail: { summary: 'Delete a webhook endpoint', description: [
+            'Deletes the endpoint and answers 204: its secret is destroyed and its deliveries not yet made are cancelled.',
+            'Errors: 404 `not_found` (no such endpoint in your workspace).',
+          ].join('\n\n'), tags: ['webhooks'], responses: routeResponses({ 204: 'Deleted' }, 404) },
       },
     )
     .get(
@@ -218,7 +234,12 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
         query: deliveriesQuery,
         response: { 200: z.object({ data: z.array(deliverySchema), next_cursor: z.string().nullable() }) },
         detail: {
-          summary: "An endpoint's deliveries, newest first, each with every attempt: status, response code, duration, next retry (needs webhooks:read)",
+          summary: 'A webhook endpoint\'s deliveries',
+          description: [
+            'The endpoint\'s deliveries, newest first, optionally only those in `status`, each with every attempt (response status, duration, error, manual or scheduled) and the time of the next retry.',
+            '`limit` 1 to 100 (default 25).',
+            'Errors: 400 `invalid_cursor`, 404 `not_found` (no such endpoint in your workspace).',
+          ].join('\n\n'),
           tags: ['webhooks'], responses: routeResponses({}, 404),
         },
       },
@@ -238,7 +259,7 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
         params: endpointParams,
         body: updateBody,
         detail: {
-          summary: 'Change a webhook endpoint: url, event types, description, or enabled (needs webhooks:write)',
+          summary: 'Change a webhook endpoint',
           description: [
             'Applies the fields given and returns the endpoint. Any of `url`, `event_types`, `description` (null clears it) and `enabled`; at least one, and no other field.',
             'A new `url` is checked as at creation: https only, and its host must not be or resolve to a loopback, private, link-local or metadata address (checked again at every delivery). Deliveries not yet made go to the new url; new `event_types` apply to events written from now on.',
@@ -259,7 +280,7 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
         body: noBody,
         params: endpointParams,
         detail: {
-          summary: 'Rotate the signing secret; the new one is returned in this response only (needs webhooks:write)',
+          summary: 'Rotate a webhook signing secret',
           description: [
             `Replaces the endpoint's signing secret with a new one (\`whsec_\` + base64 of 32 random bytes), returned in this response only: it is never shown again, never logged, and stored only encrypted. For ${PREVIOUS_SECRET_OVERLAP_MS / 3_600_000} h (until \`previous_secret_expires_at\`) every delivery carries two signatures in \`webhook-signature\`, the new one first: \`v1,<new> v1,<previous>\`, so a receiver verifying with either secret (any Standard Webhooks library) keeps accepting deliveries while it switches. After that only the new secret signs.`,
             'Rotating again before the 24 h are over replaces the previous secret with the one in force just before, so at most two signatures are ever sent. Works on a disabled endpoint too.',
@@ -283,7 +304,7 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
         body: noBody,
         params: endpointParams,
         detail: {
-          summary: 'Send a webhook.test event to this endpoint only (needs webhooks:write)',
+          summary: 'Send a test event to a webhook endpoint',
           description: [
             'Writes a `webhook.test` event (`data`: `{webhook_id, message, requested_at}`) for this endpoint only, whatever its `event_types`, and answers 202 with its `event_id` at once. It is delivered like any event: signed (with both secrets during a rotation), retried on the schedule if the receiver fails, and listed in GET /v2/webhooks/{webhook_id}/deliveries, usually within a second or two.',
             'Recorded as the audit event `webhook_endpoint.test_requested`. No Idempotency-Key: each call sends one more test event.',
@@ -306,7 +327,7 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
         body: noBody,
         params: deliveryParams,
         detail: {
-          summary: 'Make one new attempt now of a delivery whose last attempt failed (needs webhooks:write)',
+          summary: 'Retry a failed webhook delivery now',
           description: [
             'For a delivery whose last attempt failed, whether it waits for its next scheduled retry (`pending`) or has none left (`failed`): one new attempt is made now, outside the retry schedule, and the answer is 202 at once. The attempt appears in the delivery\'s `attempts` with `manual: true`.',
             'If it succeeds, the delivery succeeds. If it fails, the schedule goes on as before: a pending delivery keeps the time of its next scheduled retry, and a failed one stays failed. Asking again before the attempt is made does not add another.',
