@@ -1,4 +1,5 @@
 import { errors, type ErrorDetail } from '../http/errors.ts';
+import type { SignedUrl } from '../http/signed-url.ts';
 
 /**
  * Audit export jobs (spec 2.3 / 3 / 8, DESIGN 7): the stored row, the job's JSON shape and the range
@@ -59,8 +60,6 @@ export type AuditExportJob = {
   failure_reason: string | null;
 };
 
-export type SignedDownload = { url: string; expiresAt: Date };
-
 const iso = (value: Date | null) => (value ? value.toISOString() : null);
 const count = (value: bigint | null) => (value === null ? null : Number(value));
 
@@ -69,7 +68,7 @@ export function isDownloadable(row: AuditExportRow, now: Date): boolean {
   return row.state === 'completed' && row.blob_key !== null && row.expires_at !== null && row.expires_at > now;
 }
 
-export function toAuditExportJob(row: AuditExportRow, download: SignedDownload | null): AuditExportJob {
+export function toAuditExportJob(row: AuditExportRow, download: SignedUrl | null): AuditExportJob {
   return {
     export_id: row.id,
     state: row.state,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ApiError, type ErrorDetail } from '../http/errors.ts';
+import type { SignedUrl } from '../http/signed-url.ts';
 import { validateItemSelector } from '../inspect/item-validation.ts';
 import type { ItemSelector } from '../inspect/selector.ts';
 import { canonicalJson } from '../util/canonical-json.ts';
@@ -49,8 +50,6 @@ export type RenderRow = {
   completed_at: Date | null;
 };
 
-export type SignedImage = { url: string; expiresAt: Date };
-
 /** The render as clients see it (POST receipt and GET). `image` only when succeeded, `error` only when failed. */
 export type RenderJson = {
   render_id: string;
@@ -64,7 +63,7 @@ export type RenderJson = {
   error?: { code: string; message: string };
 };
 
-export function toRenderJson(row: RenderRow, image: SignedImage | null): RenderJson {
+export function toRenderJson(row: RenderRow, image: SignedUrl | null): RenderJson {
   const json: RenderJson = {
     render_id: row.render_id,
     state: row.state,

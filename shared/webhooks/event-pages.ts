@@ -1,4 +1,4 @@
-import { constantTimeEqual, hmacSha256 } from '../util/crypto.ts';
+import { checkSignedUrl, signUrl, type SignedUrlCheck } from '../http/signed-url.ts';
 import type { Queryable } from '../platform/db.ts';
 import type { ChangedPrice, EventType } from '../events/outbox.ts';
 
@@ -9,8 +9,9 @@ import type { ChangedPrice, EventType } from '../events/outbox.ts';
  *
  *   <base>/v2/webhooks/events/<event_id>/pages/<page>?expires=<unix seconds>&signature=<base64url HMAC-SHA256>
  *
- * As for audit export downloads, the HMAC (SIGNING_KEY) covers a purpose label, the event id, the
- * page and the expiry, so the URL needs no API key and editing any part of it makes it a 403.
+ * As for audit export downloads (shared/http/signed-url.ts), the HMAC (SIGNING_KEY) covers the purpose
+ * `webhook-event-page`, the event id, the page and the expiry, so the URL needs no API key and
+ * editing any part of it makes it a 403.
  * URLs are signed when sent, not stored: each delivery attempt and each page served carries one
  * valid PAGE_URL_TTL_SECONDS from then, so a retry hours later still links to live pages.
  */
@@ -28,19 +29,13 @@ export function eventPagePath(eventId: string, page: number): string {
   return `/v2/webhooks/events/${eventId}/pages/${page}`;
 }
 
-function pageSignature(signingKey: string, eventId: string, page: number, expires: string): string {
-  return hmacSha256(signingKey, `webhook-event-page\n${eventId}\n${page}\n${expires}`).toString('base64url');
-}
+const PURPOSE = 'webhook-event-page';
 
 export function signEventPageUrl(links: PageLinks, eventId: string, page: number, now: Date): string {
-  const expires = String(Math.floor(now.getTime() / 1000) + PAGE_URL_TTL_SECONDS);
-  const query = new URLSearchParams({ expires, signature: pageSignature(links.signingKey, eventId, page, expires) });
-  return `${links.baseUrl.replace(/\/+$/, '')}${eventPagePath(eventId, page)}?${query}`;
+  const path = eventPagePath(eventId, page);
+  return signUrl(links.signingKey, { purpose: PURPOSE, parts: [eventId, page], baseUrl: links.baseUrl, path, ttlSeconds: PAGE_URL_TTL_SECONDS }, now).url;
 }
 
-export type PageUrlCheck = 'valid' | 'invalid' | 'expired';
-
-/** The signature first (so an edited expiry is `invalid`, not `expired`), then the expiry. */
 export function checkEventPageSignature(
   signingKey: string,
   eventId: string,
@@ -48,12 +43,8 @@ export function checkEventPageSignature(
   expires: string | undefined,
   signature: string | undefined,
   now: Date,
-): PageUrlCheck {
-  if (!expires || !signature || !/^\d{1,12}$/.test(expires) || signature.length > 100) return 'invalid';
-  // Compare the encoded text: base64url decoding ignores trailing bits, so two spellings would pass.
-  const expected = pageSignature(signingKey, eventId, page, expires);
-  if (!constantTimeEqual(Buffer.from(signature), Buffer.from(expected))) return 'invalid';
-  return Number(expires) * 1000 > now.getTime() ? 'valid' : 'expired';
+): SignedUrlCheck {
+  return checkSignedUrl(signingKey, { purpose: PURPOSE, parts: [eventId, page] }, { expires, signature }, now);
 }
 
 /** The `data` a delivery sends: a prices.updated event gains its signed `next_url` (null when it has one page). */
