@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { Queue } from 'bullmq';
 import { createLogger } from '../shared/platform/logger.ts';
 import { createWorkerRedis } from '../shared/platform/redis.ts';
-import { heartbeatEveryMs, holdLease, LeaseLostError, lostLease, sweepLeases, type Every } from '../workers/lease.ts';
+import { heartbeatEveryMs, holdLease, LeaseLostError, lostLease, sweepLeases, type Every, type HeldLease } from '../workers/lease.ts';
 import { failure, testClock } from './helpers.ts';
 
 /**
@@ -47,6 +47,18 @@ function lease(answers: Answer[] = []) {
   return { held, clock, calls, timer, answers, extended };
 }
 
+/** A renewal that answers only when the test says so. */
+function slowRenewal() {
+  let answer: (until: Date | null) => void = () => {};
+  const promise = new Promise<Date | null>((resolve) => (answer = resolve));
+  return { promise, answer: (until: Date | null) => answer(until) };
+}
+
+function expectLost(held: HeldLease) {
+  expect(held.signal.aborted).toBe(true);
+  expect(held.signal.reason).toBeInstanceOf(LeaseLostError);
+}
+
 describe('the heartbeat', () => {
   test('renews every third of the lease, never more often than every 200 ms', () => {
     expect(heartbeatEveryMs(60_000)).toBe(20_000);
@@ -69,8 +81,7 @@ describe('the heartbeat', () => {
     const { held, clock, timer } = lease([null]);
     clock.advance(20_000);
     await timer.tick();
-    expect(held.signal.aborted).toBe(true);
-    expect(held.signal.reason).toBeInstanceOf(LeaseLostError);
+    expectLost(held);
     expect(lostLease(new Error('the write was aborted'), held)).toBe(true);
   });
 
@@ -91,32 +102,30 @@ describe('the heartbeat', () => {
     clock.set(new Date(until));
     answers.push(new Error('connection refused'));
     await timer.tick();
-    expect(held.signal.aborted).toBe(true);
-    expect(held.signal.reason).toBeInstanceOf(LeaseLostError);
+    expectLost(held);
   });
 
   test('a slow renewal is waited for: no second one is sent meanwhile, and its answer decides', async () => {
-    let answer: (until: Date | null) => void = () => {};
-    const { held, clock, timer, calls } = lease([new Promise<Date | null>((resolve) => (answer = resolve))]);
+    const renewal = slowRenewal();
+    const { held, clock, timer, calls } = lease([renewal.promise]);
     clock.advance(20_000);
     const pending = timer.tick();
     clock.advance(20_000);
     await timer.tick();
     expect(calls.length).toBe(1);
-    answer(null);
+    renewal.answer(null);
     await pending;
-    expect(held.signal.aborted).toBe(true);
-    expect(held.signal.reason).toBeInstanceOf(LeaseLostError);
+    expectLost(held);
   });
 
   test('stop ends the renewals, and an answer that arrives after it changes nothing', async () => {
-    let answer: (until: Date | null) => void = () => {};
-    const { held, clock, timer, calls } = lease([new Promise<Date | null>((resolve) => (answer = resolve))]);
+    const renewal = slowRenewal();
+    const { held, clock, timer, calls } = lease([renewal.promise]);
     clock.advance(20_000);
     const pending = timer.tick();
     held.stop();
     expect(timer.cancelled).toBe(true);
-    answer(null);
+    renewal.answer(null);
     await pending;
     expect(held.signal.aborted).toBe(false);
     await timer.tick();
