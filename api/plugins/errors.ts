@@ -1,11 +1,8 @@
 import { Elysia } from 'elysia';
 import { ApiError, errorBody, type ErrorDetail } from '../../shared/http/errors.ts';
-import { newId } from '../../shared/util/ids.ts';
-import { bindLogContext } from '../../shared/platform/log-context.ts';
 import type { Logger } from '../../shared/platform/logger.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
-const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
 type HeaderBag = Record<string, string | number | string[] | undefined>;
 
@@ -47,24 +44,14 @@ function isDatabaseUnavailable(error: unknown): boolean {
 export type FailedRequest = { principal?: unknown; operationId?: unknown };
 
 /**
- * Request ids, JSON body parsing and the one error shape (DESIGN 6). Applied once at the root, so it
- * covers every route, unknown routes and failures before routing. `onFailure` sees every failed
- * request with what its resolve hooks had established (metering counts a keyed request's errors):
- * an error hook costs nothing on requests that succeed, where an after-response hook is scheduled
- * for every request.
+ * JSON body parsing and the one error shape (DESIGN 6), with the request id that
+ * api/plugins/request-context.ts set. Applied once at the root, so it covers every route, unknown
+ * routes and failures before routing. `onFailure` sees every failed request with what its resolve
+ * hooks had established (metering counts a keyed request's errors): an error hook costs nothing on
+ * requests that succeed.
  */
 export function errorsPlugin(log: Logger, options: { onFailure?: (request: FailedRequest) => void } = {}) {
-  const accessLog = log.isLevelEnabled('debug');
-  const startedAt = new WeakMap<Request, number>();
-  const plugin = new Elysia({ name: 'errors' })
-    .onRequest(({ request, set }) => {
-      const incoming = request.headers.get('x-request-id');
-      const requestId = incoming && requestIdPattern.test(incoming) ? incoming : newId();
-      set.headers['x-request-id'] = requestId;
-      // Every line logged while this request is handled carries its id, whichever logger writes it.
-      bindLogContext({ request_id: requestId });
-      if (accessLog) startedAt.set(request, performance.now());
-    })
+  return new Elysia({ name: 'errors' })
     .onParse({ as: 'global' }, async ({ request, contentType }) => {
       const declared = Number(request.headers.get('content-length') ?? '0');
       if (declared > MAX_BODY_BYTES) throw new ApiError(413, 'payload_too_large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes.`);
@@ -113,20 +100,4 @@ export function errorsPlugin(log: Logger, options: { onFailure?: (request: Faile
       set.headers['content-type'] = 'application/json';
       return errorBody(apiError, requestId);
     });
-  // Access log at debug level only, and the hook only exists then: an after-response hook on every
-  // route costs the hot path even when it returns at once.
-  if (!accessLog) return plugin;
-  return plugin.onAfterResponse({ as: 'global' }, ({ request, set }) => {
-    const started = startedAt.get(request);
-    log.debug(
-      {
-        request_id: requestIdOf(set),
-        method: request.method,
-        path: new URL(request.url).pathname,
-        status: set.status,
-        ms: typeof started === 'number' ? Math.round((performance.now() - started) * 10) / 10 : undefined,
-      },
-      'request',
-    );
-  });
 }

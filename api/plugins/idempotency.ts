@@ -14,6 +14,7 @@ import type { OperationId } from '../../shared/http/operations.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses } from '../openapi.ts';
 import { requestIdOf } from './errors.ts';
+import { answeredEarly } from './request-context.ts';
 
 function pathWithQuery(url: string): string {
   const parsed = new URL(url);
@@ -65,6 +66,7 @@ export function idempotencyPlugin(deps: IdempotencyPluginDeps) {
         if (outcome.kind === 'replay') {
           set.headers['idempotent-replayed'] = 'true';
           if (options.replayHeaders) Object.assign(set.headers, options.replayHeaders(outcome.body));
+          answeredEarly(context, 200);
           return status(200, outcome.body as never);
         }
         await insertAuditEvent(deps.sql, {
