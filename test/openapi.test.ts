@@ -125,6 +125,47 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  test('front matter: a servers entry, one described tag per area, and an introduction that gets a newcomer a key', async () => {
+    const front = document as unknown as {
+      info: { description: string };
+      servers: { url: string }[];
+      tags: { name: string; description?: string }[];
+    };
+    // No PUBLIC_BASE_URL: the origin the document was fetched from (the test app's requests use http://localhost).
+    expect(front.servers.map((server) => server.url)).toEqual(['http://localhost']);
+    const configured = createTestApp({ config: { PUBLIC_BASE_URL: 'https://api.example.test' } });
+    try {
+      const served = (await (await configured.request('/openapi.json')).json()) as { servers: { url: string }[] };
+      expect(served.servers.map((server) => server.url)).toEqual(['https://api.example.test']);
+    } finally {
+      await configured.close();
+    }
+    // Every tag an operation uses is declared once, with a description, and no two differ only in spacing or case.
+    const used = new Set(Object.values(document.paths).flatMap((operations) => Object.values(operations).flatMap((operation) => (operation as { tags?: string[] }).tags ?? [])));
+    expect(front.tags.map((tag) => tag.name).sort()).toEqual([...used].sort());
+    for (const tag of front.tags) expect({ tag: tag.name, described: (tag.description ?? '').length > 10 }).toEqual({ tag: tag.name, described: true });
+    const folded = front.tags.map((tag) => tag.name.toLowerCase().replace(/[^a-z]/g, ''));
+    expect(new Set(folded).size).toBe(folded.length);
+    // The introduction: a key in two steps, the free budget, where the weights are, and the keyless API.
+    for (const needle of ['POST /v1/accounts', 'POST /v1/me/keys', 'X-API-Key', '120 units per minute', '20 000 per UTC day', 'GET /v2/usage', 'GET /v1/prices']) {
+      expect({ needle, found: front.info.description.includes(needle) }).toEqual({ needle, found: true });
+    }
+  });
+
+  test('every operation has a description of its own, ending in its access, and a unique operationId', () => {
+    const ids = new Set<string>();
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations) as [string, Operation & { description?: string; operationId?: string; summary?: string }][]) {
+        const name = `${method.toUpperCase()} ${path}`;
+        const [own, access] = (operation.description ?? '').split(/\n\n(?=\*\*Access:\*\*)/);
+        expect({ name, own: (own ?? '').length > 40, access: access?.startsWith('**Access:**') ?? false }).toEqual({ name, own: true, access: true });
+        expect({ name, summary: (operation.summary ?? '').length > 0 && (operation.summary ?? '').length <= 60 }).toEqual({ name, summary: true });
+        expect({ name, duplicate: ids.has(operation.operationId!) }).toEqual({ name, duplicate: false });
+        ids.add(operation.operationId!);
+      }
+    }
+  });
+
   test('a date-time parameter is documented as such', () => {
     const history = document.paths['/v2/prices/{catalog_id}/history']!.get!;
     const from = history.parameters!.find((p) => p.name === 'from')!;

@@ -36,7 +36,7 @@ export function metaRoutes(deps: Pick<AppDeps, 'config' | 'redis'>) {
     })
     .get('/v2/meta/capabilities', () => ({ spec_version: '1.0.0', capabilities: capabilities(dependencyAvailable) }), {
       detail: {
-        summary: 'Each operation as production, unavailable or planned, with its scopes',
+        summary: 'Every operation and its availability here',
         description: 'Every operation of the interface with its method, path, auth, scopes and unit weight, and its status here: `production`; `unavailable` when a runtime dependency is missing in this deployment (`unavailable_because` names it: `redis`, `webhook_secret_key`, `steam_web_api_key`, `chromium` or `item_files`); or `planned`.',
         tags: ['status'],
         responses: routeResponses({ 200: { description: 'Every operation of the interface', body: capabilityList } }),
