@@ -93,14 +93,27 @@ async function open(url: string, headers: Record<string, string> = {}): Promise<
     onEvent: (message) => stream.messages.push(message),
     onComment: (comment) => stream.comments.push(comment),
     onRetry: (retry) => stream.retries.push(retry),
-    onId: (id) => {
-      stream.lastId = id;
-    },
   });
+  // eventsource-parser 3 (the last for Node 20) does not report a frame that carries only an id, so
+  // the last event id (set by every `id:` field without a NUL, SSE 9.2.6) is read off the lines too.
+  let partial = '';
+  const trackIds = (text: string) => {
+    const lines = (partial + text).split(/\r\n|\r|\n/);
+    partial = lines.pop()!;
+    for (const line of lines) {
+      if (!line.startsWith('id:')) continue;
+      const id = line.slice(line.startsWith('id: ') ? 4 : 3);
+      if (!id.includes('\0')) stream.lastId = id;
+    }
+  };
   void (async () => {
     const decoder = new TextDecoder();
     try {
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        const text = decoder.decode(chunk, { stream: true });
+        trackIds(text);
+        parser.feed(text);
+      }
     } catch {
       // aborted by close(), or cut off by the server
     }
