@@ -4,8 +4,9 @@
  *   npx bun scripts/webhook-receiver.ts <whsec_… secret> [port, default 4000] [--once]
  *
  * Listens on 127.0.0.1, verifies each delivery's Standard Webhooks signature with the endpoint's
- * secret and prints its type and id (a bad signature is answered 400 and printed). With --once it
- * exits 0 after the first verified delivery, or 1 when none has arrived within 60 s.
+ * secret and prints its type and id (a bad signature is answered 400 and printed); any other method
+ * gets a 200, so a script can wait until it listens. With --once it exits 0 after the first verified
+ * delivery, or 1 when none has arrived within 60 s.
  */
 import { Webhook } from 'standardwebhooks';
 
@@ -21,6 +22,7 @@ const server = Bun.serve({
   hostname: '127.0.0.1',
   port: Number(port),
   async fetch(request) {
+    if (request.method !== 'POST') return new Response('a webhook receiver: deliveries are POSTed here\n');
     const body = await request.text();
     try {
       const event = webhook.verify(body, Object.fromEntries(request.headers)) as { id: string; type: string };
