@@ -3,16 +3,16 @@ import type { Config } from '../shared/platform/config.ts';
 import { createSql, type Sql } from '../shared/platform/db.ts';
 import { ApiKeyCache } from '../shared/identity/key-cache.ts';
 import { subscribeToKeyInvalidations } from '../shared/identity/key-invalidation.ts';
-import { InventoryCache } from '../shared/gameplatform/inventory-cache.ts';
+import { InventoryReader } from '../shared/gameplatform/inventory-cache.ts';
 import { createLogger, type Logger } from '../shared/platform/logger.ts';
-import { TtlCache, type MarketSummary } from '../shared/market/summary.ts';
+import { MarketSummaryReader } from '../shared/market/summary.ts';
 import { httpRequestMetrics, type HttpRequestMetrics } from '../shared/metrics/http.ts';
 import { registerIngestMetrics } from '../shared/metrics/ingest.ts';
 import { registerPriceStreamMetrics } from '../shared/metrics/price-stream.ts';
 import { registerQueueDepth } from '../shared/metrics/queues.ts';
 import { Registry } from '../shared/metrics/registry.ts';
-import { ItemPriceCache } from '../shared/prices/current.ts';
-import { HistoryPageCache } from '../shared/prices/history.ts';
+import { ItemPriceReader } from '../shared/prices/current.ts';
+import { HistoryPageReader } from '../shared/prices/history.ts';
 import { PriceRunWatch } from '../shared/prices/run-watch.ts';
 import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { subscribeToPriceSnapshots } from '../shared/prices/snapshot-subscription.ts';
@@ -34,20 +34,24 @@ type CoreDeps = {
   startedAt: Date;
 };
 
-/** Price data held in memory, dropped or reloaded on each new snapshot (shared/prices/snapshot-subscription.ts). */
+/**
+ * Price data held in memory, dropped or reloaded on each new snapshot (shared/prices/snapshot-subscription.ts).
+ * Each cached read is a reader built here: it loads through to Postgres on a miss, and with
+ * PRICE_CACHE_MS 0 it keeps nothing, so routes call it the same way either way.
+ */
 type PriceDeps = {
   /** The keyless price list of this process, held in memory (shared/prices/snapshot-cache.ts). */
   priceSnapshots: PriceSnapshotCache;
   /** Which ingest runs this process has seen (PRICE_CACHE_MS bounds how late); null when PRICE_CACHE_MS is 0. */
   priceRuns: PriceRunWatch | null;
-  /** GET /v2/prices/{id}: items' stored prices until the next ingest run; null when PRICE_CACHE_MS is 0. */
-  itemPrices: ItemPriceCache | null;
-  /** GET /v2/prices/{id}/history pages until the next ingest run (at most a minute); null when PRICE_CACHE_MS is 0. */
-  historyPages: HistoryPageCache | null;
-  /** GET /v2/market/summary bodies per query (PRICE_CACHE_MS; dropped on each new price snapshot). */
-  marketSummaries: TtlCache<MarketSummary>;
-  /** GET /v2/inventories: latest snapshots and rendered pages (PRICE_CACHE_MS; valued pages dropped on each new price snapshot). */
-  inventories: InventoryCache;
+  /** GET /v2/prices/{id}: items' stored prices, kept until the next ingest run. */
+  itemPrices: ItemPriceReader;
+  /** GET /v2/prices/{id}/history pages, kept until the next ingest run (at most a minute). */
+  historyPages: HistoryPageReader;
+  /** GET /v2/market/summary bodies per query, kept PRICE_CACHE_MS (dropped on each new price snapshot). */
+  marketSummaries: MarketSummaryReader;
+  /** GET /v2/inventories: latest snapshots, pinned snapshots and rendered pages, kept PRICE_CACHE_MS (valued pages dropped on each new price snapshot). */
+  inventories: InventoryReader;
   /** The price stream's reader and fan-out of this process (DESIGN 15), started at its first connection. */
   priceStream: PriceStreamHub;
 };
@@ -90,6 +94,7 @@ export type PriceStreamOverrides = Partial<Pick<PriceStreamHubOptions, 'heartbea
 
 export function createDeps(config: Config, overrides: { now?: () => Date; log?: Logger; priceStream?: PriceStreamOverrides } = {}): AppDeps {
   const log = overrides.log ?? createLogger({ level: config.LOG_LEVEL, name: 'api' });
+  const now = overrides.now ?? (() => new Date());
   const sql = createSql(config.DATABASE_URL, { max: 10, application: 'api' });
   const redis = createRequestRedis(config.REDIS_URL, 'api');
   redis.on('error', (error) => log.warn({ err: error.message }, 'redis connection error'));
@@ -97,10 +102,10 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const keys = new ApiKeyCache(sql);
   const priceSnapshots = new PriceSnapshotCache(sql, log);
   const priceRuns = config.PRICE_CACHE_MS > 0 ? new PriceRunWatch(sql, log, config.PRICE_CACHE_MS) : null;
-  const itemPrices = priceRuns ? new ItemPriceCache(sql, priceRuns) : null;
-  const historyPages = priceRuns ? new HistoryPageCache(priceRuns) : null;
-  const marketSummaries = new TtlCache<MarketSummary>(config.PRICE_CACHE_MS);
-  const inventories = new InventoryCache(config.PRICE_CACHE_MS);
+  const itemPrices = new ItemPriceReader(sql, priceRuns);
+  const historyPages = new HistoryPageReader(sql, priceRuns);
+  const marketSummaries = new MarketSummaryReader(sql, config.PRICE_CACHE_MS, now);
+  const inventories = new InventoryReader({ config, sql, log, now }, config.PRICE_CACHE_MS);
 
   // One subscriber connection; each feature subscribes its own channel and owns what it invalidates.
   const subscriber = redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
@@ -116,7 +121,6 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     }),
   ) as Record<Pool, Queue>;
 
-  const now = overrides.now ?? (() => new Date());
   const registry = new Registry();
   const metrics = { registry, http: httpRequestMetrics(registry) };
   // Read at scrape time, by then the hub exists.

@@ -2,13 +2,7 @@ import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { errors } from '../../shared/http/errors.ts';
-import {
-  ensureInventorySnapshot,
-  findSnapshot,
-  inventoryPageSchema,
-  renderInventoryPage,
-  type InventorySnapshot,
-} from '../../shared/gameplatform/inventories.ts';
+import { inventoryPageSchema, type InventorySnapshot } from '../../shared/gameplatform/inventories.ts';
 import { encodedInventoryPage } from '../../shared/gameplatform/inventory-cache.ts';
 import { steamApiError } from '../../shared/gameplatform/steam-client.ts';
 import { pageCursor, pageLimit } from '../../shared/http/validation.ts';
@@ -59,40 +53,30 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
         let after = -1;
         if (query.cursor) {
           const position = decodeCursor(signingKey, 'inventory', filters, query.cursor, inventoryPosition);
-          const pinned = await deps.inventories.snapshot(position.s, () => findSnapshot(deps.sql, position.s));
+          const pinned = await deps.inventories.pinned(position.s);
           if (!pinned || pinned.steam_id !== steamId) throw errors.invalidCursor();
           snapshot = pinned;
           stale = false;
           after = position.p;
         } else {
           try {
-            ({ snapshot, stale } = await ensureInventorySnapshot(deps, steamId, {
+            ({ snapshot, stale } = await deps.inventories.latest(steamId, {
               maxAgeSeconds: deps.config.INVENTORY_TTL_SECONDS,
               refresh: query.refresh === 'true',
-              cache: deps.inventories,
             }));
           } catch (error) {
             throw steamApiError(error, 'inventory_not_found');
           }
         }
         stale ||= deps.now().getTime() - snapshot.fetched_at.getTime() >= ttlMs;
-        const key = {
-          snapshotId: snapshot.id,
-          after,
+        const served = snapshot;
+        const page = await deps.inventories.page(served, {
+          afterPosition: after,
           limit: query.limit,
           valuation: query.valuation,
-          currency: conversion ? `${conversion.currency}@${conversion.fx.as_of}:${conversion.fx.rate}` : 'USD',
-        };
-        const served = snapshot;
-        const page = await deps.inventories.page(key, () =>
-          renderInventoryPage(deps.sql, served, {
-            afterPosition: after,
-            limit: query.limit,
-            valuation: query.valuation,
-            conversion,
-            nextCursor: (position) => encodeCursor<InventoryPosition>(signingKey, 'inventory', filters, { s: served.id, p: position }),
-          }),
-        );
+          conversion,
+          nextCursor: (position) => encodeCursor<InventoryPosition>(signingKey, 'inventory', filters, { s: served.id, p: position }),
+        });
         set.headers['content-type'] = 'application/json';
         set.headers.vary = 'Accept-Encoding';
         const coding = negotiateEncoding(request.headers.get('accept-encoding'));

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { marketSummary, marketSummarySchema } from '../../shared/market/summary.ts';
+import { marketSummarySchema } from '../../shared/market/summary.ts';
 import { convertDocumentText, currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
@@ -33,12 +33,7 @@ export function marketSummaryRoutes(deps: Pick<AppDeps, 'sql' | 'now' | 'marketS
       async ({ query, set }) => {
         const conversion = await resolveConversion(deps.sql, query.currency);
         const segment = await parseSegment(query);
-        const summary = await marketSummary(
-          deps.sql,
-          { marketplace: query.marketplace ?? null, segment, freshOnly: query.fresh_only === 'true' },
-          deps.now,
-          deps.marketSummaries,
-        );
+        const summary = await deps.marketSummaries.read({ marketplace: query.marketplace ?? null, segment, freshOnly: query.fresh_only === 'true' });
         if (!conversion) return summary;
         // The summary may be shared from a cache: it is converted as a copy, through its JSON text.
         set.headers['content-type'] = 'application/json;charset=utf-8';

@@ -4,7 +4,7 @@ import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
 import { currencyParam, convertDocumentText, fxSchema, resolveConversion } from '../../shared/prices/currency.ts';
-import { currentItemPricesBody, itemPricesSchema } from '../../shared/prices/current.ts';
+import { itemPricesSchema, renderItemPrices } from '../../shared/prices/current.ts';
 import {
   DEFAULT_GRANULARITY,
   GRANULARITIES,
@@ -12,7 +12,6 @@ import {
   HISTORY_LIMIT_MAX,
   historyPageJson,
   historySeriesSchema,
-  itemHistoryPage,
   resolveHistoryWindow,
   type HistoryPageInput,
 } from '../../shared/prices/history.ts';
@@ -84,11 +83,11 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
       '/v2/prices/:catalog_id',
       async ({ params, query, set }) => {
         const conversion = await resolveConversion(deps.sql, query.currency);
-        const body = await currentItemPricesBody(deps.sql, params.catalog_id, query.version, deps.now(), deps.itemPrices ?? undefined);
-        if (body === null) throw notFound();
+        const prices = await deps.itemPrices.read(params.catalog_id);
+        if (prices === null) throw notFound();
         // Already JSON (shared/prices/current.ts renders it around the per-request ages).
         set.headers['content-type'] = 'application/json;charset=utf-8';
-        return convertDocumentText(body, conversion);
+        return convertDocumentText(renderItemPrices(prices, query.version, deps.now()), conversion);
       },
       {
         operation: 'prices.get',
@@ -138,8 +137,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
           version: query.version ?? null,
           window,
         };
-        const load = () => itemHistoryPage(deps.sql, input, after, query.limit);
-        const page = deps.historyPages ? await deps.historyPages.page(input, after, query.limit, load) : await load();
+        const page = await deps.historyPages.read(input, after, query.limit);
         if (!page) throw notFound();
         const nextCursor = page.next
           ? encodeCursor<HistoryCursorPosition>(signingKey, 'price_history', filters, {

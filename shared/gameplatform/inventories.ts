@@ -4,7 +4,6 @@ import { copyRows, type Queryable, type Sql, type TransactionSql } from '../plat
 import { newId } from '../util/ids.ts';
 import type { Conversion } from '../prices/currency.ts';
 import type { SourceName } from '../sources/names.ts';
-import type { InventoryCache, RenderedInventoryPage } from './inventory-cache.ts';
 import { assetValueSchema, valueAssets } from './valuation.ts';
 import {
   CertificateError,
@@ -75,6 +74,20 @@ export const inventoryPageSchema = z.object({
 export type InventorySnapshot = { id: string; steam_id: string; fetched_at: Date; total_assets: number };
 
 export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date };
+
+/**
+ * One rendered page of GET /v2/inventories as the bytes sent: `fresh` is the body with
+ * `"stale":false`, `staleAt` the byte offset of that `false`, so the `stale: true` variant (computed
+ * per request from fetched_at) is spliced in without rendering or serialising the page again
+ * (inventory-cache.ts keeps pages and their variants).
+ */
+export type RenderedInventoryPage = {
+  fresh: Uint8Array;
+  staleAt: number;
+  staleBody?: Uint8Array;
+  /** Compressed variants, made at their first request and kept with the page (`<stale>:<coding>`). */
+  encoded?: Map<string, Uint8Array>;
+};
 
 /** Wall-clock budget of one whole-inventory fetch (every page, waits included). */
 export const INVENTORY_FETCH_BUDGET_MS = 20_000;
@@ -418,15 +431,10 @@ export async function findSnapshot(db: Queryable, snapshotId: string): Promise<I
 export async function ensureInventorySnapshot(
   deps: InventoryDeps,
   steamId64: string,
-  options: { maxAgeSeconds: number; refresh?: boolean; cache?: InventoryCache },
+  options: { maxAgeSeconds: number; refresh?: boolean },
 ): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
-  const fresh = (snapshot: InventorySnapshot) => deps.now().getTime() - snapshot.fetched_at.getTime() < options.maxAgeSeconds * 1000;
-  // A held snapshot serves only while fresh: an old one is checked against Postgres before Steam is called.
-  const held = options.refresh ? undefined : options.cache?.latest(steamId64);
-  if (held && fresh(held)) return { snapshot: held, stale: false };
   const latest = await latestSnapshot(deps.sql, steamId64);
-  if (latest) options.cache?.rememberLatest(latest);
-  if (latest && !options.refresh && fresh(latest)) {
+  if (latest && !options.refresh && isFreshSnapshot(latest, deps.now(), options.maxAgeSeconds)) {
     return { snapshot: latest, stale: false };
   }
   let pages: InventoryPage[];
@@ -440,8 +448,12 @@ export async function ensureInventorySnapshot(
     throw error;
   }
   const stored = await storeInventorySnapshot(deps.sql, steamId64, pages, deps.now());
-  options.cache?.rememberLatest(stored);
   return { snapshot: stored, stale: false };
+}
+
+/** Younger than `maxAgeSeconds` (INVENTORY_TTL_SECONDS): served without asking Steam. */
+export function isFreshSnapshot(snapshot: InventorySnapshot, now: Date, maxAgeSeconds: number): boolean {
+  return now.getTime() - snapshot.fetched_at.getTime() < maxAgeSeconds * 1000;
 }
 
 export type SnapshotAsset = { tradable: boolean; trade_hold_until: string | null; catalog_id: string | null; market_hash_name: string | null; record: StoredAsset };

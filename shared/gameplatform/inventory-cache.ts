@@ -1,18 +1,15 @@
 import { brotliCompressSync, constants as zlibConstants } from 'node:zlib';
-import type { InventorySnapshot } from './inventories.ts';
-
-/**
- * One rendered page of GET /v2/inventories as the bytes sent: `fresh` is the body with
- * `"stale":false`, `staleAt` the byte offset of that `false`, so the `stale: true` variant (computed
- * per request from fetched_at) is spliced in without rendering or serialising the page again.
- */
-export type RenderedInventoryPage = {
-  fresh: Uint8Array;
-  staleAt: number;
-  staleBody?: Uint8Array;
-  /** Compressed variants, made at their first request and kept with the page (`<stale>:<coding>`). */
-  encoded?: Map<string, Uint8Array>;
-};
+import type { Conversion } from '../prices/currency.ts';
+import type { SourceName } from '../sources/names.ts';
+import {
+  ensureInventorySnapshot,
+  findSnapshot,
+  isFreshSnapshot,
+  renderInventoryPage,
+  type InventoryDeps,
+  type InventorySnapshot,
+  type RenderedInventoryPage,
+} from './inventories.ts';
 
 const STALE_TRUE = Buffer.from('true');
 
@@ -41,77 +38,79 @@ export function encodedInventoryPage(page: RenderedInventoryPage, stale: boolean
   return body;
 }
 
-export type InventoryPageKey = {
-  snapshotId: string;
-  after: number;
+/** What selects one rendered page besides its snapshot; `nextCursor` signs the cursor to the next page. */
+export type InventoryPageRequest = {
+  afterPosition: number;
   limit: number;
-  valuation: string | undefined;
-  /** The currency of the valuation and the rates it was converted with (`USD` when unconverted). */
-  currency?: string;
+  valuation: SourceName | undefined;
+  /** The valuation's currency and rates (null: USD). */
+  conversion: Conversion | null;
+  nextCursor: (lastPosition: number) => string;
 };
 
 type PageEntry = { value: Promise<RenderedInventoryPage>; expiresAt: number; valued: boolean; bytes: number };
 
 /**
- * Per-process cache of what GET /v2/inventories serves again and again (PRICE_CACHE_MS; 0 turns it
- * off):
- * - the latest snapshot of each inventory, for `ttlMs`, replaced at once when this process stores a
- *   newer one. Another process's newer snapshot (a `refresh=true` served elsewhere) is seen within
- *   `ttlMs`; a held snapshot older than INVENTORY_TTL_SECONDS is never trusted (Postgres is asked);
- * - snapshots by id (cursors pin them; a snapshot never changes once stored);
- * - rendered pages keyed by (snapshot, position, limit, valuation). A snapshot's assets never change,
- *   so a page without valuation lives until evicted; a valued page lives `ttlMs` and is dropped on
- *   every new price snapshot (clear(), like the item price cache). Bounded by count and bytes,
- *   least recently used first out.
- * Loads in flight are shared, so a burst of misses on one page renders it once.
+ * What GET /v2/inventories reads, through a per-process cache (PRICE_CACHE_MS; at 0 it keeps
+ * nothing and every read goes to Postgres, or Steam): built once in api/deps.ts.
+ * - `latest`: the latest snapshot of an inventory (ensureInventorySnapshot), the one last seen held
+ *   for `ttlMs`, replaced at once when this process stores a newer one. Another process's newer
+ *   snapshot (a `refresh=true` served elsewhere) is seen within `ttlMs`; a held snapshot older than
+ *   INVENTORY_TTL_SECONDS is never trusted (Postgres is asked);
+ * - `pinned`: a snapshot by id (cursors pin them; a snapshot never changes once stored);
+ * - `page`: rendered pages keyed by (snapshot, position, limit, valuation, currency). A snapshot's
+ *   assets never change, so a page without valuation lives until evicted; a valued page lives
+ *   `ttlMs` and is dropped on every new price snapshot (clear()). Bounded by count and bytes, least
+ *   recently used first out. Loads in flight are shared, so a burst of misses on one page renders it once.
  */
-export class InventoryCache {
+export class InventoryReader {
   private readonly latestBySteamId = new Map<string, { snapshot: InventorySnapshot; expiresAt: number }>();
   private readonly snapshotsById = new Map<string, InventorySnapshot>();
   private readonly pages = new Map<string, PageEntry>();
   private pageBytes = 0;
 
   constructor(
+    private readonly deps: InventoryDeps,
     private readonly ttlMs: number,
     private readonly limits = { maxPages: 10_000, maxPageBytes: 64 * 1024 * 1024, maxInventories: 50_000 },
     private readonly clock: () => number = Date.now,
   ) {}
 
-  get enabled(): boolean {
+  private get enabled(): boolean {
     return this.ttlMs > 0;
   }
 
-  /** The latest snapshot of this inventory as last seen by this process, unless that was over `ttlMs` ago. */
-  latest(steamId64: string): InventorySnapshot | undefined {
-    if (!this.enabled) return undefined;
-    const held = this.latestBySteamId.get(steamId64);
-    return held && held.expiresAt > this.clock() ? held.snapshot : undefined;
+  /**
+   * The latest snapshot no older than `maxAgeSeconds`, or a new one from Steam (ensureInventorySnapshot:
+   * `stale` when Steam fails and an older one is served). A held snapshot serves only while fresh:
+   * an old one is checked against Postgres before Steam is called.
+   */
+  async latest(steamId64: string, options: { maxAgeSeconds: number; refresh?: boolean }): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
+    const held = this.enabled && !options.refresh ? this.latestBySteamId.get(steamId64) : undefined;
+    if (held && held.expiresAt > this.clock() && isFreshSnapshot(held.snapshot, this.deps.now(), options.maxAgeSeconds)) {
+      return { snapshot: held.snapshot, stale: false };
+    }
+    const found = await ensureInventorySnapshot(this.deps, steamId64, options);
+    this.rememberLatest(found.snapshot);
+    return found;
   }
 
-  /** Records a snapshot read or stored as the latest; an older one read concurrently never replaces a newer one. */
-  rememberLatest(snapshot: InventorySnapshot): void {
-    if (!this.enabled) return;
-    const held = this.latestBySteamId.get(snapshot.steam_id);
-    const expired = !held || held.expiresAt <= this.clock();
-    if (!expired && compareSnapshots(held.snapshot, snapshot) > 0) return;
-    if (!held && this.latestBySteamId.size >= this.limits.maxInventories) this.latestBySteamId.clear();
-    this.latestBySteamId.set(snapshot.steam_id, { snapshot, expiresAt: this.clock() + this.ttlMs });
-    this.rememberSnapshot(snapshot);
-  }
-
-  async snapshot(id: string, load: () => Promise<InventorySnapshot | null>): Promise<InventorySnapshot | null> {
-    if (!this.enabled) return load();
-    const held = this.snapshotsById.get(id);
+  /** The snapshot a cursor pinned; null when there is none with this id. */
+  async pinned(id: string): Promise<InventorySnapshot | null> {
+    const held = this.enabled ? this.snapshotsById.get(id) : undefined;
     if (held) return held;
-    const loaded = await load();
+    const loaded = await findSnapshot(this.deps.sql, id);
     if (loaded) this.rememberSnapshot(loaded);
     return loaded;
   }
 
-  /** The rendered page of `key`, rendering it with `render` when absent or (valued and) expired. */
-  page(key: InventoryPageKey, render: () => Promise<RenderedInventoryPage>): Promise<RenderedInventoryPage> {
+  /** One rendered page of `snapshot` (renderInventoryPage), rendered when absent or (valued and) expired. */
+  page(snapshot: InventorySnapshot, request: InventoryPageRequest): Promise<RenderedInventoryPage> {
+    const render = () => renderInventoryPage(this.deps.sql, snapshot, request);
     if (!this.enabled) return render();
-    const id = `${key.snapshotId}\u0000${key.after}\u0000${key.limit}\u0000${key.valuation ?? ''}\u0000${key.currency ?? 'USD'}`;
+    const { conversion } = request;
+    const currency = conversion ? `${conversion.currency}@${conversion.fx.as_of}:${conversion.fx.rate}` : 'USD';
+    const id = `${snapshot.id}\u0000${request.afterPosition}\u0000${request.limit}\u0000${request.valuation ?? ''}\u0000${currency}`;
     const held = this.pages.get(id);
     if (held && held.expiresAt > this.clock()) {
       // Least recently used first out: a hit moves the page to the young end.
@@ -120,7 +119,7 @@ export class InventoryCache {
       return held.value;
     }
     if (held) this.dropPage(id, held);
-    const valued = key.valuation !== undefined;
+    const valued = request.valuation !== undefined;
     const entry: PageEntry = { value: render(), expiresAt: Number.POSITIVE_INFINITY, valued, bytes: 0 };
     this.pages.set(id, entry);
     entry.value.then(
@@ -143,7 +142,19 @@ export class InventoryCache {
     for (const [id, entry] of this.pages) if (entry.valued) this.dropPage(id, entry);
   }
 
+  /** Records a snapshot read or stored as the latest; an older one read concurrently never replaces a newer one. */
+  private rememberLatest(snapshot: InventorySnapshot): void {
+    if (!this.enabled) return;
+    const held = this.latestBySteamId.get(snapshot.steam_id);
+    const expired = !held || held.expiresAt <= this.clock();
+    if (!expired && compareSnapshots(held.snapshot, snapshot) > 0) return;
+    if (!held && this.latestBySteamId.size >= this.limits.maxInventories) this.latestBySteamId.clear();
+    this.latestBySteamId.set(snapshot.steam_id, { snapshot, expiresAt: this.clock() + this.ttlMs });
+    this.rememberSnapshot(snapshot);
+  }
+
   private rememberSnapshot(snapshot: InventorySnapshot): void {
+    if (!this.enabled) return;
     if (this.snapshotsById.size >= this.limits.maxInventories) this.snapshotsById.clear();
     this.snapshotsById.set(snapshot.id, snapshot);
   }

@@ -162,10 +162,29 @@ export function marketSummaryKey(query: MarketSummaryQuery): string {
   return JSON.stringify([query.marketplace, query.segment?.segment ?? null, query.segment?.value ?? null, query.freshOnly]);
 }
 
-/** The summary, from `cache` when it holds a recent one for the same query (`as_of` is when it was computed). */
-export function marketSummary(db: Queryable, query: MarketSummaryQuery, now: () => Date, cache?: TtlCache<MarketSummary>): Promise<MarketSummary> {
-  const load = () => computeMarketSummary(db, query, now());
-  return cache ? cache.get(marketSummaryKey(query), load) : load();
+/**
+ * GET /v2/market/summary bodies per query, read through a TtlCache of PRICE_CACHE_MS (`as_of` is
+ * when a summary was computed), dropped on each new price snapshot (clear()). At 0 it keeps nothing
+ * and every read computes. Built once in api/deps.ts.
+ */
+export class MarketSummaryReader {
+  private readonly cache: TtlCache<MarketSummary>;
+
+  constructor(
+    private readonly db: Queryable,
+    ttlMs: number,
+    private readonly now: () => Date,
+  ) {
+    this.cache = new TtlCache<MarketSummary>(ttlMs);
+  }
+
+  read(query: MarketSummaryQuery): Promise<MarketSummary> {
+    return this.cache.get(marketSummaryKey(query), () => computeMarketSummary(this.db, query, this.now()));
+  }
+
+  clear(): void {
+    this.cache.clear();
+  }
 }
 
 /**

@@ -183,39 +183,27 @@ export function renderItemPrices(prepared: PreparedItemPrices, version: string |
 type ItemWithPrices = Awaited<ReturnType<typeof findItemWithCurrentPrices>>;
 
 /**
- * The current prices of one catalog item as a JSON body (ItemPrices), as of `now`; null when the
- * catalog id is unknown. A version the item has no price in yields an empty `versions` list (the
- * item exists; it is just not priced in that version). Served from `cache` when given.
+ * GET /v2/prices/{id}: items' stored prices (prepared for rendering), read through a per-process
+ * cache kept until an ingest run is seen (PriceRunWatch: announced on Redis, or found by a check at
+ * most PRICE_CACHE_MS old), not for a fixed time: prices change only when a run commits. Without a
+ * run watch (PRICE_CACHE_MS 0) it keeps nothing and every read goes to Postgres. Built once in
+ * api/deps.ts. Freshness and ages are computed per request (renderItemPrices). Prices are the same
+ * for every caller, so one entry serves every workspace (each request is still authenticated,
+ * scope-checked and metered before it gets here). Unknown ids are not kept, so an item added by a
+ * catalog sync is found at once. Concurrent misses of one item share one query.
  */
-export async function currentItemPricesBody(
-  db: Queryable,
-  catalogId: string,
-  version: string | undefined,
-  now: Date,
-  cache?: ItemPriceCache,
-): Promise<string | null> {
-  const prepared = cache ? await cache.item(catalogId) : prepareItemPrices(await findItemWithCurrentPrices(db, catalogId));
-  return prepared ? renderItemPrices(prepared, version, now) : null;
-}
-
-/**
- * Per-process cache of items' stored prices (prepared for rendering), kept until an ingest run is
- * seen (PriceRunWatch: announced on Redis, or found by a check at most PRICE_CACHE_MS old), not for
- * a fixed time: prices change only when a run commits. Freshness and ages are computed per request.
- * Prices are the same for every caller, so one entry serves every workspace (each request is still
- * authenticated, scope-checked and metered before it gets here). Unknown ids are not kept, so an
- * item added by a catalog sync is found at once. Concurrent misses of one item share one query.
- */
-export class ItemPriceCache {
+export class ItemPriceReader {
   private readonly entries = new Map<string, { generation: number; prices: Promise<PreparedItemPrices | null> }>();
 
   constructor(
     private readonly db: Queryable,
-    private readonly runs: PriceRunWatch,
+    private readonly runs: PriceRunWatch | null,
     private readonly maxEntries = 20_000,
   ) {}
 
-  async item(catalogId: string): Promise<PreparedItemPrices | null> {
+  /** The item's prices, null when the catalog id is unknown. */
+  async read(catalogId: string): Promise<PreparedItemPrices | null> {
+    if (!this.runs) return prepareItemPrices(await findItemWithCurrentPrices(this.db, catalogId));
     const generationOrCheck = this.runs.generation();
     const generation = typeof generationOrCheck === 'number' ? generationOrCheck : await generationOrCheck;
     const cached = this.entries.get(catalogId);

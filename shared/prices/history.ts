@@ -143,21 +143,29 @@ const HISTORY_CACHE_MAX_CHARS = 32 * 1024 * 1024;
 type CachedPage = { generation: number; loadedAt: number; chars: number; page: Promise<HistoryPageBody | null> };
 
 /**
- * Per-process cache of history pages, until the next ingest run is seen (PriceRunWatch, as item
- * prices) and for at most HISTORY_PAGE_MAX_AGE_MS. A page is keyed by everything that selects its
+ * GET /v2/prices/{id}/history pages (itemHistoryPage), read through a per-process cache kept until
+ * the next ingest run is seen (PriceRunWatch, as item prices) and for at most
+ * HISTORY_PAGE_MAX_AGE_MS. Without a run watch (PRICE_CACHE_MS 0) it keeps nothing and every read
+ * goes to Postgres. Built once in api/deps.ts. A page is keyed by everything that selects its
  * points (item, marketplace, granularity, version, the resolved window to the millisecond, the
  * position it starts after, the limit); the cursor to the next page is encoded per request, for
  * the caller's workspace. Pages of a default window ending "now" differ by the millisecond and so
  * rarely repeat; explicit windows and every page reached by a cursor do. Unknown items are not
  * kept; at most HISTORY_CACHE_MAX_CHARS of pages, oldest out first.
  */
-export class HistoryPageCache {
+export class HistoryPageReader {
   private readonly entries = new Map<string, CachedPage>();
   private chars = 0;
 
-  constructor(private readonly runs: PriceRunWatch) {}
+  constructor(
+    private readonly db: Queryable,
+    private readonly runs: PriceRunWatch | null,
+  ) {}
 
-  async page(input: HistoryPageInput, after: HistoryPosition | null, limit: number, load: () => Promise<HistoryPageBody | null>): Promise<HistoryPageBody | null> {
+  /** The page, null when the catalog id is unknown. */
+  async read(input: HistoryPageInput, after: HistoryPosition | null, limit: number): Promise<HistoryPageBody | null> {
+    const load = () => itemHistoryPage(this.db, input, after, limit);
+    if (!this.runs) return load();
     const generationOrCheck = this.runs.generation();
     const generation = typeof generationOrCheck === 'number' ? generationOrCheck : await generationOrCheck;
     const key = [
