@@ -5,6 +5,20 @@ export type ContentCoding = 'br' | 'gzip' | 'identity';
 /** br when acceptable, then gzip, else identity (q=0 refuses a coding; `*` covers unnamed ones). */
 export function negotiateEncoding(acceptEncoding: string | null): ContentCoding {
   if (!acceptEncoding) return 'identity';
+  // Clients send the same few Accept-Encoding values: each is parsed once (a bounded few kept).
+  let coding = negotiated.get(acceptEncoding);
+  if (coding === undefined) {
+    coding = negotiate(acceptEncoding);
+    if (negotiated.size >= NEGOTIATED_MAX) negotiated.clear();
+    negotiated.set(acceptEncoding, coding);
+  }
+  return coding;
+}
+
+const NEGOTIATED_MAX = 1_000;
+const negotiated = new Map<string, ContentCoding>();
+
+function negotiate(acceptEncoding: string): ContentCoding {
   const qualities = new Map<string, number>();
   for (const part of acceptEncoding.toLowerCase().split(',')) {
     const [coding, ...parameters] = part.split(';').map((piece) => piece.trim());
