@@ -6,7 +6,7 @@ import type { Logger } from '../shared/platform/logger.ts';
 import type { Registry } from '../shared/metrics/registry.ts';
 import { POOLS, type Pool } from '../shared/jobs/queues.ts';
 
-/** The first default port; each pool's is this plus its position in POOLS (README). */
+/** The first default port; each pool's is this plus its position in POOLS (docs/operations.md "Metrics"). */
 export const WORKER_METRICS_BASE_PORT = 9464;
 
 /**

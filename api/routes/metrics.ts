@@ -6,7 +6,7 @@ import type { AppDeps } from '../deps.ts';
 /**
  * `GET /metrics`, Prometheus text format (DESIGN 12). Open unless METRICS_TOKEN is set, then it
  * needs `Authorization: Bearer <METRICS_TOKEN>` (Prometheus `authorization.credentials`). Not in
- * /openapi.json: it is for the operator's scraper, not part of the client API (README).
+ * /openapi.json: it is for the operator's scraper, not part of the client API (docs/operations.md "Metrics").
  */
 export function metricsRoutes(deps: Pick<AppDeps, 'config' | 'metrics'>) {
   const required = deps.config.METRICS_TOKEN !== undefined;

@@ -8,7 +8,7 @@ import { FAMILY_BY_LIB_TYPE, ITEM_FAMILIES, MAX_NAME_TAG_LENGTH, type ItemFamily
  * catalog library so a renderer never receives an item it cannot draw. Renders and viewer sessions
  * call validateItemSelector and answer 400 `invalid_item` with its details.
  *
- * Bounds DESIGN 10 leaves to us (documented in the OpenAPI schema below and the README):
+ * Bounds DESIGN 10 leaves to us (documented in the OpenAPI schema below and docs/decisions.md):
  *  - sticker `scale` 0 < s ≤ 10 (a multiplier of the slot's size; 0 would draw nothing);
  *  - sticker `rotation` −360…360 degrees;
  *  - sticker `offset_x`/`offset_y` −2…2 (slot-relative texture units; real links stay within ±0.5);

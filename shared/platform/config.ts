@@ -50,7 +50,7 @@ export const configSchema = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   PUBLIC_BASE_URL: z.string().url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  // Not in DESIGN 4's list: observability (DESIGN 12; README "Metrics and the queue dashboard").
+  // Not in DESIGN 4's list: observability (DESIGN 12; docs/operations.md "Metrics" and "Queue dashboard").
   // METRICS_TOKEN: when set, GET /metrics (API and worker ports) needs `Authorization: Bearer <it>`;
   // unset, it is open. OPERATOR_TOKEN: the only credential of the queue dashboard (/admin/queues),
   // as Bearer or as the password of HTTP Basic; unset, the dashboard refuses everyone.
@@ -148,7 +148,7 @@ export const configSchema = z.object({
   // (default: the shortest interval of the enabled sources); runs within one interval share a build.
   PRICE_SNAPSHOT_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3_600).optional(),
   // Issue 13 / DESIGN 12: retention in days of the time-partitioned tables (shared/retention/,
-  // README "Data lifecycle"). Expired partitions are dropped by the maintenance pool every hour.
+  // docs/operations.md "Retention"). Expired partitions are dropped by the maintenance pool every hour.
   RETENTION_OBSERVATIONS_DAYS: z.coerce.number().int().min(1).max(3_660).default(7),
   // Events and their prices.updated pages: at least 3 days (retries run ~28 h, a page URL lives 24 h).
   RETENTION_OUTBOX_DAYS: z.coerce.number().int().min(3).max(3_660).default(3),

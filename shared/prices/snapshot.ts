@@ -15,7 +15,7 @@ export const PRICE_SNAPSHOT_CHANNEL = 'prices:snapshot';
 export const PRICE_SNAPSHOTS_KEPT = 3;
 /**
  * Brotli quality of the full list, compressed once per snapshot by each API process that serves it
- * (on the thread pool). Measured on the nine-source list of ~244 000 prices (README "Keyless"): q5
+ * (on the thread pool). Measured on the nine-source list of ~244 000 prices (docs/performance.md "bench:snapshot"): q5
  * 2.86 MiB in ~0.3 s, q7 2.72 MiB (-5 %) in ~0.47 s, q8 -6.6 % in ~0.65 s. (On the three-source list
  * q5 was within 3 % of q9, and q11 saved another 15 % in about 25 s.)
  */

@@ -3,7 +3,7 @@ import type { Granularity } from '../prices/repository.ts';
 
 /**
  * How long each kind of time-partitioned data is kept (issue 13, DESIGN 12), in days, from config.
- * README "Data lifecycle" lists the defaults and what they cost at the simulator's pace.
+ * docs/operations.md "Retention" lists the defaults and what they cost at the simulator's pace.
  */
 export type RetentionPolicy = {
   /** price_observations: the raw archive of every stored observation (nothing reads it back). */

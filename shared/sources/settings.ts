@@ -19,7 +19,7 @@ export type SourceSettings = {
 
 // Against a local simulator prices move within a minute (DESIGN 4) through the per-item source (steam,
 // a batch of names every 30 s); sources whose run reads the whole market (one body, or every listing
-// page) keep a real upstream's pace (README "Idle cost"). Real upstreams get their own pace.
+// page) keep a real upstream's pace (docs/performance.md "bench:idle"). Real upstreams get their own pace.
 const LOCAL_INTERVAL_SECONDS = 30;
 const LOCAL_BULK_INTERVAL_SECONDS = 300;
 /**

@@ -23,7 +23,7 @@ function isCrossSite(request: Request): boolean {
  * `Authorization: Bearer <token>` or as the password of HTTP Basic (any user name), so a browser
  * can open it after its sign-in prompt; without OPERATOR_TOKEN nobody gets in. Anything else is a
  * 401 with the shared error body and a Basic challenge. The operator's requests go to Bull Board
- * (board.ts), loaded on the first of them. Not in /openapi.json (README).
+ * (board.ts), loaded on the first of them. Not in /openapi.json (docs/operations.md "Queue dashboard").
  */
 export function queueDashboardRoutes(deps: Pick<AppDeps, 'config' | 'queues' | 'log'>) {
   const isOperator = tokenCheck(deps.config.OPERATOR_TOKEN);
