@@ -1,7 +1,7 @@
 import { Elysia, type AnyElysia } from 'elysia';
 import type { AppDeps } from './deps.ts';
 import { apiKeyAuthenticator } from './plugins/api-key.ts';
-import { errorsPlugin, MAX_BODY_BYTES } from './plugins/errors.ts';
+import { errorsPlugin, MAX_BODY_BYTES, withoutParsingOnReads } from './plugins/errors.ts';
 import { requestContextPlugin } from './plugins/request-context.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { auditExportRoutes } from './routes/audit-exports.ts';
@@ -121,5 +121,5 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(queueDashboardRoutes(deps));
   const full = extend ? extend(app) : app;
   // Mounted last and built at its first request, so the document covers every route of the app.
-  return full.use(docsRoutes(() => buildOpenApiDocument(full, documentation), docsPage, deps.config.PUBLIC_BASE_URL));
+  return withoutParsingOnReads(full.use(docsRoutes(() => buildOpenApiDocument(full, documentation), docsPage, deps.config.PUBLIC_BASE_URL)));
 }

@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia';
+import { Elysia, type AnyElysia } from 'elysia';
 import { ApiError, errorBody, type ErrorDetail } from '../../shared/http/errors.ts';
 import type { Logger } from '../../shared/platform/logger.ts';
 
@@ -100,4 +100,17 @@ export function errorsPlugin(log: Logger, options: { onFailure?: (request: Faile
       set.headers['content-type'] = 'application/json';
       return errorBody(apiError, requestId);
     });
+}
+
+/**
+ * Takes the JSON parse hook off the app's GET and HEAD routes, which have no body. The hook is
+ * global (every route with a body needs it), and Elysia compiles a route that has any parse hook as
+ * an async function even when it never parses: each GET answered a Promise that Bun then awaited,
+ * instead of its Response. Call once every route is registered, before the app is compiled.
+ */
+export function withoutParsingOnReads<App extends AnyElysia>(app: App): App {
+  for (const route of app.router.history) {
+    if ((route.method === 'GET' || route.method === 'HEAD') && route.hooks?.parse) route.hooks.parse = undefined;
+  }
+  return app;
 }
