@@ -1,20 +1,19 @@
 /**
  * HTTP benchmark of the API against a bare Bun.serve baseline: `npm run bench:api`.
  *
- * One run migrates the database, creates a benchmark workspace (enterprise, huge budgets) with one
- * all-scopes key, starts the real API (api/main.ts) and a bare Bun.serve (bench/bare-server.ts) as
- * separate processes, measures the API's idle RSS, then loads each target over loopback with
- * autocannon in its own process (so the load generator never shares an event loop with us) and
- * prints throughput, latency and the targets with pass/fail.
+ * One run makes a scratch database (`<dev db>_bench_<pid>`, dropped afterwards) with the real
+ * catalog and latest prices for it (bench/price-fixtures.ts), creates a benchmark workspace
+ * (enterprise, huge budgets) with one all-scopes key, starts the real API (api/main.ts) and a bare
+ * Bun.serve (bench/bare-server.ts) as separate processes, measures the API's idle RSS, then loads
+ * each target over loopback with autocannon in its own process (so the load generator never shares
+ * an event loop with us) and prints throughput, latency, server CPU per request and the targets
+ * with pass/fail. Targets: GET /v2/health, GET /v2/me (a metered key check) and GET /v2/prices/{id}
+ * (one priced item, answered from the item price cache) against bare, by server CPU per request.
  *
  * Environment: DATABASE_URL and REDIS_URL (set by scripts/dev.ts), BENCH_DURATION (seconds per
  * target, default 10), BENCH_WARMUP (seconds of discarded warm-up load per target, default 2).
- * Each run leaves one `bench-…` workspace and key behind in the database.
  */
-import { join } from 'node:path';
-import { createSql, type Sql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
-import { migrate } from '../shared/platform/migrate.ts';
 import { SCOPES } from '../shared/http/scopes.ts';
 import {
   CONNECTIONS,
@@ -22,9 +21,9 @@ import {
   freePort,
   load,
   loadRuntimeName,
-  onCleanup,
   printChecks,
-  repoRoot,
+  removeQueueKeysAtCleanup,
+  reportQuietness,
   rssOf,
   runBench,
   say,
@@ -37,46 +36,46 @@ import {
   WARMUP_S,
   warnAbnormal,
 } from './lib.ts';
+import { catalogDatabase, seedLatestPrices } from './price-fixtures.ts';
 
 const IDLE_WAIT_MS = 3_000;
 
 /**
- * Issue 13: GET /v2/me at most 45 µs of server CPU per request with p99 < 10 ms, set on a machine
- * where the pre-issue code took 73–79 µs and the bare Bun.serve 22–26 µs. Machines differ by more
- * than that: on two other machines the same pre-issue code took 31.9 and 37.1 µs against a bare
- * 6.5 and 9.1 µs, so 45 µs is checked as written, and the fair comparison (the pre-issue code on the
- * same machine, target 45 / 76 ≈ 59 % of it) is made by running this bench on both (README, Usage
- * metering). The multiple of bare's cost is printed for
- * reference only: bare's cost moved 3× between machines while the API's fixed costs (a Redis round
- * trip, more response headers) did not move with it.
+ * Issue 22: every request pays for what every request passes (request id, log context, metrics,
+ * errors) before any work, and Elysia itself costs about what bare Bun does, so the gap to bare is
+ * ours. Judged by server CPU per request against the bare Bun.serve of the same run (machines differ
+ * several-fold in absolute figures; the ratio moves much less): /v2/health at least 85 % of bare
+ * (bare's µs / health's µs), /v2/me at most 1.5 × bare (it adds a key check and one metering debit,
+ * a share of one batched Redis round trip), /v2/prices/{id} at most 2 × bare; p99 of /v2/me under
+ * 10 ms as before. At the start of the issue one machine measured bare 10.0 µs, /v2/health 17.2 µs
+ * (58 %), /v2/me 21.5 µs (2.15 ×), /v2/prices/{id} 25.9 µs (2.59 ×).
  */
-const TARGETS = { healthShare: 0.6, meUsPerRequest: 45, meP99Ms: 10, idleRssMb: 150 };
-
-let sql: Sql | undefined;
-onCleanup(() => sql?.end({ timeout: 5 }).catch(() => undefined));
+const TARGETS = { healthShareOfBare: 0.85, meTimesBare: 1.5, priceTimesBare: 2, meP99Ms: 10, idleRssMb: 150 };
 
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) throw new Error('DATABASE_URL is not set; run this through `npm run bench:api`');
+  if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL is not set; run this through `npm run bench:api`');
 
-  // 1. Schema.
-  sql = createSql(databaseUrl, { max: 2, application: 'bench' });
-  const applied = await migrate(sql, join(repoRoot, 'sql'));
-  say(applied.length ? `applied migrations ${applied.join(', ')}` : 'database is up to date');
+  // 1. A scratch database with the catalog and a price for most items.
+  const { url: dbUrl, sql } = await catalogDatabase('bench-api');
+  await seedLatestPrices(sql, new Date());
+  const [priced] = await sql<{ catalog_id: string }[]>`
+    select catalog_id from catalog_items c where exists (select 1 from latest_prices l where l.catalog_id = c.catalog_id)
+    order by md5(catalog_id || 'bench') limit 1`;
+  if (!priced) throw new Error('no priced item in the scratch database');
 
   // 2. A workspace whose budgets never run out during the load, and one key with every scope.
   const workspace = await adminCreateWorkspace(sql, { name: `bench-${new Date().toISOString()}`, tier: 'enterprise' });
   await adminUpdateWorkspace(sql, workspace.id, { budgets: { minute: 1e9, day: 1e9 } });
   const key = await adminCreateKey(sql, { workspaceId: workspace.id, label: 'bench', scopes: [...SCOPES] });
-  await sql.end({ timeout: 5 });
-  sql = undefined;
-  say(`workspace ${workspace.id}, key ${key.prefix}…`);
+  say(`workspace ${workspace.id}, key ${key.prefix}…; GET /v2/prices/${priced.catalog_id}`);
+  const queuePrefix = `benchapi${process.pid}`;
+  removeQueueKeysAtCleanup(process.env.REDIS_URL!, queuePrefix);
 
   // 3 + 4. The API and the bare baseline, each in its own process on the same runtime.
   const [apiPort, barePort] = [await freePort(), await freePort()];
-  const api = spawnApi(apiPort, {});
+  const api = spawnApi(apiPort, { DATABASE_URL: dbUrl, QUEUE_PREFIX: queuePrefix });
   const bare = spawnServer('bench/bare-server.ts', barePort, {});
   const apiBase = `http://127.0.0.1:${apiPort}`;
   const bareUrl = `http://127.0.0.1:${barePort}/`;
@@ -84,9 +83,12 @@ async function main(): Promise<void> {
   say(`API pid ${api.proc.pid} on :${apiPort}, bare server pid ${bare.proc.pid} on :${barePort}`);
 
   // Fail fast (with the body) if the key does not work, rather than benchmarking error responses.
-  const me = await fetch(`${apiBase}/v2/me`, { headers: { 'x-api-key': key.key } });
-  const meBody = await me.text();
-  if (me.status !== 200) throw new Error(`GET /v2/me answered ${me.status} before the load: ${meBody}`);
+  const priceUrl = `${apiBase}/v2/prices/${priced.catalog_id}`;
+  for (const url of [`${apiBase}/v2/me`, priceUrl]) {
+    const response = await fetch(url, { headers: { 'x-api-key': key.key } });
+    const body = await response.text();
+    if (response.status !== 200) throw new Error(`${url} answered ${response.status} before the load: ${body.slice(0, 300)}`);
+  }
   const healthBody = await (await fetch(`${apiBase}/v2/health`)).text();
   const bareBody = await (await fetch(bareUrl)).text();
   const keysOf = (body: string) => Object.keys(JSON.parse(body) as object).join(',');
@@ -98,22 +100,25 @@ async function main(): Promise<void> {
   say(`API idle RSS ${idle.rss.toFixed(1)} MB`);
 
   // 6. Load, one target at a time, same settings for all.
+  await reportQuietness();
   const results: Result[] = [];
   results.push(await load('bare Bun.serve', bare.proc.pid, bareUrl));
   results.push(await load('GET /v2/health', api.proc.pid, `${apiBase}/v2/health`));
   results.push(await load('GET /v2/me', api.proc.pid, `${apiBase}/v2/me`, { 'x-api-key': key.key }));
+  results.push(await load('GET /v2/prices/{id}', api.proc.pid, priceUrl, { 'x-api-key': key.key }));
   const after = await rssOf(api.proc.pid);
 
   // 7. Report.
-  const [bareResult, health, meResult] = results as [Result, Result, Result];
+  const [bareResult, health, meResult, priceResult] = results as [Result, Result, Result, Result];
   const share = (result: Result) => result.rps / bareResult.rps;
+  const timesBare = (result: Result) => result.cpuUsPerRequest / bareResult.cpuUsPerRequest;
   process.stdout.write(
     `\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up; loopback; ` +
       `load generator: autocannon on ${loadRuntimeName} (1 thread); latency resolution 1 ms\n\n`,
   );
   process.stdout.write(
     `${table([
-      ['target', 'req/s (avg)', 'p50 ms', 'p99 ms', '% of bare', 'requests', 'non-2xx', 'errors', 'server CPU µs/req', 'server CPU'],
+      ['target', 'req/s (avg)', 'p50 ms', 'p99 ms', 'req/s % of bare', 'requests', 'non-2xx', 'errors', 'server CPU µs/req', '× bare (CPU)', 'server CPU'],
       ...results.map((result) => [
         result.name,
         result.rps.toFixed(0),
@@ -124,6 +129,7 @@ async function main(): Promise<void> {
         String(result.non2xx),
         String(result.errors + result.timeouts),
         result.cpuUsPerRequest.toFixed(1),
+        timesBare(result).toFixed(2),
         `${(result.cpuCores * 100).toFixed(0)} %`,
       ]),
     ])}\n\n`,
@@ -140,21 +146,22 @@ async function main(): Promise<void> {
     say(`warning: the API logged ${api.output.lines} line(s) at warn or above; the last ones:\n${api.output.last.join('\n')}`);
   }
 
-  const timesBare = meResult.cpuUsPerRequest / bareResult.cpuUsPerRequest;
-  process.stdout.write(
-    `GET /v2/me server CPU per request: ${meResult.cpuUsPerRequest.toFixed(1)} µs = ${timesBare.toFixed(2)} × bare (${bareResult.cpuUsPerRequest.toFixed(1)} µs)\n\n`,
-  );
-  const meClean = meResult.non2xx === 0 ? '' : `, ${meResult.non2xx} non-2xx`;
+  const cleanOf = (result: Result) => (result.non2xx === 0 ? '' : `, ${result.non2xx} non-2xx`);
   const checks: [string, boolean, string][] = [
     [
-      `/v2/health >= ${TARGETS.healthShare * 100} % of bare`,
-      share(health) >= TARGETS.healthShare,
-      `${(share(health) * 100).toFixed(1)} %`,
+      `/v2/health >= ${TARGETS.healthShareOfBare * 100} % of bare by server CPU per request`,
+      1 / timesBare(health) >= TARGETS.healthShareOfBare && health.non2xx === 0,
+      `${((1 / timesBare(health)) * 100).toFixed(1)} % (${health.cpuUsPerRequest.toFixed(1)} µs vs ${bareResult.cpuUsPerRequest.toFixed(1)} µs)${cleanOf(health)}`,
     ],
     [
-      `/v2/me <= ${TARGETS.meUsPerRequest} µs server CPU per request, p99 < ${TARGETS.meP99Ms} ms`,
-      meResult.cpuUsPerRequest <= TARGETS.meUsPerRequest && meResult.p99 < TARGETS.meP99Ms && meResult.non2xx === 0,
-      `${meResult.cpuUsPerRequest.toFixed(1)} µs, p99 ${meResult.p99} ms${meClean}`,
+      `/v2/me <= ${TARGETS.meTimesBare} × bare by server CPU per request, p99 < ${TARGETS.meP99Ms} ms`,
+      timesBare(meResult) <= TARGETS.meTimesBare && meResult.p99 < TARGETS.meP99Ms && meResult.non2xx === 0,
+      `${timesBare(meResult).toFixed(2)} × (${meResult.cpuUsPerRequest.toFixed(1)} µs), p99 ${meResult.p99} ms${cleanOf(meResult)}`,
+    ],
+    [
+      `/v2/prices/{id} <= ${TARGETS.priceTimesBare} × bare by server CPU per request`,
+      timesBare(priceResult) <= TARGETS.priceTimesBare && priceResult.non2xx === 0,
+      `${timesBare(priceResult).toFixed(2)} × (${priceResult.cpuUsPerRequest.toFixed(1)} µs), p99 ${priceResult.p99} ms${cleanOf(priceResult)}`,
     ],
     [`API idle RSS < ${TARGETS.idleRssMb} MB`, idle.rss < TARGETS.idleRssMb, `${idle.rss.toFixed(1)} MB`],
   ];
