@@ -5,20 +5,24 @@ import type { Budgets } from './budgets.ts';
  * Debits weighted units from a workspace's minute and UTC-day windows and counts the request for
  * the calling key, atomically per request (DESIGN 5): either both windows are debited or neither;
  * a refused request still counts as a request and an error for its key. The script takes a batch of
- * such debits (those that arrived while the previous call was out) and applies them one after the other, each
- * exactly as if it had its own call, in one round trip.
+ * such debits (those that arrived while the previous call was out) and applies them one after the
+ * other, each exactly as if it had its own call, in one round trip.
  *
- * KEYS, per debit: minute counter, day counter, per-key counters hash
- * ARGV: minute ttl, day ttl, then per debit: units, minute limit, day limit, operation id
+ * KEYS: per distinct key (and minute) of the batch, its minute counter, day counter and per-key
+ * counters hash, once however many of its debits the batch holds.
+ * ARGV: minute ttl, day ttl, then one string per debit: "<key triple index>:<units>:<minute
+ * limit>:<day limit>:<operation id>". Each argument costs Bun's client about half a microsecond, so a
+ * debit is one short string rather than three key names and four numbers (`npm run bench:api`,
+ * /v2/me: ~2.5 µs of API CPU less per request at 50 connections).
  * Returns, per debit: allowed (1/0), minute used, day used, exhausted window (0 none, 1 minute, 2 day)
  */
 const DEBIT_SCRIPT = `
 local minuteTtl, dayTtl = ARGV[1], ARGV[2]
 local out = {}
-for i = 0, #KEYS / 3 - 1 do
-  local minuteKey, dayKey, countersKey = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
-  local units = tonumber(ARGV[4 * i + 3])
-  local minuteLimit, dayLimit, operation = tonumber(ARGV[4 * i + 4]), tonumber(ARGV[4 * i + 5]), ARGV[4 * i + 6]
+for i = 3, #ARGV do
+  local triple, units, minuteLimit, dayLimit, operation = string.match(ARGV[i], '^(%d+):(%d+):(%d+):(%d+):(.+)$')
+  triple, units, minuteLimit, dayLimit = tonumber(triple), tonumber(units), tonumber(minuteLimit), tonumber(dayLimit)
+  local minuteKey, dayKey, countersKey = KEYS[3 * triple + 1], KEYS[3 * triple + 2], KEYS[3 * triple + 3]
   local used = redis.call('MGET', minuteKey, dayKey)
   local minuteUsed = tonumber(used[1] or '0')
   local dayUsed = tonumber(used[2] or '0')
@@ -28,16 +32,17 @@ for i = 0, #KEYS / 3 - 1 do
   -- The day window first: when both refuse, only its reset (the later one) lets the request through.
   if dayUsed + units > dayLimit then exhausted = 2
   elseif minuteUsed + units > minuteLimit then exhausted = 1 end
+  local at = 4 * (i - 3)
   if exhausted > 0 then
     redis.call('HINCRBY', countersKey, operation .. '|errors', 1)
-    out[4 * i + 1], out[4 * i + 2], out[4 * i + 3], out[4 * i + 4] = 0, minuteUsed, dayUsed, exhausted
+    out[at + 1], out[at + 2], out[at + 3], out[at + 4] = 0, minuteUsed, dayUsed, exhausted
   else
     minuteUsed = redis.call('INCRBY', minuteKey, units)
     if minuteUsed == units then redis.call('EXPIRE', minuteKey, minuteTtl) end
     dayUsed = redis.call('INCRBY', dayKey, units)
     if dayUsed == units then redis.call('EXPIRE', dayKey, dayTtl) end
     redis.call('HINCRBY', countersKey, operation .. '|units', units)
-    out[4 * i + 1], out[4 * i + 2], out[4 * i + 3], out[4 * i + 4] = 1, minuteUsed, dayUsed, 0
+    out[at + 1], out[at + 2], out[at + 3], out[at + 4] = 1, minuteUsed, dayUsed, 0
   end
 end
 return out
@@ -99,7 +104,8 @@ function windowState(limit: number, used: number, resetsAt: Date, now: Date): Wi
  * Cluster, batches would have to be split by slot (the hash tags already group them).
  */
 type DebitReply = [allowed: number, minuteUsed: number, dayUsed: number, exhausted: number];
-type PendingDebit = { keys: string[]; args: string[]; resolve: (reply: DebitReply) => void; reject: (error: unknown) => void };
+/** A debit waiting for its batch: whose counters (`workspaceId`, `keyId`, the windows) and its `"<units>:<minute limit>:<day limit>:<operation>"`. */
+type PendingDebit = { workspaceId: string; keyId: string; windows: Windows; rest: string; resolve: (reply: DebitReply) => void; reject: (error: unknown) => void };
 
 /** Debits per script call at most: a bigger batch is split, so one call never holds Redis for long. */
 const MAX_DEBITS_PER_CALL = 256;
@@ -129,8 +135,10 @@ export class UsageMeter {
     const w = windowsAt(input.now);
     const [allowed, minuteUsed, dayUsed, exhausted] = await new Promise<DebitReply>((resolve, reject) => {
       this.pending.push({
-        keys: [minuteKey(input.workspaceId, w), dayKey(input.workspaceId, w), countersKey(input.workspaceId, input.keyId, w)],
-        args: [String(input.units), String(input.budgets.minute), String(input.budgets.day), input.operation],
+        workspaceId: input.workspaceId,
+        keyId: input.keyId,
+        windows: w,
+        rest: `${input.units}:${input.budgets.minute}:${input.budgets.day}:${input.operation}`,
         resolve,
         reject,
       });
@@ -166,9 +174,18 @@ export class UsageMeter {
     const keys: string[] = [];
     // The windows' TTLs (minute, day): a little longer than their period, so a late read still sees them.
     const args: string[] = ['120', '172800'];
+    // A key's three counters go once per batch (and minute: a batch can straddle a minute's end).
+    const triples = new Map<string, number>();
     for (const debit of batch) {
-      keys.push(...debit.keys);
-      args.push(...debit.args);
+      const { workspaceId, keyId, windows } = debit;
+      const id = `${keyId}:${windows.minuteIndex}`;
+      let triple = triples.get(id);
+      if (triple === undefined) {
+        triple = triples.size;
+        triples.set(id, triple);
+        keys.push(minuteKey(workspaceId, windows), dayKey(workspaceId, windows), countersKey(workspaceId, keyId, windows));
+      }
+      args.push(`${triple}:${debit.rest}`);
     }
     this.redis
       .evalScript(DEBIT_SCRIPT, keys, args)
