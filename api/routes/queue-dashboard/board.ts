@@ -47,6 +47,10 @@ export function createBoardApp(deps: Pick<AppDeps, 'queues' | 'log'>) {
   const log = deps.log.isLevelEnabled('debug') ? deps.log.child({}, { level: 'info' }) : deps.log;
   return (
     new Elysia({ name: 'queue-dashboard-board' })
+      // The outer request's id (index.ts forwards it), on this app's answers and error bodies alike.
+      .onRequest(({ request, set }) => {
+        set.headers['x-request-id'] = request.headers.get('x-request-id') ?? 'unknown';
+      })
       .use(errorsPlugin(log))
       .onBeforeHandle(({ route, params }) => {
         if (route.startsWith(API_ROUTES)) encodeParams(params as Record<string, string | null> | undefined);
