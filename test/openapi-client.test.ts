@@ -61,7 +61,10 @@ export async function tour(baseUrl: string, seeded: Seeded, email: string, passw
   const missing = await client.GET('/v2/webhooks/{webhook_id}', { params: { path: { webhook_id: crypto.randomUUID() } } });
   const errorCode: string | undefined = missing.error?.error.code;
 
-  return { keyScopes: created.data.scopes, prices: prices.data, names, pages, webhook: webhook.data, missingStatus: missing.response.status, errorCode };
+  // Deleted again: a live price.updated endpoint would collect deliveries for the suites that follow.
+  const deleted = await client.DELETE('/v2/webhooks/{webhook_id}', { params: { path: { webhook_id: webhook.data.id } } });
+
+  return { keyScopes: created.data.scopes, prices: prices.data, names, pages, webhook: webhook.data, missingStatus: missing.response.status, errorCode, deletedStatus: deleted.response.status };
 }
 
 /** Never called: each line must fail to type-check, or the types are too loose (an unused @ts-expect-error is an error). */
@@ -151,6 +154,7 @@ describe('a typed client generated from /openapi.json', () => {
       webhook: { webhook_id?: string; id?: string; url: string; secret: string; event_types: string[] };
       missingStatus: number;
       errorCode: string | undefined;
+      deletedStatus: number;
     }> };
     const email = `openapi-client-${crypto.randomUUID()}@example.test`;
     const result = await tour(origin, seeded, email, 'correct horse battery staple');
@@ -164,5 +168,6 @@ describe('a typed client generated from /openapi.json', () => {
     expect(result.webhook.secret).toStartWith('whsec_');
     expect(result.webhook.event_types).toEqual(['price.updated']);
     expect({ status: result.missingStatus, code: result.errorCode }).toEqual({ status: 404, code: 'not_found' });
+    expect(result.deletedStatus).toBe(204);
   }, 60_000);
 });
