@@ -11,7 +11,8 @@
  * (one priced item, answered from the item price cache) against bare, by server CPU per request.
  *
  * Environment: DATABASE_URL and REDIS_URL (set by scripts/dev.ts), BENCH_DURATION (seconds per
- * target, default 10), BENCH_WARMUP (seconds of discarded warm-up load per target, default 2).
+ * target, default 10), BENCH_WARMUP (seconds of discarded warm-up load per target, default 2),
+ * BENCH_API_CHECKOUT (measure another checkout's API, e.g. a `git worktree` of an older commit).
  */
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { SCOPES } from '../shared/http/scopes.ts';

@@ -235,7 +235,10 @@ export function spawnServer(script: string, port: number, extraEnv: Record<strin
  * the database, Redis, queue prefix and whatever the bench varies.
  */
 export function spawnApi(port: number, env: Record<string, string>): SpawnedServer {
-  return spawnServer('api/main.ts', port, {
+  // BENCH_API_CHECKOUT: another checkout's API (its api/main.ts, this checkout's node_modules), for
+  // before/after figures from one machine in one session.
+  const main = process.env.BENCH_API_CHECKOUT ? `${process.env.BENCH_API_CHECKOUT.replace(/\/+$/, '')}/api/main.ts` : 'api/main.ts';
+  return spawnServer(main, port, {
     LOG_LEVEL: 'warn',
     NODE_ENV: 'production',
     SIGNING_KEY: 'bench-signing-key-0123456789',

