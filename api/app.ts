@@ -83,7 +83,6 @@ const documentation = {
 // and an ampersand, so the page test checks its escaping).
 const docsPage = { title: documentation.info.title, version: documentation.info.version, description: INTRODUCTION.split('\n\n')[0]! };
 
-
 /**
  * The HTTP app. `extend` mounts extra routes after the shared plugins (tests mount test-only
  * routes this way); production passes nothing.
@@ -116,7 +115,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(renderRoutes(deps))
     .use(sceneRoutes(deps))
     .use(inspectRoutes(deps))
-    // Operators' routes, outside /openapi.json (README "Metrics and the queue dashboard").
+    // Operators' routes, outside /openapi.json (docs/operations.md "Metrics" and "Queue dashboard").
     .use(metricsRoutes(deps))
     .use(queueDashboardRoutes(deps));
   const full = extend ? extend(app) : app;
