@@ -1,6 +1,6 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import type { Logger } from '../platform/logger.ts';
-import { joinUrl } from '../sources/upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * The European Central Bank's daily reference rates (DESIGN 14), the one upstream of the `fx`

@@ -1,6 +1,7 @@
 import type { Config } from '../platform/config.ts';
 import { ApiError } from '../http/errors.ts';
-import { joinUrl, parseRetryAfter } from '../sources/upstream.ts';
+import { parseRetryAfter } from '../sources/upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * HTTP to Steam (DESIGN 11): the Web API (GetPlayerSummaries) and the community inventory endpoint,

@@ -1,7 +1,8 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import { priceFromThousandthsText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, joinUrl, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
+import { getJson, isRecord, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * BitSkins `GET /market/insell/730` (DESIGN 13): one keyless request answers the whole market as

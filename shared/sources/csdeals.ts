@@ -1,6 +1,7 @@
 import { priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, joinUrl, numberText, resultFromRows } from './upstream.ts';
+import { getJson, isRecord, numberText, resultFromRows } from './upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * CS.DEALS `GET /API/IPricing/GetLowestPrices/v1?appid=730` (DESIGN 13): one keyless request answers

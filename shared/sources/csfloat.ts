@@ -8,7 +8,8 @@ import {
   type SourceFetchResult,
   type SourceObservation,
 } from './types.ts';
-import { getJson, isRecord, joinUrl, JsonNumber, withPartial } from './upstream.ts';
+import { getJson, isRecord, JsonNumber, withPartial } from './upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * CSFloat market `GET /api/v1/listings?limit=…&cursor=…` (DESIGN 9) → `{data: [listing], cursor}`,

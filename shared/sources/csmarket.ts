@@ -1,7 +1,8 @@
 import { compareDecimals } from '../prices/decimal.ts';
 import { higherDecimal, priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { countOf, getJson, isRecord, joinUrl, numberText } from './upstream.ts';
+import { countOf, getJson, isRecord, numberText } from './upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * market.csgo.com `GET /api/v2/prices/class_instance/USD.json` (DESIGN 13): one keyless request

@@ -1,6 +1,7 @@
 import { priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, joinUrl, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
+import { getJson, isRecord, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * LIS-SKINS' public export `GET /market_export_json/csgo.json` (DESIGN 13): one request answers the

@@ -2,7 +2,8 @@ import { convertToUsd } from '../fx/convert.ts';
 import type { FxRates } from '../fx/repository.ts';
 import { acceptablePrice, decimalFromJsonNumber, isPositiveDecimal } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { isRecord, joinUrl, numberText, postJson, resultFromRows } from './upstream.ts';
+import { isRecord, numberText, postJson, resultFromRows } from './upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * SkinBaron (DESIGN 14), the one source priced in EUR and the one that needs a key: `POST

@@ -1,7 +1,8 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import { priceFromJsonNumber } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, integerOf, isRecord, joinUrl, JsonNumber, resultFromRows } from './upstream.ts';
+import { getJson, integerOf, isRecord, JsonNumber, resultFromRows } from './upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * Skinport's public `GET /v1/items?app_id=730&currency=USD` (DESIGN 9): one request answers the whole

@@ -1,6 +1,7 @@
 import { decimalFromSteamMoney, integerFromSteamCount } from './money.ts';
 import { SourceRateLimitedError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, joinUrl, withPartial } from './upstream.ts';
+import { getJson, isRecord, withPartial } from './upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * Steam Community Market `GET /market/priceoverview/?appid=730&currency=1&market_hash_name=…`

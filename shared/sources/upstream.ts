@@ -188,11 +188,6 @@ export function parseRetryAfter(value: string | null | undefined, now: Date, fal
   return Math.max(0, at - now.getTime());
 }
 
-/** `base` + `path` with exactly one slash between them (`SOURCE_<NAME>_URL` may carry a path prefix). */
-export function joinUrl(base: string, pathAndQuery: string): string {
-  return `${base.replace(/\/+$/, '')}/${pathAndQuery.replace(/^\/+/, '')}`;
-}
-
 export type UpstreamRequest = {
   source: SourceName;
   context: FetchContext;

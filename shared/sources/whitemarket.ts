@@ -1,6 +1,7 @@
 import { priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, joinUrl, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
+import { getJson, isRecord, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
+import { joinUrl } from '../util/url.ts';
 
 /**
  * White.market's public export `GET /export/v1/prices/730.json` (DESIGN 13): one request answers the
