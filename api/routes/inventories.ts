@@ -12,7 +12,7 @@ import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { marketplaceField } from '../segment-filter.ts';
-import { checkGameplatformId, gameplatformIdParams, steamId64Of } from './profiles.ts';
+import { checkGameplatformId, gameplatformIdParams } from './profiles.ts';
 
 export const INVENTORY_LIMIT_MAX = 1000;
 export const INVENTORY_LIMIT_DEFAULT = 500;
@@ -44,7 +44,7 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
     .get(
       '/v2/inventories/:gameplatform_id',
       async ({ params, query, set, request }) => {
-        const steamId = steamId64Of(params.gameplatform_id);
+        const steamId = params.gameplatform_id; // the SteamID64 (checkGameplatformId)
         const conversion = query.valuation ? await resolveConversion(deps.sql, query.currency) : null;
         // spec 4: the cursor binds the inventory it pages (limit and valuation may change between pages).
         const filters = { steam_id: steamId };

@@ -14,23 +14,23 @@ export const gameplatformIdParams = z.object({
 
 /**
  * Checked before validation and authentication (DESIGN 11): anything parseSteamId refuses is a 400
- * with its own code, and no hostile id ever reaches Postgres or Steam.
+ * with its own code, and no hostile id ever reaches Postgres or Steam. A valid id is parsed here
+ * once and replaced by its SteamID64, which is what the routes use.
  */
 export function checkGameplatformId({ params }: { params: Record<string, string | undefined> }) {
-  if (parseSteamId(params.gameplatform_id ?? '') === null) {
+  const ids = parseSteamId(params.gameplatform_id ?? '');
+  if (ids === null) {
     throw new ApiError(400, 'invalid_gameplatform_id', 'Not a public individual Steam account id: pass a SteamID64, SteamID2 (STEAM_0:1:…) or SteamID3 ([U:1:…]).', [
       { field: 'params.gameplatform_id', message: 'not a SteamID64, SteamID2 or SteamID3 of an individual account' },
     ]);
   }
+  params.gameplatform_id = ids.steam_id;
 }
-
-/** `params.gameplatform_id` after checkGameplatformId: its SteamID64. */
-export const steamId64Of = (id: string) => parseSteamId(id)!.steam_id;
 
 export function profileRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps) {
   return new Elysia({ name: 'profile-routes' })
     .use(apiKeyPlugin(deps))
-    .get('/v2/profiles/:gameplatform_id', ({ params }) => getProfile(deps, steamId64Of(params.gameplatform_id)), {
+    .get('/v2/profiles/:gameplatform_id', ({ params }) => getProfile(deps, params.gameplatform_id), {
       operation: 'profiles.get',
       params: gameplatformIdParams,
       transform: checkGameplatformId,

@@ -9,20 +9,6 @@ export type SteamIds = { steam_id: string; steam_id2: string; steam_id3: string 
  * malformed or out-of-range numbers. SteamID2 is rendered in the `STEAM_0:` form.
  */
 export function parseSteamId(input: string): SteamIds | null {
-  const known = parsed.get(input);
-  if (known !== undefined) return known;
-  const ids = parse(input);
-  // Every game-platform request parses its id at least twice (the 400 check, then the route): the
-  // parse (~1.4 µs, BigInt arithmetic) is kept for the ids seen lately, a bounded few.
-  if (parsed.size >= PARSED_MAX) parsed.clear();
-  parsed.set(input, ids);
-  return ids;
-}
-
-const PARSED_MAX = 10_000;
-const parsed = new Map<string, Readonly<SteamIds> | null>();
-
-function parse(input: string): Readonly<SteamIds> | null {
   if (input.length === 0 || input.length > 32 || input.trim() !== input) return null;
   let id: SteamID;
   try {
@@ -34,7 +20,7 @@ function parse(input: string): Readonly<SteamIds> | null {
   const steamId64 = id.getSteamID64();
   // The package accepts 64-bit numbers it then wraps or pads; only its own canonical spelling counts.
   if (/^[0-9]+$/.test(input) && input !== steamId64) return null;
-  return Object.freeze({ steam_id: steamId64, steam_id2: id.getSteam2RenderedID(), steam_id3: id.getSteam3RenderedID() });
+  return { steam_id: steamId64, steam_id2: id.getSteam2RenderedID(), steam_id3: id.getSteam3RenderedID() };
 }
 
 /** The three notations of a SteamID64 we stored ourselves (a valid individual id). */
