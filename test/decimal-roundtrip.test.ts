@@ -52,6 +52,11 @@ test('random decimal strings survive ingest and come out of both price APIs unch
   const config = testConfig({ SOURCES: 'skinport', SOURCE_SKINPORT_URL: `${simulator.url}/skinport` });
   const redis = createRequestRedis(config.REDIS_URL, 'roundtrip');
   try {
+    // A request connection has no offline queue: a command before it is ready fails at once.
+    await eventually(async () => (redis.status === 'ready' ? true : undefined));
+    // The request budget and any Retry-After block live in Redis, shared with every other suite's
+    // skinport runs: start from none, so this run is never refused for another suite's traffic.
+    await redis.del('source-budget:{skinport}:window', 'source-budget:{skinport}:blocked');
     const outcome = await runSourceIngest(
       { sql: t.deps.sql, redis, config, log: t.deps.log, now: () => new Date() },
       ADAPTERS.skinport,

@@ -39,24 +39,27 @@ const workspaces: string[] = [];
 let simulator: MarketSimulator;
 let names: string[] = [];
 
-type Proc = { name: string; child: ReturnType<typeof Bun.spawn>; lines: string[] };
+/** `drained`: both output streams read to their end (a process may exit before its last lines are read). */
+type Proc = { name: string; child: ReturnType<typeof Bun.spawn>; lines: string[]; drained: Promise<unknown> };
 const processes: Proc[] = [];
 
 function spawn(name: string, args: string[], env: Record<string, string>): Proc {
   const child = Bun.spawn([process.execPath, ...args], { cwd: root, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' });
-  const proc: Proc = { name, child, lines: [] };
-  for (const stream of [child.stdout, child.stderr]) {
-    void (async () => {
+  const lines: string[] = [];
+  const readers = [child.stdout, child.stderr].map((stream) =>
+    (async () => {
       const decoder = new TextDecoder();
       let buffer = '';
       for await (const chunk of stream as ReadableStream<Uint8Array>) {
         buffer += decoder.decode(chunk, { stream: true });
         const parts = buffer.split('\n');
         buffer = parts.pop()!;
-        proc.lines.push(...parts);
+        lines.push(...parts);
       }
-    })();
-  }
+      if (buffer) lines.push(buffer);
+    })().catch(() => undefined),
+  );
+  const proc: Proc = { name, child, lines, drained: Promise.all(readers) };
   processes.push(proc);
   return proc;
 }
@@ -67,6 +70,9 @@ const logged = (proc: Proc, message: string) => proc.lines.filter((line) => line
 async function stop(procs: Proc[], signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
   for (const proc of procs) if (alive(proc)) proc.child.kill(signal);
   await Promise.all(procs.map((proc) => Promise.race([proc.child.exited, Bun.sleep(15_000).then(() => proc.child.kill('SIGKILL'))])));
+  // What a process logged before it exited is counted: read its output to the end (bounded, as a
+  // grandchild such as Chromium may hold a pipe open).
+  await Promise.all(procs.map((proc) => Promise.race([proc.drained, Bun.sleep(5_000)])));
 }
 
 async function answers(url: string): Promise<boolean> {
