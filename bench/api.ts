@@ -10,9 +10,14 @@
  * with pass/fail. Targets: GET /v2/health, GET /v2/me (a metered key check) and GET /v2/prices/{id}
  * (one priced item, answered from the item price cache) against bare, by server CPU per request.
  *
+ * A second baseline, bench/bare-metered-server.ts, is bare Bun.serve plus the metering debit every keyed
+ * request must make (DESIGN 5): the keyed targets are also judged against it, like for like.
+ *
  * Environment: DATABASE_URL and REDIS_URL (set by scripts/dev.ts), BENCH_DURATION (seconds per
  * target, default 10), BENCH_WARMUP (seconds of discarded warm-up load per target, default 2),
- * BENCH_API_CHECKOUT (measure another checkout's API, e.g. a `git worktree` of an older commit).
+ * BENCH_ROUNDS (rounds over all targets, default 3; each row is its median round),
+ * BENCH_API_CHECKOUT (measure another checkout's API, e.g. a `git worktree` of an older commit),
+ * BENCH_CPU_PROF (a directory: the API writes a CPU profile there when it exits).
  */
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { SCOPES } from '../shared/http/scopes.ts';
@@ -22,6 +27,7 @@ import {
   freePort,
   load,
   loadRuntimeName,
+  positiveInt,
   printChecks,
   removeQueueKeysAtCleanup,
   reportQuietness,
@@ -40,6 +46,7 @@ import {
 import { catalogDatabase, seedLatestPrices } from './price-fixtures.ts';
 
 const IDLE_WAIT_MS = 3_000;
+const ROUNDS = positiveInt('BENCH_ROUNDS', 3);
 
 /**
  * Issue 22: every request pays for what every request passes (request id, log context, metrics,
@@ -85,11 +92,27 @@ async function main(): Promise<void> {
 
   // Fail fast (with the body) if the key does not work, rather than benchmarking error responses.
   const priceUrl = `${apiBase}/v2/prices/${priced.catalog_id}`;
+  const bodies: string[] = [];
   for (const url of [`${apiBase}/v2/me`, priceUrl]) {
     const response = await fetch(url, { headers: { 'x-api-key': key.key } });
     const body = await response.text();
     if (response.status !== 200) throw new Error(`${url} answered ${response.status} before the load: ${body.slice(0, 300)}`);
+    bodies.push(body);
   }
+
+  // The second baseline: bare Bun.serve plus the metering debit every keyed request must make
+  // (bench/bare-metered-server.ts), answering with /v2/me's body for the same key.
+  const meteredPort = await freePort();
+  const metered = spawnServer('bench/bare-metered-server.ts', meteredPort, {
+    BARE_KEY: key.key,
+    BARE_WORKSPACE_ID: workspace.id,
+    BARE_KEY_ID: key.id,
+    BARE_MINUTE_BUDGET: String(1e9),
+    BARE_DAY_BUDGET: String(1e9),
+    BARE_BODY: bodies[0]!,
+  });
+  const meteredUrl = `http://127.0.0.1:${meteredPort}/`;
+  await waitReady('bare metered server', metered, meteredUrl, { headers: { 'x-api-key': key.key } });
   const healthBody = await (await fetch(`${apiBase}/v2/health`)).text();
   const bareBody = await (await fetch(bareUrl)).text();
   const keysOf = (body: string) => Object.keys(JSON.parse(body) as object).join(',');
@@ -100,26 +123,38 @@ async function main(): Promise<void> {
   const idle = await rssOf(api.proc.pid);
   say(`API idle RSS ${idle.rss.toFixed(1)} MB`);
 
-  // 6. Load, one target at a time, same settings for all.
+  // 6. Load, one target at a time, same settings for all, in ROUNDS rounds that take the targets in
+  // turn; each target's row is its median round by server CPU per request (this machine's figures
+  // move by a fifth between back-to-back runs, and a slow spell then lands on one round of each).
   await reportQuietness();
-  const results: Result[] = [];
-  results.push(await load('bare Bun.serve', bare.proc.pid, bareUrl));
-  results.push(await load('GET /v2/health', api.proc.pid, `${apiBase}/v2/health`));
-  results.push(await load('GET /v2/me', api.proc.pid, `${apiBase}/v2/me`, { 'x-api-key': key.key }));
-  results.push(await load('GET /v2/prices/{id}', api.proc.pid, priceUrl, { 'x-api-key': key.key }));
+  const targets: [string, number, string, Record<string, string>][] = [
+    ['bare Bun.serve', bare.proc.pid, bareUrl, {}],
+    ['bare + metering debit', metered.proc.pid, meteredUrl, { 'x-api-key': key.key }],
+    ['GET /v2/health', api.proc.pid, `${apiBase}/v2/health`, {}],
+    ['GET /v2/me', api.proc.pid, `${apiBase}/v2/me`, { 'x-api-key': key.key }],
+    ['GET /v2/prices/{id}', api.proc.pid, priceUrl, { 'x-api-key': key.key }],
+  ];
+  const rounds: Result[][] = targets.map(() => []);
+  for (let round = 1; round <= ROUNDS; round++) {
+    say(`round ${round} of ${ROUNDS}`);
+    for (const [index, [name, pid, url, headers]] of targets.entries()) rounds[index]!.push(await load(name, pid, url, headers));
+  }
+  const results = rounds.map((runs) => [...runs].sort((a, b) => a.cpuUsPerRequest - b.cpuUsPerRequest)[Math.floor((runs.length - 1) / 2)]!);
   const after = await rssOf(api.proc.pid);
 
   // 7. Report.
-  const [bareResult, health, meResult, priceResult] = results as [Result, Result, Result, Result];
+  const [bareResult, meteredResult, health, meResult, priceResult] = results as [Result, Result, Result, Result, Result];
   const share = (result: Result) => result.rps / bareResult.rps;
   const timesBare = (result: Result) => result.cpuUsPerRequest / bareResult.cpuUsPerRequest;
+  const timesMetered = (result: Result) => result.cpuUsPerRequest / meteredResult.cpuUsPerRequest;
   process.stdout.write(
-    `\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up; loopback; ` +
-      `load generator: autocannon on ${loadRuntimeName} (1 thread); latency resolution 1 ms\n\n`,
+    `\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up, ${ROUNDS} round(s), each row its median round; loopback; ` +
+      `load generator: autocannon on ${loadRuntimeName} (1 thread); latency resolution 1 ms\n`,
   );
+  process.stdout.write(`server CPU µs/req by round: ${rounds.map((runs) => `${runs[0]!.name} ${runs.map((run) => run.cpuUsPerRequest.toFixed(1)).join(' / ')}`).join('; ')}\n\n`);
   process.stdout.write(
     `${table([
-      ['target', 'req/s (avg)', 'p50 ms', 'p99 ms', 'req/s % of bare', 'requests', 'non-2xx', 'errors', 'server CPU µs/req', '× bare (CPU)', 'server CPU'],
+      ['target', 'req/s (avg)', 'p50 ms', 'p99 ms', 'req/s % of bare', 'requests', 'non-2xx', 'errors', 'server CPU µs/req', '× bare (CPU)', '× bare+debit', 'server CPU'],
       ...results.map((result) => [
         result.name,
         result.rps.toFixed(0),
@@ -131,6 +166,7 @@ async function main(): Promise<void> {
         String(result.errors + result.timeouts),
         result.cpuUsPerRequest.toFixed(1),
         timesBare(result).toFixed(2),
+        timesMetered(result).toFixed(2),
         `${(result.cpuCores * 100).toFixed(0)} %`,
       ]),
     ])}\n\n`,
@@ -163,6 +199,21 @@ async function main(): Promise<void> {
       `/v2/prices/{id} <= ${TARGETS.priceTimesBare} × bare by server CPU per request`,
       timesBare(priceResult) <= TARGETS.priceTimesBare && priceResult.non2xx === 0,
       `${timesBare(priceResult).toFixed(2)} × (${priceResult.cpuUsPerRequest.toFixed(1)} µs), p99 ${priceResult.p99} ms${cleanOf(priceResult)}`,
+    ],
+    [
+      `/v2/me <= ${TARGETS.meTimesBare} × bare + metering debit (the like-for-like baseline; docs/performance.md)`,
+      timesMetered(meResult) <= TARGETS.meTimesBare && meResult.non2xx === 0,
+      `${timesMetered(meResult).toFixed(2)} × (${meResult.cpuUsPerRequest.toFixed(1)} µs vs ${meteredResult.cpuUsPerRequest.toFixed(1)} µs)${cleanOf(meResult)}`,
+    ],
+    [
+      `/v2/prices/{id} <= ${TARGETS.priceTimesBare} × bare + metering debit`,
+      timesMetered(priceResult) <= TARGETS.priceTimesBare && priceResult.non2xx === 0,
+      `${timesMetered(priceResult).toFixed(2)} × (${priceResult.cpuUsPerRequest.toFixed(1)} µs vs ${meteredResult.cpuUsPerRequest.toFixed(1)} µs)${cleanOf(priceResult)}`,
+    ],
+    [
+      `the request path of a keyed route costs no more than health's: /v2/me over bare + debit <= /v2/health over bare`,
+      meResult.cpuUsPerRequest - meteredResult.cpuUsPerRequest <= health.cpuUsPerRequest - bareResult.cpuUsPerRequest,
+      `${(meResult.cpuUsPerRequest - meteredResult.cpuUsPerRequest).toFixed(1)} µs vs ${(health.cpuUsPerRequest - bareResult.cpuUsPerRequest).toFixed(1)} µs`,
     ],
     [`API idle RSS < ${TARGETS.idleRssMb} MB`, idle.rss < TARGETS.idleRssMb, `${idle.rss.toFixed(1)} MB`],
   ];

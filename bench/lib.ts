@@ -238,12 +238,10 @@ export function spawnApi(port: number, env: Record<string, string>): SpawnedServ
   // BENCH_API_CHECKOUT: another checkout's API (its api/main.ts, this checkout's node_modules), for
   // before/after figures from one machine in one session.
   const main = process.env.BENCH_API_CHECKOUT ? `${process.env.BENCH_API_CHECKOUT.replace(/\/+$/, '')}/api/main.ts` : 'api/main.ts';
-  return spawnServer(main, port, {
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    SIGNING_KEY: 'bench-signing-key-0123456789',
-    ...env,
-  });
+  // BENCH_CPU_PROF=<dir>: the API writes a CPU profile there when it exits (.cpuprofile and a markdown summary).
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, '--cpu-prof-interval=100'] : [];
+  const spawned = spawnBun([...profile, main], { LOG_LEVEL: 'warn', NODE_ENV: 'production', SIGNING_KEY: 'bench-signing-key-0123456789', ...env, PORT: String(port) });
+  return { ...spawned, port };
 }
 
 export function exitedEarly(spawned: Spawned): boolean {
