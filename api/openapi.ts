@@ -103,7 +103,7 @@ type RouteHooks = {
   query?: unknown;
   params?: unknown;
   response?: unknown;
-  detail?: { hide?: boolean; responses?: ResponsesObject };
+  detail?: { hide?: boolean; responses?: ResponsesObject; parameters?: { in: string; name: string }[] };
 };
 type Operation = {
   parameters?: unknown[];
@@ -164,6 +164,12 @@ export function buildOpenApiDocument(app: AnyElysia, documentation: OpenApiDocum
       };
     } else {
       delete operation.requestBody;
+    }
+    // Parameters a plugin declares in its detail (the Idempotency-Key header), which the generator
+    // drops when the route has path or query parameters of its own.
+    for (const parameter of hooks.detail?.parameters ?? []) {
+      const parameters = (operation.parameters ??= []) as { in: string; name: string }[];
+      if (!parameters.some((known) => known.in === parameter.in && known.name === parameter.name)) parameters.push(parameter);
     }
     // Success responses come from the route's response schemas (via the generator) or its detail;
     // every route answers a 400 when it has inputs, and bodies add their size and type checks.

@@ -52,7 +52,7 @@ export async function tour(baseUrl: string, seeded: Seeded, email: string, passw
   } while (cursor !== undefined && pages < 10);
 
   const webhook = await client.POST('/v2/webhooks', {
-    headers: { 'idempotency-key': crypto.randomUUID() },
+    params: { header: { 'Idempotency-Key': crypto.randomUUID() } },
     body: { url: 'http://127.0.0.1:9/openapi-fetch', event_types: ['price.updated'], description: 'from the generated client' },
   });
   if (!webhook.data) throw new Error(\`webhook: \${webhook.response.status} \${JSON.stringify(webhook.error)}\`);
@@ -74,7 +74,9 @@ export function mistakes(client: ReturnType<typeof createClient<paths>>) {
   // @ts-expect-error not a scope
   void client.POST('/v1/me/keys', { body: { scopes: ['prices:write'] } });
   // @ts-expect-error a webhook needs its url
-  void client.POST('/v2/webhooks', { body: { event_types: ['price.updated'] } });
+  void client.POST('/v2/webhooks', { params: { header: { 'Idempotency-Key': 'k' } }, body: { event_types: ['price.updated'] } });
+  // @ts-expect-error creating a webhook needs an Idempotency-Key
+  void client.POST('/v2/webhooks', { body: { url: 'https://example.com/hook', event_types: ['price.updated'] } });
   // @ts-expect-error no such operation
   void client.GET('/v2/no-such-path');
 }

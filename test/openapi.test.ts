@@ -91,6 +91,26 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  test('the operations that take an Idempotency-Key document the header, required where its absence is a 400, and no other does', () => {
+    const idempotent: Record<string, boolean> = {
+      'POST /v1/me/keys': false,
+      'POST /v2/audit/exports': true,
+      'POST /v2/renders': true,
+      'POST /v2/scenes': true,
+      'POST /v2/trade-intents': true,
+      'POST /v2/trade-intents/{trade_intent_id}/cancel': false,
+      'POST /v2/webhooks': true,
+    };
+    const documented: Record<string, boolean> = {};
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const header = (operation.parameters ?? []).find((parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key');
+        if (header) documented[`${method.toUpperCase()} ${path}`] = header.required === true;
+      }
+    }
+    expect(documented).toEqual(idempotent);
+  });
+
   test('each route with a body documents it as JSON, from the schema that validates it', () => {
     const withBodies = routes.filter((route) => isZod(route.hooks.body));
     expect(withBodies.length).toBeGreaterThanOrEqual(5);

@@ -44,7 +44,18 @@ export function idempotencyPlugin(deps: IdempotencyPluginDeps) {
   return new Elysia({ name: 'idempotency' }).macro({
     idempotent: (options: IdempotencyOptions) => ({
       // 400 idempotency_key_required (or a malformed key), 409 reused or still in use (DESIGN 6).
-      detail: { responses: errorResponses(400, 409) },
+      detail: {
+        responses: errorResponses(400, 409),
+        parameters: [
+          {
+            in: 'header',
+            name: 'Idempotency-Key',
+            required: options.required,
+            description: `${options.required ? 'Required' : 'Optional'}: 1 to 255 visible ASCII characters, unique per intended request. A retry with the same key and the same request within 24 hours gets the first answer's body again, with 200 and \`Idempotent-Replayed: true\`; the same key with a different request is a 409 \`idempotency_key_reused\`, and while the first is still running a 409 \`idempotency_key_in_use\`.`,
+            schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+          },
+        ],
+      },
       async resolve(context) {
         const { request, set, body } = context;
         const principal = (context as { principal?: ApiKeyPrincipal }).principal;
