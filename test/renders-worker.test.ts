@@ -7,7 +7,7 @@ import { createLogger } from '../shared/platform/logger.ts';
 import type { RenderJson } from '../shared/media/renders-model.ts';
 import { enqueue, type JobName } from '../shared/jobs/queues.ts';
 import type { PoolContext } from '../workers/pool.ts';
-import { createRenderEngine, renderHandlers } from '../workers/render/index.ts';
+import { createRenderEngine, renderHandlers, renderPool } from '../workers/render/index.ts';
 import type { RenderEngine } from '../workers/render/engine.ts';
 import { createTestApp, eventually, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 import { ITEM, itemFilesDir, sceneOf } from './renders-fixtures.ts';
@@ -172,4 +172,13 @@ describe('render pool', () => {
     expect(outbox.length).toBe(1);
     expect(existsSync(join(blobDir, 'renders', workspace.id))).toBe(false);
   }, 60_000);
+});
+
+test('a render process takes more jobs at once than it has pages, so every page can be busy while a sweep runs (RENDER_PAGES 1 to 16)', () => {
+  const concurrency = renderPool.concurrency as (config: ReturnType<typeof testConfig>) => number;
+  for (const pages of [1, 4, 8, 16]) {
+    const inFlight = concurrency(testConfig({ RENDER_PAGES: String(pages) }));
+    expect({ pages, enough: inFlight > pages }).toEqual({ pages, enough: true });
+  }
+  expect(concurrency(testConfig({ RENDER_PAGES: '16' }))).toBe(32);
 });

@@ -22,7 +22,8 @@ export type PoolDefinition = {
   schedules?: readonly Schedule[] | ((config: Config) => readonly Schedule[]);
   /** Jobs enqueued once each time the pool starts (shared/jobs/queues.ts StartupJob). */
   startupJobs?: readonly StartupJob[];
-  concurrency?: number;
+  /** Jobs in flight per process (default 1), or how many for a configuration. */
+  concurrency?: number | ((config: Config) => number);
   /**
    * Metrics of the pool's own work (webhook delivery outcomes, render durations), defined by the
    * pool with `registers: []`; the runtime adds them to the process's GET /metrics.

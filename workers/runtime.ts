@@ -136,7 +136,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
           const scheduledAt = new Date(job.timestamp + (job.opts.delay ?? 0));
           return handler(payload as never, { jobId: job.id, attempt: job.attemptsMade + 1, scheduledAt });
         }),
-        { connection, prefix: config.QUEUE_PREFIX, concurrency: definition.concurrency ?? 1, autorun: true },
+        { connection, prefix: config.QUEUE_PREFIX, concurrency: typeof definition.concurrency === 'function' ? definition.concurrency(config) : (definition.concurrency ?? 1), autorun: true },
       );
       worker.on('error', (error) => poolLog.error({ err: error.message }, 'worker error'));
       worker.on('failed', (job, error) => poolLog.warn({ job_id: job?.id, job_name: job?.name, err: error.message }, 'job failed'));

@@ -170,8 +170,9 @@ export const renderPool: PoolDefinition = {
   pool: 'render',
   schedules: (config) => [{ id: 'render-sweep', job: 'renders.sweep', everyMs: config.RENDER_SWEEP_SECONDS * 1000 }],
   // Enough jobs in flight to keep RENDER_PAGES pages busy (the engine's page slots are the real bound;
-  // a job waiting for a page holds its heartbeated lease) and a sweep never waits behind renders.
-  concurrency: 8,
+  // a job waiting for a page holds its heartbeated lease) and a sweep never waits behind renders:
+  // twice the pages, and never fewer than 8.
+  concurrency: (config) => Math.max(8, 2 * config.RENDER_PAGES),
   metrics: [renderDurations],
   handlers: (context) => renderHandlers(context, createRenderEngine(context)),
 };
