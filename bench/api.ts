@@ -10,8 +10,9 @@
  * with pass/fail. Targets: GET /v2/health, GET /v2/me (a metered key check) and GET /v2/prices/{id}
  * (one priced item, answered from the item price cache) against bare, by server CPU per request.
  *
- * A second baseline, bench/bare-metered-server.ts, is bare Bun.serve plus the metering debit every keyed
- * request must make (DESIGN 5): the keyed targets are also judged against it, like for like.
+ * Like-for-like baselines: bare Bun.serve with the X-Request-Id every response carries (DESIGN 6),
+ * for /v2/health; bench/bare-metered-server.ts, that plus the metering debit every keyed request must
+ * make (DESIGN 5), for the keyed targets; and Elysia alone (bench/bare-elysia-server.ts), for scale.
  *
  * Environment: DATABASE_URL and REDIS_URL (set by scripts/dev.ts), BENCH_DURATION (seconds per
  * target, default 10), BENCH_WARMUP (seconds of discarded warm-up load per target, default 2),
@@ -85,9 +86,13 @@ async function main(): Promise<void> {
   const [apiPort, barePort] = [await freePort(), await freePort()];
   const api = spawnApi(apiPort, { DATABASE_URL: dbUrl, QUEUE_PREFIX: queuePrefix });
   const bare = spawnServer('bench/bare-server.ts', barePort, {});
+  // bare plus the X-Request-Id every response carries (DESIGN 6): /v2/health's like-for-like baseline.
+  const identifiedPort = await freePort();
+  const identified = spawnServer('bench/bare-server.ts', identifiedPort, { BARE_REQUEST_ID: '1' });
+  const identifiedUrl = `http://127.0.0.1:${identifiedPort}/`;
   const apiBase = `http://127.0.0.1:${apiPort}`;
   const bareUrl = `http://127.0.0.1:${barePort}/`;
-  await Promise.all([waitReady('API', api, `${apiBase}/v2/health`), waitReady('bare server', bare, bareUrl)]);
+  await Promise.all([waitReady('API', api, `${apiBase}/v2/health`), waitReady('bare server', bare, bareUrl), waitReady('bare server with request ids', identified, identifiedUrl)]);
   say(`API pid ${api.proc.pid} on :${apiPort}, bare server pid ${bare.proc.pid} on :${barePort}`);
 
   // Fail fast (with the body) if the key does not work, rather than benchmarking error responses.
@@ -100,8 +105,8 @@ async function main(): Promise<void> {
     bodies.push(body);
   }
 
-  // The second baseline: bare Bun.serve plus the metering debit every keyed request must make
-  // (bench/bare-metered-server.ts), answering with /v2/me's body for the same key.
+  // The keyed baseline: bare Bun.serve plus the request id and the metering debit every keyed request
+  // must make (bench/bare-metered-server.ts), answering with /v2/me's body for the same key.
   const meteredPort = await freePort();
   const metered = spawnServer('bench/bare-metered-server.ts', meteredPort, {
     BARE_KEY: key.key,
@@ -113,6 +118,11 @@ async function main(): Promise<void> {
   });
   const meteredUrl = `http://127.0.0.1:${meteredPort}/`;
   await waitReady('bare metered server', metered, meteredUrl, { headers: { 'x-api-key': key.key } });
+  // The third: Elysia alone, one route, no plugins: what the framework costs before anything of ours.
+  const elysiaPort = await freePort();
+  const elysia = spawnServer('bench/bare-elysia-server.ts', elysiaPort, { NODE_ENV: 'production' });
+  const elysiaUrl = `http://127.0.0.1:${elysiaPort}/`;
+  await waitReady('Elysia alone', elysia, elysiaUrl);
   const healthBody = await (await fetch(`${apiBase}/v2/health`)).text();
   const bareBody = await (await fetch(bareUrl)).text();
   const keysOf = (body: string) => Object.keys(JSON.parse(body) as object).join(',');
@@ -129,7 +139,9 @@ async function main(): Promise<void> {
   await reportQuietness();
   const targets: [string, number, string, Record<string, string>][] = [
     ['bare Bun.serve', bare.proc.pid, bareUrl, {}],
-    ['bare + metering debit', metered.proc.pid, meteredUrl, { 'x-api-key': key.key }],
+    ['bare + request id', identified.proc.pid, identifiedUrl, {}],
+    ['bare + id + debit', metered.proc.pid, meteredUrl, { 'x-api-key': key.key }],
+    ['Elysia alone', elysia.proc.pid, elysiaUrl, {}],
     ['GET /v2/health', api.proc.pid, `${apiBase}/v2/health`, {}],
     ['GET /v2/me', api.proc.pid, `${apiBase}/v2/me`, { 'x-api-key': key.key }],
     ['GET /v2/prices/{id}', api.proc.pid, priceUrl, { 'x-api-key': key.key }],
@@ -143,7 +155,7 @@ async function main(): Promise<void> {
   const after = await rssOf(api.proc.pid);
 
   // 7. Report.
-  const [bareResult, meteredResult, health, meResult, priceResult] = results as [Result, Result, Result, Result, Result];
+  const [bareResult, identifiedResult, meteredResult, elysiaResult, health, meResult, priceResult] = results as [Result, Result, Result, Result, Result, Result, Result];
   const share = (result: Result) => result.rps / bareResult.rps;
   const timesBare = (result: Result) => result.cpuUsPerRequest / bareResult.cpuUsPerRequest;
   const timesMetered = (result: Result) => result.cpuUsPerRequest / meteredResult.cpuUsPerRequest;
@@ -154,7 +166,7 @@ async function main(): Promise<void> {
   process.stdout.write(`server CPU µs/req by round: ${rounds.map((runs) => `${runs[0]!.name} ${runs.map((run) => run.cpuUsPerRequest.toFixed(1)).join(' / ')}`).join('; ')}\n\n`);
   process.stdout.write(
     `${table([
-      ['target', 'req/s (avg)', 'p50 ms', 'p99 ms', 'req/s % of bare', 'requests', 'non-2xx', 'errors', 'server CPU µs/req', '× bare (CPU)', '× bare+debit', 'server CPU'],
+      ['target', 'req/s (avg)', 'p50 ms', 'p99 ms', 'req/s % of bare', 'requests', 'non-2xx', 'errors', 'server CPU µs/req', '× bare (CPU)', '× bare+id+debit', 'server CPU'],
       ...results.map((result) => [
         result.name,
         result.rps.toFixed(0),
@@ -201,12 +213,22 @@ async function main(): Promise<void> {
       `${timesBare(priceResult).toFixed(2)} × (${priceResult.cpuUsPerRequest.toFixed(1)} µs), p99 ${priceResult.p99} ms${cleanOf(priceResult)}`,
     ],
     [
-      `/v2/me <= ${TARGETS.meTimesBare} × bare + metering debit (the like-for-like baseline; docs/performance.md)`,
+      `/v2/health >= ${TARGETS.healthShareOfBare * 100} % of bare + request id (the like-for-like baseline; docs/performance.md)`,
+      identifiedResult.cpuUsPerRequest / health.cpuUsPerRequest >= TARGETS.healthShareOfBare && health.non2xx === 0,
+      `${((identifiedResult.cpuUsPerRequest / health.cpuUsPerRequest) * 100).toFixed(1)} % (${health.cpuUsPerRequest.toFixed(1)} µs vs ${identifiedResult.cpuUsPerRequest.toFixed(1)} µs)`,
+    ],
+    [
+      `(for scale) Elysia alone, no plugins, as a share of bare by server CPU per request`,
+      true,
+      `${((1 / timesBare(elysiaResult)) * 100).toFixed(1)} % (${elysiaResult.cpuUsPerRequest.toFixed(1)} µs); /v2/health is ${((elysiaResult.cpuUsPerRequest / health.cpuUsPerRequest) * 100).toFixed(1)} % of it`,
+    ],
+    [
+      `/v2/me <= ${TARGETS.meTimesBare} × bare + request id + metering debit (like for like)`,
       timesMetered(meResult) <= TARGETS.meTimesBare && meResult.non2xx === 0,
       `${timesMetered(meResult).toFixed(2)} × (${meResult.cpuUsPerRequest.toFixed(1)} µs vs ${meteredResult.cpuUsPerRequest.toFixed(1)} µs)${cleanOf(meResult)}`,
     ],
     [
-      `/v2/prices/{id} <= ${TARGETS.priceTimesBare} × bare + metering debit`,
+      `/v2/prices/{id} <= ${TARGETS.priceTimesBare} × bare + request id + metering debit`,
       timesMetered(priceResult) <= TARGETS.priceTimesBare && priceResult.non2xx === 0,
       `${timesMetered(priceResult).toFixed(2)} × (${priceResult.cpuUsPerRequest.toFixed(1)} µs vs ${meteredResult.cpuUsPerRequest.toFixed(1)} µs)${cleanOf(priceResult)}`,
     ],

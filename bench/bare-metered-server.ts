@@ -2,10 +2,12 @@
 // work DESIGN 5 requires of every keyed request and that a bare server cannot skip: find the key by
 // its SHA-256 hash (here in a Map of one), debit one unit through the same metering code as the API
 // (shared/usage/metering.ts: the same batched Lua script on the same Redis), and answer with the
-// RateLimit headers and the body GET /v2/me sent for that key. No framework, request id, log context
-// or metrics: what the API spends above this on /v2/me is its request path, not the metering.
+// RateLimit headers, the X-Request-Id every response carries (DESIGN 6) and the body GET /v2/me sent
+// for that key. No framework, log context or metrics: what the API spends above this on /v2/me is its
+// request path, not the metering.
 // PORT, REDIS_URL, BARE_KEY, BARE_WORKSPACE_ID, BARE_KEY_ID, BARE_MINUTE_BUDGET, BARE_DAY_BUDGET and
 // BARE_BODY are required.
+import { REQUEST_ID_PATTERN } from '../api/plugins/request-context.ts';
 import { hashKey } from '../shared/identity/api-keys.ts';
 import { CounterRedis } from '../shared/platform/redis-counters.ts';
 import { rateLimitHeaders, UsageMeter } from '../shared/usage/metering.ts';
@@ -32,11 +34,13 @@ const server = Bun.serve({
   port,
   hostname: '127.0.0.1',
   async fetch(request) {
+    const incoming = request.headers.get('x-request-id');
+    const requestId = incoming !== null && REQUEST_ID_PATTERN.test(incoming) ? incoming : crypto.randomUUID();
     const raw = request.headers.get('x-api-key');
     const found = raw === null ? undefined : keys.get(hashKey(raw));
-    if (!found) return new Response('{"error":{"code":"unauthorized"}}', { status: 401, headers: { 'content-type': 'application/json' } });
+    if (!found) return new Response('{"error":{"code":"unauthorized"}}', { status: 401, headers: { 'content-type': 'application/json', 'x-request-id': requestId } });
     const usage = await meter.debit({ workspaceId: found.workspaceId, keyId: found.keyId, operation: 'me.get', units: 1, budgets: found.budgets, now: new Date() });
-    return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8', ...rateLimitHeaders(usage) } });
+    return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8', 'x-request-id': requestId, ...rateLimitHeaders(usage) } });
   },
 });
 

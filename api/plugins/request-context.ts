@@ -3,7 +3,8 @@ import type { HttpRequestMetrics } from '../../shared/metrics/http.ts';
 import { bindLogContext } from '../../shared/platform/log-context.ts';
 import type { Logger } from '../../shared/platform/logger.ts';
 
-const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A caller's X-Request-Id that is echoed; anything else gets a fresh UUID. */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** When the request arrived (performance.now()), kept on Elysia's per-request `set` object, and what observes its end. */
 const ARRIVED = Symbol('arrived');
@@ -52,7 +53,7 @@ export function requestContextPlugin(deps: { log: Logger; metrics: { http: HttpR
   return new Elysia({ name: 'request-context' })
     .onRequest(({ request, set }) => {
       const incoming = request.headers.get('x-request-id');
-      const requestId = incoming !== null && requestIdPattern.test(incoming) ? incoming : crypto.randomUUID();
+      const requestId = incoming !== null && REQUEST_ID_PATTERN.test(incoming) ? incoming : crypto.randomUUID();
       set.headers['x-request-id'] = requestId;
       // Every line logged while this request is handled carries its id, whichever logger writes it.
       bindLogContext({ request_id: requestId });
