@@ -7,7 +7,7 @@
 // request path, not the metering.
 // PORT, REDIS_URL, BARE_KEY, BARE_WORKSPACE_ID, BARE_KEY_ID, BARE_MINUTE_BUDGET, BARE_DAY_BUDGET and
 // BARE_BODY are required.
-import { REQUEST_ID_PATTERN } from '../api/plugins/request-context.ts';
+import { requestIdFor } from '../api/plugins/request-context.ts';
 import { hashKey } from '../shared/identity/api-keys.ts';
 import { CounterRedis } from '../shared/platform/redis-counters.ts';
 import { rateLimitHeaders, UsageMeter } from '../shared/usage/metering.ts';
@@ -34,8 +34,7 @@ const server = Bun.serve({
   port,
   hostname: '127.0.0.1',
   async fetch(request) {
-    const incoming = request.headers.get('x-request-id');
-    const requestId = incoming !== null && REQUEST_ID_PATTERN.test(incoming) ? incoming : crypto.randomUUID();
+    const requestId = requestIdFor(request);
     const raw = request.headers.get('x-api-key');
     const found = raw === null ? undefined : keys.get(hashKey(raw));
     if (!found) return new Response('{"error":{"code":"unauthorized"}}', { status: 401, headers: { 'content-type': 'application/json', 'x-request-id': requestId } });

@@ -1,7 +1,7 @@
 // Baseline for bench/api.ts: a bare Bun.serve in its own process, answering every request with the
 // same small JSON body as GET /v2/health. PORT is required. With BARE_REQUEST_ID=1 it also does what
 // DESIGN 6 asks of every response: an X-Request-Id, the caller's when it is a sane token, else a UUID.
-import { REQUEST_ID_PATTERN } from '../api/plugins/request-context.ts';
+import { requestIdFor } from '../api/plugins/request-context.ts';
 
 const port = Number(process.env.PORT);
 if (!Number.isInteger(port) || port <= 0) throw new Error('bench/bare-server.ts: PORT must be set');
@@ -9,17 +9,12 @@ if (!Number.isInteger(port) || port <= 0) throw new Error('bench/bare-server.ts:
 const startedAt = new Date().toISOString();
 const withRequestId = process.env.BARE_REQUEST_ID === '1';
 
-function requestIdOf(request: Request): string {
-  const incoming = request.headers.get('x-request-id');
-  return incoming !== null && REQUEST_ID_PATTERN.test(incoming) ? incoming : crypto.randomUUID();
-}
-
 const server = Bun.serve({
   port,
   hostname: '127.0.0.1',
   fetch: (request) =>
     new Response(JSON.stringify({ status: 'ok', version: '0.1.0', started_at: startedAt, uptime_seconds: 1 }), {
-      headers: withRequestId ? { 'content-type': 'application/json', 'x-request-id': requestIdOf(request) } : { 'content-type': 'application/json' },
+      headers: withRequestId ? { 'content-type': 'application/json', 'x-request-id': requestIdFor(request) } : { 'content-type': 'application/json' },
     }),
 });
 

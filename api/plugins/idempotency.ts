@@ -52,7 +52,7 @@ export function idempotencyPlugin(deps: IdempotencyPluginDeps) {
             name: 'Idempotency-Key',
             required: options.required,
             description: `${options.required ? 'Required' : 'Optional'}: 1 to 255 visible ASCII characters, unique per intended request. A retry with the same key and the same request within 24 hours gets the first answer's body again, with 200 and \`Idempotent-Replayed: true\`; the same key with a different request is a 409 \`idempotency_key_reused\`, and while the first is still running a 409 \`idempotency_key_in_use\`.`,
-            schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+            schema: { type: 'string', minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN.source },
           },
         ],
       },

@@ -3,8 +3,13 @@ import type { HttpRequestMetrics } from '../../shared/metrics/http.ts';
 import { bindLogContext } from '../../shared/platform/log-context.ts';
 import type { Logger } from '../../shared/platform/logger.ts';
 
-/** A caller's X-Request-Id that is echoed; anything else gets a fresh UUID. */
-export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** A request's id: the caller's `X-Request-Id` when it is a sane token, else a fresh UUID. */
+export function requestIdFor(request: Request): string {
+  const incoming = request.headers.get('x-request-id');
+  return incoming !== null && REQUEST_ID_PATTERN.test(incoming) ? incoming : crypto.randomUUID();
+}
 
 /** When the request arrived (performance.now()), kept on Elysia's per-request `set` object, and what observes its end. */
 const ARRIVED = Symbol('arrived');
@@ -52,8 +57,7 @@ export function requestContextPlugin(deps: { log: Logger; metrics: { http: HttpR
   };
   return new Elysia({ name: 'request-context' })
     .onRequest(({ request, set }) => {
-      const incoming = request.headers.get('x-request-id');
-      const requestId = incoming !== null && REQUEST_ID_PATTERN.test(incoming) ? incoming : crypto.randomUUID();
+      const requestId = requestIdFor(request);
       set.headers['x-request-id'] = requestId;
       // Every line logged while this request is handled carries its id, whichever logger writes it.
       bindLogContext({ request_id: requestId });
