@@ -12,10 +12,10 @@
  * truncated, its price_sources and ingest_runs rows deleted) and gets its own real ingest worker
  * process (`bun workers/main.ts ingest`, SOURCES=<source>, SOURCE_<NAME>_URL=<simulator>/<source>,
  * SOURCE_<NAME>_INTERVAL_SECONDS=10, its own QUEUE_PREFIX): the worker remembers the rows it wrote,
- * so a fresh process per source keeps each measurement to that source alone. The workers use an
- * empty Redis logical database (the first of 1-15): a source's request budget and Retry-After block
- * are Redis keys shared by every process on a database whatever its QUEUE_PREFIX, and tests running
- * beside the bench put the simulator in rate_limit mode.
+ * so a fresh process per source keeps each measurement to that source alone. Its QUEUE_PREFIX also
+ * holds the source's request budget and Retry-After block (`<QUEUE_PREFIX>:source-budget:…`), so a
+ * test running beside the bench that puts the simulator in rate_limit mode never blocks the bench's
+ * worker.
  *
  *  (1) full catalog: the first run writes every row (empty tables). Its write phase is writeIngestRun
  *      from BEGIN to COMMIT (the sum of the step timings the worker logs). It must write at least
@@ -67,7 +67,6 @@
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Redis } from 'ioredis';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { parseConfig } from '../shared/platform/config.ts';
@@ -257,32 +256,6 @@ async function copyIn(sql: Sql, data: Map<string, Buffer>): Promise<number> {
     for (const table of TARGET_TABLES) await pipeline(Readable.from([data.get(table)!]), await tx.unsafe(`copy ${table} from stdin`).writable());
   });
   return performance.now() - started;
-}
-
-/**
- * A Redis URL on a logical database nobody uses (the first empty one of 1-15), for the workers. Their
- * request budgets live under keys that QUEUE_PREFIX does not namespace (`source-budget:{<source>}:…`):
- * on the shared database, a test that made the simulator answer 429 blocks the bench's worker for
- * its Retry-After. Falls back to `redisUrl` itself (with a warning) when no such database exists.
- */
-async function isolatedRedisUrl(redisUrl: string): Promise<{ url: string; isolated: boolean }> {
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    for (let db = 1; db < 16; db += 1) {
-      await redis.select(db);
-      if ((await redis.dbsize()) === 0) {
-        const url = new URL(redisUrl);
-        url.pathname = `/${db}`;
-        return { url: url.toString(), isolated: true };
-      }
-    }
-  } catch {
-    // a server with fewer databases: fall through
-  } finally {
-    redis.disconnect();
-  }
-  return { url: redisUrl, isolated: false };
 }
 
 /** Empty target tables, and no trace of `sources` in price_sources or ingest_runs. */
@@ -778,7 +751,8 @@ function snapshotTable(three: SnapshotFigures, nine: SnapshotFigures, writes: So
 }
 
 async function main(): Promise<void> {
-  const sharedRedisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  // The workers' queues and request budgets live under each worker's own QUEUE_PREFIX.
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const sources = benchSources();
   const snapshotPart = process.env.BENCH_SNAPSHOT !== '0';
 
@@ -803,16 +777,6 @@ async function main(): Promise<void> {
   if (warm.status !== 200) throw new Error(`simulator answered ${warm.status} for ${skinportUrl}`);
   say(`simulator ${simulator.url}: skinport snapshot ${mib(compressed.byteLength)} br; catalog variants (items and phases) ${count(variants)}`);
 
-  // The workers' Redis: their queues and their request budgets away from anything else on the server.
-  const workerRedis = sources.length > 0 ? await isolatedRedisUrl(sharedRedisUrl) : { url: sharedRedisUrl, isolated: false };
-  const redisUrl = workerRedis.url;
-  if (workerRedis.isolated) {
-    // Only this bench uses that database: its budget keys (they expire within a minute anyway) go too.
-    removeQueueKeysAtCleanup(redisUrl, 'source-budget');
-    say(`workers' Redis: ${redisUrl} (an empty logical database: request budgets are not namespaced by QUEUE_PREFIX)`);
-  } else if (sources.length > 0) {
-    say(`warning: no empty Redis logical database; the workers share ${redisUrl}, where another process's budget or Retry-After block applies to them`);
-  }
   const bench: Bench = { sql, dbUrl: db.url, redisUrl, simulatorUrl: simulator.url, clock, names: await loadCatalogNameMap(sql) };
   await reportQuietness();
 

@@ -3,6 +3,7 @@ import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { createRequestRedis } from '../shared/platform/redis.ts';
+import { requestBudgetKeys, sourceBudgetPrefix } from '../shared/sources/budget.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { runSourceIngest } from '../workers/ingest/run.ts';
 import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
@@ -49,22 +50,25 @@ afterAll(async () => {
 });
 
 test('random decimal strings survive ingest and come out of both price APIs unchanged', async () => {
-  const config = testConfig({ SOURCES: 'skinport', SOURCE_SKINPORT_URL: `${simulator.url}/skinport` });
+  // Its own QUEUE_PREFIX: the request budget and any Retry-After block live in Redis under it, so no
+  // other suite's skinport runs (or a 429 they provoked) can refuse this run.
+  const config = testConfig({ SOURCES: 'skinport', SOURCE_SKINPORT_URL: `${simulator.url}/skinport`, QUEUE_PREFIX: `roundtrip${crypto.randomUUID().slice(0, 8)}` });
+  const budgetKeys = requestBudgetKeys(sourceBudgetPrefix(config.QUEUE_PREFIX), 'skinport');
   const redis = createRequestRedis(config.REDIS_URL, 'roundtrip');
   try {
     // A request connection has no offline queue: a command before it is ready fails at once.
     await eventually(async () => (redis.status === 'ready' ? true : undefined));
-    // The request budget and any Retry-After block live in Redis, shared with every other suite's
-    // skinport runs: start from none, so this run is never refused for another suite's traffic.
-    await redis.del('source-budget:{skinport}:window', 'source-budget:{skinport}:blocked');
     const outcome = await runSourceIngest(
       { sql: t.deps.sql, redis, config, log: t.deps.log, now: () => new Date() },
       ADAPTERS.skinport,
       new Date(Date.UTC(2031, 0, 1) + Math.floor(Math.random() * 1e9)),
     );
     expect(outcome).toMatchObject({ status: 'succeeded' });
+    // The run's one upstream request was admitted by the budget under this QUEUE_PREFIX.
+    expect(await redis.zcard(budgetKeys.window)).toBe(1);
     await buildPriceSnapshot(t.deps.sql, new Date());
   } finally {
+    await redis.del(budgetKeys.window, budgetKeys.blocked).catch((error: Error) => t.deps.log.warn({ err: error.message }, 'could not remove the budget keys'));
     redis.disconnect();
   }
 

@@ -5,6 +5,7 @@ import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 import { forgetCachedRates } from '../shared/prices/currency.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { createRequestRedis, type Redis } from '../shared/platform/redis.ts';
+import { requestBudgetKeys, sourceBudgetPrefix } from '../shared/sources/budget.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { enabledSources, unavailableSources } from '../shared/sources/settings.ts';
 import { ingestPool } from '../workers/ingest/index.ts';
@@ -46,7 +47,9 @@ beforeAll(async () => {
   t = await scratchTestApp({
     tag: 'skinbaron',
     now,
-    config: { SOURCES: 'skinbaron', SOURCE_SKINBARON_KEY: KEY, SOURCE_SKINBARON_URL: `${simulator.url}/skinbaron` },
+    // Its own QUEUE_PREFIX, under which the source's request budget and Retry-After block live: no
+    // other suite's skinbaron runs (or 429s) can refuse this suite's.
+    config: { SOURCES: 'skinbaron', SOURCE_SKINBARON_KEY: KEY, SOURCE_SKINBARON_URL: `${simulator.url}/skinbaron`, QUEUE_PREFIX: `skinbaron${crypto.randomUUID().slice(0, 8)}` },
   });
   const catalog = generateCatalog().filter((item) => item.market_hash_name === AK || item.market_hash_name === KARAMBIT);
   expect(catalog).toHaveLength(2);
@@ -54,11 +57,11 @@ beforeAll(async () => {
   akId = catalog.find((item) => item.market_hash_name === AK)!.catalog_id;
   redis = createRequestRedis(t.deps.config.REDIS_URL, 'skinbaron-test');
   await eventually(async () => (redis.status === 'ready' ? true : undefined));
-  // Budgets and Retry-After blocks live in Redis, shared with other suites: start from none.
-  for (const key of await redis.keys('*skinbaron*')) await redis.del(key);
 });
 
 afterAll(async () => {
+  const budget = requestBudgetKeys(sourceBudgetPrefix(t.deps.config.QUEUE_PREFIX), 'skinbaron');
+  await redis.del(budget.window, budget.blocked);
   redis.disconnect();
   await simulator.stop();
   await t.close();

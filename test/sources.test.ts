@@ -7,14 +7,15 @@ import { parseEcbRates } from '../shared/fx/ecb.ts';
 import type { FxRates } from '../shared/fx/repository.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 import { compareDecimals } from '../shared/prices/decimal.ts';
-import { createRequestBudget } from '../shared/sources/budget.ts';
+import { createRequestBudget, requestBudgetKeys } from '../shared/sources/budget.ts';
 import { CSFLOAT_DEFAULT_MAX_PAGES, CSFLOAT_MAX_PAGE_SIZE } from '../shared/sources/csfloat.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { decimalFromCents, decimalFromJsonNumber, decimalFromSteamMoney, integerFromSteamCount } from '../shared/sources/money.ts';
 import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../shared/sources/types.ts';
 import { SOURCE_NAMES, type SourceName } from '../shared/sources/names.ts';
 import { parseJsonExact, parseJsonExactWithReviver, parseRetryAfter, JsonNumber } from '../shared/sources/upstream.ts';
-import { failure } from './helpers.ts';
+import { sourceSettings } from '../shared/sources/settings.ts';
+import { failure, testConfig } from './helpers.ts';
 import {
   ABSENT_SHARE,
   MARKETPLACE_SOURCES,
@@ -550,8 +551,8 @@ describe('request budget (Redis)', () => {
 
   test('two instances share one window; the refusal says how long to wait', async () => {
     const keyPrefix = prefix();
-    const a = createRequestBudget(first, 'steam', { requests: 3, windowSeconds: 60 }, { keyPrefix });
-    const b = createRequestBudget(second, 'steam', { requests: 3, windowSeconds: 60 }, { keyPrefix });
+    const a = createRequestBudget(first, 'steam', { requests: 3, windowSeconds: 60, keyPrefix });
+    const b = createRequestBudget(second, 'steam', { requests: 3, windowSeconds: 60, keyPrefix });
     expect(await b.blockedFor()).toBe(0);
     await a.acquire();
     await b.acquire();
@@ -565,19 +566,55 @@ describe('request budget (Redis)', () => {
     }
     expect(await a.blockedFor()).toBeGreaterThan(55_000);
     // Another source (or prefix) is untouched.
-    await createRequestBudget(first, 'skinport', { requests: 3, windowSeconds: 60 }, { keyPrefix }).acquire();
+    await createRequestBudget(first, 'skinport', { requests: 3, windowSeconds: 60, keyPrefix }).acquire();
+  });
+
+  test("a source's budget and Retry-After block are per QUEUE_PREFIX: two deployments or test runs on one Redis never share them", async () => {
+    // The budget the ingest run uses (workers/ingest/run.ts takes sourceSettings(...).budget), for
+    // two deployments that differ only in QUEUE_PREFIX, against a real upstream (its real budget).
+    const run = crypto.randomUUID().slice(0, 8);
+    const settingsOf = (queuePrefix: string) =>
+      sourceSettings(testConfig({ QUEUE_PREFIX: queuePrefix, SOURCE_SKINPORT_URL: 'https://api.skinport.com' }), ADAPTERS.skinport).budget;
+    const [one, two] = [settingsOf(`budget${run}a`), settingsOf(`budget${run}b`)];
+    try {
+      expect(one.keyPrefix.startsWith(`budget${run}a:`)).toBe(true);
+      expect(two.keyPrefix.startsWith(`budget${run}b:`)).toBe(true);
+      expect(one.requests).toBe(8);
+      const a = createRequestBudget(first, 'skinport', one);
+      const b = createRequestBudget(second, 'skinport', two);
+      for (let i = 0; i < one.requests; i += 1) await a.acquire();
+      expect(await failure(a.acquire())).toBeInstanceOf(SourceRateLimitedError);
+      // The other prefix's window is untouched by the first one's eight requests...
+      expect(await b.blockedFor()).toBe(0);
+      await b.acquire();
+      // ...and by its upstream 429.
+      await a.blockUntil(new Date(Date.now() + 60_000));
+      expect(await a.blockedFor()).toBeGreaterThan(55_000);
+      expect(await b.blockedFor()).toBe(0);
+      await b.acquire();
+      // Every key the budgets wrote lives under its own QUEUE_PREFIX.
+      expect(await first.zcard(requestBudgetKeys(one.keyPrefix, 'skinport').window)).toBe(8);
+      expect(await first.zcard(requestBudgetKeys(two.keyPrefix, 'skinport').window)).toBe(2);
+      expect(await first.exists(`budget${run}a:source-budget:{skinport}:window`, `budget${run}a:source-budget:{skinport}:blocked`)).toBe(2);
+      expect(await first.exists(`budget${run}b:source-budget:{skinport}:window`, `budget${run}b:source-budget:{skinport}:blocked`)).toBe(1);
+    } finally {
+      for (const settings of [one, two]) {
+        const keys = requestBudgetKeys(settings.keyPrefix, 'skinport');
+        await first.del(keys.window, keys.blocked);
+      }
+    }
   });
 
   test('acquire is atomic under concurrency', async () => {
     const keyPrefix = prefix();
-    const budgets = [first, second, first, second].map((redis) => createRequestBudget(redis, 'csfloat', { requests: 5, windowSeconds: 60 }, { keyPrefix }));
+    const budgets = [first, second, first, second].map((redis) => createRequestBudget(redis, 'csfloat', { requests: 5, windowSeconds: 60, keyPrefix }));
     const outcomes = await Promise.allSettled(Array.from({ length: 24 }, (_, i) => budgets[i % budgets.length]!.acquire()));
     expect(outcomes.filter((outcome) => outcome.status === 'fulfilled').length).toBe(5);
   });
 
   test('sliding window: a slot frees when its request leaves the window', async () => {
     const keyPrefix = prefix();
-    const budget = createRequestBudget(first, 'skinport', { requests: 2, windowSeconds: 0.4 }, { keyPrefix });
+    const budget = createRequestBudget(first, 'skinport', { requests: 2, windowSeconds: 0.4, keyPrefix });
     await budget.acquire();
     await Bun.sleep(200);
     await budget.acquire();
@@ -591,8 +628,8 @@ describe('request budget (Redis)', () => {
 
   test('blockUntil after an upstream 429 stops every process, and never shortens', async () => {
     const keyPrefix = prefix();
-    const a = createRequestBudget(first, 'steam', { requests: 100, windowSeconds: 60 }, { keyPrefix });
-    const b = createRequestBudget(second, 'steam', { requests: 100, windowSeconds: 60 }, { keyPrefix });
+    const a = createRequestBudget(first, 'steam', { requests: 100, windowSeconds: 60, keyPrefix });
+    const b = createRequestBudget(second, 'steam', { requests: 100, windowSeconds: 60, keyPrefix });
     await a.blockUntil(new Date(Date.now() + 2_000));
     await a.blockUntil(new Date(Date.now() + 500));
     const error = (await failure(b.acquire())) as SourceRateLimitedError;
@@ -606,7 +643,7 @@ describe('request budget (Redis)', () => {
   });
 
   test('an adapter stops at the budget and keeps what it fetched', async () => {
-    const budget = createRequestBudget(first, 'steam', { requests: 2, windowSeconds: 60 }, { keyPrefix: prefix() });
+    const budget = createRequestBudget(first, 'steam', { requests: 2, windowSeconds: 60, keyPrefix: prefix() });
     const before = sim.requestCount('steam');
     const error = await failure(ADAPTERS.steam.fetchSnapshot(context(url('steam'), { names: [AK, AWP, CASE, KARAMBIT], acquire: budget.acquire })));
     expect(error).toBeInstanceOf(SourceRateLimitedError);

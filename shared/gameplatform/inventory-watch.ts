@@ -109,7 +109,7 @@ export function watchBudgetSettings(deps: Pick<InventoryWatchDeps, 'config' | 'b
 function steamBudget(deps: InventoryWatchDeps): RequestBudget {
   const settings = watchBudgetSettings(deps);
   // 'steam' only names the key's hash tag; the prefix keeps it apart from the market price budget.
-  return createRequestBudget(deps.redis, 'steam', { requests: settings.requests, windowSeconds: (settings.windowMs + settings.marginMs) / 1000 }, { keyPrefix: settings.keyPrefix, now: deps.now });
+  return createRequestBudget(deps.redis, 'steam', { requests: settings.requests, windowSeconds: (settings.windowMs + settings.marginMs) / 1000, keyPrefix: settings.keyPrefix }, { now: deps.now });
 }
 
 /** The job id of an asset's item.tradable job (STYLE: from business keys, no `:`). */

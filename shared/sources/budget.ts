@@ -14,8 +14,11 @@ import { type SourceName } from './names.ts';
  *
  * Each operation is one Lua script (atomic), timed by Redis's own clock (TIME) so worker clocks never
  * need to agree. Keys: `<prefix>:{<source>}:window` and `<prefix>:{<source>}:blocked` (hash tag: one
- * slot per source, should Redis ever be a cluster). Redis errors propagate as they are: a budget that
- * cannot be checked is not spent.
+ * slot per source, should Redis ever be a cluster), where the prefix is always under the deployment's
+ * QUEUE_PREFIX (`<QUEUE_PREFIX>:source-budget` for the ingest sources, sourceBudgetPrefix): two
+ * deployments, test runs or a dev instance on one Redis never share a budget or a Retry-After block,
+ * while every process of one deployment does. Redis errors propagate as they are: a budget that cannot
+ * be checked is not spent.
  */
 
 const ACQUIRE_SCRIPT = `
@@ -77,12 +80,31 @@ export type RequestBudget = {
   blockedFor(): Promise<number>;
 };
 
+export type RequestBudgetSettings = {
+  /** Requests admitted in any window of `windowSeconds`, across every process. */
+  requests: number;
+  windowSeconds: number;
+  /**
+   * Key namespace, under the deployment's QUEUE_PREFIX (sourceBudgetPrefix for the ingest sources).
+   * Required: a budget outside QUEUE_PREFIX would be shared with every other deployment on the Redis.
+   */
+  keyPrefix: string;
+};
+
 export type RequestBudgetOptions = {
-  /** Key namespace; tests pass a unique one. Default `source-budget`. */
-  keyPrefix?: string;
   /** Clock for blockUntil's `until` (turned into a duration at once; Redis's clock does the rest). */
   now?: () => Date;
 };
+
+/** The key namespace of the ingest sources' request budgets: `<QUEUE_PREFIX>:source-budget`. */
+export function sourceBudgetPrefix(queuePrefix: string): string {
+  return `${queuePrefix}:source-budget`;
+}
+
+/** A budget's two Redis keys: its sliding window and its Retry-After block. */
+export function requestBudgetKeys(keyPrefix: string, source: SourceName): { window: string; blocked: string } {
+  return { window: `${keyPrefix}:{${source}}:window`, blocked: `${keyPrefix}:{${source}}:blocked` };
+}
 
 const defined = new WeakSet<Redis>();
 
@@ -97,15 +119,14 @@ function defineScripts(redis: Redis): void {
 export function createRequestBudget(
   redis: Redis,
   source: SourceName,
-  limits: { requests: number; windowSeconds: number },
+  limits: RequestBudgetSettings,
   options: RequestBudgetOptions = {},
 ): RequestBudget {
   if (!Number.isInteger(limits.requests) || limits.requests < 1) throw new Error('budget requests must be a positive integer');
   if (!(limits.windowSeconds > 0)) throw new Error('budget window must be positive');
+  if (!limits.keyPrefix) throw new Error('budget key prefix must be set (under QUEUE_PREFIX)');
   defineScripts(redis);
-  const prefix = options.keyPrefix ?? 'source-budget';
-  const windowKey = `${prefix}:{${source}}:window`;
-  const blockedKey = `${prefix}:{${source}}:blocked`;
+  const { window: windowKey, blocked: blockedKey } = requestBudgetKeys(limits.keyPrefix, source);
   const windowMs = Math.round(limits.windowSeconds * 1000);
   const now = options.now ?? (() => new Date());
   return {

@@ -1,4 +1,5 @@
 import type { Config } from '../platform/config.ts';
+import { sourceBudgetPrefix, type RequestBudgetSettings } from './budget.ts';
 import { ADAPTERS } from './index.ts';
 import { type SourceAdapter } from './types.ts';
 import { SOURCE_NAMES, type SourceName } from './names.ts';
@@ -8,7 +9,8 @@ export type SourceSettings = {
   baseUrl: string;
   intervalSeconds: number;
   staleAfterSeconds: number;
-  budget: { requests: number; windowSeconds: number };
+  /** The source's request budget, its Redis keys under QUEUE_PREFIX (shared by one deployment's workers only). */
+  budget: RequestBudgetSettings;
   /** Names priced per run by per-item sources (steam). */
   batchSize: number;
   /** Listing pages per run (csfloat): the real API allows 50 per page; the simulator 1000. */
@@ -91,7 +93,8 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
   const configured = config[`SOURCE_${upper}_INTERVAL_SECONDS`] ?? config.INGEST_INTERVAL_SECONDS;
   const intervalSeconds = configured ?? (local ? localInterval : adapter.defaultIntervalSeconds);
   // A simulator has no real budget to protect; keep a generous one so the code path still runs.
-  const budget = local ? { requests: Math.max(adapter.defaultBudget.requests * 50, 1_000), windowSeconds: 60 } : adapter.defaultBudget;
+  const limits = local ? { requests: Math.max(adapter.defaultBudget.requests * 50, 1_000), windowSeconds: 60 } : adapter.defaultBudget;
+  const budget = { ...limits, keyPrefix: sourceBudgetPrefix(config.QUEUE_PREFIX) };
   return {
     name: adapter.name,
     baseUrl,
