@@ -129,6 +129,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     redisUrl: config.REDIS_URL,
     commands: redis,
     key: priceStreamKey(config.QUEUE_PREFIX),
+    maxTotalBufferedBytes: config.PRICE_STREAM_MAX_BUFFERED_BYTES,
     log,
     onCutOff: streamMetrics.cutOff,
     onFannedOut: streamMetrics.fannedOut,
@@ -168,6 +169,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     },
     async close() {
       await priceStream.close();
+      await priceSnapshots.close();
       await Promise.allSettled(Object.values(queues).map((queue) => queue.close()));
       subscriber.disconnect();
       redis.disconnect();

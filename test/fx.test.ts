@@ -394,7 +394,7 @@ describe('storage, refresh and health (a database of its own)', () => {
       expect(stored.rates.size).toBe(31);
       expect((await health()).body.fx).toMatchObject({ status: 'fresh', consecutive_failures: 0 });
       const schedulers = await queue.getJobSchedulers();
-      expect(schedulers.map((scheduler) => [scheduler.key, scheduler.every])).toEqual([['ingest-fx', 6 * 60 * 60_000]]);
+      expect(schedulers.map((scheduler) => [scheduler.key, scheduler.every]).sort()).toEqual([['ingest-fx', 6 * 60 * 60_000], ['ingest-stream-relay', 5_000]]);
 
       // A restart finds its scheduler still there, next run up to 6 h away: the start-up job fetches anyway.
       await running.stop();

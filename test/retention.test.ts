@@ -59,7 +59,7 @@ async function ingestRun(run: number): Promise<void> {
   await dispatchOutboxBatch(t.deps.sql, 1_000, at);
 }
 
-const TABLES = ['price_observations', 'event_outbox', 'ingest_runs', 'market_index_prices', 'price_rollups_10m', 'price_rollups_hourly', 'price_rollups_daily'] as const;
+const TABLES = ['price_observations', 'event_outbox', 'price_stream', 'ingest_runs', 'market_index_prices', 'price_rollups_10m', 'price_rollups_hourly', 'price_rollups_daily'] as const;
 type Sizes = Record<(typeof TABLES)[number], number>;
 
 async function sizes(): Promise<Sizes> {
@@ -146,7 +146,7 @@ describe('retention over a simulated month and a half', () => {
     const parsed = JSON.parse(reads.after) as { tenMinutes: string; hourly: string; constituents: string[] };
     expect(JSON.parse(parsed.tenMinutes).length).toBeGreaterThan(0);
     expect(parsed.constituents.every((page) => JSON.parse(page).length === ITEMS)).toBe(true);
-    for (const table of ['price_observations', 'event_outbox', 'ingest_runs', 'market_index_prices', 'price_rollups_10m']) {
+    for (const table of ['price_observations', 'event_outbox', 'price_stream', 'ingest_runs', 'market_index_prices', 'price_rollups_10m']) {
       expect(dropped(finalReport, table).length).toBeGreaterThanOrEqual(3);
     }
 
@@ -154,7 +154,7 @@ describe('retention over a simulated month and a half', () => {
     // last days that ran retention, and after the final run (one day's partitions in, one day's out);
     // the old tables attached by the migration are gone.
     const last = [...daily.slice(DAYS - 9, DAYS - 4), daily.at(-1)!];
-    for (const table of ['price_observations', 'event_outbox', 'ingest_runs', 'market_index_prices', 'price_rollups_10m'] as const) {
+    for (const table of ['price_observations', 'event_outbox', 'price_stream', 'ingest_runs', 'market_index_prices', 'price_rollups_10m'] as const) {
       const perDay = daily[1]![table] - daily[0]![table];
       expect(perDay).toBeGreaterThan(0);
       expect(new Set(last.map((size) => size[table])).size).toBe(1);

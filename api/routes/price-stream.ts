@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
 import { isStreamId, STREAM_BATCH_SIZE } from '../../shared/prices/stream.ts';
-import { HEARTBEAT_MS, MAX_BUFFERED_BYTES, PriceStreamUnavailableError, RETRY_MS, type StreamFilter, type StreamSink } from '../../shared/prices/stream-hub.ts';
+import { HEARTBEAT_MS, MAX_BUFFERED_BYTES, MAX_TOTAL_BUFFERED_BYTES, PriceStreamUnavailableError, RETRY_MS, type StreamFilter, type StreamSink } from '../../shared/prices/stream-hub.ts';
 import { SOURCE_NAMES } from '../../shared/sources/names.ts';
 import { text } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
@@ -26,7 +26,7 @@ const LOW_MARK_BYTES = 64 * 1024;
 
 const allowedSources = SOURCE_NAMES.join(', ');
 const catalogId = text({ max: 128 }).refine(isCatalogId, 'malformed catalog id; pass back a catalog_id from the catalog API unchanged');
-const lastEventIdMessage = 'must be an event id as the stream sent it (`<milliseconds>-<sequence>`, e.g. 1767225600000-0)';
+const lastEventIdMessage = 'must be an event id as the stream sent it (`<position>-0`, e.g. 48213-0)';
 const lastEventId = z.string().max(41).refine(isStreamId, lastEventIdMessage);
 const lastEventIdParam = lastEventId
   .optional()
@@ -144,7 +144,7 @@ const streamSuccess = (description: string): ResponsesObject => ({
         schema: {
           type: 'string',
           description:
-            'Server-Sent Events. `retry: 3000` first; `event: prices` with `id:` (a Redis stream id) and `data:` ' +
+            'Server-Sent Events. `retry: 3000` first; `event: prices` with `id:` (`<position>-0`, the position in the log) and `data:` ' +
             '`{"run_id","source","changes":[{"catalog_id","market_hash_name","version","price","previous_price","bid"}]}` ' +
             '(decimal strings, USD; previous_price null for a first price, bid null when the source has none); ' +
             '`event: gap` with `data:` `{"since","oldest_available"}`; comment lines as heartbeats.',
@@ -156,13 +156,15 @@ const streamSuccess = (description: string): ResponsesObject => ({
 
 const behaviour =
   `Each committed ingest run's changed prices arrive as \`prices\` events of at most ${STREAM_BATCH_SIZE} changes, in the order the runs were committed; ` +
-  'the event `id` is the position in one ordered log shared by every API process. ' +
+  'the event `id` is the position in one ordered log, written in the same database transaction as the prices and shared by every API process, so a committed change is never skipped: ' +
+  'a Redis outage delays events, and they follow in order once it is back. ' +
   'Resume by sending the last id you saw as `Last-Event-ID` (EventSource does this itself) or `?last_event_id=`: the events after it are replayed, then live ones follow, with no duplicate and no hole. ' +
-  'An id older than the retained window (PRICE_STREAM_RETAIN changes, default 100 000), or one from before a Redis restart, gets one `gap` event ' +
+  'An id older than the retained window (PRICE_STREAM_RETAIN changes, default 100 000), or one the window lost (Redis restarted empty after the log had been trimmed), gets one `gap` event ' +
   '`{"since": <your id>, "oldest_available": <oldest retained id or null>}`: reload `GET /v1/prices`, then carry on with the live events that follow. ' +
   `A fresh connection's first message carries the current position as its \`id\`, so a reconnect before any event still resumes from there. ` +
   `A comment line is sent on a connection silent for ${HEARTBEAT_MS / 1000} s (with an \`id:\` when the stream moved on without events for your filter), ` +
-  `the first message sets \`retry: ${RETRY_MS}\`, and a client that leaves more than ${MAX_BUFFERED_BYTES / 1024 / 1024} MiB unread is disconnected (reconnect and resume). `;
+  `the first message sets \`retry: ${RETRY_MS}\`, and a client that leaves more than ${MAX_BUFFERED_BYTES / 1024 / 1024} MiB unread is disconnected (reconnect and resume); ` +
+  `so is the slowest client first when all of a process's clients together leave more than PRICE_STREAM_MAX_BUFFERED_BYTES (default ${MAX_TOTAL_BUFFERED_BYTES / 1024 / 1024} MiB) unread. `;
 
 export function priceStreamRoutes(deps: Pick<AppDeps, 'config' | 'priceStream'> & ApiKeyPluginDeps) {
   const slots = new DownloadSlots(PUBLIC_STREAMS_PER_CLIENT);

@@ -31,6 +31,14 @@ export const JOBS = {
     payload: z.object({}).strict(),
     options: { ...defaultOptions, attempts: 4, backoff: { type: 'exponential', delay: 60_000 }, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
   },
+  'prices.stream_relay': {
+    queue: 'ingest',
+    // Copies the price stream's log (Postgres) to the Redis stream the API reads: what a run's own
+    // relay right after its commit could not (its process died, Redis was down). Nudged (jobId
+    // `stream-relay-nudge`) by NOTIFY on log inserts and scheduled every few seconds; idempotent.
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
   'prices.snapshot': {
     queue: 'index',
     // jobId `snapshot-<interval>` (shared/prices/snapshot.ts snapshotJob): one build per interval, at its end.

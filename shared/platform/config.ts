@@ -161,6 +161,8 @@ export const configSchema = z.object({
   RETENTION_ROLLUPS_DAILY_DAYS: z.coerce.number().int().min(1).max(36_600).default(3_660),
   // DESIGN 15: changes kept in the Redis price stream (XADD MAXLEN ~); a resume from before them gets a gap.
   PRICE_STREAM_RETAIN: z.coerce.number().int().min(1_000).max(10_000_000).default(100_000),
+  // Bytes queued for all of an API process's price stream clients together; the slowest are cut off past it (issue 29).
+  PRICE_STREAM_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_048_576).max(17_179_869_184).default(67_108_864),
   // DESIGN 15: how often the maintenance pool re-reads a watched account's inventory, and the one
   // global budget of Steam inventory requests per minute the watch may spend.
   INVENTORY_WATCH_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),

@@ -3,7 +3,7 @@ import { newId } from '../util/ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
 import { PRICES_UPDATED_PAGE_SIZE, subscribedEventTypes, type EventType, type PricesUpdatedPayload } from '../events/outbox.ts';
 import { compareDecimals } from './decimal.ts';
-import type { PriceChange, PriceStreamPublisher } from './stream.ts';
+import { appendToPriceStreamLog, type PriceChange, type PriceStreamRelay } from './stream.ts';
 
 /** The market-wide events an ingest run writes, for the endpoints that subscribe to them. */
 const PRICE_EVENT_TYPES: readonly EventType[] = ['price.updated', 'prices.updated'];
@@ -154,9 +154,9 @@ export type ListingUpdate = { complete: boolean; delisted: readonly { catalog_id
 /**
  * `written`: observations stored (new or changed); `repeated`: observations identical to the stored
  * latest but newer (freshness advanced, nothing else written); `changed`: prices that differ from
- * the previous one. `timings`: milliseconds per step, for the run's log line and bench:ingest.
+ * the previous one; `streamIds`: the price stream entries that announce them. `timings`: milliseconds per step, for the run's log line and bench:ingest.
  */
-export type WriteResult = { written: number; repeated: number; changed: number; timings: Record<string, number> };
+export type WriteResult = { written: number; repeated: number; changed: number; streamIds: string[]; timings: Record<string, number> };
 
 /**
  * Writes one run set-based, in one transaction, and only what changed:
@@ -188,10 +188,11 @@ export async function writeIngestRun(
      */
     listing?: ListingUpdate;
     /**
-     * The price stream (DESIGN 15): the run's changes are appended to it after the transaction
-     * commits, never for a run that rolled back; a failed append leaves the run committed.
+     * The price stream's relay (shared/prices/stream.ts): the run's changes enter the stream's log in
+     * this transaction whatever happens; with a relay they are also copied to Redis right after the
+     * commit. A failed relay leaves them in the log for the next one (the ingest pool's relay job).
      */
-    stream?: PriceStreamPublisher;
+    relay?: PriceStreamRelay;
   },
 ): Promise<WriteResult> {
   const { runId, source, ingestedAt } = input;
@@ -203,7 +204,7 @@ export async function writeIngestRun(
     timings[name] = Math.round(now - mark);
     mark = now;
   };
-  let streamChanges: PriceChange[] = [];
+  let streamIds: string[] = [];
   const result = await sql.begin(async (tx) => {
     // Runs of one source overlap when a run outlasts its interval or two workers hold neighbouring
     // slots: writes of one source are serialised, so each sees what the previous one committed.
@@ -320,14 +321,6 @@ export async function writeIngestRun(
           join catalog_items c on c.catalog_id = u.catalog_id`;
       }
       if (subscribed.has('prices.updated')) await insertPricesUpdatedEvent(tx, { source, runId, ingestedAt, itemCount: changed.count });
-      // The stream's changes, in the order prices.updated pages them; published after the commit below.
-      if (input.stream) {
-        streamChanges = await tx<PriceChange[]>`
-          select u.catalog_id, c.market_hash_name, u.version, u.price::text as price, u.previous_price::text as previous_price, u.bid::text as bid
-          from ingest_changed u
-          join catalog_items c on c.catalog_id = u.catalog_id
-          order by u.catalog_id, u.version`;
-      }
     }
     lap('latest_outbox');
     await tx`
@@ -361,15 +354,26 @@ export async function writeIngestRun(
         last_rows_written = excluded.last_rows_written, last_rows_skipped = excluded.last_rows_skipped,
         last_unknown_names = excluded.last_unknown_names, consecutive_failures = 0`;
     lap('health');
+    // The price stream's log (shared/prices/stream.ts), last: it takes the log head's lock, held to
+    // the commit. The changes in the order prices.updated pages them.
+    if (changed.count > 0) {
+      const changes = await tx<PriceChange[]>`
+        select u.catalog_id, c.market_hash_name, u.version, u.price::text as price, u.previous_price::text as previous_price, u.bid::text as bid
+        from ingest_changed u
+        join catalog_items c on c.catalog_id = u.catalog_id
+        order by u.catalog_id, u.version`;
+      streamIds = await appendToPriceStreamLog(tx, { runId, source, ingestedAt }, changes);
+      lap('stream_log');
+    }
     return { written: written.count, repeated: repeated.count, changed: changed.count };
   });
   lap('commit');
-  if (input.stream && streamChanges.length > 0) {
-    // Never throws: the run is committed whatever becomes of its announcement.
-    await input.stream.publish({ runId, source }, streamChanges);
+  if (input.relay && streamIds.length > 0) {
+    // Never throws: the run is committed, and its entries wait in the log for the next relay.
+    await input.relay.relaySafely();
     lap('stream');
   }
-  return { ...result, timings };
+  return { ...result, streamIds, timings };
 }
 
 /** Records a failed run: the source keeps its last success (and so turns stale in time). */

@@ -19,6 +19,12 @@ export const RETRY_MS = 3_000;
 export const HEARTBEAT_MS = 15_000;
 /** DESIGN 15: a client with more than this queued in the process (beyond what its socket took) is cut off; it resumes. */
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
+/**
+ * Issue 29: at most this much queued for all of a process's stream clients together
+ * (PRICE_STREAM_MAX_BUFFERED_BYTES); past it the slowest clients (most queued) are cut off first.
+ * Without it 10 000 clients each just under the per-client limit could hold ~10 GB.
+ */
+export const MAX_TOTAL_BUFFERED_BYTES = 64 * 1024 * 1024;
 /** Replay waits for the client to take its bytes down to this before writing the next entry. */
 const REPLAY_LOW_MARK_BYTES = 256 * 1024;
 /** Entries per XRANGE page of a replay (each up to 500 changes). */
@@ -54,10 +60,12 @@ export type PriceStreamHubOptions = {
   log: Logger;
   heartbeatMs?: number;
   maxBufferedBytes?: number;
+  /** The process-wide limit (MAX_TOTAL_BUFFERED_BYTES). */
+  maxTotalBufferedBytes?: number;
   blockMs?: number;
   /** A connection was cut off for being slow (a metric). */
   onCutOff?: () => void;
-  /** An entry was fanned out to every live connection, this many seconds after its id time (a metric). */
+  /** An entry was fanned out to every live connection, this many seconds after its run committed (a metric). */
   onFannedOut?: (seconds: number) => void;
 };
 
@@ -75,6 +83,8 @@ class Connection {
   /** After a replay: live entries up to this id were replayed already (the hub may still be behind). */
   skipThrough: string | null = null;
   lastWriteAt: number;
+  /** Bytes queued for the client when last seen (at its last write, or the last count of every connection's). */
+  queued = 0;
   /**
    * Joined the fan-out with no entry of its own behind it (fresh, or right after a gap event), at
    * this count of entries fanned out: a hole the hub finds before its next entry is none of its
@@ -150,9 +160,6 @@ function frameFor(dispatched: Dispatched, filter: Filter): Uint8Array | null {
   return frame;
 }
 
-/** The milliseconds part of a stream id: when Redis appended the entry. */
-const streamIdMs = (id: string): number => Number(id.slice(0, id.indexOf('-')));
-
 const dispatchedOf = (entry: StreamEntry): Dispatched => ({ entry, event: undefined, frames: new Map() });
 
 export type StreamSubscription = { close: () => void };
@@ -161,6 +168,13 @@ export class PriceStreamHub {
   private readonly reader: Redis;
   private readonly heartbeatMs: number;
   private readonly maxBufferedBytes: number;
+  private readonly maxTotalBufferedBytes: number;
+  /**
+   * The bytes queued for every connection as last seen: an upper bound, as sockets take bytes
+   * without telling the hub. When it passes the process-wide limit every connection is counted
+   * afresh (enforceTotalLimit).
+   */
+  private queuedEstimate = 0;
   private readonly blockMs: number;
   private readonly connections = new Set<Connection>();
   /** Live connections without a catalog_id filter, by filter key: one frame per group and entry. */
@@ -182,6 +196,7 @@ export class PriceStreamHub {
   constructor(private readonly options: PriceStreamHubOptions) {
     this.heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
     this.maxBufferedBytes = options.maxBufferedBytes ?? MAX_BUFFERED_BYTES;
+    this.maxTotalBufferedBytes = options.maxTotalBufferedBytes ?? MAX_TOTAL_BUFFERED_BYTES;
     this.blockMs = options.blockMs ?? READ_BLOCK_MS;
     // A blocking reader: no command timeout, and commands wait for a reconnect instead of failing.
     this.reader = new Redis(options.redisUrl, {
@@ -196,6 +211,13 @@ export class PriceStreamHub {
   /** Open connections (the `price_stream_connections` gauge). */
   get size(): number {
     return this.connections.size;
+  }
+
+  /** Bytes queued in this process for all its stream clients together, counted now. */
+  get bufferedBytes(): number {
+    let total = 0;
+    for (const connection of this.connections) total += connection.sink.buffered;
+    return total;
   }
 
   /**
@@ -293,7 +315,7 @@ export class PriceStreamHub {
           }
           if (entry.seq - entry.n !== this.lastSeq) await this.announceLiveGap(entry);
           this.dispatch(entry);
-          if (this.connections.size > 0) this.options.onFannedOut?.(Math.max(0, Date.now() - streamIdMs(entry.id)) / 1000);
+          if (this.connections.size > 0 && entry.at !== null) this.options.onFannedOut?.(Math.max(0, Date.now() - entry.at) / 1000);
           // Bun takes whatever a response has queued when it next writes: letting it write between
           // entries keeps a burst (a full-catalog run) from piling up in every queue at once, where
           // it would look like a slow client.
@@ -333,7 +355,12 @@ export class PriceStreamHub {
     this.lastSeq = entry.seq;
     this.dispatched += 1;
     if (this.connections.size === 0) return;
-    const dispatched = dispatchedOf(entry);
+    this.fanOut(dispatchedOf(entry));
+    this.enforceTotalLimit();
+  }
+
+  private fanOut(dispatched: Dispatched): void {
+    const entry = dispatched.entry;
     for (const group of this.groups.values()) {
       const first = group.values().next().value;
       if (first === undefined) continue;
@@ -380,13 +407,41 @@ export class PriceStreamHub {
     if (connection.closed) return;
     const queued = connection.sink.write(bytes);
     connection.lastWriteAt = performance.now();
+    this.queuedEstimate += queued - connection.queued;
+    connection.queued = queued;
     // DESIGN 15: a client that does not keep up is disconnected; it resumes from its last id.
-    if (queued > this.maxBufferedBytes) {
-      this.cutOff += 1;
-      this.options.onCutOff?.();
-      this.remove(connection);
-      connection.sink.abort();
+    if (queued > this.maxBufferedBytes) this.cut(connection);
+  }
+
+  private cut(connection: Connection): void {
+    this.cutOff += 1;
+    this.options.onCutOff?.();
+    this.remove(connection);
+    connection.sink.abort();
+  }
+
+  /**
+   * The process-wide limit (issue 29): once the estimate passes it, every connection's queue is
+   * counted afresh, and while the real total is over the limit the connections holding the most are
+   * cut off, the slowest first (they resume with Last-Event-ID). Called after each fanned-out entry
+   * and each replayed one, not per write: a count costs one look at every connection.
+   */
+  private enforceTotalLimit(): void {
+    if (this.queuedEstimate <= this.maxTotalBufferedBytes) return;
+    let total = 0;
+    for (const connection of this.connections) {
+      connection.queued = connection.sink.buffered;
+      total += connection.queued;
     }
+    if (total > this.maxTotalBufferedBytes) {
+      const slowestFirst = [...this.connections].sort((a, b) => b.queued - a.queued);
+      for (const connection of slowestFirst) {
+        if (total <= this.maxTotalBufferedBytes) break;
+        total -= connection.queued;
+        this.cut(connection);
+      }
+    }
+    this.queuedEstimate = total;
   }
 
   /**
@@ -421,6 +476,7 @@ export class PriceStreamHub {
             if (connection.closed) return;
             this.write(connection, frame);
             connection.sentId = entry.id;
+            this.enforceTotalLimit();
           }
           position = entry;
         }
@@ -496,6 +552,8 @@ export class PriceStreamHub {
     if (connection.closed) return;
     connection.closed = true;
     this.connections.delete(connection);
+    this.queuedEstimate -= connection.queued;
+    connection.queued = 0;
     if (!connection.live) return;
     const ids = connection.filter.catalogIds;
     if (ids === null) {

@@ -1,19 +1,26 @@
+import type { Queryable } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
 
 /**
- * The price stream's log (DESIGN 15): one Redis stream per deployment whose entries each hold up to
- * STREAM_BATCH_SIZE price changes of one committed ingest run. The ingest pool appends to it after
- * a run commits (PriceStreamPublisher); every API process reads it once (shared/prices/stream-hub.ts)
- * and fans it out over Server-Sent Events (api/routes/price-stream.ts). An entry's Redis id is the
- * event id clients resume from.
+ * The price stream's log (docs/architecture.md "Price stream"). The log of record is the Postgres
+ * table `price_stream` (sql/0019): each committed ingest run's changes, in entries of up to
+ * STREAM_BATCH_SIZE, get their positions inside the transaction that writes the prices
+ * (appendToPriceStreamLog), in commit order. A relay (PriceStreamRelay) copies the log's new
+ * entries to one Redis stream per deployment, once each and in position order, with the position as
+ * the entry's id (`<position>-0`); every API process reads that stream once
+ * (shared/prices/stream-hub.ts) and fans it out over Server-Sent Events (api/routes/price-stream.ts).
+ * Redis is a cache of the log: a failed relay, a crash between commit and relay or a Redis that
+ * restarted empty delays entries, and the next relay (after the commit, on NOTIFY, or on its
+ * schedule) appends them.
  *
  * Entry fields:
  *  - `data`: the event's JSON exactly as an unfiltered client receives it: `{run_id, source, changes}`;
  *  - `n`: how many changes it holds;
- *  - `seq`: the changes appended to this stream since it was created, this entry's included. An
- *    entry whose `seq - n` is not the previous entry's `seq` follows a hole: entries trimmed away
- *    while a reader paged, or a Redis that restarted empty (its new stream counts from 0 again).
+ *  - `seq`: the changes in the log up to and including this entry. An entry whose `seq - n` is not
+ *    the previous entry's `seq` follows a hole: entries trimmed away while a reader paged, or a log
+ *    trimmed past what a Redis that restarted empty had relayed;
+ *  - `at`: when its run committed, in Unix milliseconds (for the fan-out latency metric).
  */
 
 /** DESIGN 15: at most this many changes per stream entry (and so per `prices` event). */
@@ -32,9 +39,13 @@ export type PriceChange = {
 /** The `data` of a `prices` event. */
 export type PriceStreamEvent = { run_id: string; source: string; changes: PriceChange[] };
 
-/** The stream's key: under QUEUE_PREFIX, so a test run, a bench and a dev instance on one Redis never share it. */
+/**
+ * The Redis stream's key: under QUEUE_PREFIX, so a test run, a bench and a dev instance on one Redis
+ * never share it. (`price-log`: the stream before issue 29 had Redis-made ids under another key; its
+ * old ids resume into a gap event.)
+ */
 export function priceStreamKey(prefix: string): string {
-  return `${prefix}:price-stream`;
+  return `${prefix}:price-log`;
 }
 
 // Redis stream ids: `<milliseconds>-<sequence>`, each an unsigned 64-bit integer.
@@ -64,53 +75,105 @@ function compareDigits(a: string, b: string): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/** A stream entry as read back (XRANGE / XREAD): its id, its counters and its raw `data` JSON. */
-export type StreamEntry = { id: string; seq: number; n: number; data: string };
+/** A stream entry as read back (XRANGE / XREAD): its id, its counters, its commit time and its raw `data` JSON. */
+export type StreamEntry = { id: string; seq: number; n: number; at: number | null; data: string };
 
 /** Reads an XRANGE/XREAD entry (`[id, [field, value, …]]`); null for an entry this code did not write. */
 export function parseStreamEntry(raw: [string, string[]]): StreamEntry | null {
   const [id, fields] = raw;
   let seq = Number.NaN;
   let n = Number.NaN;
+  let at: number | null = null;
   let data: string | undefined;
   for (let index = 0; index + 1 < fields.length; index += 2) {
     const name = fields[index];
     const value = fields[index + 1]!;
     if (name === 'seq') seq = Number(value);
     else if (name === 'n') n = Number(value);
+    else if (name === 'at') at = Number(value) || null;
     else if (name === 'data') data = value;
   }
   if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(n) || n < 1 || data === undefined) return null;
-  return { id, seq, n, data };
+  return { id, seq, n, at, data };
+}
+
+
+/** Entries per relay page (each up to STREAM_BATCH_SIZE changes). */
+const RELAY_PAGE_SIZE = 50;
+
+/** The stream id of a log position. */
+export const streamIdOf = (position: number | string): string => `${position}-0`;
+
+/**
+ * Gives a run's changes their positions in the log, in the caller's transaction (writeIngestRun's),
+ * as entries of at most STREAM_BATCH_SIZE changes. Call it as the transaction's last statement: it
+ * takes the log head's row lock and holds it until the commit, so positions are handed out in commit
+ * order (two overlapping runs, of one source or two, are relayed in the order they committed) and
+ * the lock is held only for the commit itself. Retained by the run's ingestion time, like its events.
+ * Returns the entries' stream ids.
+ */
+export async function appendToPriceStreamLog(tx: Queryable, run: { runId: string; source: string; ingestedAt: Date }, changes: readonly PriceChange[]): Promise<string[]> {
+  if (changes.length === 0) return [];
+  const counts: number[] = [];
+  const data: string[] = [];
+  for (let start = 0; start < changes.length; start += STREAM_BATCH_SIZE) {
+    const batch = changes.slice(start, start + STREAM_BATCH_SIZE);
+    counts.push(batch.length);
+    data.push(JSON.stringify({ run_id: run.runId, source: run.source, changes: batch } satisfies PriceStreamEvent));
+  }
+  const [head] = await tx<{ position: string; seq: string }[]>`
+    update price_stream_head set position = position + ${counts.length}, seq = seq + ${changes.length}
+    returning (position - ${counts.length})::text as position, (seq - ${changes.length})::text as seq`;
+  const firstPosition = Number(head!.position) + 1;
+  let seq = Number(head!.seq);
+  const positions = counts.map((_, index) => firstPosition + index);
+  const seqs = counts.map((n) => (seq += n));
+  await tx`
+    insert into price_stream (position, seq, n, run_id, source, data, created_at)
+    select position, seq, n, ${run.runId}, ${run.source}, data, ${run.ingestedAt}
+    from unnest(${positions}::int8[], ${seqs}::int8[], ${counts}::int4[], ${data}::text[]) as entry (position, seq, n, data)`;
+  return positions.map(streamIdOf);
 }
 
 /**
- * Appends every batch in one atomic script, so the entries of one run are contiguous even with
- * several ingest processes, and `seq` counts on from the newest entry. Then trims the oldest whole
- * entries while the rest still hold at least `retain` changes (XTRIM MINID): PRICE_STREAM_RETAIN
- * counts changes, not entries, and a steady run's entries hold far fewer than 500 of them.
- * `MAXLEN ~ retain` on each XADD is only a backstop in entries (each holds at least one change,
- * so it never cuts below `retain` changes).
- * KEYS[1] the stream; ARGV[1] retain; then pairs of (n, data).
+ * Appends log entries to the Redis stream, each once: an entry whose position is not above the
+ * stream's newest is skipped (another relay appended it), so relays may run anywhere, at once, and
+ * again. Then trims the oldest whole entries while the rest still hold at least `retain` changes
+ * (XTRIM MINID): PRICE_STREAM_RETAIN counts changes, not entries. `MAXLEN ~ retain` on each XADD is
+ * a backstop in entries (each holds at least one change, so it never cuts below `retain` changes).
+ * KEYS[1] the stream; ARGV[1] retain; then per entry (position, seq, n, at, data). Returns how many
+ * entries it appended.
  */
-const PUBLISH_SCRIPT = `
+const RELAY_SCRIPT = `
 local key = KEYS[1]
 local retain = tonumber(ARGV[1])
 local function field(fields, name)
   for i = 1, #fields, 2 do if fields[i] == name then return fields[i + 1] end end
   return nil
 end
+local top = 0
 local seq = 0
 local newest = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
-if #newest > 0 then seq = tonumber(field(newest[1][2], 'seq')) or 0 end
-local ids = {}
-for i = 2, #ARGV, 2 do
-  local n = tonumber(ARGV[i])
-  seq = seq + n
-  ids[#ids + 1] = redis.call('XADD', key, 'MAXLEN', '~', ARGV[1], '*', 'seq', seq, 'n', n, 'data', ARGV[i + 1])
+if #newest > 0 then
+  top = tonumber(string.match(newest[1][1], '^(%d+)-')) or 0
+  seq = tonumber(field(newest[1][2], 'seq')) or 0
 end
+local appended = 0
+for i = 2, #ARGV, 5 do
+  local position = tonumber(ARGV[i])
+  if position > top then
+    -- pcall: an id at or below one the stream once held (entries deleted by hand) is already spent.
+    local added = redis.pcall('XADD', key, 'MAXLEN', '~', ARGV[1], ARGV[i] .. '-0', 'seq', ARGV[i + 1], 'n', ARGV[i + 2], 'at', ARGV[i + 3], 'data', ARGV[i + 4])
+    if type(added) ~= 'table' then
+      top = position
+      seq = tonumber(ARGV[i + 1])
+      appended = appended + 1
+    end
+  end
+end
+if appended == 0 then return 0 end
 -- Oldest first, one entry at first (usually nothing is due), then pages: every entry is walked
--- once when it is trimmed, plus the one kept, so a publish costs what it trims.
+-- once when it is trimmed, plus the one kept, so a relay costs what it trims.
 local cursor = '-'
 local count = 1
 local keepFrom = nil
@@ -128,54 +191,103 @@ while keepFrom == nil do
   count = 20
 end
 if keepFrom ~= nil and trimmed > 0 then redis.call('XTRIM', key, 'MINID', keepFrom) end
-return ids
+return appended
 `;
 
+type LogRow = { position: string; seq: string; n: number; at: string; data: string };
+
 /**
- * The ingest side: appends a committed run's changes to the stream. Never throws: a run whose
- * changes could not be appended stays committed (the stream is a convenience; /v1/prices and the
- * webhooks carry the same prices), and the failure is logged and counted.
+ * The relay from the log of record to the Redis stream (see the top of this file). `relay()` appends
+ * every committed entry the stream lacks, in position order: after the newest entry the stream
+ * holds, or, for an empty stream (new, or a Redis that restarted empty), the log's newest entries
+ * holding at least `retain` changes, so clients resume across a Redis restart without a gap. Calls in
+ * one process are coalesced: one pass runs at a time, and calls made meanwhile share the next pass.
  */
-export class PriceStreamPublisher {
+export class PriceStreamRelay {
   private scriptSha: string | undefined;
-  /** Runs whose changes could not be appended, since this process started. */
+  private current: Promise<number> = Promise.resolve(0);
+  private next: Promise<number> | null = null;
+  /** Relay passes that failed (Redis or Postgres unavailable), since this process started. */
   failures = 0;
 
   constructor(
+    private readonly sql: Queryable,
     private readonly redis: Redis,
     readonly key: string,
     private readonly retain: number,
     private readonly log: Logger,
-    private readonly onFailure?: () => void,
+    private readonly hooks: { onFailure?: () => void; onAppended?: (entries: number) => void } = {},
   ) {}
 
-  /** The ids of the appended entries, or null when nothing was appended (no changes, or Redis failed). */
-  async publish(run: { runId: string; source: string }, changes: readonly PriceChange[]): Promise<string[] | null> {
-    if (changes.length === 0) return null;
-    const args: (string | number)[] = [this.retain];
-    for (let start = 0; start < changes.length; start += STREAM_BATCH_SIZE) {
-      const batch = changes.slice(start, start + STREAM_BATCH_SIZE);
-      const event: PriceStreamEvent = { run_id: run.runId, source: run.source, changes: batch };
-      args.push(batch.length, JSON.stringify(event));
-    }
+  /** Appends what the stream lacks; resolves to the entries appended. Throws when Redis or Postgres fails (nothing is lost: the next pass appends it). */
+  relay(): Promise<number> {
+    if (this.next) return this.next;
+    const pass = this.current
+      .catch(() => 0)
+      .then(() => {
+        this.next = null;
+        return this.relayOnce();
+      });
+    this.next = pass;
+    this.current = pass;
+    return pass;
+  }
+
+  /** relay() for callers that must not fail (after a run commits): a failure is logged and counted, and the entries wait for the next pass. */
+  async relaySafely(): Promise<number | null> {
     try {
-      return (await this.runScript(args)) as string[];
+      return await this.relay();
     } catch (error) {
       this.failures += 1;
-      this.onFailure?.();
-      this.log.warn({ err: (error as Error).message, run_id: run.runId, source: run.source, changes: changes.length }, 'could not append the run to the price stream');
+      this.hooks.onFailure?.();
+      this.log.warn({ err: (error as Error).message }, 'could not relay the price stream log to Redis; the next relay appends it');
       return null;
     }
   }
 
+  private async relayOnce(): Promise<number> {
+    const [newest] = (await this.redis.xrevrange(this.key, '+', '-', 'COUNT', 1)) as [string, string[]][];
+    let top = newest ? Number(newest[0].slice(0, newest[0].indexOf('-'))) : null;
+    const [head] = await this.sql<{ position: string; seq: string }[]>`select position::text as position, seq::text as seq from price_stream_head`;
+    if (top !== null && top > Number(head!.position)) {
+      // A stream ahead of the log belongs to another database (one recreated under the same
+      // QUEUE_PREFIX): it is a cache of no log here, so it starts again from this one.
+      this.log.warn({ stream_top: top, log_head: head!.position }, 'the Redis price stream is ahead of the log; rebuilding it from the log');
+      await this.redis.del(this.key);
+      top = null;
+    }
+    let rows =
+      top === null
+        ? await this.sql<LogRow[]>`
+            select position::text as position, seq::text as seq, n, (extract(epoch from appended_at) * 1000)::int8::text as at, data
+            from price_stream where seq > ${Number(head!.seq) - this.retain} order by position limit ${RELAY_PAGE_SIZE}`
+        : await this.pageAfter(top);
+    let appended = 0;
+    while (rows.length > 0) {
+      const args: (string | number)[] = [this.retain];
+      for (const row of rows) args.push(row.position, row.seq, row.n, row.at, row.data);
+      appended += Number(await this.runScript(args));
+      if (rows.length < RELAY_PAGE_SIZE) break;
+      rows = await this.pageAfter(Number(rows[rows.length - 1]!.position));
+    }
+    if (appended > 0) this.hooks.onAppended?.(appended);
+    return appended;
+  }
+
+  private pageAfter(position: number): Promise<LogRow[]> {
+    return this.sql<LogRow[]>`
+      select position::text as position, seq::text as seq, n, (extract(epoch from appended_at) * 1000)::int8::text as at, data
+      from price_stream where position > ${position} order by position limit ${RELAY_PAGE_SIZE}`;
+  }
+
   private async runScript(args: (string | number)[]): Promise<unknown> {
-    this.scriptSha ??= (await this.redis.script('LOAD', PUBLISH_SCRIPT)) as string;
+    this.scriptSha ??= (await this.redis.script('LOAD', RELAY_SCRIPT)) as string;
     try {
       return await this.redis.evalsha(this.scriptSha, 1, this.key, ...args);
     } catch (error) {
       // A Redis restarted since the script was loaded has forgotten it.
       if (!(error as Error).message.includes('NOSCRIPT')) throw error;
-      this.scriptSha = (await this.redis.script('LOAD', PUBLISH_SCRIPT)) as string;
+      this.scriptSha = (await this.redis.script('LOAD', RELAY_SCRIPT)) as string;
       return this.redis.evalsha(this.scriptSha, 1, this.key, ...args);
     }
   }

@@ -42,6 +42,8 @@ export const PARTITIONED_TABLES: readonly PartitionedTable[] = [
     },
   },
   { table: 'price_event_pages', column: 'created_at', key: 'time', step: 'day', retentionDays: (policy) => policy.outbox },
+  // The price stream's log (sql/0019): retained like the outbox; Redis holds its newest entries.
+  { table: 'price_stream', column: 'created_at', key: 'time', step: 'day', retentionDays: (policy) => policy.outbox },
   { table: 'ingest_runs', column: 'slot_start', key: 'time', step: 'day', retentionDays: (policy) => policy.ingestRuns },
   { table: 'market_index_prices', column: 'index_run_id', key: 'uuidv7', step: 'day', retentionDays: (policy) => policy.indexVectors },
   { table: 'price_rollups_10m', column: 'bucket_start', key: 'time', step: 'day', storage: 'fillfactor = 80', retentionDays: (policy) => policy.rollups['10m'] },

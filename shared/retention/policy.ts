@@ -8,7 +8,7 @@ import type { Granularity } from '../prices/repository.ts';
 export type RetentionPolicy = {
   /** price_observations: the raw archive of every stored observation (nothing reads it back). */
   observations: number;
-  /** event_outbox and price_event_pages: an event and its pages, delivered or not (webhook retries end within ~28 h). */
+  /** event_outbox, price_event_pages and price_stream: an event and its pages, delivered or not (webhook retries end within ~28 h), and the price stream's log. */
   outbox: number;
   /** ingest_runs: one row per source and schedule slot. */
   ingestRuns: number;

@@ -2,21 +2,24 @@ import { Counter } from 'prom-client';
 import { FxUnavailableError } from '../../shared/fx/ecb.ts';
 import { refreshFxRates } from '../../shared/fx/refresh.ts';
 import { snapshotJob } from '../../shared/prices/snapshot.ts';
-import { priceStreamKey, PriceStreamPublisher } from '../../shared/prices/stream.ts';
+import { priceStreamKey, PriceStreamRelay } from '../../shared/prices/stream.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { enabledSources, isKnownSource, snapshotIntervalSeconds, sourceSettings } from '../../shared/sources/settings.ts';
+import { nudgeOnNotify } from '../nudge.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
 import { runSourceIngest } from './run.ts';
 
 /** DESIGN 14: the ECB publishes once a working day; four reads a day see each file within hours. */
 const FX_INTERVAL_MS = 6 * 60 * 60_000;
 
-/** Runs whose changes could not be appended to the price stream (the runs themselves stayed committed). */
-const streamPublishFailures = new Counter({
-  name: 'cs2_price_stream_publish_failures_total',
-  help: 'Committed ingest runs whose changes could not be appended to the price stream (Redis unavailable)',
+/** Relay passes that could not copy the price stream's log to Redis (its entries wait in the log for the next pass). */
+const streamRelayFailures = new Counter({
+  name: 'cs2_price_stream_relay_failures_total',
+  help: "Relay passes that could not copy the price stream's log to Redis (Redis unavailable); nothing is lost, the next pass appends it",
   registers: [],
 });
+/** The backstop of the relay: a run relays its own entries after commit, NOTIFY wakes the job for the rest. */
+const STREAM_RELAY_INTERVAL_MS = 5_000;
 
 /**
  * Each enabled source (SOURCES less any missing its required key: enabledSources) is a job scheduler
@@ -27,9 +30,10 @@ export const ingestPool: PoolDefinition = {
   pool: 'ingest',
   concurrency: 3,
   startupJobs: [{ id: 'ingest-fx-startup', job: 'fx.refresh' }],
-  metrics: [streamPublishFailures],
+  metrics: [streamRelayFailures],
   schedules: (config) => [
     { id: 'ingest-fx', job: 'fx.refresh' as const, everyMs: FX_INTERVAL_MS },
+    { id: 'ingest-stream-relay', job: 'prices.stream_relay' as const, everyMs: STREAM_RELAY_INTERVAL_MS },
     ...enabledSources(config).map((name) => {
       if (!isKnownSource(name)) throw new Error(`SOURCES names ${name}, which has no adapter (known: ${Object.keys(ADAPTERS).join(', ')})`);
       return {
@@ -40,12 +44,15 @@ export const ingestPool: PoolDefinition = {
       };
     }),
   ],
-  handlers: ({ config, sql, redis, log, now, enqueue }) => {
+  handlers: (context) => {
+    const { config, sql, redis, log, now, enqueue } = context;
     const snapshotIntervalMs = snapshotIntervalSeconds(config) * 1000;
     // Every run that changed a price asks for the keyless snapshot; runs ending in one interval share
     // one build at its end, so the list is rebuilt at most once per interval whatever the sources do.
     const requestSnapshot = (runId: string) => enqueue('prices.snapshot', { after_run: runId }, snapshotJob(now(), snapshotIntervalMs));
-    const stream = new PriceStreamPublisher(redis, priceStreamKey(config.QUEUE_PREFIX), config.PRICE_STREAM_RETAIN, log, () => streamPublishFailures.inc());
+    const relay = new PriceStreamRelay(sql, redis, priceStreamKey(config.QUEUE_PREFIX), config.PRICE_STREAM_RETAIN, log, { onFailure: () => streamRelayFailures.inc() });
+    // The log's trigger (sql/0019) notifies on every insert: a run whose process died before its own relay is relayed by another.
+    const listen = nudgeOnNotify(context, log, { channel: 'price_stream', job: 'prices.stream_relay', jobId: 'stream-relay-nudge' });
     return [
       handle('ingest.source', async ({ source }, { scheduledAt }) => {
         if (!enabledSources(config).includes(source)) {
@@ -53,7 +60,13 @@ export const ingestPool: PoolDefinition = {
           return { status: 'disabled' };
         }
         const requestIndex = (runId: string) => enqueue('market_index.calculate', { marketplace: source, after_run: runId }, { jobId: `index-${runId}` });
-        return runSourceIngest({ sql, redis, config, log, now, requestSnapshot, requestIndex, stream }, ADAPTERS[source], scheduledAt);
+        listen();
+        return runSourceIngest({ sql, redis, config, log, now, requestSnapshot, requestIndex, relay }, ADAPTERS[source], scheduledAt);
+      }),
+      handle('prices.stream_relay', async () => {
+        listen();
+        // Failing the job is no retry (the next nudge or tick is): the relay's failure is counted and logged.
+        return { appended: await relay.relaySafely() };
       }),
       handle('fx.refresh', async () => {
         const outcome = await refreshFxRates({ sql, config, log, now });

@@ -10,7 +10,7 @@ import {
   type ListingUpdate,
   type StagedObservation,
 } from '../../shared/prices/ingest.ts';
-import type { PriceStreamPublisher } from '../../shared/prices/stream.ts';
+import type { PriceStreamRelay } from '../../shared/prices/stream.ts';
 import type { WorkerResources } from '../../shared/platform/resources.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
 import { findLatestRates, type FxRates } from '../../shared/fx/repository.ts';
@@ -30,8 +30,8 @@ export type IngestDeps = WorkerResources & {
   requestSnapshot?: (runId: string) => Promise<void>;
   /** Asks for the market index of this source to be calculated after a successful run (index pool). */
   requestIndex?: (runId: string) => Promise<void>;
-  /** Appends each committed run's changes to the price stream (DESIGN 15). */
-  stream?: PriceStreamPublisher;
+  /** Relays each committed run's price stream entries to Redis right after its commit (shared/prices/stream.ts). */
+  relay?: PriceStreamRelay;
 };
 
 // Per database handle: one process may ingest into several databases (the test suite does).
@@ -235,7 +235,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       skipped: fetched.skipped + mapped.unknownVersions,
       unknownNames: mapped.unknownNames.length + fetched.unknown,
       listing: unseen.listing,
-      stream: deps.stream,
+      relay: deps.relay,
     });
     rememberRows(deps.sql, adapter, unseen, ingestedAt);
     const writtenAt = performance.now();

@@ -1,11 +1,10 @@
 import { Counter } from 'prom-client';
-import type { Logger } from '../../shared/platform/logger.ts';
-import { enqueue } from '../../shared/jobs/queues.ts';
 import { attemptDeliveries, attemptDelivery, type AttemptResult, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
 import { pageLinksFromConfig } from '../../shared/webhooks/event-pages.ts';
 import { deliveryBatchEnqueuer, deliveryEnqueuer, dispatchOutbox, sweepDeliveries } from '../../shared/webhooks/dispatch.ts';
 import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
-import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
+import { nudgeOnNotify } from '../nudge.ts';
+import { handle, type PoolDefinition } from '../pool.ts';
 
 /**
  * DESIGN 12: what each `webhooks.deliver` job came to. `succeeded`; `retry` (the attempt failed and
@@ -20,29 +19,6 @@ const deliveryOutcomes = new Counter({
 });
 // Every outcome from zero, so rates and ratios exist before the first delivery of each kind.
 for (const outcome of ['succeeded', 'retry', 'failed', 'cancelled', 'skipped'] satisfies AttemptResult['kind'][]) deliveryOutcomes.inc({ outcome }, 0);
-
-/** The channel the outbox trigger (sql/0006) notifies on every insert. */
-const OUTBOX_CHANNEL = 'event_outbox';
-const NUDGE_JOB_ID = 'dispatch-nudge';
-
-/**
- * Wakes the dispatcher as soon as outbox rows commit: each notification adds one dispatch job (a
- * second one while it waits is the same job id, so dropped). Started by the pool's first job rather
- * than at definition time, so merely loading the pool has no side effects.
- */
-function outboxListener(context: PoolContext, log: Logger) {
-  let listening: Promise<unknown> | null = null;
-  const nudge = () => {
-    enqueue(context.queue, 'webhooks.dispatch', {}, { jobId: NUDGE_JOB_ID }).catch((error: Error) => log.warn({ err: error.message }, 'could not nudge the webhook dispatcher'));
-  };
-  return () => {
-    listening ??= context.sql.listen(OUTBOX_CHANNEL, nudge).catch((error: Error) => {
-      // The one-second schedule keeps dispatching meanwhile; the next job tries to listen again.
-      listening = null;
-      log.warn({ err: error.message }, 'could not listen for outbox inserts');
-    });
-  };
-}
 
 /**
  * DESIGN 8 delivery: `webhooks.dispatch` fans outbox events out to delivery rows (every second and
@@ -72,7 +48,8 @@ export const webhooksPool: PoolDefinition = {
     };
     const enqueueDeliveries = deliveryEnqueuer(queue);
     const enqueueBatches = deliveryBatchEnqueuer(queue);
-    const listen = outboxListener(context, log);
+    // The outbox trigger (sql/0006) notifies on every insert; the one-second schedule covers a missed one.
+    const listen = nudgeOnNotify(context, log, { channel: 'event_outbox', job: 'webhooks.dispatch', jobId: 'dispatch-nudge' });
     return [
       handle('webhooks.dispatch', async () => {
         listen();
