@@ -54,6 +54,9 @@ function childEnv(services: Services, extra: Record<string, string> = {}): Recor
   return { ...env, ...extra };
 }
 
+
+/** Per-test limit of `npm test` (bunfig.toml says the same for a plain `bun test`). */
+const TEST_TIMEOUT_MS = 30_000;
 /** `bun` always means the bun running this script; other names are looked up on the child PATH. */
 function resolveCommand(argv: string[], env: Record<string, string>): string[] {
   const [cmd, ...args] = argv;
@@ -382,8 +385,11 @@ async function main(): Promise<void> {
         code = await migrate(env);
         if (code === 0) code = await ensureItemFiles(env);
         if (code === 0) {
-          log(`running: bun test ${rest.join(' ')}`.trimEnd());
-          code = await runForeground(['bun', 'test', ...rest], env);
+          // bun 1.4 does not read bunfig.toml's [test] timeout (tests died at its 5 s default): the
+          // per-test limit is passed here unless the caller passes one.
+          const args = rest.some((arg) => arg.startsWith('--timeout')) ? rest : ['--timeout', String(TEST_TIMEOUT_MS), ...rest];
+          log(`running: bun test ${args.join(' ')}`.trimEnd());
+          code = await runForeground(['bun', 'test', ...args], env);
         }
       } finally {
         await dropDatabase(services.databaseUrl, testDb, log).catch((err: unknown) => log(`could not drop ${testDb}: ${String(err)}`));
