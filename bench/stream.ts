@@ -5,7 +5,7 @@
  * QUEUE_PREFIX, so its own Redis stream) holds BENCH_STREAM_CLIENTS (default 10 000) keyed
  * GET /v2/prices/stream connections opened by a load generator in its own process (this file with
  * `--clients`). This process then writes ingest runs with writeIngestRun and the ingest pool's
- * publisher, as a worker does, and times each run from its commit (the moment the publisher is
+ * relay (it appends to the log in the transaction and relays right after the commit), as a worker does, and times each run from its commit (the moment the relay is
  * called) to each event's arrival at each client:
  *   - a full-catalog run (every catalog item priced, from empty: every row is a change);
  *   - BENCH_STREAM_STEADY_RUNS (3) steady runs, each moving about one price in ten.
@@ -35,7 +35,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { join } from 'node:path';
 import { createLogger } from '../shared/platform/logger.ts';
 import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
-import { compareStreamIds, priceStreamKey, PriceStreamPublisher, type PriceChange } from '../shared/prices/stream.ts';
+import { compareStreamIds, priceStreamKey, PriceStreamRelay, type PriceStreamEvent } from '../shared/prices/stream.ts';
 import { createRequestRedis } from '../shared/platform/redis.ts';
 import {
   cpuMsOf,
@@ -265,14 +265,12 @@ async function clientsMain(configPath: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // The bench
 
-/** The ingest side, timed: the commit instant and the changes of each run, as the publisher sees them. */
-class TimedPublisher extends PriceStreamPublisher {
-  readonly committedAt = new Map<string, number>();
-  readonly changes = new Map<string, string[]>();
-  override async publish(run: { runId: string; source: string }, changes: readonly PriceChange[]): Promise<string[] | null> {
-    this.committedAt.set(run.runId, now());
-    this.changes.set(run.runId, changes.map((change) => change.catalog_id));
-    return super.publish(run, changes);
+/** The ingest side's relay, timed: writeIngestRun calls it right after its commit, so that call is the commit instant. */
+class TimedRelay extends PriceStreamRelay {
+  calledAt = 0;
+  override relaySafely(): Promise<number | null> {
+    this.calledAt = now();
+    return super.relaySafely();
   }
 }
 
@@ -413,7 +411,11 @@ async function streamBench(): Promise<boolean> {
   const commands = createRequestRedis(redisUrl, 'bench-stream');
   onCleanup(() => commands.disconnect());
   while (commands.status !== 'ready') await sleep(20);
-  const publisher = new TimedPublisher(commands, priceStreamKey(queuePrefix), 100_000, createLogger({ level: 'warn', name: 'bench-stream' }));
+  const relay = new TimedRelay(sql, commands, priceStreamKey(queuePrefix), 100_000, createLogger({ level: 'warn', name: 'bench-stream' }));
+  // The scratch database's log so far, relayed before the clients' first measured run.
+  await relay.relay();
+  const committedAt = new Map<string, number>();
+  const changedIds = new Map<string, string[]>();
   let slot = 0;
   const price = (index: number, generation: number) => (0.03 + ((index * 7_919 + generation * 104_729) % 250_000) / 100).toFixed(2);
   const catalogIndex = new Map(catalog.map((id, index) => [id, index]));
@@ -425,8 +427,12 @@ async function streamBench(): Promise<boolean> {
       catalog_id: catalogId, version: 'default', price: price(catalogIndex.get(catalogId)!, generation), median_price: null, quantity: 1, source_time: at,
     }));
     const result = await writeIngestRun(sql, {
-      runId, source: SOURCE, rows, ingestedAt: at, staleAfterSeconds: 3_600, received: rows.length, skipped: 0, unknownNames: 0, stream: publisher,
+      runId, source: SOURCE, rows, ingestedAt: at, staleAfterSeconds: 3_600, received: rows.length, skipped: 0, unknownNames: 0, relay,
     });
+    committedAt.set(runId, relay.calledAt);
+    // The run's changes as its stream entries hold them, in order (for the loss check).
+    const entries = await sql<{ data: string }[]>`select data from price_stream where run_id = ${runId} order by position`;
+    changedIds.set(runId, entries.flatMap((entry) => (JSON.parse(entry.data) as PriceStreamEvent).changes.map((change) => change.catalog_id)));
     say(`${kind} run: ${result.changed} changes written (${JSON.stringify(result.timings)})`);
     return { kind, runId };
   };
@@ -456,7 +462,7 @@ async function streamBench(): Promise<boolean> {
 
   /** Events each run should produce over all clients: one per (client, entry with a change it watches). */
   const expectedEvents = (runId: string): number => {
-    const changed = publisher.changes.get(runId)!;
+    const changed = changedIds.get(runId)!;
     const entries: Set<string>[] = [];
     for (let start = 0; start < changed.length; start += 500) entries.push(new Set(changed.slice(start, start + 500)));
     let events = 0;
@@ -499,7 +505,7 @@ async function streamBench(): Promise<boolean> {
   let checkedClients = 0;
   let expectedChanges = 0;
   let deliveredChanges = 0;
-  const changedSets = new Map([...publisher.changes].map(([runId, ids]) => [runId, new Set(ids)]));
+  const changedSets = new Map([...changedIds].map(([runId, ids]) => [runId, new Set(ids)]));
   filters.forEach((filter, index) => {
     const counts = report.counts[index];
     if (!counts) return;
@@ -509,7 +515,7 @@ async function streamBench(): Promise<boolean> {
     for (const { runId } of runs) {
       const changed = changedSets.get(runId)!;
       // One change per item per run here (default versions only).
-      const want = watched === null ? publisher.changes.get(runId)!.length : watched.filter((id) => changed.has(id)).length;
+      const want = watched === null ? changedIds.get(runId)!.length : watched.filter((id) => changed.has(id)).length;
       const got = counts[runId] ?? 0;
       expectedChanges += want;
       deliveredChanges += got;
@@ -519,9 +525,9 @@ async function streamBench(): Promise<boolean> {
   });
 
   const figures = runs.map(({ kind, runId, cpuMs, clientCpuMs, fanOut }) => {
-    const committed = publisher.committedAt.get(runId)!;
+    const committed = committedAt.get(runId)!;
     const arrivals = (report.arrivals[runId] ?? []).map((at) => at - committed).sort((a, b) => a - b);
-    const changed = publisher.changes.get(runId)!;
+    const changed = changedIds.get(runId)!;
     const delivered = filters.reduce((sum, filter, index) => sum + (report.counts[index]?.[runId] ?? 0), 0);
     return {
       kind, runId, changes: changed.length, events: arrivals.length,
