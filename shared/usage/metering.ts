@@ -14,7 +14,9 @@ import type { Budgets } from './budgets.ts';
  * limit>:<day limit>:<operation id>". Each argument costs Bun's client about half a microsecond, so a
  * debit is one short string rather than three key names and four numbers (`npm run bench:api`,
  * /v2/me: ~2.5 µs of API CPU less per request at 50 connections).
- * Returns, per debit: allowed (1/0), minute used, day used, exhausted window (0 none, 1 minute, 2 day)
+ * Returns, per debit: allowed (1/0), minute used, day used, exhausted window (0 none, 1 minute, 2 day);
+ * allowed -1 for a debit the script cannot read, which fails alone instead of failing its whole batch
+ * (a script error would refuse every request of the batch, and keep what it already applied).
  */
 const DEBIT_SCRIPT = `
 local minuteTtl, dayTtl = ARGV[1], ARGV[2]
@@ -22,27 +24,32 @@ local out = {}
 for i = 3, #ARGV do
   local triple, units, minuteLimit, dayLimit, operation = string.match(ARGV[i], '^(%d+):(%d+):(%d+):(%d+):(.+)$')
   triple, units, minuteLimit, dayLimit = tonumber(triple), tonumber(units), tonumber(minuteLimit), tonumber(dayLimit)
-  local minuteKey, dayKey, countersKey = KEYS[3 * triple + 1], KEYS[3 * triple + 2], KEYS[3 * triple + 3]
-  local used = redis.call('MGET', minuteKey, dayKey)
-  local minuteUsed = tonumber(used[1] or '0')
-  local dayUsed = tonumber(used[2] or '0')
-  -- Expiry is set when a counter is created, not on every call: fewer commands on the hot path.
-  if redis.call('HINCRBY', countersKey, operation .. '|requests', 1) == 1 then redis.call('EXPIRE', countersKey, dayTtl) end
-  local exhausted = 0
-  -- The day window first: when both refuse, only its reset (the later one) lets the request through.
-  if dayUsed + units > dayLimit then exhausted = 2
-  elseif minuteUsed + units > minuteLimit then exhausted = 1 end
   local at = 4 * (i - 3)
-  if exhausted > 0 then
-    redis.call('HINCRBY', countersKey, operation .. '|errors', 1)
-    out[at + 1], out[at + 2], out[at + 3], out[at + 4] = 0, minuteUsed, dayUsed, exhausted
+  if operation == nil or KEYS[3 * triple + 3] == nil then
+    -- Not readable: this debit fails alone (allowed -1), not the batch it travels with.
+    out[at + 1], out[at + 2], out[at + 3], out[at + 4] = -1, 0, 0, 0
   else
-    minuteUsed = redis.call('INCRBY', minuteKey, units)
-    if minuteUsed == units then redis.call('EXPIRE', minuteKey, minuteTtl) end
-    dayUsed = redis.call('INCRBY', dayKey, units)
-    if dayUsed == units then redis.call('EXPIRE', dayKey, dayTtl) end
-    redis.call('HINCRBY', countersKey, operation .. '|units', units)
-    out[at + 1], out[at + 2], out[at + 3], out[at + 4] = 1, minuteUsed, dayUsed, 0
+    local minuteKey, dayKey, countersKey = KEYS[3 * triple + 1], KEYS[3 * triple + 2], KEYS[3 * triple + 3]
+    local used = redis.call('MGET', minuteKey, dayKey)
+    local minuteUsed = tonumber(used[1] or '0')
+    local dayUsed = tonumber(used[2] or '0')
+    -- Expiry is set when a counter is created, not on every call: fewer commands on the hot path.
+    if redis.call('HINCRBY', countersKey, operation .. '|requests', 1) == 1 then redis.call('EXPIRE', countersKey, dayTtl) end
+    local exhausted = 0
+    -- The day window first: when both refuse, only its reset (the later one) lets the request through.
+    if dayUsed + units > dayLimit then exhausted = 2
+    elseif minuteUsed + units > minuteLimit then exhausted = 1 end
+    if exhausted > 0 then
+      redis.call('HINCRBY', countersKey, operation .. '|errors', 1)
+      out[at + 1], out[at + 2], out[at + 3], out[at + 4] = 0, minuteUsed, dayUsed, exhausted
+    else
+      minuteUsed = redis.call('INCRBY', minuteKey, units)
+      if minuteUsed == units then redis.call('EXPIRE', minuteKey, minuteTtl) end
+      dayUsed = redis.call('INCRBY', dayKey, units)
+      if dayUsed == units then redis.call('EXPIRE', dayKey, dayTtl) end
+      redis.call('HINCRBY', countersKey, operation .. '|units', units)
+      out[at + 1], out[at + 2], out[at + 3], out[at + 4] = 1, minuteUsed, dayUsed, 0
+    end
   end
 end
 return out
@@ -97,10 +104,12 @@ function windowState(limit: number, used: number, resetsAt: Date, now: Date): Wi
  * (setImmediate), and while a call is out the debits that arrive wait for its reply and then go as the
  * next batch. Under load each request so pays a share of one round trip instead of its own (GET /v2/me
  * at 50 connections: batches of ~6 when each turn flushed on its own, larger with one call in
- * flight), and a lone request waits for nobody. It fails fast like the request-path ioredis did (no
- * offline queue, 1 s command timeout, reconnects in the background; the debits queued behind a
- * failed call fail with it): a Redis outage is a 503 `usage_unavailable` within about a second and
- * clears without a restart. A batch can span workspaces, so its keys can span hash slots: on a Redis
+ * flight), and a lone request waits for nobody. It fails when Redis does, and only then: the client
+ * (shared/platform/redis-counters.ts) waits out a dropped link's reconnect and counts its 1 s command
+ * timeout only in event-loop turns that could have read the reply, so a busy process or a busy moment
+ * never turns a healthy Redis into a 503 (issue 29), while a Redis outage is a 503 `usage_unavailable`
+ * within about a second (the debits queued behind a call that failed fail with it) and clears
+ * without a restart. A batch can span workspaces, so its keys can span hash slots: on a Redis
  * Cluster, batches would have to be split by slot (the hash tags already group them).
  */
 type DebitReply = [allowed: number, minuteUsed: number, dayUsed: number, exhausted: number];
@@ -192,7 +201,10 @@ export class UsageMeter {
       .then(
         (reply) => {
           const values = reply as number[];
-          batch.forEach((debit, index) => debit.resolve(values.slice(4 * index, 4 * index + 4) as DebitReply));
+          batch.forEach((debit, index) => {
+            if (values[4 * index] === -1) debit.reject(new Error(`usage debit not readable by the debit script: ${debit.rest}`));
+            else debit.resolve(values.slice(4 * index, 4 * index + 4) as DebitReply);
+          });
         },
         (error: unknown) => {
           // Those that queued behind a failed call (Redis down or hung) fail with it, rather than
