@@ -8,7 +8,8 @@
  */
 import { parseConfig } from '../shared/platform/config.ts';
 import { createSql } from '../shared/platform/db.ts';
-import { fetchInventoryPages, storeInventorySnapshot } from '../shared/gameplatform/inventories.ts';
+import { storeInventorySnapshot } from '../shared/gameplatform/inventory/snapshots.ts';
+import { fetchInventoryPages } from '../shared/gameplatform/inventory/steam-community.ts';
 import { valuationInputOf, valueAssets } from '../shared/gameplatform/valuation.ts';
 import { rssOf } from './lib.ts';
 

@@ -2,8 +2,8 @@ import { brotliDecompressSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import type { InventoryAsset } from '../shared/gameplatform/inventories.ts';
-import { parseTradeHold } from '../shared/gameplatform/inventories.ts';
+import type { InventoryAsset } from '../shared/gameplatform/inventory/asset-record.ts';
+import { parseTradeHold } from '../shared/gameplatform/inventory/holds.ts';
 import { convertUsd } from '../shared/fx/convert.ts';
 import { findLatestRates } from '../shared/fx/repository.ts';
 import {

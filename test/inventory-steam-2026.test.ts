@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import { normaliseInventory, type InventoryAsset } from '../shared/gameplatform/inventories.ts';
-import type { InventoryPage } from '../shared/gameplatform/steam-client.ts';
+import type { InventoryAsset } from '../shared/gameplatform/inventory/asset-record.ts';
+import { normaliseInventory } from '../shared/gameplatform/inventory/normalise.ts';
+import type { InventoryPage } from '../shared/gameplatform/inventory/steam-community.ts';
 import { decodeCertificate, encodeCertificate, itemInsights } from '../shared/inspect/index.ts';
 import {
   INSPECT_LINK,

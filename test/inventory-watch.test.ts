@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Queue } from 'bullmq';
 import { disconnectLiveAccount, insertOrFindLiveAccount } from '../shared/gameplatform/accounts.ts';
-import { inventoryAssetSchema } from '../shared/gameplatform/inventories.ts';
+import { inventoryAssetSchema } from '../shared/gameplatform/inventory/asset-record.ts';
 import { runInventoryWatch, sendItemTradable, tradableJobId, type InventoryWatchDeps, type WatchBudgetSettings } from '../shared/gameplatform/inventory-watch.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 import { enqueue as enqueueOn, queueName, type Enqueue } from '../shared/jobs/queues.ts';

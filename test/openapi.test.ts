@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { openApiPath, requestJsonSchema } from '../api/openapi.ts';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import { storeInventorySnapshot } from '../shared/gameplatform/inventories.ts';
+import { storeInventorySnapshot } from '../shared/gameplatform/inventory/snapshots.ts';
 import { encodeCertificate } from '../shared/inspect/index.ts';
 import { parseSceneBody } from '../shared/media/scenes-model.ts';
 import { createScene } from '../shared/media/scenes.ts';

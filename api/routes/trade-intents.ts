@@ -78,7 +78,7 @@ const position: z.ZodType<TradeIntentPosition> = z.object({ id: uuid('trade inte
 const notFound = () => errors.notFound('No trade intent with this id in your workspace.');
 
 export type TradeIntentRouteDeps = Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps & IdempotencyPluginDeps & {
-  /** Where the asset check reads owners' inventories; inventories.ts (stored, else Steam) when not given. */
+  /** Where the asset check reads owners' inventories; inventory/snapshots.ts (stored, else Steam) when not given. */
   tradeInventory?: TradeInventory;
 };
 

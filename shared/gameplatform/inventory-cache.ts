@@ -9,7 +9,7 @@ import {
   type InventoryDeps,
   type InventorySnapshot,
   type RenderedInventoryPage,
-} from './inventories.ts';
+} from './inventory/snapshots.ts';
 
 const STALE_TRUE = Buffer.from('true');
 

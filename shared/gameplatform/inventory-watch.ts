@@ -5,7 +5,9 @@ import type { Enqueue } from '../jobs/queues.ts';
 import type { WorkerResources } from '../platform/resources.ts';
 import { createRequestBudget, type RequestBudget } from '../sources/budget.ts';
 import { SourceRateLimitedError } from '../sources/types.ts';
-import { fetchInventoryPages, insertInventorySnapshot, prepareInventorySnapshot, type StoredAsset } from './inventories.ts';
+import type { StoredAsset } from './inventory/asset-record.ts';
+import { insertInventorySnapshot, prepareInventorySnapshot } from './inventory/snapshots.ts';
+import { fetchInventoryPages } from './inventory/steam-community.ts';
 import {
   advanceWatch,
   claimDueWatch,
@@ -76,7 +78,7 @@ export const BUDGET_MARGIN_MS = 1_000;
 const CLAIM_LEASE_MS = 5 * 60_000;
 /** A read gives up (deferred, not failed) if the budget keeps it waiting this long for one page. */
 const MAX_PAGE_WAIT_MS = 3 * 60_000;
-/** One read's wall-clock limit (waits for the budget included); page timeouts stay inventories.ts's. */
+/** One read's wall-clock limit (waits for the budget included); page timeouts stay inventory/steam-community.ts's. */
 const READ_BUDGET_MS = 4 * 60_000;
 
 export type WatchBudgetSettings = {
@@ -93,7 +95,7 @@ export type InventoryWatchDeps = Pick<WorkerResources, 'config' | 'sql' | 'redis
   enqueue: Enqueue;
   /** Default: STEAM_INVENTORY_REQUESTS_PER_MINUTE per minute. */
   budget?: WatchBudgetSettings;
-  /** One Steam page request's timeout (default inventories.ts's 10 s). */
+  /** One Steam page request's timeout (default inventory/steam-community.ts's 10 s). */
   pageTimeoutMs?: number;
 };
 

@@ -4,8 +4,9 @@ import { parseRetryAfter } from '../sources/upstream.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * HTTP to Steam (DESIGN 11): the Web API (GetPlayerSummaries) and the community inventory endpoint,
- * at STEAM_API_URL / STEAM_COMMUNITY_URL exactly as configured. Every call has a timeout, and every
+ * HTTP to Steam (DESIGN 11): the request, its typed errors and the Web API (GetPlayerSummaries), at
+ * STEAM_API_URL / STEAM_COMMUNITY_URL exactly as configured (the community inventory read is
+ * inventory/steam-community.ts). Every call has a timeout, and every
  * upstream behaviour (status, timeout, reset, garbage body) ends in one of the typed errors below,
  * never in an untyped throw, so routes can answer 403/404/503 and never 500.
  */
@@ -43,9 +44,10 @@ export const DEFAULT_RETRY_AFTER_MS = 30_000;
 
 export type SteamRequestOptions = { timeoutMs: number; now: () => Date };
 
-type Raw = { status: number; headers: Headers; text: string };
+export type SteamResponse = { status: number; headers: Headers; text: string };
 
-async function request(url: string, options: SteamRequestOptions): Promise<Raw> {
+/** One GET to Steam under a timeout (the body read included); network failures are SteamUnavailableError. */
+export async function steamGet(url: string, options: SteamRequestOptions): Promise<SteamResponse> {
   try {
     const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(options.timeoutMs), redirect: 'follow' });
     // The body is read under the same timeout signal, so a trickling body cannot hold a request.
@@ -57,7 +59,8 @@ async function request(url: string, options: SteamRequestOptions): Promise<Raw> 
   }
 }
 
-function failure(raw: Raw, options: SteamRequestOptions): SteamUnavailableError {
+/** The typed error for a non-2xx answer (429 → throttled, with its Retry-After). */
+export function steamFailure(raw: SteamResponse, options: SteamRequestOptions): SteamUnavailableError {
   if (raw.status === 429) {
     return new SteamUnavailableError('throttled (HTTP 429)', parseRetryAfter(raw.headers.get('retry-after'), options.now(), DEFAULT_RETRY_AFTER_MS), true);
   }
@@ -65,7 +68,7 @@ function failure(raw: Raw, options: SteamRequestOptions): SteamUnavailableError 
   return new SteamUnavailableError(`HTTP ${raw.status}`, parseRetryAfter(retryAfter, options.now(), DEFAULT_RETRY_AFTER_MS));
 }
 
-function parseJson(raw: Raw): unknown {
+export function parseSteamJson(raw: SteamResponse): unknown {
   try {
     return JSON.parse(raw.text);
   } catch {
@@ -95,9 +98,9 @@ export type PlayerSummary = {
  */
 export async function fetchPlayerSummary(config: Config, apiKey: string, steamId64: string, options: SteamRequestOptions): Promise<PlayerSummary> {
   const query = new URLSearchParams({ key: apiKey, steamids: steamId64 });
-  const raw = await request(joinUrl(config.STEAM_API_URL, `ISteamUser/GetPlayerSummaries/v2/?${query}`), options);
-  if (raw.status < 200 || raw.status > 299) throw failure(raw, options);
-  const body = parseJson(raw);
+  const raw = await steamGet(joinUrl(config.STEAM_API_URL, `ISteamUser/GetPlayerSummaries/v2/?${query}`), options);
+  if (raw.status < 200 || raw.status > 299) throw steamFailure(raw, options);
+  const body = parseSteamJson(raw);
   const players = isObject(body) && isObject(body.response) ? body.response.players : undefined;
   if (!Array.isArray(players)) throw new SteamUnavailableError('unexpected body (no response.players)', DEFAULT_RETRY_AFTER_MS);
   const player = players.find((entry) => isObject(entry) && entry.steamid === steamId64);
@@ -106,41 +109,6 @@ export async function fetchPlayerSummary(config: Config, apiKey: string, steamId
     throw new SteamUnavailableError('players[] does not hold the requested steamid', DEFAULT_RETRY_AFTER_MS);
   }
   return player as PlayerSummary;
-}
-
-/** One page of `/inventory/{steamid}/730/2`, fields as upstream names them (unchecked beyond the top level). */
-export type InventoryPage = {
-  assets?: unknown[];
-  descriptions?: unknown[];
-  asset_properties?: unknown[];
-  total_inventory_count?: number;
-  more_items?: number | boolean;
-  last_assetid?: string;
-};
-
-export const INVENTORY_PAGE_SIZE = 2000;
-
-/**
- * One page of a CS2 inventory (app 730, context 2), starting after `startAssetId` when given.
- * 403 → SteamPrivateError, 404 → SteamNotFoundError, 429/5xx/garbage → SteamUnavailableError.
- */
-export async function fetchInventoryPage(config: Config, steamId64: string, startAssetId: string | null, options: SteamRequestOptions): Promise<InventoryPage> {
-  const query = new URLSearchParams({ l: 'english', count: String(INVENTORY_PAGE_SIZE) });
-  if (startAssetId !== null) query.set('start_assetid', startAssetId);
-  const raw = await request(joinUrl(config.STEAM_COMMUNITY_URL, `inventory/${steamId64}/730/2?${query}`), options);
-  if (raw.status === 403) throw new SteamPrivateError();
-  if (raw.status === 404) throw new SteamNotFoundError('inventory');
-  if (raw.status < 200 || raw.status > 299) throw failure(raw, options);
-  const body = parseJson(raw);
-  if (!isObject(body)) throw new SteamUnavailableError('unexpected body (not an object)', DEFAULT_RETRY_AFTER_MS);
-  // Steam answers `{success: false}` (or 1/0) on internal trouble with a 200 or 500.
-  if (body.success !== undefined && body.success !== 1 && body.success !== true) {
-    throw new SteamUnavailableError('upstream reported success: false', DEFAULT_RETRY_AFTER_MS);
-  }
-  for (const field of ['assets', 'descriptions', 'asset_properties'] as const) {
-    if (body[field] !== undefined && !Array.isArray(body[field])) throw new SteamUnavailableError(`unexpected body (${field} is not an array)`, DEFAULT_RETRY_AFTER_MS);
-  }
-  return body as InventoryPage;
 }
 
 /**

@@ -1,11 +1,11 @@
 import { ApiError } from '../http/errors.ts';
-import { ensureInventorySnapshot, findSnapshotAssets, type InventoryDeps, type SnapshotAsset } from './inventories.ts';
+import { ensureInventorySnapshot, findSnapshotAssets, type InventoryDeps, type SnapshotAsset } from './inventory/snapshots.ts';
 import { steamApiError } from './steam-client.ts';
 
 /**
  * What the trade-intent asset check needs from inventories (DESIGN 11): the assets of an owner's
  * latest snapshot, fetched again when missing or older than `maxAgeSeconds`. A seam, so the check
- * reads as rules while the fetching stays in inventories.ts (and a benchmark can count fetches).
+ * reads as rules while the fetching stays in inventory/snapshots.ts (and a benchmark can count fetches).
  */
 export type OwnerAssets =
   | { kind: 'found'; snapshotId: string; assets: Map<string, SnapshotAsset> }
@@ -20,7 +20,7 @@ export type TradeInventory = {
 
 const DEFAULT_RETRY_AFTER_SECONDS = 30;
 
-/** Owners' inventories through inventories.ts: stored snapshots while fresh, Steam otherwise. */
+/** Owners' inventories through inventory/snapshots.ts: stored snapshots while fresh, Steam otherwise. */
 export function steamTradeInventory(deps: InventoryDeps): TradeInventory {
   return {
     async ownerAssets(steamId, assetIds, maxAgeSeconds) {

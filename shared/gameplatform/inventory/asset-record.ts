@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { insightsSchema, itemIdentitySchema, itemStateSchema } from '../../inspect/index.ts';
+import { assetValueSchema } from '../valuation.ts';
+
+/**
+ * Our inventory records (DESIGN 11): one asset as GET /v2/inventories shows it, and the page. What a
+ * snapshot stores per asset is the record without its valuation (StoredAsset).
+ */
+
+export { assetValueSchema };
+
+export const inventoryAssetSchema = z.object({
+  asset_id: z.string(),
+  class_id: z.string(),
+  instance_id: z.string(),
+  market_hash_name: z.string().nullable(),
+  catalog_id: z.string().nullable().describe('null when the catalog does not know the item'),
+  name: z.string().nullable(),
+  type: z.string().nullable(),
+  tradable: z.boolean(),
+  marketable: z.boolean(),
+  trade_hold_until: z.string().nullable().describe('From the "Tradable After …" text of the description, else null'),
+  item: itemIdentitySchema.nullable().describe('null when neither the certificate nor the catalog identifies the item'),
+  state: itemStateSchema.describe(
+    'From the item certificate (property 6) where it has the value, else paint seed (property 1), wear (property 2), name tag (property 5), a standalone charm’s pattern (property 3) and an attached charm’s pattern (asset_accessories, property 3)',
+  ),
+  insights: insightsSchema,
+  certificate: z.string().nullable().describe('Asset property 6, the hex inspect certificate'),
+  inspect_link: z.string().nullable(),
+  value: assetValueSchema.nullable().describe('With `valuation=<marketplace>`: the item and its stickers and charms at that marketplace (DESIGN 14), else null'),
+});
+export type InventoryAsset = z.infer<typeof inventoryAssetSchema>;
+/** What inventory_assets.record holds: the asset without its valuation (added when read). */
+export type StoredAsset = Omit<InventoryAsset, 'value'>;
+
+export const inventoryPageSchema = z.object({
+  steam_id: z.string(),
+  snapshot_id: z.string(),
+  fetched_at: z.string(),
+  stale: z.boolean().describe('True when the snapshot is older than INVENTORY_TTL_SECONDS (Steam failed, or a cursor pins an older snapshot)'),
+  total_assets: z.number().int(),
+  data: z.array(inventoryAssetSchema),
+  next_cursor: z.string().nullable(),
+});

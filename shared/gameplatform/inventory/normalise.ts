@@ -1,0 +1,203 @@
+import {
+  CertificateError,
+  decodeCertificate,
+  familyOfDefinition,
+  itemInsights,
+  type CharmState,
+  type ItemIdentity,
+  type ItemState,
+} from '../../inspect/index.ts';
+import { CHARM_PATTERN_MAX } from '../../inspect/item-validation.ts';
+import { MAX_NAME_TAG_LENGTH } from '../../inspect/selector.ts';
+import { isObject } from '../steam-client.ts';
+import type { StoredAsset } from './asset-record.ts';
+import { parseTradeHold } from './holds.ts';
+import { ASSET_ID, flag, stringOf, type InventoryPage } from './steam-community.ts';
+
+/**
+ * Steam community inventory pages → our asset records (DESIGN 11, 14): one record per asset with
+ * its item, state (certificate first, then the asset properties), insights, hold and inspect link.
+ */
+
+/**
+ * What one asset's properties say. Steam's property ids (IEconService/GetAssetPropertySchema): 1 paint
+ * seed, 2 wear, 3 charm pattern, 4 sticker wear, 5 name tag, 6 item certificate. Since 2025 the
+ * certificate usually lacks the name tag and the charm patterns, which come as property 5, as
+ * property 3 of a standalone charm, and as property 3 in the `standalone_properties` of the charm's
+ * entry in `asset_accessories` (DESIGN 14). Every entry also has a `name`, localized with `l=`:
+ * only `propertyid` is read, never the name.
+ */
+type AssetProperties = {
+  paintSeed?: number;
+  wear?: number;
+  /** Property 3 of the asset itself: a standalone charm's pattern. */
+  charmPattern?: number;
+  /** Property 5. */
+  nameTag?: string;
+  /** Property 6. */
+  certificate: string | null;
+  /** Property 3 of each accessory that has one, in Steam's order: the patterns of attached charms. */
+  accessoryCharmPatterns: number[];
+};
+
+function charmPatternOf(property: Record<string, unknown>): number | undefined {
+  const pattern = Number(stringOf(property.int_value));
+  return Number.isInteger(pattern) && pattern >= 0 && pattern <= CHARM_PATTERN_MAX ? pattern : undefined;
+}
+
+/** The pattern (property 3) in one `asset_accessories` entry's standalone_properties, if any. */
+function accessoryCharmPattern(accessory: unknown): number | undefined {
+  if (!isObject(accessory) || !Array.isArray(accessory.standalone_properties)) return undefined;
+  for (const property of accessory.standalone_properties) {
+    if (isObject(property) && Number(property.propertyid) === 3) return charmPatternOf(property);
+  }
+  return undefined;
+}
+
+/**
+ * Properties of one asset: `entry` is its `asset_properties` item, which carries `asset_accessories`
+ * beside `asset_properties` (as the community inventory sends it); `looseAccessories` are entries
+ * of a page-level `asset_accessories` array naming this asset id (read too, should Steam send them so).
+ */
+function readProperties(entry: unknown, looseAccessories: unknown[] = []): AssetProperties {
+  const out: AssetProperties = { certificate: null, accessoryCharmPatterns: [] };
+  const nested = isObject(entry) && Array.isArray(entry.asset_accessories) ? entry.asset_accessories : [];
+  for (const accessory of [...nested, ...looseAccessories]) {
+    const pattern = accessoryCharmPattern(accessory);
+    if (pattern !== undefined) out.accessoryCharmPatterns.push(pattern);
+  }
+  if (!isObject(entry) || !Array.isArray(entry.asset_properties)) return out;
+  for (const property of entry.asset_properties) {
+    if (!isObject(property)) continue;
+    const id = Number(property.propertyid);
+    if (id === 1) {
+      const seed = Number(stringOf(property.int_value));
+      if (Number.isInteger(seed) && seed >= 0 && seed <= 1000) out.paintSeed = seed;
+    } else if (id === 2) {
+      const wear = Number(stringOf(property.float_value));
+      if (Number.isFinite(wear) && wear >= 0 && wear <= 1) out.wear = wear;
+    } else if (id === 3) {
+      const pattern = charmPatternOf(property);
+      if (pattern !== undefined) out.charmPattern = pattern;
+    } else if (id === 5) {
+      const nameTag = property.string_value;
+      if (typeof nameTag === 'string' && nameTag.length >= 1 && nameTag.length <= MAX_NAME_TAG_LENGTH) out.nameTag = nameTag;
+    } else if (id === 6) {
+      const certificate = stringOf(property.string_value);
+      if (certificate && certificate.length <= 4096 && /^[0-9A-Fa-f]+$/.test(certificate)) out.certificate = certificate.toUpperCase();
+    }
+  }
+  return out;
+}
+
+/**
+ * The state with what the properties add where the certificate (or the catalog) left a gap: the
+ * certificate wins where it has the value (DESIGN 14). A charm pattern needs a charm to go to, and
+ * only the certificate names charm ids (an accessory carries a class id, not the charm id), so
+ * patterns fill charms the certificate lists without one: property 3 of a standalone charm its
+ * charms[0], the accessories' patterns the weapon's charms in order.
+ */
+function withPropertyValues(state: ItemState, item: ItemIdentity | null, props: AssetProperties): ItemState {
+  let out = state;
+  if (out.paint_seed === undefined && props.paintSeed !== undefined) out = { ...out, paint_seed: props.paintSeed };
+  if (out.wear === undefined && props.wear !== undefined) out = { ...out, wear: props.wear };
+  if (out.name_tag === undefined && props.nameTag !== undefined) out = { ...out, name_tag: props.nameTag };
+  const patterns = item?.family === 'charm' ? (props.charmPattern === undefined ? [] : [props.charmPattern]) : props.accessoryCharmPatterns;
+  if (out.charms && patterns.length > 0) {
+    const charms: CharmState[] = out.charms.map((charm, position) => {
+      const pattern = patterns[position];
+      return charm.pattern === undefined && pattern !== undefined ? { ...charm, pattern } : charm;
+    });
+    out = { ...out, charms };
+  }
+  return out;
+}
+
+/** The inspect action's link with its placeholders filled, or null when one stays unknown. */
+function inspectLinkOf(actions: unknown, steamId64: string, assetId: string, certificate: string | null): string | null {
+  if (!Array.isArray(actions)) return null;
+  const action = actions.find((entry) => isObject(entry) && typeof entry.link === 'string' && entry.link.includes('csgo_econ_action_preview'));
+  if (!action) return null;
+  let link = (action as { link: string }).link.replaceAll('%owner_steamid%', steamId64).replaceAll('%assetid%', assetId);
+  if (link.includes('%propid:6%')) {
+    if (!certificate) return null;
+    link = link.replaceAll('%propid:6%', certificate);
+  }
+  return /%[a-z_:0-9]+%/i.test(link) ? null : link;
+}
+
+export type CatalogMatch = { catalog_id: string; definition_index: number | null; paint_index: number | null };
+
+/** One record per asset, in upstream order; duplicate asset ids (overlapping pages) are kept once. */
+export function normaliseInventory(steamId64: string, pages: InventoryPage[], catalog: Map<string, CatalogMatch>): StoredAsset[] {
+  const descriptions = new Map<string, Record<string, unknown>>();
+  const properties = new Map<string, unknown>();
+  const looseAccessories = new Map<string, unknown[]>();
+  for (const page of pages) {
+    const pageAccessories = (page as { asset_accessories?: unknown }).asset_accessories;
+    for (const accessory of Array.isArray(pageAccessories) ? pageAccessories : []) {
+      if (!isObject(accessory) || typeof accessory.assetid !== 'string') continue;
+      const list = looseAccessories.get(accessory.assetid);
+      if (list) list.push(accessory);
+      else looseAccessories.set(accessory.assetid, [accessory]);
+    }
+    for (const description of page.descriptions ?? []) {
+      if (isObject(description)) descriptions.set(`${stringOf(description.classid)}_${stringOf(description.instanceid)}`, description);
+    }
+    for (const entry of page.asset_properties ?? []) {
+      if (isObject(entry) && typeof entry.assetid === 'string') properties.set(entry.assetid, entry);
+    }
+  }
+  const seen = new Set<string>();
+  const records: StoredAsset[] = [];
+  for (const page of pages) {
+    for (const asset of page.assets ?? []) {
+      if (!isObject(asset)) continue;
+      const assetId = stringOf(asset.assetid);
+      const classId = stringOf(asset.classid) ?? '0';
+      const instanceId = stringOf(asset.instanceid) ?? '0';
+      if (!assetId || !ASSET_ID.test(assetId) || seen.has(assetId)) continue;
+      seen.add(assetId);
+      const description = descriptions.get(`${classId}_${instanceId}`) ?? {};
+      const marketHashName = typeof description.market_hash_name === 'string' ? description.market_hash_name : null;
+      const match = marketHashName ? catalog.get(marketHashName) : undefined;
+      const props = readProperties(properties.get(assetId), looseAccessories.get(assetId));
+      let item: StoredAsset['item'] = null;
+      let state: ItemState = {};
+      if (props.certificate) {
+        try {
+          const decoded = decodeCertificate(props.certificate);
+          item = decoded.item;
+          state = decoded.state;
+        } catch (error) {
+          // A certificate we cannot read leaves the state to properties 1 and 2 (never a failure).
+          if (!(error instanceof CertificateError)) throw error;
+        }
+      }
+      if (!item && match?.definition_index != null) item = { family: familyOfDefinition(match.definition_index), definition_index: match.definition_index };
+      if (state.paint_index === undefined && match?.paint_index != null) state = { paint_index: match.paint_index, ...state };
+      state = withPropertyValues(state, item, props);
+      const ownerLines = Array.isArray(description.owner_descriptions) ? description.owner_descriptions : [];
+      const lines = Array.isArray(description.descriptions) ? description.descriptions : [];
+      records.push({
+        asset_id: assetId,
+        class_id: classId,
+        instance_id: instanceId,
+        market_hash_name: marketHashName,
+        catalog_id: match?.catalog_id ?? null,
+        name: typeof description.name === 'string' ? description.name : null,
+        type: typeof description.type === 'string' ? description.type : null,
+        tradable: flag(description.tradable),
+        marketable: flag(description.marketable),
+        trade_hold_until: parseTradeHold([...ownerLines, ...lines]),
+        item,
+        state,
+        // Computed once here and stored with the record (DESIGN 14), so reading a page never recomputes it.
+        insights: itemInsights(item, state),
+        certificate: props.certificate,
+        inspect_link: inspectLinkOf(description.actions, steamId64, assetId, props.certificate),
+      });
+    }
+  }
+  return records;
+}

@@ -1,0 +1,237 @@
+import type { Config } from '../../platform/config.ts';
+import { copyRows, type Queryable, type Sql, type TransactionSql } from '../../platform/db.ts';
+import type { Logger } from '../../platform/logger.ts';
+import type { Conversion } from '../../prices/currency.ts';
+import type { SourceName } from '../../sources/names.ts';
+import { newId } from '../../util/ids.ts';
+import { itemInsights } from '../../inspect/index.ts';
+import { isObject, SteamUnavailableError } from '../steam-client.ts';
+import { valueAssets } from '../valuation.ts';
+import type { StoredAsset } from './asset-record.ts';
+import { normaliseInventory, type CatalogMatch } from './normalise.ts';
+import { fetchInventoryPages, type InventoryPage } from './steam-community.ts';
+
+/**
+ * The inventory snapshot store (DESIGN 11): fetched pages normalised and stored as an immutable
+ * snapshot (inventory_snapshots + inventory_assets), the latest one reused while fresh, and pages of
+ * one snapshot read back and rendered from Postgres, pinned to that snapshot.
+ */
+
+export type InventorySnapshot = { id: string; steam_id: string; fetched_at: Date; total_assets: number };
+
+export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date };
+
+/**
+ * One rendered page of GET /v2/inventories as the bytes sent: `fresh` is the body with
+ * `"stale":false`, `staleAt` the byte offset of that `false`, so the `stale: true` variant (computed
+ * per request from fetched_at) is spliced in without rendering or serialising the page again
+ * (inventory-cache.ts keeps pages and their variants).
+ */
+export type RenderedInventoryPage = {
+  fresh: Uint8Array;
+  staleAt: number;
+  staleBody?: Uint8Array;
+  /** Compressed variants, made at their first request and kept with the page (`<stale>:<coding>`). */
+  encoded?: Map<string, Uint8Array>;
+};
+
+
+/** Catalog items of these names, in one set-based query. */
+export async function findCatalogMatches(db: Queryable, names: string[]): Promise<Map<string, CatalogMatch>> {
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return new Map();
+  const rows = await db<(CatalogMatch & { market_hash_name: string })[]>`
+    select market_hash_name, catalog_id, definition_index, paint_index
+    from catalog_items where market_hash_name = any(${unique}::text[])`;
+  return new Map(rows.map((row) => [row.market_hash_name, { catalog_id: row.catalog_id, definition_index: row.definition_index, paint_index: row.paint_index }]));
+}
+
+/** A snapshot normalised from fetched pages, not yet stored (see insertInventorySnapshot). */
+export type PreparedSnapshot = { snapshot: InventorySnapshot; records: StoredAsset[]; upstreamTotal: number | null };
+
+/** Normalises fetched pages into a new snapshot (catalog matches read in one query). */
+export async function prepareInventorySnapshot(db: Queryable, steamId64: string, pages: InventoryPage[], fetchedAt: Date): Promise<PreparedSnapshot> {
+  const names: string[] = [];
+  for (const page of pages) for (const d of page.descriptions ?? []) if (isObject(d) && typeof d.market_hash_name === 'string') names.push(d.market_hash_name);
+  const catalog = await findCatalogMatches(db, names);
+  const records = normaliseInventory(steamId64, pages, catalog);
+  const reported = pages[0]?.total_inventory_count;
+  return {
+    snapshot: { id: newId(), steam_id: steamId64, fetched_at: fetchedAt, total_assets: records.length },
+    records,
+    upstreamTotal: typeof reported === 'number' && Number.isSafeInteger(reported) ? reported : null,
+  };
+}
+
+/** Stores a prepared snapshot in the caller's transaction (rows by COPY). */
+export async function insertInventorySnapshot(tx: TransactionSql, prepared: PreparedSnapshot): Promise<void> {
+  const { snapshot, records } = prepared;
+  await tx`
+    insert into inventory_snapshots (id, steam_id, fetched_at, total_assets, upstream_total)
+    values (${snapshot.id}, ${snapshot.steam_id}, ${snapshot.fetched_at}, ${records.length}, ${prepared.upstreamTotal})`;
+  await copyRows(
+    tx,
+    'inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record)',
+    records.map((record, position) => [snapshot.id, position, record.asset_id, record.tradable ? 't' : 'f', record.catalog_id, JSON.stringify(record)]),
+  );
+}
+
+/** Normalises fetched pages and stores them as a new snapshot (one transaction, rows by COPY). */
+export async function storeInventorySnapshot(sql: Sql, steamId64: string, pages: InventoryPage[], fetchedAt: Date): Promise<InventorySnapshot> {
+  const prepared = await prepareInventorySnapshot(sql, steamId64, pages, fetchedAt);
+  await sql.begin((tx) => insertInventorySnapshot(tx, prepared));
+  return prepared.snapshot;
+}
+
+export async function latestSnapshot(db: Queryable, steamId64: string): Promise<InventorySnapshot | null> {
+  const [row] = await db<InventorySnapshot[]>`
+    select id, steam_id, fetched_at, total_assets from inventory_snapshots
+    where steam_id = ${steamId64} order by fetched_at desc, id desc limit 1`;
+  return row ?? null;
+}
+
+export async function findSnapshot(db: Queryable, snapshotId: string): Promise<InventorySnapshot | null> {
+  const [row] = await db<InventorySnapshot[]>`select id, steam_id, fetched_at, total_assets from inventory_snapshots where id = ${snapshotId}`;
+  return row ?? null;
+}
+
+/**
+ * The latest snapshot of an inventory no older than `maxAgeSeconds`, fetching a new one when there
+ * is none (or `refresh`). When Steam is unavailable or throttling, an older snapshot is returned
+ * with `stale: true`. Throws SteamPrivateError, SteamNotFoundError, or SteamUnavailableError (no
+ * snapshot to fall back on); see steamApiError for their API answers.
+ */
+export async function ensureInventorySnapshot(
+  deps: InventoryDeps,
+  steamId64: string,
+  options: { maxAgeSeconds: number; refresh?: boolean },
+): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
+  const latest = await latestSnapshot(deps.sql, steamId64);
+  if (latest && !options.refresh && isFreshSnapshot(latest, deps.now(), options.maxAgeSeconds)) {
+    return { snapshot: latest, stale: false };
+  }
+  let pages: InventoryPage[];
+  try {
+    pages = await fetchInventoryPages(deps, steamId64);
+  } catch (error) {
+    if (error instanceof SteamUnavailableError) {
+      deps.log.warn({ steam_id: steamId64, reason: error.reason, cached: Boolean(latest) }, 'steam inventory fetch failed');
+      if (latest) return { snapshot: latest, stale: true };
+    }
+    throw error;
+  }
+  const stored = await storeInventorySnapshot(deps.sql, steamId64, pages, deps.now());
+  return { snapshot: stored, stale: false };
+}
+
+/** Younger than `maxAgeSeconds` (INVENTORY_TTL_SECONDS): served without asking Steam. */
+export function isFreshSnapshot(snapshot: InventorySnapshot, now: Date, maxAgeSeconds: number): boolean {
+  return now.getTime() - snapshot.fetched_at.getTime() < maxAgeSeconds * 1000;
+}
+
+export type SnapshotAsset = { tradable: boolean; trade_hold_until: string | null; catalog_id: string | null; market_hash_name: string | null; record: StoredAsset };
+
+/** These assets of a snapshot (absent ones are missing from the map), for trade intents. */
+export async function findSnapshotAssets(db: Queryable, snapshotId: string, assetIds: string[]): Promise<Map<string, SnapshotAsset>> {
+  if (assetIds.length === 0) return new Map();
+  const rows = await db<{ asset_id: string; tradable: boolean; catalog_id: string | null; record: StoredAsset }[]>`
+    select asset_id, tradable, catalog_id, record from inventory_assets
+    where snapshot_id = ${snapshotId} and asset_id = any(${assetIds}::text[])`;
+  return new Map(
+    rows.map((row) => [
+      row.asset_id,
+      { tradable: row.tradable, trade_hold_until: row.record.trade_hold_until, catalog_id: row.catalog_id, market_hash_name: row.record.market_hash_name, record: withStoredInsights(row.record) },
+    ]),
+  );
+}
+
+/**
+ * Records stored before insights existed (DESIGN 14) lack them; a snapshot can outlive its TTL (a
+ * cursor pins it, and Steam failing serves it stale), so such a record gets them computed when read,
+ * never stored back (snapshots are immutable). Records stored since carry them and are not touched.
+ */
+function withStoredInsights(record: StoredAsset): StoredAsset {
+  if (isObject(record.insights)) return record;
+  return { ...record, insights: itemInsights(record.item, record.state ?? {}) };
+}
+
+export type SnapshotPageRow = {
+  position: number;
+  catalog_id: string | null;
+  paint_index: number | null;
+  stickers: { sticker_id: number }[] | null;
+  charms: { charm_id: number }[] | null;
+  record: string;
+  has_insights: boolean;
+};
+
+/** One page of a snapshot after `afterPosition` (exclusive), as stored JSON text, plus whether more follow. */
+export async function readSnapshotPage(
+  db: Queryable,
+  snapshotId: string,
+  afterPosition: number,
+  limit: number,
+): Promise<{ rows: SnapshotPageRow[]; more: boolean }> {
+  // record::text: the stored JSON goes out as is, never parsed and re-serialised per request.
+  const rows = await db<SnapshotPageRow[]>`
+    select position, catalog_id, (record->'state'->>'paint_index')::int as paint_index, record->'state'->'stickers' as stickers,
+           record->'state'->'charms' as charms, record::text as record, record ? 'insights' as has_insights from inventory_assets
+    where snapshot_id = ${snapshotId} and position > ${afterPosition}
+    order by position limit ${limit + 1}`;
+  const more = rows.length > limit;
+  if (more) rows.pop();
+  for (const row of rows) if (!row.has_insights) row.record = JSON.stringify(withStoredInsights(JSON.parse(row.record) as StoredAsset));
+  return { rows, more };
+}
+
+/**
+ * One page of a snapshot after `afterPosition`, rendered as the response body (stale: false; see
+ * inventoryPageBytes for the other). The stored records go out as Postgres wrote them: each gets
+ * its `value` spliced in before its closing brace, so a page is never parsed and re-serialised.
+ */
+export async function renderInventoryPage(
+  db: Queryable,
+  snapshot: InventorySnapshot,
+  options: {
+    afterPosition: number;
+    limit: number;
+    valuation: SourceName | undefined;
+    /** The valuation's currency (null: USD); its `fx` goes at the top of the page. */
+    conversion?: Conversion | null;
+    nextCursor: (lastPosition: number) => string;
+  },
+): Promise<RenderedInventoryPage> {
+  const page = await readSnapshotPage(db, snapshot.id, options.afterPosition, options.limit);
+  const values = new Map<number, string>();
+  const conversion = options.conversion ?? null;
+  if (options.valuation) {
+    // DESIGN 14's one rule (valuation.ts): phase version without fallback, stickers and charms as their own items.
+    const valued = await valueAssets(
+      db,
+      options.valuation,
+      page.rows.map((row) => ({ catalog_id: row.catalog_id, paint_index: row.paint_index, stickers: row.stickers ?? [], charms: row.charms ?? [] })),
+    );
+    page.rows.forEach((row, index) => {
+      const value = valued[index]!;
+      const shown = conversion
+        ? {
+            ...value,
+            price: value.price === null ? null : conversion.convert(value.price),
+            currency: conversion.currency,
+            stickers_total: conversion.convert(value.stickers_total),
+            charms_total: conversion.convert(value.charms_total),
+            total: conversion.convert(value.total),
+          }
+        : value;
+      values.set(row.position, JSON.stringify(shown));
+    });
+  }
+  const last = page.rows.at(-1);
+  const nextCursor = page.more && last ? options.nextCursor(last.position) : null;
+  const data = page.rows.map((row) => `${row.record.slice(0, -1)},"value":${values.get(row.position) ?? 'null'}}`).join(',');
+  // Everything before `false` is ASCII (digits, a UUID, an ISO date), so its length is its byte offset.
+  const fx = conversion ? `"currency":${JSON.stringify(conversion.currency)},"fx":${JSON.stringify(conversion.fx)},` : '';
+  const head = `{${fx}"steam_id":${JSON.stringify(snapshot.steam_id)},"snapshot_id":${JSON.stringify(snapshot.id)},"fetched_at":${JSON.stringify(snapshot.fetched_at.toISOString())},"stale":`;
+  const body = `${head}false,"total_assets":${snapshot.total_assets},"data":[${data}],"next_cursor":${JSON.stringify(nextCursor)}}`;
+  return { fresh: Buffer.from(body), staleAt: head.length };
+}
