@@ -4,6 +4,7 @@
 // headers GET /v1/prices sends for it: same content-type, content-encoding, etag, cache-control,
 // vary and last-modified. PORT and DATABASE_URL are required.
 import { createSql } from '../shared/platform/db.ts';
+import { DerivedListPool } from '../shared/prices/derived-list-pool.ts';
 import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
 import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
 
@@ -19,7 +20,8 @@ if (!snapshot) throw new Error('bench/bare-prices-server.ts: no price snapshot i
 
 // A Blob made once: Bun sends it without a per-request copy (a Uint8Array given to new Response is
 // copied into every response), so this is the cheapest way bare Bun can send these bytes.
-const body = new Blob([(await new LoadedPriceSnapshot(snapshot).body).br]);
+// No derived list is built here: the pool never starts a thread.
+const body = new Blob([(await new LoadedPriceSnapshot(snapshot, new DerivedListPool()).body).br]);
 const headers = {
   etag: snapshot.etag,
   'cache-control': `public, max-age=${process.env.INGEST_INTERVAL_SECONDS ?? 30}`,

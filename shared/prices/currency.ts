@@ -32,8 +32,12 @@ export const fxSchema = z
 
 export type FxInfo = z.infer<typeof fxSchema>;
 
-/** A conversion from USD to one currency: converts one decimal string exactly, rounded to the currency's minor units. */
-export type Conversion = { currency: string; fx: FxInfo; convert: (usd: string) => string };
+/**
+ * A conversion from USD to one currency: converts one decimal string exactly, rounded to the
+ * currency's minor units. `rates` are the exact rates it uses (units per 1 EUR, decimal text as
+ * stored), for work done elsewhere than in this thread (the derived keyless lists).
+ */
+export type Conversion = { currency: string; fx: FxInfo; convert: (usd: string) => string; rates: { quote: string; usd: string } };
 
 /**
  * The money fields of the price documents (keyed and keyless prices, history points, summaries):
@@ -71,7 +75,7 @@ export function convertDocumentText(json: string, conversion: Conversion | null,
 }
 
 /** The document's own keys with `currency` = the conversion's and `fx` right after it (added at the end when it has no `currency`). */
-export function withCurrency<T extends Record<string, unknown>>(document: T, conversion: Conversion): T {
+export function withCurrency<T extends Record<string, unknown>>(document: T, conversion: Pick<Conversion, 'currency' | 'fx'>): T {
   const out: Record<string, unknown> = {};
   let placed = false;
   for (const [key, value] of Object.entries(document)) {
@@ -125,6 +129,9 @@ export async function resolveConversion(db: Queryable, currency: string | undefi
   let byCurrency = conversions.get(rates);
   if (!byCurrency) conversions.set(rates, (byCurrency = new Map()));
   let conversion = byCurrency.get(currency);
-  if (!conversion) byCurrency.set(currency, (conversion = { currency, fx: quoteFor(rates, currency), convert: usdConverter(rates, currency) }));
+  if (!conversion) {
+    const exact = { quote: rates.rates.get(currency)!, usd: rates.rates.get('USD')! };
+    byCurrency.set(currency, (conversion = { currency, fx: quoteFor(rates, currency), convert: usdConverter(rates, currency), rates: exact }));
+  }
   return conversion;
 }

@@ -1,17 +1,14 @@
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import {
-  encodeBody,
-  encodeSmallBody,
-  filterPriceListBySource,
-  itemPricesFromList,
-  type EncodedBody,
-  type PublicPriceItem,
-  type PublicPriceList,
-} from './public-document.ts';
+import { encodeBody, encodeSmallBody, itemPricesFromList, type EncodedBody, type PublicPriceItem, type PublicPriceList } from './public-document.ts';
 import { convertMoneyFields, withCurrency, type Conversion } from './currency.ts';
+import type { DerivedListRequest } from './derived-list.ts';
+import { DerivedListPool } from './derived-list-pool.ts';
 import { findNewestPriceSnapshot, findNewestPriceSnapshotId, type PriceSnapshotRecord } from './repository.ts';
 import { SNAPSHOT_BROTLI_QUALITY } from './snapshot.ts';
+
+/** What builds a snapshot's derived lists: a DerivedListPool (tests may stand in for it). */
+export type DerivedListBuilder = Pick<DerivedListPool, 'build'>;
 
 /** How often an API process asks Postgres whether a newer snapshot exists (at most; only while serving). */
 export const SNAPSHOT_POLL_INTERVAL_MS = 2_000;
@@ -29,8 +26,16 @@ const ITEM_BODY_MEMO_LIMIT = 20_000;
 // first: each holds the list in three encodings (~35 MB with nine sources).
 const DERIVED_LIST_LIMIT = 8;
 
-/** What tells two conversions apart: the currency and the rates it was made with. */
-const conversionKey = (conversion: Conversion | null) => (conversion ? `${conversion.currency}@${conversion.fx.as_of}:${conversion.fx.rate}` : 'USD');
+/** What tells two conversions apart: the currency and the exact rates it was made with. */
+const conversionKey = (conversion: Conversion | null) =>
+  conversion ? `${conversion.currency}@${conversion.fx.as_of}:${conversion.rates.quote}/${conversion.rates.usd}` : 'USD';
+
+/** The snapshot's bytes in a SharedArrayBuffer: every derived-list build reads them without a copy. */
+function sharedCopy(bytes: Buffer): Buffer {
+  const shared = Buffer.from(new SharedArrayBuffer(bytes.length));
+  shared.set(bytes);
+  return shared;
+}
 
 /**
  * One stored snapshot held in memory: the full list in every encoding as stored, a map by
@@ -52,22 +57,27 @@ export class LoadedPriceSnapshot {
    * for the snapshot's life made every garbage collection of the process slower.
    */
   private readonly byName: Map<string, string>;
+  /** The full list's JSON, in a SharedArrayBuffer (the derived-list threads read it in place). */
   private readonly json: Buffer;
   private readonly derivedBodies = new Map<string, Promise<EncodedBody>>();
   private readonly itemBodies = new Map<string, EncodedBody>();
 
-  constructor(record: PriceSnapshotRecord) {
+  /** `lists` builds the derived lists (per source, per currency) off the event loop. */
+  constructor(
+    record: PriceSnapshotRecord,
+    private readonly lists: DerivedListBuilder,
+  ) {
     this.id = record.id;
     this.createdAt = record.created_at;
     this.itemCount = record.item_count;
     this.etag = record.etag;
+    this.json = sharedCopy(record.body);
     this.body =
       record.body_gzip && record.body_br
-        ? Promise.resolve({ etag: record.etag, json: record.body, gzip: record.body_gzip, br: record.body_br })
-        : encodeBody(record.body, { brotliQuality: SNAPSHOT_BROTLI_QUALITY });
+        ? Promise.resolve({ etag: record.etag, json: this.json, gzip: record.body_gzip, br: record.body_br })
+        : encodeBody(this.json, { brotliQuality: SNAPSHOT_BROTLI_QUALITY, etag: record.etag });
     // Requests await it and see a failure; this only keeps an unawaited failure from being unhandled.
     this.body.catch(() => undefined);
-    this.json = record.body;
     const list = JSON.parse(record.body.toString('utf8')) as PublicPriceList;
     this.byName = new Map(list.items.map((item) => [item.market_hash_name, JSON.stringify(item)]));
   }
@@ -75,24 +85,27 @@ export class LoadedPriceSnapshot {
   /**
    * The list restricted to one source and/or in another currency (DESIGN 9 and 14), derived and
    * compressed at its first request, then reused while the snapshot is current; the full USD list is
-   * `body`. A new set of exchange rates makes a new body.
+   * `body`. A new set of exchange rates makes a new body. The list is built in a derived-list thread
+   * and compressed on the thread pool: the event loop only waits (DESIGN 21). Concurrent requests for
+   * one body share its build; a failed build is forgotten, so the next request tries again.
    */
   derivedBody(source: string | undefined, conversion: Conversion | null): Promise<EncodedBody> {
     if (source === undefined && conversion === null) return this.body;
     const key = `${source ?? '*'}|${conversionKey(conversion)}`;
     let body = this.derivedBodies.get(key);
     if (!body) {
-      let list = JSON.parse(this.json.toString('utf8')) as PublicPriceList;
-      if (source !== undefined) list = filterPriceListBySource(list, source);
-      if (conversion) {
-        convertMoneyFields(list.items, conversion.convert);
-        list = withCurrency(list, conversion);
-      }
-      body = encodeBody(JSON.stringify(list), { brotliQuality: DERIVED_BROTLI_QUALITY });
-      // A failure is not memoised: the next request tries again.
-      body.catch(() => this.derivedBodies.delete(key));
+      const request: DerivedListRequest = {};
+      if (source !== undefined) request.source = source;
+      if (conversion) request.conversion = { currency: conversion.currency, fx: conversion.fx, rate: conversion.rates.quote, usdRate: conversion.rates.usd };
+      const building = this.lists
+        .build(this.json, request)
+        .then((built) => encodeBody(built.json, { brotliQuality: DERIVED_BROTLI_QUALITY, etag: built.etag }));
+      body = building;
+      building.catch(() => {
+        if (this.derivedBodies.get(key) === building) this.derivedBodies.delete(key);
+      });
       if (this.derivedBodies.size >= DERIVED_LIST_LIMIT) this.derivedBodies.delete(this.derivedBodies.keys().next().value!);
-      this.derivedBodies.set(key, body);
+      this.derivedBodies.set(key, building);
     }
     return body;
   }
@@ -120,7 +133,8 @@ export class LoadedPriceSnapshot {
  * The newest price snapshot of this API process (DESIGN 9: keyless prices are served from memory,
  * never by a per-request query over all items). Loaded at first use; afterwards a request that finds
  * the last check older than the poll interval starts a background `select max(id)` and is served
- * the snapshot in hand. `notify()` (Redis pub/sub from the builder) checks at once.
+ * the snapshot in hand. `notify()` (Redis pub/sub from the builder) checks at once. Owns the threads
+ * that build derived lists (`close()` ends them).
  */
 export class PriceSnapshotCache {
   private loaded: LoadedPriceSnapshot | null = null;
@@ -130,14 +144,22 @@ export class PriceSnapshotCache {
   private lastUsedAt = Number.NEGATIVE_INFINITY;
   private readonly pollIntervalMs: number;
   private readonly idleAfterMs: number;
+  /** Builds the derived lists of every snapshot this cache loads, off the event loop. */
+  readonly lists: DerivedListPool;
 
   constructor(
     private readonly sql: Sql,
     private readonly log: Logger,
-    options: { pollIntervalMs?: number; idleAfterMs?: number } = {},
+    options: { pollIntervalMs?: number; idleAfterMs?: number; lists?: DerivedListPool } = {},
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? SNAPSHOT_POLL_INTERVAL_MS;
     this.idleAfterMs = options.idleAfterMs ?? SNAPSHOT_IDLE_AFTER_MS;
+    this.lists = options.lists ?? new DerivedListPool({ log });
+  }
+
+  /** Ends the derived-list threads (builds in flight reject). */
+  close(): Promise<void> {
+    return this.lists.close();
   }
 
   /** The id of the snapshot in hand (null when none is loaded), for tests and logs. */
@@ -193,10 +215,14 @@ export class PriceSnapshotCache {
       if (newestId === null || (this.loaded && newestId <= this.loaded.id)) return;
       const record = await findNewestPriceSnapshot(this.sql);
       if (!record || (this.loaded && record.id <= this.loaded.id)) return;
-      this.loaded = new LoadedPriceSnapshot(record);
+      this.loaded = new LoadedPriceSnapshot(record, this.lists);
       this.log.debug({ snapshot_id: record.id, items: record.item_count }, 'price snapshot loaded');
     } catch (error) {
-      // Keep serving the snapshot in hand; the next poll tries again.
+      // Keep serving the snapshot in hand; the next poll tries again. With none in hand the requests
+      // waiting for this check answer 503, and the next request checks again at once rather than
+      // after the poll interval: the snapshot exists, and a failure here is usually a passing one
+      // (a connection that could not be opened in time).
+      if (!this.loaded) this.lastCheckAt = Number.NEGATIVE_INFINITY;
       this.log.warn({ err: (error as Error).message }, 'could not check for a newer price snapshot');
     }
   }
