@@ -13,7 +13,7 @@ import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import { createSql } from '../shared/platform/db.ts';
 import { migrate } from '../shared/platform/migrate.ts';
 import { assemblePriceList } from '../shared/prices/public-document.ts';
-import { findNewestPriceSnapshot, findSourceStaleThresholds, readSnapshotInputs } from '../shared/prices/repository.ts';
+import { findNewestPriceSnapshot, findSourceClocks, readSnapshotInputs } from '../shared/prices/repository.ts';
 import { DerivedListPool } from '../shared/prices/derived-list-pool.ts';
 import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
 import { buildPriceSnapshot, SNAPSHOT_BROTLI_QUALITY } from '../shared/prices/snapshot.ts';
@@ -77,8 +77,8 @@ try {
 
   // Step by step.
   const [rows, queryMs] = await timed(() => readSnapshotInputs(sql));
-  const staleAfterSeconds = await findSourceStaleThresholds(sql);
-  const [list, assembleMs] = await timed(() => assemblePriceList(rows, { now: new Date(), staleAfterSeconds }));
+  const sources = await findSourceClocks(sql);
+  const [list, assembleMs] = await timed(() => assemblePriceList(rows, { now: new Date(), sources }));
   const [json, stringifyMs] = await timed(() => JSON.stringify(list));
   const raw = Buffer.from(json);
   say(`steps: query ${queryMs.toFixed(0)} ms (${rows.length} rows), assemble ${assembleMs.toFixed(0)} ms, JSON.stringify ${stringifyMs.toFixed(0)} ms`);

@@ -41,6 +41,8 @@ beforeAll(async () => {
     await t.deps.sql`
       insert into latest_prices (catalog_id, source, version, price, bid, source_time, ingested_at, run_id)
       values (${item.catalog_id}, ${source}, 'default', ${price}::numeric, ${bid}::numeric, ${now}, ${now}, ${crypto.randomUUID()})`;
+    // As an ingest run leaves it: the source succeeded as of the write, so its price is fresh.
+    await t.deps.sql`insert into price_sources (name, last_success_at) values (${source}, ${now})`;
   }
   await t.deps.sql`
     insert into price_rollups (catalog_id, source, version, granularity, bucket_start, open, high, low, close, samples, first_at, last_at)

@@ -23,8 +23,8 @@ const id = (item: Item) => catalogIdFor(item.name);
 
 type Price = { item: Item; source: string; version?: string; price: string; quantity: number | null; source_time: Date };
 /**
- * steam goes stale after 60 s, skinport after 600 s; csfloat has no price_sources row (600 s default).
- * `legacy` is not a marketplace this deployment knows: never counted.
+ * steam goes stale after 60 s, skinport after 600 s, csfloat and csmarket after the 600 s default;
+ * every source succeeded at NOW. `legacy` is not a marketplace this deployment knows: never counted.
  */
 const PRICES: Price[] = [
   { item: ITEMS.ak, source: 'skinport', price: '1.5', quantity: 3, source_time: at(30) },
@@ -65,7 +65,8 @@ let key: string;
 beforeAll(async () => {
   t = await scratchTestApp({ tag: 'summary', now: clock.now });
   await insertItems(t, Object.values(ITEMS));
-  await t.deps.sql`insert into price_sources (name, stale_after_seconds) values ('steam', 60), ('skinport', 600)`;
+  await t.deps.sql`insert into price_sources (name, stale_after_seconds, last_success_at) values ('steam', 60, ${NOW}), ('skinport', 600, ${NOW})`;
+  await t.deps.sql`insert into price_sources (name, last_success_at) values ('csfloat', ${NOW}), ('csmarket', ${NOW}), ('legacy', ${NOW})`;
   await insertPrices(t, PRICES);
   // Pro tier: each summary costs 5 units, more than the free minute budget allows over this suite.
   key = (await workspaceWithKey(t, { scopes: ['market:read'], tier: 'pro' })).key;

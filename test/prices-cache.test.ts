@@ -139,6 +139,8 @@ describe('GET /v2/prices/{id}: the item price cache', () => {
     const catalogId = await insertItem();
     const source = testSource();
     const ws = await workspaceWithKey(t, { scopes: ['prices:read'] });
+    // Its source succeeded now (600 s default threshold): a price is never fresh while its source is stale.
+    await sql`insert into price_sources (name, last_success_at) values (${source}, ${clock.now()})`;
     await insertPriceQuietly(catalogId, source, '3.00', 'default', new Date(clock.now().getTime() - 100_000));
     await runsSeen();
     const first = (await pricesOf(t, catalogId, ws.keyHeaders)).versions[0]!.sources[0]!;

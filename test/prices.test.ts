@@ -37,13 +37,21 @@ type LatestPrice = {
   ingested_at?: Date;
 };
 
+/**
+ * Latest prices as an ingest run leaves them: each source marked successful as of the write (a price
+ * is never fresh while its source is stale: shared/prices/freshness.ts), its threshold kept.
+ */
 async function insertLatest(catalogId: string, rows: LatestPrice[]) {
   for (const row of rows) {
+    const ingestedAt = row.ingested_at ?? ago(20);
     await sql`
       insert into latest_prices (catalog_id, source, version, price, median_price, bid, volume_7d, quantity, source_time, ingested_at, run_id)
       values (${catalogId}, ${row.source}, ${row.version ?? 'default'}, ${row.price}::numeric, ${row.median_price ?? null}::numeric,
               ${row.bid ?? null}::numeric, ${row.volume_7d ?? null}, ${row.quantity ?? null}, ${row.source_time ?? ago(30)},
-              ${row.ingested_at ?? ago(20)}, ${crypto.randomUUID()})`;
+              ${ingestedAt}, ${crypto.randomUUID()})`;
+    await sql`
+      insert into price_sources (name, last_success_at) values (${row.source}, ${ingestedAt})
+      on conflict (name) do update set last_success_at = greatest(price_sources.last_success_at, excluded.last_success_at)`;
   }
 }
 
@@ -223,29 +231,29 @@ describe('GET /v2/prices/{catalog_id}', () => {
     expect({ min: version!.min, median: version!.median, max: version!.max }).toEqual({ min: '0.0001', median: '2.355', max: '5' });
   });
 
-  test("a price is stale once older than its source's stale_after_seconds, or 600 s for a source without a row", async () => {
+  test("a price is stale once older than its source's stale_after_seconds (600 s by default)", async () => {
     const ws = await reader();
     const item = await insertItem();
     const strict = testSource('strict');
-    const unknownFresh = testSource('norow');
-    const unknownStale = testSource('norow');
+    const defaultFresh = testSource('default');
+    const defaultStale = testSource('default');
     await sql`insert into price_sources (name, stale_after_seconds) values (${strict}, 60)`;
     await insertLatest(item.catalog_id, [
       { source: strict, price: '1.00', source_time: ago(61) },
       { source: strict, version: 'phase-1', price: '1.00', source_time: ago(60) },
-      { source: unknownFresh, price: '1.00', source_time: ago(600) },
-      { source: unknownStale, price: '1.00', source_time: ago(601) },
-      // An upstream clock ahead of ours: age 0, fresh.
-      { source: unknownFresh, version: 'phase-1', price: '1.00', source_time: new Date(NOW.getTime() + 5_000) },
+      { source: defaultFresh, price: '1.00', source_time: ago(600) },
+      { source: defaultStale, price: '1.00', source_time: ago(601) },
+      // An upstream clock ahead of ours: aged from when we read it (20 s ago), fresh.
+      { source: defaultFresh, version: 'phase-1', price: '1.00', source_time: new Date(NOW.getTime() + 5_000) },
     ]);
     const body = await prices(ws.key, item.catalog_id);
     const find = (version: string, source: string) =>
       body.versions.find((v) => v.version === version)!.sources.find((s) => s.source === source)!;
     expect(find('default', strict)).toMatchObject({ freshness: 'stale', age_seconds: 61, stale_after_seconds: 60 });
     expect(find('phase-1', strict)).toMatchObject({ freshness: 'fresh', age_seconds: 60, stale_after_seconds: 60 });
-    expect(find('default', unknownFresh)).toMatchObject({ freshness: 'fresh', age_seconds: 600, stale_after_seconds: 600 });
-    expect(find('default', unknownStale)).toMatchObject({ freshness: 'stale', age_seconds: 601, stale_after_seconds: 600 });
-    expect(find('phase-1', unknownFresh)).toMatchObject({ freshness: 'fresh', age_seconds: 0 });
+    expect(find('default', defaultFresh)).toMatchObject({ freshness: 'fresh', age_seconds: 600, stale_after_seconds: 600 });
+    expect(find('default', defaultStale)).toMatchObject({ freshness: 'stale', age_seconds: 601, stale_after_seconds: 600 });
+    expect(find('phase-1', defaultFresh)).toMatchObject({ freshness: 'fresh', age_seconds: 20 });
   });
 
   test('version narrows to one version; a valid version without a price is an empty list', async () => {

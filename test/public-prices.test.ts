@@ -48,6 +48,10 @@ async function setPrice(catalogId: string, source: string, price: string, option
             ${options.sourceTime ?? '2030-01-01T00:00:00.000Z'}, now(), ${crypto.randomUUID()})
     on conflict (catalog_id, version, source) do update set
       price = excluded.price, bid = excluded.bid, volume_7d = excluded.volume_7d, source_time = excluded.source_time`;
+  // As an ingest run leaves it: the source succeeded as of the write (a price is never fresh while its source is stale).
+  await sql`
+    insert into price_sources (name, last_success_at) values (${source}, now())
+    on conflict (name) do update set last_success_at = greatest(price_sources.last_success_at, excluded.last_success_at)`;
 }
 
 const uniqueName = (label: string) => `★ Test ${label} | Doppler ${crypto.randomUUID()} (Factory New)`;
@@ -505,9 +509,10 @@ describe('the snapshot document built item by item', () => {
         const unique = new Map(drawn.map((r) => [`${r.item}/${r.version}/${r.source}`, r]));
         const rows: SnapshotInputRow[] = [...unique.values()]
           .sort((a, b) => a.item - b.item || Number(a.version !== 'default') - Number(b.version !== 'default') || a.version.localeCompare(b.version) || a.source.localeCompare(b.source))
-          .map((r) => ({ market_hash_name: `Item ${String(r.item).padStart(2, '0')}`, catalog_id: `itm_${r.item}`, version: r.version, source: r.source, price: r.price, bid: r.bid, volume_7d: r.volume, source_time: new Date(1.7e12 + r.at).toISOString() }));
-        // Some rows fresh, some stale at this build time (csfloat's threshold is shorter).
-        const freshness = { now: new Date(1.7e12 + 5e8), staleAfterSeconds: new Map([['csfloat', 100_000]]) };
+          .map((r) => ({ market_hash_name: `Item ${String(r.item).padStart(2, '0')}`, catalog_id: `itm_${r.item}`, version: r.version, source: r.source, price: r.price, bid: r.bid, volume_7d: r.volume, source_time: new Date(1.7e12 + r.at).toISOString(), observed_ms: 1.7e12 + r.at }));
+        // Some rows fresh, some stale at this build time (csfloat's threshold is shorter; steam has never succeeded).
+        const now = 1.7e12 + 5e8;
+        const freshness = { now: new Date(now), sources: new Map([['csfloat', { lastSuccessMs: now, staleAfterSeconds: 100_000 }], ['skinport', { lastSuccessMs: now, staleAfterSeconds: 600 }]]) };
         const builder = new PriceListJsonBuilder(freshness);
         let at = 0;
         for (let chunk = 0; at < rows.length; chunk += 1) {

@@ -97,7 +97,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         detail: {
           summary: 'Current prices of a catalog item',
           description: [
-            'The item\'s latest price at every marketplace, per version (default, Doppler phases, patterns, …), with each price\'s age and freshness (a price older than its source\'s stale threshold is stale), and min/median/max across marketplaces. `version` keeps one version; `currency` converts (see Conventions).',
+            'The item\'s latest price at every marketplace, per version (default, Doppler phases, patterns, …), with each price\'s age and freshness (stale once older than its source\'s stale threshold, and whenever the source itself is stale on GET /health), and min/median/max across marketplaces. `version` keeps one version; `currency` converts (see Conventions).',
             'Errors: 400 `invalid_catalog_id` (pass a catalog_id from the catalog unchanged), 400 `invalid_request` (an unknown version or currency), 404 `not_found` (no catalog item has this id), 503 `fx_unavailable`.',
           ].join('\n\n'),
           tags: ['prices'], responses: routeResponses({ 200: { description: 'The item’s current prices', body: itemPricesSchema } }, 404, 503),

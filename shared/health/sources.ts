@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../platform/db.ts';
+import { sourceState } from '../prices/freshness.ts';
 import { fxFreshness, fxStateSchema } from './fx.ts';
 
 /** Each enabled source by name: its last successful run and its freshness against its stale threshold. */
@@ -17,7 +18,6 @@ export const healthReportSchema = z.object({
   stats: z.object({ items: z.number().int().describe('Catalog items held') }),
 });
 export type HealthReport = z.infer<typeof healthReportSchema>;
-export type SourceState = HealthReport['sources'][string]['status'];
 
 type SourceRow = { name: string; last_success_at: Date | null; stale_after_seconds: number; last_unknown_names: number | null; last_rows_skipped: number | null };
 
@@ -32,8 +32,9 @@ export async function sourceRowsByName(db: Queryable, names: readonly string[]):
 }
 
 /**
- * spec 2.1: each enabled source's last success against its stale threshold, and the fx source's
- * rates against theirs (shared/health/fx.ts); `up` only when every one of them is fresh.
+ * spec 2.1: each enabled source's last success against its stale threshold (the one freshness rule,
+ * shared/prices/freshness.ts, which also decides each of its prices), and the fx source's rates
+ * against theirs (shared/health/fx.ts); `up` only when every one of them is fresh.
  */
 export async function sourceFreshness(db: Queryable, enabled: readonly string[], now: Date): Promise<HealthReport> {
   const byName = await sourceRowsByName(db, enabled);
@@ -41,10 +42,9 @@ export async function sourceFreshness(db: Queryable, enabled: readonly string[],
   for (const name of enabled) {
     const row = byName.get(name);
     const last = row?.last_success_at ?? null;
-    const state: SourceState = !last ? 'never_succeeded' : now.getTime() - last.getTime() > row!.stale_after_seconds * 1000 ? 'stale' : 'fresh';
     sources[name] = {
       updated_at: last ? last.toISOString() : null,
-      status: state,
+      status: sourceState({ lastSuccessMs: last?.getTime() ?? null, staleAfterSeconds: row?.stale_after_seconds ?? 0 }, now.getTime()),
       // Counts of the last successful run only: a failed run keeps the previous ones.
       unknown_names: last ? (row?.last_unknown_names ?? null) : null,
       rows_skipped: last ? (row?.last_rows_skipped ?? null) : null,

@@ -1,5 +1,6 @@
 import { copyRows, type Sql, type TransactionSql } from '../platform/db.ts';
 import { newId } from '../util/ids.ts';
+import { freshPriceSql } from '../prices/freshness.ts';
 import { SEGMENTS } from '../market/segments.ts';
 import type { Calculation } from './repository.ts';
 import { chainLevel, formatScaled, INCEPTION_LEVEL, linkFromSum, METHODOLOGY, scaledRatio } from './methodology.ts';
@@ -59,8 +60,7 @@ export async function calculateMarketIndex(sql: Sql, input: { marketplace: strin
     await tx`select pg_advisory_xact_lock(hashtext(${`market-index:${marketplace}`}))`;
     // The ingest pool holds this lock (exclusively) while it writes a run of the source.
     await tx`select pg_advisory_xact_lock_shared(hashtext(${`ingest:${marketplace}`}))`;
-    const [source] = await tx<{ last_success_at: Date | null; stale_after_seconds: number }[]>`
-      select last_success_at, stale_after_seconds from price_sources where name = ${marketplace}`;
+    const [source] = await tx<{ last_success_at: Date | null }[]>`select last_success_at from price_sources where name = ${marketplace}`;
     const [ingestRun] = await tx<{ id: string }[]>`
       select id from ingest_runs where source = ${marketplace} and status = 'succeeded' order by finished_at desc limit 1`;
     if (!source?.last_success_at || !ingestRun) return { status: 'skipped', reason: 'the marketplace has no successful ingest run' };
@@ -73,15 +73,15 @@ export async function calculateMarketIndex(sql: Sql, input: { marketplace: strin
       order by as_of desc limit 1`;
     if (previousRun && previousRun.as_of >= asOf) return { status: 'skipped', reason: 'a calculation as of this time or later exists' };
 
-    // Fresh at t: the same rule as the price API, age in whole seconds ≤ the source's threshold.
-    const freshAfter = new Date(asOf.getTime() - (source.stale_after_seconds + 1) * 1000);
+    // Priced fresh at t by the one rule of GET /health and the price API (shared/prices/freshness.ts).
     const rows = await tx<VectorRow[]>`
       select l.catalog_id, l.version, c.type, c.weapon, c.rarity, c.exterior, l.price::text as price,
              p.current_price::text as previous_price
       from current_prices l
       join catalog_items c on c.catalog_id = l.catalog_id
+      join price_sources s on s.name = l.source
       left join market_index_prices p on p.index_run_id = ${previousRun?.id ?? null} and p.catalog_id = l.catalog_id and p.version = l.version
-      where l.source = ${marketplace} and l.price > 0 and l.source_time > ${freshAfter}`;
+      where l.source = ${marketplace} and l.price > 0 and ${freshPriceSql(tx, asOf, { price: 'l', source: 's' })}`;
     const latest = await tx<{ segment: string; value: string; calculation_id: string; level: string }[]>`
       select segment, value, calculation_id, level::text as level from market_index_latest
       where marketplace = ${marketplace} and methodology = ${METHODOLOGY}`;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fxSchema } from '../prices/currency.ts';
 import type { Queryable } from '../platform/db.ts';
-import { DEFAULT_STALE_AFTER_SECONDS } from '../prices/repository.ts';
+import { freshPriceSql } from '../prices/freshness.ts';
 import { SOURCE_NAMES, type SourceName } from '../sources/names.ts';
 import { SEGMENTS, type SegmentFilter } from './segments.ts';
 
@@ -76,8 +76,7 @@ const SEGMENT_COLUMNS = { type: 'type', weapon: 'weapon', rarity: 'rarity', exte
 export async function computeMarketSummary(db: Queryable, query: MarketSummaryQuery, now: Date): Promise<MarketSummary> {
   const sources: string[] = query.marketplace ? [query.marketplace] : [...SOURCE_NAMES];
   const segment = query.segment;
-  // Fresh iff floor((now - source_time) / 1 s) <= stale_after_seconds, as in shared/prices/current.ts;
-  // source_time is cut to milliseconds there (a JS Date), so it is here too.
+  // Fresh by the one rule of GET /health and GET /v2/prices/{catalog_id} (shared/prices/freshness.ts).
   const rows = await db<SummaryRow[]>`
     with included as (
       select p.catalog_id, p.version, p.source, p.price, p.quantity, p.source_time
@@ -86,12 +85,7 @@ export async function computeMarketSummary(db: Queryable, query: MarketSummaryQu
       ${query.freshOnly ? db`left join price_sources s on s.name = p.source` : db``}
       where p.source in ${db(sources)}
       ${segment ? db`and c.${db(SEGMENT_COLUMNS[segment.segment])} = ${segment.value}` : db``}
-      ${
-        query.freshOnly
-          ? db`and floor(extract(epoch from (${now}::timestamptz - date_trunc('milliseconds', p.source_time))))
-                 <= coalesce(s.stale_after_seconds, ${DEFAULT_STALE_AFTER_SECONDS}::int)`
-          : db``
-      }
+      ${query.freshOnly ? db`and ${freshPriceSql(db, now)}` : db``}
     ),
     by_source as (
       select source,

@@ -3,6 +3,7 @@ import type { Queryable } from '../platform/db.ts';
 import { consensusSchema, computeConsensus } from './consensus.ts';
 import { fxSchema } from './currency.ts';
 import { summarizeDecimals } from './decimal.ts';
+import { ageSeconds, priceIsFresh, type SourceClock } from './freshness.ts';
 import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
 
@@ -28,8 +29,13 @@ const sourcePriceSchema = z.object({
   original: originalPriceSchema.optional(),
   source_time: z.string().describe('When the source observed the price'),
   ingested_at: z.string(),
-  freshness: z.enum(['fresh', 'stale']),
-  age_seconds: z.number().int().describe('Seconds since source_time (0 when the upstream clock is ahead of ours)'),
+  freshness: z
+    .enum(['fresh', 'stale'])
+    .describe('fresh while the source itself is fresh (as on GET /health) and the price is at most `stale_after_seconds` old; the consensus uses only fresh sources'),
+  age_seconds: z
+    .number()
+    .int()
+    .describe('Whole seconds since the price was observed: since `source_time`, or since we read it when that is earlier (an upstream clock ahead of ours)'),
   stale_after_seconds: z.number().int().describe('The source’s stale threshold'),
   outlier: z.literal(true).optional().describe('Present when this fresh source is an outlier of the consensus (DESIGN 13)'),
 });
@@ -88,8 +94,10 @@ type PreparedSource = {
   source: string;
   price: string;
   bid: string | null;
-  sourceTimeMs: number;
-  staleAfterSeconds: number;
+  /** When we last saw the price at this value (shared/prices/freshness.ts). */
+  observedMs: number;
+  /** Its source's last success and stale threshold. */
+  clock: SourceClock;
   /** `,"stale_after_seconds":…` */
   tail: string;
 };
@@ -108,8 +116,8 @@ function prepareSource(row: CurrentPriceRow): PreparedSource {
     source: row.source,
     price: row.price,
     bid: row.bid,
-    sourceTimeMs: row.source_time.getTime(),
-    staleAfterSeconds: row.stale_after_seconds,
+    observedMs: row.observed_at.getTime(),
+    clock: { lastSuccessMs: row.last_success_at?.getTime() ?? null, staleAfterSeconds: row.stale_after_seconds },
     tail: `,"stale_after_seconds":${row.stale_after_seconds}`,
   };
 }
@@ -162,10 +170,9 @@ export function renderItemPrices(prepared: PreparedItemPrices, version: string |
   let first = true;
   for (const entry of prepared.versions) {
     if (version !== undefined && entry.version !== version) continue;
-    // age_seconds: 0 when the upstream clock is ahead of ours; stale once older than the source's
-    // threshold, the same rule as GET /health.
-    const ages = entry.sources.map((source) => Math.max(0, Math.floor((nowMs - source.sourceTimeMs) / 1000)));
-    const freshness = entry.sources.map((source, index) => ages[index]! <= source.staleAfterSeconds);
+    // The one freshness rule (shared/prices/freshness.ts), the same as GET /health's for the source.
+    const ages = entry.sources.map((source) => ageSeconds(source.observedMs, nowMs));
+    const freshness = entry.sources.map((source) => priceIsFresh(source.observedMs, source.clock, nowMs));
     const consensus = consensusFor(entry, freshness);
     body += `${first ? '' : ','}${entry.head}${consensus.json},"sources":[`;
     first = false;

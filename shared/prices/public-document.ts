@@ -6,7 +6,8 @@ import { computeConsensus, consensusSchema } from './consensus.ts';
 import { fxSchema } from './currency.ts';
 import { originalPriceSchema } from './current.ts';
 import { summarizeDecimals } from './decimal.ts';
-import { DEFAULT_STALE_AFTER_SECONDS, type SnapshotInputRow } from './repository.ts';
+import { priceIsFresh, type SourceClock } from './freshness.ts';
+import type { SnapshotInputRow } from './repository.ts';
 
 /**
  * The keyless price documents (DESIGN 9): `GET /v1/prices` (every priced item, optionally one
@@ -70,12 +71,16 @@ export type PublicPriceList = z.infer<typeof publicPriceListSchema>;
 export type PublicItemPrices = z.infer<typeof publicItemPricesSchema>;
 
 /**
- * What decides freshness in a list: its build time and each source's stale threshold (price_sources;
- * DEFAULT_STALE_AFTER_SECONDS for a source without a row), the rule of the keyed `freshness`.
+ * What decides freshness in a list: its build time and each source's last success and stale
+ * threshold (price_sources), judged by the one rule of GET /health and the keyed `freshness`
+ * (shared/prices/freshness.ts). A source without a row is never fresh.
  */
-export type Freshness = { now: Date; staleAfterSeconds: ReadonlyMap<string, number> };
+export type Freshness = { now: Date; sources: ReadonlyMap<string, SourceClock> };
 
-function versionPrices(sources: Record<string, PublicSourcePrice>, freshness: Freshness): PublicVersionPrices {
+const NO_SUCCESS: SourceClock = { lastSuccessMs: null, staleAfterSeconds: 0 };
+
+/** One version's prices; `observedMs` holds each source's observed time (SnapshotInputRow.observed_ms). */
+function versionPrices(sources: Record<string, PublicSourcePrice>, observedMs: ReadonlyMap<string, number>, freshness: Freshness): PublicVersionPrices {
   const entries = Object.entries(sources);
   const summary = summarizeDecimals(entries.map(([, source]) => source.price));
   const nowMs = freshness.now.getTime();
@@ -84,8 +89,7 @@ function versionPrices(sources: Record<string, PublicSourcePrice>, freshness: Fr
       source: name,
       price: source.price,
       bid: source.bid ?? null,
-      // Whole seconds, as age_seconds in the keyed answer.
-      fresh: Math.max(0, Math.floor((nowMs - Date.parse(source.source_time)) / 1000)) <= (freshness.staleAfterSeconds.get(name) ?? DEFAULT_STALE_AFTER_SECONDS),
+      fresh: priceIsFresh(observedMs.get(name)!, freshness.sources.get(name) ?? NO_SUCCESS, nowMs),
     })),
     summary ?? undefined,
   );
@@ -131,6 +135,7 @@ function itemFromRows(rows: readonly SnapshotInputRow[], freshness: Freshness): 
   while (index < rows.length) {
     const version = rows[index]!.version;
     const sources: Record<string, PublicSourcePrice> = {};
+    const observed = new Map<string, number>();
     for (; index < rows.length && rows[index]!.version === version; index += 1) {
       const row = rows[index]!;
       // bid and volume_7d only where the source has them: most of the list's ~250 000 entries have
@@ -140,9 +145,10 @@ function itemFromRows(rows: readonly SnapshotInputRow[], freshness: Freshness): 
       if (row.volume_7d !== null) entry.volume_7d = row.volume_7d;
       if (row.original_price != null) entry.original = { price: row.original_price, currency: row.original_currency! };
       sources[row.source] = entry;
+      observed.set(row.source, row.observed_ms);
     }
-    if (version === 'default') defaultPrices = versionPrices(sources, freshness);
-    else others[version] = versionPrices(sources, freshness);
+    if (version === 'default') defaultPrices = versionPrices(sources, observed, freshness);
+    else others[version] = versionPrices(sources, observed, freshness);
   }
   return item(first.market_hash_name, first.catalog_id, defaultPrices, others);
 }

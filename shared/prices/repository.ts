@@ -1,4 +1,5 @@
 import type { Queryable } from '../platform/db.ts';
+import { DEFAULT_STALE_AFTER_SECONDS, observedAtSql, type SourceClock } from './freshness.ts';
 
 /**
  * Reads of the price data plane (sql/0002): latest prices (through the current_prices view, sql/0013,
@@ -7,8 +8,7 @@ import type { Queryable } from '../platform/db.ts';
  * JS number.
  */
 
-/** Used when a source has no price_sources row (same default as the column). */
-export const DEFAULT_STALE_AFTER_SECONDS = 600;
+export { DEFAULT_STALE_AFTER_SECONDS };
 
 export type PricedItem = { catalog_id: string; market_hash_name: string };
 
@@ -28,7 +28,11 @@ export type CurrentPriceRow = {
   quantity: number | null;
   source_time: Date;
   ingested_at: Date;
+  /** When we last saw the price at this value, never later than we read it (shared/prices/freshness.ts). */
+  observed_at: Date;
   stale_after_seconds: number;
+  /** The source's last successful run: a price is never fresh while its source is stale. */
+  last_success_at: Date | null;
   /** DESIGN 14: the upstream's own price and currency where it is not USD (skinbaron's EUR), else null. */
   original_price: string | null;
   original_currency: string | null;
@@ -44,6 +48,7 @@ export async function findItemWithCurrentPrices(db: Queryable, catalogId: string
            p.version, p.source, p.price::text as price, p.median_price::text as median_price,
            p.bid::text as bid, p.volume_7d, p.quantity, p.source_time, p.ingested_at,
            p.original_price::text as original_price, p.original_currency,
+           ${observedAtSql(db)} as observed_at, s.last_success_at,
            coalesce(s.stale_after_seconds, ${DEFAULT_STALE_AFTER_SECONDS}::int) as stale_after_seconds
     from catalog_items c
     left join current_prices p on p.catalog_id = c.catalog_id
@@ -204,6 +209,8 @@ export type SnapshotInputRow = {
   bid: string | null;
   volume_7d: number | null;
   source_time: string;
+  /** When we last saw the price at this value, ms since epoch (shared/prices/freshness.ts): what the list's freshness is judged on. */
+  observed_ms: number;
   /** DESIGN 14: the upstream's own price and currency where it is not USD (skinbaron's EUR); null (or absent) otherwise. */
   original_price?: string | null;
   original_currency?: string | null;
@@ -220,9 +227,11 @@ function snapshotInputsQuery(db: Queryable) {
     select c.market_hash_name, c.catalog_id, p.version, p.source, p.price::text as price, p.bid::text as bid, p.volume_7d,
            p.original_price::text as original_price, p.original_currency,
            -- RFC 3339 UTC with milliseconds: the same text as Date#toISOString.
-           to_char(p.source_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as source_time
+           to_char(p.source_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as source_time,
+           (extract(epoch from ${observedAtSql(db)}) * 1000)::float8 as observed_ms
     from current_prices p
     join catalog_items c on c.catalog_id = p.catalog_id
+    left join price_sources s on s.name = p.source
     order by c.market_hash_name collate "C", p.version <> 'default', p.version collate "C", p.source collate "C"`;
 }
 
@@ -240,10 +249,11 @@ export async function streamSnapshotInputs(db: Queryable, chunkSize: number, onR
   });
 }
 
-/** Every source's stale threshold, for judging freshness in the keyless list. */
-export async function findSourceStaleThresholds(db: Queryable): Promise<Map<string, number>> {
-  const rows = await db<{ name: string; stale_after_seconds: number }[]>`select name, stale_after_seconds from price_sources`;
-  return new Map(rows.map((row) => [row.name, row.stale_after_seconds]));
+/** Every source's last success and stale threshold, for judging freshness in the keyless list (shared/prices/freshness.ts). */
+export async function findSourceClocks(db: Queryable): Promise<Map<string, SourceClock>> {
+  const rows = await db<{ name: string; last_success_at: Date | null; stale_after_seconds: number }[]>`
+    select name, last_success_at, stale_after_seconds from price_sources`;
+  return new Map(rows.map((row) => [row.name, { lastSuccessMs: row.last_success_at?.getTime() ?? null, staleAfterSeconds: row.stale_after_seconds }]));
 }
 
 export type PriceSnapshotRecord = {
