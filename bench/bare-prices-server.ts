@@ -20,8 +20,10 @@ if (!snapshot) throw new Error('bench/bare-prices-server.ts: no price snapshot i
 
 // A Blob made once: Bun sends it without a per-request copy (a Uint8Array given to new Response is
 // copied into every response), so this is the cheapest way bare Bun can send these bytes.
-// No derived list is built here: the pool never starts a thread.
-const body = new Blob([(await new LoadedPriceSnapshot(snapshot, new DerivedListPool()).body).br]);
+// The pool's one thread indexes the snapshot and is closed: no derived list is built here.
+const lists = new DerivedListPool();
+const body = new Blob([(await (await LoadedPriceSnapshot.load(snapshot, lists)).body).br]);
+await lists.close();
 const headers = {
   etag: snapshot.etag,
   'cache-control': `public, max-age=${process.env.INGEST_INTERVAL_SECONDS ?? 30}`,

@@ -104,12 +104,12 @@ try {
   // What an API process spends per new snapshot.
   const [record, fetchMs] = await timed(() => findNewestPriceSnapshot(sql));
   const lists = new DerivedListPool();
-  const [loaded, loadMs] = await timed(() => new LoadedPriceSnapshot(record!, lists));
+  const [loaded, loadMs] = await timed(() => LoadedPriceSnapshot.load(record!, lists));
   const [full, compressMs] = await timed(() => loaded.body);
   say(`API: compress the full list ${compressMs.toFixed(0)} ms wall on the thread pool (gzip -6 ${kib(full.gzip.length)}, brotli q${SNAPSHOT_BROTLI_QUALITY} ${kib(full.br.length)})`);
   const [skinport, deriveMs] = await timed(() => loaded.derivedBody('skinport', null));
   const [, itemMs] = await timed(() => loaded.itemBody(list.items[123]!.market_hash_name));
-  say(`API: fetch snapshot ${fetchMs.toFixed(0)} ms, parse + index ${loadMs.toFixed(0)} ms, derive ?source=skinport ${deriveMs.toFixed(0)} ms (JSON ${kib(skinport.json.length)}, br ${kib(skinport.br.length)}), one item body ${itemMs.toFixed(2)} ms`);
+  say(`API: fetch snapshot ${fetchMs.toFixed(0)} ms, index in a thread ${loadMs.toFixed(0)} ms wall, derive ?source=skinport ${deriveMs.toFixed(0)} ms (JSON ${kib(skinport.json.length)}, br ${kib(skinport.br.length)}), one item body ${itemMs.toFixed(2)} ms`);
   say(`API heap after load: ${(process.memoryUsage().heapUsed / 1024 / 1024).toFixed(0)} MiB`);
   await lists.close();
 } finally {

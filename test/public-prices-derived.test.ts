@@ -8,6 +8,7 @@ import { DerivedListPool, DerivedListPoolClosedError } from '../shared/prices/de
 import type { PublicPriceList } from '../shared/prices/public-document.ts';
 import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
 import { LoadedPriceSnapshot, PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
+import { indexPriceList } from '../shared/prices/snapshot-index.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { createTestApp, eventually, scratchTestApp, type TestApp } from './helpers.ts';
 
@@ -166,8 +167,9 @@ describe('currency lists built off the event loop', () => {
         const built = buildDerivedList(json, request);
         return { json: Buffer.from(built.json), etag: built.etag };
       },
+      index: async (json: Uint8Array) => indexPriceList(json),
     };
-    const snapshot = new LoadedPriceSnapshot(record, builder);
+    const snapshot = await LoadedPriceSnapshot.load(record, builder);
     const together = await Promise.allSettled([snapshot.derivedBody('steam', null), snapshot.derivedBody('steam', null)]);
     expect(together.map((result) => result.status)).toEqual(['rejected', 'rejected']);
     expect(builds).toBe(1);
@@ -207,18 +209,58 @@ describe('the derived-list pool', () => {
   };
   const chf = { conversion: { currency: 'CHF', fx: { base: 'USD' as const, quote: 'CHF', rate: '0.86874654', as_of: AS_OF, source: 'ecb' as const }, rate: '0.9412', usdRate: '1.0834' } };
 
-  test('at most `threads` builds run at once, the others wait in order; results match the in-process build', async () => {
+  test("at most `threads` builds run at once, the others wait in order (a snapshot's index first); results match the in-process build", async () => {
     const pool = new DerivedListPool({ threads: 1 });
     try {
       const bytes = await json();
+      const order: string[] = [];
       const builds = [pool.build(bytes, chf), pool.build(bytes, { source: 'steam' }), pool.build(bytes, { source: 'csfloat', conversion: chf.conversion })];
-      expect(pool.stats).toEqual({ threads: 1, running: 1, queued: 2 });
+      builds.forEach((build, position) => void build.then(() => order.push(`list ${position}`)));
+      const indexed = pool.index(bytes).then(() => order.push('index'));
+      expect(pool.stats).toEqual({ threads: 1, running: 1, queued: 3 });
       const results = await Promise.all(builds);
+      await indexed;
+      expect(order).toEqual(['list 0', 'index', 'list 1', 'list 2']);
       expect(results.map((result) => result.etag)).toEqual([buildDerivedList(bytes, chf).etag, buildDerivedList(bytes, { source: 'steam' }).etag, buildDerivedList(bytes, { source: 'csfloat', conversion: chf.conversion }).etag]);
       expect(pool.started).toBe(1);
     } finally {
       await pool.close();
     }
+  }, 60_000);
+
+  test("a snapshot's index finds each item's JSON in the list's own bytes, or keeps a copy when the list is not JSON.stringify's text; the API serves items from it", async () => {
+    const bytes = await json();
+    const pool = new DerivedListPool();
+    try {
+      const index = await pool.index(bytes);
+      const list = JSON.parse(bytes.toString()) as PublicPriceList;
+      expect(index.items).toBeNull();
+      expect(index.starts.length).toBe(list.items.length);
+      let from = 0;
+      for (const position of [0, 41, list.items.length - 1]) {
+        const item = list.items[position]!;
+        expect(bytes.toString('utf8', index.starts[position], index.ends[position])).toBe(JSON.stringify(item));
+        from = position === 0 ? 0 : index.nameEnds[position - 1]!;
+        expect(index.names.slice(from, index.nameEnds[position])).toBe(item.market_hash_name);
+      }
+    } finally {
+      await pool.close();
+    }
+    const names = ['★ Karambit | Doppler (Factory New)', 'Sticker | Team Liquid (Holo) | Paris 2023', 'AK-47 | Redline (Field-Tested)'];
+    const spaced = JSON.stringify({ currency: 'USD', item_count: 3, oldest_input_at: null, items: names.map((name) => ({ market_hash_name: name, catalog_id: name.length, sources: {} })) }, null, 1);
+    const index = indexPriceList(Buffer.from(spaced));
+    expect(index.items).not.toBeNull();
+    const items = Buffer.from(index.items!);
+    expect(names.map((name, position) => items.toString('utf8', index.starts[position], index.ends[position]))).toEqual(
+      names.map((name) => JSON.stringify({ market_hash_name: name, catalog_id: name.length, sources: {} })),
+    );
+    expect(index.names).toBe(names.join(''));
+
+    const app = coldApp();
+    const item = (await (await keyless(app, `/v1/prices/${encodeURIComponent(SAMPLE)}`)).json()) as { market_hash_name: string; versions: { sources: Record<string, unknown> }[] };
+    expect(item.market_hash_name).toBe(SAMPLE);
+    expect(Object.keys(item.versions[0]!.sources).sort()).toEqual([...SOURCES].sort());
+    expect((await keyless(app, '/v1/prices/Bulk%20Test%20Item%2099999%20(Field-Tested)')).status).toBe(404);
   }, 60_000);
 
   test('close() ends the threads and rejects running and waiting builds; a closed pool builds nothing', async () => {

@@ -1,15 +1,17 @@
 import type { Logger } from '../platform/logger.ts';
 import type { DerivedListRequest } from './derived-list.ts';
 import type { DerivedListJob, DerivedListReply } from './derived-list-thread.ts';
+import type { SnapshotIndex } from './snapshot-index.ts';
 
 /**
- * Builds derived keyless lists (per source, per currency: derived-list.ts) in worker threads, so the
- * API's event loop only waits for them (DESIGN 21, docs/architecture.md). Bounded: at most `threads`
- * threads (default 1: the list builds compete with the event loop for the machine's cores, and one
- * build at a time keeps at most one parse's garbage alive), the rest of the builds wait in a queue in
- * arrival order. A thread left idle for `idleMs` is ended (its heap goes with it) and started again
- * at the next build. A build that fails, or outlives `timeoutMs` (its thread is then ended), rejects:
- * callers do not keep a failed build. `close()` ends every thread and rejects what was pending.
+ * Builds derived keyless lists (per source, per currency: derived-list.ts) and new snapshots'
+ * indexes (snapshot-index.ts) in worker threads, so the API's event loop only waits for them
+ * (DESIGN 21, docs/architecture.md). Bounded: at most `threads` threads (default 1: the builds
+ * compete with the event loop for the machine's cores, and one at a time keeps at most one parse's
+ * garbage alive); the rest wait in a queue in arrival order, a snapshot's index ahead of the lists.
+ * A thread left idle for `idleMs` is ended (its heap goes with it) and started again at the next job.
+ * A job that fails, or outlives `timeoutMs` (its thread is then ended), rejects: callers do not keep
+ * a failed build. `close()` ends every thread and rejects what was pending.
  */
 
 export type DerivedListPoolOptions = {
@@ -24,10 +26,8 @@ export type DerivedListPoolOptions = {
 export type DerivedListResult = { json: Buffer; etag: string };
 
 type Job = {
-  id: number;
-  json: Uint8Array;
-  request: DerivedListRequest;
-  resolve: (result: DerivedListResult) => void;
+  message: DerivedListJob;
+  resolve: (reply: DerivedListReply & { ok: true }) => void;
   reject: (error: Error) => void;
 };
 
@@ -72,10 +72,27 @@ export class DerivedListPool {
    * Builds one derived list from `json`, the snapshot's full list. Pass a view of a
    * SharedArrayBuffer: it reaches the thread without a copy (any other view is copied once per build).
    */
-  build(json: Uint8Array, request: DerivedListRequest): Promise<DerivedListResult> {
+  async build(json: Uint8Array, request: DerivedListRequest): Promise<DerivedListResult> {
+    const reply = await this.submit({ id: this.nextId++, kind: 'list', json, request }, false);
+    if (reply.kind !== 'list') throw new Error('derived-list thread answered another job');
+    return { json: Buffer.from(reply.json.buffer, reply.json.byteOffset, reply.json.byteLength), etag: reply.etag };
+  }
+
+  /** A new snapshot's index (snapshot-index.ts), ahead of the lists waiting. `json` as for build. */
+  async index(json: Uint8Array): Promise<SnapshotIndex> {
+    const reply = await this.submit({ id: this.nextId++, kind: 'index', json }, true);
+    if (reply.kind !== 'index') throw new Error('derived-list thread answered another job');
+    return reply.index;
+  }
+
+  private submit(message: DerivedListJob, first: boolean): Promise<DerivedListReply & { ok: true }> {
     if (this.closed) return Promise.reject(new DerivedListPoolClosedError());
-    return new Promise<DerivedListResult>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, json, request, resolve, reject });
+    return new Promise((resolve, reject) => {
+      const job = { message, resolve, reject };
+      if (first) {
+        const lists = this.queue.findIndex((waiting) => waiting.message.kind === 'list');
+        this.queue.splice(lists < 0 ? this.queue.length : lists, 0, job);
+      } else this.queue.push(job);
       this.dispatch();
     });
   }
@@ -132,21 +149,21 @@ export class DerivedListPool {
     thread.job = job;
     thread.worker.ref();
     thread.timer = setTimeout(() => {
-      this.log?.warn({ timeout_ms: this.timeoutMs, request: job.request }, 'derived-list build timed out: thread ended');
+      const request = job.message.kind === 'list' ? job.message.request : 'index';
+      this.log?.warn({ timeout_ms: this.timeoutMs, request }, 'derived-list thread timed out: thread ended');
       this.end(thread, new Error(`derived list not built within ${this.timeoutMs} ms`));
       this.dispatch();
     }, this.timeoutMs);
-    const message: DerivedListJob = { id: job.id, json: job.json, request: job.request };
-    thread.worker.postMessage(message);
+    thread.worker.postMessage(job.message);
   }
 
   private reply(thread: Thread, reply: DerivedListReply): void {
     const job = thread.job;
-    if (!job || job.id !== reply.id) return;
+    if (!job || job.message.id !== reply.id) return;
     if (thread.timer) clearTimeout(thread.timer);
     thread.job = null;
     thread.worker.unref();
-    if (reply.ok) job.resolve({ json: Buffer.from(reply.json.buffer, reply.json.byteOffset, reply.json.byteLength), etag: reply.etag });
+    if (reply.ok) job.resolve(reply);
     else job.reject(new Error(`derived list not built: ${reply.message}`));
     thread.timer = setTimeout(() => {
       if (!thread.job) this.end(thread, null);

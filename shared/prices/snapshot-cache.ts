@@ -1,14 +1,15 @@
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import { encodeBody, encodeSmallBody, itemPricesFromList, type EncodedBody, type PublicPriceItem, type PublicPriceList } from './public-document.ts';
+import { encodeBody, encodeSmallBody, itemPricesFromList, type EncodedBody, type PublicPriceItem } from './public-document.ts';
 import { convertMoneyFields, withCurrency, type Conversion } from './currency.ts';
 import type { DerivedListRequest } from './derived-list.ts';
 import { DerivedListPool } from './derived-list-pool.ts';
 import { findNewestPriceSnapshot, findNewestPriceSnapshotId, type PriceSnapshotRecord } from './repository.ts';
 import { SNAPSHOT_BROTLI_QUALITY } from './snapshot.ts';
+import type { SnapshotIndex } from './snapshot-index.ts';
 
-/** What builds a snapshot's derived lists: a DerivedListPool (tests may stand in for it). */
-export type DerivedListBuilder = Pick<DerivedListPool, 'build'>;
+/** What indexes a snapshot and builds its derived lists: a DerivedListPool (tests may stand in for it). */
+export type DerivedListBuilder = Pick<DerivedListPool, 'build' | 'index'>;
 
 /** How often an API process asks Postgres whether a newer snapshot exists (at most; only while serving). */
 export const SNAPSHOT_POLL_INTERVAL_MS = 2_000;
@@ -38,8 +39,9 @@ function sharedCopy(bytes: Buffer): Buffer {
 }
 
 /**
- * One stored snapshot held in memory: the full list in every encoding as stored, a map by
- * market_hash_name, and the bodies derived from it (per source, per item), each computed once.
+ * One stored snapshot held in memory: the full list in every encoding as stored, where each item is
+ * in it by market_hash_name, and the bodies derived from it (per source, per item), each computed
+ * once. Made by `LoadedPriceSnapshot.load`: the list is parsed in a derived-list thread, never here.
  */
 export class LoadedPriceSnapshot {
   readonly id: number;
@@ -53,33 +55,54 @@ export class LoadedPriceSnapshot {
    */
   readonly body: Promise<EncodedBody>;
   /**
-   * Each item as its JSON text, not as parsed objects: tens of thousands of small object graphs kept
-   * for the snapshot's life made every garbage collection of the process slower.
+   * Each item's position in the index by market_hash_name: its JSON text is read from the list's own
+   * bytes when asked for. Neither parsed objects (tens of thousands of small object graphs kept for
+   * the snapshot's life made every garbage collection slower) nor a string per item.
    */
-  private readonly byName: Map<string, string>;
+  private readonly byName: Map<string, number>;
+  private readonly index: SnapshotIndex;
   /** The full list's JSON, in a SharedArrayBuffer (the derived-list threads read it in place). */
   private readonly json: Buffer;
+  /** Where the items' JSON is: the list's own bytes, or the index's copy (see SnapshotIndex.items). */
+  private readonly items: Buffer;
   private readonly derivedBodies = new Map<string, Promise<EncodedBody>>();
   private readonly itemBodies = new Map<string, EncodedBody>();
 
-  /** `lists` builds the derived lists (per source, per currency) off the event loop. */
-  constructor(
+  /**
+   * The snapshot of `record`, indexed by `lists` (a derived-list thread) and starting to compress
+   * the full list on the thread pool; `lists` also builds its derived lists (per source, per currency).
+   */
+  static async load(record: PriceSnapshotRecord, lists: DerivedListBuilder): Promise<LoadedPriceSnapshot> {
+    const json = sharedCopy(record.body);
+    return new LoadedPriceSnapshot(record, json, await lists.index(json), lists);
+  }
+
+  private constructor(
     record: PriceSnapshotRecord,
+    json: Buffer,
+    index: SnapshotIndex,
     private readonly lists: DerivedListBuilder,
   ) {
     this.id = record.id;
     this.createdAt = record.created_at;
     this.itemCount = record.item_count;
     this.etag = record.etag;
-    this.json = sharedCopy(record.body);
+    this.json = json;
+    this.index = index;
+    this.items = index.items ? Buffer.from(index.items.buffer, index.items.byteOffset, index.items.byteLength) : json;
+    this.byName = new Map();
+    let from = 0;
+    for (let position = 0; position < index.nameEnds.length; position += 1) {
+      const to = index.nameEnds[position]!;
+      this.byName.set(index.names.slice(from, to), position);
+      from = to;
+    }
     this.body =
       record.body_gzip && record.body_br
         ? Promise.resolve({ etag: record.etag, json: this.json, gzip: record.body_gzip, br: record.body_br })
         : encodeBody(this.json, { brotliQuality: SNAPSHOT_BROTLI_QUALITY, etag: record.etag });
     // Requests await it and see a failure; this only keeps an unawaited failure from being unhandled.
     this.body.catch(() => undefined);
-    const list = JSON.parse(record.body.toString('utf8')) as PublicPriceList;
-    this.byName = new Map(list.items.map((item) => [item.market_hash_name, JSON.stringify(item)]));
   }
 
   /**
@@ -115,8 +138,9 @@ export class LoadedPriceSnapshot {
     const memoKey = conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName;
     const memo = this.itemBodies.get(memoKey);
     if (memo) return memo;
-    const text = this.byName.get(marketHashName);
-    if (!text) return null;
+    const position = this.byName.get(marketHashName);
+    if (position === undefined) return null;
+    const text = this.items.toString('utf8', this.index.starts[position], this.index.ends[position]);
     let document = itemPricesFromList(JSON.parse(text) as PublicPriceItem);
     if (conversion) {
       convertMoneyFields(document.versions, conversion.convert);
@@ -215,7 +239,7 @@ export class PriceSnapshotCache {
       if (newestId === null || (this.loaded && newestId <= this.loaded.id)) return;
       const record = await findNewestPriceSnapshot(this.sql);
       if (!record || (this.loaded && record.id <= this.loaded.id)) return;
-      this.loaded = new LoadedPriceSnapshot(record, this.lists);
+      this.loaded = await LoadedPriceSnapshot.load(record, this.lists);
       this.log.debug({ snapshot_id: record.id, items: record.item_count }, 'price snapshot loaded');
     } catch (error) {
       // Keep serving the snapshot in hand; the next poll tries again. With none in hand the requests
