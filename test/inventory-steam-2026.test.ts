@@ -189,7 +189,7 @@ describe('GET /v2/inventories: odd property and accessory data', () => {
     // Should Steam ever list accessories beside asset_properties (keyed by asset id) rather than in
     // each entry, as some clients describe it, they are read too; the fake sends the nested form.
     const pageLevel = { ...fixture, asset_accessories: [{ assetid: assets[3]!.assetid, classid: '1', standalone_properties: [{ propertyid: 3, int_value: '99' }] }] };
-    const [record] = normaliseInventory(OWNER, [pageLevel as InventoryPage], new Map()).filter((asset) => asset.asset_id === assets[3]!.assetid);
+    const [record] = normaliseInventory(OWNER, [pageLevel as InventoryPage], new Map()).records.filter((asset) => asset.asset_id === assets[3]!.assetid);
     expect(record!.state.charms).toEqual([{ slot: 0, charm_id: 24, pattern: 99 }]);
   });
 

@@ -7,6 +7,7 @@ import {
   bigInventory,
   EMPTY_STEAM_ID,
   FRIENDS_ONLY_STEAM_ID,
+  HOLDS_2026_STEAM_ID,
   INSPECT_LINK,
   PRIVATE_STEAM_ID,
   PUBLIC_STEAM_ID,
@@ -123,7 +124,8 @@ describe('community inventory', () => {
     expect(held.length).toBe(2);
     for (const d of held) {
       expect(d.tradable).toBe(0);
-      expect(d.owner_descriptions!.find((o) => o.value !== ' ')!.value).toMatch(/^Tradable\/Marketable After [A-Z][a-z]{2} \d{2}, \d{4} \(\d{1,2}:\d{2}:\d{2}\) GMT$/);
+      // Without preserve_bbcode=1, the year-less form Steam renders since 2026-06-24 (DESIGN 17).
+      expect(d.owner_descriptions!.find((o) => o.value !== ' ')).toEqual({ type: 'html', value: expect.stringMatching(/^Tradable\/Marketable After \d{1,2} [A-Z][a-z]{2} @ 7:00am$/) });
     }
     const permanent = inv.descriptions.filter((d) => d.tradable === 0 && !d.owner_descriptions);
     expect(permanent.map((d) => d.market_hash_name).sort()).toEqual(['10 Year Birthday Coin', 'Desert Eagle | Blaze (Factory New)']);
@@ -225,6 +227,58 @@ describe('community inventory', () => {
     expect(second.headers.get('retry-after')).toBeNull();
     expect(await page(PUBLIC_STEAM_ID)).toMatchObject({ status: 500, body: null });
     expect((await page(PUBLIC_STEAM_ID)).status).toBe(200);
+  });
+});
+
+describe('hold and protection text (DESIGN 17)', () => {
+  const ownerLines = (d: SteamDescription) => (d.owner_descriptions ?? []).filter((line) => line.value !== ' ');
+  const byName = (inv: InventoryPage) => (name: string) => inv.descriptions.filter((d) => d.market_hash_name === name);
+
+  test('with preserve_bbcode=1 the [date] token comes as a bbcode line; without it, rendered year-less; the dated forms, item_expiration and sealed as written', async () => {
+    const kept = (await page(HOLDS_2026_STEAM_ID, 'l=english&count=2000&preserve_bbcode=1')).body as InventoryPage;
+    const rendered = (await page(HOLDS_2026_STEAM_ID, 'l=english&count=2000')).body as InventoryPage;
+    const protectedBbcode = kept.descriptions.find((d) => ownerLines(d).some((line) => line.type === 'bbcode' && line.value.includes('trade-protected')))!;
+    expect(protectedBbcode).toMatchObject({ sealed: 1, tradable: 0, marketable: 0 });
+    expect(ownerLines(protectedBbcode)).toEqual([
+      { type: 'bbcode', value: expect.stringMatching(/^⇆ This item is trade-protected and cannot be consumed, modified, or transferred until \[date\]\d{10}\[\/date\]$/) },
+    ]);
+    const same = rendered.descriptions.find((d) => d.classid === protectedBbcode.classid && d.instanceid === protectedBbcode.instanceid)!;
+    expect(ownerLines(same)).toEqual([{ type: 'html', value: expect.stringMatching(/^⇆ This item is trade-protected and cannot be consumed, modified, or transferred until \d{1,2} [A-Z][a-z]{2} @ 7:00am$/) }]);
+    const values = kept.descriptions.flatMap((d) => ownerLines(d).map((line) => line.value));
+    expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After \[date\]\d{10}\[\/date\]$/));
+    expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After [A-Z][a-z]{2} \d{2}, \d{4} \(7:00:00\) GMT$/));
+    expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After \d{1,2} [A-Z][a-z]{2}, \d{4} \(7:00:00\) GMT$/));
+    expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After [A-Z][a-z]{2} \d{2}, \d{4} \(7:00:00\)$/));
+    expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After \d{1,2} [A-Z][a-z]{2} @ 7:00am$/));
+    expect(values).toContainEqual(expect.stringMatching(/^⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [A-Z][a-z]{2} \d{2}, \d{4} \(7:00:00\) GMT$/));
+    expect(values).toContain('⇆ This item is listed on the Steam Community Market and cannot be consumed or modified.');
+    expect(byName(kept)('AWP | Asiimov (Field-Tested)').find((d) => d.sealed_type === 1)).toMatchObject({ sealed: 1, sealed_type: 1, tradable: 0 });
+    expect(kept.descriptions.find((d) => d.item_expiration)!.item_expiration).toMatch(/^\d{4}-\d{2}-\d{2}T07:00:00Z$/);
+  });
+
+  test('protectItems seals an asset until an instant (same asset id, new instance id) and endTradeHolds lifts it; the same over POST /_control', async () => {
+    const [first, second] = fake.assetIds(PUBLIC_STEAM_ID).slice(-2);
+    const until = new Date(Date.UTC(2031, 0, 2, 7, 0, 0));
+    fake.protectItems(PUBLIC_STEAM_ID, [first!], until);
+    const control = await fetch(`${fake.url}/_control/inventories/${PUBLIC_STEAM_ID}`, { method: 'POST', body: JSON.stringify({ protect: [second], protect_until: until.toISOString() }) });
+    expect(control.status).toBe(200);
+    const descriptionOf = (inv: InventoryPage, assetId: string) => {
+      const asset = inv.assets.find((a) => a.assetid === assetId)!;
+      return inv.descriptions.find((d) => d.classid === asset.classid && d.instanceid === asset.instanceid)!;
+    };
+    let inv = (await page(PUBLIC_STEAM_ID, 'l=english&count=2000&preserve_bbcode=1')).body as InventoryPage;
+    for (const assetId of [first!, second!]) {
+      expect(descriptionOf(inv, assetId)).toMatchObject({ sealed: 1, tradable: 0, marketable: 0 });
+      expect(ownerLines(descriptionOf(inv, assetId)).at(-1)!.value).toBe(`⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [date]${until.getTime() / 1000}[/date]`);
+    }
+    expect((await fetch(`${fake.url}/_control/inventories/${PUBLIC_STEAM_ID}`, { method: 'POST', body: JSON.stringify({ protect: ['1'] }) })).status).toBe(400);
+    fake.endTradeHolds(PUBLIC_STEAM_ID, [first!, second!]);
+    inv = (await page(PUBLIC_STEAM_ID, 'l=english&count=2000&preserve_bbcode=1')).body as InventoryPage;
+    for (const assetId of [first!, second!]) {
+      const free = descriptionOf(inv, assetId);
+      expect(free).toMatchObject({ tradable: 1, marketable: 1 });
+      expect(free.sealed).toBeUndefined();
+    }
   });
 });
 

@@ -212,6 +212,8 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
 
   const fetchedAt = deps.now();
   const prepared = await prepareInventorySnapshot(deps.sql, watch.steam_id, pages, fetchedAt);
+  // DESIGN 17: text no form reads is not an error; the read says how many assets kept a null hold.
+  if (prepared.unreadableHolds > 0) log.warn({ unreadable_holds: prepared.unreadableHolds }, 'watched inventory hold text without a readable instant');
   const stored = await deps.sql.begin(async (tx) => {
     const locked = await lockClaimedWatch(tx, watch.account_id, token);
     // Disconnected or unwatched while Steam was read: nothing is stored or sent.

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { insightsSchema, itemIdentitySchema, itemStateSchema } from '../../inspect/index.ts';
 import { assetValueSchema } from '../valuation.ts';
+import { INVENTORY_CONTEXTS, PROTECTION_REASONS } from './holds.ts';
 
 /**
  * Our inventory records (DESIGN 11): one asset as GET /v2/inventories shows it, and the page. What a
@@ -8,6 +9,15 @@ import { assetValueSchema } from '../valuation.ts';
  */
 
 export { assetValueSchema };
+
+export const protectionSchema = z
+  .object({
+    protected: z.boolean().describe('True when Steam marks the item sealed, its text says trade-protected, or it was read from context 16: it cannot be traded, consumed or modified, and a received item’s trade may still be reversed'),
+    reason: z.enum(PROTECTION_REASONS).nullable().describe('`trade_protected` (received in a trade, 7 days), `market_listing` (listed on the Steam Community Market: Steam’s sealed_type 1), or null when not protected'),
+    until: z.string().nullable().describe('When protection ends (ISO 8601), read from Steam’s text as for trade_hold_until; null when not protected or when Steam gives no instant'),
+    context: z.union(INVENTORY_CONTEXTS.map((context) => z.literal(context)) as [z.ZodLiteral<2>, z.ZodLiteral<16>]).describe('The Steam inventory context the asset was read from: 2, or 16 (protected items, read with the owner’s token)'),
+  })
+  .describe('Trade protection (DESIGN 17). Snapshots stored before this field existed show it as read from context 2, not protected');
 
 export const inventoryAssetSchema = z.object({
   asset_id: z.string(),
@@ -19,7 +29,13 @@ export const inventoryAssetSchema = z.object({
   type: z.string().nullable(),
   tradable: z.boolean(),
   marketable: z.boolean(),
-  trade_hold_until: z.string().nullable().describe('From the "Tradable After …" text of the description, else null'),
+  trade_hold_until: z
+    .string()
+    .nullable()
+    .describe(
+      'When the item becomes tradable (ISO 8601), for any hold, protected or not: from the `[date]` token of Steam’s text, else the dated "Tradable After" / "Tradable/Marketable After" / "… transferred until" text (read as GMT), else the year-less "29 Jun @ 7:00am" form (GMT, the nearest such instant not more than 2 days before the read), else the description’s item_expiration; null when none gives one',
+    ),
+  protection: protectionSchema,
   item: itemIdentitySchema.nullable().describe('null when neither the certificate nor the catalog identifies the item'),
   state: itemStateSchema.describe(
     'From the item certificate (property 6) where it has the value, else paint seed (property 1), wear (property 2), name tag (property 5), a standalone charm’s pattern (property 3) and an attached charm’s pattern (asset_accessories, property 3)',

@@ -11,7 +11,7 @@ import { CHARM_PATTERN_MAX } from '../../inspect/item-validation.ts';
 import { MAX_NAME_TAG_LENGTH } from '../../inspect/selector.ts';
 import { isObject } from '../steam-client.ts';
 import type { StoredAsset } from './asset-record.ts';
-import { parseTradeHold } from './holds.ts';
+import { readHold, type HoldReading, type InventoryContext } from './holds.ts';
 import { ASSET_ID, flag, stringOf, type InventoryPage } from './steam-community.ts';
 
 /**
@@ -128,8 +128,20 @@ function inspectLinkOf(actions: unknown, steamId64: string, assetId: string, cer
 
 export type CatalogMatch = { catalog_id: string; definition_index: number | null; paint_index: number | null };
 
+export type NormaliseOptions = {
+  /** The context the pages were read from (DESIGN 17: 16 holds protected items); default 2. */
+  context?: InventoryContext;
+  /** When the pages were read: a year-less hold date is resolved against it; default now. */
+  readAt?: Date;
+};
+
+/** The records, and how many assets had hold or protection text no form could read (their hold stays null). */
+export type NormalisedInventory = { records: StoredAsset[]; unreadableHolds: number };
+
 /** One record per asset, in upstream order; duplicate asset ids (overlapping pages) are kept once. */
-export function normaliseInventory(steamId64: string, pages: InventoryPage[], catalog: Map<string, CatalogMatch>): StoredAsset[] {
+export function normaliseInventory(steamId64: string, pages: InventoryPage[], catalog: Map<string, CatalogMatch>, options: NormaliseOptions = {}): NormalisedInventory {
+  const context = options.context ?? 2;
+  const readAt = options.readAt ?? new Date();
   const descriptions = new Map<string, Record<string, unknown>>();
   const properties = new Map<string, unknown>();
   const looseAccessories = new Map<string, unknown[]>();
@@ -150,6 +162,9 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
   }
   const seen = new Set<string>();
   const records: StoredAsset[] = [];
+  // Assets share descriptions (every case of a kind, every hold of a day): each is read once.
+  const holds = new Map<string, HoldReading>();
+  let unreadableHolds = 0;
   for (const page of pages) {
     for (const asset of page.assets ?? []) {
       if (!isObject(asset)) continue;
@@ -158,7 +173,14 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
       const instanceId = stringOf(asset.instanceid) ?? '0';
       if (!assetId || !ASSET_ID.test(assetId) || seen.has(assetId)) continue;
       seen.add(assetId);
-      const description = descriptions.get(`${classId}_${instanceId}`) ?? {};
+      const descriptionKey = `${classId}_${instanceId}`;
+      const description = descriptions.get(descriptionKey) ?? {};
+      let hold = holds.get(descriptionKey);
+      if (!hold) {
+        hold = readHold(description, context, readAt);
+        holds.set(descriptionKey, hold);
+      }
+      if (hold.unreadable) unreadableHolds += 1;
       const marketHashName = typeof description.market_hash_name === 'string' ? description.market_hash_name : null;
       const match = marketHashName ? catalog.get(marketHashName) : undefined;
       const props = readProperties(properties.get(assetId), looseAccessories.get(assetId));
@@ -177,8 +199,6 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
       if (!item && match?.definition_index != null) item = { family: familyOfDefinition(match.definition_index), definition_index: match.definition_index };
       if (state.paint_index === undefined && match?.paint_index != null) state = { paint_index: match.paint_index, ...state };
       state = withPropertyValues(state, item, props);
-      const ownerLines = Array.isArray(description.owner_descriptions) ? description.owner_descriptions : [];
-      const lines = Array.isArray(description.descriptions) ? description.descriptions : [];
       records.push({
         asset_id: assetId,
         class_id: classId,
@@ -189,7 +209,8 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
         type: typeof description.type === 'string' ? description.type : null,
         tradable: flag(description.tradable),
         marketable: flag(description.marketable),
-        trade_hold_until: parseTradeHold([...ownerLines, ...lines]),
+        trade_hold_until: hold.trade_hold_until,
+        protection: hold.protection,
         item,
         state,
         // Computed once here and stored with the record (DESIGN 14), so reading a page never recomputes it.
@@ -199,5 +220,5 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
       });
     }
   }
-  return records;
+  return { records, unreadableHolds };
 }

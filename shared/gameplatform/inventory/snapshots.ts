@@ -8,6 +8,7 @@ import { itemInsights } from '../../inspect/index.ts';
 import { isObject, SteamUnavailableError } from '../steam-client.ts';
 import { valueAssets } from '../valuation.ts';
 import type { StoredAsset } from './asset-record.ts';
+import { UNKNOWN_PROTECTION, type InventoryContext, type Protection } from './holds.ts';
 import { normaliseInventory, type CatalogMatch } from './normalise.ts';
 import { fetchInventoryPages, type InventoryPage } from './steam-community.ts';
 
@@ -47,19 +48,32 @@ export async function findCatalogMatches(db: Queryable, names: string[]): Promis
 }
 
 /** A snapshot normalised from fetched pages, not yet stored (see insertInventorySnapshot). */
-export type PreparedSnapshot = { snapshot: InventorySnapshot; records: StoredAsset[]; upstreamTotal: number | null };
+export type PreparedSnapshot = {
+  snapshot: InventorySnapshot;
+  records: StoredAsset[];
+  upstreamTotal: number | null;
+  /** Assets whose hold or protection text no form could read (their hold stays null; logged by the caller). */
+  unreadableHolds: number;
+};
 
-/** Normalises fetched pages into a new snapshot (catalog matches read in one query). */
-export async function prepareInventorySnapshot(db: Queryable, steamId64: string, pages: InventoryPage[], fetchedAt: Date): Promise<PreparedSnapshot> {
+/** Normalises fetched pages into a new snapshot (catalog matches read in one query); `context` the pages' (default 2). */
+export async function prepareInventorySnapshot(
+  db: Queryable,
+  steamId64: string,
+  pages: InventoryPage[],
+  fetchedAt: Date,
+  options: { context?: InventoryContext } = {},
+): Promise<PreparedSnapshot> {
   const names: string[] = [];
   for (const page of pages) for (const d of page.descriptions ?? []) if (isObject(d) && typeof d.market_hash_name === 'string') names.push(d.market_hash_name);
   const catalog = await findCatalogMatches(db, names);
-  const records = normaliseInventory(steamId64, pages, catalog);
+  const { records, unreadableHolds } = normaliseInventory(steamId64, pages, catalog, { readAt: fetchedAt, ...(options.context ? { context: options.context } : {}) });
   const reported = pages[0]?.total_inventory_count;
   return {
     snapshot: { id: newId(), steam_id: steamId64, fetched_at: fetchedAt, total_assets: records.length },
     records,
     upstreamTotal: typeof reported === 'number' && Number.isSafeInteger(reported) ? reported : null,
+    unreadableHolds,
   };
 }
 
@@ -120,8 +134,11 @@ export async function ensureInventorySnapshot(
     }
     throw error;
   }
-  const stored = await storeInventorySnapshot(deps.sql, steamId64, pages, deps.now());
-  return { snapshot: stored, stale: false };
+  const prepared = await prepareInventorySnapshot(deps.sql, steamId64, pages, deps.now());
+  // DESIGN 17: text no form reads is not an error; the read says how many assets kept a null hold.
+  if (prepared.unreadableHolds > 0) deps.log.warn({ steam_id: steamId64, unreadable_holds: prepared.unreadableHolds }, 'inventory hold text without a readable instant');
+  await deps.sql.begin((tx) => insertInventorySnapshot(tx, prepared));
+  return { snapshot: prepared.snapshot, stale: false };
 }
 
 /** Younger than `maxAgeSeconds` (INVENTORY_TTL_SECONDS): served without asking Steam. */
@@ -129,7 +146,14 @@ export function isFreshSnapshot(snapshot: InventorySnapshot, now: Date, maxAgeSe
   return now.getTime() - snapshot.fetched_at.getTime() < maxAgeSeconds * 1000;
 }
 
-export type SnapshotAsset = { tradable: boolean; trade_hold_until: string | null; catalog_id: string | null; market_hash_name: string | null; record: StoredAsset };
+export type SnapshotAsset = {
+  tradable: boolean;
+  trade_hold_until: string | null;
+  protection: Protection;
+  catalog_id: string | null;
+  market_hash_name: string | null;
+  record: StoredAsset;
+};
 
 /** These assets of a snapshot (absent ones are missing from the map), for trade intents. */
 export async function findSnapshotAssets(db: Queryable, snapshotId: string, assetIds: string[]): Promise<Map<string, SnapshotAsset>> {
@@ -138,21 +162,29 @@ export async function findSnapshotAssets(db: Queryable, snapshotId: string, asse
     select asset_id, tradable, catalog_id, record from inventory_assets
     where snapshot_id = ${snapshotId} and asset_id = any(${assetIds}::text[])`;
   return new Map(
-    rows.map((row) => [
-      row.asset_id,
-      { tradable: row.tradable, trade_hold_until: row.record.trade_hold_until, catalog_id: row.catalog_id, market_hash_name: row.record.market_hash_name, record: withStoredInsights(row.record) },
-    ]),
+    rows.map((row) => {
+      const record = withStoredFields(row.record);
+      return [
+        row.asset_id,
+        { tradable: row.tradable, trade_hold_until: record.trade_hold_until, protection: record.protection, catalog_id: row.catalog_id, market_hash_name: record.market_hash_name, record },
+      ];
+    }),
   );
 }
 
 /**
- * Records stored before insights existed (DESIGN 14) lack them; a snapshot can outlive its TTL (a
- * cursor pins it, and Steam failing serves it stale), so such a record gets them computed when read,
- * never stored back (snapshots are immutable). Records stored since carry them and are not touched.
+ * Records stored before insights (DESIGN 14) or protection (DESIGN 17) existed lack them; a snapshot
+ * can outlive its TTL (a cursor pins it, and Steam failing serves it stale), so such a record gets
+ * them when read (insights computed, protection UNKNOWN_PROTECTION), never stored back (snapshots are
+ * immutable). Records stored since carry both and are not touched.
  */
-function withStoredInsights(record: StoredAsset): StoredAsset {
-  if (isObject(record.insights)) return record;
-  return { ...record, insights: itemInsights(record.item, record.state ?? {}) };
+function withStoredFields(record: StoredAsset): StoredAsset {
+  if (isObject(record.insights) && isObject(record.protection)) return record;
+  return {
+    ...record,
+    insights: isObject(record.insights) ? record.insights : itemInsights(record.item, record.state ?? {}),
+    protection: isObject(record.protection) ? record.protection : UNKNOWN_PROTECTION,
+  };
 }
 
 export type SnapshotPageRow = {
@@ -162,7 +194,8 @@ export type SnapshotPageRow = {
   stickers: { sticker_id: number }[] | null;
   charms: { charm_id: number }[] | null;
   record: string;
-  has_insights: boolean;
+  /** The record has every field stored since (insights, protection): sent as stored. */
+  complete: boolean;
 };
 
 /** One page of a snapshot after `afterPosition` (exclusive), as stored JSON text, plus whether more follow. */
@@ -175,12 +208,12 @@ export async function readSnapshotPage(
   // record::text: the stored JSON goes out as is, never parsed and re-serialised per request.
   const rows = await db<SnapshotPageRow[]>`
     select position, catalog_id, (record->'state'->>'paint_index')::int as paint_index, record->'state'->'stickers' as stickers,
-           record->'state'->'charms' as charms, record::text as record, record ? 'insights' as has_insights from inventory_assets
+           record->'state'->'charms' as charms, record::text as record, record ?& array['insights', 'protection'] as complete from inventory_assets
     where snapshot_id = ${snapshotId} and position > ${afterPosition}
     order by position limit ${limit + 1}`;
   const more = rows.length > limit;
   if (more) rows.pop();
-  for (const row of rows) if (!row.has_insights) row.record = JSON.stringify(withStoredInsights(JSON.parse(row.record) as StoredAsset));
+  for (const row of rows) if (!row.complete) row.record = JSON.stringify(withStoredFields(JSON.parse(row.record) as StoredAsset));
   return { rows, more };
 }
 

@@ -18,7 +18,14 @@ import { joinUrl } from '../../util/url.ts';
  * normalise.ts turns pages into them.
  */
 
-/** One page of `/inventory/{steamid}/730/2`, fields as upstream names them (unchecked beyond the top level). */
+/**
+ * One page of `/inventory/{steamid}/730/2?l=english&count=2000&preserve_bbcode=1`, fields as upstream
+ * names them (unchecked beyond the top level), e.g.
+ *   {"assets":[{"appid":730,"contextid":"2","assetid":"41234567890","classid":"310776560","instanceid":"302028390","amount":"1"}],
+ *    "descriptions":[{"classid":"310776560","instanceid":"302028390","market_hash_name":"AK-47 | Redline (Field-Tested)","tradable":0,
+ *      "owner_descriptions":[{"type":"bbcode","value":"⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [date]1786384800[/date]"}],"sealed":1, …}],
+ *    "asset_properties":[…],"total_inventory_count":1,"success":1,"rwgrsn":-2}
+ */
 export type InventoryPage = {
   assets?: unknown[];
   descriptions?: unknown[];
@@ -35,7 +42,9 @@ export const INVENTORY_PAGE_SIZE = 2000;
  * 403 → SteamPrivateError, 404 → SteamNotFoundError, 429/5xx/garbage → SteamUnavailableError.
  */
 export async function fetchInventoryPage(config: Config, steamId64: string, startAssetId: string | null, options: SteamRequestOptions): Promise<InventoryPage> {
-  const query = new URLSearchParams({ l: 'english', count: String(INVENTORY_PAGE_SIZE) });
+  // preserve_bbcode=1 (DESIGN 17): hold and protection text keeps Steam's `[date]<unix>[/date]` token,
+  // the exact instant, instead of a date rendered in a format Steam changes (it did on 2026-06-24).
+  const query = new URLSearchParams({ l: 'english', count: String(INVENTORY_PAGE_SIZE), preserve_bbcode: '1' });
   if (startAssetId !== null) query.set('start_assetid', startAssetId);
   const raw = await steamGet(joinUrl(config.STEAM_COMMUNITY_URL, `inventory/${steamId64}/730/2?${query}`), options);
   if (raw.status === 403) throw new SteamPrivateError();

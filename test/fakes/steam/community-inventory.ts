@@ -1,13 +1,15 @@
 /**
  * steamcommunity.com/inventory/{steamid}/730/2 (DESIGN 11): pages of `count` (≤ 2000) assets after
- * `start_assetid`, with the descriptions and asset_properties of that page only; `more_items: 1`
+ * `start_assetid`, with the descriptions and asset_properties of that page only (bbcode lines kept
+ * with `preserve_bbcode=1`, else rendered as Steam renders them: DESIGN 17); `more_items: 1`
  * and `last_assetid` while more remain. Errors carry the body `null`, as Steam's do: 403 private,
  * 400 bad count, 429 throttled, 500. An unknown account is 404 `null` (the status the service maps
  * to 404; Steam's own answer for a missing account has varied between 400, 403 and 404 over time).
  */
 import type { InventoryState } from './data.ts';
 import { retryAfterHeaders, takeFailure, type FakeState } from './state.ts';
-import type { InventoryFixture, SteamAssetProperties, SteamDescription } from './types.ts';
+import { yearlessText } from './items.ts';
+import type { InventoryFixture, SteamAssetProperties, SteamDescription, SteamDescriptionLine } from './types.ts';
 
 const nullBody = (status: number, headers: Record<string, string> = {}) =>
   new Response('null', { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
@@ -29,6 +31,26 @@ function indexOf(fixture: InventoryFixture): Indexed {
     indexes.set(fixture, index);
   }
   return index;
+}
+
+const DATE_TOKEN = /\[date\](\d+)\[\/date\]/g;
+
+function renderedLines(lines: SteamDescriptionLine[] | undefined): SteamDescriptionLine[] | undefined {
+  if (!lines?.some((line) => line.type === 'bbcode')) return lines;
+  return lines.map((line) =>
+    line.type === 'bbcode' ? { ...line, type: 'html', value: line.value.replace(DATE_TOKEN, (_token, seconds: string) => yearlessText(new Date(Number(seconds) * 1000))) } : line,
+  );
+}
+
+/**
+ * A description as Steam sends it without preserve_bbcode=1 (DESIGN 17): bbcode lines rendered as
+ * HTML, their `[date]<unix>[/date]` tokens as the year-less "29 Jun @ 7:00am" (GMT here).
+ */
+function withoutBbcode(description: SteamDescription): SteamDescription {
+  const owner = renderedLines(description.owner_descriptions);
+  const lines = renderedLines(description.descriptions)!;
+  if (owner === description.owner_descriptions && lines === description.descriptions) return description;
+  return { ...description, descriptions: lines, ...(owner ? { owner_descriptions: owner } : {}) };
 }
 
 export function resolveInventory(state: FakeState, steamId64: string): InventoryState | undefined {
@@ -62,7 +84,11 @@ export function inventoryPage(state: FakeState, steamId64: string, url: URL): Re
   }
   const assets = inventory.assets.slice(start, start + count);
   const descriptionKeys = new Set(assets.map((a) => `${a.classid}_${a.instanceid}`));
-  const descriptions = [...descriptionKeys].map((key) => index.descriptions.get(key)!).filter(Boolean);
+  const preserveBbcode = url.searchParams.get('preserve_bbcode') === '1';
+  const descriptions = [...descriptionKeys]
+    .map((key) => index.descriptions.get(key)!)
+    .filter(Boolean)
+    .map((description) => (preserveBbcode ? description : withoutBbcode(description)));
   const properties = assets.flatMap((a) => {
     const p = index.properties.get(a.assetid);
     return p ? [p] : [];

@@ -29,6 +29,8 @@ export const UNKNOWN_STEAM_ID = '76561198099999999';
 export const STEAM_2026_STEAM_ID = '76561198078901234';
 /** The same items as STEAM_2026_STEAM_ID with every property `name` in German (as `l=german` gives). */
 export const STEAM_2026_GERMAN_STEAM_ID = '76561198089012345';
+/** Public profile whose inventory has every hold and protection text form (holds2026InventorySpecs). */
+export const HOLDS_2026_STEAM_ID = '76561198090123456';
 
 const AVATAR_HASH = 'fef49e7fa7e1997310d705b2a6158ff8dc1cdfeb';
 const AVATAR = 'https://avatars.steamstatic.com/fef49e7fa7e1997310d705b2a6158ff8dc1cdfeb';
@@ -63,6 +65,7 @@ export function defaultProfiles(): Map<string, PlayerSummary> {
     [PARTNER_STEAM_ID, profile(PARTNER_STEAM_ID, { personaname: 'fake partner', loccountrycode: 'PL', timecreated: 1356998400 })],
     [STEAM_2026_STEAM_ID, profile(STEAM_2026_STEAM_ID, { personaname: 'fake 2026', loccountrycode: 'BR', timecreated: 1420070400 })],
     [STEAM_2026_GERMAN_STEAM_ID, profile(STEAM_2026_GERMAN_STEAM_ID, { personaname: 'fake 2026 de', loccountrycode: 'DE', timecreated: 1420070400 })],
+    [HOLDS_2026_STEAM_ID, profile(HOLDS_2026_STEAM_ID, { personaname: 'fake holds', loccountrycode: 'FR', timecreated: 1420070400 })],
   ]);
 }
 
@@ -150,6 +153,35 @@ export function steam2026InventorySpecs(): ItemSpec[] {
   ];
 }
 
+/**
+ * Every hold and protection form of DESIGN 17, each instant a different number of days after `now`
+ * at 07:00 GMT (dates below are examples of the form). In order:
+ *  0. protected (sealed 1), "⇆ … transferred until [date]…[/date]" (bbcode; year-less without preserve_bbcode=1);
+ *  1. a hold, "Tradable/Marketable After [date]…[/date]";
+ *  2. a hold, "Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT";
+ *  3. a hold, "Tradable/Marketable After 27 Aug, 2026 (7:00:00) GMT";
+ *  4. a hold, "Tradable/Marketable After Oct 01, 2026 (7:00:00)" (no GMT);
+ *  5. a hold, "Tradable/Marketable After 29 Jun @ 7:00am" (year-less, as rendered since 2026-06-24);
+ *  6. a hold given only by `item_expiration`;
+ *  7. protected, "⇆ … transferred until Apr 13, 2026 (7:00:00) GMT";
+ *  8. listed on the Community Market (sealed 1, sealed_type 1, no instant);
+ *  9. a plain tradable item.
+ */
+export function holds2026InventorySpecs(now: Date): ItemSpec[] {
+  return [
+    { item: 'AK-47 | Redline', wear: 0.2, seed: 1, protectedUntil: holdEnd(now, 7) },
+    { item: 'AWP | Asiimov', wear: 0.3, seed: 2, tradeHoldUntil: holdEnd(now, 6) },
+    { item: 'Glock-18 | Fade', wear: 0.02, seed: 3, tradeHoldUntil: holdEnd(now, 5), holdForm: 'month_first' },
+    { item: 'M4A1-S | Printstream', wear: 0.1, seed: 4, tradeHoldUntil: holdEnd(now, 4), holdForm: 'day_first' },
+    { item: 'Desert Eagle | Blaze', wear: 0.05, seed: 5, tradeHoldUntil: holdEnd(now, 3), holdForm: 'month_first_no_gmt' },
+    { item: 'Karambit | Doppler', phase: 'Phase 2', wear: 0.01, seed: 6, tradeHoldUntil: holdEnd(now, 2), holdForm: 'yearless' },
+    { item: 'Sport Gloves | Vice', wear: 0.08, seed: 7, tradeHoldUntil: holdEnd(now, 1), holdForm: 'item_expiration' },
+    { item: 'AK-47 | Redline', wear: 0.3, seed: 8, protectedUntil: holdEnd(now, 8), holdForm: 'month_first' },
+    { item: 'AWP | Asiimov', wear: 0.25, seed: 9, marketListing: true },
+    { item: 'Container | Revolution Case' },
+  ];
+}
+
 const PARTNER_SPECS: ItemSpec[] = [
   { item: 'AK-47 | Redline', wear: 0.1611, seed: 7 },
   { item: 'AWP | Asiimov', wear: 0.3333, seed: 200 },
@@ -214,5 +246,6 @@ export function defaultInventories(now: Date): Map<string, InventoryState | (() 
     [PARTNER_STEAM_ID, () => inventoryOf(PARTNER_STEAM_ID, PARTNER_SPECS, firstAssetIdFor(PARTNER_STEAM_ID, 2))],
     [STEAM_2026_STEAM_ID, () => inventoryOf(STEAM_2026_STEAM_ID, steam2026InventorySpecs(), firstAssetIdFor(STEAM_2026_STEAM_ID, 3))],
     [STEAM_2026_GERMAN_STEAM_ID, () => inventoryOf(STEAM_2026_GERMAN_STEAM_ID, steam2026InventorySpecs(), firstAssetIdFor(STEAM_2026_GERMAN_STEAM_ID, 4), { locale: 'german' })],
+    [HOLDS_2026_STEAM_ID, () => inventoryOf(HOLDS_2026_STEAM_ID, holds2026InventorySpecs(now), firstAssetIdFor(HOLDS_2026_STEAM_ID, 5))],
   ]);
 }

@@ -3,15 +3,16 @@
  * is tested against them): items arrive (a drop, a purchase, a trade received: new asset ids,
  * listed first, as Steam lists newest first), leave (sold, traded away), come back from a trade
  * under a new asset id (Steam gives every traded item a new one, and the certificate's item id with
- * it), and trade holds end (the description loses its "Tradable/Marketable After" line and the item
- * becomes tradable and marketable, under a new instance id as Steam gives every distinct description).
+ * it), items come under trade protection (DESIGN 17), and holds and protection end (the description
+ * loses its "Tradable/Marketable After" or protection line and `sealed`, and the item becomes
+ * tradable and marketable, under a new instance id as Steam gives every distinct description).
  *
  * Each change builds a new fixture object (community-inventory.ts indexes fixtures by identity), and
  * asset ids come from one counter per fake, above every fixture's, so they never collide.
  */
 import { CEconItemPreviewDataBlock } from '@csfloat/cs2-inspect-serializer';
 import { resolveInventory } from './community-inventory.ts';
-import { buildItem, certificateHex, type ItemSpec } from './items.ts';
+import { buildItem, certificateHex, holdFields, type ItemSpec } from './items.ts';
 import type { FakeState } from './state.ts';
 import type { InventoryFixture, SteamAsset, SteamAssetProperties, SteamDescription } from './types.ts';
 
@@ -111,7 +112,34 @@ export function tradeItems(state: FakeState, steamId64: string, assetIds: readon
   return assetIds.map((id) => renamed.get(id)!);
 }
 
-/** Trade holds over: the items become tradable and marketable; asset ids stay. */
+/**
+ * Items put under trade protection until `until` (DESIGN 17; default 7 days from now, as a trade
+ * received today): `sealed: 1`, untradable, with the protection line; asset ids stay, each gets a new
+ * instance id (Steam gives every distinct description one). endTradeHolds lifts it.
+ */
+export function protectItems(state: FakeState, steamId64: string, assetIds: readonly string[], until = new Date(Date.now() + 7 * 86_400_000)): void {
+  const current = inventoryOfOwner(state, steamId64);
+  const protecting = new Set(assetIds);
+  for (const id of protecting) if (!current.assets.some((asset) => asset.assetid === id)) throw new FakeInventoryError(`asset ${id} is not in ${steamId64}'s inventory`);
+  const descriptions = new Map(current.descriptions.map((d) => [`${d.classid}_${d.instanceid}`, d]));
+  const added: SteamDescription[] = [];
+  const assets = current.assets.map((asset) => {
+    if (!protecting.has(asset.assetid)) return asset;
+    const free = descriptions.get(`${asset.classid}_${asset.instanceid}`);
+    if (!free) return asset;
+    const instanceid = `${free.instanceid}16${Math.floor(until.getTime() / 1000)}`;
+    const { market_actions: _listable, ...rest } = free;
+    const sealed: SteamDescription = { ...rest, instanceid, tradable: 0, marketable: 0, ...holdFields({ protectedUntil: until }) };
+    if (!descriptions.has(`${sealed.classid}_${instanceid}`)) {
+      descriptions.set(`${sealed.classid}_${instanceid}`, sealed);
+      added.push(sealed);
+    }
+    return { ...asset, instanceid };
+  });
+  state.inventories.set(steamId64, withoutUnusedDescriptions({ assets, descriptions: [...current.descriptions, ...added], asset_properties: current.asset_properties }));
+}
+
+/** Trade holds and protection over: the items become tradable and marketable; asset ids stay. */
 export function endTradeHolds(state: FakeState, steamId64: string, assetIds: readonly string[]): void {
   const current = inventoryOfOwner(state, steamId64);
   const ending = new Set(assetIds);
@@ -121,9 +149,9 @@ export function endTradeHolds(state: FakeState, steamId64: string, assetIds: rea
     if (!ending.has(asset.assetid)) return asset;
     const held = descriptions.get(`${asset.classid}_${asset.instanceid}`);
     if (!held) return asset;
-    const owner = (held.owner_descriptions ?? []).filter((line) => !/Tradable(\/Marketable)? After/.test(line.value));
+    const owner = (held.owner_descriptions ?? []).filter((line) => !/Tradable(\/Marketable)? After|trade-protected|listed on the Steam Community Market/.test(line.value));
     const instanceid = `${held.instanceid}1`;
-    const { owner_descriptions: _dropped, ...rest } = held;
+    const { owner_descriptions: _dropped, sealed: _sealed, sealed_type: _sealedType, item_expiration: _expiration, ...rest } = held;
     const free: SteamDescription = { ...rest, instanceid, tradable: 1, marketable: 1, ...(owner.some((line) => line.value.trim() !== '') ? { owner_descriptions: owner } : {}) };
     if (!descriptions.has(`${free.classid}_${free.instanceid}`)) {
       descriptions.set(`${free.classid}_${free.instanceid}`, free);

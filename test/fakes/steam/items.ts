@@ -53,8 +53,18 @@ export type ItemSpec = {
   propertyPattern?: number;
   /** The pre-2025 inspect action `…%20S%owner_steamid%A%assetid%D<digits>`, and no certificate (property 6). */
   legacyInspect?: boolean;
-  /** Trade hold: tradable 0 with a "Tradable/Marketable After …" owner description. */
+  /** Trade hold: tradable 0 with a "Tradable/Marketable After …" owner description (in `holdForm`). */
   tradeHoldUntil?: Date;
+  /**
+   * Trade protection (DESIGN 17: received in a trade): `sealed: 1`, tradable 0, and an owner
+   * description "⇆ This item is trade-protected and cannot be consumed, modified, or transferred
+   * until …" (in `holdForm`).
+   */
+  protectedUntil?: Date;
+  /** Listed on the Community Market: `sealed: 1`, `sealed_type: 1` and Steam's listing line. */
+  marketListing?: boolean;
+  /** How the hold or protection instant is written (default `bbcode`, as Steam sends it with preserve_bbcode=1). */
+  holdForm?: HoldTextForm;
   /** Never tradable (tradable 0, marketable 0, no hold date). */
   untradable?: boolean;
 };
@@ -184,15 +194,76 @@ export function certificateHex(block: Partial<CEconItemPreviewDataBlock> & { pai
     .toUpperCase();
 }
 
-export type BuiltItem = { asset: SteamAsset; description: SteamDescription; properties: SteamAssetProperties | null; marketHashName: string };
+/**
+ * The forms Steam has written hold instants in (DESIGN 17), with strings client libraries recorded:
+ *  bbcode              "… [date]1786384800[/date]" (type "bbcode"; rendered year-less without preserve_bbcode=1)
+ *  month_first         "Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT"
+ *  day_first           "Tradable/Marketable After 27 Aug, 2026 (14:00:00) GMT"
+ *  month_first_no_gmt  "Tradable/Marketable After Oct 01, 2026 (7:00:00)"
+ *  yearless            "Tradable/Marketable After 29 Jun @ 7:00am" (as rendered since 2026-06-24)
+ *  item_expiration     no date in the text: the description's `item_expiration` (ISO 8601)
+ */
+export const HOLD_TEXT_FORMS = ['bbcode', 'month_first', 'day_first', 'month_first_no_gmt', 'yearless', 'item_expiration'] as const;
+export type HoldTextForm = (typeof HOLD_TEXT_FORMS)[number];
 
-/** "Tradable/Marketable After Dec 01, 2026 (7:00:00) GMT", as Steam writes trade holds. */
-export function tradeHoldText(until: Date): string {
-  const month = until.toLocaleString('en-US', { month: 'short', timeZone: 'UTC' });
-  const day = String(until.getUTCDate()).padStart(2, '0');
-  const time = `${until.getUTCHours()}:${String(until.getUTCMinutes()).padStart(2, '0')}:${String(until.getUTCSeconds()).padStart(2, '0')}`;
-  return `Tradable/Marketable After ${month} ${day}, ${until.getUTCFullYear()} (${time}) GMT`;
+export const HOLD_PREFIX = 'Tradable/Marketable After ';
+export const PROTECTION_PREFIX = '⇆ This item is trade-protected and cannot be consumed, modified, or transferred until ';
+export const PROTECTION_NO_DATE = '⇆ This item is trade-protected and cannot be consumed, modified, or transferred.';
+export const MARKET_LISTING_TEXT = '⇆ This item is listed on the Steam Community Market and cannot be consumed or modified.';
+
+const shortMonth = (at: Date) => at.toLocaleString('en-US', { month: 'short', timeZone: 'UTC' });
+
+/** "29 Jun @ 7:00am": how Steam renders an instant since 2026-06-24 (GMT here; minutes, no year). */
+export function yearlessText(at: Date): string {
+  const hour = at.getUTCHours();
+  return `${at.getUTCDate()} ${shortMonth(at)} @ ${hour % 12 === 0 ? 12 : hour % 12}:${String(at.getUTCMinutes()).padStart(2, '0')}${hour < 12 ? 'am' : 'pm'}`;
 }
+
+/** A hold or protection line for `until` in `form` (null for item_expiration: the text gives no date). */
+export function holdLine(until: Date, form: HoldTextForm, prefix: string): SteamDescriptionLine | null {
+  const time = `${until.getUTCHours()}:${String(until.getUTCMinutes()).padStart(2, '0')}:${String(until.getUTCSeconds()).padStart(2, '0')}`;
+  const day = String(until.getUTCDate()).padStart(2, '0');
+  switch (form) {
+    case 'bbcode':
+      return { type: 'bbcode', value: `${prefix}[date]${Math.floor(until.getTime() / 1000)}[/date]` };
+    case 'month_first':
+      return { type: 'html', value: `${prefix}${shortMonth(until)} ${day}, ${until.getUTCFullYear()} (${time}) GMT`, color: 'ff4040' };
+    case 'day_first':
+      return { type: 'html', value: `${prefix}${until.getUTCDate()} ${shortMonth(until)}, ${until.getUTCFullYear()} (${time}) GMT`, color: 'ff4040' };
+    case 'month_first_no_gmt':
+      return { type: 'html', value: `${prefix}${shortMonth(until)} ${day}, ${until.getUTCFullYear()} (${time})`, color: 'ff4040' };
+    case 'yearless':
+      return { type: 'html', value: `${prefix}${yearlessText(until)}`, color: 'ff4040' };
+    case 'item_expiration':
+      return null;
+  }
+}
+
+/** The owner descriptions, flags and item_expiration of an item's holds, protection and listing. */
+export function holdFields(spec: Pick<ItemSpec, 'tradeHoldUntil' | 'protectedUntil' | 'marketListing' | 'holdForm'>): Partial<SteamDescription> {
+  const form = spec.holdForm ?? 'bbcode';
+  const owner: SteamDescriptionLine[] = [];
+  let expiration: Date | undefined;
+  if (spec.marketListing) owner.push({ type: 'html', value: MARKET_LISTING_TEXT });
+  if (spec.protectedUntil) {
+    owner.push(holdLine(spec.protectedUntil, form, PROTECTION_PREFIX) ?? { type: 'html', value: PROTECTION_NO_DATE });
+    if (form === 'item_expiration') expiration = spec.protectedUntil;
+  }
+  if (spec.tradeHoldUntil) {
+    const line = holdLine(spec.tradeHoldUntil, form, HOLD_PREFIX);
+    if (line) owner.push(line);
+    else expiration = spec.tradeHoldUntil;
+  }
+  if (owner.length === 0 && !expiration) return {};
+  return {
+    ...(owner.length > 0 ? { owner_descriptions: [{ type: 'html', value: ' ' }, ...owner] } : {}),
+    ...(spec.protectedUntil || spec.marketListing ? { sealed: 1 } : {}),
+    ...(spec.marketListing ? { sealed_type: 1 } : {}),
+    ...(expiration ? { item_expiration: expiration.toISOString().replace('.000Z', 'Z') } : {}),
+  };
+}
+
+export type BuiltItem = { asset: SteamAsset; description: SteamDescription; properties: SteamAssetProperties | null; marketHashName: string };
 
 export type BuildOptions = { locale?: PropertyLocale };
 
@@ -258,10 +329,10 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
   const charm = spec.charm ? { spec: spec.charm, lib: libItem(spec.charm.item) } : null;
   if (charm) lines.push({ type: 'html', value: `<br><div id="keychain_info" class="keychain_info" style="border: 2px solid rgb(102, 102, 102); border-radius: 6px; width=100; margin:4px; padding:8px;"><center>Charm: ${charm.lib.name.replace(/^Charm \| /, '')}</center></div>`, name: 'keychain_info' });
 
-  const tradable = spec.untradable || spec.tradeHoldUntil ? 0 : 1;
-  const ownerDescriptions = spec.tradeHoldUntil ? [{ type: 'html', value: ' ' }, { type: 'html', value: tradeHoldText(spec.tradeHoldUntil), color: 'ff4040' }] : undefined;
+  const held = Boolean(spec.untradable || spec.tradeHoldUntil || spec.protectedUntil || spec.marketListing);
+  const tradable = held ? 0 : 1;
   const inspectable = item.type !== 'case' && item.type !== 'collectible';
-  const marketable = spec.untradable || spec.tradeHoldUntil ? 0 : 1;
+  const marketable = held ? 0 : 1;
 
   const seed = spec.seed ?? (isSkin ? hash32(assetId) % 1001 : undefined);
   const wear = isSkin && !item.base ? Math.fround(spec.wear ?? 0.2) : undefined;
@@ -278,7 +349,7 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
     descriptions: lines,
     tradable,
     ...(inspectable ? { actions: [{ link: inspectLink, name: 'Inspect in Game...' }] } : {}),
-    ...(ownerDescriptions ? { owner_descriptions: ownerDescriptions } : {}),
+    ...holdFields(spec),
     ...(shownNameTag !== undefined ? { fraudwarnings: [`Name Tag: ''${shownNameTag}''`] } : {}),
     name,
     name_color: starred ? '8650AC' : statTrak ? 'CF6A32' : 'D2D2D2',

@@ -28,16 +28,23 @@
  *   fake.addItems(steamId64, specs)          new items (new asset ids, listed first) → their ids
  *   fake.removeItems(steamId64, assetIds)    items gone (sold, traded away)
  *   fake.tradeItems(steamId64, assetIds)     the same items back under new asset ids → the new ids
- *   fake.endTradeHolds(steamId64, assetIds)  holds over: tradable and marketable, same asset ids
+ *   fake.endTradeHolds(steamId64, assetIds)  holds and protection over: tradable and marketable, same asset ids
+ *   fake.protectItems(steamId64, assetIds, until?)  trade protection (DESIGN 17) until `until` (default 7 days):
+ *                                            sealed 1, untradable, the "⇆ … trade-protected … until [date]…[/date]" line
  *   fake.setInventoryVisibility(steamId64, 'private' | 'public')   403 null while private, items kept
  * The same over HTTP, for `npm start` (another process): GET /_control/inventories/<steamid> → {asset_ids};
  * POST /_control/inventories/<steamid> {add?: ItemSpec[] (dates as ISO strings), remove?, trade?,
- * end_holds?: asset ids, fail?: {status, retry_after?, times?, stall_ms?}, visibility?: "public" | "private"}
- * → {asset_ids, added, traded} (public first, then add, trade, end_holds, remove, then private and fail).
+ * protect?, end_holds?: asset ids, protect_until?: ISO date, fail?: {status, retry_after?, times?, stall_ms?},
+ * visibility?: "public" | "private"} → {asset_ids, added, traded} (public first, then add, trade, protect,
+ * end_holds, remove, then private and fail).
+ * Hold and protection text (DESIGN 17): with preserve_bbcode=1 as stored (type "bbcode" lines with
+ * `[date]<unix>[/date]`), without it rendered as Steam renders it since 2026-06-24 ("29 Jun @ 7:00am");
+ * ItemSpec.holdForm writes an item's instant in any other form (items.ts HOLD_TEXT_FORMS).
  * Fixtures (data.ts): PUBLIC_STEAM_ID, PRIVATE_STEAM_ID, FRIENDS_ONLY_STEAM_ID, EMPTY_STEAM_ID,
  * BIG_STEAM_ID, PARTNER_STEAM_ID, UNKNOWN_STEAM_ID; STEAM_2026_STEAM_ID and STEAM_2026_GERMAN_STEAM_ID
  * (inventories as Steam sends them since 2025: name tags as property 5, charm patterns as property 3
  * and in asset_accessories, a legacy S…A…D… inspect action; the second with German property names);
+ * HOLDS_2026_STEAM_ID (every hold and protection text form, a Community Market listing: holds2026InventorySpecs);
  * bigInventory(steamId64, assets = 5000); inventoryOf(owner, specs, firstAssetId, { locale? })
  * (items.ts) builds custom inventories.
  */
@@ -45,7 +52,7 @@ import type { Server } from 'bun';
 import { inventoryPage } from './community-inventory.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
 import { defaultInventories, defaultProfiles, profile, PUBLIC_STEAM_ID } from './data.ts';
-import { addItems, assetIdsOf, endTradeHolds, FakeInventoryError, removeItems, setInventoryVisibility, tradeItems } from './inventory-changes.ts';
+import { addItems, assetIdsOf, endTradeHolds, FakeInventoryError, protectItems, removeItems, setInventoryVisibility, tradeItems } from './inventory-changes.ts';
 import type { ItemSpec } from './items.ts';
 import { createOpenIdProvider, type OpenIdHelpers } from './openid-provider.ts';
 import type { FailureKind, FailureSpec, FakeState } from './state.ts';
@@ -58,6 +65,8 @@ export {
   BIG_STEAM_ID,
   EMPTY_STEAM_ID,
   FRIENDS_ONLY_STEAM_ID,
+  holds2026InventorySpecs,
+  HOLDS_2026_STEAM_ID,
   PARTNER_STEAM_ID,
   PRIVATE_STEAM_ID,
   PUBLIC_STEAM_ID,
@@ -66,7 +75,7 @@ export {
   STEAM_2026_STEAM_ID,
   UNKNOWN_STEAM_ID,
 } from './data.ts';
-export { inventoryOf, INSPECT_LINK, legacyInspectLink, type ItemSpec } from './items.ts';
+export { HOLD_TEXT_FORMS, holdLine, inventoryOf, INSPECT_LINK, legacyInspectLink, yearlessText, type HoldTextForm, type ItemSpec } from './items.ts';
 
 export { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
 
@@ -87,6 +96,7 @@ export type SteamFake = {
   removeItems(steamId64: string, assetIds: readonly string[]): void;
   tradeItems(steamId64: string, assetIds: readonly string[]): string[];
   endTradeHolds(steamId64: string, assetIds: readonly string[]): void;
+  protectItems(steamId64: string, assetIds: readonly string[], until?: Date): void;
   setInventoryVisibility(steamId64: string, visibility: 'public' | 'private'): void;
 };
 
@@ -96,15 +106,17 @@ const INVENTORY_PATH = /^\/inventory\/(\d{1,20})\/730\/2\/?$/;
 const CONTROL_INVENTORY_PATH = /^\/_control\/inventories\/(\d{1,20})$/;
 
 type ControlBody = {
-  add?: (Omit<ItemSpec, 'tradeHoldUntil'> & { tradeHoldUntil?: string })[];
+  add?: (Omit<ItemSpec, 'tradeHoldUntil' | 'protectedUntil'> & { tradeHoldUntil?: string; protectedUntil?: string })[];
   remove?: string[];
   trade?: string[];
   end_holds?: string[];
+  protect?: string[];
+  protect_until?: string;
   fail?: { status: number; retry_after?: number; times?: number; stall_ms?: number };
   visibility?: 'public' | 'private';
 };
 
-/** POST /_control/inventories/<steamid>: changes in the order add, trade, end_holds, remove; then fail / visibility. */
+/** POST /_control/inventories/<steamid>: changes in the order add, trade, protect, end_holds, remove; then fail / visibility. */
 async function controlInventory(state: FakeState, steamId64: string, request: Request): Promise<Response> {
   if (request.method === 'GET') {
     try {
@@ -122,8 +134,23 @@ async function controlInventory(state: FakeState, steamId64: string, request: Re
   }
   try {
     if (body.visibility === 'public') setInventoryVisibility(state, steamId64, 'public');
-    const added = body.add ? addItems(state, steamId64, body.add.map(({ tradeHoldUntil, ...spec }) => ({ ...spec, ...(tradeHoldUntil ? { tradeHoldUntil: new Date(tradeHoldUntil) } : {}) }))) : [];
+    const added = body.add
+      ? addItems(
+          state,
+          steamId64,
+          body.add.map(({ tradeHoldUntil, protectedUntil, ...spec }) => ({
+            ...spec,
+            ...(tradeHoldUntil ? { tradeHoldUntil: new Date(tradeHoldUntil) } : {}),
+            ...(protectedUntil ? { protectedUntil: new Date(protectedUntil) } : {}),
+          })),
+        )
+      : [];
     const traded = body.trade ? tradeItems(state, steamId64, body.trade) : [];
+    if (body.protect) {
+      const until = body.protect_until === undefined ? undefined : new Date(body.protect_until);
+      if (until && Number.isNaN(until.getTime())) return Response.json({ error: 'protect_until must be an ISO date' }, { status: 400 });
+      protectItems(state, steamId64, body.protect, until);
+    }
     if (body.end_holds) endTradeHolds(state, steamId64, body.end_holds);
     if (body.remove) removeItems(state, steamId64, body.remove);
     if (body.visibility === 'private') setInventoryVisibility(state, steamId64, 'private');
@@ -215,6 +242,7 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
     removeItems: (steamId64, assetIds) => removeItems(state, steamId64, assetIds),
     tradeItems: (steamId64, assetIds) => tradeItems(state, steamId64, assetIds),
     endTradeHolds: (steamId64, assetIds) => endTradeHolds(state, steamId64, assetIds),
+    protectItems: (steamId64, assetIds, until) => protectItems(state, steamId64, assetIds, until),
     setInventoryVisibility: (steamId64, visibility) => setInventoryVisibility(state, steamId64, visibility),
   };
 }

@@ -69,7 +69,12 @@ export type SteamDescription = {
   market_marketable_restriction?: number;
   marketable: 0 | 1;
   tags: SteamTag[];
+  /** 1 while the item is protected (DESIGN 17: trade protection, or a Community Market listing). */
   sealed?: number;
+  /** 1: listed on the Community Market. */
+  sealed_type?: number;
+  /** An ISO 8601 instant some holds carry instead of a date in their text. */
+  item_expiration?: string;
 };
 
 /**
