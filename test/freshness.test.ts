@@ -6,7 +6,9 @@ import { createRequestRedis } from '../shared/platform/redis.ts';
 import { ageSeconds, freshPriceSql, observedAtSql, priceIsFresh, sourceState } from '../shared/prices/freshness.ts';
 import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
+import { requestBudgetKeys } from '../shared/sources/budget.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
+import { sourceSettings } from '../shared/sources/settings.ts';
 import type { SourceName } from '../shared/sources/names.ts';
 import { runSourceIngest, type IngestOutcome } from '../workers/ingest/run.ts';
 import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
@@ -273,5 +275,26 @@ describe('the SQL form decides as the TypeScript one', () => {
       }
     }
     expect(cases).toBe(360);
+  });
+});
+
+describe('a run clock far from the wall clock', () => {
+  test("an upstream 429 blocks the source for its Retry-After, not for the distance between the clocks", async () => {
+    const keys = requestBudgetKeys(sourceSettings(t.deps.config, ADAPTERS.waxpeer).budget.keyPrefix, 'waxpeer');
+    await redis.del(keys.blocked);
+    simulator.setMode('waxpeer', 'rate_limit');
+    simulator.setRetryAfter('30');
+    try {
+      // A year ahead: the block's end is computed on this clock and held in Redis as a duration.
+      const future = new Date(Date.now() + 365 * 86_400 * S);
+      const outcome = await runSourceIngest({ sql: t.deps.sql, redis, config: t.deps.config, log: t.deps.log, now: () => future }, ADAPTERS.waxpeer, future);
+      expect(outcome.status).toBe('failed');
+      const blockedMs = await redis.pttl(keys.blocked);
+      expect(blockedMs).toBeGreaterThan(25 * S);
+      expect(blockedMs).toBeLessThanOrEqual(30 * S);
+    } finally {
+      simulator.setMode('waxpeer', 'ok');
+      await redis.del(keys.blocked);
+    }
   });
 });

@@ -167,7 +167,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
     return { status: 'duplicate' };
   }
   const log = deps.log.child({ source: adapter.name, run_id: runId });
-  const budget = createRequestBudget(deps.redis, adapter.name, settings.budget);
+  const budget = createRequestBudget(deps.redis, adapter.name, settings.budget, { now: deps.now });
   const fail = async (error: string): Promise<IngestOutcome> => {
     log.warn({ error }, 'ingest run failed');
     await recordIngestFailure(deps.sql, { runId, source: adapter.name, error, at: deps.now(), staleAfterSeconds: settings.staleAfterSeconds });
