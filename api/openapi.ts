@@ -20,7 +20,15 @@ const errorBodySchema = z
       code: z.string().describe('Machine-readable snake_case code'),
       message: z.string(),
       request_id: z.string().describe('Also sent as the X-Request-Id header'),
-      details: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+      details: z
+        .array(
+          z.object({
+            field: z.string(),
+            message: z.string(),
+            code: z.string().optional().describe('Machine-readable snake_case code of this detail, where an operation documents one (e.g. `asset_protected` on trade intents)'),
+          }),
+        )
+        .optional(),
     }),
   })
   .describe('The error body every endpoint shares');

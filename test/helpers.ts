@@ -131,7 +131,7 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
   }
 }
 
-export async function errorOf(response: Response): Promise<{ code: string; message: string; request_id: string; details?: { field: string; message: string }[] }> {
+export async function errorOf(response: Response): Promise<{ code: string; message: string; request_id: string; details?: { field: string; message: string; code?: string }[] }> {
   const body = (await response.json()) as { error: { code: string; message: string; request_id: string } };
   return body.error;
 }

@@ -617,6 +617,32 @@ describe('inventories fetched through Steam (the local fake)', () => {
     expect(steam.requests.filter((r) => r.path === `/inventory/${account.steamId}/730/2`)).toHaveLength(1);
   });
 
+  test('a protected asset on either side is a 400 invalid_intent with detail asset_protected (DESIGN 17): trade-protected, or listed on the Community Market', async () => {
+    const ws = await workspace();
+    const account = await connectAccount(ws);
+    const partner = randomSteamId();
+    const mine = inventoryOf(account.steamId, [{ item: 'AK-47 | Redline', wear: 0.2, seed: 8 }, { item: 'AWP | Asiimov', wear: 0.3, seed: 9 }], 72_000_000_000n);
+    const theirs = inventoryOf(partner, [{ item: 'Container | Revolution Case' }, { item: 'AWP | Asiimov', wear: 0.25, seed: 10, marketListing: true }], 73_000_000_000n);
+    steam.setInventory(account.steamId, mine);
+    steam.setInventory(partner, theirs);
+    const [free, received] = mine.assets.map((asset) => asset.assetid);
+    const until = new Date(Math.floor(Date.now() / 1000) * 1000 + 6 * 86_400_000);
+    // Received in a trade: Steam protects it for 7 days.
+    steam.protectItems(account.steamId, [received!], until);
+    const [theirCase, listed] = theirs.assets.map((asset) => asset.assetid);
+    const body = { kind: 'create_offer', account_id: account.accountId, external_reference: 'protected', expires_at: inMinutes(30), partner_steam_id: partner };
+    const response = await post(ws, { ...body, give: [free, received], receive: [theirCase, listed] });
+    expect(response.status).toBe(400);
+    const refused = await errorOf(response);
+    expect(refused.code).toBe('invalid_intent');
+    expect(refused.details).toEqual([
+      { field: 'body.give', code: 'asset_protected', message: `asset_protected: asset ${received} is trade-protected until ${until.toISOString()} and cannot be traded` },
+      { field: 'body.receive', code: 'asset_protected', message: `asset_protected: asset ${listed} is listed on the Steam Community Market and cannot be traded` },
+    ]);
+    // Nothing was reserved; the unprotected assets alone make a draft.
+    expect((await created(await post(ws, { ...body, external_reference: 'unprotected', give: [free], receive: [theirCase] }))).reservations.map((r) => r.asset_id)).toEqual([free!]);
+  });
+
   test('a private partner inventory is a 400 naming receive; Steam down with no snapshot is 503 upstream_unavailable', async () => {
     const ws = await workspace();
     const account = await connectAccount(ws);

@@ -99,7 +99,8 @@ type PricedAsset = { asset_id: string } & ValuationInput;
 
 /**
  * Check 4: every asset is in its owner's latest snapshot (fetched when missing or older than 10
- * minutes) and tradable now (tradable, and no trade hold still running). Returns what valuation needs.
+ * minutes), not protected (DESIGN 17: detail code `asset_protected`), and tradable now (tradable, and
+ * no trade hold still running). Returns what valuation needs.
  */
 async function checkAssets(inventory: TradeInventory, sides: Record<Side, SidePlan>, now: Date): Promise<Record<Side, PricedAsset[]>> {
   const priced: Record<Side, PricedAsset[]> = { give: [], receive: [] };
@@ -122,6 +123,11 @@ async function checkAssets(inventory: TradeInventory, sides: Record<Side, SidePl
       const asset = owner.assets.get(assetId);
       if (!asset) {
         details.push({ field: plan.field, message: `asset ${assetId} is not in the inventory of ${plan.ownerSteamId}` });
+      } else if (asset.protection.protected) {
+        // Checked first: a protected item is untradable and may carry a hold date, but protection is why.
+        const why = asset.protection.reason === 'market_listing' ? 'listed on the Steam Community Market' : 'trade-protected';
+        const until = asset.protection.until ? ` until ${asset.protection.until}` : '';
+        details.push({ field: plan.field, code: 'asset_protected', message: `asset_protected: asset ${assetId} is ${why}${until} and cannot be traded` });
       } else if (asset.trade_hold_until !== null && new Date(asset.trade_hold_until) > now) {
         // Checked before `tradable`: Steam marks held items untradable, and the date is the useful part.
         details.push({ field: plan.field, message: `asset ${assetId} is on trade hold until ${new Date(asset.trade_hold_until).toISOString()}` });

@@ -1,5 +1,6 @@
 /** One detail of a 400: which input and what is wrong with it. */
-export type ErrorDetail = { field: string; message: string };
+/** One problem of an error: the field it is about, and, where clients branch on it, a snake_case `code`. */
+export type ErrorDetail = { field: string; message: string; code?: string };
 
 /**
  * An error with a public status, code and message (DESIGN 6). Anything thrown that is not an
