@@ -1,6 +1,6 @@
 /**
  * Part 1 of bench:gameplatform, in its own process so its memory is measured alone: fetches the
- * fake's 5 000-asset inventory (3 upstream pages; not timed), then times normalise + store
+ * fake.s 5 000-asset inventory (3 upstream pages; not timed), then times normalise + store
  * (catalog lookup, certificate decoding, insights, snapshot rows by COPY) and then the valuation of
  * every asset at skinport (DESIGN 14's rule: item, stickers and charms, one query; every catalog item
  * is given a skinport price first) per round, and reports VmRSS before the first round and VmHWM
@@ -8,7 +8,7 @@
  */
 import { parseConfig } from '../shared/platform/config.ts';
 import { createSql } from '../shared/platform/db.ts';
-import { storeInventorySnapshot } from '../shared/gameplatform/inventory/snapshots.ts';
+import { insertInventorySnapshot, prepareInventorySnapshot } from '../shared/gameplatform/inventory/snapshots.ts';
 import { fetchInventoryPages } from '../shared/gameplatform/inventory/steam-community.ts';
 import { valuationInputOf, valueAssets } from '../shared/gameplatform/valuation.ts';
 import { rssOf } from './lib.ts';
@@ -24,7 +24,7 @@ try {
     select catalog_id, 'skinport', 'default', round((1 + abs(hashtext(catalog_id)) % 100000 / 100.0)::numeric, 2), now(), now(), gen_random_uuid()
     from catalog_items
     on conflict do nothing`;
-  const rounds: { fetchMs: number; storeMs: number; valueMs: number; assets: number; priced: number }[] = [];
+  const rounds: { fetchMs: number; storeMs: number; valueMs: number; assets: number; priced: number; held: number; protected: number; unreadable: number }[] = [];
   let rssBefore = 0;
   let peakAfterFirst = 0;
   for (let round = 0; round < ROUNDS; round += 1) {
@@ -33,15 +33,19 @@ try {
     const fetchMs = performance.now() - started;
     if (round === 0) rssBefore = (await rssOf(process.pid)).rss;
     started = performance.now();
-    const snapshot = await storeInventorySnapshot(sql, steamId, pages, new Date());
+    const prepared = await prepareInventorySnapshot(sql, steamId, pages, new Date());
+    await sql.begin((tx) => insertInventorySnapshot(tx, prepared));
+    const snapshot = prepared.snapshot;
     const storeMs = performance.now() - started;
+    const held = prepared.records.filter((record) => record.trade_hold_until !== null).length;
+    const protectedCount = prepared.records.filter((record) => record.protection.protected).length;
     started = performance.now();
     const rows = await sql<{ catalog_id: string | null; record: unknown }[]>`
       select catalog_id, record from inventory_assets where snapshot_id = ${snapshot.id} order by position`;
     const values = await valueAssets(sql, 'skinport', rows.map((row) => valuationInputOf(row.catalog_id, row.record)));
     const valueMs = performance.now() - started;
     if (round === 0) peakAfterFirst = (await rssOf(process.pid)).peak;
-    rounds.push({ fetchMs, storeMs, valueMs, assets: snapshot.total_assets, priced: values.filter((value) => value.price !== null).length });
+    rounds.push({ fetchMs, storeMs, valueMs, assets: snapshot.total_assets, priced: values.filter((value) => value.price !== null).length, held, protected: protectedCount, unreadable: prepared.unreadableHolds });
     if (pages.length !== 3) throw new Error(`expected 3 upstream pages, got ${pages.length}`);
   }
   process.stdout.write(`${JSON.stringify({ rounds, rssBefore, peakAfterFirst })}\n`);

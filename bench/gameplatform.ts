@@ -19,7 +19,7 @@ import { createSql, type Sql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { migrate } from '../shared/platform/migrate.ts';
 import { SCOPES } from '../shared/http/scopes.ts';
-import { BIG_STEAM_ID, startSteamFake, type SteamFake } from '../test/fakes/steam/server.ts';
+import { BIG_STEAM_ID, bigInventory, startSteamFake, type SteamFake } from '../test/fakes/steam/server.ts';
 import {
   CONNECTIONS,
   DURATION_S,
@@ -64,6 +64,8 @@ async function main(): Promise<void> {
   await syncCatalog(sql, catalog);
   say(`catalog: ${catalog.length} items`);
   fake = await startSteamFake();
+  // Part 1's inventory holds every hold and protection text form (DESIGN 17) on most of its items.
+  fake.setInventory(BIG_STEAM_ID, bigInventory(BIG_STEAM_ID, 5000, { holds: { now: new Date() } }));
   say(`Steam fake on ${fake.url}`);
   const checks: [string, boolean, string][] = [];
 
@@ -77,7 +79,11 @@ async function main(): Promise<void> {
   // The output is drained asynchronously: give the last line a moment to arrive.
   for (let wait = 0; line === undefined && code === 0 && wait < 20; wait += 1) await Bun.sleep(50);
   if (code !== 0 || !line) throw new Error(`the normalise child failed (exit ${code}):\n${child.output.last.join('\n')}`);
-  const part1 = JSON.parse(line) as { rounds: { fetchMs: number; storeMs: number; valueMs: number; assets: number; priced: number }[]; rssBefore: number; peakAfterFirst: number };
+  const part1 = JSON.parse(line) as {
+    rounds: { fetchMs: number; storeMs: number; valueMs: number; assets: number; priced: number; held: number; protected: number; unreadable: number }[];
+    rssBefore: number;
+    peakAfterFirst: number;
+  };
   const cold = part1.rounds[0]!;
   const warm = part1.rounds.slice(1).map((round) => round.storeMs);
   const warmTotal = part1.rounds.slice(1).map((round) => round.storeMs + round.valueMs);
@@ -91,6 +97,7 @@ async function main(): Promise<void> {
         [`max of next ${warm.length}`, Math.max(...warm).toFixed(1), Math.max(...part1.rounds.slice(1).map((round) => round.valueMs)).toFixed(1), Math.max(...warmTotal).toFixed(1)],
       ])}\n` +
       `valuation: ${cold.priced} of ${cold.assets} assets priced at skinport (item, stickers and charms, one query)\n` +
+      `holds (every DESIGN 17 text form): ${cold.held} assets with trade_hold_until, ${cold.protected} protected, ${cold.unreadable} unreadable\n` +
       `child RSS before ${part1.rssBefore.toFixed(1)} MB, peak after the first round ${part1.peakAfterFirst.toFixed(1)} MB: extra ${extraRss.toFixed(1)} MB\n\n`,
   );
   checks.push([
@@ -106,6 +113,9 @@ async function main(): Promise<void> {
     `${median(warmTotal).toFixed(1)} ms`,
   ]);
   checks.push([`extra RSS < ${TARGETS.normaliseExtraRssMb} MB`, extraRss < TARGETS.normaliseExtraRssMb, `${extraRss.toFixed(1)} MB`]);
+  // 6 of every 8 assets carry a hold in one of the six forms, 1 a listing (no instant): every hold read.
+  const expectedHeld = Math.ceil(cold.assets * 6 / 8);
+  checks.push([`every hold form read (${expectedHeld} holds, none unreadable)`, Math.abs(cold.held - expectedHeld) <= 6 && cold.unreadable === 0, `${cold.held} held, ${cold.protected} protected, ${cold.unreadable} unreadable`]);
 
   // ---------------------------------------------------------------------------------------------
   // 2. A cached inventory page through the API vs GET /v2/me.

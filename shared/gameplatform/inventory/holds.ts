@@ -104,13 +104,22 @@ function fromItemExpiration(value: unknown): number | null {
   return Number.isNaN(at) ? null : at;
 }
 
-/** The lines' texts, owner descriptions first. */
+/**
+ * Whether a line can speak of a hold, protection or a listing: one cheap test, so the exterior,
+ * sticker and charm lines every description has are not cleaned and matched form by form.
+ */
+const MAY_HOLD = /\[date\]|after|until|protected|listed on/i;
+function mayHold(value: string): boolean {
+  return MAY_HOLD.test(value);
+}
+
+/** The texts of the lines that may speak of a hold, owner descriptions first. */
 function textsOf(description: Record<string, unknown>): string[] {
   const texts: string[] = [];
   for (const field of ['owner_descriptions', 'descriptions'] as const) {
     const lines = description[field];
     if (!Array.isArray(lines)) continue;
-    for (const line of lines) if (isObject(line) && typeof line.value === 'string' && line.value.length > 0) texts.push(plainText(line.value));
+    for (const line of lines) if (isObject(line) && typeof line.value === 'string' && mayHold(line.value)) texts.push(plainText(line.value));
   }
   return texts;
 }

@@ -210,11 +210,25 @@ function firstAssetIdFor(steamId64: string, salt: number): bigint {
   return 40_000_000_000n + (BigInt(steamId64) % 100_000n) * 100_000n + BigInt(salt) * 10_000n + 9_999n;
 }
 
+/** Hold and protection variants bigInventory's `holds` option cycles through (DESIGN 17): every text form, protection and a listing. */
+const BIG_HOLD_CYCLE: Pick<ItemSpec, 'holdForm' | 'marketListing'>[] = [
+  {},
+  { holdForm: 'bbcode' },
+  { holdForm: 'month_first' },
+  { holdForm: 'day_first' },
+  { holdForm: 'month_first_no_gmt' },
+  { holdForm: 'yearless' },
+  { holdForm: 'item_expiration' },
+  { marketListing: true },
+];
+
 /**
  * The benchmark's inventory: `assets` items (default 5 000 → 3 pages of ≤ 2000), each with its own
- * seed, wear and certificate; wears spread over each skin's exteriors.
+ * seed, wear and certificate; wears spread over each skin's exteriors. With `holds`, items cycle
+ * through no hold, every hold text form (as a hold, and every other one as protection) and a market
+ * listing, each hold at its own minute within 8 days of `holds.now` so each has its own description.
  */
-export function bigInventory(steamId64: string, assets = 5000): InventoryFixture {
+export function bigInventory(steamId64: string, assets = 5000, options: { holds?: { now: Date } } = {}): InventoryFixture {
   const specs: ItemSpec[] = [];
   for (let i = 0; i < assets; i += 1) {
     const base = BIG_CYCLE[i % BIG_CYCLE.length]!;
@@ -227,6 +241,17 @@ export function bigInventory(steamId64: string, assets = 5000): InventoryFixture
       if (base.item === 'Sport Gloves | Vice' || base.item === 'Desert Eagle | Blaze') spec.wear = Math.max(0.06, Math.min(spec.wear, base.item === 'Desert Eagle | Blaze' ? 0.08 : 0.79));
       if (base.item === 'AWP | Asiimov') spec.wear = Math.max(0.18, spec.wear);
       spec.seed = (i * 131) % 1001;
+    }
+    if (options.holds) {
+      const variant = BIG_HOLD_CYCLE[i % BIG_HOLD_CYCLE.length]!;
+      if (variant.marketListing) spec.marketListing = true;
+      else if (variant.holdForm) {
+        const at = new Date(options.holds.now.getTime() + 3_600_000 + ((i * 7919) % (7 * 24 * 60)) * 60_000);
+        at.setUTCSeconds(0, 0);
+        spec.holdForm = variant.holdForm;
+        if (Math.floor(i / BIG_HOLD_CYCLE.length) % 2 === 0) spec.tradeHoldUntil = at;
+        else spec.protectedUntil = at;
+      }
     }
     specs.push(spec);
   }
