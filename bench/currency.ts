@@ -4,7 +4,7 @@
  * In a scratch database (`<dev db>_bench_<pid>`, dropped afterwards; bench/price-fixtures.ts): the
  * real catalog, latest prices for every item and version (2–3 sources per item), one keyless
  * snapshot, and one ECB rate set dated today (USD 1.0834, JPY 162.41, GBP 0.84290, PLN 4.2510,
- * BRL 6.1234, CNY 7.7893 per EUR) stored with saveRateDays, as the fx source would. Then the API
+ * BRL 6.1234, CNY 7.7893, CHF 0.9412, SEK 11.2345 per EUR) stored with saveRateDays, as the fx source would. Then the API
  * (api/main.ts) runs in its own process and this measures:
  *
  *   1. First request per snapshot. After the USD list has been fetched once (that loads the snapshot)
@@ -13,11 +13,20 @@
  *      (LoadedPriceSnapshot.derivedBody): its wall time as a client sees it (to the last body byte),
  *      the API's CPU for it, and the API's RSS before and right after ("extra RSS"), with the peak
  *      (VmHWM) too, and how long other requests waited meanwhile (the slowest of GET /v2/health sent
- *      one after another during it: the parse and conversion run on the API's event loop). Then a
+ *      one after another during it; since issue 29 the parse and conversion run in a derived-list
+ *      thread, before it on the API's event loop). Then a
  *      second EUR request (the body is reused) and the first PLN request (one body per currency),
  *      and the RSS once the API has been left alone for a few seconds. Then a second snapshot is
  *      built (a few prices changed), the API switches to it, and the first EUR request is measured
  *      again: each snapshot builds its own currency bodies.
+ *   1b. While currency lists build (issue 29): the first `GET /v1/prices?currency=CHF` alone, then the
+ *      first SEK, JPY and GBP lists asked for at once, each while `GET /v2/health` and
+ *      `GET /v1/prices/{name}` (keyless, USD) are sent every PROBE_EVERY_MS, each without waiting for
+ *      the previous answers: their p50 / p99 / max, and each list's status and wall time. Targets:
+ *      the probes' p99 < 50 ms while a list builds, the first answer in another currency (CHF) < 2 s,
+ *      and no list answered other than 200 (a 503 `prices_unavailable` or `database_unavailable`
+ *      while a snapshot exists is a failure).
+ *      BENCH_API_CHECKOUT=<another checkout> measures that checkout's API with this script ("before").
  *   2. Steady state, in the same run: `GET /v1/prices` (USD, the stored bytes) and
  *      `GET /v1/prices?currency=EUR` (the body built in 1), both br. As in bench/prices.ts the list
  *      is judged by the API's CPU per request with clients that drain the body (curl --parallel, its
@@ -73,6 +82,15 @@ import {
 import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices } from './price-fixtures.ts';
 
 const TARGET_SHARE = 0.9;
+/** Issue 29: other requests' p99 while a currency list builds, and the first answer in another currency. */
+const TARGET_PROBE_P99_MS = 50;
+const TARGET_FIRST_OTHER_MS = 2_000;
+/**
+ * While lists build, one GET /v2/health and one GET /v1/prices/{name} are sent every PROBE_EVERY_MS,
+ * whether or not the previous ones have answered (a client waiting for its own answer before sending
+ * the next would take one sample per stall and hide it from the p99).
+ */
+const PROBE_EVERY_MS = 10;
 const DURATION_S = positiveInt('BENCH_DURATION', 5);
 const DRAINED_REQUESTS = positiveInt('BENCH_DRAINED_REQUESTS', 1_000);
 const DRAINED_PARALLEL = 20;
@@ -89,6 +107,8 @@ const ECB_RATES: [string, string][] = [
   ['PLN', '4.2510'],
   ['BRL', '6.1234'],
   ['CNY', '7.7893'],
+  ['CHF', '0.9412'],
+  ['SEK', '11.2345'],
 ];
 
 
@@ -143,6 +163,60 @@ async function measured(label: string, pid: number, url: string, probeUrl: strin
   return { label, fetched, cpuMs: cpuAfter - cpuBefore, rssBefore: before.rss, rssAfter: after.rss, peakBefore: before.peak, peakAfter: after.peak, probeMaxMs };
 }
 
+/** Nearest-rank percentile of `values` (ms). */
+function percentile(values: number[], share: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(share * sorted.length) - 1)]!;
+}
+
+type WhileBuilding = {
+  label: string;
+  lists: { currency: string; status: number; wallMs: number; code: string | null }[];
+  health: number[];
+  item: number[];
+  /** Probe answers other than 200. */
+  probeErrors: number;
+};
+
+/**
+ * The first lists in `currencies`, asked for at once, while GET /v2/health and GET /v1/prices/{name}
+ * are sent every PROBE_EVERY_MS until every list has answered.
+ */
+async function whileListsBuild(label: string, apiBase: string, currencies: string[], itemName: string): Promise<WhileBuilding> {
+  let done = false;
+  const health: number[] = [];
+  const item: number[] = [];
+  let probeErrors = 0;
+  const lists = Promise.all(
+    currencies.map(async (currency) => {
+      const started = performance.now();
+      const response = await fetch(`${apiBase}/v1/prices?currency=${currency}`, { headers: { 'accept-encoding': 'br' }, decompress: false });
+      const body = await response.arrayBuffer();
+      const wallMs = performance.now() - started;
+      const code = response.status === 200 ? null : ((JSON.parse(Buffer.from(body).toString()) as { error?: { code?: string } }).error?.code ?? 'unknown');
+      return { currency, status: response.status, wallMs, code };
+    }),
+  ).finally(() => {
+    done = true;
+  });
+  const sent: Promise<void>[] = [];
+  const one = async (url: string, into: number[]) => {
+    const started = performance.now();
+    const response = await fetch(url);
+    await response.arrayBuffer();
+    into.push(performance.now() - started);
+    if (response.status !== 200) probeErrors += 1;
+  };
+  const itemUrl = `${apiBase}/v1/prices/${encodeURIComponent(itemName)}`;
+  while (!done) {
+    sent.push(one(`${apiBase}/v2/health`, health), one(itemUrl, item));
+    await sleep(PROBE_EVERY_MS);
+  }
+  const [answered] = await Promise.all([lists, ...sent]);
+  return { label, lists: answered, health, item, probeErrors };
+}
+
 async function main(): Promise<void> {
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const now = new Date();
@@ -194,6 +268,16 @@ async function main(): Promise<void> {
   const plnFirst = await measured('GET /v1/prices?currency=PLN, 1st', pid, plnUrl, probeUrl);
   await sleep(SETTLE_MS);
   const settled1 = await rssOf(pid);
+
+  // Part 1b: other requests while currency lists build (issue 29).
+  const [probeRow] = await sql<{ name: string }[]>`
+    select c.market_hash_name as name from catalog_items c
+    where exists (select 1 from latest_prices l where l.catalog_id = c.catalog_id) order by c.catalog_id limit 1`;
+  const probeItem = probeRow!.name;
+  const chfAlone = await whileListsBuild('1st CHF list alone', apiBase, ['CHF'], probeItem);
+  await sleep(SETTLE_MS);
+  const threeAtOnce = await whileListsBuild('1st SEK, JPY, GBP lists at once', apiBase, ['SEK', 'JPY', 'GBP'], probeItem);
+  await sleep(SETTLE_MS);
   if (eurFirst.fetched.etag === usdAgain.fetched.etag || plnFirst.fetched.etag === eurFirst.fetched.etag) {
     throw new Error(`the currency lists share an ETag: USD ${usdAgain.fetched.etag}, EUR ${eurFirst.fetched.etag}, PLN ${plnFirst.fetched.etag}`);
   }
@@ -294,6 +378,24 @@ async function main(): Promise<void> {
       `GET /v2/health sent one after another during the request (the time the API's event loop was busy with it rather than anyone else).\n\n`,
   );
 
+  const stats = (values: number[]) => `${percentile(values, 0.5).toFixed(0)} / ${percentile(values, 0.99).toFixed(0)} / ${Math.max(...values).toFixed(0)} (${values.length})`;
+  const building = [chfAlone, threeAtOnce];
+  process.stdout.write(
+    `While currency lists build (issue 29): GET /v2/health and GET /v1/prices/{name} each sent every ${PROBE_EVERY_MS} ms (not waiting for earlier answers) until every list has answered\n\n`,
+  );
+  process.stdout.write(
+    `${table([
+      ['case', 'lists: status, wall ms', 'GET /v2/health p50 / p99 / max ms (n)', 'GET /v1/prices/{name} p50 / p99 / max ms (n)', 'probe non-200'],
+      ...building.map((run) => [
+        run.label,
+        run.lists.map((list) => `${list.currency} ${list.status}${list.code ? ` ${list.code}` : ''} ${list.wallMs.toFixed(0)}`).join(', '),
+        stats(run.health),
+        stats(run.item),
+        String(run.probeErrors),
+      ]),
+    ])}\n\n`,
+  );
+
   process.stdout.write(
     `Steady state: ${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up; loopback; load generator: autocannon on ${loadRuntimeName} (1 thread); ` +
       `drained: curl, ${DRAINED_PARALLEL} at once, ${DRAINED_REQUESTS} × ${DRAINED_ROUNDS} requests per target\n\n`,
@@ -342,7 +444,25 @@ async function main(): Promise<void> {
   if (api.output.lines > 0) say(`warning: the API logged ${api.output.lines} line(s) at warn or above; the last ones:\n${api.output.last.join('\n')}`);
 
   const clean = (result: Result) => result.non2xx === 0 && result.errors === 0 && result.timeouts === 0;
+  const probeP99 = Math.max(...building.flatMap((run) => [percentile(run.health, 0.99), percentile(run.item, 0.99)]));
+  const firstOther = chfAlone.lists[0]!;
+  const notOk = building.flatMap((run) => run.lists.filter((list) => list.status !== 200));
   printChecks([
+    [
+      `p99 of GET /v2/health and GET /v1/prices/{name} while currency lists build < ${TARGET_PROBE_P99_MS} ms`,
+      probeP99 < TARGET_PROBE_P99_MS && building.every((run) => run.probeErrors === 0),
+      building.map((run) => `${run.label}: health ${percentile(run.health, 0.99).toFixed(0)} ms, item ${percentile(run.item, 0.99).toFixed(0)} ms`).join('; '),
+    ],
+    [
+      `first answer in another currency (CHF, while nothing else builds) < ${TARGET_FIRST_OTHER_MS} ms`,
+      firstOther.status === 200 && firstOther.wallMs < TARGET_FIRST_OTHER_MS,
+      `${firstOther.status} in ${ms(firstOther.wallMs)}; three at once: ${threeAtOnce.lists.map((list) => `${list.currency} ${ms(list.wallMs)}`).join(', ')}`,
+    ],
+    [
+      'every currency list asked for at once answers 200 (no 503 while a snapshot exists)',
+      notOk.length === 0,
+      notOk.length === 0 ? 'all 200' : notOk.map((list) => `${list.currency} ${list.status} ${list.code}`).join(', '),
+    ],
     [
       `GET /v1/prices?currency=EUR >= ${TARGET_SHARE * 100} % of the USD list once built, by server CPU per request (draining clients)`,
       drainedShare !== null && drainedShare >= TARGET_SHARE && clean(usdLoad) && clean(eurLoad),
