@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { InventoryAsset } from '../shared/gameplatform/inventory/asset-record.ts';
-import { HOLDS_2026_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake, type SteamFake } from './fakes/steam/server.ts';
-import { createTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
+import { ensureInventorySnapshot } from '../shared/gameplatform/inventory/snapshots.ts';
+import { HOLDS_2026_STEAM_ID, inventoryOf, PUBLIC_STEAM_ID, startSteamFake, type SteamFake } from './fakes/steam/server.ts';
+import { capturingLog, createTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
  * GET /v2/inventories (DESIGN 11, 17) reading holds and protection: every text form the fake serves
@@ -80,6 +81,24 @@ describe('every hold and protection form, through the API', () => {
     fake.endTradeHolds(PUBLIC_STEAM_ID, [assetId!]);
     const free = (await page(PUBLIC_STEAM_ID, { refresh: 'true' })).data.find((record) => record.asset_id === assetId)!;
     expect(free.protection).toEqual({ protected: false, reason: null, until: null, context: 2 });
+  });
+});
+
+describe('hold text no form reads', () => {
+  test('keeps a null hold, is not an error, and the read logs how many assets had it', async () => {
+    const owner = '76561198022222222';
+    const fixture = inventoryOf(owner, [{ item: 'AK-47 | Redline', wear: 0.2, seed: 3 }, { item: 'AWP | Asiimov', wear: 0.3, seed: 4 }], 74_000_000_000n);
+    const [withoutDate] = fixture.descriptions;
+    withoutDate!.owner_descriptions = [{ type: 'html', value: '⇆ This item is trade-protected and cannot be consumed, modified, or transferred.' }];
+    fake.setInventory(owner, fixture);
+    const { log, lines } = capturingLog();
+    const { snapshot } = await ensureInventorySnapshot({ config: t.deps.config, sql: t.deps.sql, log, now: clock.now }, owner, { maxAgeSeconds: 0 });
+    expect(snapshot.total_assets).toBe(2);
+    const warned = lines.map((line) => JSON.parse(line) as { msg: string; unreadable_holds?: number }).filter((line) => line.msg === 'inventory hold text without a readable instant');
+    expect(warned).toEqual([expect.objectContaining({ unreadable_holds: 1, steam_id: owner })]);
+    const record = (await page(owner)).data.find((asset) => asset.class_id === withoutDate!.classid)!;
+    expect(record.trade_hold_until).toBeNull();
+    expect(record.protection).toEqual({ protected: true, reason: 'trade_protected', until: null, context: 2 });
   });
 });
 
