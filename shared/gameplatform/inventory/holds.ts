@@ -50,9 +50,12 @@ const MARKET_LISTING = /listed on the (?:steam )?community market/i;
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})$/;
 
 /** A line's text as read: HTML tags, a leading `⇆` and odd spacing (NBSP, newlines, runs) ignored. */
+const ODD_SPACE = /[\t\n\r\f\v\u00a0\u200b\u2009\u202f]| {2}/;
 function plainText(value: string): string {
   let text = value.includes('<') ? value.replace(/<[^>]*>/g, ' ') : value;
-  text = text.replace(/[\s\u00a0\u200b\u2009\u202f]+/g, ' ').trim();
+  // Most lines are already plain: tested first, so they are not copied.
+  if (ODD_SPACE.test(text)) text = text.replace(/[\s\u00a0\u200b\u2009\u202f]+/g, ' ');
+  text = text.trim();
   return text.startsWith('⇆') ? text.slice(1).trimStart() : text;
 }
 
