@@ -67,20 +67,33 @@ export class SecretKeyring {
   }
 
   seal(endpointId: string, secret: string): { ciphertext: Buffer; keyId: string } {
+    return this.sealBound(associatedData(endpointId), secret);
+  }
+
+  open(endpointId: string, ciphertext: Uint8Array, keyId: string): string {
+    return this.openBound(associatedData(endpointId), ciphertext, keyId);
+  }
+
+  /**
+   * Seals any other secret under the same keys (a Steam owner token, DESIGN 17). `binding` is the
+   * associated data: name the purpose and the row (e.g. `gameplatform-steam-token\n<account_id>`),
+   * so a ciphertext opens only where it was sealed.
+   */
+  sealBound(binding: Buffer, secret: string): { ciphertext: Buffer; keyId: string } {
     if (!this.current) throw new Error('WEBHOOK_SECRET_KEY is not configured');
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.current.key, iv);
-    cipher.setAAD(associatedData(endpointId));
+    cipher.setAAD(binding);
     const sealed = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
     return { ciphertext: Buffer.concat([iv, cipher.getAuthTag(), sealed]), keyId: this.current.id };
   }
 
-  open(endpointId: string, ciphertext: Uint8Array, keyId: string): string {
+  openBound(binding: Buffer, ciphertext: Uint8Array, keyId: string): string {
     const key = this.keys.get(keyId);
     if (!key) throw new SecretKeyUnavailableError(keyId);
     const bytes = Buffer.from(ciphertext);
     const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES));
-    decipher.setAAD(associatedData(endpointId));
+    decipher.setAAD(binding);
     decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
     return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
   }
