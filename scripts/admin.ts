@@ -14,6 +14,7 @@ import { TIERS, type Tier } from '../shared/identity/workspaces.ts';
 import { isScope, type Scope } from '../shared/http/scopes.ts';
 import { SecretKeyring } from '../shared/webhooks/secrets.ts';
 import { rewrapWebhookSecrets } from '../shared/webhooks/service.ts';
+import { rewrapSteamTokens } from '../shared/gameplatform/steam-token.ts';
 import { createRequestRedis } from '../shared/platform/redis.ts';
 
 const help = `usage: npm run admin -- <command> [options]
@@ -26,7 +27,7 @@ const help = `usage: npm run admin -- <command> [options]
   suspend          --workspace ID
   unsuspend        --workspace ID
   revoke-key       --key ID
-  rewrap-webhook-secrets   re-encrypt every webhook signing secret under the current WEBHOOK_SECRET_KEY
+  rewrap-webhook-secrets   re-encrypt every webhook signing secret and Steam owner token under the current WEBHOOK_SECRET_KEY
                            (after a rotation: new key in WEBHOOK_SECRET_KEY, old ones in WEBHOOK_SECRET_KEYS_PREVIOUS)
 
 Every command prints JSON and records an audit event in the workspace.`;
@@ -124,10 +125,14 @@ async function run(): Promise<unknown> {
       return { key_id: keyId, revoked: true };
     }
     case 'rewrap-webhook-secrets': {
-      const report = await rewrapWebhookSecrets(sql, SecretKeyring.fromConfig(config), { type: 'admin', id: process.env.USER ?? 'cli' });
+      const keyring = SecretKeyring.fromConfig(config);
+      const actor = { type: 'admin' as const, id: process.env.USER ?? 'cli' };
+      const report = await rewrapWebhookSecrets(sql, keyring, actor);
+      // Steam owner tokens (DESIGN 17) are sealed under the same keys: rewrapped too, so the old key can go.
+      const steamTokens = await rewrapSteamTokens(sql, keyring, actor);
       // Secrets under a key that is not configured stay as they are; the operator must restore that key.
-      if (report.unreadable.length > 0) process.exitCode = 1;
-      return report;
+      if (report.unreadable.length > 0 || steamTokens.unreadable.length > 0) process.exitCode = 1;
+      return { ...report, steam_tokens: steamTokens };
     }
     default:
       fail(`unknown command ${command}`);

@@ -32,7 +32,7 @@ beforeEach(() => {
 });
 
 type Started = { redirect_url: string; state: string; expires_at: string };
-type Account = { account_id: number; steam_id: string; persona_name: string | null; connected_at: string };
+type Account = { account_id: number; steam_id: string; persona_name: string | null; connected_at: string; steam_token: { expires_at: string } | null };
 
 const writer = (app: TestApp = t, scopes: Scope[] = ['accounts:write']) => workspaceWithKey(app, { scopes });
 
@@ -106,7 +106,7 @@ describe('connect flow', () => {
     const response = await callback(await signIn(started));
     expect(response.status).toBe(200);
     const account = (await response.json()) as Account;
-    expect(account).toEqual({ account_id: expect.any(Number), steam_id: PUBLIC_STEAM_ID, persona_name: 'fake public', connected_at: expect.any(String) });
+    expect(account).toEqual({ account_id: expect.any(Number), steam_id: PUBLIC_STEAM_ID, persona_name: 'fake public', connected_at: expect.any(String), steam_token: null });
     expect(Number.isInteger(account.account_id)).toBe(true);
     expect(providerChecks()).toBe(checksBefore + 1);
 

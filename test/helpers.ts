@@ -54,10 +54,12 @@ export function createTestApp(
     now?: () => Date;
     /** Mounts test-only routes after the shared plugins; receives the app's deps for plugins that need them. */
     extend?: (app: AnyElysia, deps: AppDeps) => AnyElysia;
+    /** The app's logger (default silent): a capturing one lets a suite check what is logged. */
+    log?: AppDeps['log'];
   } = {},
 ): TestApp {
   const config = testConfig(options.config);
-  const deps = createDeps(config, { now: options.now, log: createLogger({ level: 'silent', name: 'test' }) });
+  const deps = createDeps(config, { now: options.now, log: options.log ?? createLogger({ level: 'silent', name: 'test' }) });
   const extend = options.extend;
   const app = createApp(deps, extend ? (base) => extend(base, deps) : undefined);
   return {

@@ -434,7 +434,12 @@ describe('documented success bodies match what the routes answer', () => {
   test('connected accounts: connect and the listing (the callback needs a provider: test/gameplatform-accounts.test.ts)', async () => {
     const ws = await workspaceWithKey(t, { scopes: ['accounts:write'] });
     await conforms('POST', '/v2/gameplatform/accounts/connect', await t.request('/v2/gameplatform/accounts/connect', { method: 'POST', headers: ws.keyHeaders }));
-    await t.deps.sql`insert into gameplatform_accounts (workspace_id, steam_id, persona_name, connected_at) values (${ws.workspace.id}, '76561198012345678', 'bodies', now())`;
+    const [account] = await t.deps.sql<{ account_id: string }[]>`
+      insert into gameplatform_accounts (workspace_id, steam_id, persona_name, connected_at) values (${ws.workspace.id}, '76561198012345678', 'bodies', now()) returning account_id`;
+    const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const token = `${part({ typ: 'JWT', alg: 'EdDSA' })}.${part({ sub: '76561198012345678', exp: Math.floor(Date.now() / 1000) + 3600 })}.c2lnbmF0dXJl`;
+    const stored = await t.request(`/v2/gameplatform/accounts/${account!.account_id}/steam-token`, { method: 'PUT', headers: ws.keyHeaders, json: { token } });
+    await conforms('PUT', '/v2/gameplatform/accounts/{account_id}/steam-token', stored);
     await conforms('GET', '/v2/gameplatform/accounts', await t.request('/v2/gameplatform/accounts', { headers: ws.keyHeaders }));
   });
 

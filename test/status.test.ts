@@ -396,6 +396,8 @@ describe('GET /v2/meta/*', () => {
           'gameplatform_accounts.connect',
           'gameplatform_accounts.delete',
           'gameplatform_accounts.list',
+          'gameplatform_accounts.steam_token.delete',
+          'gameplatform_accounts.steam_token.set',
           'inspect.decode',
           'inventories.get',
           'market.summary',

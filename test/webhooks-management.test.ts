@@ -631,7 +631,7 @@ describe('npm run admin -- rewrap-webhook-secrets after a rotation', () => {
       const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
       expect(code).toBe(0);
       const keyB = Buffer.from(WEBHOOK_KEY_B, 'base64');
-      expect(JSON.parse(stdout)).toEqual({ current_key_id: secretKeyId(keyB), rewrapped: 1, unreadable: [] });
+      expect(JSON.parse(stdout)).toEqual({ current_key_id: secretKeyId(keyB), rewrapped: 1, unreadable: [], steam_tokens: { rewrapped: 0, unreadable: [] } });
       expect(stdout + stderr).not.toContain(rotated.secret.slice(6));
       expect(stdout + stderr).not.toContain(hook.secret.slice(6));
       const [row] = await scratch.deps.sql<{ secret_ciphertext: Buffer; secret_key_id: string; previous_secret_ciphertext: Buffer; previous_secret_key_id: string }[]>`

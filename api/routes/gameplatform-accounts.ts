@@ -4,7 +4,9 @@ import type { AuditActor } from '../../shared/audit/events.ts';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { connectedAccountSchema, listLiveAccounts, type AccountPosition } from '../../shared/gameplatform/accounts.ts';
 import { disconnectAccount, finishConnect, personaNameFromProfiles, startConnect, type OpenIdSettings } from '../../shared/gameplatform/accounts-service.ts';
+import { removeSteamToken, setSteamToken, STEAM_TOKEN_MAX_LENGTH } from '../../shared/gameplatform/steam-token.ts';
 import { cancelDraftsOfAccount } from '../../shared/gameplatform/trade-intents.ts';
+import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import type { OperationId } from '../../shared/http/operations.ts';
 import { integerPathParam, noBody, pageCursor, pageLimit } from '../../shared/http/validation.ts';
@@ -50,6 +52,16 @@ const accountIdText = z
   .refine((value) => /^[1-9][0-9]{0,18}$/.test(value) && BigInt(value) <= BIGINT_MAX, 'must be a positive integer of at most 9223372036854775807');
 const accountParams = z.object({ account_id: integerPathParam(BIGINT_MAX, 'The integer account_id of a connected account', (value) => value) });
 const position: z.ZodType<AccountPosition> = z.object({ account_id: accountIdText });
+// The token's value is checked by shared/gameplatform/steam-token.ts, so that every bad token (a
+// megabyte, NUL, lone surrogates, not a JWT) is one 400 invalid_steam_token that never echoes it.
+const steamTokenBody = z
+  .object({
+    token: z.string().meta({
+      maxLength: STEAM_TOKEN_MAX_LENGTH,
+      description: "The owner's Steam web API access token (`webapi_token`, a JWT whose `sub` is the account's SteamID64 and whose `exp` is in the future)",
+    }),
+  })
+  .strict();
 
 const connectedPage = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Steam account connected</title></head>
@@ -96,6 +108,12 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
   // Under PUBLIC_BASE_URL, or the request's own origin when it is unset (development), as export downloads are.
   const baseUrlOf = (request: Request) => deps.config.PUBLIC_BASE_URL ?? new URL(request.url).origin;
   const personaName = personaNameFromProfiles(deps);
+  const keyring = SecretKeyring.fromConfig(deps.config);
+  const writer = (principal: ApiKeyPrincipal, requestMeta: { requestId: string; now: Date }) => ({
+    ...requestMeta,
+    workspaceId: principal.workspace.id,
+    actor: { type: 'api_key' as const, id: principal.keyId },
+  });
 
   return new Elysia({ name: 'gameplatform-account-routes' })
     .use(apiKeyPlugin(deps))
@@ -193,11 +211,50 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
         detail: {
           summary: 'Disconnect a Steam account',
           description: [
-            'Disconnects the account and answers 204: its draft trade intents are cancelled and their reservations released.',
+            'Disconnects the account and answers 204: its draft trade intents are cancelled and their reservations released, and its Steam access token (if set) is destroyed.',
             'Errors: 404 `not_found` (no connected account with this id in your workspace).',
           ].join('\n\n'),
           tags: ['game platform'],
           responses: routeResponses({ 204: 'Disconnected' }, 404),
+        },
+      },
+    )
+    .put(
+      '/v2/gameplatform/accounts/:account_id/steam-token',
+      async ({ principal, params, body, requestMeta }) => setSteamToken(deps.sql, keyring, params.account_id, body.token, writer(principal, requestMeta)),
+      {
+        operation: 'gameplatform_accounts.steam_token.set',
+        params: accountParams,
+        body: steamTokenBody,
+        detail: {
+          summary: "Set the account owner's Steam access token",
+          description: [
+            "Stores the owner's Steam web API access token for this account (opt-in; DESIGN 17) and answers 200 with the account, whose `steam_token` shows only `expires_at`. The token is never returned, logged or put in audit records, and is stored encrypted (AES-256-GCM under `WEBHOOK_SECRET_KEY`). A second PUT replaces the token (no Idempotency-Key). Reads of this account use it while it lives; when it expires or Steam refuses it, it is dropped (audit event `steam_token.dropped`) and reads fall back to the public ones. It is destroyed when the account is disconnected.",
+            "The token must be a JWT whose payload has `sub` equal to the account's SteamID64 and `exp` (seconds) in the future. Its signature is not checked: Steam signs it with a key of its own, so only Steam can.",
+            'Errors: 400 `invalid_request` (a malformed id, a body without `token` or with other fields), 400 `invalid_steam_token` (not a JWT of at most 4096 characters, `sub` another account, expired; `details[0].code` is `malformed`, `wrong_subject` or `expired`; the token is never echoed), 403 `insufficient_scope` (needs accounts:write), 404 `not_found` (no connected account with this id in your workspace), 503 `secret_storage_unavailable` (`WEBHOOK_SECRET_KEY` is not configured).',
+          ].join('\n\n'),
+          tags: ['game platform'],
+          responses: routeResponses({ 200: { description: 'Stored; the account with steam_token.expires_at', body: connectedAccountSchema } }, 404),
+        },
+      },
+    )
+    .delete(
+      '/v2/gameplatform/accounts/:account_id/steam-token',
+      async ({ principal, params, requestMeta, set }) => {
+        await removeSteamToken(deps.sql, params.account_id, writer(principal, requestMeta));
+        set.status = 204;
+      },
+      {
+        operation: 'gameplatform_accounts.steam_token.delete',
+        params: accountParams,
+        detail: {
+          summary: "Remove the account owner's Steam access token",
+          description: [
+            'Destroys the stored token and answers 204; reads of this account fall back to the public ones. Also 204 when no token is set (nothing to remove, no audit event).',
+            'Errors: 400 `invalid_request` (malformed id), 403 `insufficient_scope` (needs accounts:write), 404 `not_found` (no connected account with this id in your workspace).',
+          ].join('\n\n'),
+          tags: ['game platform'],
+          responses: routeResponses({ 204: 'Removed, or none was set' }, 404),
         },
       },
     );

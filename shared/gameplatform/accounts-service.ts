@@ -4,6 +4,7 @@ import type { Queryable, Sql } from '../platform/db.ts';
 import { ApiError, errors } from '../http/errors.ts';
 import type { Logger } from '../platform/logger.ts';
 import { getProfile, type ProfileDeps } from './profiles.ts';
+import { destroyTokenOfAccount } from './steam-token.ts';
 import {
   consumeOpenIdState,
   disconnectLiveAccount,
@@ -148,18 +149,20 @@ export type CancelDrafts = (tx: Queryable, accountId: string, meta: RequestMeta)
 
 /**
  * Ends a live connection of the workspace (404 otherwise, another workspace's included), cancels
- * its draft trade intents and releases their reservations, and records `account.disconnected`,
- * all in one transaction.
+ * its draft trade intents and releases their reservations, destroys its owner token (DESIGN 17),
+ * and records `account.disconnected`, all in one transaction.
  */
 export async function disconnectAccount(sql: Sql, accountId: string, cancelDrafts: CancelDrafts, meta: RequestMeta): Promise<void> {
   await sql.begin(async (tx) => {
     const account = await disconnectLiveAccount(tx, meta.workspaceId, accountId, meta.now);
     if (!account) throw errors.notFound('No connected account with this id in your workspace.');
     const cancelled = await cancelDrafts(tx, accountId, meta);
+    // Named without "token": audit listings redact any metadata key containing it.
+    const tokenDestroyed = await destroyTokenOfAccount(tx, accountId);
     await insertAuditEvent(tx, {
       workspaceId: meta.workspaceId, source: 'gameplatform', eventType: 'account.disconnected', resourceType: 'gameplatform_account',
       resourceId: accountId, outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
-      metadata: { steam_id: account.steam_id, cancelled_trade_intents: cancelled },
+      metadata: { steam_id: account.steam_id, cancelled_trade_intents: cancelled, steam_access_destroyed: tokenDestroyed },
     });
   });
 }

@@ -4,7 +4,8 @@ import type { Queryable } from '../platform/db.ts';
 
 /**
  * Repository of connected Steam accounts and of the OpenID flows that connect them (tables
- * gameplatform_accounts, openid_states, openid_nonces; sql/0008_gameplatform.sql).
+ * gameplatform_accounts, openid_states, openid_nonces; sql/0008_gameplatform.sql). Owner tokens
+ * have a repository of their own (steam-token-repository.ts); accounts read only their expiry.
  */
 
 /** A connected account as the API answers it (DESIGN 11). */
@@ -13,16 +14,29 @@ export const connectedAccountSchema = z.object({
   steam_id: z.string().describe('SteamID64'),
   persona_name: z.string().nullable().describe('Steam display name when known'),
   connected_at: z.string(),
+  steam_token: z
+    .object({ expires_at: z.string().describe('When the token expires (its exp); past it the token is dropped at its next use') })
+    .nullable()
+    .describe('The owner access token set with PUT …/steam-token, never the token itself; null when none is set'),
 });
 export type ConnectedAccount = z.infer<typeof connectedAccountSchema>;
 
-type AccountRow = { account_id: string; steam_id: string; persona_name: string | null; connected_at: Date };
+type AccountRow = { account_id: string; steam_id: string; persona_name: string | null; connected_at: Date; steam_token_expires_at: Date | null };
 
 // account_id is a bigint: read as text, answered as a number (identities stay far below 2^53).
-const accountColumns = (db: Queryable) => db`account_id::text as account_id, steam_id, persona_name, connected_at`;
+// Of the owner token only its expiry: the ciphertext lives in its own table and no listing reads it.
+const accountColumns = (db: Queryable) => db`
+  account_id::text as account_id, steam_id, persona_name, connected_at,
+  (select t.expires_at from gameplatform_steam_tokens t where t.account_id = gameplatform_accounts.account_id) as steam_token_expires_at`;
 
 function toAccount(row: AccountRow): ConnectedAccount {
-  return { account_id: Number(row.account_id), steam_id: row.steam_id, persona_name: row.persona_name, connected_at: row.connected_at.toISOString() };
+  return {
+    account_id: Number(row.account_id),
+    steam_id: row.steam_id,
+    persona_name: row.persona_name,
+    connected_at: row.connected_at.toISOString(),
+    steam_token: row.steam_token_expires_at ? { expires_at: row.steam_token_expires_at.toISOString() } : null,
+  };
 }
 
 export type OpenIdState = { state: string; workspace_id: string; actor: AuditActor; request_id: string | null; expires_at: Date; used_at: Date | null };
@@ -99,6 +113,14 @@ export async function listLiveAccounts(
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return { accounts: page.map(toAccount), next: rows.length > limit && last ? { account_id: last.account_id } : null };
+}
+
+/** The workspace's live connection with this id, or null (another workspace's included). */
+export async function findAccountOfWorkspace(db: Queryable, workspaceId: string, accountId: string): Promise<ConnectedAccount | null> {
+  const [row] = await db<AccountRow[]>`
+    select ${accountColumns(db)} from gameplatform_accounts
+    where account_id = ${accountId}::bigint and workspace_id = ${workspaceId} and disconnected_at is null`;
+  return row ? toAccount(row) : null;
 }
 
 /** Ends a live connection of the workspace; null when there is none with this id (another workspace's included). */
