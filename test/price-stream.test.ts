@@ -12,7 +12,7 @@ import { claimIngestRun, writeIngestRun, type StagedObservation } from '../share
 import { appendToPriceStreamLog, compareStreamIds, priceStreamKey, PriceStreamRelay, type PriceChange, type PriceStreamEvent } from '../shared/prices/stream.ts';
 import { PriceStreamHub, type StreamSink } from '../shared/prices/stream-hub.ts';
 import { createRequestRedis, Redis } from '../shared/platform/redis.ts';
-import { createTestApp, errorOf, eventually, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
+import { createTestApp, errorOf, eventually, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 import { freePort, startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 import { spawnedProcesses, waitForHttp } from './spawned.ts';
 import { removeQueueKeys } from './webhooks-fixtures.ts';
@@ -486,6 +486,29 @@ describe('GET /v2/prices/stream and /v1/prices/stream', () => {
       source.close();
     }
   }, 20_000);
+});
+
+describe('the relay on a log of its own', () => {
+  test('copies every entry once, in position order, across positions of different lengths (9 → 10, 99 → 100) in one page', async () => {
+    const scratch = await scratchTestApp({ tag: 'stream_relay' });
+    const key = `${prefix}:relay-order`;
+    try {
+      const committed: string[] = [];
+      for (let run = 0; run < 105; run += 1) {
+        const ids = await scratch.deps.sql.begin((tx) => appendToPriceStreamLog(tx, { runId: crypto.randomUUID(), source: 'steam', ingestedAt: new Date() }, [change(run % 400, '1.00')]));
+        committed.push(...ids);
+      }
+      expect(committed[0]).toBe('1-0');
+      const own = new PriceStreamRelay(scratch.deps.sql, commands, key, 1_000, silent);
+      expect(await own.relay()).toBe(105);
+      expect(await own.relay()).toBe(0);
+      const relayed = ((await commands.xrange(key, '-', '+')) as [string, string[]][]).map(([id]) => id);
+      expect(relayed).toEqual(committed);
+    } finally {
+      await commands.del(key);
+      await scratch.close();
+    }
+  }, 30_000);
 });
 
 describe('the process-wide limit on queued bytes (PRICE_STREAM_MAX_BUFFERED_BYTES)', () => {

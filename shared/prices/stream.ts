@@ -260,7 +260,7 @@ export class PriceStreamRelay {
       top === null
         ? await this.sql<LogRow[]>`
             select position::text as position, seq::text as seq, n, (extract(epoch from appended_at) * 1000)::int8::text as at, data
-            from price_stream where seq > ${Number(head!.seq) - this.retain} order by position limit ${RELAY_PAGE_SIZE}`
+            from price_stream where seq > ${Number(head!.seq) - this.retain} order by price_stream.position limit ${RELAY_PAGE_SIZE}`
         : await this.pageAfter(top);
     let appended = 0;
     while (rows.length > 0) {
@@ -277,7 +277,7 @@ export class PriceStreamRelay {
   private pageAfter(position: number): Promise<LogRow[]> {
     return this.sql<LogRow[]>`
       select position::text as position, seq::text as seq, n, (extract(epoch from appended_at) * 1000)::int8::text as at, data
-      from price_stream where position > ${position} order by position limit ${RELAY_PAGE_SIZE}`;
+      from price_stream where position > ${position} order by price_stream.position limit ${RELAY_PAGE_SIZE}`;
   }
 
   private async runScript(args: (string | number)[]): Promise<unknown> {
