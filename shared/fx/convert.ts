@@ -1,10 +1,10 @@
-import Decimal from 'decimal.js';
+import { decimalJsRatio } from './convert-decimal.ts';
 import { FX_SOURCE, type FxRates } from './repository.ts';
 
 /**
  * Conversion of stored USD amounts into another currency (DESIGN 14): A × rate(X) / rate(USD),
- * with both rates per 1 EUR from the same ECB file, computed exactly with decimal.js and rounded
- * once, half-even, to X's ISO 4217 minor units. Amounts and rates are decimal strings in and out:
+ * with both rates per 1 EUR from the same ECB file, computed exactly in integer arithmetic (the
+ * result decimal.js gave, shared/fx/convert-decimal.ts) and rounded once, half-even, to X's ISO 4217 minor units. Amounts and rates are decimal strings in and out:
  * nothing passes through a JS float. A total is converted once from its USD total by the caller,
  * never summed from converted parts.
  */
@@ -55,70 +55,90 @@ export type FxQuote = { base: 'USD'; quote: string; rate: string; as_of: string;
 
 const AMOUNT = /^-?[0-9]+(\.[0-9]+)?$/;
 
-/** Digits of a decimal string's integer significand (`"0.0350"` → 3: `350`), at least 1. */
-function significantDigits(decimal: string): number {
-  // Sign and point skipped, then leading zeros; a loop rather than three regular expressions: a
-  // price list converts hundreds of thousands of amounts.
-  let digits = 0;
-  for (let index = 0; index < decimal.length; index += 1) {
-    const code = decimal.charCodeAt(index);
-    if (code === 0x2d || code === 0x2e || (digits === 0 && code === 0x30)) continue;
-    digits += 1;
-  }
-  return Math.max(1, digits);
-}
-
-function decimalPlaces(decimal: string): number {
-  const point = decimal.indexOf('.');
-  return point < 0 ? 0 : decimal.length - point - 1;
-}
-
-const decimalsByPrecision = new Map<number, typeof Decimal>();
-
-function decimalWithPrecision(precision: number): typeof Decimal {
-  let constructor = decimalsByPrecision.get(precision);
-  if (!constructor) {
-    constructor = Decimal.clone({ precision, rounding: Decimal.ROUND_HALF_EVEN });
-    decimalsByPrecision.set(precision, constructor);
-  }
-  return constructor;
-}
-
 /**
- * A × r / u rounded half-even to `places` decimals, exactly, where A, r, u are decimal strings
- * (u > 0).
+ * A × r / u rounded half-even to `places` decimals, exactly, where A, r, u are plain decimal strings
+ * (`-?digits[.digits]`, u > 0), in integer arithmetic. Write A = a/10^α, r = x/10^β, u = v/10^γ with
+ * integers a, x, v. Then A × r / u × 10^d = a·x·10^(γ+d) / (v·10^(α+β)): with e = γ + d − α − β that
+ * is N / D with N = a·x·10^max(e, 0) and D = v·10^max(−e, 0), both integers. One division with
+ * remainder gives the quotient Q and remainder R; half-even rounds up when 2R > D, or when 2R = D
+ * and Q is odd. Nothing is rounded before that, so the result is the exact quotient's half-even
+ * rounding, as decimal.js gave it (shared/fx/convert-decimal.ts, the reference the property test of
+ * test/fx-convert.test.ts compares this with). The rates' integers are made once per converter.
  *
- * Why the precision below makes the one final rounding exact. Write A = a/10^α, r = x/10^β,
- * u = v/10^γ with integers a, x, v. The product A × r is exact once the precision holds its
- * sig(a) + sig(x) digits. The quotient q = a·x·10^γ / (v·10^(α+β)) is in general not a finite
- * decimal, so decimal.js rounds it to P significant digits: |q' − q| ≤ 10^(E−P+1), E = ⌊log10 q⌋.
- * Half-even at `places` = d goes wrong only if q' and q sit on different sides of a tie
- * t = (2k+1)/(2·10^d) (or q' lands on one q is not on). Bringing q − t to one denominator,
- *   q − t = (2·10^d·a·x·10^γ − (2k+1)·v·10^(α+β)) / (2·10^(d+α+β)·v),
- * an integer over that denominator: when q is not a tie, |q − t| ≥ 1 / (2·10^(d+α+β)·v). So
- * 10^(E−P+1) < 1 / (2·10^(d+α+β)·v) suffices, i.e. P > E + 1 + d + α + β + log10(2v); with
- * E ≤ log10 q = log10(a·x) + γ − α − β − log10(v) the v and α, β cancel: P > log10(a·x) + γ + d +
- * 1 + log10 2, which P = sig(a) + sig(x) + γ + d + 2 satisfies. When q is itself a tie it has at
- * most E + 1 + d + 1 ≤ P significant digits, so decimal.js (correctly rounded) returns it exactly
- * and half-even sees the true tie. Nothing is rounded before that final step.
+ * When a·x·10^max(e,0) and D stay below 2^53 the same integers are exact in JS numbers, and `%` of
+ * two integral doubles is exact too, so that case (nearly every price) skips BigInt; larger ones use it.
  */
-function exactRatio(amount: string, rate: string, usdRate: string, places: number): Decimal {
-  return preparedRatio(rate, usdRate, places)(amount);
+const PLAIN_DECIMAL = /^[0-9]+(\.[0-9]+)?$/;
+const POWERS_OF_TEN: number[] = Array.from({ length: 16 }, (_, power) => 10 ** power);
+const MAX_EXACT = Number.MAX_SAFE_INTEGER;
+
+/** An integer of decimal digits (sign and point removed) as text; and its decimal places. */
+function splitDecimal(decimal: string): { digits: string; places: number; negative: boolean } {
+  const negative = decimal.charCodeAt(0) === 0x2d;
+  const unsigned = negative ? decimal.slice(1) : decimal;
+  const point = unsigned.indexOf('.');
+  if (point < 0) return { digits: unsigned, places: 0, negative };
+  return { digits: unsigned.slice(0, point) + unsigned.slice(point + 1), places: unsigned.length - point - 1, negative };
+}
+
+/** `magnitude` (≥ 0) as a decimal string with `places` decimals, a minus sign when `negative` and not zero. */
+function formatScaled(magnitude: string, places: number, negative: boolean): string {
+  const sign = negative && magnitude !== '0' ? '-' : '';
+  if (places === 0) return sign + magnitude;
+  const padded = magnitude.length <= places ? '0'.repeat(places - magnitude.length + 1) + magnitude : magnitude;
+  const cut = padded.length - places;
+  return `${sign}${padded.slice(0, cut)}.${padded.slice(cut)}`;
 }
 
 /**
- * exactRatio with `rate`, `usdRate` and `places` fixed: the rates are parsed and their part of the
- * precision counted once (a Decimal made from a string holds it exactly, whatever the precision;
- * only operations round), which makes converting a whole list about twice as fast.
+ * exactRatio with `rate`, `usdRate` and `places` fixed (a whole list is converted with one rate
+ * pair): the rates' integers are made once. Amounts must be decimal strings (the callers check).
  */
-function preparedRatio(rate: string, usdRate: string, places: number): (amount: string) => Decimal {
-  const rateDecimal = new Decimal(rate);
-  const usdRateDecimal = new Decimal(usdRate);
-  const fixedDigits = significantDigits(rate) + decimalPlaces(usdRate) + places + 2;
+function preparedRatio(rate: string, usdRate: string, places: number): (amount: string) => string {
+  // Rates are Postgres numeric text (never an exponent); anything else keeps the decimal.js path.
+  if (!PLAIN_DECIMAL.test(rate) || !PLAIN_DECIMAL.test(usdRate)) return (amount) => decimalJsRatio(amount, rate, usdRate, places);
+  const r = splitDecimal(rate);
+  const u = splitDecimal(usdRate);
+  const xBig = BigInt(r.digits);
+  const vBig = BigInt(u.digits);
+  const xNumber = Number(r.digits);
+  const vNumber = Number(u.digits);
+  const numberSafe = xNumber <= MAX_EXACT && vNumber <= MAX_EXACT;
+  // e = γ + d − α − β; everything but α is fixed here.
+  const fixedExponent = u.places + places - r.places;
   return (amount) => {
-    const Exact = decimalWithPrecision(significantDigits(amount) + fixedDigits);
-    return new Exact(amount).times(rateDecimal).dividedBy(usdRateDecimal).toDecimalPlaces(places, Decimal.ROUND_HALF_EVEN);
+    const a = splitDecimal(amount);
+    const exponent = fixedExponent - a.places;
+    if (numberSafe && exponent > -16 && exponent < 16 && a.digits.length <= 15) {
+      const aNumber = Number(a.digits);
+      const scale = POWERS_OF_TEN[Math.abs(exponent)]!;
+      const product = aNumber * xNumber;
+      const numerator = exponent >= 0 ? product * scale : product;
+      const denominator = exponent >= 0 ? vNumber : vNumber * scale;
+      // Each step exact: every factor and product checked below 2^53 (product first: its double
+      // may have been rounded, but then it is above the bound and the check fails).
+      if (product <= MAX_EXACT && numerator <= MAX_EXACT && denominator <= MAX_EXACT) {
+        const remainder = numerator % denominator;
+        let quotient = (numerator - remainder) / denominator;
+        const twice = remainder * 2;
+        if (twice > denominator || (twice === denominator && quotient % 2 === 1)) quotient += 1;
+        return formatScaled(String(quotient), places, a.negative);
+      }
+    }
+    let numerator = BigInt(a.digits) * xBig;
+    let denominator = vBig;
+    if (exponent >= 0) numerator *= 10n ** BigInt(exponent);
+    else denominator *= 10n ** BigInt(-exponent);
+    let quotient = numerator / denominator;
+    const twice = (numerator - quotient * denominator) * 2n;
+    if (twice > denominator || (twice === denominator && (quotient & 1n) === 1n)) quotient += 1n;
+    return formatScaled(quotient.toString(), places, a.negative);
   };
+}
+
+/** A × r / u half-even to `places`, exactly (see preparedRatio). */
+function exactRatio(amount: string, rate: string, usdRate: string, places: number): string {
+  return preparedRatio(rate, usdRate, places)(amount);
 }
 
 function ratesFor(rates: FxRates, currency: string): { rate: string; usdRate: string } {
@@ -133,7 +153,7 @@ function ratesFor(rates: FxRates, currency: string): { rate: string; usdRate: st
 /** The quote of USD → `currency`: rate = rate(X) / rate(USD), half-even to 8 places (informative). */
 export function quoteFor(rates: FxRates, currency: string): FxQuote {
   const { rate, usdRate } = ratesFor(rates, currency);
-  return { base: 'USD', quote: currency, rate: exactRatio('1', rate, usdRate, 8).toFixed(8), as_of: rates.as_of, source: FX_SOURCE };
+  return { base: 'USD', quote: currency, rate: exactRatio('1', rate, usdRate, 8), as_of: rates.as_of, source: FX_SOURCE };
 }
 
 /**
@@ -153,9 +173,8 @@ export function usdConverter(rates: FxRates, currency: string): (amount: string)
   const ratio = preparedRatio(rate, usdRate, places);
   return (amount) => {
     if (!AMOUNT.test(amount)) throw new RangeError(`not a decimal amount: ${JSON.stringify(amount)}`);
-    const converted = ratio(amount);
-    // -0.004 rounds to zero: written "0.00", never "-0.00".
-    return converted.isZero() ? new Decimal(0).toFixed(places) : converted.toFixed(places);
+    // -0.004 rounds to zero: written "0.00", never "-0.00" (formatScaled).
+    return ratio(amount);
   };
 }
 
@@ -172,6 +191,5 @@ export function convertUsd(amount: string, rates: FxRates, currency: string): st
 export function convertToUsd(amount: string, rates: FxRates, currency: string): string {
   if (!AMOUNT.test(amount)) throw new RangeError(`not a decimal amount: ${JSON.stringify(amount)}`);
   const { rate, usdRate } = ratesFor(rates, currency);
-  const converted = exactRatio(amount, usdRate, rate, 2);
-  return converted.isZero() ? '0.00' : converted.toFixed(2);
+  return exactRatio(amount, usdRate, rate, 2);
 }
