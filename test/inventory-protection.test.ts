@@ -3,6 +3,7 @@ import type { InventoryAsset } from '../shared/gameplatform/inventory/asset-reco
 import { ensureInventorySnapshot } from '../shared/gameplatform/inventory/snapshots.ts';
 import { HOLDS_2026_STEAM_ID, inventoryOf, PUBLIC_STEAM_ID, startSteamFake, type SteamFake } from './fakes/steam/server.ts';
 import { capturingLog, createTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
+import { inventoryPage } from './inventory-fixtures.ts';
 
 /**
  * GET /v2/inventories (DESIGN 11, 17) reading holds and protection: every text form the fake serves
@@ -14,7 +15,6 @@ let fake: SteamFake;
 let t: TestApp;
 let key: string;
 
-type Page = { snapshot_id: string; data: InventoryAsset[]; next_cursor: string | null };
 
 beforeAll(async () => {
   fake = await startSteamFake();
@@ -27,12 +27,7 @@ afterAll(async () => {
   await fake?.stop();
 });
 
-async function page(id: string, query: Record<string, string> = {}): Promise<Page> {
-  const search = new URLSearchParams(query).toString();
-  const response = await t.request(`/v2/inventories/${id}${search ? `?${search}` : ''}`, { headers: { 'x-api-key': key } });
-  if (response.status !== 200) throw new Error(`inventory failed: ${response.status} ${await response.text()}`);
-  return (await response.json()) as Page;
-}
+const page = (id: string, query: Record<string, string> = {}) => inventoryPage(t, key, id, query);
 
 /** 07:00 GMT `days` after the fake started (holds2026InventorySpecs's instants). */
 function holdEnd(days: number): string {

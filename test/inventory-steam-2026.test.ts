@@ -14,6 +14,7 @@ import {
   type SteamFake,
 } from './fakes/steam/server.ts';
 import { errorOf, scratchTestApp, workspaceWithKey, type TestApp } from './helpers.ts';
+import { inventoryPage, type InventoryPageBody } from './inventory-fixtures.ts';
 
 /**
  * GET /v2/inventories/{id} on inventories as Steam sends them since 2025 (DESIGN 14 "Name tags and
@@ -27,7 +28,6 @@ let fake: SteamFake;
 let t: TestApp;
 let key: string;
 
-type Page = { steam_id: string; snapshot_id: string; total_assets: number; data: InventoryAsset[]; next_cursor: string | null };
 
 beforeAll(async () => {
   fake = await startSteamFake();
@@ -45,12 +45,7 @@ afterAll(async () => {
   await fake?.stop();
 });
 
-async function page(id: string, query: Record<string, string> = {}): Promise<Page> {
-  const search = new URLSearchParams(query).toString();
-  const response = await t.request(`/v2/inventories/${id}${search ? `?${search}` : ''}`, { headers: { 'x-api-key': key } });
-  if (response.status !== 200) throw new Error(`inventory failed: ${response.status} ${await response.text()}`);
-  return (await response.json()) as Page;
-}
+const page = (id: string, query: Record<string, string> = {}) => inventoryPage(t, key, id, query);
 
 /** The fake's raw page, as Steam would send it. */
 async function raw(id: string): Promise<InventoryFixture> {
@@ -58,7 +53,7 @@ async function raw(id: string): Promise<InventoryFixture> {
 }
 
 describe('GET /v2/inventories: an inventory as Steam sends it since 2025', () => {
-  let body: Page;
+  let body: InventoryPageBody;
   // steam2026InventorySpecs, in order (Steam's order is kept).
   const at = (position: number) => body.data[position]!;
 
