@@ -5,7 +5,7 @@ import type { Sql } from '../shared/platform/db.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 import { buildDerivedList } from '../shared/prices/derived-list.ts';
 import { DerivedListPool, DerivedListPoolClosedError } from '../shared/prices/derived-list-pool.ts';
-import type { PublicPriceList } from '../shared/prices/public-document.ts';
+import { encodeBody, lazyEncodedBody, type PublicPriceList } from '../shared/prices/public-document.ts';
 import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
 import { LoadedPriceSnapshot, PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { indexPriceList } from '../shared/prices/snapshot-index.ts';
@@ -311,4 +311,17 @@ describe('the derived-list pool', () => {
       await slow.close();
     }
   }, 60_000);
+});
+
+describe('derived bodies encoded on demand', () => {
+  test('each encoding is made when first asked for, once, with the bytes encodeBody makes; the ETag needs none', async () => {
+    const json = Buffer.from(JSON.stringify({ items: Array.from({ length: 500 }, (_, index) => ({ name: `item ${index}`, price: `${index}.50` })) }));
+    const eager = await encodeBody(json, { brotliQuality: 5 });
+    const lazy = lazyEncodedBody(json, { brotliQuality: 5 });
+    expect(lazy.etag).toBe(eager.etag);
+    const br = lazy.encoded('br');
+    expect(lazy.encoded('br')).toBe(br);
+    expect((await br).equals(eager.br)).toBe(true);
+    expect((await lazy.encoded('gzip')).equals(eager.gzip)).toBe(true);
+  });
 });

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { ApiError, errors } from '../../shared/http/errors.ts';
 import { currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
-import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody } from '../../shared/prices/public-document.ts';
+import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody, type LazyEncodedBody } from '../../shared/prices/public-document.ts';
 import { SOURCE_NAMES } from '../../shared/sources/names.ts';
 import { text } from '../../shared/http/validation.ts';
 import { ifNoneMatchMatches, negotiateEncoding } from '../content-negotiation.ts';
@@ -36,9 +36,11 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
   /**
    * 304 when If-None-Match matches, else the body in the best encoding the client accepts. With
    * `client` (the lists, megabytes each) the body is streamed from the snapshot's shared buffer
-   * under one of that address's download slots; small item bodies are sent as they are.
+   * under one of that address's download slots; small item bodies are sent as they are. A derived
+   * list's encodings are made when first asked for (LazyEncodedBody): this waits only for the one
+   * negotiated, and a 304 or identity answer for none.
    */
-  function serve(request: Request, body: EncodedBody, lastModified: Date, client?: string): Response {
+  async function serve(request: Request, body: EncodedBody | LazyEncodedBody, lastModified: Date, client?: string): Promise<Response> {
     const headers: Record<string, string> = {
       etag: body.etag,
       'cache-control': `public, max-age=${maxAge}`,
@@ -49,7 +51,7 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
     const coding = negotiateEncoding(request.headers.get('accept-encoding'));
     headers['content-type'] = 'application/json';
     if (coding !== 'identity') headers['content-encoding'] = coding;
-    const bytes = coding === 'br' ? body.br : coding === 'gzip' ? body.gzip : body.json;
+    const bytes = coding === 'identity' ? body.json : 'encoded' in body ? await body.encoded(coding) : body[coding];
     if (client === undefined) return new Response(bytes, { status: 200, headers });
     const release = downloads.acquire(client);
     if (!release) {
@@ -75,7 +77,7 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
         const conversion = await resolveConversion(deps.sql, query.currency);
         const snapshot = await deps.priceSnapshots.current();
         if (!snapshot) throw unavailable();
-        const body = await snapshot.derivedBody(query.source, conversion);
+        const body = await snapshot.lazyDerivedBody(query.source, conversion);
         return serve(request, body, snapshot.createdAt, clientIp(deps, request, server) ?? 'unknown');
       },
       {

@@ -266,6 +266,16 @@ export function etagOf(json: string | Uint8Array): string {
 const gzipAsync = promisify(gzip);
 const brotliAsync = promisify(brotliCompress);
 
+function brotliOptions(raw: Buffer, quality: number) {
+  return {
+    params: {
+      [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT,
+      [zlibConstants.BROTLI_PARAM_QUALITY]: quality,
+      [zlibConstants.BROTLI_PARAM_SIZE_HINT]: raw.length,
+    },
+  };
+}
+
 /**
  * Compresses on libuv's thread pool, not the event loop. Brotli quality trades time for size: the
  * full list (once per snapshot, in each API process that serves it) uses a higher one than the
@@ -274,17 +284,36 @@ const brotliAsync = promisify(brotliCompress);
  */
 export async function encodeBody(json: string | Buffer, options: { brotliQuality: number; gzipLevel?: number; etag?: string }): Promise<EncodedBody> {
   const raw = typeof json === 'string' ? Buffer.from(json) : json;
-  const [gzipped, brotli] = await Promise.all([
-    gzipAsync(raw, { level: options.gzipLevel ?? 6 }),
-    brotliAsync(raw, {
-      params: {
-        [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT,
-        [zlibConstants.BROTLI_PARAM_QUALITY]: options.brotliQuality,
-        [zlibConstants.BROTLI_PARAM_SIZE_HINT]: raw.length,
-      },
-    }),
-  ]);
+  const [gzipped, brotli] = await Promise.all([gzipAsync(raw, { level: options.gzipLevel ?? 6 }), brotliAsync(raw, brotliOptions(raw, options.brotliQuality))]);
   return { etag: options.etag ?? etagOf(raw), json: raw, gzip: gzipped, br: brotli };
+}
+
+/**
+ * A body whose compressed encodings are made when first asked for, each once (on the thread pool,
+ * as encodeBody; a failed one is forgotten, so the next ask tries again). The ETag is of the JSON, so
+ * it is known before any encoding: the first client of a derived list waits only for the encoding it
+ * negotiated (none for identity), never for the others.
+ */
+export type LazyEncodedBody = { etag: string; json: Buffer; encoded(coding: 'gzip' | 'br'): Promise<Buffer> };
+
+export function lazyEncodedBody(json: Buffer, options: { brotliQuality: number; gzipLevel?: number; etag?: string }): LazyEncodedBody {
+  const made = new Map<'gzip' | 'br', Promise<Buffer>>();
+  return {
+    etag: options.etag ?? etagOf(json),
+    json,
+    encoded(coding) {
+      let bytes = made.get(coding);
+      if (!bytes) {
+        const making = coding === 'gzip' ? gzipAsync(json, { level: options.gzipLevel ?? 6 }) : brotliAsync(json, brotliOptions(json, options.brotliQuality));
+        bytes = making;
+        making.catch(() => {
+          if (made.get(coding) === making) made.delete(coding);
+        });
+        made.set(coding, making);
+      }
+      return bytes;
+    },
+  };
 }
 
 /** For small bodies (one item): synchronous, cheaper than a trip to the thread pool. */

@@ -1,6 +1,6 @@
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import { encodeBody, encodeSmallBody, itemPricesFromList, type EncodedBody, type PublicPriceItem } from './public-document.ts';
+import { encodeBody, encodeSmallBody, itemPricesFromList, lazyEncodedBody, type EncodedBody, type LazyEncodedBody, type PublicPriceItem } from './public-document.ts';
 import { convertMoneyFields, withCurrency, type Conversion } from './currency.ts';
 import type { DerivedListRequest } from './derived-list.ts';
 import { DerivedListPool } from './derived-list-pool.ts';
@@ -24,7 +24,7 @@ const DERIVED_BROTLI_QUALITY = 5;
 // Per-item bodies are memoised per snapshot; a crawler walking every name resets the memo rather than growing it.
 const ITEM_BODY_MEMO_LIMIT = 20_000;
 // Derived lists (per source, per currency, both) held per snapshot, the least recently built dropped
-// first: each holds the list in three encodings (~35 MB with nine sources).
+// first: each holds the list in up to three encodings (~35 MB with nine sources), each made when first asked for.
 const DERIVED_LIST_LIMIT = 8;
 
 /** What tells two conversions apart: the currency and the exact rates it was made with. */
@@ -65,7 +65,9 @@ export class LoadedPriceSnapshot {
   private readonly json: Buffer;
   /** Where the items' JSON is: the list's own bytes, or the index's copy (see SnapshotIndex.items). */
   private readonly items: Buffer;
-  private readonly derivedBodies = new Map<string, Promise<EncodedBody>>();
+  private readonly derivedBodies = new Map<string, Promise<LazyEncodedBody>>();
+  /** derivedBody's answers: every encoding of a derived body, made once. */
+  private readonly everyEncoding = new WeakMap<LazyEncodedBody, Promise<EncodedBody>>();
   private readonly itemBodies = new Map<string, EncodedBody>();
 
   /**
@@ -106,13 +108,14 @@ export class LoadedPriceSnapshot {
   }
 
   /**
-   * The list restricted to one source and/or in another currency (DESIGN 9 and 14), derived and
-   * compressed at its first request, then reused while the snapshot is current; the full USD list is
-   * `body`. A new set of exchange rates makes a new body. The list is built in a derived-list thread
-   * and compressed on the thread pool: the event loop only waits (DESIGN 21). Concurrent requests for
+   * The list restricted to one source and/or in another currency (DESIGN 9 and 14), derived at its
+   * first request, then reused while the snapshot is current; the full USD list is `body`. A new set
+   * of exchange rates makes a new body. The list is built in a derived-list thread and each encoding
+   * is compressed on the thread pool when first asked for (LazyEncodedBody): the event loop only
+   * waits (DESIGN 21), and the first client waits only for its own encoding. Concurrent requests for
    * one body share its build; a failed build is forgotten, so the next request tries again.
    */
-  derivedBody(source: string | undefined, conversion: Conversion | null): Promise<EncodedBody> {
+  lazyDerivedBody(source: string | undefined, conversion: Conversion | null): Promise<EncodedBody | LazyEncodedBody> {
     if (source === undefined && conversion === null) return this.body;
     const key = `${source ?? '*'}|${conversionKey(conversion)}`;
     let body = this.derivedBodies.get(key);
@@ -122,7 +125,7 @@ export class LoadedPriceSnapshot {
       if (conversion) request.conversion = { currency: conversion.currency, fx: conversion.fx, rate: conversion.rates.quote, usdRate: conversion.rates.usd };
       const building = this.lists
         .build(this.json, request)
-        .then((built) => encodeBody(built.json, { brotliQuality: DERIVED_BROTLI_QUALITY, etag: built.etag }));
+        .then((built) => lazyEncodedBody(built.json, { brotliQuality: DERIVED_BROTLI_QUALITY, etag: built.etag }));
       body = building;
       building.catch(() => {
         if (this.derivedBodies.get(key) === building) this.derivedBodies.delete(key);
@@ -131,6 +134,22 @@ export class LoadedPriceSnapshot {
       this.derivedBodies.set(key, building);
     }
     return body;
+  }
+
+  /** lazyDerivedBody with every encoding made (the same bytes a request is served), once per body. */
+  async derivedBody(source: string | undefined, conversion: Conversion | null): Promise<EncodedBody> {
+    const body = await this.lazyDerivedBody(source, conversion);
+    if (!('encoded' in body)) return body;
+    let every = this.everyEncoding.get(body);
+    if (!every) {
+      every = Promise.all([body.encoded('gzip'), body.encoded('br')]).then(([gzip, br]) => ({ etag: body.etag, json: body.json, gzip, br }));
+      const made = every;
+      made.catch(() => {
+        if (this.everyEncoding.get(body) === made) this.everyEncoding.delete(body);
+      });
+      this.everyEncoding.set(body, made);
+    }
+    return every;
   }
 
   /** Every stored version of one item (in the conversion's currency), or null when the snapshot has no price for that name. */
