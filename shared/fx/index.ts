@@ -16,9 +16,10 @@
  * - Health (shared/health/fx.ts): `fx` in GET /health and GET /v2/status is stale when its ECB date
  *   is more than 4 days old (rates still used) and never_succeeded before any rates are stored;
  *   either makes /health 503, the rule of an enabled marketplace.
- * - Conversion (convert.ts): A × rate(X) / rate(USD) with decimal.js at a precision that makes the
- *   single half-even rounding to X's ISO 4217 minor units exact (the proof is at exactRatio); USD →
- *   USD is the identity. Routes (`?currency=`) are built on supportedCurrencies, quoteFor and
+ * - Conversion (convert.ts): A × rate(X) / rate(USD) exactly in integer arithmetic (one
+ *   multiplication, one division with remainder), rounded once half-even to X's ISO 4217 minor units;
+ *   the same results as the decimal.js form it replaced (convert-decimal.ts, compared by
+ *   test/fx-convert.test.ts). USD → USD is the identity. Routes (`?currency=`) are built on supportedCurrencies, quoteFor and
  *   usdConverter / convertUsd over findLatestRates.
  */
 export { ECB_DAILY_PATH, fetchEcbDaily, FxUnavailableError, parseEcbRates, type EcbParseResult, type EcbRateDay } from './ecb.ts';

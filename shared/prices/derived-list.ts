@@ -20,7 +20,7 @@ export type DerivedListRequest = { source?: string; conversion?: DerivedListConv
 /**
  * The derived list's JSON (UTF-8, its own ArrayBuffer so it can be transferred) and its ETag. The
  * document is exactly what the API built on its event loop before: the parsed full list, filtered,
- * converted with shared/fx's converter (decimal.js, half-even once) and written with JSON.stringify.
+ * converted with shared/fx's converter (exact integer arithmetic, half-even once) and written with JSON.stringify.
  */
 export function buildDerivedList(json: Uint8Array, request: DerivedListRequest): { json: Uint8Array; etag: string } {
   let list = JSON.parse(Buffer.from(json.buffer, json.byteOffset, json.byteLength).toString('utf8')) as PublicPriceList;

@@ -13,7 +13,7 @@ import { joinUrl } from '../util/url.ts';
  * lowest ask in EUR as a JSON number (its source text is the value; a string is accepted too).
  *
  * - Prices are stored in USD: EUR × rate(USD) of the newest stored ECB rates (units per EUR, given
- *   by the run as `context.rates`), computed exactly with decimal.js and rounded once half-even to 2
+ *   by the run as `context.rates`), computed exactly (integer arithmetic) and rounded once half-even to 2
  *   places (shared/fx/convert.ts convertToUsd). The EUR text is kept as `original` and shown beside
  *   the price, never converted by `?currency=`. Without stored rates the run fails before any request:
  *   EUR is never stored as USD.
