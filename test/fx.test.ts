@@ -402,7 +402,7 @@ describe('storage, refresh and health (a database of its own)', () => {
       running = await startPools([ingestPool], config, silent);
       const again = await eventually(async () => (await findLatestRates(t.deps.sql)) ?? undefined, 10_000, 50).catch(() => null);
       expect(again?.rates.size).toBe(31);
-      expect(await queue.getJobSchedulers()).toHaveLength(1);
+      expect((await queue.getJobSchedulers()).map((scheduler) => scheduler.key).sort()).toEqual(['ingest-fx', 'ingest-stream-relay']);
     } finally {
       await running.stop();
       await queue.obliterate({ force: true });
