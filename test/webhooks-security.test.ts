@@ -177,7 +177,7 @@ describe('npm run admin -- rewrap-webhook-secrets', () => {
 
       const rewrap = await admin(databaseUrl, { WEBHOOK_SECRET_KEY: WEBHOOK_KEY_B, WEBHOOK_SECRET_KEYS_PREVIOUS: WEBHOOK_KEY_A }, 'rewrap-webhook-secrets');
       expect(rewrap.code).toBe(0);
-      expect(rewrap.json).toEqual({ current_key_id: secretKeyId(keyB), rewrapped: 2, unreadable: [] });
+      expect(rewrap.json).toEqual({ current_key_id: secretKeyId(keyB), rewrapped: 2, unreadable: [], steam_tokens: { rewrapped: 0, unreadable: [] } });
       for (const endpoint of kept) expect(rewrap.stdout + rewrap.stderr).not.toContain(endpoint.secret.slice(6));
 
       const rows = await scratch.deps.sql<{ id: string; secret_ciphertext: Buffer; secret_key_id: string }[]>`
