@@ -3,8 +3,7 @@ import { insertOutboxEvent } from '../events/outbox.ts';
 import { newId } from '../util/ids.ts';
 import type { Enqueue } from '../jobs/queues.ts';
 import type { WorkerResources } from '../platform/resources.ts';
-import { createRequestBudget, type RequestBudget } from '../sources/budget.ts';
-import { SourceRateLimitedError } from '../sources/types.ts';
+import type { RequestBudget } from '../sources/budget.ts';
 import type { StoredAsset } from './inventory/asset-record.ts';
 import { insertInventorySnapshot, prepareInventorySnapshot } from './inventory/snapshots.ts';
 import { fetchInventoryPages } from './inventory/steam-community.ts';
@@ -23,6 +22,7 @@ import {
   type ClaimedWatch,
 } from './inventory-watch-repository.ts';
 import { SteamNotFoundError, SteamPrivateError, SteamUnavailableError } from './steam-client.ts';
+import { acquireSteamBudget, BudgetDeferred, steamBudgetMetrics, steamBudgetSettings, steamRequestBudget, type SteamBudgetSettings } from './steam-budget.ts';
 
 /**
  * DESIGN 15 inventory watch. While a workspace has a live endpoint subscribed to inventory.changed
@@ -48,16 +48,6 @@ export const inventoryWatchSteamRequests = new Counter({
   help: 'Steam inventory page requests the watch made (each spent one unit of the global budget)',
   registers: [],
 });
-export const inventoryWatchBudgetWaits = new Counter({
-  name: 'cs2_inventory_watch_budget_waits_total',
-  help: 'Times a watch read waited for the global Steam inventory budget',
-  registers: [],
-});
-export const inventoryWatchBudgetWaitSeconds = new Counter({
-  name: 'cs2_inventory_watch_budget_wait_seconds_total',
-  help: 'Seconds watch reads spent waiting for the global Steam inventory budget',
-  registers: [],
-});
 export const inventoryWatchEvents = new Counter({
   name: 'cs2_inventory_watch_events_total',
   help: 'Events the inventory watch wrote to the outbox, by type',
@@ -67,13 +57,8 @@ export const inventoryWatchEvents = new Counter({
 for (const outcome of ['baseline', 'changed', 'unchanged', 'failed', 'gone', 'deferred']) inventoryWatchReads.inc({ outcome }, 0);
 for (const type of ['inventory.changed', 'item.tradable']) inventoryWatchEvents.inc({ type }, 0);
 
-export const inventoryWatchMetrics = [inventoryWatchReads, inventoryWatchSteamRequests, inventoryWatchBudgetWaits, inventoryWatchBudgetWaitSeconds, inventoryWatchEvents];
+export const inventoryWatchMetrics = [inventoryWatchReads, inventoryWatchSteamRequests, inventoryWatchEvents, ...steamBudgetMetrics];
 
-/**
- * Slack added to the budget's window: the budget admits a request when Redis says so, Steam sees it
- * a moment later, so admissions N apart by a window plus this stay N apart by a window at Steam.
- */
-export const BUDGET_MARGIN_MS = 1_000;
 /** A read's claim lease, extended before each page: a dead reader's watch is due again after it. */
 const CLAIM_LEASE_MS = 5 * 60_000;
 /** A read gives up (deferred, not failed) if the budget keeps it waiting this long for one page. */
@@ -81,15 +66,8 @@ const MAX_PAGE_WAIT_MS = 3 * 60_000;
 /** One read's wall-clock limit (waits for the budget included); page timeouts stay inventory/steam-community.ts's. */
 const READ_BUDGET_MS = 4 * 60_000;
 
-export type WatchBudgetSettings = {
-  /** Requests admitted per window, across every process. */
-  requests: number;
-  windowMs: number;
-  /** See BUDGET_MARGIN_MS. */
-  marginMs?: number;
-  /** Redis key namespace (default `<QUEUE_PREFIX>:steam-inventory-budget`). */
-  keyPrefix?: string;
-};
+/** The shared Steam budget's settings (steam-budget.ts). */
+export type WatchBudgetSettings = SteamBudgetSettings;
 
 export type InventoryWatchDeps = Pick<WorkerResources, 'config' | 'sql' | 'redis' | 'log' | 'now'> & {
   enqueue: Enqueue;
@@ -100,18 +78,7 @@ export type InventoryWatchDeps = Pick<WorkerResources, 'config' | 'sql' | 'redis
 };
 
 export function watchBudgetSettings(deps: Pick<InventoryWatchDeps, 'config' | 'budget'>): Required<WatchBudgetSettings> {
-  return {
-    requests: deps.budget?.requests ?? deps.config.STEAM_INVENTORY_REQUESTS_PER_MINUTE,
-    windowMs: deps.budget?.windowMs ?? 60_000,
-    marginMs: deps.budget?.marginMs ?? BUDGET_MARGIN_MS,
-    keyPrefix: deps.budget?.keyPrefix ?? `${deps.config.QUEUE_PREFIX}:steam-inventory-budget`,
-  };
-}
-
-function steamBudget(deps: InventoryWatchDeps): RequestBudget {
-  const settings = watchBudgetSettings(deps);
-  // 'steam' only names the key's hash tag; the prefix keeps it apart from the market price budget.
-  return createRequestBudget(deps.redis, 'steam', { requests: settings.requests, windowSeconds: (settings.windowMs + settings.marginMs) / 1000, keyPrefix: settings.keyPrefix }, { now: deps.now });
+  return steamBudgetSettings(deps.config, deps.budget);
 }
 
 /** The job id of an asset's item.tradable job (STYLE: from business keys, no `:`). */
@@ -131,7 +98,7 @@ export async function runInventoryWatch(deps: InventoryWatchDeps, options: { run
   const synced = await syncWatches(deps.sql, deps.now());
   await deleteWatchSnapshots(deps.sql, synced.ended.flatMap((watch) => (watch.previous_snapshot_id ? [watch.previous_snapshot_id] : [])));
   if (synced.started > 0 || synced.ended.length > 0) deps.log.info({ started: synced.started, ended: synced.ended.length }, 'inventory watches started or ended');
-  const budget = steamBudget(deps);
+  const budget = steamRequestBudget(deps, deps.budget);
   const reads: Record<string, number> = {};
   while (Date.now() < runEnds) {
     const token = newId();
@@ -147,31 +114,6 @@ export async function runInventoryWatch(deps: InventoryWatchDeps, options: { run
 }
 
 type ReadOutcome = 'baseline' | 'changed' | 'unchanged' | 'failed' | 'gone' | 'deferred';
-
-class BudgetDeferred extends Error {}
-
-/** Waits for one unit of the global budget; BudgetDeferred when that would pass `giveUpAt`. */
-async function acquireBudget(budget: RequestBudget, giveUpAt: number): Promise<void> {
-  let waited = 0;
-  for (;;) {
-    try {
-      await budget.acquire();
-      if (waited > 0) inventoryWatchBudgetWaitSeconds.inc(waited / 1000);
-      return;
-    } catch (error) {
-      if (!(error instanceof SourceRateLimitedError)) throw error;
-      if (waited === 0) inventoryWatchBudgetWaits.inc();
-      // A few ms of jitter: processes woken by the same slot do not all ask at the same instant.
-      const waitMs = error.retryAfterMs + Math.floor(Math.random() * 25);
-      if (Date.now() + waitMs > giveUpAt) {
-        if (waited > 0) inventoryWatchBudgetWaitSeconds.inc(waited / 1000);
-        throw new BudgetDeferred();
-      }
-      await Bun.sleep(waitMs);
-      waited += waitMs;
-    }
-  }
-}
 
 async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch: ClaimedWatch, token: string, claimedAt: Date, runEnds: number): Promise<ReadOutcome> {
   const log = deps.log.child({ account_id: Number(watch.account_id), steam_id: watch.steam_id });
@@ -189,7 +131,7 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
         const giveUpAt = firstPage ? runEnds : Date.now() + MAX_PAGE_WAIT_MS;
         firstPage = false;
         if (!(await extendWatchClaim(deps.sql, watch.account_id, token, new Date(deps.now().getTime() + CLAIM_LEASE_MS)))) throw new BudgetDeferred();
-        await acquireBudget(budget, giveUpAt);
+        await acquireSteamBudget(budget, giveUpAt, 'inventory_watch');
         inventoryWatchSteamRequests.inc();
       },
     });

@@ -32,6 +32,9 @@
  *   fake.protectItems(steamId64, assetIds, until?)  trade protection (DESIGN 17) until `until` (default 7 days):
  *                                            sealed 1, untradable, the "⇆ … trade-protected … until [date]…[/date]" line
  *   fake.setInventoryVisibility(steamId64, 'private' | 'public')   403 null while private, items kept
+ * Owner access tokens (DESIGN 17; access-tokens.ts): fake.issueAccessToken(steamId64, expiresAt?) → a JWT
+ * the fake honours; fake.revokeAccessToken(token). Over HTTP: POST /_control/access-tokens
+ * {steam_id, expires_at?} → {token}, or {revoke: token}.
  * The same over HTTP, for `npm start` (another process): GET /_control/inventories/<steamid> → {asset_ids};
  * POST /_control/inventories/<steamid> {add?: ItemSpec[] (dates as ISO strings), remove?, trade?,
  * protect?, end_holds?: asset ids, protect_until?: ISO date, fail?: {status, retry_after?, times?, stall_ms?},
@@ -49,6 +52,7 @@
  * (items.ts) builds custom inventories.
  */
 import type { Server } from 'bun';
+import { issueAccessToken, newAccessTokenState, revokeAccessToken } from './access-tokens.ts';
 import { inventoryPage } from './community-inventory.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
 import { defaultInventories, defaultProfiles, profile, PUBLIC_STEAM_ID } from './data.ts';
@@ -98,6 +102,10 @@ export type SteamFake = {
   endTradeHolds(steamId64: string, assetIds: readonly string[]): void;
   protectItems(steamId64: string, assetIds: readonly string[], until?: Date): void;
   setInventoryVisibility(steamId64: string, visibility: 'public' | 'private'): void;
+  /** An owner access token for the account, signed by the fake (a hand-made JWT is refused, as Steam refuses it). */
+  issueAccessToken(steamId64: string, expiresAt?: Date): string;
+  /** Steam stops honouring the token: reads with it answer 401 from now on. */
+  revokeAccessToken(token: string): void;
 };
 
 const MAX_LOGGED_REQUESTS = 10_000;
@@ -166,6 +174,27 @@ async function controlInventory(state: FakeState, steamId64: string, request: Re
   }
 }
 
+/**
+ * POST /_control/access-tokens: `{steam_id, expires_at?}` → `{token}` (a token the fake honours, for
+ * `npm start`: PUT it on the connected account), or `{revoke: token}` → `{revoked: true}`.
+ */
+async function controlAccessTokens(state: FakeState, request: Request): Promise<Response> {
+  let body: { steam_id?: unknown; expires_at?: unknown; revoke?: unknown };
+  try {
+    body = (await request.json()) as typeof body;
+  } catch {
+    return Response.json({ error: 'body must be JSON' }, { status: 400 });
+  }
+  if (typeof body.revoke === 'string') {
+    revokeAccessToken(state, body.revoke);
+    return Response.json({ revoked: true });
+  }
+  if (typeof body.steam_id !== 'string' || !/^\d{17}$/.test(body.steam_id)) return Response.json({ error: 'steam_id must be a SteamID64' }, { status: 400 });
+  const expiresAt = typeof body.expires_at === 'string' ? new Date(body.expires_at) : undefined;
+  if (expiresAt && Number.isNaN(expiresAt.getTime())) return Response.json({ error: 'expires_at must be an ISO date' }, { status: 400 });
+  return Response.json({ token: issueAccessToken(state, body.steam_id, expiresAt) });
+}
+
 export async function startSteamFake(options: SteamFakeOptions = {}): Promise<SteamFake> {
   const state: FakeState = {
     apiKey: options.apiKey ?? DEFAULT_STEAM_FAKE_API_KEY,
@@ -176,6 +205,7 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
     nextAssetId: 60_000_000_000n,
     inventoryRequests: [],
     hiddenInventories: new Map(),
+    accessTokens: newAccessTokenState(),
   };
   let baseUrl = '';
   const openid = createOpenIdProvider(state, () => baseUrl, PUBLIC_STEAM_ID);
@@ -200,6 +230,7 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
       }
       const control = CONTROL_INVENTORY_PATH.exec(path);
       if (control && (request.method === 'GET' || request.method === 'POST')) return controlInventory(state, control[1]!, request);
+      if (path === '/_control/access-tokens' && request.method === 'POST') return controlAccessTokens(state, request);
       if (path === '/openid/login' && (request.method === 'GET' || request.method === 'POST')) return openid.handle(request, url);
       return new Response('<html><body><h1>Not Found</h1></body></html>', { status: 404, headers: { 'content-type': 'text/html; charset=UTF-8' } });
     },
@@ -244,6 +275,8 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
     endTradeHolds: (steamId64, assetIds) => endTradeHolds(state, steamId64, assetIds),
     protectItems: (steamId64, assetIds, until) => protectItems(state, steamId64, assetIds, until),
     setInventoryVisibility: (steamId64, visibility) => setInventoryVisibility(state, steamId64, visibility),
+    issueAccessToken: (steamId64, expiresAt) => issueAccessToken(state, steamId64, expiresAt),
+    revokeAccessToken: (token) => revokeAccessToken(state, token),
   };
 }
 

@@ -1,4 +1,5 @@
 /** Mutable state shared by the fake's handlers (one per startSteamFake). */
+import type { AccessTokenState } from './access-tokens.ts';
 import type { InventoryState } from './data.ts';
 import type { InventoryFixture, PlayerSummary } from './types.ts';
 
@@ -21,6 +22,8 @@ export type FakeState = {
   inventoryRequests: { steamId: string; at: number; status: number }[];
   /** Inventories made private by setInventoryVisibility, kept to be public again unchanged. */
   hiddenInventories: Map<string, InventoryFixture>;
+  /** Owner access tokens the fake issued and revoked (access-tokens.ts). */
+  accessTokens: AccessTokenState;
 };
 
 /** The next queued failure for a kind, consumed; null when requests should succeed. */
