@@ -11,7 +11,7 @@
  *   fake.stop()
  *   fake.setProfile(steamId64, summary|null) fields merged over Steam-like defaults; null removes
  *   fake.setInventory(steamId64, InventoryFixture | 'private' | 'not_found')
- *   fake.failNext(kind, { status, retryAfter?, times?, steamId?, stallMs? })   kind 'profiles' | 'inventory' | 'openid';
+ *   fake.failNext(kind, { status, retryAfter?, times?, steamId?, stallMs? })   kind 'profiles' | 'inventory' | 'openid' | 'trade_history';
  *                                            the next `times` (default 1) requests of that kind fail
  *                                            ('openid': checkid_setup and check_authentication alike);
  *                                            failures queue up in call order; with `steamId`, only
@@ -32,6 +32,21 @@
  *   fake.protectItems(steamId64, assetIds, until?)  trade protection (DESIGN 17) until `until` (default 7 days):
  *                                            sealed 1, untradable, the "⇆ … trade-protected … until [date]…[/date]" line
  *   fake.setInventoryVisibility(steamId64, 'private' | 'public')   403 null while private, items kept
+ * Trade history (DESIGN 17; trade-history.ts): GET /IEconService/GetTradeHistory/v1/?access_token=… as Steam
+ * answers it (the token's account's trades, newest first, paged by start_after_time/start_after_tradeid;
+ * failNext('trade_history', …), `steamId` = the token's account). Statuses are Steam's ETradeStatus
+ * (2 Committed while protected, 3 Complete, 12 TradeProtectionRollback).
+ *   fake.recordTrade(steamId64, {partner, give?: asset ids, receive?: ItemSpec[], at?}) → {trade_id, given, received}:
+ *                                            Committed; given items leave the account's inventory, received
+ *                                            ones arrive under new asset ids, protected until at + 7 days
+ *   fake.settleTrade(tradeId, at?)           Complete (3) with time_settlement
+ *   fake.reverseTrade(tradeId, at?) → {trade_id, rollback_trade_id, returned, lost}: status 12, and a
+ *                                            return trade (rollback_trade = tradeId) moving every item back
+ *   fake.tradesOf(steamId64)                 that account's GetTradeHistory entries, newest first
+ *   fake.tradeHistoryRequests                GetTradeHistory requests: { steamId, at (ms), status }, oldest first
+ * Over HTTP: POST /_control/trades {steam_id, partner, give?, receive?, at?} → the recorded trade;
+ * POST /_control/trades/<tradeid>/settle | /reverse {at?}; GET /_control/trades/<steamid> → {trades};
+ * POST /_control/trades {fail: {status, retry_after?, times?, stall_ms?, steam_id?}}.
  * Owner access tokens (DESIGN 17; access-tokens.ts): fake.issueAccessToken(steamId64, expiresAt?) → a JWT
  * the fake honours; fake.revokeAccessToken(token). Over HTTP: POST /_control/access-tokens
  * {steam_id, expires_at?} → {token}, or {revoke: token}.
@@ -53,6 +68,7 @@
  */
 import type { Server } from 'bun';
 import { issueAccessToken, newAccessTokenState, revokeAccessToken } from './access-tokens.ts';
+import { newTradeHistoryState, recordTrade, reverseTrade, routeTradeHistory, settleTrade, tradesOf, type RecordedTrade, type RecordTradeInput, type ReversedTrade, type TradeHistoryEntry } from './trade-history.ts';
 import { inventoryPage } from './community-inventory.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
 import { defaultInventories, defaultProfiles, profile, PUBLIC_STEAM_ID } from './data.ts';
@@ -106,6 +122,12 @@ export type SteamFake = {
   issueAccessToken(steamId64: string, expiresAt?: Date): string;
   /** Steam stops honouring the token: reads with it answer 401 from now on. */
   revokeAccessToken(token: string): void;
+  /** A trade of the account with a partner (trade-history.ts), Committed while its received items are protected. */
+  recordTrade(steamId64: string, trade: RecordTradeInput): RecordedTrade;
+  settleTrade(tradeId: string, at?: Date): void;
+  reverseTrade(tradeId: string, at?: Date): ReversedTrade;
+  tradesOf(steamId64: string): TradeHistoryEntry[];
+  tradeHistoryRequests: { steamId: string | null; at: number; status: number }[];
 };
 
 const MAX_LOGGED_REQUESTS = 10_000;
@@ -200,12 +222,13 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
     apiKey: options.apiKey ?? DEFAULT_STEAM_FAKE_API_KEY,
     profiles: defaultProfiles(),
     inventories: defaultInventories(new Date()),
-    failures: { profiles: [], inventory: [], openid: [] },
+    failures: { profiles: [], inventory: [], openid: [], trade_history: [] },
     requests: [],
     nextAssetId: 60_000_000_000n,
     inventoryRequests: [],
     hiddenInventories: new Map(),
     accessTokens: newAccessTokenState(),
+    tradeHistory: newTradeHistoryState(),
   };
   let baseUrl = '';
   const openid = createOpenIdProvider(state, () => baseUrl, PUBLIC_STEAM_ID);
@@ -231,6 +254,8 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
       const control = CONTROL_INVENTORY_PATH.exec(path);
       if (control && (request.method === 'GET' || request.method === 'POST')) return controlInventory(state, control[1]!, request);
       if (path === '/_control/access-tokens' && request.method === 'POST') return controlAccessTokens(state, request);
+      const trades = routeTradeHistory(state, request, url);
+      if (trades) return trades;
       if (path === '/openid/login' && (request.method === 'GET' || request.method === 'POST')) return openid.handle(request, url);
       return new Response('<html><body><h1>Not Found</h1></body></html>', { status: 404, headers: { 'content-type': 'text/html; charset=UTF-8' } });
     },
@@ -277,6 +302,11 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
     setInventoryVisibility: (steamId64, visibility) => setInventoryVisibility(state, steamId64, visibility),
     issueAccessToken: (steamId64, expiresAt) => issueAccessToken(state, steamId64, expiresAt),
     revokeAccessToken: (token) => revokeAccessToken(state, token),
+    recordTrade: (steamId64, trade) => recordTrade(state, steamId64, trade),
+    settleTrade: (tradeId, at) => settleTrade(state, tradeId, at),
+    reverseTrade: (tradeId, at) => reverseTrade(state, tradeId, at),
+    tradesOf: (steamId64) => tradesOf(state, steamId64),
+    tradeHistoryRequests: state.tradeHistory.requests,
   };
 }
 

@@ -1,12 +1,14 @@
 /** Mutable state shared by the fake's handlers (one per startSteamFake). */
 import type { AccessTokenState } from './access-tokens.ts';
 import type { InventoryState } from './data.ts';
+import type { TradeHistoryState } from './trade-history.ts';
 import type { InventoryFixture, PlayerSummary } from './types.ts';
 
-export type FailureKind = 'profiles' | 'inventory' | 'openid';
+export type FailureKind = 'profiles' | 'inventory' | 'openid' | 'trade_history';
 /**
- * `steamId`: only requests for that account's inventory fail (others are answered as usual).
- * `stallMs` (inventory only): the answer comes that late (a client with a shorter timeout times out).
+ * `steamId`: only requests for that account's inventory (or, for 'trade_history', made with that
+ * account's token) fail (others are answered as usual).
+ * `stallMs` (inventory and trade_history): the answer comes that late (a client with a shorter timeout times out).
  */
 export type FailureSpec = { status: number; retryAfter?: number; times?: number; steamId?: string; stallMs?: number };
 
@@ -24,6 +26,8 @@ export type FakeState = {
   hiddenInventories: Map<string, InventoryFixture>;
   /** Owner access tokens the fake issued and revoked (access-tokens.ts). */
   accessTokens: AccessTokenState;
+  /** Trades between accounts, and GetTradeHistory requests (trade-history.ts). */
+  tradeHistory: TradeHistoryState;
 };
 
 /** The next queued failure for a kind, consumed; null when requests should succeed. */
