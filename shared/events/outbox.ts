@@ -15,6 +15,10 @@ export const EVENT_TYPES = [
   'inventory.changed',
   'item.tradable',
   'webhook.test',
+  // DESIGN 17: reversals read from connected accounts' trade history (shared/gameplatform/trade-history.ts),
+  // and the end of an asset's trade protection.
+  'trade.reversed',
+  'item.protection_ended',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -167,6 +167,9 @@ export const configSchema = z.object({
   // global budget of Steam inventory requests per minute the watch may spend.
   INVENTORY_WATCH_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
   STEAM_INVENTORY_REQUESTS_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
+  // DESIGN 17: how often the maintenance pool reads the trade history of an account with an owner
+  // token whose workspace subscribes to trade.reversed or item.protection_ended (within the same budget).
+  TRADE_HISTORY_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
   // Not in DESIGN 4's list: concurrent GET /v1/prices downloads per client address, per API process.
