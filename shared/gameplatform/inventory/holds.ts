@@ -66,7 +66,10 @@ function utcInstant(year: number, month: number, day: number, hour: number, minu
   return Number.isNaN(at) || new Date(at).getUTCDate() !== day ? null : at;
 }
 
+// Each form needs a character most lines lack ('[', ':', '@'): tested first, so a line that cannot
+// match is not scanned by the expression (the same answers, fewer scans).
 function fromDateToken(text: string): number | null {
+  if (!text.includes('[')) return null;
   const match = DATE_TOKEN.exec(text);
   if (!match) return null;
   const at = Number(match[1]) * 1000;
@@ -74,6 +77,7 @@ function fromDateToken(text: string): number | null {
 }
 
 function fromDated(text: string): number | null {
+  if (!text.includes(':')) return null;
   const match = DATED.exec(text);
   if (!match) return null;
   const [, monthFirst, dayAfter, dayFirst, monthAfter, year, hour, minute, second] = match;
@@ -83,6 +87,7 @@ function fromDated(text: string): number | null {
 
 /** The nearest instant with this day and time (GMT) that is not more than 2 days before `readAt`. */
 function fromYearless(text: string, readAt: number): number | null {
+  if (!text.includes('@')) return null;
   const match = YEARLESS.exec(text);
   if (!match) return null;
   const [, dayFirst, monthAfter, monthFirst, dayAfter, hour12, minute, half] = match;

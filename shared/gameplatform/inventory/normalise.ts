@@ -62,9 +62,11 @@ function accessoryCharmPattern(accessory: unknown): number | undefined {
 function readProperties(entry: unknown, looseAccessories: unknown[] = []): AssetProperties {
   const out: AssetProperties = { certificate: null, accessoryCharmPatterns: [] };
   const nested = isObject(entry) && Array.isArray(entry.asset_accessories) ? entry.asset_accessories : [];
-  for (const accessory of [...nested, ...looseAccessories]) {
-    const pattern = accessoryCharmPattern(accessory);
-    if (pattern !== undefined) out.accessoryCharmPatterns.push(pattern);
+  for (const accessories of [nested, looseAccessories]) {
+    for (const accessory of accessories) {
+      const pattern = accessoryCharmPattern(accessory);
+      if (pattern !== undefined) out.accessoryCharmPatterns.push(pattern);
+    }
   }
   if (!isObject(entry) || !Array.isArray(entry.asset_properties)) return out;
   for (const property of entry.asset_properties) {
@@ -113,12 +115,17 @@ function withPropertyValues(state: ItemState, item: ItemIdentity | null, props: 
   return out;
 }
 
-/** The inspect action's link with its placeholders filled, or null when one stays unknown. */
-function inspectLinkOf(actions: unknown, steamId64: string, assetId: string, certificate: string | null): string | null {
+/** The inspect action's link as the description gives it (placeholders unfilled), else null. */
+function inspectTemplateOf(actions: unknown): string | null {
   if (!Array.isArray(actions)) return null;
   const action = actions.find((entry) => isObject(entry) && typeof entry.link === 'string' && entry.link.includes('csgo_econ_action_preview'));
-  if (!action) return null;
-  let link = (action as { link: string }).link.replaceAll('%owner_steamid%', steamId64).replaceAll('%assetid%', assetId);
+  return action ? (action as { link: string }).link : null;
+}
+
+/** The inspect link with its placeholders filled, or null when one stays unknown (or there is none). */
+function inspectLinkOf(template: string | null, steamId64: string, assetId: string, certificate: string | null): string | null {
+  if (template === null) return null;
+  let link = template.replaceAll('%owner_steamid%', steamId64).replaceAll('%assetid%', assetId);
   if (link.includes('%propid:6%')) {
     if (!certificate) return null;
     link = link.replaceAll('%propid:6%', certificate);
@@ -137,6 +144,32 @@ export type NormaliseOptions = {
 
 /** The records, and how many assets had hold or protection text no form could read (their hold stays null). */
 export type NormalisedInventory = { records: StoredAsset[]; unreadableHolds: number };
+
+/** What every asset of one description shares, read once per normalisation. */
+type DescriptionFacts = {
+  hold: HoldReading;
+  marketHashName: string | null;
+  match: CatalogMatch | undefined;
+  name: string | null;
+  type: string | null;
+  tradable: boolean;
+  marketable: boolean;
+  inspectTemplate: string | null;
+};
+
+function descriptionFacts(description: Record<string, unknown>, catalog: Map<string, CatalogMatch>, context: InventoryContext, readAt: Date): DescriptionFacts {
+  const marketHashName = typeof description.market_hash_name === 'string' ? description.market_hash_name : null;
+  return {
+    hold: readHold(description, context, readAt),
+    marketHashName,
+    match: marketHashName ? catalog.get(marketHashName) : undefined,
+    name: typeof description.name === 'string' ? description.name : null,
+    type: typeof description.type === 'string' ? description.type : null,
+    tradable: flag(description.tradable),
+    marketable: flag(description.marketable),
+    inspectTemplate: inspectTemplateOf(description.actions),
+  };
+}
 
 /** One record per asset, in upstream order; duplicate asset ids (overlapping pages) are kept once. */
 export function normaliseInventory(steamId64: string, pages: InventoryPage[], catalog: Map<string, CatalogMatch>, options: NormaliseOptions = {}): NormalisedInventory {
@@ -162,8 +195,9 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
   }
   const seen = new Set<string>();
   const records: StoredAsset[] = [];
-  // Assets share descriptions (every case of a kind, every hold of a day): each is read once.
-  const holds = new Map<string, HoldReading>();
+  // Assets share descriptions (every case of a kind, every hold of a day): each is read once, its
+  // hold and protection text parsed once, per normalisation.
+  const facts = new Map<string, DescriptionFacts>();
   let unreadableHolds = 0;
   for (const page of pages) {
     for (const asset of page.assets ?? []) {
@@ -174,15 +208,13 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
       if (!assetId || !ASSET_ID.test(assetId) || seen.has(assetId)) continue;
       seen.add(assetId);
       const descriptionKey = `${classId}_${instanceId}`;
-      const description = descriptions.get(descriptionKey) ?? {};
-      let hold = holds.get(descriptionKey);
-      if (!hold) {
-        hold = readHold(description, context, readAt);
-        holds.set(descriptionKey, hold);
+      let fact = facts.get(descriptionKey);
+      if (!fact) {
+        fact = descriptionFacts(descriptions.get(descriptionKey) ?? {}, catalog, context, readAt);
+        facts.set(descriptionKey, fact);
       }
+      const { hold, match } = fact;
       if (hold.unreadable) unreadableHolds += 1;
-      const marketHashName = typeof description.market_hash_name === 'string' ? description.market_hash_name : null;
-      const match = marketHashName ? catalog.get(marketHashName) : undefined;
       const props = readProperties(properties.get(assetId), looseAccessories.get(assetId));
       let item: StoredAsset['item'] = null;
       let state: ItemState = {};
@@ -203,12 +235,12 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
         asset_id: assetId,
         class_id: classId,
         instance_id: instanceId,
-        market_hash_name: marketHashName,
+        market_hash_name: fact.marketHashName,
         catalog_id: match?.catalog_id ?? null,
-        name: typeof description.name === 'string' ? description.name : null,
-        type: typeof description.type === 'string' ? description.type : null,
-        tradable: flag(description.tradable),
-        marketable: flag(description.marketable),
+        name: fact.name,
+        type: fact.type,
+        tradable: fact.tradable,
+        marketable: fact.marketable,
         trade_hold_until: hold.trade_hold_until,
         protection: hold.protection,
         item,
@@ -216,7 +248,7 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
         // Computed once here and stored with the record (DESIGN 14), so reading a page never recomputes it.
         insights: itemInsights(item, state),
         certificate: props.certificate,
-        inspect_link: inspectLinkOf(description.actions, steamId64, assetId, props.certificate),
+        inspect_link: inspectLinkOf(fact.inspectTemplate, steamId64, assetId, props.certificate),
       });
     }
   }
