@@ -9,6 +9,7 @@ import {
   FRIENDS_ONLY_STEAM_ID,
   HOLDS_2026_STEAM_ID,
   INSPECT_LINK,
+  PARTNER_STEAM_ID,
   PRIVATE_STEAM_ID,
   PUBLIC_STEAM_ID,
   startSteamFake,
@@ -256,7 +257,7 @@ describe('hold and protection text (DESIGN 17)', () => {
     expect(kept.descriptions.find((d) => d.item_expiration)!.item_expiration).toMatch(/^\d{4}-\d{2}-\d{2}T07:00:00Z$/);
   });
 
-  test('protectItems seals an asset until an instant (same asset id, new instance id) and endTradeHolds lifts it; the same over POST /_control', async () => {
+  test('protectItems moves an asset to context 16, sealed until an instant (same asset id, new instance id): gone from the public read, seen with the owner token; endTradeHolds brings it back; the same over POST /_control', async () => {
     const [first, second] = fake.assetIds(PUBLIC_STEAM_ID).slice(-2);
     const until = new Date(Date.UTC(2031, 0, 2, 7, 0, 0));
     fake.protectItems(PUBLIC_STEAM_ID, [first!], until);
@@ -267,10 +268,20 @@ describe('hold and protection text (DESIGN 17)', () => {
       return inv.descriptions.find((d) => d.classid === asset.classid && d.instanceid === asset.instanceid)!;
     };
     let inv = (await page(PUBLIC_STEAM_ID, 'l=english&count=2000&preserve_bbcode=1')).body as InventoryPage;
+    expect(inv.assets.map((a) => a.assetid)).not.toContain(first!);
+    expect(inv.assets.map((a) => a.assetid)).not.toContain(second!);
+    const token = fake.issueAccessToken(PUBLIC_STEAM_ID);
+    const econ = (context: string) =>
+      fetch(`${fake.url}/IEconService/GetInventoryItemsWithDescriptions/v1/?access_token=${token}&steamid=${PUBLIC_STEAM_ID}&appid=730&contextid=${context}&get_descriptions=true&get_asset_properties=true&count=2000`);
+    const sixteen = ((await (await econ('16')).json()) as { response: InventoryPage }).response;
+    expect(sixteen.assets.map((a) => [a.assetid, a.contextid]).sort()).toEqual([[first!, '16'], [second!, '16']].sort());
     for (const assetId of [first!, second!]) {
-      expect(descriptionOf(inv, assetId)).toMatchObject({ sealed: 1, tradable: 0, marketable: 0 });
-      expect(ownerLines(descriptionOf(inv, assetId)).at(-1)!.value).toBe(`⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [date]${until.getTime() / 1000}[/date]`);
+      expect(descriptionOf(sixteen, assetId)).toMatchObject({ sealed: 1, tradable: 0, marketable: 0 });
+      // No preserve_bbcode on this method: the instant comes rendered in the year-less form.
+      expect(ownerLines(descriptionOf(sixteen, assetId)).at(-1)!.value).toBe('⇆ This item is trade-protected and cannot be consumed, modified, or transferred until 2 Jan @ 7:00am');
     }
+    const two = ((await (await econ('2')).json()) as { response: InventoryPage }).response;
+    expect(two.assets.map((a) => a.assetid)).toEqual(inv.assets.map((a) => a.assetid));
     expect((await fetch(`${fake.url}/_control/inventories/${PUBLIC_STEAM_ID}`, { method: 'POST', body: JSON.stringify({ protect: ['1'] }) })).status).toBe(400);
     fake.endTradeHolds(PUBLIC_STEAM_ID, [first!, second!]);
     inv = (await page(PUBLIC_STEAM_ID, 'l=english&count=2000&preserve_bbcode=1')).body as InventoryPage;
@@ -279,6 +290,28 @@ describe('hold and protection text (DESIGN 17)', () => {
       expect(free).toMatchObject({ tradable: 1, marketable: 1 });
       expect(free.sealed).toBeUndefined();
     }
+    expect(((await (await econ('16')).json()) as { response: Partial<InventoryPage> }).response.assets).toBeUndefined();
+  });
+
+  test('the owner read refuses what Steam refuses: no token, a token the fake did not sign, a revoked or expired one (401), another account’s (403)', async () => {
+    const econ = (query: string) => fetch(`${fake.url}/IEconService/GetInventoryItemsWithDescriptions/v1/?appid=730&contextid=2&get_descriptions=true&count=100&${query}`);
+    expect((await econ(`steamid=${PUBLIC_STEAM_ID}`)).status).toBe(401);
+    const forged = ['eyJhbGciOiJFZERTQSJ9', Buffer.from(JSON.stringify({ sub: PUBLIC_STEAM_ID, exp: 4_000_000_000, jti: 'x' })).toString('base64url'), 'c2ln'].join('.');
+    expect((await econ(`steamid=${PUBLIC_STEAM_ID}&access_token=${forged}`)).status).toBe(401);
+    const token = fake.issueAccessToken(PUBLIC_STEAM_ID);
+    expect((await econ(`steamid=${PARTNER_STEAM_ID}&access_token=${token}`)).status).toBe(403);
+    const good = await econ(`steamid=${PUBLIC_STEAM_ID}&access_token=${token}`);
+    expect(good.status).toBe(200);
+    expect(((await good.json()) as { response: { total_inventory_count: number } }).response.total_inventory_count).toBeGreaterThan(0);
+    fake.revokeAccessToken(token);
+    const revoked = await econ(`steamid=${PUBLIC_STEAM_ID}&access_token=${token}`);
+    expect(revoked.status).toBe(401);
+    expect(revoked.headers.get('content-type')).toContain('text/html');
+    const expired = fake.issueAccessToken(PUBLIC_STEAM_ID, new Date(Date.now() - 1000));
+    expect((await econ(`steamid=${PUBLIC_STEAM_ID}&access_token=${expired}`)).status).toBe(401);
+    const issued = await fetch(`${fake.url}/_control/access-tokens`, { method: 'POST', body: JSON.stringify({ steam_id: PUBLIC_STEAM_ID }) });
+    const { token: overHttp } = (await issued.json()) as { token: string };
+    expect((await econ(`steamid=${PUBLIC_STEAM_ID}&access_token=${overHttp}`)).status).toBe(200);
   });
 });
 

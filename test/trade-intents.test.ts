@@ -7,6 +7,7 @@ import { maintenancePool } from '../workers/maintenance/index.ts';
 import { inventoryOf, startSteamFake, type SteamFake } from './fakes/steam/server.ts';
 import { convertUsd } from '../shared/fx/convert.ts';
 import { findLatestRates } from '../shared/fx/repository.ts';
+import { setOwnerToken } from './inventory-fixtures.ts';
 import { createTestApp, errorOf, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
@@ -22,7 +23,10 @@ beforeAll(async () => {
   // Snapshots older than 10 minutes, or missing, are fetched from the fake (unknown owners: 404).
   steam = await startSteamFake();
   // A low policy limit keeps the valuation checks to a few small prices.
-  t = createTestApp({ now: clock.now, config: { TRADE_MAX_VALUE_USD: '100', STEAM_COMMUNITY_URL: steam.url } });
+  t = createTestApp({
+    now: clock.now,
+    config: { TRADE_MAX_VALUE_USD: '100', STEAM_COMMUNITY_URL: steam.url, STEAM_API_URL: steam.url, WEBHOOK_SECRET_KEY: Buffer.alloc(32, 5).toString('base64') },
+  });
 });
 afterAll(async () => {
   await t.close();
@@ -626,11 +630,17 @@ describe('inventories fetched through Steam (the local fake)', () => {
     steam.setInventory(account.steamId, mine);
     steam.setInventory(partner, theirs);
     const [free, received] = mine.assets.map((asset) => asset.assetid);
-    const until = new Date(Math.floor(Date.now() / 1000) * 1000 + 6 * 86_400_000);
+    // Whole minutes: the owner read renders the instant as "8 Dec @ 7:00am" (no preserve_bbcode there).
+    const until = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 6 * 86_400_000);
     // Received in a trade: Steam protects it for 7 days.
     steam.protectItems(account.steamId, [received!], until);
     const [theirCase, listed] = theirs.assets.map((asset) => asset.assetid);
     const body = { kind: 'create_offer', account_id: account.accountId, external_reference: 'protected', expires_at: inMinutes(30), partner_steam_id: partner };
+    // The public read does not show context 16: without the owner's token the received item is missing.
+    const unseen = await errorOf(await post(ws, { ...body, give: [free, received], receive: [theirCase] }));
+    expect(unseen.details).toEqual([{ field: 'body.give', message: `asset ${received} is not in the inventory of ${account.steamId}` }]);
+    // With it, the owner read sees both contexts, and protection is the reason.
+    await setOwnerToken(t, ws.workspace.id, account.accountId, steam.issueAccessToken(account.steamId));
     const response = await post(ws, { ...body, give: [free, received], receive: [theirCase, listed] });
     expect(response.status).toBe(400);
     const refused = await errorOf(response);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { errors } from '../../shared/http/errors.ts';
 import { inventoryPageSchema } from '../../shared/gameplatform/inventory/asset-record.ts';
-import type { InventorySnapshot } from '../../shared/gameplatform/inventory/snapshots.ts';
+import { snapshotVisibleTo, type InventorySnapshot } from '../../shared/gameplatform/inventory/snapshots.ts';
 import { encodedInventoryPage } from '../../shared/gameplatform/inventory-cache.ts';
 import { steamApiError } from '../../shared/gameplatform/steam-client.ts';
 import { pageCursor, pageLimit } from '../../shared/http/validation.ts';
@@ -44,7 +44,8 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
     .use(apiKeyPlugin(deps))
     .get(
       '/v2/inventories/:gameplatform_id',
-      async ({ params, query, set, request }) => {
+      async ({ params, query, set, request, principal }) => {
+        const workspaceId = principal.workspace.id;
         const steamId = params.gameplatform_id; // the SteamID64 (checkGameplatformId)
         const conversion = query.valuation ? await resolveConversion(deps.sql, query.currency) : null;
         // spec 4: the cursor binds the inventory it pages (limit and valuation may change between pages).
@@ -55,7 +56,8 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
         if (query.cursor) {
           const position = decodeCursor(signingKey, 'inventory', filters, query.cursor, inventoryPosition);
           const pinned = await deps.inventories.pinned(position.s);
-          if (!pinned || pinned.steam_id !== steamId) throw errors.invalidCursor();
+          // A snapshot another workspace's owner token read is never served here (DESIGN 17), cursor or not.
+          if (!pinned || pinned.steam_id !== steamId || !snapshotVisibleTo(pinned, workspaceId)) throw errors.invalidCursor();
           snapshot = pinned;
           stale = false;
           after = position.p;
@@ -64,6 +66,7 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
             ({ snapshot, stale } = await deps.inventories.latest(steamId, {
               maxAgeSeconds: deps.config.INVENTORY_TTL_SECONDS,
               refresh: query.refresh === 'true',
+              workspaceId,
             }));
           } catch (error) {
             throw steamApiError(error, 'inventory_not_found');
@@ -93,6 +96,7 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
           summary: 'A CS2 inventory, one record per asset',
           description: [
             'The account\'s CS2 inventory from a snapshot: one record per asset with its exact item state (from its inspect certificate: paint, seed, wear, stickers, charms), tradability and trade hold. A snapshot younger than `INVENTORY_TTL_SECONDS` (default 300) is reused; `refresh=true` fetches a new one from Steam now (at most `INVENTORY_MAX_PAGES` pages of 2 000 assets). When Steam fails, the last snapshot is served with `stale: true`. A cursor pins its snapshot, so every page comes from the same one.',
+            'When your workspace has connected this Steam account and set its owner token (`PUT /v2/gameplatform/accounts/{account_id}/steam-token`), the snapshot is read with the token from both inventory contexts, 2 and 16, so trade-protected items and Community Market listings are included (`contexts: [2, 16]`, `protection` on each record); that snapshot is your workspace\'s alone. Otherwise, and for every other workspace, it is the public read of context 2 (`contexts: [2]`: protected items are absent). A token Steam refuses is dropped (audit event `steam_token.dropped`) and the public read serves.',
             '`valuation` values each asset, its stickers and charms at that marketplace\'s latest prices (the phase version, no fallback to default); `currency` converts the valuation. Answers are compressed with gzip or brotli when the client accepts it.',
             '`limit` 1 to 1000 (default 500).',
             'Errors: 400 `invalid_gameplatform_id`, 400 `invalid_request`, 400 `invalid_cursor`, 403 `inventory_private`, 404 `inventory_not_found`, 503 `upstream_unavailable` (Steam fails and nothing is stored; `Retry-After`), 503 `fx_unavailable`.',

@@ -53,8 +53,10 @@ type PageEntry = { value: Promise<RenderedInventoryPage>; expiresAt: number; val
 /**
  * What GET /v2/inventories reads, through a per-process cache (PRICE_CACHE_MS; at 0 it keeps
  * nothing and every read goes to Postgres, or Steam): built once in api/deps.ts.
- * - `latest`: the latest snapshot of an inventory (ensureInventorySnapshot), the one last seen held
- *   for `ttlMs`, replaced at once when this process stores a newer one. Another process's newer
+ * - `latest`: the latest snapshot of an inventory for a reading workspace (ensureInventorySnapshot:
+ *   its own owner-token read, or the public read every workspace shares), the one last seen held
+ *   for `ttlMs` per SteamID and workspace, replaced at once when this process stores a newer one of
+ *   that scope. A token set or removed in another process is seen within `ttlMs`. Another process's newer
  *   snapshot (a `refresh=true` served elsewhere) is seen within `ttlMs`; a held snapshot older than
  *   INVENTORY_TTL_SECONDS is never trusted (Postgres is asked);
  * - `pinned`: a snapshot by id (cursors pin them; a snapshot never changes once stored);
@@ -64,7 +66,10 @@ type PageEntry = { value: Promise<RenderedInventoryPage>; expiresAt: number; val
  *   recently used first out. Loads in flight are shared, so a burst of misses on one page renders it once.
  */
 export class InventoryReader {
-  private readonly latestBySteamId = new Map<string, { snapshot: InventorySnapshot; expiresAt: number }>();
+  /** Keyed by SteamID and the reading workspace: the snapshot that workspace was last served (its own owner read, or the public one). */
+  private readonly latestByReader = new Map<string, { snapshot: InventorySnapshot; expiresAt: number }>();
+  /** The newest public snapshot per SteamID this process has seen: a reader served the public read gets a newer one at once. */
+  private readonly latestPublic = new Map<string, InventorySnapshot>();
   private readonly snapshotsById = new Map<string, InventorySnapshot>();
   private readonly pages = new Map<string, PageEntry>();
   private pageBytes = 0;
@@ -85,13 +90,16 @@ export class InventoryReader {
    * `stale` when Steam fails and an older one is served). A held snapshot serves only while fresh:
    * an old one is checked against Postgres before Steam is called.
    */
-  async latest(steamId64: string, options: { maxAgeSeconds: number; refresh?: boolean }): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
-    const held = this.enabled && !options.refresh ? this.latestBySteamId.get(steamId64) : undefined;
-    if (held && held.expiresAt > this.clock() && isFreshSnapshot(held.snapshot, this.deps.now(), options.maxAgeSeconds)) {
-      return { snapshot: held.snapshot, stale: false };
+  async latest(steamId64: string, options: { maxAgeSeconds: number; refresh?: boolean; workspaceId?: string | null }): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
+    const key = `${steamId64}\u0000${options.workspaceId ?? ''}`;
+    const held = this.enabled && !options.refresh ? this.latestByReader.get(key) : undefined;
+    if (held && held.expiresAt > this.clock()) {
+      const newerPublic = held.snapshot.workspace_id === null ? this.latestPublic.get(steamId64) : undefined;
+      const snapshot = newerPublic && compareSnapshots(newerPublic, held.snapshot) > 0 ? newerPublic : held.snapshot;
+      if (isFreshSnapshot(snapshot, this.deps.now(), options.maxAgeSeconds)) return { snapshot, stale: false };
     }
     const found = await ensureInventorySnapshot(this.deps, steamId64, options);
-    this.rememberLatest(found.snapshot);
+    this.rememberLatest(key, found.snapshot);
     return found;
   }
 
@@ -142,14 +150,22 @@ export class InventoryReader {
     for (const [id, entry] of this.pages) if (entry.valued) this.dropPage(id, entry);
   }
 
-  /** Records a snapshot read or stored as the latest; an older one read concurrently never replaces a newer one. */
-  private rememberLatest(snapshot: InventorySnapshot): void {
+  /**
+   * Records a snapshot read or stored as the latest for a reader; an older one read concurrently
+   * never replaces a newer one of the same scope (a reader whose token was dropped moves to the public one).
+   */
+  private rememberLatest(key: string, snapshot: InventorySnapshot): void {
     if (!this.enabled) return;
-    const held = this.latestBySteamId.get(snapshot.steam_id);
-    const expired = !held || held.expiresAt <= this.clock();
+    const held = this.latestByReader.get(key);
+    const expired = !held || held.expiresAt <= this.clock() || held.snapshot.workspace_id !== snapshot.workspace_id;
     if (!expired && compareSnapshots(held.snapshot, snapshot) > 0) return;
-    if (!held && this.latestBySteamId.size >= this.limits.maxInventories) this.latestBySteamId.clear();
-    this.latestBySteamId.set(snapshot.steam_id, { snapshot, expiresAt: this.clock() + this.ttlMs });
+    if (!held && this.latestByReader.size >= this.limits.maxInventories) this.latestByReader.clear();
+    this.latestByReader.set(key, { snapshot, expiresAt: this.clock() + this.ttlMs });
+    if (snapshot.workspace_id === null) {
+      const known = this.latestPublic.get(snapshot.steam_id);
+      if (!known && this.latestPublic.size >= this.limits.maxInventories) this.latestPublic.clear();
+      if (!known || compareSnapshots(snapshot, known) > 0) this.latestPublic.set(snapshot.steam_id, snapshot);
+    }
     this.rememberSnapshot(snapshot);
   }
 

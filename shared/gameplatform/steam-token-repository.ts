@@ -41,6 +41,15 @@ export async function findSealedToken(db: Queryable, accountId: string): Promise
   return row ? { ciphertext: row.ciphertext, keyId: row.key_id, expiresAt: row.expires_at, steamId: row.steam_id, workspaceId: row.workspace_id } : null;
 }
 
+/** The workspace's live account of this SteamID that has a token stored (expired or not), or null. */
+export async function findTokenAccountOf(db: Queryable, workspaceId: string, steamId: string): Promise<string | null> {
+  const [row] = await db<{ account_id: string }[]>`
+    select a.account_id::text as account_id
+    from gameplatform_accounts a join gameplatform_steam_tokens t on t.account_id = a.account_id
+    where a.workspace_id = ${workspaceId} and a.steam_id = ${steamId} and a.disconnected_at is null`;
+  return row?.account_id ?? null;
+}
+
 /** Deletes the account's token; what it held (never the ciphertext) when there was one. */
 export async function deleteSealedToken(
   db: Queryable,

@@ -7,6 +7,7 @@ import { findAccountOfWorkspace, type ConnectedAccount } from './accounts.ts';
 import {
   deleteSealedToken,
   findSealedToken,
+  findTokenAccountOf,
   findTokensNotUnderKey,
   lockLiveAccountOfWorkspace,
   replaceTokenCiphertext,
@@ -182,6 +183,18 @@ export async function liveTokenFor(db: Queryable, keyring: SecretKeyring, accoun
     await dropToken(db, accountId, 'unreadable', { now });
     return null;
   }
+}
+
+/**
+ * The live token a workspace holds for this SteamID (through its live connected account), with
+ * that account's id, or null: the workspace has no such account, or no live token for it. A token
+ * serves only its own workspace (DESIGN 17): callers pass the workspace of the request or watch.
+ */
+export async function ownerTokenFor(db: Queryable, keyring: SecretKeyring, workspaceId: string, steamId: string, now: Date): Promise<{ accountId: string; token: string } | null> {
+  const accountId = await findTokenAccountOf(db, workspaceId, steamId);
+  if (!accountId) return null;
+  const token = await liveTokenFor(db, keyring, accountId, now);
+  return token === null ? null : { accountId, token };
 }
 
 /** Inside a disconnect's transaction: destroys the account's token (DESIGN 17); whether there was one. */

@@ -15,7 +15,8 @@ export type OwnerAssets =
   | { kind: 'upstream_down'; retryAfterSeconds: number };
 
 export type TradeInventory = {
-  ownerAssets(steamId: string, assetIds: readonly string[], maxAgeSeconds: number): Promise<OwnerAssets>;
+  /** `workspaceId`: the workspace asking; its owner token for `steamId`, when it holds one, reads the snapshot (DESIGN 17). */
+  ownerAssets(steamId: string, assetIds: readonly string[], maxAgeSeconds: number, workspaceId: string): Promise<OwnerAssets>;
 };
 
 const DEFAULT_RETRY_AFTER_SECONDS = 30;
@@ -23,10 +24,10 @@ const DEFAULT_RETRY_AFTER_SECONDS = 30;
 /** Owners' inventories through inventory/snapshots.ts: stored snapshots while fresh, Steam otherwise. */
 export function steamTradeInventory(deps: InventoryDeps): TradeInventory {
   return {
-    async ownerAssets(steamId, assetIds, maxAgeSeconds) {
+    async ownerAssets(steamId, assetIds, maxAgeSeconds, workspaceId) {
       let found: Awaited<ReturnType<typeof ensureInventorySnapshot>>;
       try {
-        found = await ensureInventorySnapshot(deps, steamId, { maxAgeSeconds });
+        found = await ensureInventorySnapshot(deps, steamId, { maxAgeSeconds, workspaceId });
       } catch (error) {
         return ownerAssetsFailure(steamApiError(error, 'inventory_not_found'));
       }

@@ -99,16 +99,18 @@ type PricedAsset = { asset_id: string } & ValuationInput;
 
 /**
  * Check 4: every asset is in its owner's latest snapshot (fetched when missing or older than 10
- * minutes), not protected (DESIGN 17: detail code `asset_protected`), and tradable now (tradable, and
+ * minutes; read with the owner token when this workspace holds one for that SteamID, so protected
+ * items in context 16 are seen and refused rather than missing), not protected (DESIGN 17: detail code `asset_protected`), and tradable now (tradable, and
  * no trade hold still running). Returns what valuation needs.
  */
-async function checkAssets(inventory: TradeInventory, sides: Record<Side, SidePlan>, now: Date): Promise<Record<Side, PricedAsset[]>> {
+async function checkAssets(inventory: TradeInventory, sides: Record<Side, SidePlan>, meta: { workspaceId: string; now: Date }): Promise<Record<Side, PricedAsset[]>> {
+  const { workspaceId, now } = meta;
   const priced: Record<Side, PricedAsset[]> = { give: [], receive: [] };
   const details: ErrorDetail[] = [];
   for (const side of ['give', 'receive'] as const) {
     const plan = sides[side];
     if (plan.ids.length === 0) continue;
-    const owner = await inventory.ownerAssets(plan.ownerSteamId, plan.ids, TRADE_INVENTORY_MAX_AGE_SECONDS);
+    const owner = await inventory.ownerAssets(plan.ownerSteamId, plan.ids, TRADE_INVENTORY_MAX_AGE_SECONDS, workspaceId);
     if (owner.kind === 'upstream_down') {
       // Not the client's fault, and a stale snapshot cannot prove what is tradable now: retry later.
       throw new ApiError(503, 'upstream_unavailable', 'The inventory of an owner cannot be fetched from Steam right now; retry shortly.', undefined, {
@@ -221,7 +223,7 @@ export async function createTradeIntent(
     };
   }
 
-  const priced = await checkAssets(deps.inventory, sides, meta.now);
+  const priced = await checkAssets(deps.inventory, sides, meta);
   const marketplace = input.valuation_marketplace ?? DEFAULT_VALUATION_MARKETPLACE;
   const totals = await valueTradeSides(sql, marketplace, priced);
   const valuation: Valuation = { marketplace, give_total: totals.give_total, receive_total: totals.receive_total, currency: 'USD', unpriced_asset_ids: totals.unpriced };

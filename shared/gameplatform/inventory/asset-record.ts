@@ -52,6 +52,11 @@ export type StoredAsset = Omit<InventoryAsset, 'value'>;
 export const inventoryPageSchema = z.object({
   steam_id: z.string(),
   snapshot_id: z.string(),
+  contexts: z
+    .array(z.union([z.literal(2), z.literal(16)]))
+    .describe(
+      'The Steam inventory contexts the snapshot holds: [2, 16] when your workspace has a live owner token for this account (trade-protected items and Community Market listings included), else [2] (the public read: protected items are absent)',
+    ),
   fetched_at: z.string(),
   stale: z.boolean().describe('True when the snapshot is older than INVENTORY_TTL_SECONDS (Steam failed, or a cursor pins an older snapshot)'),
   total_assets: z.number().int(),

@@ -10,7 +10,10 @@ import { valueAssets } from '../valuation.ts';
 import type { StoredAsset } from './asset-record.ts';
 import { UNKNOWN_PROTECTION, type InventoryContext, type Protection } from './holds.ts';
 import { normaliseInventory, type CatalogMatch } from './normalise.ts';
-import { fetchInventoryPages, type InventoryPage } from './steam-community.ts';
+import { fetchInventoryPages, publicRead, type InventoryPage, type InventoryRead } from './steam-community.ts';
+import { ownerInventoryRead, SteamTokenRefusedError } from './steam-econ.ts';
+import { dropToken, ownerTokenFor } from '../steam-token.ts';
+import { SecretKeyring } from '../../webhooks/secrets.ts';
 
 /**
  * The inventory snapshot store (DESIGN 11): fetched pages normalised and stored as an immutable
@@ -18,9 +21,29 @@ import { fetchInventoryPages, type InventoryPage } from './steam-community.ts';
  * one snapshot read back and rendered from Postgres, pinned to that snapshot.
  */
 
-export type InventorySnapshot = { id: string; steam_id: string; fetched_at: Date; total_assets: number };
+/**
+ * A stored snapshot. `workspace_id` null: the public read, shared by every workspace; else an
+ * owner-token read, seen only by that workspace (DESIGN 17). `contexts`: [2], or [2, 16] with a token.
+ */
+export type InventorySnapshot = { id: string; steam_id: string; fetched_at: Date; total_assets: number; workspace_id: string | null; contexts: InventoryContext[] };
 
-export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date };
+/** `keyring` opens owner tokens (default: built from the configuration's WEBHOOK_SECRET_KEY). */
+export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date; keyring?: SecretKeyring };
+
+const keyrings = new WeakMap<Config, SecretKeyring>();
+function keyringOf(deps: InventoryDeps): SecretKeyring {
+  if (deps.keyring) return deps.keyring;
+  let keyring = keyrings.get(deps.config);
+  if (!keyring) {
+    keyring = SecretKeyring.fromConfig(deps.config);
+    keyrings.set(deps.config, keyring);
+  }
+  return keyring;
+}
+
+const SNAPSHOT_COLUMNS = 'id, steam_id, fetched_at, total_assets, workspace_id, contexts';
+type SnapshotRow = Omit<InventorySnapshot, 'contexts'> & { contexts: (number | string)[] };
+const snapshotOf = (row: SnapshotRow): InventorySnapshot => ({ ...row, contexts: row.contexts.map(Number) as InventoryContext[] });
 
 /**
  * One rendered page of GET /v2/inventories as the bytes sent: `fresh` is the body with
@@ -56,23 +79,43 @@ export type PreparedSnapshot = {
   unreadableHolds: number;
 };
 
-/** Normalises fetched pages into a new snapshot (catalog matches read in one query); `context` the pages' (default 2). */
-export async function prepareInventorySnapshot(
-  db: Queryable,
-  steamId64: string,
-  pages: InventoryPage[],
-  fetchedAt: Date,
-  options: { context?: InventoryContext } = {},
-): Promise<PreparedSnapshot> {
+/**
+ * Normalises a read into a new snapshot (catalog matches read in one query): the public read's
+ * pages (context 2), or an owner read's contexts merged, 2 first. An asset id met twice (an item
+ * moving between contexts while the pages were read) is kept once, where it was met first.
+ */
+export async function prepareInventorySnapshot(db: Queryable, steamId64: string, input: InventoryPage[] | InventoryRead, fetchedAt: Date): Promise<PreparedSnapshot> {
+  const read = Array.isArray(input) ? publicRead(input) : input;
   const names: string[] = [];
-  for (const page of pages) for (const d of page.descriptions ?? []) if (isObject(d) && typeof d.market_hash_name === 'string') names.push(d.market_hash_name);
+  for (const { pages } of read.contexts) {
+    for (const page of pages) for (const d of page.descriptions ?? []) if (isObject(d) && typeof d.market_hash_name === 'string') names.push(d.market_hash_name);
+  }
   const catalog = await findCatalogMatches(db, names);
-  const { records, unreadableHolds } = normaliseInventory(steamId64, pages, catalog, { readAt: fetchedAt, ...(options.context ? { context: options.context } : {}) });
-  const reported = pages[0]?.total_inventory_count;
+  let records: StoredAsset[] = [];
+  let unreadableHolds = 0;
+  let upstreamTotal: number | null = null;
+  for (const { context, pages } of read.contexts) {
+    const normalised = normaliseInventory(steamId64, pages, catalog, { readAt: fetchedAt, context });
+    records = records.length === 0 ? normalised.records : records.concat(normalised.records);
+    unreadableHolds += normalised.unreadableHolds;
+    const reported = pages[0]?.total_inventory_count;
+    if (typeof reported === 'number' && Number.isSafeInteger(reported)) upstreamTotal = (upstreamTotal ?? 0) + reported;
+  }
+  if (read.contexts.length > 1) {
+    const seen = new Set<string>();
+    records = records.filter((record) => !seen.has(record.asset_id) && (seen.add(record.asset_id), true));
+  }
   return {
-    snapshot: { id: newId(), steam_id: steamId64, fetched_at: fetchedAt, total_assets: records.length },
+    snapshot: {
+      id: newId(),
+      steam_id: steamId64,
+      fetched_at: fetchedAt,
+      total_assets: records.length,
+      workspace_id: read.workspaceId,
+      contexts: read.contexts.map(({ context }) => context),
+    },
     records,
-    upstreamTotal: typeof reported === 'number' && Number.isSafeInteger(reported) ? reported : null,
+    upstreamTotal,
     unreadableHolds,
   };
 }
@@ -81,8 +124,8 @@ export async function prepareInventorySnapshot(
 export async function insertInventorySnapshot(tx: TransactionSql, prepared: PreparedSnapshot): Promise<void> {
   const { snapshot, records } = prepared;
   await tx`
-    insert into inventory_snapshots (id, steam_id, fetched_at, total_assets, upstream_total)
-    values (${snapshot.id}, ${snapshot.steam_id}, ${snapshot.fetched_at}, ${records.length}, ${prepared.upstreamTotal})`;
+    insert into inventory_snapshots (id, steam_id, fetched_at, total_assets, upstream_total, workspace_id, contexts)
+    values (${snapshot.id}, ${snapshot.steam_id}, ${snapshot.fetched_at}, ${records.length}, ${prepared.upstreamTotal}, ${snapshot.workspace_id}, ${snapshot.contexts}::smallint[])`;
   await copyRows(
     tx,
     'inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record)',
@@ -97,44 +140,74 @@ export async function storeInventorySnapshot(sql: Sql, steamId64: string, pages:
   return prepared.snapshot;
 }
 
-export async function latestSnapshot(db: Queryable, steamId64: string): Promise<InventorySnapshot | null> {
-  const [row] = await db<InventorySnapshot[]>`
-    select id, steam_id, fetched_at, total_assets from inventory_snapshots
-    where steam_id = ${steamId64} order by fetched_at desc, id desc limit 1`;
-  return row ?? null;
+/** The latest snapshot of one scope: the public read (`workspaceId` null) or that workspace's owner reads. */
+export async function latestSnapshot(db: Queryable, steamId64: string, workspaceId: string | null = null): Promise<InventorySnapshot | null> {
+  const [row] = await db<SnapshotRow[]>`
+    select ${db.unsafe(SNAPSHOT_COLUMNS)} from inventory_snapshots
+    where steam_id = ${steamId64} and coalesce(workspace_id::text, '') = ${workspaceId ?? ''}
+    order by fetched_at desc, id desc limit 1`;
+  return row ? snapshotOf(row) : null;
 }
 
 export async function findSnapshot(db: Queryable, snapshotId: string): Promise<InventorySnapshot | null> {
-  const [row] = await db<InventorySnapshot[]>`select id, steam_id, fetched_at, total_assets from inventory_snapshots where id = ${snapshotId}`;
-  return row ?? null;
+  const [row] = await db<SnapshotRow[]>`select ${db.unsafe(SNAPSHOT_COLUMNS)} from inventory_snapshots where id = ${snapshotId}`;
+  return row ? snapshotOf(row) : null;
 }
+
+/** Whether a workspace may read this snapshot: a public one, or one its own owner token read. */
+export const snapshotVisibleTo = (snapshot: InventorySnapshot, workspaceId: string | null): boolean => snapshot.workspace_id === null || snapshot.workspace_id === workspaceId;
 
 /**
  * The latest snapshot of an inventory no older than `maxAgeSeconds`, fetching a new one when there
  * is none (or `refresh`). When Steam is unavailable or throttling, an older snapshot is returned
  * with `stale: true`. Throws SteamPrivateError, SteamNotFoundError, or SteamUnavailableError (no
  * snapshot to fall back on); see steamApiError for their API answers.
+ *
+ * With `workspaceId` (DESIGN 17): when that workspace holds a live owner token for the SteamID, the
+ * snapshot is its own (contexts 2 and 16, read with the token); a token Steam refuses is dropped
+ * (audited) and the public read serves. Without one, the public read, shared by every workspace.
  */
 export async function ensureInventorySnapshot(
   deps: InventoryDeps,
   steamId64: string,
-  options: { maxAgeSeconds: number; refresh?: boolean },
+  options: { maxAgeSeconds: number; refresh?: boolean; workspaceId?: string | null },
 ): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
-  const latest = await latestSnapshot(deps.sql, steamId64);
+  const owner = options.workspaceId ? await ownerTokenFor(deps.sql, keyringOf(deps), options.workspaceId, steamId64, deps.now()) : null;
+  if (owner && options.workspaceId) {
+    const workspaceId = options.workspaceId;
+    try {
+      return await ensureScopedSnapshot(deps, steamId64, options, workspaceId, () => ownerInventoryRead(deps, steamId64, { workspaceId, token: owner.token }));
+    } catch (error) {
+      if (!(error instanceof SteamTokenRefusedError)) throw error;
+      await dropToken(deps.sql, owner.accountId, 'refused', { now: deps.now() });
+      deps.log.warn({ steam_id: steamId64, account_id: Number(owner.accountId), status: error.status }, 'steam refused the owner token; dropped, the public read serves');
+    }
+  }
+  return ensureScopedSnapshot(deps, steamId64, options, null, async () => publicRead(await fetchInventoryPages(deps, steamId64)));
+}
+
+async function ensureScopedSnapshot(
+  deps: InventoryDeps,
+  steamId64: string,
+  options: { maxAgeSeconds: number; refresh?: boolean },
+  workspaceId: string | null,
+  read: () => Promise<InventoryRead>,
+): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
+  const latest = await latestSnapshot(deps.sql, steamId64, workspaceId);
   if (latest && !options.refresh && isFreshSnapshot(latest, deps.now(), options.maxAgeSeconds)) {
     return { snapshot: latest, stale: false };
   }
-  let pages: InventoryPage[];
+  let fetched: InventoryRead;
   try {
-    pages = await fetchInventoryPages(deps, steamId64);
+    fetched = await read();
   } catch (error) {
     if (error instanceof SteamUnavailableError) {
-      deps.log.warn({ steam_id: steamId64, reason: error.reason, cached: Boolean(latest) }, 'steam inventory fetch failed');
+      deps.log.warn({ steam_id: steamId64, reason: error.reason, cached: Boolean(latest), owner_read: workspaceId !== null }, 'steam inventory fetch failed');
       if (latest) return { snapshot: latest, stale: true };
     }
     throw error;
   }
-  const prepared = await prepareInventorySnapshot(deps.sql, steamId64, pages, deps.now());
+  const prepared = await prepareInventorySnapshot(deps.sql, steamId64, fetched, deps.now());
   // DESIGN 17: text no form reads is not an error; the read says how many assets kept a null hold.
   if (prepared.unreadableHolds > 0) deps.log.warn({ steam_id: steamId64, unreadable_holds: prepared.unreadableHolds }, 'inventory hold text without a readable instant');
   await deps.sql.begin((tx) => insertInventorySnapshot(tx, prepared));
@@ -264,7 +337,7 @@ export async function renderInventoryPage(
   const data = page.rows.map((row) => `${row.record.slice(0, -1)},"value":${values.get(row.position) ?? 'null'}}`).join(',');
   // Everything before `false` is ASCII (digits, a UUID, an ISO date), so its length is its byte offset.
   const fx = conversion ? `"currency":${JSON.stringify(conversion.currency)},"fx":${JSON.stringify(conversion.fx)},` : '';
-  const head = `{${fx}"steam_id":${JSON.stringify(snapshot.steam_id)},"snapshot_id":${JSON.stringify(snapshot.id)},"fetched_at":${JSON.stringify(snapshot.fetched_at.toISOString())},"stale":`;
+  const head = `{${fx}"steam_id":${JSON.stringify(snapshot.steam_id)},"snapshot_id":${JSON.stringify(snapshot.id)},"contexts":${JSON.stringify(snapshot.contexts)},"fetched_at":${JSON.stringify(snapshot.fetched_at.toISOString())},"stale":`;
   const body = `${head}false,"total_assets":${snapshot.total_assets},"data":[${data}],"next_cursor":${JSON.stringify(nextCursor)}}`;
   return { fresh: Buffer.from(body), staleAt: head.length };
 }

@@ -11,6 +11,7 @@ import {
   type SteamRequestOptions,
 } from '../steam-client.ts';
 import { joinUrl } from '../../util/url.ts';
+import type { InventoryContext } from './holds.ts';
 
 /**
  * The Steam community inventory (DESIGN 11): the page format as Steam sends it, one page's raw read,
@@ -36,6 +37,18 @@ export type InventoryPage = {
 };
 
 export const INVENTORY_PAGE_SIZE = 2000;
+
+/** The pages of one inventory context (DESIGN 17: 2 the tradable inventory, 16 protected items and market listings). */
+export type ContextPages = { context: InventoryContext; pages: InventoryPage[] };
+
+/**
+ * One whole inventory read, ready to normalise: the public read (`workspaceId` null, context 2
+ * only) or an owner-token read for that workspace (contexts 2 and 16: steam-econ.ts).
+ */
+export type InventoryRead = { workspaceId: string | null; contexts: ContextPages[] };
+
+/** Pages of the public community read as an InventoryRead. */
+export const publicRead = (pages: InventoryPage[]): InventoryRead => ({ workspaceId: null, contexts: [{ context: 2, pages }] });
 
 /**
  * One page of a CS2 inventory (app 730, context 2), starting after `startAssetId` when given.
@@ -76,27 +89,36 @@ const PAGE_TIMEOUT_MS = 10_000;
 const MAX_RETRY_WAIT_MS = 3_000;
 const MAX_RETRIES_PER_PAGE = 2;
 
+/** One page after `start` (null: the first), under the request options' timeout. */
+export type PageFetcher = (start: string | null, options: SteamRequestOptions) => Promise<InventoryPage>;
+
 /** What fetchInventoryPages needs: configuration and a clock. */
 export type InventoryFetchDeps = { config: Config; now: () => Date };
 
+export type FetchPagesOptions = {
+  /** Awaited before every request (the inventory watch spends one unit of its Steam budget per page). */
+  beforeRequest?: () => Promise<void>;
+  /** Retries of a throttled page within the budget (default 2; the watch retries at its next interval instead). */
+  retriesPerPage?: number;
+  /** One page request's timeout (default 10 s). */
+  pageTimeoutMs?: number;
+  /** The page read (default: the community inventory of context 2; steam-econ.ts reads with a token). */
+  fetchPage?: PageFetcher;
+};
+
 /**
- * Every page of the inventory, following `start_assetid` while `more_items`, at most
- * INVENTORY_MAX_PAGES pages and INVENTORY_FETCH_BUDGET_MS in all. A 429 is retried after its
- * Retry-After only when that wait is short and fits the budget; otherwise the error propagates.
+ * Every page of the inventory (or, with `fetchPage`, of any paged read of the same format),
+ * following `start_assetid` while `more_items`, at most INVENTORY_MAX_PAGES pages and
+ * INVENTORY_FETCH_BUDGET_MS in all. A 429 is retried after its Retry-After only when that wait is
+ * short and fits the budget; otherwise the error propagates.
  */
 export async function fetchInventoryPages(
   deps: InventoryFetchDeps,
   steamId64: string,
   budgetMs = INVENTORY_FETCH_BUDGET_MS,
-  options: {
-    /** Awaited before every request (the inventory watch spends one unit of its Steam budget per page). */
-    beforeRequest?: () => Promise<void>;
-    /** Retries of a throttled page within the budget (default 2; the watch retries at its next interval instead). */
-    retriesPerPage?: number;
-    /** One page request's timeout (default 10 s). */
-    pageTimeoutMs?: number;
-  } = {},
+  options: FetchPagesOptions = {},
 ): Promise<InventoryPage[]> {
+  const fetchPage: PageFetcher = options.fetchPage ?? ((start, request) => fetchInventoryPage(deps.config, steamId64, start, request));
   const deadline = Date.now() + budgetMs;
   const retriesPerPage = options.retriesPerPage ?? MAX_RETRIES_PER_PAGE;
   const pages: InventoryPage[] = [];
@@ -111,7 +133,7 @@ export async function fetchInventoryPages(
       const left = deadline - Date.now();
       if (left <= 0) throw new SteamUnavailableError(`fetch budget of ${budgetMs} ms spent`, 30_000);
       try {
-        page = await fetchInventoryPage(deps.config, steamId64, start, { timeoutMs: Math.min(options.pageTimeoutMs ?? PAGE_TIMEOUT_MS, left), now: deps.now });
+        page = await fetchPage(start, { timeoutMs: Math.min(options.pageTimeoutMs ?? PAGE_TIMEOUT_MS, left), now: deps.now });
       } catch (error) {
         const waitMs = error instanceof SteamUnavailableError && error.throttled ? error.retryAfterMs : Infinity;
         if (attempt >= retriesPerPage || waitMs > MAX_RETRY_WAIT_MS || Date.now() + waitMs >= deadline) throw error;

@@ -5,6 +5,8 @@
  * and `last_assetid` while more remain. Errors carry the body `null`, as Steam's do: 403 private,
  * 400 bad count, 429 throttled, 500. An unknown account is 404 `null` (the status the service maps
  * to 404; Steam's own answer for a missing account has varied between 400, 403 and 404 over time).
+ * Only context 2 is served here: assets in context 16 (protected, listed: DESIGN 17) are left out,
+ * as Steam leaves them out of the public read; econ-inventory.ts serves both to the owner's token.
  */
 import type { InventoryState } from './data.ts';
 import { retryAfterHeaders, takeFailure, type FakeState } from './state.ts';
@@ -61,21 +63,28 @@ export function resolveInventory(state: FakeState, steamId64: string): Inventory
   return built;
 }
 
-export function inventoryPage(state: FakeState, steamId64: string, url: URL): Response | Promise<Response> {
-  const failure = takeFailure(state, 'inventory', steamId64);
-  if (failure?.stallMs !== undefined) return Bun.sleep(failure.stallMs).then(() => nullBody(failure.status, retryAfterHeaders(failure)));
-  if (failure) return nullBody(failure.status, retryAfterHeaders(failure));
-  const rawCount = url.searchParams.get('count');
-  const count = rawCount === null ? 75 : Number(rawCount);
-  if (!Number.isInteger(count) || count < 1 || count > MAX_PAGE_COUNT) return nullBody(400);
-  const inventory = resolveInventory(state, steamId64);
-  if (inventory === 'private') return nullBody(403);
-  if (inventory === undefined || inventory === 'not_found') return nullBody(404);
+/** The assets of one context (2 unless an asset says 16), as a fixture of their own (cached per fixture). */
+const contextViews = new WeakMap<InventoryFixture, Map<string, InventoryFixture>>();
+export function contextView(fixture: InventoryFixture, context: '2' | '16'): InventoryFixture {
+  let views = contextViews.get(fixture);
+  if (!views) {
+    views = new Map();
+    contextViews.set(fixture, views);
+  }
+  let view = views.get(context);
+  if (!view) {
+    const assets = fixture.assets.filter((asset) => (asset.contextid ?? '2') === context);
+    view = assets.length === fixture.assets.length ? fixture : { assets, descriptions: fixture.descriptions, asset_properties: fixture.asset_properties };
+    views.set(context, view);
+  }
+  return view;
+}
 
+/** Steam's page body for `count` assets of `inventory` after `startAssetId` (null: from the first). */
+export function pageBody(inventory: InventoryFixture, count: number, startAssetId: string | null, preserveBbcode: boolean): Record<string, unknown> {
   const total = inventory.assets.length;
-  if (total === 0) return Response.json({ total_inventory_count: 0, success: 1, rwgrsn: -2 });
+  if (total === 0) return { total_inventory_count: 0 };
   const index = indexOf(inventory);
-  const startAssetId = url.searchParams.get('start_assetid');
   let start = 0;
   if (startAssetId !== null) {
     const position = index.positions.get(startAssetId);
@@ -84,7 +93,6 @@ export function inventoryPage(state: FakeState, steamId64: string, url: URL): Re
   }
   const assets = inventory.assets.slice(start, start + count);
   const descriptionKeys = new Set(assets.map((a) => `${a.classid}_${a.instanceid}`));
-  const preserveBbcode = url.searchParams.get('preserve_bbcode') === '1';
   const descriptions = [...descriptionKeys]
     .map((key) => index.descriptions.get(key)!)
     .filter(Boolean)
@@ -95,13 +103,26 @@ export function inventoryPage(state: FakeState, steamId64: string, url: URL): Re
   });
   const more = start + assets.length < total;
   const last = assets.at(-1);
-  return Response.json({
+  return {
     assets,
     descriptions,
     asset_properties: properties,
     ...(more ? { more_items: 1, last_assetid: last!.assetid } : {}),
     total_inventory_count: total,
-    success: 1,
-    rwgrsn: -2,
-  });
+  };
+}
+
+export function inventoryPage(state: FakeState, steamId64: string, url: URL): Response | Promise<Response> {
+  const failure = takeFailure(state, 'inventory', steamId64);
+  if (failure?.stallMs !== undefined) return Bun.sleep(failure.stallMs).then(() => nullBody(failure.status, retryAfterHeaders(failure)));
+  if (failure) return nullBody(failure.status, retryAfterHeaders(failure));
+  const rawCount = url.searchParams.get('count');
+  const count = rawCount === null ? 75 : Number(rawCount);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_PAGE_COUNT) return nullBody(400);
+  const inventory = resolveInventory(state, steamId64);
+  if (inventory === 'private') return nullBody(403);
+  if (inventory === undefined || inventory === 'not_found') return nullBody(404);
+  // The public read shows context 2 only: protected items and market listings (context 16) are absent (DESIGN 17).
+  const body = pageBody(contextView(inventory, '2'), count, url.searchParams.get('start_assetid'), url.searchParams.get('preserve_bbcode') === '1');
+  return Response.json({ ...body, success: 1, rwgrsn: -2 });
 }

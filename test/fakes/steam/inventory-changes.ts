@@ -114,8 +114,8 @@ export function tradeItems(state: FakeState, steamId64: string, assetIds: readon
 
 /**
  * Items put under trade protection until `until` (DESIGN 17; default 7 days from now, as a trade
- * received today): `sealed: 1`, untradable, with the protection line; asset ids stay, each gets a new
- * instance id (Steam gives every distinct description one). endTradeHolds lifts it.
+ * received today): moved to context 16 (gone from the public read, seen with the owner's token),
+ * `sealed: 1`, untradable, with the protection line; asset ids stay, each gets a new instance id (Steam gives every distinct description one). endTradeHolds lifts it.
  */
 export function protectItems(state: FakeState, steamId64: string, assetIds: readonly string[], until = new Date(Date.now() + 7 * 86_400_000)): void {
   const current = inventoryOfOwner(state, steamId64);
@@ -134,12 +134,13 @@ export function protectItems(state: FakeState, steamId64: string, assetIds: read
       descriptions.set(`${sealed.classid}_${instanceid}`, sealed);
       added.push(sealed);
     }
-    return { ...asset, instanceid };
+    return { ...asset, contextid: '16' as const, instanceid };
   });
-  state.inventories.set(steamId64, withoutUnusedDescriptions({ assets, descriptions: [...current.descriptions, ...added], asset_properties: current.asset_properties }));
+  const properties = current.asset_properties.map((entry) => (protecting.has(entry.assetid) ? { ...entry, contextid: '16' as const } : entry));
+  state.inventories.set(steamId64, withoutUnusedDescriptions({ assets, descriptions: [...current.descriptions, ...added], asset_properties: properties }));
 }
 
-/** Trade holds and protection over: the items become tradable and marketable; asset ids stay. */
+/** Trade holds and protection over: the items become tradable and marketable, back in context 2; asset ids stay. */
 export function endTradeHolds(state: FakeState, steamId64: string, assetIds: readonly string[]): void {
   const current = inventoryOfOwner(state, steamId64);
   const ending = new Set(assetIds);
@@ -157,9 +158,10 @@ export function endTradeHolds(state: FakeState, steamId64: string, assetIds: rea
       descriptions.set(`${free.classid}_${free.instanceid}`, free);
       added.push(free);
     }
-    return { ...asset, instanceid };
+    return { ...asset, contextid: '2' as const, instanceid };
   });
-  state.inventories.set(steamId64, withoutUnusedDescriptions({ assets, descriptions: [...current.descriptions, ...added], asset_properties: current.asset_properties }));
+  const properties = current.asset_properties.map((entry) => (ending.has(entry.assetid) ? { ...entry, contextid: '2' as const } : entry));
+  state.inventories.set(steamId64, withoutUnusedDescriptions({ assets, descriptions: [...current.descriptions, ...added], asset_properties: properties }));
 }
 
 /** The owner makes the inventory private (403 null) or public again, its items unchanged. */

@@ -20,7 +20,7 @@
  *   fake.requests                            requests received: { path, query }, oldest first (the last
  *                                            10 000, so a long `npm start` does not grow without bound)
  *   fake.openid.{endpoint, signInAs, positiveAssertion, tamper, rejectAll}   (openid-provider.ts)
- *   fake.inventoryRequests                   community inventory requests: { steamId, at (ms), status },
+ *   fake.inventoryRequests                   inventory requests (community and owner reads): { steamId, at (ms), status },
  *                                            oldest first (the last 10 000): what the inventory watch's
  *                                            Steam budget is measured against
  * Inventory changes between reads (inventory-changes.ts; DESIGN 15's watch is tested against them):
@@ -47,6 +47,9 @@
  * Over HTTP: POST /_control/trades {steam_id, partner, give?, receive?, at?} → the recorded trade;
  * POST /_control/trades/<tradeid>/settle | /reverse {at?}; GET /_control/trades/<steamid> → {trades};
  * POST /_control/trades {fail: {status, retry_after?, times?, stall_ms?, steam_id?}}.
+ * Owner inventory (DESIGN 17; econ-inventory.ts): GET /IEconService/GetInventoryItemsWithDescriptions/v1/
+ * ?access_token=…&steamid=…&appid=730&contextid=2|16 → {response: {…one context's page…}}; the public
+ * community read serves context 2 only, so protectItems' items (moved to context 16) are absent from it.
  * Owner access tokens (DESIGN 17; access-tokens.ts): fake.issueAccessToken(steamId64, expiresAt?) → a JWT
  * the fake honours; fake.revokeAccessToken(token). Over HTTP: POST /_control/access-tokens
  * {steam_id, expires_at?} → {token}, or {revoke: token}.
@@ -70,6 +73,7 @@ import type { Server } from 'bun';
 import { issueAccessToken, newAccessTokenState, revokeAccessToken } from './access-tokens.ts';
 import { newTradeHistoryState, recordTrade, reverseTrade, routeTradeHistory, settleTrade, tradesOf, type RecordedTrade, type RecordTradeInput, type ReversedTrade, type TradeHistoryEntry } from './trade-history.ts';
 import { inventoryPage } from './community-inventory.ts';
+import { econInventory } from './econ-inventory.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
 import { defaultInventories, defaultProfiles, profile, PUBLIC_STEAM_ID } from './data.ts';
 import { addItems, assetIdsOf, endTradeHolds, FakeInventoryError, protectItems, removeItems, setInventoryVisibility, tradeItems } from './inventory-changes.ts';
@@ -133,6 +137,7 @@ export type SteamFake = {
 const MAX_LOGGED_REQUESTS = 10_000;
 const PRIVATE_FIELDS = ['realname', 'timecreated', 'loccountrycode', 'commentpermission', 'primaryclanid', 'personastateflags'] as const;
 const INVENTORY_PATH = /^\/inventory\/(\d{1,20})\/730\/2\/?$/;
+const ECON_INVENTORY_PATH = /^\/IEconService\/GetInventoryItemsWithDescriptions\/v0*1\/?$/;
 const CONTROL_INVENTORY_PATH = /^\/_control\/inventories\/(\d{1,20})$/;
 
 type ControlBody = {
@@ -248,6 +253,15 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
         state.inventoryRequests.push(logged);
         if (state.inventoryRequests.length > MAX_LOGGED_REQUESTS) state.inventoryRequests.shift();
         const response = await inventoryPage(state, inventory[1]!, url);
+        logged.status = response.status;
+        return response;
+      }
+      if (request.method === 'GET' && ECON_INVENTORY_PATH.test(path)) {
+        // The owner read spends the same Steam inventory budget: logged with the community reads.
+        const logged = { steamId: url.searchParams.get('steamid') ?? '', at: Date.now(), status: 0 };
+        state.inventoryRequests.push(logged);
+        if (state.inventoryRequests.length > MAX_LOGGED_REQUESTS) state.inventoryRequests.shift();
+        const response = await econInventory(state, url);
         logged.status = response.status;
         return response;
       }

@@ -29,7 +29,8 @@ export type PlayerSummary = {
 
 export type SteamAsset = {
   appid: 730;
-  contextid: '2';
+  /** '16': trade-protected or listed on the Community Market (DESIGN 17); absent from the public read. */
+  contextid: '2' | '16';
   assetid: string;
   classid: string;
   instanceid: string;
@@ -103,7 +104,7 @@ export type SteamAssetAccessory = {
 
 export type SteamAssetProperties = {
   appid: 730;
-  contextid: '2';
+  contextid: '2' | '16';
   assetid: string;
   asset_properties: SteamAssetProperty[];
   asset_accessories?: SteamAssetAccessory[];
