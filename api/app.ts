@@ -7,6 +7,7 @@ import { auditRoutes } from './routes/audit.ts';
 import { auditExportRoutes } from './routes/audit-exports.ts';
 import { catalogRoutes } from './routes/catalog.ts';
 import { gameplatformAccountRoutes } from './routes/gameplatform-accounts.ts';
+import { gameplatformTradeRoutes } from './routes/gameplatform-trades.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -110,6 +111,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(profileRoutes(deps))
     .use(inventoryRoutes(deps))
     .use(gameplatformAccountRoutes(deps))
+    .use(gameplatformTradeRoutes(deps))
     .use(tradeIntentRoutes(deps))
     .use(viewerRoutes(deps))
     .use(renderRoutes(deps))

@@ -398,6 +398,8 @@ describe('GET /v2/meta/*', () => {
           'gameplatform_accounts.list',
           'gameplatform_accounts.steam_token.delete',
           'gameplatform_accounts.steam_token.set',
+          'gameplatform_accounts.trades.list',
+          'gameplatform_counterparties.get',
           'inspect.decode',
           'inventories.get',
           'market.summary',

@@ -5,6 +5,7 @@ import { ApiError, errors } from '../http/errors.ts';
 import type { Logger } from '../platform/logger.ts';
 import { getProfile, type ProfileDeps } from './profiles.ts';
 import { destroyTokenOfAccount } from './steam-token.ts';
+import { deleteTradesOfAccount } from './trades-repository.ts';
 import {
   consumeOpenIdState,
   disconnectLiveAccount,
@@ -149,8 +150,8 @@ export type CancelDrafts = (tx: Queryable, accountId: string, meta: RequestMeta)
 
 /**
  * Ends a live connection of the workspace (404 otherwise, another workspace's included), cancels
- * its draft trade intents and releases their reservations, destroys its owner token (DESIGN 17),
- * and records `account.disconnected`, all in one transaction.
+ * its draft trade intents and releases their reservations, destroys its owner token and deletes
+ * its stored trade history (DESIGN 17), and records `account.disconnected`, all in one transaction.
  */
 export async function disconnectAccount(sql: Sql, accountId: string, cancelDrafts: CancelDrafts, meta: RequestMeta): Promise<void> {
   await sql.begin(async (tx) => {
@@ -159,10 +160,12 @@ export async function disconnectAccount(sql: Sql, accountId: string, cancelDraft
     const cancelled = await cancelDrafts(tx, accountId, meta);
     // Named without "token": audit listings redact any metadata key containing it.
     const tokenDestroyed = await destroyTokenOfAccount(tx, accountId);
+    // DESIGN 17: the trade history only the token could read goes with it.
+    const tradesDeleted = await deleteTradesOfAccount(tx, accountId);
     await insertAuditEvent(tx, {
       workspaceId: meta.workspaceId, source: 'gameplatform', eventType: 'account.disconnected', resourceType: 'gameplatform_account',
       resourceId: accountId, outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
-      metadata: { steam_id: account.steam_id, cancelled_trade_intents: cancelled, steam_access_destroyed: tokenDestroyed },
+      metadata: { steam_id: account.steam_id, cancelled_trade_intents: cancelled, steam_access_destroyed: tokenDestroyed, trades_deleted: tradesDeleted },
     });
   });
 }

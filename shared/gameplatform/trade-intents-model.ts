@@ -40,6 +40,9 @@ export type TradeIntentRow = {
   /** created_at with microseconds, for cursor positions. */
   created_at_text: string;
   reservations: { asset_id: string; expires_at: Date; released_at: Date | null }[];
+  /** DESIGN 17: the partner's counts over the workspace's stored trades (trades-repository.ts partnerRiskColumns). */
+  partner_trades: number;
+  partner_reversals: number;
 };
 
 export type TradeIntentPosition = { created_at: string; id: string };
@@ -73,6 +76,12 @@ export const tradeIntentSchema = z.object({
       released_at: z.string().nullable().describe('Set when the intent was cancelled or expired'),
     }),
   ),
+  risk: z
+    .object({
+      partner_reversals: z.number().int().describe("Trades the partner reversed during their trade protection, over this workspace's connected accounts"),
+      partner_trades: z.number().int().describe("Trades between the partner and this workspace's connected accounts (as GET /v2/gameplatform/counterparties/{id} counts them)"),
+    })
+    .describe("DESIGN 17: the partner's history with this workspace, from the trades read while accounts have owner tokens; counted when the intent is read"),
   created_at: z.string(),
   updated_at: z.string(),
   currency: z.string().optional().describe('With `?currency=` other than USD: the currency of the valuation'),
@@ -99,6 +108,7 @@ export function toTradeIntent(row: TradeIntentRow): TradeIntent {
       expires_at: new Date(reservation.expires_at).toISOString(),
       released_at: reservation.released_at ? new Date(reservation.released_at).toISOString() : null,
     })),
+    risk: { partner_reversals: row.partner_reversals, partner_trades: row.partner_trades },
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };

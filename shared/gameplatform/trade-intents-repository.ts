@@ -1,4 +1,5 @@
 import type { Queryable } from '../platform/db.ts';
+import { partnerRiskColumns } from './trades-repository.ts';
 import type { TradeIntentKind, TradeIntentPosition, TradeIntentRow, TradeIntentState, Valuation } from './trade-intents-model.ts';
 
 /**
@@ -11,7 +12,8 @@ const COLUMNS = (db: Queryable) => db`
   i.give, i.receive, i.target_trade_id, i.valuation, i.expires_at, i.created_at, i.updated_at,
   to_char(i.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at_text,
   coalesce((select json_agg(json_build_object('asset_id', r.asset_id, 'expires_at', r.expires_at, 'released_at', r.released_at) order by r.asset_id)
-            from trade_reservations r where r.intent_id = i.id), '[]'::json) as reservations`;
+            from trade_reservations r where r.intent_id = i.id), '[]'::json) as reservations,
+  ${partnerRiskColumns(db)}`;
 
 export type LiveAccount = { account_id: string; steam_id: string };
 

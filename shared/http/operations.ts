@@ -93,6 +93,9 @@ export const OPERATIONS = [
   // DESIGN 17: owner tokens. Only setting one seals, so only it needs the secret key.
   op('gameplatform_accounts.steam_token.set', 'PUT', '/v2/gameplatform/accounts/{account_id}/steam-token', 'api_key', ['accounts:write'], 1, 'production', ['redis', 'webhook_secret_key']),
   op('gameplatform_accounts.steam_token.delete', 'DELETE', '/v2/gameplatform/accounts/{account_id}/steam-token', 'api_key', ['accounts:write'], 1, 'production', ['redis']),
+  // DESIGN 17: trades stored by the trade-history poll, and a counterparty's counts over the workspace's accounts.
+  op('gameplatform_accounts.trades.list', 'GET', '/v2/gameplatform/accounts/{account_id}/trades', 'api_key', ['accounts:read'], 1, 'production', ['redis']),
+  op('gameplatform_counterparties.get', 'GET', '/v2/gameplatform/counterparties/{gameplatform_id}', 'api_key', ['accounts:read'], 1, 'production', ['redis']),
   op('gameplatform.openid.callback', 'GET', '/v2/gameplatform/openid/callback', 'public', [], 0, 'production'),
   op('trade_intents.list', 'GET', '/v2/trade-intents', 'api_key', ['trade:read'], 1, 'production', ['redis']),
   op('trade_intents.get', 'GET', '/v2/trade-intents/{trade_intent_id}', 'api_key', ['trade:read'], 1, 'production', ['redis']),

@@ -117,6 +117,16 @@ export const JOBS = {
     payload: z.object({ account_id: z.number().int().positive(), asset_id: z.string().regex(/^[0-9]{1,20}$/), tradable_at: z.iso.datetime() }).strict(),
     options: { ...defaultOptions, attempts: 3, removeOnComplete: true, removeOnFail: { age: 7 * 86_400 } },
   },
+  'trade_history.read': {
+    queue: 'maintenance',
+    // DESIGN 17 (shared/gameplatform/trade-history.ts): starts and ends trade-history polls, then reads
+    // due accounts' Steam trade history within the shared Steam budget, for at most a bounded time,
+    // and records reversals (trade.reversed). Scheduled (`maintenance-trade-history`); runs of several
+    // processes claim different accounts in Postgres. No token in the payload: it is read from
+    // Postgres by the run. The next run is the retry.
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
   'audit_export.run': {
     queue: 'exports',
     // jobId `audit-export-<id>-<attempt>`. Attempts are leases counted in Postgres, not BullMQ

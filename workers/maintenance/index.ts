@@ -1,5 +1,6 @@
 import { deleteOldTradableRecords } from '../../shared/gameplatform/inventory-watch-repository.ts';
 import { inventoryWatchMetrics, runInventoryWatch, sendItemTradable } from '../../shared/gameplatform/inventory-watch.ts';
+import { runTradeHistory, tradeHistoryMetrics } from '../../shared/gameplatform/trade-history.ts';
 import { expireDueTradeIntents } from '../../shared/gameplatform/trade-intents.ts';
 import { deleteStaleHeartbeats } from '../../shared/health/heartbeats.ts';
 import { deleteExpiredIdempotencyRecords } from '../../shared/idempotency/records.ts';
@@ -21,12 +22,19 @@ export function inventoryWatchRunEveryMs(config: Config): number {
   return Math.min(10_000, config.INVENTORY_WATCH_INTERVAL_SECONDS * 1000);
 }
 
+/** How often a run of the trade-history poll starts (DESIGN 17): as the inventory watch's, from its own interval. */
+export function tradeHistoryRunEveryMs(config: Config): number {
+  return Math.min(10_000, config.TRADE_HISTORY_INTERVAL_SECONDS * 1000);
+}
+
 /**
  * Housekeeping: drops idempotency records past 24 h, expired sessions and old sign-in failures;
  * expires trade-intent drafts past their expires_at; keeps the time partitions of the growing
  * tables (created ahead, dropped past their retention: shared/retention/). And the inventory watch
  * (DESIGN 15, shared/gameplatform/inventory-watch.ts): watched inventories re-read within the global
- * Steam budget, and item.tradable when a trade hold ends.
+ * Steam budget, and item.tradable when a trade hold ends. And the trade-history poll (DESIGN 17,
+ * shared/gameplatform/trade-history.ts): accounts with owner tokens read within the same budget, and
+ * trade.reversed when a trade is reversed.
  */
 export const maintenancePool: PoolDefinition = {
   pool: 'maintenance',
@@ -35,10 +43,11 @@ export const maintenancePool: PoolDefinition = {
     { id: 'maintenance-retention', job: 'maintenance.retention', everyMs: 60 * 60_000 },
     { id: 'maintenance-trade-intents-expire', job: 'trade_intents.expire', everyMs: 30_000 },
     { id: 'maintenance-inventory-watch', job: 'inventory_watch.read', everyMs: inventoryWatchRunEveryMs(config) },
+    { id: 'maintenance-trade-history', job: 'trade_history.read', everyMs: tradeHistoryRunEveryMs(config) },
   ],
-  // A watch run waits for the Steam budget: the other jobs (trade-intent expiry every 30 s) run beside it.
-  concurrency: 3,
-  metrics: inventoryWatchMetrics,
+  // A watch run and a trade-history run wait for the Steam budget: the other jobs (trade-intent expiry every 30 s) run beside them.
+  concurrency: 4,
+  metrics: [...inventoryWatchMetrics, ...tradeHistoryMetrics],
   handlers: ({ config, sql, redis, log, now, enqueue }) => [
     handle('maintenance.cleanup', async () => {
       const at = now();
@@ -65,6 +74,11 @@ export const maintenancePool: PoolDefinition = {
     handle('inventory_watch.read', async () => {
       const report = await runInventoryWatch({ config, sql, redis, log, now, enqueue }, { runForMs: inventoryWatchRunEveryMs(config) });
       if (Object.keys(report.reads).length > 0) log.info({ report }, 'inventory watch run done');
+      return report;
+    }),
+    handle('trade_history.read', async () => {
+      const report = await runTradeHistory({ config, sql, redis, log, now }, { runForMs: tradeHistoryRunEveryMs(config) });
+      if (Object.keys(report.reads).length > 0) log.info({ report }, 'trade history run done');
       return report;
     }),
     handle('inventory_watch.tradable', async (payload) => ({ outcome: await sendItemTradable({ sql, now, log }, payload) })),
