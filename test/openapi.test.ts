@@ -441,6 +441,14 @@ describe('documented success bodies match what the routes answer', () => {
     const stored = await t.request(`/v2/gameplatform/accounts/${account!.account_id}/steam-token`, { method: 'PUT', headers: ws.keyHeaders, json: { token } });
     await conforms('PUT', '/v2/gameplatform/accounts/{account_id}/steam-token', stored);
     await conforms('GET', '/v2/gameplatform/accounts', await t.request('/v2/gameplatform/accounts', { headers: ws.keyHeaders }));
+    // DESIGN 17: a stored trade (as the trade-history poll writes it) and the counterparty's counts.
+    const asset = { appid: 730, contextid: '2', assetid: '11', amount: '1', classid: '1', instanceid: '0', new_assetid: '12', new_contextid: '2' };
+    await t.deps.sql`
+      insert into gameplatform_trades (account_id, trade_id, workspace_id, counterparty_steam_id, status, initiated_at, rollback_trade_id, assets_given, assets_received, reversed_at, first_seen_at, updated_at)
+      values (${account!.account_id}, '7300000000000000001', ${ws.workspace.id}, '76561198067890123', 12, now(), null, ${t.deps.sql.json([asset])}, '[]', now(), now(), now())`;
+    const trades = (await conforms('GET', '/v2/gameplatform/accounts/{account_id}/trades', await t.request(`/v2/gameplatform/accounts/${account!.account_id}/trades`, { headers: ws.keyHeaders }))) as { data: unknown[] };
+    expect(trades.data).toHaveLength(1);
+    await conforms('GET', '/v2/gameplatform/counterparties/{gameplatform_id}', await t.request('/v2/gameplatform/counterparties/76561198067890123', { headers: ws.keyHeaders }));
   });
 
   test('trade intents: create, list, read and cancel over a stored snapshot (no Steam call)', async () => {
