@@ -2,12 +2,21 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Queue } from 'bullmq';
 import { disconnectLiveAccount, insertOrFindLiveAccount } from '../shared/gameplatform/accounts.ts';
 import { inventoryAssetSchema } from '../shared/gameplatform/inventory/asset-record.ts';
-import { runInventoryWatch, sendItemTradable, tradableJobId, type InventoryWatchDeps, type WatchBudgetSettings } from '../shared/gameplatform/inventory-watch.ts';
+import {
+  protectionEndedJobId,
+  runInventoryWatch,
+  sendItemTradable,
+  sendProtectionEnded,
+  tradableJobId,
+  type InventoryWatchDeps,
+  type WatchBudgetSettings,
+} from '../shared/gameplatform/inventory-watch.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 import { enqueue as enqueueOn, queueName, type Enqueue } from '../shared/jobs/queues.ts';
 import { createWorkerRedis } from '../shared/platform/redis.ts';
 import { inventoryOf, maxInSlidingWindow, startSteamFake, type ItemSpec, type SteamFake } from './fakes/steam/server.ts';
 import { scratchTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
+import { setOwnerToken } from './inventory-fixtures.ts';
 import { removeQueueKeys, subscribedEndpoint } from './webhooks-fixtures.ts';
 
 /**
@@ -97,7 +106,7 @@ beforeAll(async () => {
   t = await scratchTestApp({
     tag: 'inventory_watch',
     now: clock.now,
-    config: { STEAM_API_URL: fake.url, STEAM_COMMUNITY_URL: fake.url, STEAM_WEB_API_KEY: fake.apiKey, INVENTORY_WATCH_INTERVAL_SECONDS: String(INTERVAL_MS / 1000), QUEUE_PREFIX: queuePrefix },
+    config: { STEAM_API_URL: fake.url, STEAM_COMMUNITY_URL: fake.url, STEAM_WEB_API_KEY: fake.apiKey, INVENTORY_WATCH_INTERVAL_SECONDS: String(INTERVAL_MS / 1000), QUEUE_PREFIX: queuePrefix, WEBHOOK_SECRET_KEY: Buffer.alloc(32, 9).toString('base64') },
   });
   connection = createWorkerRedis(t.deps.config.REDIS_URL, 'inventory-watch-test');
   queue = new Queue(queueName('maintenance'), { connection, prefix: queuePrefix });
@@ -367,6 +376,87 @@ describe('the global Steam budget', () => {
     expect(readsOf(big.steamId)).toHaveLength(3);
     expect(await t.deps.redis.zcard(`${keyPrefix}:{steam}:window`)).toBe(3);
   }, 60_000);
+});
+
+describe('owner tokens (DESIGN 17)', () => {
+  /** A live owner token for the account, valid 30 days past the test clock. */
+  async function withToken(account: Watched): Promise<string> {
+    const token = fake.issueAccessToken(account.steamId, new Date(clock.now().getTime() + 30 * 86_400_000));
+    await setOwnerToken(t, account.workspaceId, account.accountId, token);
+    return token;
+  }
+  const econReads = (steamId: string) => fake.requests.filter((r) => r.path === '/IEconService/GetInventoryItemsWithDescriptions/v1/' && r.query.steamid === steamId);
+  const protectionEvents = (workspaceId: string) => events<Record<string, unknown>>(workspaceId, 'item.protection_ended' as 'item.tradable');
+
+  test('the watch reads both contexts with the token, each page spending the budget; item.protection_ended is scheduled at the instant and sent once', async () => {
+    const account = await watchedAccount({ eventTypes: ['inventory.changed', 'item.protection_ended'] });
+    const until = new Date(Math.floor(clock.now().getTime() / 60_000) * 60_000 + 2 * 86_400_000);
+    fake.protectItems(account.steamId, [account.assetIds[0]!], until);
+    await withToken(account);
+    await onlyWatch([account.accountId]);
+    const budgetBefore = readsOf(account.steamId).length;
+    await runOnce();
+    expect(econReads(account.steamId).map((r) => r.query.contextid)).toEqual(['2', '16']);
+    expect(readsOf(account.steamId).length - budgetBefore).toBe(2);
+    const snapshotId = (await watchRow(account.accountId))!.snapshot_id!;
+    const [snapshot] = await t.deps.sql<{ workspace_id: string; contexts: number[] }[]>`select workspace_id, contexts from inventory_snapshots where id = ${snapshotId}`;
+    expect(snapshot).toEqual({ workspace_id: account.workspaceId, contexts: [2, 16] });
+
+    const job = await queue.getJob(protectionEndedJobId(account.accountId, account.assetIds[0]!));
+    expect(job?.data).toEqual({ account_id: account.accountId, asset_id: account.assetIds[0]!, protected_until: until.toISOString() });
+    expect(job!.opts.delay).toBe(until.getTime() - clock.now().getTime());
+
+    const payload = job!.data as { account_id: number; asset_id: string; protected_until: string };
+    const at = { sql: t.deps.sql, log, now: () => new Date(until.getTime() + 1_000) };
+    expect(await sendProtectionEnded(at, payload)).toBe('sent');
+    // A retried or duplicated job (BullMQ delivers at least once) sends nothing more.
+    expect(await sendProtectionEnded(at, payload)).toBe('already_sent');
+    expect(await protectionEvents(account.workspaceId)).toEqual([
+      { account_id: account.accountId, steam_id: account.steamId, asset_id: account.assetIds[0]!, market_hash_name: expect.any(String), at: until.toISOString() },
+    ]);
+  });
+
+  test('protection extended in a later read: the earlier job finds it still protected; an asset gone or a workspace not subscribed sends nothing', async () => {
+    const account = await watchedAccount({ eventTypes: ['item.protection_ended'] });
+    const first = new Date(Math.floor(clock.now().getTime() / 60_000) * 60_000 + 86_400_000);
+    fake.protectItems(account.steamId, [account.assetIds[0]!], first);
+    await withToken(account);
+    await onlyWatch([account.accountId]);
+    await runOnce();
+    const later = new Date(first.getTime() + 3 * 86_400_000);
+    fake.protectItems(account.steamId, [account.assetIds[0]!], later);
+    await runOnce();
+    const at = { sql: t.deps.sql, log, now: () => new Date(first.getTime() + 1_000) };
+    expect(await sendProtectionEnded(at, { account_id: account.accountId, asset_id: account.assetIds[0]!, protected_until: first.toISOString() })).toBe('still_protected');
+    expect(await sendProtectionEnded(at, { account_id: account.accountId, asset_id: '999999', protected_until: first.toISOString() })).toBe('gone');
+
+    const unsubscribed = await watchedAccount({ eventTypes: ['inventory.changed'] });
+    fake.protectItems(unsubscribed.steamId, [unsubscribed.assetIds[0]!], first);
+    await withToken(unsubscribed);
+    await onlyWatch([unsubscribed.accountId]);
+    await runOnce();
+    expect(await queue.getJob(protectionEndedJobId(unsubscribed.accountId, unsubscribed.assetIds[0]!))).toBeUndefined();
+    expect(await sendProtectionEnded(at, { account_id: unsubscribed.accountId, asset_id: unsubscribed.assetIds[0]!, protected_until: first.toISOString() })).toBe('not_subscribed');
+    expect(await protectionEvents(unsubscribed.workspaceId)).toEqual([]);
+  });
+
+  test('a token Steam refuses during a watch read is dropped and audited, and that read falls back to the public one', async () => {
+    const account = await watchedAccount({ eventTypes: ['inventory.changed'] });
+    fake.protectItems(account.steamId, [account.assetIds[0]!], new Date(clock.now().getTime() + 86_400_000));
+    const token = await withToken(account);
+    fake.revokeAccessToken(token);
+    await onlyWatch([account.accountId]);
+    const report = await runOnce();
+    expect(report.reads.baseline).toBe(1);
+    const snapshotId = (await watchRow(account.accountId))!.snapshot_id!;
+    const [snapshot] = await t.deps.sql<{ workspace_id: string | null; contexts: number[]; total_assets: number }[]>`
+      select workspace_id, contexts, total_assets from inventory_snapshots where id = ${snapshotId}`;
+    expect(snapshot).toEqual({ workspace_id: null, contexts: [2], total_assets: 2 });
+    expect(await t.deps.sql`select 1 from gameplatform_steam_tokens where account_id = ${account.accountId}`).toHaveLength(0);
+    const audit = await t.deps.sql<{ metadata: { reason: string } }[]>`
+      select metadata from audit_events where workspace_id = ${account.workspaceId} and event_type = 'steam_token.dropped'`;
+    expect(audit.map((row) => row.metadata.reason)).toEqual(['refused']);
+  });
 });
 
 describe("the Steam fake's inventory controls over HTTP (what `npm start` users drive)", () => {

@@ -91,6 +91,7 @@ describe('worker log lines and job metrics', () => {
         handle('maintenance.retention', async () => ({})),
         handle('inventory_watch.read', async () => ({})),
         handle('inventory_watch.tradable', async () => ({})),
+        handle('inventory_watch.protection_ended', async () => ({})),
         handle('trade_history.read', async () => ({})),
       ],
     };

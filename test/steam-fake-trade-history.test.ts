@@ -54,16 +54,16 @@ describe('GetTradeHistory in the fake', () => {
     const token = fake.issueAccessToken(ACCOUNT);
     const page = async (extra: string) => ((await (await fetch(`${fake.url}/IEconService/GetTradeHistory/v1/?access_token=${token}${extra}`)).json()) as { response: { trades: { tradeid: string; time_init: number; status: number; time_settlement?: number }[]; more: boolean } }).response;
     const first = await page('&max_trades=2');
-    expect(first.trades.map((trade) => trade.tradeid)).toEqual([ids[4], ids[3]]);
+    expect(first.trades.map((trade) => trade.tradeid)).toEqual([ids[4]!, ids[3]!]);
     expect(first.more).toBe(true);
     const last = first.trades[1]!;
     const second = await page(`&max_trades=2&start_after_time=${last.time_init}&start_after_tradeid=${last.tradeid}`);
-    expect(second.trades.map((trade) => trade.tradeid)).toEqual([ids[2], ids[1]]);
+    expect(second.trades.map((trade) => trade.tradeid)).toEqual([ids[2]!, ids[1]!]);
     const third = await page(`&max_trades=2&start_after_time=${second.trades[1]!.time_init}&start_after_tradeid=${second.trades[1]!.tradeid}`);
     expect(third.trades.map((trade) => [trade.tradeid, trade.status, trade.time_settlement])).toEqual([[ids[0], 3, Math.floor(at(10).getTime() / 1000)]]);
     expect(third.more).toBe(false);
     const back = await page(`&max_trades=2&start_after_time=${second.trades[0]!.time_init}&start_after_tradeid=${second.trades[0]!.tradeid}&navigating_back=true`);
-    expect(back.trades.map((trade) => trade.tradeid)).toEqual([ids[4], ids[3]]);
+    expect(back.trades.map((trade) => trade.tradeid)).toEqual([ids[4]!, ids[3]!]);
   });
 
   test('Steam refusals and injected failures', async () => {

@@ -25,7 +25,7 @@ const idleConfig = () => ({ ...config, QUEUE_PREFIX: `${config.QUEUE_PREFIX}-idl
 
 describe('checkHandlers', () => {
   test('a pool with exactly one handler per job passes', () => {
-    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop], ['maintenance.retention', noop], ['trade_intents.expire', noop], ['inventory_watch.read', noop], ['inventory_watch.tradable', noop], ['trade_history.read', noop]])).not.toThrow();
+    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop], ['maintenance.retention', noop], ['trade_intents.expire', noop], ['inventory_watch.read', noop], ['inventory_watch.tradable', noop], ['inventory_watch.protection_ended', noop], ['trade_history.read', noop]])).not.toThrow();
     expect(() => checkHandlers('render', [['renders.render', noop], ['renders.sweep', noop]])).not.toThrow();
   });
 

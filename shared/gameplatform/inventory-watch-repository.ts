@@ -9,7 +9,7 @@ import type { StoredAsset } from './inventory/asset-record.ts';
  */
 
 /** The webhook event types that make a workspace's accounts watched. */
-export const WATCH_EVENT_TYPES = ['inventory.changed', 'item.tradable'] as const satisfies readonly EventType[];
+export const WATCH_EVENT_TYPES = ['inventory.changed', 'item.tradable', 'item.protection_ended'] as const satisfies readonly EventType[];
 export type WatchEventType = (typeof WATCH_EVENT_TYPES)[number];
 
 export type ClaimedWatch = {
@@ -172,8 +172,22 @@ export async function recordTradableSent(db: Queryable, sent: { accountId: numbe
   return rows.length === 1;
 }
 
-/** Drops item.tradable records older than `before` (a hold that ended then can no longer be scheduled). */
+/** Records item.protection_ended as sent for (account, asset); false when it was sent before. */
+export async function recordProtectionEndedSent(db: Queryable, sent: { accountId: number; assetId: string; protectedUntil: Date; at: Date }): Promise<boolean> {
+  const rows = await db`
+    insert into inventory_protection_events (account_id, asset_id, protected_until, sent_at)
+    values (${sent.accountId}, ${sent.assetId}, ${sent.protectedUntil}, ${sent.at})
+    on conflict (account_id, asset_id) do nothing
+    returning account_id`;
+  return rows.length === 1;
+}
+
+/**
+ * Drops item.tradable and item.protection_ended records older than `before` (a hold or protection
+ * that ended then can no longer be scheduled); how many of each.
+ */
 export async function deleteOldTradableRecords(db: Queryable, before: Date): Promise<number> {
-  const rows = await db`delete from inventory_tradable_events where sent_at < ${before}`;
-  return rows.count;
+  const tradable = await db`delete from inventory_tradable_events where sent_at < ${before}`;
+  const protection = await db`delete from inventory_protection_events where sent_at < ${before}`;
+  return tradable.count + protection.count;
 }

@@ -6,7 +6,11 @@ import type { WorkerResources } from '../platform/resources.ts';
 import type { RequestBudget } from '../sources/budget.ts';
 import type { StoredAsset } from './inventory/asset-record.ts';
 import { insertInventorySnapshot, prepareInventorySnapshot } from './inventory/snapshots.ts';
-import { fetchInventoryPages } from './inventory/steam-community.ts';
+import { fetchInventoryPages, publicRead, type FetchPagesOptions, type InventoryRead } from './inventory/steam-community.ts';
+import { ownerInventoryRead, SteamTokenRefusedError } from './inventory/steam-econ.ts';
+import { dropToken, liveTokenFor } from './steam-token.ts';
+import { SecretKeyring } from '../webhooks/secrets.ts';
+import type { Logger } from '../platform/logger.ts';
 import {
   advanceWatch,
   claimDueWatch,
@@ -14,6 +18,7 @@ import {
   extendWatchClaim,
   findWatchedAsset,
   lockClaimedWatch,
+  recordProtectionEndedSent,
   recordTradableSent,
   recordWatchFailure,
   releaseWatchClaim,
@@ -55,7 +60,7 @@ export const inventoryWatchEvents = new Counter({
   registers: [],
 });
 for (const outcome of ['baseline', 'changed', 'unchanged', 'failed', 'gone', 'deferred']) inventoryWatchReads.inc({ outcome }, 0);
-for (const type of ['inventory.changed', 'item.tradable']) inventoryWatchEvents.inc({ type }, 0);
+for (const type of ['inventory.changed', 'item.tradable', 'item.protection_ended']) inventoryWatchEvents.inc({ type }, 0);
 
 export const inventoryWatchMetrics = [inventoryWatchReads, inventoryWatchSteamRequests, inventoryWatchEvents, ...steamBudgetMetrics];
 
@@ -75,6 +80,8 @@ export type InventoryWatchDeps = Pick<WorkerResources, 'config' | 'sql' | 'redis
   budget?: WatchBudgetSettings;
   /** One Steam page request's timeout (default inventory/steam-community.ts's 10 s). */
   pageTimeoutMs?: number;
+  /** Opens owner tokens (default: from WEBHOOK_SECRET_KEY in the configuration). */
+  keyring?: SecretKeyring;
 };
 
 export function watchBudgetSettings(deps: Pick<InventoryWatchDeps, 'config' | 'budget'>): Required<WatchBudgetSettings> {
@@ -119,22 +126,26 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
   const log = deps.log.child({ account_id: Number(watch.account_id), steam_id: watch.steam_id });
   const nextReadAt = new Date(claimedAt.getTime() + deps.config.INVENTORY_WATCH_INTERVAL_SECONDS * 1000);
   let firstPage = true;
-  let pages;
+  const fetchOptions: FetchPagesOptions = {
+    // Steam failing is retried at the next interval, not within the read (each retry costs budget).
+    retriesPerPage: 0,
+    ...(deps.pageTimeoutMs === undefined ? {} : { pageTimeoutMs: deps.pageTimeoutMs }),
+    beforeRequest: async () => {
+      // The first page waits only while the run lasts (then the watch stays due, untouched); a
+      // later page finishes the read it belongs to.
+      const giveUpAt = firstPage ? runEnds : Date.now() + MAX_PAGE_WAIT_MS;
+      firstPage = false;
+      if (!(await extendWatchClaim(deps.sql, watch.account_id, token, new Date(deps.now().getTime() + CLAIM_LEASE_MS)))) throw new BudgetDeferred();
+      await acquireSteamBudget(budget, giveUpAt, 'inventory_watch');
+      inventoryWatchSteamRequests.inc();
+    },
+  };
+  let read: InventoryRead;
   try {
-    pages = await fetchInventoryPages(deps, watch.steam_id, READ_BUDGET_MS, {
-      // Steam failing is retried at the next interval, not within the read (each retry costs budget).
-      retriesPerPage: 0,
-      ...(deps.pageTimeoutMs === undefined ? {} : { pageTimeoutMs: deps.pageTimeoutMs }),
-      beforeRequest: async () => {
-        // The first page waits only while the run lasts (then the watch stays due, untouched); a
-        // later page finishes the read it belongs to.
-        const giveUpAt = firstPage ? runEnds : Date.now() + MAX_PAGE_WAIT_MS;
-        firstPage = false;
-        if (!(await extendWatchClaim(deps.sql, watch.account_id, token, new Date(deps.now().getTime() + CLAIM_LEASE_MS)))) throw new BudgetDeferred();
-        await acquireSteamBudget(budget, giveUpAt, 'inventory_watch');
-        inventoryWatchSteamRequests.inc();
-      },
-    });
+    // DESIGN 17: with the account's live owner token, both contexts (protected items included); a
+    // token Steam refuses is dropped (audited) and this read falls back to the public one.
+    const owner = await liveTokenFor(deps.sql, keyringOf(deps), watch.account_id, deps.now());
+    read = owner === null ? publicRead(await fetchInventoryPages(deps, watch.steam_id, READ_BUDGET_MS, fetchOptions)) : await ownerReadOrPublic(deps, watch, owner, fetchOptions, log);
   } catch (error) {
     if (error instanceof BudgetDeferred) {
       await releaseWatchClaim(deps.sql, watch.account_id, token);
@@ -153,7 +164,7 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
   }
 
   const fetchedAt = deps.now();
-  const prepared = await prepareInventorySnapshot(deps.sql, watch.steam_id, pages, fetchedAt);
+  const prepared = await prepareInventorySnapshot(deps.sql, watch.steam_id, read, fetchedAt);
   // DESIGN 17: text no form reads is not an error; the read says how many assets kept a null hold.
   if (prepared.unreadableHolds > 0) log.warn({ unreadable_holds: prepared.unreadableHolds }, 'watched inventory hold text without a readable instant');
   const stored = await deps.sql.begin(async (tx) => {
@@ -192,12 +203,98 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
     // A watch keeps two snapshots: this one (the next baseline) and the one it replaces.
     if (locked.previous_snapshot_id) await deleteWatchSnapshots(tx, [locked.previous_snapshot_id]);
     await advanceWatch(tx, { accountId: watch.account_id, snapshotId: prepared.snapshot.id, previousSnapshotId: locked.snapshot_id, readAt: fetchedAt, nextReadAt });
-    return { baseline: locked.snapshot_id === null, changed, tradable: locked.subscribed.includes('item.tradable') };
+    return {
+      baseline: locked.snapshot_id === null,
+      changed,
+      tradable: locked.subscribed.includes('item.tradable'),
+      protectionEnded: locked.subscribed.includes('item.protection_ended'),
+    };
   });
   if (!stored) return 'gone';
   if (stored.tradable) await scheduleTradableJobs(deps, Number(watch.account_id), prepared.records, fetchedAt);
+  if (stored.protectionEnded) await scheduleProtectionEndedJobs(deps, Number(watch.account_id), prepared.records, fetchedAt);
   if (stored.changed) log.info(stored.changed, 'watched inventory changed');
   return stored.baseline ? 'baseline' : stored.changed ? 'changed' : 'unchanged';
+}
+
+/** The owner read of both contexts; a refused token is dropped and the public read serves this read. */
+async function ownerReadOrPublic(deps: InventoryWatchDeps, watch: ClaimedWatch, token: string, fetchOptions: FetchPagesOptions, log: Logger): Promise<InventoryRead> {
+  try {
+    return await ownerInventoryRead(deps, watch.steam_id, { workspaceId: watch.workspace_id, token }, READ_BUDGET_MS, fetchOptions);
+  } catch (error) {
+    if (!(error instanceof SteamTokenRefusedError)) throw error;
+    await dropToken(deps.sql, watch.account_id, 'refused', { now: deps.now() });
+    log.warn({ status: error.status }, 'steam refused the owner token; dropped, the watch reads the public inventory');
+    return publicRead(await fetchInventoryPages(deps, watch.steam_id, READ_BUDGET_MS, fetchOptions));
+  }
+}
+
+const keyrings = new WeakMap<object, SecretKeyring>();
+function keyringOf(deps: InventoryWatchDeps): SecretKeyring {
+  if (deps.keyring) return deps.keyring;
+  let keyring = keyrings.get(deps.config);
+  if (!keyring) {
+    keyring = SecretKeyring.fromConfig(deps.config);
+    keyrings.set(deps.config, keyring);
+  }
+  return keyring;
+}
+
+/** The job id of an asset's item.protection_ended job (STYLE: from business keys, no `:`). */
+export function protectionEndedJobId(accountId: number | string, assetId: string): string {
+  return `inventory-protection-ended-${accountId}-${assetId}`;
+}
+
+/**
+ * One delayed job per protected asset whose protection ends in the future, at that instant (DESIGN
+ * 17: item.protection_ended, like item.tradable). After the commit; a lost job is added again by the
+ * next read, same id.
+ */
+async function scheduleProtectionEndedJobs(deps: InventoryWatchDeps, accountId: number, records: readonly StoredAsset[], now: Date): Promise<void> {
+  for (const record of records) {
+    const until = record.protection?.protected ? record.protection.until : null;
+    if (until === null || Date.parse(until) <= now.getTime()) continue;
+    await deps.enqueue(
+      'inventory_watch.protection_ended',
+      { account_id: accountId, asset_id: record.asset_id, protected_until: until },
+      { jobId: protectionEndedJobId(accountId, record.asset_id), delay: Date.parse(until) - now.getTime() },
+    );
+  }
+}
+
+export type ProtectionEndedOutcome = 'sent' | 'already_sent' | 'unwatched' | 'gone' | 'not_subscribed' | 'still_protected';
+
+/**
+ * An `inventory_watch.protection_ended` job: item.protection_ended `{account_id, steam_id, asset_id,
+ * market_hash_name, at}` if the account is still connected and watched and the asset is in the
+ * watch's latest snapshot whose protection (if any) has ended by now; once per account and asset
+ * (inventory_protection_events).
+ */
+export async function sendProtectionEnded(
+  deps: Pick<InventoryWatchDeps, 'sql' | 'now' | 'log'>,
+  job: { account_id: number; asset_id: string; protected_until: string },
+): Promise<ProtectionEndedOutcome> {
+  const now = deps.now();
+  const outcome = await deps.sql.begin(async (tx): Promise<ProtectionEndedOutcome> => {
+    const found = await findWatchedAsset(tx, job.account_id, job.asset_id);
+    if (found.kind !== 'found') return found.kind;
+    if (!found.subscribed.includes('item.protection_ended')) return 'not_subscribed';
+    // The latest snapshot shows a later protection than the job was made for: that read scheduled it anew.
+    const protection = found.record.protection;
+    const until = protection?.protected ? protection.until : null;
+    if (until !== null && Date.parse(until) > Math.max(Date.parse(job.protected_until), now.getTime())) return 'still_protected';
+    if (!(await recordProtectionEndedSent(tx, { accountId: job.account_id, assetId: job.asset_id, protectedUntil: new Date(job.protected_until), at: now }))) return 'already_sent';
+    await insertOutboxEvent(tx, {
+      type: 'item.protection_ended',
+      workspaceId: found.workspace_id,
+      at: now,
+      payload: { account_id: job.account_id, steam_id: found.steam_id, asset_id: job.asset_id, market_hash_name: found.record.market_hash_name, at: job.protected_until },
+    });
+    return 'sent';
+  });
+  if (outcome === 'sent') inventoryWatchEvents.inc({ type: 'item.protection_ended' });
+  deps.log.info({ account_id: job.account_id, asset_id: job.asset_id, outcome }, 'item.protection_ended job done');
+  return outcome;
 }
 
 /**

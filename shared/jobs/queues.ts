@@ -117,6 +117,13 @@ export const JOBS = {
     payload: z.object({ account_id: z.number().int().positive(), asset_id: z.string().regex(/^[0-9]{1,20}$/), tradable_at: z.iso.datetime() }).strict(),
     options: { ...defaultOptions, attempts: 3, removeOnComplete: true, removeOnFail: { age: 7 * 86_400 } },
   },
+  'inventory_watch.protection_ended': {
+    queue: 'maintenance',
+    // DESIGN 17: delayed to the asset's protection instant; jobId `inventory-protection-ended-<account>-<asset>`
+    // (one per asset: a later read re-adds the same id). Sends item.protection_ended once per asset.
+    payload: z.object({ account_id: z.number().int().positive(), asset_id: z.string().regex(/^[0-9]{1,20}$/), protected_until: z.iso.datetime() }).strict(),
+    options: { ...defaultOptions, attempts: 3, removeOnComplete: true, removeOnFail: { age: 7 * 86_400 } },
+  },
   'trade_history.read': {
     queue: 'maintenance',
     // DESIGN 17 (shared/gameplatform/trade-history.ts): starts and ends trade-history polls, then reads

@@ -1,5 +1,5 @@
 import { deleteOldTradableRecords } from '../../shared/gameplatform/inventory-watch-repository.ts';
-import { inventoryWatchMetrics, runInventoryWatch, sendItemTradable } from '../../shared/gameplatform/inventory-watch.ts';
+import { inventoryWatchMetrics, runInventoryWatch, sendItemTradable, sendProtectionEnded } from '../../shared/gameplatform/inventory-watch.ts';
 import { runTradeHistory, tradeHistoryMetrics } from '../../shared/gameplatform/trade-history.ts';
 import { expireDueTradeIntents } from '../../shared/gameplatform/trade-intents.ts';
 import { deleteStaleHeartbeats } from '../../shared/health/heartbeats.ts';
@@ -82,5 +82,6 @@ export const maintenancePool: PoolDefinition = {
       return report;
     }),
     handle('inventory_watch.tradable', async (payload) => ({ outcome: await sendItemTradable({ sql, now, log }, payload) })),
+    handle('inventory_watch.protection_ended', async (payload) => ({ outcome: await sendProtectionEnded({ sql, now, log }, payload) })),
   ],
 };
