@@ -358,11 +358,15 @@ describe('key rotation (npm run admin -- rewrap-webhook-secrets rewraps tokens t
     const token = validToken();
     expect((await putToken(ws.key, id, { token })).status).toBe(200);
     const actor = { type: 'admin' as const, id: 'test' };
+    // The database is shared with other suites, whose tokens are sealed under their own keys: those are
+    // reported unreadable here (their keys are not in this keyring), never touched; only ours is judged.
+    const ours = (report: { unreadable: { account_id: string }[] }) => report.unreadable.filter((entry) => entry.account_id === id);
     const first = await rewrapSteamTokens(t.deps.sql, new SecretKeyring(KEY_B, [KEY_A]), actor, 2);
-    expect(first.unreadable).toEqual([]);
+    expect(ours(first)).toEqual([]);
     expect(first.rewrapped).toBeGreaterThanOrEqual(1);
     expect(await liveTokenFor(t.deps.sql, new SecretKeyring(KEY_B), id, new Date())).toBe(token);
-    expect(await rewrapSteamTokens(t.deps.sql, new SecretKeyring(KEY_B, [KEY_A]), actor)).toEqual({ rewrapped: 0, unreadable: [] });
+    const second = await rewrapSteamTokens(t.deps.sql, new SecretKeyring(KEY_B, [KEY_A]), actor);
+    expect({ rewrapped: second.rewrapped, unreadable: ours(second) }).toEqual({ rewrapped: 0, unreadable: [] });
     const [event] = await auditOf(ws.key, 'steam_token.rewrapped');
     expect(event).toMatchObject({ resource_id: id, actor: { type: 'admin', id: 'test' }, metadata: { from_key_id: secretKeyId(KEY_A), to_key_id: secretKeyId(KEY_B) } });
 
