@@ -229,16 +229,7 @@ async function ownerReadOrPublic(deps: InventoryWatchDeps, watch: ClaimedWatch, 
   }
 }
 
-const keyrings = new WeakMap<object, SecretKeyring>();
-function keyringOf(deps: InventoryWatchDeps): SecretKeyring {
-  if (deps.keyring) return deps.keyring;
-  let keyring = keyrings.get(deps.config);
-  if (!keyring) {
-    keyring = SecretKeyring.fromConfig(deps.config);
-    keyrings.set(deps.config, keyring);
-  }
-  return keyring;
-}
+const keyringOf = (deps: InventoryWatchDeps): SecretKeyring => deps.keyring ?? SecretKeyring.ofConfig(deps.config);
 
 /** The job id of an asset's item.protection_ended job (STYLE: from business keys, no `:`). */
 export function protectionEndedJobId(accountId: number | string, assetId: string): string {

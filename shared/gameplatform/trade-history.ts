@@ -256,7 +256,7 @@ export async function runTradeHistory(deps: TradeHistoryDeps, options: { runForM
   const synced = await syncTradePolls(deps.sql, deps.now());
   if (synced.started > 0 || synced.ended > 0) deps.log.info(synced, 'trade-history polls started or ended');
   const budget = steamRequestBudget(deps, deps.budget);
-  const keyring = SecretKeyring.fromConfig(deps.config);
+  const keyring = SecretKeyring.ofConfig(deps.config);
   const reads: Record<string, number> = {};
   let reversals = 0;
   while (Date.now() < runEnds) {

@@ -52,6 +52,18 @@ export class SecretKeyring {
     this.current = current ? { id: secretKeyId(current), key: current } : null;
   }
 
+  private static readonly byConfig = new WeakMap<object, SecretKeyring>();
+
+  /** fromConfig, built once per configuration object (readers that are handed no keyring use it). */
+  static ofConfig(config: Pick<Config, 'WEBHOOK_SECRET_KEY' | 'WEBHOOK_SECRET_KEYS_PREVIOUS'>): SecretKeyring {
+    let keyring = SecretKeyring.byConfig.get(config);
+    if (!keyring) {
+      keyring = SecretKeyring.fromConfig(config);
+      SecretKeyring.byConfig.set(config, keyring);
+    }
+    return keyring;
+  }
+
   static fromConfig(config: Pick<Config, 'WEBHOOK_SECRET_KEY' | 'WEBHOOK_SECRET_KEYS_PREVIOUS'>): SecretKeyring {
     const decode = (value: string) => Buffer.from(value, 'base64');
     return new SecretKeyring(config.WEBHOOK_SECRET_KEY ? decode(config.WEBHOOK_SECRET_KEY) : null, config.WEBHOOK_SECRET_KEYS_PREVIOUS.map(decode));

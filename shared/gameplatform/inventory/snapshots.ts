@@ -30,16 +30,7 @@ export type InventorySnapshot = { id: string; steam_id: string; fetched_at: Date
 /** `keyring` opens owner tokens (default: built from the configuration's WEBHOOK_SECRET_KEY). */
 export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date; keyring?: SecretKeyring };
 
-const keyrings = new WeakMap<Config, SecretKeyring>();
-function keyringOf(deps: InventoryDeps): SecretKeyring {
-  if (deps.keyring) return deps.keyring;
-  let keyring = keyrings.get(deps.config);
-  if (!keyring) {
-    keyring = SecretKeyring.fromConfig(deps.config);
-    keyrings.set(deps.config, keyring);
-  }
-  return keyring;
-}
+const keyringOf = (deps: InventoryDeps): SecretKeyring => deps.keyring ?? SecretKeyring.ofConfig(deps.config);
 
 const SNAPSHOT_COLUMNS = 'id, steam_id, fetched_at, total_assets, workspace_id, contexts';
 type SnapshotRow = Omit<InventorySnapshot, 'contexts'> & { contexts: (number | string)[] };
