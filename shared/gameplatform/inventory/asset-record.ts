@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { insightsSchema, itemIdentitySchema, itemStateSchema } from '../../inspect/index.ts';
 import { assetValueSchema } from '../valuation.ts';
-import { INVENTORY_CONTEXTS, PROTECTION_REASONS } from './holds.ts';
+import { PROTECTION_REASONS } from './holds.ts';
+import { INVENTORY_CONTEXTS } from './steam-community.ts';
 
 /**
  * Our inventory records (DESIGN 11): one asset as GET /v2/inventories shows it, and the page. What a

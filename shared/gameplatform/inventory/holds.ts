@@ -1,5 +1,5 @@
 import { isObject } from '../steam-client.ts';
-import { flag, stringOf } from './steam-community.ts';
+import { flag, stringOf, type InventoryContext } from './steam-community.ts';
 
 /**
  * Trade holds and trade protection as Steam writes them on an asset's description (DESIGN 17): the
@@ -16,9 +16,6 @@ import { flag, stringOf } from './steam-community.ts';
 
 export const PROTECTION_REASONS = ['trade_protected', 'market_listing'] as const;
 export type ProtectionReason = (typeof PROTECTION_REASONS)[number];
-/** The inventory contexts an asset is read from: 2 (the public one) and 16 (protected items, read with an owner token). */
-export const INVENTORY_CONTEXTS = [2, 16] as const;
-export type InventoryContext = (typeof INVENTORY_CONTEXTS)[number];
 export type Protection = { protected: boolean; reason: ProtectionReason | null; until: string | null; context: InventoryContext };
 
 export type HoldReading = {

@@ -11,8 +11,8 @@ import { CHARM_PATTERN_MAX } from '../../inspect/item-validation.ts';
 import { MAX_NAME_TAG_LENGTH } from '../../inspect/selector.ts';
 import { isObject } from '../steam-client.ts';
 import type { StoredAsset } from './asset-record.ts';
-import { readHold, type HoldReading, type InventoryContext } from './holds.ts';
-import { ASSET_ID, flag, stringOf, type InventoryPage } from './steam-community.ts';
+import { readHold, type HoldReading } from './holds.ts';
+import { ASSET_ID, flag, stringOf, type InventoryContext, type InventoryPage } from './steam-community.ts';
 
 /**
  * Steam community inventory pages → our asset records (DESIGN 11, 14): one record per asset with

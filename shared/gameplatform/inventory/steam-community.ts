@@ -11,7 +11,6 @@ import {
   type SteamRequestOptions,
 } from '../steam-client.ts';
 import { joinUrl } from '../../util/url.ts';
-import type { InventoryContext } from './holds.ts';
 
 /**
  * The Steam community inventory (DESIGN 11): the page format as Steam sends it, one page's raw read,
@@ -37,6 +36,10 @@ export type InventoryPage = {
 };
 
 export const INVENTORY_PAGE_SIZE = 2000;
+
+/** The inventory contexts an asset is read from: 2 (the public one) and 16 (protected items, read with an owner token). */
+export const INVENTORY_CONTEXTS = [2, 16] as const;
+export type InventoryContext = (typeof INVENTORY_CONTEXTS)[number];
 
 /** The pages of one inventory context (DESIGN 17: 2 the tradable inventory, 16 protected items and market listings). */
 export type ContextPages = { context: InventoryContext; pages: InventoryPage[] };

@@ -10,13 +10,14 @@ import {
   SteamUnavailableError,
   type SteamRequestOptions,
 } from '../steam-client.ts';
-import { INVENTORY_CONTEXTS, type InventoryContext } from './holds.ts';
 import {
   fetchInventoryPages,
   INVENTORY_FETCH_BUDGET_MS,
+  INVENTORY_CONTEXTS,
   INVENTORY_PAGE_SIZE,
   type ContextPages,
   type FetchPagesOptions,
+  type InventoryContext,
   type InventoryFetchDeps,
   type InventoryPage,
   type InventoryRead,
