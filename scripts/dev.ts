@@ -317,7 +317,7 @@ async function start(services: Services, options: { procfile: boolean }): Promis
     log('WEBHOOK_ALLOW_PRIVATE_TARGETS not set: webhooks may target http and loopback/private addresses (development only)');
   }
 
-  // DESIGN 4/9/11: local fakes for the third parties that are not configured.
+  // DESIGN 4/9/11/18: local fakes for the third parties that are not configured.
   const local = await planLocalUpstreams(freePort);
   entries.unshift(...mergeEntries(local.entries, FAKES_SCRIPT, 'fakes'));
   Object.assign(env, local.env);
@@ -341,6 +341,7 @@ async function start(services: Services, options: { procfile: boolean }): Promis
     // The fakes answer before the ingest pool's first run asks the simulator for prices.
     const fakes = argumentsOf(entry, FAKES_SCRIPT) ?? [];
     if (fakes.includes('steam-fake')) await waitForHttp(`http://127.0.0.1:${env.STEAM_FAKE_PORT}/openid/login`, 30_000);
+    if (fakes.includes('image-fake')) await waitForHttp(`http://127.0.0.1:${env.IMAGE_FAKE_PORT}/_control/requests`, 30_000);
     if (fakes.includes('simulator')) await waitForHttp(`http://127.0.0.1:${env.SIMULATOR_PORT}/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=x`, 30_000);
   }
 

@@ -2,7 +2,8 @@
  * Which local fakes `npm start` runs in place of third parties, and how the service is pointed at
  * them (DESIGN 4, 9, 11, 13, 14): the market simulator for all ten sources when SOURCES is unset and
  * for the exchange rates when FX_URL is unset (either starts it), the Steam fake for each Steam
- * upstream whose URL is unset (a set URL is used as given). Pure, so it is tested without starting
+ * upstream whose URL is unset, and the image fake for STEAM_IMAGE_URL / ITEM_ASSETS_URL when unset (DESIGN 18)
+ * (a set URL is used as given). Pure, so it is tested without starting
  * anything (test/local-upstreams.test.ts).
  */
 import { SOURCE_NAMES } from '../shared/sources/names.ts';
@@ -33,6 +34,7 @@ export function configuredPort(env: Env, name: string): number | undefined {
 export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) => Promise<LocalUpstreams> {
   const simulatorPort = configuredPort(env, 'SIMULATOR_PORT');
   const steamFakePort = configuredPort(env, 'STEAM_FAKE_PORT');
+  const imageFakePort = configuredPort(env, 'IMAGE_FAKE_PORT');
   return async (freePort) => {
     const entries: ProcessEntry[] = [];
     const added: Record<string, string> = {};
@@ -74,6 +76,19 @@ export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) 
       if (fakeCommunity) added.STEAM_COMMUNITY_URL = url;
       const served = [fakeApi ? 'STEAM_API_URL' : null, fakeCommunity ? 'STEAM_COMMUNITY_URL' : null].filter(Boolean).join(' and ');
       notes.push(`${served} not set: Steam comes from the local Steam fake at ${url}`);
+    }
+    // DESIGN 18: item images (Steam's icon CDN, cs2-lib's assets) from the image fake for each unset URL.
+    const fakeSteamImages = !env.STEAM_IMAGE_URL;
+    const fakeItemAssets = !env.ITEM_ASSETS_URL;
+    if (fakeSteamImages || fakeItemAssets) {
+      const at = imageFakePort ?? (await freePort());
+      const url = `http://127.0.0.1:${at}`;
+      entries.push({ name: 'image-fake', command: `bun ${FAKES_SCRIPT} image-fake` });
+      added.IMAGE_FAKE_PORT = String(at);
+      if (fakeSteamImages) added.STEAM_IMAGE_URL = url;
+      if (fakeItemAssets) added.ITEM_ASSETS_URL = url;
+      const served = [fakeSteamImages ? 'STEAM_IMAGE_URL' : null, fakeItemAssets ? 'ITEM_ASSETS_URL' : null].filter(Boolean).join(' and ');
+      notes.push(`${served} not set: item images come from the local image fake at ${url}`);
     }
     return { entries, env: added, notes };
   };

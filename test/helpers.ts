@@ -15,6 +15,7 @@ import { migrate } from '../shared/platform/migrate.ts';
 import type { Scope } from '../shared/http/scopes.ts';
 import { adminCreateKey, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import type { Tier } from '../shared/identity/workspaces.ts';
+import { startImageFake, type ImageFake } from './fakes/images/server.ts';
 
 /**
  * Test harness: a real app over the real Postgres and Redis that `npm test` prepared
@@ -36,9 +37,23 @@ export function testClock(start: Date | string = new Date()): TestClock {
   };
 }
 
+let imageFake: ImageFake | undefined;
+
+/**
+ * DESIGN 18: the image fake every test app's STEAM_IMAGE_URL and ITEM_ASSETS_URL point at, started on
+ * first use, one per test process (whatever the environment says, so tests are deterministic; a test
+ * passes its own URLs in `config` to use another). Read it, do not set faults on it: a test that needs
+ * faults starts its own fake (startImageFake) so nothing leaks into other tests.
+ */
+export function sharedImageFake(): ImageFake {
+  imageFake ??= startImageFake({ unref: true });
+  return imageFake;
+}
+
 export function testConfig(overrides: Record<string, string> = {}): Config {
+  const images = sharedImageFake().url;
   // Suites write prices straight into Postgres, so the per-process item price cache is off unless asked for.
-  return parseConfig({ ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', TRUST_PROXY: 'true', PRICE_CACHE_MS: '0', ...overrides });
+  return parseConfig({ ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', TRUST_PROXY: 'true', PRICE_CACHE_MS: '0', STEAM_IMAGE_URL: images, ITEM_ASSETS_URL: images, ...overrides });
 }
 
 export type TestApp = {

@@ -16,7 +16,7 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
     expect(plan.env.SOURCE_SKINPORT_URL).toBe('http://127.0.0.1:4123/skinport');
     expect(plan.env.STEAM_FAKE_PORT).toBe('4124');
     expect(plan.env.STEAM_API_URL).toBe('http://127.0.0.1:4124');
-    expect(plan.entries.map((entry) => entry.name)).toEqual(['simulator', 'steam-fake']);
+    expect(plan.entries.map((entry) => entry.name)).toEqual(['simulator', 'steam-fake', 'image-fake']);
   });
 
   test('without SOURCES every source (all ten) is enabled and points at its prefix of the simulator', async () => {
@@ -50,6 +50,7 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
   test('a bad port fails at once, naming the variable', () => {
     for (const value of ['0', '65536', 'abc', '1.5', '-1']) {
       expect(() => localUpstreamsPlan({ SIMULATOR_PORT: value })).toThrow('SIMULATOR_PORT');
+      expect(() => localUpstreamsPlan({ IMAGE_FAKE_PORT: value })).toThrow('IMAGE_FAKE_PORT');
       expect(() => localUpstreamsPlan({ STEAM_FAKE_PORT: value })).toThrow('STEAM_FAKE_PORT');
     }
     expect(configuredPort({ X: '8080' }, 'X')).toBe(8080);
@@ -57,13 +58,13 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
 
   test('configured upstreams are used as given: no simulator with SOURCES and FX_URL, no fake for a set Steam URL', async () => {
     const plan = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://fx.example.test', STEAM_API_URL: 'https://api.example.test', STEAM_WEB_API_KEY: 'real-key' })(freePorts());
-    expect(plan.entries.map((entry) => entry.name)).toEqual(['steam-fake']);
+    expect(plan.entries.map((entry) => entry.name)).toEqual(['steam-fake', 'image-fake']);
     expect(plan.env.SOURCES).toBeUndefined();
     expect(plan.env.FX_URL).toBeUndefined();
     expect(plan.env.STEAM_API_URL).toBeUndefined();
     expect(plan.env.STEAM_WEB_API_KEY).toBeUndefined();
     expect(plan.env.STEAM_COMMUNITY_URL).toBe('http://127.0.0.1:40000');
-    const none = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://fx.example.test', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test' })(freePorts());
+    const none = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://fx.example.test', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test', STEAM_IMAGE_URL: 'https://i.test', ITEM_ASSETS_URL: 'https://assets.test' })(freePorts());
     expect(none).toEqual({ entries: [], env: {}, notes: [] });
   });
 
@@ -73,7 +74,7 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
     expect(everything.entries.filter((entry) => entry.name === 'simulator')).toHaveLength(1);
     expect(everything.notes.some((note) => note.includes('http://127.0.0.1:4123/fx'))).toBe(true);
 
-    const fxOnly = await localUpstreamsPlan({ SIMULATOR_PORT: '4123', SOURCES: 'skinport', SOURCE_SKINPORT_URL: 'https://api.skinport.test', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test' })(freePorts());
+    const fxOnly = await localUpstreamsPlan({ SIMULATOR_PORT: '4123', SOURCES: 'skinport', SOURCE_SKINPORT_URL: 'https://api.skinport.test', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test', STEAM_IMAGE_URL: 'https://i.test', ITEM_ASSETS_URL: 'https://assets.test' })(freePorts());
     expect(fxOnly.entries.map((entry) => entry.name)).toEqual(['simulator']);
     expect(fxOnly.env).toEqual({ SIMULATOR_PORT: '4123', FX_URL: 'http://127.0.0.1:4123/fx' });
 
@@ -87,5 +88,18 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
     const keyed = await localUpstreamsPlan({ STEAM_WEB_API_KEY: 'mine' })(freePorts());
     expect(keyed.env.STEAM_WEB_API_KEY).toBeUndefined();
     expect(keyed.env.STEAM_FAKE_API_KEY).toBe('mine');
+  });
+
+  test('item images come from the image fake for each unset URL; a set one is used as given (DESIGN 18)', async () => {
+    const both = await localUpstreamsPlan({ IMAGE_FAKE_PORT: '4125' })(freePorts());
+    expect(both.env.STEAM_IMAGE_URL).toBe('http://127.0.0.1:4125');
+    expect(both.env.ITEM_ASSETS_URL).toBe('http://127.0.0.1:4125');
+    expect(both.notes.some((note) => note.includes('image fake at http://127.0.0.1:4125'))).toBe(true);
+    const steamSet = await localUpstreamsPlan({ STEAM_IMAGE_URL: 'https://icons.example.test' })(freePorts());
+    expect(steamSet.env.STEAM_IMAGE_URL).toBeUndefined();
+    expect(steamSet.env.ITEM_ASSETS_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const bothSet = await localUpstreamsPlan({ STEAM_IMAGE_URL: 'https://icons.example.test', ITEM_ASSETS_URL: 'https://assets.example.test' })(freePorts());
+    expect(bothSet.entries.map((entry) => entry.name)).not.toContain('image-fake');
+    expect(bothSet.env.IMAGE_FAKE_PORT).toBeUndefined();
   });
 });

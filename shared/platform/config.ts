@@ -10,6 +10,8 @@ const optionalString = z
   .optional()
   .transform((value) => (value === '' ? undefined : value));
 
+const withoutTrailingSlash = (url: string): string => url.replace(/\/+$/, '');
+
 /** A comma-separated list: items trimmed, empty ones dropped ('' is no items). */
 const commaList = z
   .string()
@@ -170,6 +172,19 @@ export const configSchema = z.object({
   // DESIGN 17: how often the maintenance pool reads the trade history of an account with an owner
   // token whose workspace subscribes to trade.reversed or item.protection_ended (within the same budget).
   TRADE_HISTORY_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(600),
+  // DESIGN 18: where item images come from. Steam's icon CDN (`<url>/economy/image/<icon_url>`) and
+  // the host of @ianlucas/cs2-lib's image paths, models and textures (the library's own default).
+  // `npm start` and the tests point both at the local image fake when unset (test/fakes/images/).
+  // A trailing slash is dropped, so `<url><path>` never doubles it.
+  STEAM_IMAGE_URL: z.string().url().default('https://community.cloudflare.steamstatic.com').transform(withoutTrailingSlash),
+  ITEM_ASSETS_URL: z.string().url().default('https://cdn.cstrike.app').transform(withoutTrailingSlash),
+  // DESIGN 18: GET /v2/images/{catalog_id} resizes and serves the image (true) or answers 302 to the
+  // upstream url (false). The art is Valve's (docs/decisions.md).
+  IMAGE_PROXY: booleanString.default(true),
+  // Not in DESIGN 4's list: the largest upstream image body read (bytes; larger → not stored) and how
+  // long one upstream image fetch may take.
+  IMAGE_MAX_BYTES: z.coerce.number().int().min(1_024).max(1_073_741_824).default(5 * 1_048_576),
+  IMAGE_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
   // Not in DESIGN 4's list: concurrent GET /v1/prices downloads per client address, per API process.

@@ -1,11 +1,12 @@
 /**
  * The local fakes as long-running services, configured from the environment: the market simulator
- * (`npm run simulator`) and the Steam fake (`npm run steam-fake`). `npm start` runs the ones it needs
+ * (`npm run simulator`), the Steam fake (`npm run steam-fake`) and the image fake. `npm start` runs the ones it needs
  * in one process (test/fakes/main.ts): each Bun process costs ~60 MB of RSS before it does anything.
  */
 import { createLogger } from '../../shared/platform/logger.ts';
 import { MemoryReleaser } from '../../shared/platform/memory.ts';
 import { SIMULATED_SOURCES, SIMULATOR_MODES, startMarketSimulator, type SimulatorItem } from './market-simulator.ts';
+import { IMAGE_FAULT_KINDS, startImageFake } from './images/server.ts';
 import { BIG_STEAM_ID, EMPTY_STEAM_ID, FRIENDS_ONLY_STEAM_ID, PARTNER_STEAM_ID, PRIVATE_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake } from './steam/server.ts';
 
 export type RunningFake = { stop: () => Promise<void> };
@@ -95,7 +96,27 @@ export async function runSteamFakeFromEnv(): Promise<RunningFake> {
   return { stop: () => fake.stop() };
 }
 
-export const FAKES = { simulator: runSimulatorFromEnv, 'steam-fake': runSteamFakeFromEnv } as const;
+/**
+ * The image fake (DESIGN 18): Steam's icon CDN and cs2-lib's asset host on one origin, IMAGE_FAKE_PORT
+ * (default 4030). Point the service at it with STEAM_IMAGE_URL=<url> and ITEM_ASSETS_URL=<url>.
+ */
+export async function runImageFakeFromEnv(): Promise<RunningFake> {
+  const log = createLogger({ level: process.env.LOG_LEVEL || 'info', name: 'image-fake' });
+  const port = integerEnv('IMAGE_FAKE_PORT', 4030, 65535);
+  const fake = startImageFake({ port });
+  log.info(
+    {
+      url: fake.url,
+      steam_icons: `${fake.url}/economy/image/<icon_url>[/<n>fx<n>f]`,
+      cs2_lib: `${fake.url}/images/<name>.webp, /models/<hash>.glb, /textures/<hash>.webp`,
+      faults: `POST ${fake.url}/_control/faults {path, kind: ${IMAGE_FAULT_KINDS.join('|')}|null}`,
+    },
+    `image fake listening on ${fake.url}`,
+  );
+  return { stop: () => fake.stop() };
+}
+
+export const FAKES = { simulator: runSimulatorFromEnv, 'steam-fake': runSteamFakeFromEnv, 'image-fake': runImageFakeFromEnv } as const;
 export type FakeName = keyof typeof FAKES;
 
 /** Stops every fake on SIGINT/SIGTERM, then exits. */
