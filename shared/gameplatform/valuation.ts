@@ -52,7 +52,7 @@ let kits: KitCatalog | undefined;
  * Sticker kit id → the catalog id of its item, and charm id → its item's (shared/catalog/generate.ts
  * kitCatalogNames). Built on first use.
  */
-function kitCatalog(): KitCatalog {
+export function kitCatalog(): KitCatalog {
   if (kits) return kits;
   // Generated from the lib (computeKitCatalogIds, `npm run lookups:generate`; test/generated-lookups.test.ts
   // checks it): loading the lib's English names here would cost ~0.1 s and ~20 MB.
