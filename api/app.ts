@@ -12,6 +12,7 @@ import { buildOpenApiDocument } from './openapi.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
 import { identityRoutes } from './routes/identity.ts';
+import { imageRoutes } from './routes/images.ts';
 import { inspectRoutes } from './routes/inspect.ts';
 import { inventoryRoutes } from './routes/inventories.ts';
 import { marketSummaryRoutes } from './routes/market-summary.ts';
@@ -34,7 +35,7 @@ import { webhookRoutes } from './routes/webhooks.ts';
 const INTRODUCTION = [
   'CS2 item prices from several marketplaces & a platform around them: keyless prices under `/v1`, and keyed APIs under `/v2` ("X-API-Key") for the catalog, price history and live prices, the market index, webhooks, Steam profiles and inventories, trade intents, scenes, renders and inspect links.',
   '## Keyless prices (/v1)',
-  '`GET /v1/prices` (every priced item), `GET /v1/prices/{market_hash_name}` (one item) and `GET /v1/prices/stream` (every live price change) need no key and are not metered. The two reads are limited per client address (`PUBLIC_PRICES_RATE_LIMIT`, default 60 requests per minute: 429 `rate_limited`), answer with an `ETag` (`If-None-Match` gives a 304) and are compressed with gzip or brotli when the client accepts it; at most 2 streams may be open at once per client address. Filtered reads, history and more need a key.',
+  '`GET /v1/prices` (every priced item), `GET /v1/prices/{market_hash_name}` (one item) and `GET /v1/prices/stream` (every live price change) need no key and are not metered. The two reads are limited per client address (`PUBLIC_PRICES_RATE_LIMIT`, default 60 requests per minute: 429 `rate_limited`), answer with an `ETag` (`If-None-Match` gives a 304) and are compressed with gzip or brotli when the client accepts it; at most 2 streams may be open at once per client address. `GET /v2/images/{catalog_id}` (an item\'s image, resized) needs no key either, with a per-address budget of its own. Filtered reads, history and more need a key.',
   '## Get an API key in two steps',
   '1. `POST /v1/accounts` with `{"email": "…", "password": "…"}` (password 10 to 256 characters; optional `workspace_name`) creates an account and its workspace and answers 201 with `session.token`. Later, `POST /v1/sessions` signs in again.',
   '2. `POST /v1/me/keys` with `Authorization: Bearer <session token>` and `{"label": "…", "scopes": […]}` answers 201 with `key`, shown in this response only. Without `scopes` the key gets the read-only defaults (`GET /v2/meta/scopes` lists every scope and the defaults).',
@@ -64,7 +65,7 @@ const documentation = {
     { name: 'audit', description: 'The workspace\'s audit events and their exports as NDJSON.gz.' },
     { name: 'catalog', description: 'Every CS2 item the service prices, with its catalog id.' },
     { name: 'prices', description: 'Current prices, price history and the live price stream of catalog items (API key).' },
-    { name: 'keyless', description: 'The keyless /v1 price API: the whole price list, one item, and the live stream, limited per client address.' },
+    { name: 'keyless', description: 'The keyless API: the /v1 price list, one item and the live stream, and item images (GET /v2/images/{catalog_id}), limited per client address.' },
     { name: 'market', description: 'The cs2.chain-equal-weight.v1 market index and current market totals.' },
     { name: 'webhooks', description: 'Webhook endpoints, their deliveries and signing secrets, and the pages of large events.' },
     { name: 'game platform', description: 'Steam profiles and inventories, and Steam accounts connected to the workspace.' },
@@ -107,6 +108,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(marketIndexRoutes(deps))
     .use(marketSummaryRoutes(deps))
     .use(publicPriceRoutes(deps))
+    .use(imageRoutes(deps))
     .use(webhookRoutes(deps))
     .use(profileRoutes(deps))
     .use(inventoryRoutes(deps))

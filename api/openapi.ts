@@ -101,6 +101,8 @@ export function requestJsonSchema(schema: z.ZodType): Record<string, unknown> {
       delete node.pattern;
       delete node.maxLength;
       delete node.minLength;
+      // A text-checked integer's default is the text it stands for (`prefault('256')`): documented as the number.
+      if (typeof node.default === 'string' && /^-?[0-9]+$/.test(node.default)) node.default = Number(node.default);
     },
   });
   return jsonSchema;

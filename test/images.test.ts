@@ -17,7 +17,11 @@ import {
 } from '../shared/media/images/image-cache.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 import { expectedColourOf, FAKE_IMAGE_SIZE, IMAGE_FAULT_KINDS, startImageFake, type ImageFake, type ImageFaultKind, type Rgb } from './fakes/images/server.ts';
-import { failure, testClock, testConfig } from './helpers.ts';
+import { catalogIdFor, type CatalogItem } from '../shared/catalog/identity.ts';
+import { generateCatalog } from '../shared/catalog/generate.ts';
+import { syncCatalog } from '../shared/catalog/repository.ts';
+import { itemImage } from '../shared/media/images/item-images.ts';
+import { createTestApp, failure, scratchTestApp, testClock, testConfig, type TestApp } from './helpers.ts';
 
 /**
  * DESIGN 18's image cache (shared/media/images/image-cache.ts) and GET /v2/images/{catalog_id},
@@ -258,5 +262,225 @@ describe('cachedImage', () => {
     const { deps } = setup();
     expect(await failure(cachedImage(deps, { url: `${fake.url}/economy/image/x`, size: 2048, format: 'png' }))).toBeInstanceOf(InvalidImageRequestError);
     expect(await failure(cachedImage(deps, { url: `${fake.url}/economy/image/x`, size: 256, format: 'gif' as ImageFormat }))).toBeInstanceOf(InvalidImageRequestError);
+  });
+});
+
+describe('GET /v2/images/{catalog_id}', () => {
+  let fake: ImageFake;
+  let t: TestApp;
+  const clock = testClock('2026-03-01T12:00:00Z');
+  const blobDir = mkdtempSync(join(tmpdir(), 'images-route-'));
+  const STEAM_ICON = 'test-icon-AbC_123-route';
+  const unknownId = catalogIdFor('No Such Item | Anywhere (Field-Tested)');
+  const nameless: CatalogItem = {
+    catalog_id: catalogIdFor('Imageless Test Trinket'),
+    market_hash_name: 'Imageless Test Trinket',
+    type: 'collectible',
+    weapon: null,
+    exterior: null,
+    rarity: null,
+    stattrak: false,
+    souvenir: false,
+    definition_index: null,
+    paint_index: null,
+    phases: [],
+  };
+  // Catalog items with an image: a cs2-lib one, one with a Steam icon seen, and one the faults are set on.
+  let lib: { id: string; path: string };
+  let steam: { id: string; path: string };
+  let faulty: { id: string; path: string };
+  let routeConfig: Record<string, string>;
+
+  beforeAll(async () => {
+    fake = startImageFake();
+    routeConfig = {
+      STEAM_IMAGE_URL: fake.url,
+      ITEM_ASSETS_URL: fake.url,
+      BLOB_DIR: blobDir,
+      IMAGE_FETCH_TIMEOUT_MS: String(TIMEOUT_MS),
+      IMAGE_MAX_BYTES: String(MAX_BYTES),
+      PUBLIC_PRICES_RATE_LIMIT: '1000000',
+    };
+    t = await scratchTestApp({ tag: 'images', now: clock.now, config: routeConfig });
+    const skins = generateCatalog().filter((item) => item.type === 'weapon' && item.paint_index !== null && item.exterior === 'field-tested' && !item.stattrak).slice(0, 40);
+    await syncCatalog(t.deps.sql, [...skins, nameless]);
+    const withImages: { id: string; name: string; path: string }[] = [];
+    for (const skin of skins) {
+      const image = await itemImage(t.deps.sql, t.deps.config, skin.catalog_id);
+      if (image?.source === 'cs2-lib') withImages.push({ id: skin.catalog_id, name: skin.market_hash_name, path: new URL(image.url).pathname });
+    }
+    expect(withImages.length).toBeGreaterThanOrEqual(3);
+    lib = withImages[0]!;
+    faulty = withImages[1]!;
+    await t.deps.sql`
+      insert into item_icons (market_hash_name, version, icon_url, first_seen_at, last_seen_at)
+      values (${withImages[2]!.name}, 'default', ${STEAM_ICON}, now(), now())`;
+    steam = { id: withImages[2]!.id, path: `/economy/image/${STEAM_ICON}` };
+  }, 60_000);
+
+  afterAll(async () => {
+    await t?.close();
+    await fake?.stop();
+    rmSync(blobDir, { recursive: true, force: true });
+  });
+
+  const requestsTo = (path: string) => fake.requests.filter((request) => request.path === path).length;
+  const get = (path: string, headers: Record<string, string> = {}) => t.request(path, { headers });
+
+  async function expectError(response: Response, status: number, code: string) {
+    const text = await response.text();
+    expect({ status: response.status, type: response.headers.get('content-type') }).toEqual({ status, type: expect.stringContaining('application/json') });
+    const body = JSON.parse(text) as { error: { code: string; message: string; request_id: string } };
+    expect(body.error).toMatchObject({ code, message: expect.any(String), request_id: response.headers.get('x-request-id') });
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    return body;
+  }
+
+  test('200: the cs2-lib image, 256 px PNG by default, in the fake’s colours, with a strong ETag and a day of caching', async () => {
+    const response = await get(`/v2/images/${lib.id}`);
+    expect(response.status).toBe(200);
+    expect({
+      type: response.headers.get('content-type'),
+      cache: response.headers.get('cache-control'),
+      etag: response.headers.get('etag'),
+      requestId: response.headers.get('x-request-id'),
+    }).toEqual({ type: 'image/png', cache: 'public, max-age=86400', etag: expect.stringMatching(/^"[0-9a-f]{64}"$/), requestId: expect.any(String) });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    expect(response.headers.get('etag')).toBe(imageEtag(bytes));
+    await expectFakeImage(bytes, lib.path, 256, 'png');
+    // size rounds up, format webp
+    const webp = await get(`/v2/images/${lib.id}?size=100&format=webp`);
+    expect(webp.headers.get('content-type')).toBe('image/webp');
+    await expectFakeImage(new Uint8Array(await webp.arrayBuffer()), lib.path, 128, 'webp');
+  });
+
+  test('200: a Steam icon seen in an inventory wins over cs2-lib', async () => {
+    const response = await get(`/v2/images/${steam.id}?size=512&version=default`);
+    expect(response.status).toBe(200);
+    await expectFakeImage(new Uint8Array(await response.arrayBuffer()), steam.path, 512, 'png');
+    expect(requestsTo(steam.path)).toBe(1);
+  });
+
+  test('304 for a matching If-None-Match; the image is fetched from the upstream once and stored once', async () => {
+    const first = await get(`/v2/images/${lib.id}?size=64`);
+    const etag = first.headers.get('etag')!;
+    await first.arrayBuffer();
+    const before = requestsTo(lib.path);
+    const files = storedFiles(blobDir).length;
+    for (const header of [etag, `W/${etag}`, `"other", ${etag}`]) {
+      const response = await get(`/v2/images/${lib.id}?size=64`, { 'if-none-match': header });
+      expect({ header, status: response.status, etag: response.headers.get('etag'), body: await response.text() }).toEqual({ header, status: 304, etag, body: '' });
+    }
+    const again = await get(`/v2/images/${lib.id}?size=64`, { 'if-none-match': '"something-else"' });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('etag')).toBe(etag);
+    await again.arrayBuffer();
+    expect(requestsTo(lib.path)).toBe(before);
+    expect(storedFiles(blobDir).length).toBe(files);
+  });
+
+  test('concurrent misses of one image fetch the upstream once and store one blob', async () => {
+    const before = requestsTo(steam.path);
+    const files = storedFiles(blobDir).length;
+    const responses = await Promise.all(Array.from({ length: 12 }, () => get(`/v2/images/${steam.id}?size=1000&format=webp`)));
+    const etags = await Promise.all(responses.map(async (response) => (await response.arrayBuffer(), `${response.status} ${response.headers.get('etag')}`)));
+    expect(new Set(etags).size).toBe(1);
+    expect(etags[0]!.startsWith('200 ')).toBe(true);
+    expect(requestsTo(steam.path)).toBe(before + 1);
+    expect(storedFiles(blobDir).length).toBe(files + 1);
+  });
+
+  test('302 to the upstream url with IMAGE_PROXY=false, without fetching it', async () => {
+    const direct = createTestApp({ now: clock.now, config: { ...routeConfig, DATABASE_URL: t.deps.config.DATABASE_URL, IMAGE_PROXY: 'false' } });
+    try {
+      const before = fake.requests.length;
+      const response = await direct.request(`/v2/images/${steam.id}?size=300&format=webp`);
+      expect({ status: response.status, location: response.headers.get('location'), body: await response.text() }).toEqual({
+        status: 302,
+        location: `${fake.url}${steam.path}`,
+        body: '',
+      });
+      expect(fake.requests.length).toBe(before);
+      await expectError(await direct.request(`/v2/images/${nameless.catalog_id}`), 404, 'image_not_found');
+    } finally {
+      await direct.close();
+    }
+  });
+
+  test('400 for a bad size, format, version or catalog id, or an unknown parameter, with the shared error body', async () => {
+    for (const query of ['size=63', 'size=1025', 'size=0', 'size=-128', 'size=12.5', 'size=256.0', 'size=1e3', 'size=0x100', 'size=abc', 'size=', 'size=%20256',
+      'format=gif', 'format=PNG', 'format=', 'version=phase-9', 'version=', 'width=256', 'size=256&size=512']) {
+      const body = await expectError(await get(`/v2/images/${lib.id}?${query}`), 400, 'invalid_request');
+      const fields = ((body.error as { details?: { field: string }[] }).details ?? []).map((detail) => detail.field).join(' ');
+      expect({ query, named: /size|format|version|width|query/.test(fields) }).toEqual({ query, named: true });
+    }
+    await expectError(await get('/v2/images/not-a-catalog-id'), 400, 'invalid_catalog_id');
+  });
+
+  test('404 not_found for an unknown catalog id, 404 image_not_found for an item without an image', async () => {
+    await expectError(await get(`/v2/images/${unknownId}`), 404, 'not_found');
+    await expectError(await get(`/v2/images/${nameless.catalog_id}?size=512`), 404, 'image_not_found');
+  });
+
+  test('503 image_unavailable with Retry-After for every upstream fault, nothing stored, no other 5xx; then 200 once the fault clears', async () => {
+    const files = storedFiles(blobDir).length;
+    for (const kind of IMAGE_FAULT_KINDS) {
+      fake.fault(faulty.path, kind);
+      const response = await get(`/v2/images/${faulty.id}?size=256`);
+      const body = await expectError(response, 503, 'image_unavailable');
+      expect({ kind, retryAfter: Number(response.headers.get('retry-after')) > 0, message: JSON.stringify(body).includes(fake.url) }).toEqual({ kind, retryAfter: true, message: false });
+      expect({ kind, stored: storedFiles(blobDir).length }).toEqual({ kind, stored: files });
+      // Within FAILURE_TTL_MS the failure is answered from memory, without asking the upstream.
+      const before = requestsTo(faulty.path);
+      await expectError(await get(`/v2/images/${faulty.id}?size=512&format=webp`), 503, 'image_unavailable');
+      expect(requestsTo(faulty.path)).toBe(before);
+      clock.advance(FAILURE_TTL_MS + 1);
+    }
+    fake.fault(faulty.path, null);
+    const response = await get(`/v2/images/${faulty.id}?size=256`);
+    expect(response.status).toBe(200);
+    await expectFakeImage(new Uint8Array(await response.arrayBuffer()), faulty.path, 256, 'png');
+    expect(storedFiles(blobDir).length).toBe(files + 1);
+  }, 30_000);
+
+  test('hostile path and query values are a 4xx with the shared error body', async () => {
+    const megabyte = 'a'.repeat(1024 * 1024);
+    const paths = ['%00', 'itm_%00', '%ED%A0%80', '%FF', encodeURIComponent(megabyte), '..%2F..%2Fetc%2Fpasswd'];
+    const queries = ['version=%00', 'version=%ED%A0%80', `version=${megabyte}`, `size=${megabyte}`, 'size=%00', 'format=%ED%A0%80', `format=${megabyte}`, `${megabyte}=1`, 'zz%00=1'];
+    const answers = [
+      ...(await Promise.all(paths.map((path) => get(`/v2/images/${path}`)))),
+      ...(await Promise.all(queries.map((query) => get(`/v2/images/${lib.id}?${query}`)))),
+    ];
+    for (const [index, response] of answers.entries()) {
+      const text = await response.text();
+      const body = JSON.parse(text) as { error?: { code?: string; request_id?: string } };
+      expect({ index, status: response.status >= 400 && response.status < 500, code: typeof body.error?.code, requestId: typeof body.error?.request_id }).toEqual({
+        index,
+        status: true,
+        code: 'string',
+        requestId: 'string',
+      });
+    }
+  });
+
+  test('429 rate_limited past PUBLIC_PRICES_RATE_LIMIT requests a minute from one address (a budget apart from the prices’)', async () => {
+    const limited = createTestApp({ now: clock.now, config: { ...routeConfig, DATABASE_URL: t.deps.config.DATABASE_URL, PUBLIC_PRICES_RATE_LIMIT: '2' } });
+    try {
+      await limited.deps.ready();
+      const address = `198.51.100.${1 + Math.floor(Math.random() * 250)}`;
+      const headers = { 'x-forwarded-for': address };
+      const statuses: number[] = [];
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const response = await limited.request(`/v2/images/${lib.id}`, { headers });
+        statuses.push(response.status);
+        if (response.status === 429) {
+          expect(response.headers.get('retry-after')).toBeTruthy();
+          expect(((await response.json()) as { error: { code: string } }).error.code).toBe('rate_limited');
+        } else await response.arrayBuffer();
+      }
+      expect(statuses).toEqual([200, 200, 429]);
+    } finally {
+      await limited.close();
+    }
   });
 });

@@ -41,6 +41,8 @@ export const OPERATIONS = [
   op('meta.scopes', 'GET', '/v2/meta/scopes', 'public', [], 0, 'production'),
   op('prices.public.list', 'GET', '/v1/prices', 'public', [], 0, 'production'),
   op('prices.public.get', 'GET', '/v1/prices/{market_hash_name}', 'public', [], 0, 'production'),
+  // DESIGN 18: keyless, limited per client address like the keyless prices.
+  op('images.get', 'GET', '/v2/images/{catalog_id}', 'public', [], 0, 'production'),
   op('accounts.create', 'POST', '/v1/accounts', 'public', [], 0, 'production'),
   op('sessions.create', 'POST', '/v1/sessions', 'public', [], 0, 'production'),
   op('sessions.delete', 'DELETE', '/v1/sessions/current', 'session', [], 0, 'production'),
