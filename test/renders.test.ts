@@ -48,7 +48,8 @@ describe('POST /v2/renders', () => {
     const response = await post(t, key, body);
     expect(response.status).toBe(202);
     const render = (await response.json()) as RenderJson;
-    expect(render).toMatchObject({ state: 'queued', item: ITEM, output: OUTPUT, scene: { scene_id: scene.document.scene_id, revision: 1, etag: scene.etag } });
+    // The fixture's model is a real glTF (not a generated stand-in): drawn in 3D.
+    expect(render).toMatchObject({ state: 'queued', item: ITEM, output: OUTPUT, mode: '3d', scene: { scene_id: scene.document.scene_id, revision: 1, etag: scene.etag } });
     expect(render.image).toBeUndefined();
     const [audit] = await t.deps.sql`select outcome from audit_events where workspace_id = ${workspace.id} and event_type = 'render.requested' and resource_id = ${render.render_id}`;
     expect(audit).toEqual({ outcome: 'accepted' });
@@ -117,7 +118,7 @@ describe('POST /v2/renders', () => {
     expect(forbidden.status).toBe(403);
   });
 
-  test('404 scene_not_found (also another workspace’s scene), revision_not_found, renderer_item_not_found', async () => {
+  test('404 scene_not_found (also another workspace’s scene), revision_not_found; a definition without a model is a card', async () => {
     const { key, body } = await setup();
     const other = await setup();
     expect((await errorOf(await post(t, key, { ...body, scene_id: crypto.randomUUID() }))).code).toBe('scene_not_found');
@@ -127,21 +128,21 @@ describe('POST /v2/renders', () => {
     const revision = await post(t, key, { ...body, scene_revision: 7 });
     expect(revision.status).toBe(404);
     expect((await errorOf(revision)).code).toBe('revision_not_found');
-    // The M4A4 (definition 16) is a real item, but this ITEM_FILES_DIR has no model for it.
+    // DESIGN 18: the M4A4 (definition 16) is a real item without a model in this ITEM_FILES_DIR: an item card.
     const noModel = await post(t, key, { ...body, item: { item: { family: 'weapon', definition_index: 16 }, state: {} } });
-    expect(noModel.status).toBe(404);
-    expect((await errorOf(noModel)).code).toBe('renderer_item_not_found');
+    expect(noModel.status).toBe(202);
+    expect(((await noModel.json()) as RenderJson).mode).toBe('card');
   });
 
-  test('503 renderer_unavailable when Chromium or the item files are missing', async () => {
+  test('503 renderer_unavailable without Chromium; without item files every render is a card', async () => {
     const a = await setup(noChromium);
     const response = await post(noChromium, a.key, a.body);
     expect(response.status).toBe(503);
     expect((await errorOf(response)).code).toBe('renderer_unavailable');
     const b = await setup(noItemFiles);
-    const missing = await post(noItemFiles, b.key, b.body);
-    expect(missing.status).toBe(503);
-    expect((await errorOf(missing)).message).toContain('item files');
+    const card = await post(noItemFiles, b.key, b.body);
+    expect(card.status).toBe(202);
+    expect(((await card.json()) as RenderJson).mode).toBe('card');
   });
 });
 

@@ -279,6 +279,7 @@ describe('GET /v2/health and GET /v2/status', () => {
         expect(body.components.media).toEqual({
           item_files: { status: 'unavailable', models: 0, paints: 0, stickers: 0, charms: 0 },
           chromium: { status: 'unavailable', path: missingChromium },
+          renders: { mode: 'card', real_models: 0, stand_in_models: 0 },
         });
         expect(body.degraded.some((component) => component.startsWith('media'))).toBe(false);
       });
@@ -288,6 +289,8 @@ describe('GET /v2/health and GET /v2/status', () => {
         expect(body.components.media).toEqual({
           item_files: { status: 'ok', models: 2, paints: 1, stickers: 1, charms: 0 },
           chromium: { status: 'ok', path: process.execPath },
+          // DESIGN 18: generated stand-ins are not real models, so items are drawn as cards.
+          renders: { mode: 'card', real_models: 0, stand_in_models: 2 },
         });
       });
     } finally {

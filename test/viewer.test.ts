@@ -234,7 +234,7 @@ describe('POST /v2/viewer/sessions', () => {
     expect(((await denied.json()) as { error: { code: string } }).error.code).toBe('insufficient_scope');
   });
 
-  test('404 scene_not_found (unknown, or another workspace’s scene), revision_not_found, renderer_item_not_found', async () => {
+  test('404 scene_not_found (unknown, or another workspace’s scene), revision_not_found; no model: mode card', async () => {
     const owner = await workspaceWithKey(t, { scopes: ['media:write'] });
     const other = await workspaceWithKey(t, { scopes: ['media:write'] });
     const scene = await sceneIn(owner.workspace.id);
@@ -243,7 +243,12 @@ describe('POST /v2/viewer/sessions', () => {
     expect(await codeOf(await createSession(other.keyHeaders, { item: item(), scene_id: scene.document.scene_id }))).toEqual([404, 'scene_not_found']);
     expect(await codeOf(await createSession(owner.keyHeaders, { item: item(), scene_id: scene.document.scene_id, scene_revision: 2 }))).toEqual([404, 'revision_not_found']);
     const awp = { item: { family: 'weapon', definition_index: AWP }, state: {} };
-    expect(await codeOf(await createSession(owner.keyHeaders, { item: awp, scene_id: scene.document.scene_id }))).toEqual([404, 'renderer_item_not_found']);
+    // DESIGN 18: a definition without a real model is shown as an item card.
+    const card = await createSession(owner.keyHeaders, { item: awp, scene_id: scene.document.scene_id });
+    expect(card.status).toBe(201);
+    expect(((await card.json()) as { mode: string }).mode).toBe('card');
+    const model = await createSession(owner.keyHeaders, { item: item(), scene_id: scene.document.scene_id });
+    expect(((await model.json()) as { mode: string }).mode).toBe('3d');
   });
 });
 

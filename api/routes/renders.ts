@@ -4,9 +4,20 @@ import { z } from 'zod';
 import { blobPath, blobSize } from '../../shared/platform/blob-store.ts';
 import { errors } from '../../shared/http/errors.ts';
 import { itemSelectorRequestSchema } from '../../shared/inspect/item-validation.ts';
-import { itemFileFor, itemFilesStatus } from '../../shared/media/item-files.ts';
+import { renderModeFor } from '../../shared/media/item-files.ts';
 import { checkImageSignature, signImageUrl } from '../../shared/media/renders-download.ts';
-import { parseRenderItem, parseRenderOutput, RENDER_CONTENT_TYPES, RENDER_FORMATS, RENDER_SIZE, RENDER_STATES, renderErrors, toRenderJson, type RenderRow } from '../../shared/media/renders-model.ts';
+import {
+  parseRenderItem,
+  parseRenderOutput,
+  RENDER_CONTENT_TYPES,
+  RENDER_FORMATS,
+  RENDER_MODES,
+  RENDER_SIZE,
+  RENDER_STATES,
+  renderErrors,
+  toRenderJson,
+  type RenderRow,
+} from '../../shared/media/renders-model.ts';
 import { findRender, findRenderById } from '../../shared/media/renders-repository.ts';
 import { createRender, enqueueRender } from '../../shared/media/renders-service.ts';
 import { findSceneRevision, sceneErrors } from '../../shared/media/scenes.ts';
@@ -46,6 +57,9 @@ const renderSchema = z.object({
   item: itemSelectorRequestSchema,
   scene: z.object({ scene_id: z.uuid(), revision: z.number().int(), etag: z.string() }),
   output: outputSchema,
+  mode: z
+    .enum(RENDER_MODES)
+    .describe('How the item is drawn (DESIGN 18): `3d` with a real 3D model of the definition in this deployment, `card` (an item card: the item image, stickers, name tag, StatTrak counter, wear bar) without one. Decided when the render is accepted.'),
   created_at: z.string(),
   completed_at: z.string().nullable(),
   image: z
@@ -72,12 +86,12 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
     return toRenderJson(row, row.state === 'succeeded' && row.blob_key ? signImageUrl(base, signingKey, row.render_id, now) : null);
   };
 
-  /** DESIGN 10: without Chromium or the item files no render can finish, so none is accepted. */
+  /**
+   * DESIGN 10: without Chromium no render can finish, so none is accepted. Item files are not needed
+   * any more (DESIGN 18): a definition without a real model is drawn as an item card.
+   */
   const checkRendererAvailable = () => {
-    const missing: string[] = [];
-    if (!existsSync(deps.config.CHROMIUM_PATH)) missing.push('Chromium');
-    if (itemFilesStatus(deps.config.ITEM_FILES_DIR).status !== 'ok') missing.push('item files');
-    if (missing.length > 0) throw renderErrors.rendererUnavailable(missing);
+    if (!existsSync(deps.config.CHROMIUM_PATH)) throw renderErrors.rendererUnavailable(['Chromium']);
   };
 
   return new Elysia({ name: 'render-routes' })
@@ -91,12 +105,12 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
         const output = parseRenderOutput(body.output);
         const scene = await findSceneRevision(deps.sql, principal.workspace.id, body.scene_id, body.scene_revision);
         if (!scene.ok) throw scene.code === 'scene_not_found' ? sceneErrors.sceneNotFound() : sceneErrors.revisionNotFound(body.scene_revision!);
-        if (!itemFileFor(deps.config.ITEM_FILES_DIR, 'model', item.item.definition_index)) throw renderErrors.rendererItemNotFound(item.item.definition_index);
         const { row, created } = await createRender(deps.sql, {
           workspaceId: principal.workspace.id,
           item,
           scene: { sceneId: body.scene_id, revision: scene.revision, etag: scene.etag },
           output,
+          mode: renderModeFor(deps.config.ITEM_FILES_DIR, item.item.definition_index),
           actor: { type: 'api_key', id: principal.keyId },
           requestId: requestIdOf(set),
           now: deps.now(),
@@ -120,8 +134,9 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
           summary: 'Render an item to an image',
           description: [
             'Queues a render of `item` (the item selector, as POST /v2/inspect/decode answers it) with a scene revision of the workspace (the latest unless `scene_revision`) to a PNG or WebP of `output` (width and height 64 to 2048, `png` or `webp`, background transparent or `#rrggbb`), and answers 202 with the render (`state: queued`). The same live request again is answered 200 with the existing render. Read GET /v2/renders/{render_id} until it has `succeeded`.',
+            '`mode` says how it is drawn: `3d` when this deployment has a real 3D model of the definition, else `card`: an item card with the item image, its stickers at their slots and its charm, the name tag, the StatTrak counter, a wear bar with the float marked, the rarity colour and the scene background and watermark. A card whose item image cannot be fetched fails with `error.code` `item_image_unavailable` after its attempts.',
             'Requires an `Idempotency-Key`.',
-            'Errors: 400 `invalid_item`, 400 `invalid_output`, 400 `idempotency_key_required`, 404 `scene_not_found`, 404 `revision_not_found`, 404 `renderer_item_not_found` (no model file for the definition here), 409 `idempotency_key_reused` or `idempotency_key_in_use`, 503 `renderer_unavailable` (no Chromium or no item files in this deployment).',
+            'Errors: 400 `invalid_item`, 400 `invalid_output`, 400 `idempotency_key_required`, 404 `scene_not_found`, 404 `revision_not_found`, 409 `idempotency_key_reused` or `idempotency_key_in_use`, 503 `renderer_unavailable` (no Chromium in this deployment).',
           ].join('\n\n'),
           tags: ['media'],
           responses: routeResponses({}, 404, 503),

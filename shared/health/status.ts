@@ -3,7 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Queryable } from '../platform/db.ts';
-import { itemFilesStatus } from '../media/item-files.ts';
+import { itemFilesStatus, renderModeSummary } from '../media/item-files.ts';
 import { POOLS, type Pool } from '../jobs/queues.ts';
 import { fxStateSchema } from './fx.ts';
 import { liveWorkersByPool } from './heartbeats.ts';
@@ -79,8 +79,17 @@ export const platformStatusSchema = z.object({
           charms: z.number().int(),
         }),
         chromium: z.object({ status: z.enum(['ok', 'unavailable']).describe('unavailable: no executable at CHROMIUM_PATH'), path: z.string() }),
+        renders: z
+          .object({
+            mode: z
+              .enum(['3d', 'card', 'mixed'])
+              .describe('How renders and viewer sessions draw items (DESIGN 18): `card` (item cards) when no model in ITEM_FILES_DIR is a real 3D model (generated stand-ins only, or none), `3d` when every model is real, `mixed` when some are (those definitions in 3D, the others as cards)'),
+            real_models: z.number().int().describe('Models that are not generated stand-ins (fetched by npm run item-files:fetch, or extracted game files)'),
+            stand_in_models: z.number().int(),
+          })
+          .describe('The renders and viewer sessions component'),
       })
-      .describe('What renders and the viewer need (DESIGN 10); without them renders answer 503 renderer_unavailable'),
+      .describe('What renders and the viewer need (DESIGN 10, 18); without Chromium renders answer 503 renderer_unavailable, and without real models items are drawn as cards'),
   }),
 });
 export type PlatformStatus = z.infer<typeof platformStatusSchema>;
@@ -200,5 +209,6 @@ function mediaStatus(itemFilesDir: string, chromiumPath: string): PlatformStatus
   return {
     item_files: { status: files.status === 'ok' ? 'ok' : 'unavailable', ...files.counts },
     chromium: { status: chromium, path: chromiumPath },
+    renders: renderModeSummary(itemFilesDir),
   };
 }

@@ -71,11 +71,11 @@ export const OPERATIONS = [
   op('webhooks.rotate_secret', 'POST', '/v2/webhooks/{webhook_id}/rotate-secret', 'api_key', ['webhooks:write'], 2, 'production', ['redis', 'webhook_secret_key']),
   op('webhooks.test', 'POST', '/v2/webhooks/{webhook_id}/test', 'api_key', ['webhooks:write'], 2, 'production', ['redis']),
   op('webhooks.deliveries.retry', 'POST', '/v2/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', 'api_key', ['webhooks:write'], 2, 'production', ['redis']),
-  op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'production', ['redis', 'chromium', 'item_files']),
+  op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'production', ['redis', 'chromium']),
   op('renders.get', 'GET', '/v2/renders/{render_id}', 'api_key', ['media:read'], 1, 'production', ['redis']),
   op('trade_intents.create', 'POST', '/v2/trade-intents', 'api_key', ['trade:write'], 5, 'production', ['redis']),
   // DESIGN 10: media:write creates and updates scenes, renders and viewer sessions.
-  op('viewer_sessions.create', 'POST', '/v2/viewer/sessions', 'api_key', ['media:write'], 2, 'production', ['redis', 'item_files']),
+  op('viewer_sessions.create', 'POST', '/v2/viewer/sessions', 'api_key', ['media:write'], 2, 'production', ['redis']),
   op('inspect.decode', 'POST', '/v2/inspect/decode', 'api_key', ['inspect:read'], 1, 'production', ['redis']),
   op('prices.get', 'GET', '/v2/prices/{catalog_id}', 'api_key', ['prices:read'], 1, 'production', ['redis']),
   op('prices.history', 'GET', '/v2/prices/{catalog_id}/history', 'api_key', ['prices:read'], 3, 'production', ['redis']),

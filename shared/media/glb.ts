@@ -19,6 +19,12 @@ export type StandInModel = {
   extras?: Record<string, unknown>;
 };
 
+/**
+ * The `asset.generator` every stand-in carries: how renders tell a generated stand-in from a real
+ * model (shared/media/item-files.ts `modelSource`; docs/decisions.md "Media").
+ */
+export const STAND_IN_GENERATOR = 'cs2-pricing-platform item-files stand-in';
+
 const GLB_MAGIC = 0x46546c67; // "glTF"
 const CHUNK_JSON = 0x4e4f534a; // "JSON"
 const CHUNK_BIN = 0x004e4942; // "BIN\0"
@@ -125,7 +131,7 @@ export function buildGlb(model: StandInModel, image: Uint8Array): Uint8Array {
   const vertexCount = geometry.positions.length / 3;
   const markers = model.markers ?? [];
   const json = {
-    asset: { version: '2.0', generator: 'cs2-pricing-platform item-files stand-in' },
+    asset: { version: '2.0', generator: STAND_IN_GENERATOR },
     scene: 0,
     scenes: [{ nodes: [0] }],
     nodes: [

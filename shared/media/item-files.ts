@@ -1,5 +1,6 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { STAND_IN_GENERATOR } from './glb.ts';
 
 /**
  * DESIGN 10: the item files the viewer and renders draw, under ITEM_FILES_DIR:
@@ -79,4 +80,91 @@ export function itemFilesStatus(dir: string): ItemFilesStatus {
     charms: countFiles(path.join(path.resolve(dir), LAYOUT.charm.folder), LAYOUT.charm.extension),
   };
   return { status: counts.models > 0 ? 'ok' : 'missing', counts };
+}
+
+/**
+ * DESIGN 18: a real 3D model is drawn in 3D; a generated stand-in (or no model) is drawn as an item
+ * card. A stand-in is told by the `asset.generator` our generator writes into every GLB it makes
+ * (glb.ts STAND_IN_GENERATOR): any other GLB, whoever made it, is real. Only the GLB header and its
+ * JSON chunk are read, and the answer is kept per file until its size or mtime changes.
+ */
+export type ModelSource = 'real' | 'stand-in';
+export type RenderMode = '3d' | 'card';
+
+const MODEL_JSON_LIMIT = 4 * 1024 * 1024; // a JSON chunk larger than this is a real model's (ours are ~2 KB)
+const modelSources = new Map<string, { size: number; mtimeMs: number; source: ModelSource }>();
+
+function readModelSource(file: string, size: number): ModelSource {
+  const descriptor = openSync(file, 'r');
+  try {
+    const header = Buffer.alloc(20);
+    if (readSync(descriptor, header, 0, 20, 0) < 20 || header.readUInt32LE(0) !== 0x46546c67 || header.readUInt32LE(16) !== 0x4e4f534a) return 'real';
+    const jsonLength = header.readUInt32LE(12);
+    if (jsonLength > MODEL_JSON_LIMIT || 20 + jsonLength > size) return 'real';
+    const json = Buffer.alloc(jsonLength);
+    readSync(descriptor, json, 0, jsonLength, 20);
+    const generator = (JSON.parse(json.toString('utf8')) as { asset?: { generator?: unknown } }).asset?.generator;
+    return generator === STAND_IN_GENERATOR ? 'stand-in' : 'real';
+  } catch {
+    return 'real'; // not JSON we can read: not one of ours
+  } finally {
+    closeSync(descriptor);
+  }
+}
+
+/** Whether the model file of a definition is real or a stand-in; null when there is none. */
+export function modelSource(dir: string, definitionIndex: number): ModelSource | null {
+  const file = itemFilePath(dir, 'model', definitionIndex);
+  if (file === null) return null;
+  let stats;
+  try {
+    stats = statSync(file);
+  } catch {
+    return null;
+  }
+  const known = modelSources.get(file);
+  if (known && known.size === stats.size && known.mtimeMs === stats.mtimeMs) return known.source;
+  const source = readModelSource(file, stats.size);
+  if (modelSources.size > 20_000) modelSources.clear();
+  modelSources.set(file, { size: stats.size, mtimeMs: stats.mtimeMs, source });
+  return source;
+}
+
+/** DESIGN 18: how renders and viewer sessions draw a definition: 3D with a real model, else an item card. */
+export function renderModeFor(dir: string, definitionIndex: number): RenderMode {
+  return modelSource(dir, definitionIndex) === 'real' ? '3d' : 'card';
+}
+
+export type RenderModeSummary = { mode: RenderMode | 'mixed'; real_models: number; stand_in_models: number };
+let summaryCache: { root: string; mtimeMs: number; at: number; summary: RenderModeSummary } | undefined;
+const SUMMARY_TTL_MS = 30_000;
+
+/**
+ * GET /v2/status's render mode: `card` when no model is real (stand-ins only, or none), `3d` when
+ * every model is real, `mixed` otherwise (real models in 3D, the other definitions as cards). Kept
+ * 30 s, or until the models folder changes.
+ */
+export function renderModeSummary(dir: string, now = Date.now()): RenderModeSummary {
+  const folder = itemFilePaths(dir).models;
+  let mtimeMs = -1;
+  try {
+    mtimeMs = statSync(folder).mtimeMs;
+  } catch {
+    // no folder: no models
+  }
+  if (summaryCache && summaryCache.root === folder && summaryCache.mtimeMs === mtimeMs && now - summaryCache.at < SUMMARY_TTL_MS) return summaryCache.summary;
+  let real = 0;
+  let standIn = 0;
+  if (mtimeMs >= 0) {
+    for (const name of readdirSync(folder)) {
+      const match = /^(0|[1-9][0-9]*)\.glb$/.exec(name);
+      if (!match) continue;
+      const source = modelSource(dir, Number(match[1]));
+      if (source === 'real') real += 1;
+      else if (source === 'stand-in') standIn += 1;
+    }
+  }
+  const summary: RenderModeSummary = { mode: real === 0 ? 'card' : standIn === 0 ? '3d' : 'mixed', real_models: real, stand_in_models: standIn };
+  summaryCache = { root: folder, mtimeMs, at: now, summary };
+  return summary;
 }

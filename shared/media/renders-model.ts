@@ -16,6 +16,9 @@ export type RenderState = (typeof RENDER_STATES)[number];
 export const RENDER_FORMATS = ['png', 'webp'] as const;
 export type RenderFormat = (typeof RENDER_FORMATS)[number];
 export const RENDER_SIZE = { min: 64, max: 2048 } as const;
+/** DESIGN 18: `3d` with a real model of the definition, `card` (the item card) without one. */
+export const RENDER_MODES = ['3d', 'card'] as const;
+export type RenderMode = (typeof RENDER_MODES)[number];
 
 const side = z.number().int().min(RENDER_SIZE.min).max(RENDER_SIZE.max);
 export const renderOutputSchema = z.strictObject({
@@ -36,6 +39,7 @@ export type RenderRow = {
   scene_revision: number;
   scene_etag: string;
   output: RenderOutput;
+  mode: RenderMode;
   request_key: string;
   attempts: number;
   lease_token: string | null;
@@ -57,6 +61,7 @@ export type RenderJson = {
   item: ItemSelector;
   scene: { scene_id: string; revision: number; etag: string };
   output: RenderOutput;
+  mode: RenderMode;
   created_at: string;
   completed_at: string | null;
   image?: { url: string; expires_at: string; width: number; height: number; format: RenderFormat; bytes: number; sha256: string };
@@ -70,6 +75,7 @@ export function toRenderJson(row: RenderRow, image: SignedUrl | null): RenderJso
     item: row.item,
     scene: { scene_id: row.scene_id, revision: row.scene_revision, etag: row.scene_etag },
     output: row.output,
+    mode: row.mode,
     created_at: row.created_at.toISOString(),
     completed_at: row.completed_at ? row.completed_at.toISOString() : null,
   };
@@ -105,8 +111,6 @@ export const renderErrors = {
   invalidItem: (details: ErrorDetail[]) => new ApiError(400, 'invalid_item', 'The item selector is invalid (DESIGN 10 "Item selector").', details),
   invalidOutput: (details: ErrorDetail[]) =>
     new ApiError(400, 'invalid_output', 'The output is invalid: width and height 64–2048, format png or webp, background transparent or #rrggbb.', details),
-  rendererItemNotFound: (definitionIndex: number) =>
-    new ApiError(404, 'renderer_item_not_found', `The renderer has no model for definition ${definitionIndex}.`),
   rendererUnavailable: (missing: string[]) =>
     new ApiError(503, 'renderer_unavailable', `The renderer is unavailable (${missing.join(' and ')} missing); retry later.`),
   notFound: () => new ApiError(404, 'not_found', 'No render with this id in your workspace.'),
@@ -132,8 +136,16 @@ export function parseRenderOutput(value: unknown): RenderOutput {
  * DESIGN 10: the same item (canonical JSON), scene revision and output is one request. Keys are
  * sorted and the parsed values re-serialised, so key order and spacing in the client's body do not matter.
  */
-export function renderRequestKey(input: { item: ItemSelector; sceneId: string; sceneRevision: number; output: RenderOutput }): string {
-  const text = canonicalJson({ item: input.item, scene_id: input.sceneId, scene_revision: input.sceneRevision, output: input.output });
+export function renderRequestKey(input: { item: ItemSelector; sceneId: string; sceneRevision: number; output: RenderOutput; mode: RenderMode }): string {
+  // A card is another image than the 3D render of the same request: once real item files arrive, the
+  // same request is a new (3D) render. 3D keys are as they were before cards existed.
+  const text = canonicalJson({
+    item: input.item,
+    scene_id: input.sceneId,
+    scene_revision: input.sceneRevision,
+    output: input.output,
+    ...(input.mode === 'card' ? { mode: 'card' } : {}),
+  });
   return createHash('sha256').update(text).digest('hex');
 }
 

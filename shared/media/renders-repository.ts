@@ -1,5 +1,5 @@
 import type { Queryable } from '../platform/db.ts';
-import type { RenderOutput, RenderRow } from './renders-model.ts';
+import type { RenderMode, RenderOutput, RenderRow } from './renders-model.ts';
 import type { ItemSelector } from '../inspect/selector.ts';
 
 /**
@@ -7,7 +7,7 @@ import type { ItemSelector } from '../inspect/selector.ts';
  * lease token in the `where`) make every transition exclusive; renders-service.ts wraps those that
  * record events.
  */
-const COLUMNS = `render_id, workspace_id, state, item, scene_id, scene_revision, scene_etag, output, request_key, attempts,
+const COLUMNS = `render_id, workspace_id, state, item, scene_id, scene_revision, scene_etag, output, mode, request_key, attempts,
   lease_token, lease_until, blob_key, bytes, sha256, error_code, error_message, created_at, updated_at, completed_at`;
 
 /**
@@ -17,12 +17,23 @@ const COLUMNS = `render_id, workspace_id, state, item, scene_id, scene_revision,
  */
 export async function insertRenderUnlessLive(
   db: Queryable,
-  input: { renderId: string; workspaceId: string; item: ItemSelector; sceneId: string; sceneRevision: number; sceneEtag: string; output: RenderOutput; requestKey: string; now: Date },
+  input: {
+    renderId: string;
+    workspaceId: string;
+    item: ItemSelector;
+    sceneId: string;
+    sceneRevision: number;
+    sceneEtag: string;
+    output: RenderOutput;
+    mode: RenderMode;
+    requestKey: string;
+    now: Date;
+  },
 ): Promise<RenderRow | null> {
   const [row] = await db<RenderRow[]>`
-    insert into renders (render_id, workspace_id, state, item, scene_id, scene_revision, scene_etag, output, request_key, created_at, updated_at)
+    insert into renders (render_id, workspace_id, state, item, scene_id, scene_revision, scene_etag, output, mode, request_key, created_at, updated_at)
     values (${input.renderId}, ${input.workspaceId}, 'queued', ${db.json(input.item as never)}, ${input.sceneId}, ${input.sceneRevision},
-            ${input.sceneEtag}, ${db.json(input.output as never)}, ${input.requestKey}, ${input.now}, ${input.now})
+            ${input.sceneEtag}, ${db.json(input.output as never)}, ${input.mode}, ${input.requestKey}, ${input.now}, ${input.now})
     on conflict (workspace_id, request_key) where state in ('queued', 'rendering', 'succeeded') do nothing
     returning ${db.unsafe(COLUMNS)}`;
   return row ?? null;

@@ -4,7 +4,7 @@ import { insertOutboxEvent } from '../events/outbox.ts';
 import { newId } from '../util/ids.ts';
 import type { ItemSelector } from '../inspect/selector.ts';
 import { enqueue, type JobQueues } from '../jobs/queues.ts';
-import { renderEventPayload, renderRequestKey, type RenderOutput, type RenderRow } from './renders-model.ts';
+import { renderEventPayload, renderRequestKey, type RenderMode, type RenderOutput, type RenderRow } from './renders-model.ts';
 import {
   failExpiredRenderLeases,
   findLiveRenderByRequest,
@@ -38,9 +38,18 @@ export async function enqueueRender(queues: JobQueues, row: Pick<RenderRow, 'ren
  */
 export async function createRender(
   sql: Sql,
-  input: { workspaceId: string; item: ItemSelector; scene: { sceneId: string; revision: number; etag: string }; output: RenderOutput; actor: AuditActor; requestId: string | null; now: Date },
+  input: {
+    workspaceId: string;
+    item: ItemSelector;
+    scene: { sceneId: string; revision: number; etag: string };
+    output: RenderOutput;
+    mode: RenderMode;
+    actor: AuditActor;
+    requestId: string | null;
+    now: Date;
+  },
 ): Promise<{ row: RenderRow; created: boolean }> {
-  const requestKey = renderRequestKey({ item: input.item, sceneId: input.scene.sceneId, sceneRevision: input.scene.revision, output: input.output });
+  const requestKey = renderRequestKey({ item: input.item, sceneId: input.scene.sceneId, sceneRevision: input.scene.revision, output: input.output, mode: input.mode });
   for (let tries = 0; tries < 3; tries += 1) {
     const outcome = await sql.begin(async (tx) => {
       const renderId = newId();
@@ -52,6 +61,7 @@ export async function createRender(
         sceneRevision: input.scene.revision,
         sceneEtag: input.scene.etag,
         output: input.output,
+        mode: input.mode,
         requestKey,
         now: input.now,
       });
@@ -64,7 +74,7 @@ export async function createRender(
         outcome: 'accepted',
         actor: input.actor,
         requestId: input.requestId,
-        metadata: { scene_id: input.scene.sceneId, scene_revision: input.scene.revision, definition_index: input.item.item.definition_index, output: input.output },
+        metadata: { scene_id: input.scene.sceneId, scene_revision: input.scene.revision, definition_index: input.item.item.definition_index, output: input.output, mode: input.mode },
         occurredAt: input.now,
       });
       return row;

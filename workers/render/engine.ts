@@ -7,6 +7,7 @@ import {
   itemFileResponseForPath,
   VIEWER_ASSETS_PATH,
   VIEWER_FILES_PATH,
+  VIEWER_IMAGES_PATH,
   VIEWER_PAGE_HEADERS,
   viewerAssetResponse,
   viewerRenderPoolHtml,
@@ -33,8 +34,18 @@ export class BrowserCrashedError extends Error {
   }
 }
 
-/** The viewer page reported an error (a file it could not load or draw): retrying will not help. */
-export class ViewerPageError extends Error {}
+/**
+ * The viewer page reported an error (a file it could not load or draw). `code` names a failure the
+ * render reports as its own (DESIGN 18: `item_image_unavailable`, which a later attempt may not meet).
+ */
+export class ViewerPageError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | null = null,
+  ) {
+    super(message);
+  }
+}
 
 export type RenderEngineOptions = {
   chromiumPath: string;
@@ -42,13 +53,15 @@ export type RenderEngineOptions = {
   itemFilesDir: string;
   timeoutMs: number;
   log: Logger;
+  /** DESIGN 18: the item card's images (`/viewer/images/…`, shared/media/viewer/images.ts) for the pool pages. */
+  images?: (path: string, search: URLSearchParams) => Promise<Response>;
 };
 
 type Generation = { browser: Browser; profileDir: string; idle: Page[]; crashed: boolean };
 
 // The window fields the viewer's pool page sets (shared/media/viewer/client.ts); this worker has no DOM types.
 declare const window: {
-  renderViewerItem?: (request: ViewerRenderRequest) => Promise<{ error: string | null }>;
+  renderViewerItem?: (request: ViewerRenderRequest) => Promise<{ error: string | null; code?: string }>;
   readViewerPixels?: () => ViewerPixels | null;
 };
 
@@ -75,13 +88,15 @@ export class RenderEngine {
 
   constructor(private readonly options: RenderEngineOptions) {}
 
-  /** The private server: the pool page, plus the viewer's script and item files. */
+  /** The private server: the pool page, plus the viewer's script, item files and card images. */
   private origin(): string {
     this.server ??= Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
       fetch: async (request) => {
-        const path = new URL(request.url).pathname;
+        const url = new URL(request.url);
+        const path = url.pathname;
+        if (path.startsWith(`${VIEWER_IMAGES_PATH}/`) && this.options.images) return this.options.images(path, url.searchParams);
         if (path === POOL_PAGE_PATH) return new Response(await viewerRenderPoolHtml(), { headers: VIEWER_PAGE_HEADERS });
         if (path.startsWith(`${VIEWER_ASSETS_PATH}/`)) return viewerAssetResponse(path);
         if (path.startsWith(`${VIEWER_FILES_PATH}/`)) return itemFileResponseForPath(this.options.itemFilesDir, path) ?? new Response('Not found', { status: 404 });
@@ -190,13 +205,13 @@ export class RenderEngine {
         this.options.timeoutMs,
         'drawing the item',
       );
-      if (drawn.error) throw new ViewerPageError(`the viewer page failed: ${drawn.error}`);
+      if (drawn.error) throw new ViewerPageError(`the viewer page failed: ${drawn.error}`, drawn.code ?? null);
       const pixels = await page.evaluate(() => window.readViewerPixels!());
       if (!pixels || pixels.width !== width || pixels.height !== height) throw new ViewerPageError(`the viewer page drew ${pixels ? `${pixels.width}x${pixels.height}` : 'nothing'}, not ${width}x${height}`);
       // A page goes back to the pool only if it finished cleanly on a live browser.
       if (!generation.crashed) generation.idle.push(page);
       page = null;
-      return { data: Buffer.from(pixels.base64, 'base64'), width, height };
+      return { data: Buffer.from(pixels.base64, 'base64'), width, height, topDown: pixels.topDown };
     } catch (error) {
       // A killed browser can fail the call before `disconnected` is delivered: ask the connection too.
       if (generation && (generation.crashed || !generation.browser.connected)) throw new BrowserCrashedError();

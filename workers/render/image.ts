@@ -4,19 +4,23 @@ import { dirname } from 'node:path';
 import { blobPath } from '../../shared/platform/blob-store.ts';
 import type { RenderOutput } from '../../shared/media/renders-model.ts';
 
-/** What the engine reads from a page's canvas: RGBA, rows bottom to top (WebGL's order), straight alpha, sRGB. */
-export type DrawnPixels = { data: Buffer; width: number; height: number };
+/**
+ * What the engine reads from a page's canvas: RGBA, straight alpha, sRGB; rows bottom to top from
+ * WebGL (3D), top to bottom from a 2D canvas (an item card, `topDown`).
+ */
+export type DrawnPixels = { data: Buffer; width: number; height: number; topDown?: boolean };
 
 /**
- * Post-processing (DESIGN 10), one sharp pipeline: rows top to bottom, exactly the requested size,
+ * Post-processing (DESIGN 10), one sharp pipeline: rows top to bottom (WebGL's are flipped), exactly the requested size,
  * sRGB, PNG or WebP. A transparent background keeps the canvas' alpha; a colour is flattened onto
  * it, so the file is opaque.
  */
 export async function finishImage(pixels: DrawnPixels, output: RenderOutput): Promise<Buffer> {
   // Loaded at the first render, like puppeteer-core (engine.ts): sharp and libvips are ~18 MB of RSS.
   const { default: sharp } = await import('sharp');
-  let image = sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 4 } })
-    .flip()
+  let image = sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 4 } });
+  if (!pixels.topDown) image = image.flip();
+  image = image
     .resize(output.width, output.height, { fit: 'fill' })
     .toColourspace('srgb');
   image = output.background === 'transparent' ? image.ensureAlpha() : image.flatten({ background: output.background }).removeAlpha();

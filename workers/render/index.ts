@@ -3,7 +3,9 @@ import { findSceneRevision } from '../../shared/media/scenes.ts';
 import { renderBlobKey, type RenderRow } from '../../shared/media/renders-model.ts';
 import { leaseRender, queuedRenders, renewRenderLease } from '../../shared/media/renders-repository.ts';
 import { completeRender, expireRenderLeases, releaseFailedRender, renderJobId } from '../../shared/media/renders-service.ts';
+import { buildItemCard } from '../../shared/media/item-card.ts';
 import { resolveViewerFiles, viewerRenderRequest, type ViewerRenderRequest } from '../../shared/media/viewer/index.ts';
+import { viewerImageResponse } from '../../shared/media/viewer/images.ts';
 import { newId } from '../../shared/util/ids.ts';
 import { holdLease, LeaseLostError, lostLease, sweepLeases } from '../lease.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
@@ -63,13 +65,24 @@ async function drawWithRecovery(engine: RenderEngine, request: ViewerRenderReque
   }
 }
 
+/** The page's request: the 3D item files, or (DESIGN 18, `mode: card`) the item card. */
+async function renderRequestOf(context: PoolContext, row: RenderRow, scene: Parameters<typeof viewerRenderRequest>[0]['scene']): Promise<ViewerRenderRequest> {
+  const { width, height, background } = row.output;
+  if (row.mode === 'card') {
+    // The item image fills at most the card's width: ask the cache for that size (rounded up to a power of two).
+    const card = await buildItemCard(context, row.item, { imageSize: Math.max(width, (height * 4) / 3) });
+    return viewerRenderRequest({ item: row.item, scene, files: null, card, width, height, background });
+  }
+  const files = resolveViewerFiles(context.config.ITEM_FILES_DIR, row.item);
+  if (!files) throw new RenderFailure('renderer_item_not_found', `The renderer has no model for definition ${row.item.item.definition_index}.`, true);
+  return viewerRenderRequest({ item: row.item, scene, files, width, height, background });
+}
+
 async function drawRender(context: PoolContext, engine: RenderEngine, row: RenderRow): Promise<Buffer> {
   const scene = await findSceneRevision(context.sql, row.workspace_id, row.scene_id, row.scene_revision);
   if (!scene.ok) throw new RenderFailure(scene.code, 'The scene revision of this render no longer exists.', true);
-  const files = resolveViewerFiles(context.config.ITEM_FILES_DIR, row.item);
-  if (!files) throw new RenderFailure('renderer_item_not_found', `The renderer has no model for definition ${row.item.item.definition_index}.`, true);
-  const { width, height, background, format } = row.output;
-  const request = viewerRenderRequest({ item: row.item, scene: scene.document, files, width, height, background });
+  const { format } = row.output;
+  const request = await renderRequestOf(context, row, scene.document);
   const started = performance.now();
   let outcome: 'succeeded' | 'failed' = 'failed';
   try {
@@ -78,6 +91,10 @@ async function drawRender(context: PoolContext, engine: RenderEngine, row: Rende
     outcome = 'succeeded';
     return image;
   } catch (error) {
+    // DESIGN 18: an item image that cannot be fetched may come back; the next attempt tries again, the last one fails with this code.
+    if (error instanceof ViewerPageError && error.code === 'item_image_unavailable') {
+      throw new RenderFailure('item_image_unavailable', "The item's image could not be fetched from its upstream; the card was not drawn.", false);
+    }
     if (error instanceof ViewerPageError) throw new RenderFailure('render_failed', 'The item could not be drawn.', true);
     throw error;
   } finally {
@@ -152,13 +169,14 @@ export async function sweepRenders(context: PoolContext): Promise<Record<string,
 }
 
 /** The engine of this process: one browser, created at the first render (a pool without jobs never launches Chromium). */
-export function createRenderEngine(context: Pick<PoolContext, 'config' | 'log'>): RenderEngine {
+export function createRenderEngine(context: Pick<PoolContext, 'config' | 'log' | 'sql'>): RenderEngine {
   return new RenderEngine({
     chromiumPath: context.config.CHROMIUM_PATH,
     pages: context.config.RENDER_PAGES,
     itemFilesDir: context.config.ITEM_FILES_DIR,
     timeoutMs: context.config.RENDER_TIMEOUT_MS,
     log: context.log,
+    images: (path, search) => viewerImageResponse(context, path, search),
   });
 }
 

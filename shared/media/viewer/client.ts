@@ -18,19 +18,16 @@ import {
   type ViewerRenderRequest,
 } from './contract.ts';
 import { mulberry32 } from '../../util/random.ts';
+import { drawItemCard, type Canvas2D } from './card.ts';
 
 // The few browser APIs this script uses, declared here: the project compiles for Bun (no DOM lib,
 // whose globals clash with Bun's), and this file is the only browser code.
-type Canvas2D = {
-  font: string;
-  fillStyle: unknown;
-  textBaseline: string;
-  measureText(text: string): { width: number };
-  fillRect(x: number, y: number, width: number, height: number): void;
-  fillText(text: string, x: number, y: number): void;
-  createLinearGradient(x0: number, y0: number, x1: number, y1: number): { addColorStop(offset: number, color: string): void };
+type Canvas = {
+  width: number;
+  height: number;
+  style: { display: string; width: string; height: string };
+  getContext(kind: '2d', options?: { willReadFrequently?: boolean; alpha?: boolean }): Canvas2D | null;
 };
-type Canvas = { width: number; height: number; style: { display: string }; getContext(kind: '2d'): Canvas2D | null };
 type PageElement = { textContent: string | null; hidden: boolean; addEventListener(type: 'click', listener: () => void): void };
 declare const document: {
   getElementById(id: string): PageElement | null;
@@ -49,11 +46,14 @@ declare const window: {
   viewerReady?: boolean;
   viewerError?: string;
   /** Render mode: draws another item on this page (the render worker's warm pages). */
-  renderViewerItem?: (request: ViewerRenderRequest) => Promise<{ error: string | null }>;
+  renderViewerItem?: (request: ViewerRenderRequest) => Promise<RenderOutcome>;
   /** Render mode: the last item's pixels (see readPixels). */
   readViewerPixels?: () => ViewerPixels | null;
 };
 declare function requestAnimationFrame(callback: () => void): number;
+
+/** What drawing one item answers: `code` names a failure the render reports as its own (DESIGN 18 `item_image_unavailable`). */
+type RenderOutcome = { error: string | null; code?: string };
 
 const QUALITY: Record<ViewerQuality, { antialias: boolean; maxPixelRatio: number; shadowMapSize: number | null }> = {
   draft: { antialias: false, maxPixelRatio: 1, shadowMapSize: null },
@@ -246,6 +246,8 @@ async function buildItemScene(
 ): Promise<BuiltItem> {
   const { presentation } = data.scene;
   const state = data.item.state;
+  const files = data.files;
+  if (!files) throw new Error('a 3D item needs its item files');
   const castShadows = quality.shadowMapSize !== null;
   const owned: { dispose(): void }[] = [];
   const own = <T extends { dispose(): void }>(resource: T): T => {
@@ -266,10 +268,10 @@ async function buildItemScene(
   if (scene.background instanceof THREE.Texture) own(scene.background);
 
   const [model, sharedPaint, stickerTextures, charmModels] = await Promise.all([
-    loadModel(data.files.model),
-    data.files.paint ? loadTexture(data.files.paint.url) : Promise.resolve(null),
-    Promise.all(data.files.stickers.map((url) => (url ? loadTexture(url) : Promise.resolve(null)))),
-    Promise.all(data.files.charms.map((url) => (url ? loadModel(url) : Promise.resolve(null)))),
+    loadModel(files.model),
+    files.paint ? loadTexture(files.paint.url) : Promise.resolve(null),
+    Promise.all(files.stickers.map((url) => (url ? loadTexture(url) : Promise.resolve(null)))),
+    Promise.all(files.charms.map((url) => (url ? loadModel(url) : Promise.resolve(null)))),
   ]);
   // This item moves its paint by seed: a clone of the cached texture (same image, uploaded once).
   const paint = sharedPaint ? own(sharedPaint.clone()) : null;
@@ -285,7 +287,7 @@ async function buildItemScene(
   const wear = state.wear ?? 0;
   if (paint) {
     paint.wrapS = paint.wrapT = THREE.RepeatWrapping;
-    if (!data.files.paint!.seeded) {
+    if (!files.paint!.seeded) {
       const random = mulberry32(state.paint_seed ?? 0);
       paint.offset.set(random(), random());
       paint.center.set(0.5, 0.5);
@@ -299,7 +301,7 @@ async function buildItemScene(
     mesh.receiveShadow = castShadows;
     if (!paint) return;
     ensureUvs(mesh.geometry);
-    const grime = new THREE.Color(1, 1, 1).lerp(new THREE.Color(0.55, 0.5, 0.44), data.files.paint!.seeded ? 0 : wear * 0.7);
+    const grime = new THREE.Color(1, 1, 1).lerp(new THREE.Color(0.55, 0.5, 0.44), files.paint!.seeded ? 0 : wear * 0.7);
     mesh.material = own(new THREE.MeshStandardMaterial({ map: paint, color: grime, roughness: 0.35 + wear * 0.55, metalness: 0.15 }));
   });
 
@@ -452,11 +454,53 @@ function renderModeRenderer(antialias: boolean): THREE.WebGLRenderer {
     renderers.set(antialias, entry);
   }
   for (const other of renderers.values()) other.canvas.style.display = other === entry ? 'block' : 'none';
+  if (cardSurface) cardSurface.canvas.style.display = 'none';
   activeRenderer = entry.renderer;
+  activeCard = null;
   return entry.renderer;
 }
 
 let activeRenderer: THREE.WebGLRenderer | null = null;
+
+/**
+ * Render mode, DESIGN 18: item cards are drawn on one 2D canvas of their own, reused for every card
+ * (its pixels read back each render, so the context is kept on the CPU: willReadFrequently).
+ */
+let cardSurface: { canvas: Canvas; context: Canvas2D } | null = null;
+let activeCard: { canvas: Canvas; context: Canvas2D } | null = null;
+
+function renderModeCardSurface(width: number, height: number): { canvas: Canvas; context: Canvas2D } {
+  if (!cardSurface) {
+    const pageCanvas = document.getElementById('viewer-canvas') as unknown as Canvas;
+    // The page's own canvas is free unless a WebGL renderer took it.
+    const canvas = renderers.size === 0 ? pageCanvas : document.body.appendChild(document.createElement('canvas'));
+    const context = canvas.getContext('2d', { willReadFrequently: true });
+    if (!context) throw new Error('no 2D canvas context');
+    cardSurface = { canvas, context };
+  }
+  for (const other of renderers.values()) other.canvas.style.display = 'none';
+  const { canvas } = cardSurface;
+  canvas.style.display = 'block';
+  // Resizing clears and reallocates the canvas: only when the size changes (drawing repaints it all).
+  if (canvas.width !== width || canvas.height !== height) {
+    canvas.width = width;
+    canvas.height = height;
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+  }
+  activeCard = cardSurface;
+  activeRenderer = null;
+  return cardSurface;
+}
+
+/** A byte array as base64: the native encoder where the browser has one. */
+function toBase64(bytes: Uint8Array): string {
+  const native = (bytes as Uint8Array & { toBase64?: () => string }).toBase64;
+  if (native) return native.call(bytes);
+  let binary = '';
+  for (let offset = 0; offset < bytes.length; offset += 0x8000) binary += String.fromCharCode(...bytes.subarray(offset, offset + 0x8000));
+  return btoa(binary);
+}
 
 /**
  * Render mode: the pixels of the item last drawn, read straight from its canvas: RGBA rows bottom to
@@ -465,17 +509,19 @@ let activeRenderer: THREE.WebGLRenderer | null = null;
  * render under SwiftShader against a few ms here.
  */
 function readPixels(): ViewerPixels | null {
+  if (activeCard) {
+    // A 2D canvas reads top to bottom, straight alpha.
+    const { width, height } = activeCard.canvas;
+    const data = activeCard.context.getImageData(0, 0, width, height).data;
+    return { width, height, base64: toBase64(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)), topDown: true };
+  }
   if (!activeRenderer) return null;
   const gl = activeRenderer.getContext();
   const width = gl.drawingBufferWidth;
   const height = gl.drawingBufferHeight;
   const bytes = new Uint8Array(width * height * 4);
   gl.readPixels(0, 0, width, height, gl.RGBA, gl.UNSIGNED_BYTE, bytes);
-  const native = (bytes as Uint8Array & { toBase64?: () => string }).toBase64;
-  if (native) return { width, height, base64: native.call(bytes) };
-  let binary = '';
-  for (let offset = 0; offset < bytes.length; offset += 0x8000) binary += String.fromCharCode(...bytes.subarray(offset, offset + 0x8000));
-  return { width, height, base64: btoa(binary) };
+  return { width, height, base64: toBase64(bytes), topDown: false };
 }
 
 let drawn: BuiltItem | null = null;
@@ -487,9 +533,16 @@ let drawing: Promise<unknown> = Promise.resolve();
  * worker screenshots then. Never rejects: a failure is `{error}` and the page stays usable. Calls
  * are drawn one after another (a page shows one item).
  */
-function renderItem(request: ViewerRenderRequest): Promise<{ error: string | null }> {
-  const result = drawing.then(async () => {
+function renderItem(request: ViewerRenderRequest): Promise<RenderOutcome> {
+  const result = drawing.then(async (): Promise<RenderOutcome> => {
     try {
+      if (request.card) {
+        // DESIGN 18: no real model, an item card. The last 3D item's resources stay until the next 3D item.
+        const surface = renderModeCardSurface(request.width, request.height);
+        const { itemImageMissing } = await drawItemCard(surface.context, { card: request.card, background: request.background, watermark: request.scene.chrome.watermark }, { margin: 0 });
+        if (itemImageMissing) return { error: 'the item image could not be loaded', code: 'item_image_unavailable' };
+        return { error: null };
+      }
       // The previous item's resources go only after this item is drawn: its paint texture's upload
       // (shared by every clone of the cached image) would otherwise be freed and made again.
       let previous = drawn;
@@ -539,6 +592,7 @@ async function main() {
     window.viewerReady = true;
     return;
   }
+  if (data.card) return showCard(data, data.card);
 
   const { presentation, chrome } = data.scene;
   const quality = QUALITY[presentation.quality];
@@ -589,6 +643,33 @@ async function main() {
       first = false;
       markReady();
     }
+  });
+}
+
+/**
+ * DESIGN 18, interactive: the item card fills the window (redrawn at its size and pixel ratio on
+ * resize) and `viewerReady` is set once it is drawn with every image loaded or given up. An item
+ * image that cannot be loaded leaves a frame saying so; the rest of the card is still shown.
+ */
+async function showCard(data: ViewerPageData, card: NonNullable<ViewerPageData['card']>) {
+  const canvas = document.getElementById('viewer-canvas') as unknown as Canvas;
+  const context = canvas.getContext('2d');
+  if (!context) throw new Error('no 2D canvas context');
+  const draw = async () => {
+    const ratio = Math.min(window.devicePixelRatio || 1, 2);
+    canvas.width = Math.max(1, Math.round(window.innerWidth * ratio));
+    canvas.height = Math.max(1, Math.round(window.innerHeight * ratio));
+    await drawItemCard(context, { card, background: data.background, watermark: data.scene.chrome.watermark }, { margin: 0.04 });
+  };
+  await draw();
+  // The card draws the watermark itself; only the fullscreen button of the chrome applies.
+  setupChrome({ ...data.scene.chrome, watermark: null });
+  let pending: Promise<void> = Promise.resolve();
+  window.addEventListener('resize', () => {
+    pending = pending.then(draw);
+  });
+  requestAnimationFrame(() => {
+    window.viewerReady = true;
   });
 }
 

@@ -13,6 +13,10 @@ export type ViewerFileKind = (typeof VIEWER_FILE_KINDS)[number];
 
 export const VIEWER_ASSETS_PATH = '/viewer/assets';
 export const VIEWER_FILES_PATH = '/viewer/files';
+/** Card images (DESIGN 18): `/viewer/images/<item|sticker|charm>/<id>?size=…`, served from our own origin. */
+export const VIEWER_IMAGES_PATH = '/viewer/images';
+export const VIEWER_IMAGE_KINDS = ['item', 'sticker', 'charm'] as const;
+export type ViewerImageKind = (typeof VIEWER_IMAGE_KINDS)[number];
 
 export type ViewerBackground =
   | { type: 'color'; value: string } // #rrggbb or #rrggbbaa
@@ -61,6 +65,27 @@ export type ViewerFiles = {
   charms: Array<string | null>; // parallel to item.state.charms
 };
 
+/**
+ * DESIGN 18: what an item card shows when the definition has no real 3D model. Built on the server
+ * (shared/media/item-card.ts) from the catalog and cs2-lib; every image is a root-relative URL under
+ * VIEWER_IMAGES_PATH (null: the item has no image), so the page loads nothing from another origin.
+ */
+export type ItemCard = {
+  /** "AK-47 | Redline", without the exterior. */
+  name: string;
+  /** The catalog's rarity and its colour in the game (`#rrggbb`); null when the catalog has none. */
+  rarity: { name: string; colour: string } | null;
+  /** "Field-Tested", from the wear; null for items without wear. */
+  exterior: string | null;
+  /** The float and the skin's wear range, for the wear bar; null without a wear. */
+  wear: { value: number; min: number; max: number } | null;
+  stattrak: number | null;
+  name_tag: string | null;
+  image: string | null;
+  stickers: Array<{ slot: number; image: string | null; wear: number; scale: number; rotation: number; offset_x: number; offset_y: number }>;
+  charms: Array<{ slot: number; image: string | null; offset_x: number; offset_y: number }>;
+};
+
 export type ViewerPageData = {
   mode: ViewerMode;
   /** Render mode: the canvas is exactly width × height CSS pixels at device pixel ratio 1. */
@@ -70,17 +95,23 @@ export type ViewerPageData = {
   background: ViewerBackground;
   item: ViewerItem;
   scene: ViewerSceneSettings;
-  files: ViewerFiles;
+  /** 3D: the item files (a real model). Exactly one of `files` and `card` is set. */
+  files: ViewerFiles | null;
+  /** DESIGN 18: no real model, so the page draws this item card instead. */
+  card: ItemCard | null;
 };
 
 /**
  * What the render worker asks a render-mode page to draw (`window.renderViewerItem(request)`):
  * the page data of one item, its canvas exactly width × height CSS pixels.
  */
-export type ViewerRenderRequest = Pick<ViewerPageData, 'background' | 'item' | 'scene' | 'files'> & { width: number; height: number };
+export type ViewerRenderRequest = Pick<ViewerPageData, 'background' | 'item' | 'scene' | 'files' | 'card'> & { width: number; height: number };
 
-/** A render-mode page's pixels (`window.readViewerPixels()`): RGBA, rows bottom to top, straight alpha, sRGB, base64. */
-export type ViewerPixels = { width: number; height: number; base64: string };
+/**
+ * A render-mode page's pixels (`window.readViewerPixels()`): RGBA, straight alpha, sRGB, base64;
+ * rows bottom to top from WebGL (3D), top to bottom from a 2D canvas (card): `topDown` says which.
+ */
+export type ViewerPixels = { width: number; height: number; base64: string; topDown: boolean };
 
 /**
  * The render worker's pool page: no item, only the script, which exposes `window.renderViewerItem`

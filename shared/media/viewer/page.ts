@@ -6,6 +6,7 @@ import {
   VIEWER_DATA_ELEMENT_ID,
   VIEWER_FILE_KINDS,
   VIEWER_FILES_PATH,
+  type ItemCard,
   type ViewerBackground,
   type ViewerFileKind,
   type ViewerFiles,
@@ -132,8 +133,10 @@ export const VIEWER_PAGE_HEADERS = {
 export type ViewerPageOptions = {
   item: ViewerItem;
   scene: ViewerSceneSettings;
-  /** From resolveViewerFiles; the caller has already answered a missing model. */
-  files: ViewerFiles;
+  /** 3D: from resolveViewerFiles (a real model). Null when the page draws `card`. */
+  files: ViewerFiles | null;
+  /** DESIGN 18: the item card drawn instead of a model (shared/media/item-card.ts); null or absent in 3D. */
+  card?: ItemCard | null;
   mode: ViewerMode;
   /** Render mode: the canvas size in CSS pixels (the renders' output size). */
   width?: number;
@@ -160,7 +163,8 @@ export function viewerRenderRequest(options: Omit<ViewerPageOptions, 'mode'> & {
     // Only the fields the page draws: the scene's id, revision and dates stay on the server.
     item: { item: options.item.item, state: options.item.state },
     scene: { name: options.scene.name, presentation: options.scene.presentation, chrome: options.scene.chrome },
-    files: options.files,
+    files: options.card ? null : options.files,
+    card: options.card ?? null,
   };
 }
 
@@ -176,8 +180,10 @@ export async function viewerPageHtml(options: ViewerPageOptions): Promise<string
     // Only the fields the page draws: the scene's id, revision and dates stay on the server.
     item: { item: options.item.item, state: options.item.state },
     scene: { name: options.scene.name, presentation: options.scene.presentation, chrome: options.scene.chrome },
-    files: options.files,
+    files: options.card ? null : options.files,
+    card: options.card ?? null,
   };
+  if (!data.files && !data.card) throw new Error('a viewer page needs item files or an item card');
   const canvasSize = render ? `width:${options.width}px;height:${options.height}px` : 'width:100vw;height:100vh';
   return pageHtml(options.scene.name, canvasSize, data);
 }

@@ -6,7 +6,7 @@ import { newId } from '../../util/ids.ts';
 import { itemSelectorSchema, type ItemSelector } from '../../inspect/selector.ts';
 import { validateItemSelector } from '../../inspect/item-validation.ts';
 import { findSceneRevision, sceneErrors, type SceneDocument } from '../scenes.ts';
-import { resolveViewerFiles } from './page.ts';
+import { renderModeFor } from '../item-files.ts';
 
 /**
  * Viewer sessions (DESIGN 10): a random token in the page URL, stored only as its SHA-256, pinned to
@@ -21,6 +21,9 @@ export const viewerSessionReceiptSchema = z.object({
   url: z.string().describe('The page: PUBLIC_BASE_URL/viewer/<token>; the token is the only credential and no API key is in it'),
   expires_at: z.iso.datetime().describe('After this the page answers 410 (VIEWER_SESSION_TTL_SECONDS after creation)'),
   item: itemSelectorSchema.describe('The item as it will be drawn: its item and state only'),
+  mode: z
+    .enum(['3d', 'card'])
+    .describe('How the page draws the item (DESIGN 18): `3d` with a real 3D model of the definition in this deployment, else `card` (the item card). Read when the session is made; the page follows the item files it finds when opened.'),
   scene: z
     .object({
       scene_id: z.uuid(),
@@ -40,14 +43,12 @@ const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 export const viewerErrors = {
   invalidItem: (details: { field: string; message: string }[]) => new ApiError(400, 'invalid_item', 'The item is not one the renderer can draw; see details.', details),
-  rendererItemNotFound: (definitionIndex: number) =>
-    new ApiError(404, 'renderer_item_not_found', `There is no model file for definition ${definitionIndex} in this deployment's item files.`),
 };
 
 /**
  * Checks the item (400 invalid_item), then the scene revision (404 scene_not_found /
- * revision_not_found, another workspace's scene included), then the model file (404
- * renderer_item_not_found), and stores the session. `baseUrl` is PUBLIC_BASE_URL or the request's origin.
+ * revision_not_found, another workspace's scene included), and stores the session. A definition
+ * without a real model is shown as an item card (DESIGN 18), so no item is refused for its files. `baseUrl` is PUBLIC_BASE_URL or the request's origin.
  */
 export async function createViewerSession(
   deps: ViewerSessionDeps,
@@ -60,8 +61,6 @@ export async function createViewerSession(
 
   const scene = await findSceneRevision(deps.sql, context.workspaceId, input.scene_id, input.scene_revision);
   if (!scene.ok) throw scene.code === 'scene_not_found' ? sceneErrors.sceneNotFound() : sceneErrors.revisionNotFound(input.scene_revision ?? 0);
-
-  if (!resolveViewerFiles(deps.itemFilesDir, item)) throw viewerErrors.rendererItemNotFound(item.item.definition_index);
 
   const token = randomToken(32);
   const sessionId = newId();
@@ -81,6 +80,7 @@ export async function createViewerSession(
     url: `${context.baseUrl.replace(/\/+$/, '')}${VIEWER_PAGE_PATH}/${token}`,
     expires_at: expiresAt.toISOString(),
     item,
+    mode: renderModeFor(deps.itemFilesDir, item.item.definition_index),
     scene: { scene_id: input.scene_id, revision: scene.revision, etag: scene.etag },
   };
 }
