@@ -94,8 +94,7 @@ const terminal = process.stderr.isTTY === true;
 let latest: FetchProgress | undefined;
 const draw = () => {
   if (!latest) return;
-  const width = Math.max(10, Math.min(40, (process.stderr.columns ?? 80) - 90));
-  process.stderr.write(`\r\x1b[2K${formatProgress(latest, width)}`);
+  process.stderr.write(`\r\x1b[2K${formatProgress(latest, process.stderr.columns || 80)}`);
 };
 const plainTimer = terminal ? undefined : setInterval(() => latest && process.stderr.write(`${formatProgress(latest)}\n`), 5_000);
 

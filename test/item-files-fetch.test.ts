@@ -297,7 +297,10 @@ describe('npm run item-files:fetch', () => {
 
   test('progress: a bar on a terminal, plain words otherwise', () => {
     const progress = { total: 20, done: 5, fetched: 3, skipped: 1, failed: 1, bytesReceived: 3 * 1024 * 1024, maxBytes: 4 * 1024 ** 3, ms: 2_000 };
-    expect(formatProgress(progress, 20)).toBe('[#####---------------]  25% 5/20 files (3 fetched, 1 skipped, 1 failed) 3.0 MiB 1.5 MiB/s');
+    // The bar takes what the counts leave of the line, and the line never wraps (columns − 1 at most).
+    expect(formatProgress(progress, 80)).toBe('[########------------------------]  25% 5/20 files, 1 failed, 3.0 MiB 1.5 MiB/s');
+    expect(formatProgress(progress, 60)).toBe('[###---------]  25% 5/20 files, 1 failed, 3.0 MiB 1.5 MiB/s');
+    expect(formatProgress(progress, 40)).toBe('[###-------]  25% 5/20 files, 1 failed,');
     expect(formatProgress(progress)).toBe('item files: 5/20 files (3 fetched, 1 skipped, 1 failed) 3.0 MiB 1.5 MiB/s');
   });
 });

@@ -471,15 +471,21 @@ export function formatBytes(bytes: number): string {
   return `${unit === 0 ? value : value.toFixed(1)} ${UNITS[unit]}`;
 }
 
-/** One line of progress: a bar when `barWidth` > 0 (a terminal), plain words otherwise. */
-export function formatProgress(progress: FetchProgress, barWidth = 0): string {
-  const share = progress.total === 0 ? 1 : progress.done / progress.total;
+/**
+ * One line of progress: plain words, or for a terminal `columns` wide a bar and short counts that
+ * fit on one line (a wrapped line could not be redrawn in place).
+ */
+export function formatProgress(progress: FetchProgress, columns = 0): string {
   const seconds = progress.ms / 1000;
-  const rate = seconds > 0 ? `${formatBytes(progress.bytesReceived / seconds)}/s` : '';
-  const counts = `${progress.done}/${progress.total} files (${progress.fetched} fetched, ${progress.skipped} skipped, ${progress.failed} failed) ${formatBytes(progress.bytesReceived)} ${rate}`.trimEnd();
-  if (barWidth <= 0) return `item files: ${counts}`;
+  const rate = seconds > 0 ? ` ${formatBytes(progress.bytesReceived / seconds)}/s` : '';
+  if (columns <= 0) {
+    return `item files: ${progress.done}/${progress.total} files (${progress.fetched} fetched, ${progress.skipped} skipped, ${progress.failed} failed) ${formatBytes(progress.bytesReceived)}${rate}`;
+  }
+  const share = progress.total === 0 ? 1 : progress.done / progress.total;
+  const counts = ` ${(share * 100).toFixed(0).padStart(3)}% ${progress.done}/${progress.total} files, ${progress.failed} failed, ${formatBytes(progress.bytesReceived)}${rate}`;
+  const barWidth = Math.max(10, Math.min(40, columns - 1 - counts.length - 2));
   const filled = Math.round(share * barWidth);
-  return `[${'#'.repeat(filled)}${'-'.repeat(barWidth - filled)}] ${(share * 100).toFixed(0).padStart(3)}% ${counts}`;
+  return `[${'#'.repeat(filled)}${'-'.repeat(barWidth - filled)}]${counts}`.slice(0, columns - 1);
 }
 
 /** The end-of-run report, several lines. */
