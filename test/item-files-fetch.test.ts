@@ -8,7 +8,7 @@ import { fetchItemFiles, formatProgress, formatSummary, itemFilesFetchPlan, type
 import { generateItemFiles } from '../shared/media/generate-item-files.ts';
 import { parseGlb } from '../shared/media/glb.ts';
 import { fetchedItemFile, readItemFilesSource } from '../shared/media/item-files-source.ts';
-import { itemFilesStatus } from '../shared/media/item-files.ts';
+import { itemFilesStatus, modelSource, renderModeFor } from '../shared/media/item-files.ts';
 import { expectedColourOf, FAKE_TEXTURE_SIZE, startImageFake, type ImageFake } from './fakes/images/server.ts';
 
 /**
@@ -130,6 +130,7 @@ describe('npm run item-files:fetch', () => {
     const paint = paints[0]!;
     await generateItemFiles(dir, { ids: { model: [31], paint: [paint.id], sticker: [], charm: [] } });
     const standIn = readFileSync(path.join(dir, 'models/31.glb'));
+    expect(renderModeFor(dir, 31)).toBe('card'); // a stand-in is drawn as a card (DESIGN 18)
 
     const kept = await run(dir, { keepExisting: true });
     expect(kept).toMatchObject({ fetched: 14, skipped: 2, failed: 0 });
@@ -139,6 +140,8 @@ describe('npm run item-files:fetch', () => {
     const replaced = await run(dir);
     expect(replaced).toMatchObject({ fetched: 2, skipped: 14, failed: 0 });
     expect(readFileSync(path.join(dir, 'models/31.glb')).equals(standIn)).toBe(false);
+    expect(modelSource(dir, 31)).toBe('real');
+    expect(renderModeFor(dir, 31)).toBe('3d'); // the fetched model wins over the card
     expect(fetchedItemFile(dir, 'model', 31)).not.toBeNull();
     expect(fetchedItemFile(dir, 'paint', paint.id)).not.toBeNull();
 

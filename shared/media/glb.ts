@@ -110,8 +110,11 @@ function padTo4(length: number): number {
   return (length + 3) & ~3;
 }
 
-/** The GLB bytes of a stand-in; `image` is the PNG embedded as the placeholder base colour texture. */
-export function buildGlb(model: StandInModel, image: Uint8Array): Uint8Array {
+/**
+ * The GLB bytes of a stand-in; `image` is the PNG embedded as the placeholder base colour texture.
+ * `generator` is STAND_IN_GENERATOR except for the image fake's models, which stand for real ones.
+ */
+export function buildGlb(model: StandInModel, image: Uint8Array, generator = STAND_IN_GENERATOR): Uint8Array {
   const geometry = boxGeometry(model.boxes);
   const parts: Uint8Array[] = [
     new Uint8Array(geometry.positions.buffer),
@@ -131,7 +134,7 @@ export function buildGlb(model: StandInModel, image: Uint8Array): Uint8Array {
   const vertexCount = geometry.positions.length / 3;
   const markers = model.markers ?? [];
   const json = {
-    asset: { version: '2.0', generator: STAND_IN_GENERATOR },
+    asset: { version: '2.0', generator },
     scene: 0,
     scenes: [{ nodes: [0] }],
     nodes: [

@@ -5,7 +5,7 @@
  *   GET /economy/image/<icon_url>                     Steam's icon CDN form: PNG (image/png), 256×192
  *   GET /economy/image/<icon_url>/<n>fx<n>f           the same image at n px wide (n×¾n; n up to 1024)
  *   GET /images/<name>.webp, …_light|_medium|_heavy.webp   cs2-lib's image paths: WebP (lossless), 256×192
- *   GET /models/<hash>.glb                            a small valid GLB (the DESIGN 10 stand-in generator)
+ *   GET /models/<hash>.glb                            a small valid GLB (the stand-in shape, marked FAKE_MODEL_GENERATOR: real)
  *   GET /textures/<hash>.webp                         a paint texture: WebP (lossless), 256×256
  *
  * Every image is distinct per path and deterministic: an item-shaped body of one colour and a band of a
@@ -59,6 +59,11 @@ export const FAKE_IMAGE_LAYOUT = {
   body: { x0: 0.08, x1: 0.92, y0: 0.2, y1: 0.6 },
   band: { x0: 0.08, x1: 0.92, y0: 0.6, y1: 0.8 },
 } as const;
+/**
+ * The fake's models stand for cs2-lib's real ones: the stand-in generator's shape under another
+ * `asset.generator`, so a model fetched from here (npm run item-files:fetch) is drawn in 3D, not as a card.
+ */
+export const FAKE_MODEL_GENERATOR = 'cs2-pricing-platform image fake (a cs2-lib model)';
 /** The 'huge' fault's body: larger than any IMAGE_MAX_BYTES a test would set. */
 export const HUGE_BODY_BYTES = 50 * 1024 * 1024;
 /** The 'slow' fault's delay. */
@@ -159,7 +164,7 @@ async function buildBody(path: string): Promise<Body | null> {
   if (MODEL.test(path)) {
     const { primary } = expectedColourOf(path);
     const white = await sharp({ create: { width: 4, height: 4, channels: 4, background: { r: 255, g: 255, b: 255, alpha: 1 } } }).png().toBuffer();
-    const bytes = buildGlb(standInModel('rifle', [primary[0] / 255, primary[1] / 255, primary[2] / 255, 1]), white);
+    const bytes = buildGlb(standInModel('rifle', [primary[0] / 255, primary[1] / 255, primary[2] / 255, 1]), white, FAKE_MODEL_GENERATOR);
     return { bytes, contentType: 'model/gltf-binary' };
   }
   return null;
