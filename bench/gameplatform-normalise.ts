@@ -55,7 +55,7 @@ async function round(owner: string, fetched?: () => Promise<void>): Promise<Norm
   if (pages.length !== 3) throw new Error(`expected 3 upstream pages, got ${pages.length}`);
   await fetched?.();
   started = performance.now();
-  const prepared = await prepareInventorySnapshot(sql, owner, pages, new Date());
+  const prepared = await prepareInventorySnapshot(sql, owner, pages, new Date(), config);
   const prepareMs = performance.now() - started;
   started = performance.now();
   await sql.begin((tx) => insertInventorySnapshot(tx, prepared));

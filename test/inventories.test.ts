@@ -149,7 +149,7 @@ describe('GET /v2/inventories/{gameplatform_id}: the rich inventory', () => {
     expect(new Set(body.data.map((asset) => asset.asset_id)).size).toBe(upstreamCount);
     for (const asset of body.data) {
       expect(Object.keys(asset).sort()).toEqual(
-        ['asset_id', 'catalog_id', 'certificate', 'class_id', 'insights', 'inspect_link', 'instance_id', 'item', 'market_hash_name', 'marketable', 'name', 'protection', 'state', 'tradable', 'trade_hold_until', 'type', 'value'].sort(),
+        ['asset_id', 'catalog_id', 'certificate', 'class_id', 'image', 'insights', 'inspect_link', 'instance_id', 'item', 'market_hash_name', 'marketable', 'name', 'protection', 'state', 'tradable', 'trade_hold_until', 'type', 'value'].sort(),
       );
       expect(asset.value).toBeNull();
       if (!asset.market_hash_name?.includes('Coin')) expect(asset.catalog_id).toStartWith('itm_');

@@ -114,7 +114,7 @@ export class InventoryReader {
 
   /** One rendered page of `snapshot` (renderInventoryPage), rendered when absent or (valued and) expired. */
   page(snapshot: InventorySnapshot, request: InventoryPageRequest): Promise<RenderedInventoryPage> {
-    const render = () => renderInventoryPage(this.deps.sql, snapshot, request);
+    const render = () => renderInventoryPage(this.deps.sql, snapshot, { ...request, images: this.deps.config });
     if (!this.enabled) return render();
     const { conversion } = request;
     const currency = conversion ? `${conversion.currency}@${conversion.fx.as_of}:${conversion.fx.rate}` : 'USD';

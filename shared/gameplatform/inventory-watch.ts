@@ -164,7 +164,7 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
   }
 
   const fetchedAt = deps.now();
-  const prepared = await prepareInventorySnapshot(deps.sql, watch.steam_id, read, fetchedAt);
+  const prepared = await prepareInventorySnapshot(deps.sql, watch.steam_id, read, fetchedAt, deps.config);
   // DESIGN 17: text no form reads is not an error; the read says how many assets kept a null hold.
   if (prepared.unreadableHolds > 0) log.warn({ unreadable_holds: prepared.unreadableHolds }, 'watched inventory hold text without a readable instant');
   const stored = await deps.sql.begin(async (tx) => {

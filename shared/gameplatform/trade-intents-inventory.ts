@@ -33,7 +33,7 @@ export function steamTradeInventory(deps: InventoryDeps): TradeInventory {
       }
       // A stale snapshot cannot show what is tradable now (items leave inventories all the time).
       if (found.stale) return { kind: 'upstream_down', retryAfterSeconds: DEFAULT_RETRY_AFTER_SECONDS };
-      return { kind: 'found', snapshotId: found.snapshot.id, assets: await findSnapshotAssets(deps.sql, found.snapshot.id, [...assetIds]) };
+      return { kind: 'found', snapshotId: found.snapshot.id, assets: await findSnapshotAssets(deps.sql, found.snapshot.id, [...assetIds], deps.config) };
     },
   };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { insightsSchema, itemIdentitySchema, itemStateSchema } from '../../inspect/index.ts';
 import { assetValueSchema } from '../valuation.ts';
+import { itemImageSchema } from '../../media/images/item-images.ts';
 import { PROTECTION_REASONS } from './holds.ts';
 import { INVENTORY_CONTEXTS } from './steam-community.ts';
 
@@ -44,6 +45,11 @@ export const inventoryAssetSchema = z.object({
   insights: insightsSchema,
   certificate: z.string().nullable().describe('Asset property 6, the hex inspect certificate'),
   inspect_link: z.string().nullable(),
+  image: itemImageSchema
+    .nullable()
+    .describe(
+      'DESIGN 18: the icon this asset’s own Steam description carries (exactly what Steam shows it with: `source: "steam"`), else cs2-lib’s image of the skin by wear, else null. Snapshots stored before this field existed show cs2-lib’s image',
+    ),
   value: assetValueSchema.nullable().describe('With `valuation=<marketplace>`: the item and its stickers and charms at that marketplace (DESIGN 14), else null'),
 });
 export type InventoryAsset = z.infer<typeof inventoryAssetSchema>;

@@ -10,6 +10,8 @@ import {
 import { CHARM_PATTERN_MAX } from '../../inspect/item-validation.ts';
 import { MAX_NAME_TAG_LENGTH } from '../../inspect/selector.ts';
 import { isObject } from '../steam-client.ts';
+import { ICON_URL_PATTERN, libSkinImage, steamIconImage, type ImageHosts, type ItemImage } from '../../media/images/item-images.ts';
+import { priceVersionOf } from '../valuation.ts';
 import type { StoredAsset } from './asset-record.ts';
 import { readHold, type HoldReading } from './holds.ts';
 import { ASSET_ID, flag, stringOf, type InventoryContext, type InventoryPage } from './steam-community.ts';
@@ -140,10 +142,30 @@ export type NormaliseOptions = {
   context?: InventoryContext;
   /** When the pages were read: a year-less hold date is resolved against it; default now. */
   readAt?: Date;
+  /** Where item images are (DESIGN 18); default the configuration's defaults (Steam's CDN, cs2-lib's host). */
+  images?: ImageHosts;
 };
 
-/** The records, and how many assets had hold or protection text no form could read (their hold stays null). */
-export type NormalisedInventory = { records: StoredAsset[]; unreadableHolds: number };
+/** An icon Steam showed an item with (DESIGN 18), per name and price version: what item_icons records. */
+export type SeenIcon = { market_hash_name: string; version: string; icon_url: string };
+
+/**
+ * The records, how many assets had hold or protection text no form could read (their hold stays
+ * null), and the distinct icons the descriptions carried.
+ */
+export type NormalisedInventory = { records: StoredAsset[]; unreadableHolds: number; icons: SeenIcon[] };
+
+export const DEFAULT_IMAGE_HOSTS: ImageHosts = { STEAM_IMAGE_URL: 'https://community.cloudflare.steamstatic.com', ITEM_ASSETS_URL: 'https://cdn.cstrike.app' };
+
+/**
+ * DESIGN 18: the asset's image is the icon its own description carries (what Steam shows it with);
+ * a description without one falls back to cs2-lib's image of the skin (by wear), else null.
+ */
+export function assetImageOf(hosts: ImageHosts, iconUrl: string | null, item: StoredAsset['item'], state: ItemState): ItemImage | null {
+  if (iconUrl) return steamIconImage(hosts, iconUrl);
+  if (item && state.paint_index !== undefined) return libSkinImage(hosts, item.definition_index, state.paint_index, state.wear);
+  return null;
+}
 
 /** What every asset of one description shares, read once per normalisation. */
 type DescriptionFacts = {
@@ -155,6 +177,8 @@ type DescriptionFacts = {
   tradable: boolean;
   marketable: boolean;
   inspectTemplate: string | null;
+  /** Steam's icon_url, when it has the form of one. */
+  iconUrl: string | null;
 };
 
 function descriptionFacts(description: Record<string, unknown>, catalog: Map<string, CatalogMatch>, context: InventoryContext, readAt: Date): DescriptionFacts {
@@ -168,6 +192,7 @@ function descriptionFacts(description: Record<string, unknown>, catalog: Map<str
     tradable: flag(description.tradable),
     marketable: flag(description.marketable),
     inspectTemplate: inspectTemplateOf(description.actions),
+    iconUrl: typeof description.icon_url === 'string' && ICON_URL_PATTERN.test(description.icon_url) ? description.icon_url : null,
   };
 }
 
@@ -175,6 +200,8 @@ function descriptionFacts(description: Record<string, unknown>, catalog: Map<str
 export function normaliseInventory(steamId64: string, pages: InventoryPage[], catalog: Map<string, CatalogMatch>, options: NormaliseOptions = {}): NormalisedInventory {
   const context = options.context ?? 2;
   const readAt = options.readAt ?? new Date();
+  const hosts = options.images ?? DEFAULT_IMAGE_HOSTS;
+  const icons = new Map<string, SeenIcon>();
   const descriptions = new Map<string, Record<string, unknown>>();
   const properties = new Map<string, unknown>();
   const looseAccessories = new Map<string, unknown[]>();
@@ -231,6 +258,12 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
       if (!item && match?.definition_index != null) item = { family: familyOfDefinition(match.definition_index), definition_index: match.definition_index };
       if (state.paint_index === undefined && match?.paint_index != null) state = { paint_index: match.paint_index, ...state };
       state = withPropertyValues(state, item, props);
+      if (fact.iconUrl && fact.marketHashName) {
+        // The paint index decides the version (a Doppler phase), as for valuation.
+        const version = priceVersionOf(state.paint_index);
+        const key = `${fact.marketHashName}\u0000${version}\u0000${fact.iconUrl}`;
+        if (!icons.has(key)) icons.set(key, { market_hash_name: fact.marketHashName, version, icon_url: fact.iconUrl });
+      }
       records.push({
         asset_id: assetId,
         class_id: classId,
@@ -249,8 +282,9 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
         insights: itemInsights(item, state),
         certificate: props.certificate,
         inspect_link: inspectLinkOf(fact.inspectTemplate, steamId64, assetId, props.certificate),
+        image: assetImageOf(hosts, fact.iconUrl, item, state),
       });
     }
   }
-  return { records, unreadableHolds };
+  return { records, unreadableHolds, icons: [...icons.values()] };
 }

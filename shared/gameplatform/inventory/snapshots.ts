@@ -9,7 +9,8 @@ import { isObject, SteamUnavailableError } from '../steam-client.ts';
 import { valueAssets } from '../valuation.ts';
 import type { StoredAsset } from './asset-record.ts';
 import { UNKNOWN_PROTECTION, type Protection } from './holds.ts';
-import { normaliseInventory, type CatalogMatch } from './normalise.ts';
+import { assetImageOf, DEFAULT_IMAGE_HOSTS, normaliseInventory, type CatalogMatch, type SeenIcon } from './normalise.ts';
+import type { ImageHosts } from '../../media/images/item-images.ts';
 import { fetchInventoryPages, publicRead, type InventoryContext, type InventoryPage, type InventoryRead } from './steam-community.ts';
 import { ownerInventoryRead, SteamTokenRefusedError } from './steam-econ.ts';
 import { dropToken, ownerTokenFor } from '../steam-token.ts';
@@ -68,6 +69,8 @@ export type PreparedSnapshot = {
   upstreamTotal: number | null;
   /** Assets whose hold or protection text no form could read (their hold stays null; logged by the caller). */
   unreadableHolds: number;
+  /** The distinct icons the read carried (DESIGN 18), recorded in item_icons with the snapshot. */
+  icons: SeenIcon[];
 };
 
 /**
@@ -75,7 +78,13 @@ export type PreparedSnapshot = {
  * pages (context 2), or an owner read's contexts merged, 2 first. An asset id met twice (an item
  * moving between contexts while the pages were read) is kept once, where it was met first.
  */
-export async function prepareInventorySnapshot(db: Queryable, steamId64: string, input: InventoryPage[] | InventoryRead, fetchedAt: Date): Promise<PreparedSnapshot> {
+export async function prepareInventorySnapshot(
+  db: Queryable,
+  steamId64: string,
+  input: InventoryPage[] | InventoryRead,
+  fetchedAt: Date,
+  images: ImageHosts = DEFAULT_IMAGE_HOSTS,
+): Promise<PreparedSnapshot> {
   const read = Array.isArray(input) ? publicRead(input) : input;
   const names: string[] = [];
   for (const { pages } of read.contexts) {
@@ -85,9 +94,11 @@ export async function prepareInventorySnapshot(db: Queryable, steamId64: string,
   let records: StoredAsset[] = [];
   let unreadableHolds = 0;
   let upstreamTotal: number | null = null;
+  let icons: SeenIcon[] = [];
   for (const { context, pages } of read.contexts) {
-    const normalised = normaliseInventory(steamId64, pages, catalog, { readAt: fetchedAt, context });
+    const normalised = normaliseInventory(steamId64, pages, catalog, { readAt: fetchedAt, context, images });
     records = records.length === 0 ? normalised.records : records.concat(normalised.records);
+    icons = icons.length === 0 ? normalised.icons : icons.concat(normalised.icons);
     unreadableHolds += normalised.unreadableHolds;
     const reported = pages[0]?.total_inventory_count;
     if (typeof reported === 'number' && Number.isSafeInteger(reported)) upstreamTotal = (upstreamTotal ?? 0) + reported;
@@ -108,7 +119,38 @@ export async function prepareInventorySnapshot(db: Queryable, steamId64: string,
     records,
     upstreamTotal,
     unreadableHolds,
+    icons,
   };
+}
+
+/** How stale item_icons.last_seen_at may get before a snapshot that sees the icon again writes it. */
+const ICON_LAST_SEEN_RESOLUTION = '1 hour';
+
+/**
+ * DESIGN 18: records the icons a snapshot saw, in one statement over the distinct icons. A new icon
+ * is inserted (first and last seen now); a known one gets last_seen_at only when it is an hour old,
+ * so the snapshots of many accounts sharing common icons neither rewrite nor lock those rows each time
+ * (`on conflict do nothing` takes no lock; the update touches only the rows it changes). Rows go in a
+ * fixed order, so two snapshots never wait on each other's rows in opposite orders.
+ */
+async function recordSeenIcons(tx: TransactionSql, icons: readonly SeenIcon[], seenAt: Date): Promise<void> {
+  if (icons.length === 0) return;
+  const sorted = [...new Map(icons.map((icon) => [`${icon.market_hash_name}\u0000${icon.version}\u0000${icon.icon_url}`, icon])).entries()]
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([, icon]) => icon);
+  await tx`
+    with seen as (
+      select * from unnest(${sorted.map((icon) => icon.market_hash_name)}::text[], ${sorted.map((icon) => icon.version)}::text[], ${sorted.map((icon) => icon.icon_url)}::text[])
+        as s(market_hash_name, version, icon_url)
+    ), refreshed as (
+      update item_icons i set last_seen_at = ${seenAt}
+      from seen s
+      where i.market_hash_name = s.market_hash_name and i.version = s.version and i.icon_url = s.icon_url
+        and i.last_seen_at < ${seenAt}::timestamptz - ${ICON_LAST_SEEN_RESOLUTION}::interval
+    )
+    insert into item_icons (market_hash_name, version, icon_url, first_seen_at, last_seen_at)
+    select market_hash_name, version, icon_url, ${seenAt}, ${seenAt} from seen
+    on conflict do nothing`;
 }
 
 /** Stores a prepared snapshot in the caller's transaction (rows by COPY). */
@@ -122,11 +164,13 @@ export async function insertInventorySnapshot(tx: TransactionSql, prepared: Prep
     'inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record)',
     records.map((record, position) => [snapshot.id, position, record.asset_id, record.tradable ? 't' : 'f', record.catalog_id, JSON.stringify(record)]),
   );
+  // Last, so the snapshot's transaction holds the rows it refreshes for the shortest time.
+  await recordSeenIcons(tx, prepared.icons, snapshot.fetched_at);
 }
 
 /** Normalises fetched pages and stores them as a new snapshot (one transaction, rows by COPY). */
-export async function storeInventorySnapshot(sql: Sql, steamId64: string, pages: InventoryPage[], fetchedAt: Date): Promise<InventorySnapshot> {
-  const prepared = await prepareInventorySnapshot(sql, steamId64, pages, fetchedAt);
+export async function storeInventorySnapshot(sql: Sql, steamId64: string, pages: InventoryPage[], fetchedAt: Date, images: ImageHosts = DEFAULT_IMAGE_HOSTS): Promise<InventorySnapshot> {
+  const prepared = await prepareInventorySnapshot(sql, steamId64, pages, fetchedAt, images);
   await sql.begin((tx) => insertInventorySnapshot(tx, prepared));
   return prepared.snapshot;
 }
@@ -198,7 +242,7 @@ async function ensureScopedSnapshot(
     }
     throw error;
   }
-  const prepared = await prepareInventorySnapshot(deps.sql, steamId64, fetched, deps.now());
+  const prepared = await prepareInventorySnapshot(deps.sql, steamId64, fetched, deps.now(), deps.config);
   // DESIGN 17: text no form reads is not an error; the read says how many assets kept a null hold.
   if (prepared.unreadableHolds > 0) deps.log.warn({ steam_id: steamId64, unreadable_holds: prepared.unreadableHolds }, 'inventory hold text without a readable instant');
   await deps.sql.begin((tx) => insertInventorySnapshot(tx, prepared));
@@ -220,14 +264,14 @@ export type SnapshotAsset = {
 };
 
 /** These assets of a snapshot (absent ones are missing from the map), for trade intents. */
-export async function findSnapshotAssets(db: Queryable, snapshotId: string, assetIds: string[]): Promise<Map<string, SnapshotAsset>> {
+export async function findSnapshotAssets(db: Queryable, snapshotId: string, assetIds: string[], images: ImageHosts = DEFAULT_IMAGE_HOSTS): Promise<Map<string, SnapshotAsset>> {
   if (assetIds.length === 0) return new Map();
   const rows = await db<{ asset_id: string; tradable: boolean; catalog_id: string | null; record: StoredAsset }[]>`
     select asset_id, tradable, catalog_id, record from inventory_assets
     where snapshot_id = ${snapshotId} and asset_id = any(${assetIds}::text[])`;
   return new Map(
     rows.map((row) => {
-      const record = withStoredFields(row.record);
+      const record = withStoredFields(row.record, images);
       return [
         row.asset_id,
         { tradable: row.tradable, trade_hold_until: record.trade_hold_until, protection: record.protection, catalog_id: row.catalog_id, market_hash_name: record.market_hash_name, record },
@@ -237,17 +281,20 @@ export async function findSnapshotAssets(db: Queryable, snapshotId: string, asse
 }
 
 /**
- * Records stored before insights (DESIGN 14) or protection (DESIGN 17) existed lack them; a snapshot
- * can outlive its TTL (a cursor pins it, and Steam failing serves it stale), so such a record gets
- * them when read (insights computed, protection UNKNOWN_PROTECTION), never stored back (snapshots are
- * immutable). Records stored since carry both and are not touched.
+ * Records stored before insights (DESIGN 14), protection (DESIGN 17) or image (DESIGN 18) existed lack
+ * them; a snapshot can outlive its TTL (a cursor pins it, and Steam failing serves it stale), so such a
+ * record gets them when read (insights computed, protection UNKNOWN_PROTECTION, image cs2-lib's of the
+ * skin: the description's icon was not kept), never stored back (snapshots are immutable). Records
+ * stored since carry all three and are not touched.
  */
-function withStoredFields(record: StoredAsset): StoredAsset {
-  if (isObject(record.insights) && isObject(record.protection)) return record;
+function withStoredFields(record: StoredAsset, images: ImageHosts): StoredAsset {
+  const hasImage = (record as Partial<StoredAsset>).image !== undefined;
+  if (isObject(record.insights) && isObject(record.protection) && hasImage) return record;
   return {
     ...record,
     insights: isObject(record.insights) ? record.insights : itemInsights(record.item, record.state ?? {}),
     protection: isObject(record.protection) ? record.protection : UNKNOWN_PROTECTION,
+    image: hasImage ? record.image : assetImageOf(images, null, record.item, record.state ?? {}),
   };
 }
 
@@ -258,7 +305,7 @@ export type SnapshotPageRow = {
   stickers: { sticker_id: number }[] | null;
   charms: { charm_id: number }[] | null;
   record: string;
-  /** The record has every field stored since (insights, protection): sent as stored. */
+  /** The record has every field stored since (insights, protection, image): sent as stored. */
   complete: boolean;
 };
 
@@ -268,16 +315,17 @@ export async function readSnapshotPage(
   snapshotId: string,
   afterPosition: number,
   limit: number,
+  images: ImageHosts = DEFAULT_IMAGE_HOSTS,
 ): Promise<{ rows: SnapshotPageRow[]; more: boolean }> {
   // record::text: the stored JSON goes out as is, never parsed and re-serialised per request.
   const rows = await db<SnapshotPageRow[]>`
     select position, catalog_id, (record->'state'->>'paint_index')::int as paint_index, record->'state'->'stickers' as stickers,
-           record->'state'->'charms' as charms, record::text as record, record ?& array['insights', 'protection'] as complete from inventory_assets
+           record->'state'->'charms' as charms, record::text as record, record ?& array['insights', 'protection', 'image'] as complete from inventory_assets
     where snapshot_id = ${snapshotId} and position > ${afterPosition}
     order by position limit ${limit + 1}`;
   const more = rows.length > limit;
   if (more) rows.pop();
-  for (const row of rows) if (!row.complete) row.record = JSON.stringify(withStoredFields(JSON.parse(row.record) as StoredAsset));
+  for (const row of rows) if (!row.complete) row.record = JSON.stringify(withStoredFields(JSON.parse(row.record) as StoredAsset, images));
   return { rows, more };
 }
 
@@ -296,9 +344,11 @@ export async function renderInventoryPage(
     /** The valuation's currency (null: USD); its `fx` goes at the top of the page. */
     conversion?: Conversion | null;
     nextCursor: (lastPosition: number) => string;
+    /** Where item images are, for records stored before `image` existed (default the configuration's defaults). */
+    images?: ImageHosts;
   },
 ): Promise<RenderedInventoryPage> {
-  const page = await readSnapshotPage(db, snapshot.id, options.afterPosition, options.limit);
+  const page = await readSnapshotPage(db, snapshot.id, options.afterPosition, options.limit, options.images);
   const values = new Map<number, string>();
   const conversion = options.conversion ?? null;
   if (options.valuation) {
