@@ -4,9 +4,11 @@ import { z } from 'zod';
 import { itemFilePath, type ItemFileKind } from './item-files.ts';
 
 /**
- * Which item files are real (DESIGN 18): `npm run item-files:fetch` records every file it wrote in
- * ITEM_FILES_DIR/.source.json, so renders and viewer sessions can tell a fetched model from a
- * generated stand-in without opening it (docs/decisions.md "Item files from cs2-lib").
+ * Which item files came from cs2-lib (DESIGN 18): `npm run item-files:fetch` records every file it
+ * wrote in ITEM_FILES_DIR/.source.json, and a re-run skips exactly what is recorded and unchanged
+ * (docs/decisions.md "Item files from cs2-lib"). Renders choose 3D or a card by the model itself
+ * (item-files.ts modelSource: any GLB without the stand-in mark is real); the manifest also covers
+ * paints, whose PNGs carry no such mark.
  *
  *   {"schema": 1, "files": {"models/7.glb": {"source": "cs2-lib", "upstream": "/models/<sha256>.glb",
  *     "url": "https://cdn.cstrike.app/models/<sha256>.glb", "bytes": 1234567, "upstream_bytes": 1234567,
@@ -82,11 +84,7 @@ export function writeItemFilesSource(dir: string, source: ItemFilesSource): void
   renameSync(temporary, file);
 }
 
-/**
- * The manifest entry of a file when the file on disk is still the one recorded (same size), else
- * null. A recorded file is cs2-lib's whatever its content says (the local image fake serves GLBs
- * made by the stand-in generator, so a fetched model can carry the stand-in mark).
- */
+/** The manifest entry of a file when the file on disk is still the one recorded (same size), else null. */
 export function fetchedItemFile(dir: string, kind: ItemFileKind, id: number | string): ItemFileSourceEntry | null {
   const key = itemFileSourceKey(dir, kind, id);
   if (key === null) return null;
