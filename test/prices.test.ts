@@ -267,7 +267,7 @@ describe('GET /v2/prices/{catalog_id}', () => {
     expect((await prices(ws.key, item.catalog_id, { version: 'ruby' })).versions.map((v) => [v.version, v.min])).toEqual([['ruby', '1500.00']]);
     expect((await prices(ws.key, item.catalog_id, { version: 'default' })).versions.map((v) => v.version)).toEqual(['default']);
     const empty = await prices(ws.key, item.catalog_id, { version: 'phase-3' });
-    expect(empty).toEqual({ catalog_id: item.catalog_id, market_hash_name: item.market_hash_name, currency: 'USD', versions: [] });
+    expect(empty).toEqual({ catalog_id: item.catalog_id, market_hash_name: item.market_hash_name, image: null, currency: 'USD', versions: [] });
   });
 
   test('an item without any price is 200 with no versions', async () => {

@@ -9,6 +9,7 @@ import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { weaponNameCheck } from '../weapon-names.ts';
+import { itemImages, itemImageSchema } from '../../shared/media/images/item-images.ts';
 
 const INDEX_MAX = 2_147_483_647;
 const booleanFlag = z.enum(['true', 'false']);
@@ -42,7 +43,8 @@ function catalogQuery() {
 }
 
 const catalogPage = z.object({
-  data: z.array(catalogItemSchema),
+  // DESIGN 18: each item's image (its `default` version's; the price routes give each version's).
+  data: z.array(catalogItemSchema.extend({ image: itemImageSchema.nullable() })),
   next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
 });
 
@@ -80,7 +82,9 @@ export function catalogRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlug
         if (page.items.length === 0 && !(await catalogIsLoaded(deps.sql))) {
           throw errors.unavailable('catalog_unavailable', 'The catalog has not been loaded yet; retry shortly.');
         }
-        return { data: page.items, next_cursor: page.next ? encodeCursor(signingKey, 'catalog_items', bound, page.next) : null };
+        const images = await itemImages(deps.sql, deps.config, page.items.map((item) => ({ catalog_id: item.catalog_id })));
+        const data = page.items.map((item, index) => ({ ...item, image: images[index] ?? null }));
+        return { data, next_cursor: page.next ? encodeCursor(signingKey, 'catalog_items', bound, page.next) : null };
       },
       {
         operation: 'catalog.items.list',
@@ -90,6 +94,7 @@ export function catalogRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlug
           description: [
             'Every item of the catalog, ordered by market_hash_name, with its `catalog_id` (what the price operations take). Filters: `q` (a case-insensitive substring of the name, up to 200 characters), `type`, `weapon` (a weapon name of the catalog), `exterior`, `rarity`, `phase`, `stattrak`, `souvenir`, `definition_index` and `paint_index`.',
             '`limit` 1 to 200 (default 50).',
+            '`image` (DESIGN 18): the newest icon Steam has shown the item with in an inventory this service read (`source: "steam"`), else @ianlucas/cs2-lib’s image (`source: "cs2-lib"`), else null. The art is Valve’s.',
             'Errors: 400 `invalid_request` (an unknown weapon or filter value), 400 `invalid_cursor`, 503 `catalog_unavailable` (the catalog has not been loaded yet; retry shortly).',
           ].join('\n\n'),
           tags: ['catalog'],

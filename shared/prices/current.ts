@@ -6,6 +6,7 @@ import { summarizeDecimals } from './decimal.ts';
 import { ageSeconds, priceIsFresh, type SourceClock } from './freshness.ts';
 import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
+import { itemImages, itemImageSchema, type ImageHosts, type ItemImage } from '../media/images/item-images.ts';
 
 /**
  * DESIGN 14: a source that prices in another currency (skinbaron, EUR) is stored in USD; its own
@@ -42,6 +43,7 @@ const sourcePriceSchema = z.object({
 
 const versionPricesSchema = z.object({
   version: z.string().describe('`default`, a phase, `pattern-<seed>` or `tier-<n>`'),
+  image: itemImageSchema.nullable().describe('DESIGN 18: the image of this version (a Doppler phase shows that phase)'),
   // Across this version's sources (stale ones included; each source says its freshness).
   min: z.string(),
   median: z.string(),
@@ -54,6 +56,7 @@ const versionPricesSchema = z.object({
 export const itemPricesSchema = z.object({
   catalog_id: z.string(),
   market_hash_name: z.string(),
+  image: itemImageSchema.nullable(),
   currency: z.string().describe('USD, or the `?currency=` asked for'),
   fx: fxSchema.optional(),
   versions: z.array(versionPricesSchema).describe('Empty when the item is not priced in the requested version'),
@@ -70,7 +73,7 @@ export type ItemPrices = z.infer<typeof itemPricesSchema>;
  * of the object ItemPrices describes.
  */
 export type PreparedItemPrices = {
-  /** `{"catalog_id":…,"market_hash_name":…,"currency":"USD","versions":[` */
+  /** `{"catalog_id":…,"market_hash_name":…,"image":…,"currency":"USD","versions":[` */
   head: string;
   /** In response order: `default` first, then the others in byte order. */
   versions: PreparedVersion[];
@@ -78,7 +81,7 @@ export type PreparedItemPrices = {
 
 type PreparedVersion = {
   version: string;
-  /** `{"version":…,"min":…,"median":…,"max":…,"consensus":` */
+  /** `{"version":…,"image":…,"min":…,"median":…,"max":…,"consensus":` */
   head: string;
   sources: PreparedSource[];
   /**
@@ -122,8 +125,11 @@ function prepareSource(row: CurrentPriceRow): PreparedSource {
   };
 }
 
-/** The rows of findItemWithCurrentPrices (every version), prepared for renderItemPrices; null for an unknown item. */
-export function prepareItemPrices(found: ItemWithPrices): PreparedItemPrices | null {
+/**
+ * The rows of findItemWithCurrentPrices (every version), prepared for renderItemPrices; null for an
+ * unknown item. `images`: the item's image and each version's (DESIGN 18), null for none.
+ */
+export function prepareItemPrices(found: ItemWithPrices, images: ItemImages = { item: null, versions: new Map() }): PreparedItemPrices | null {
   if (!found) return null;
   const byVersion = new Map<string, CurrentPriceRow[]>();
   for (const row of found.prices) {
@@ -136,13 +142,13 @@ export function prepareItemPrices(found: ItemWithPrices): PreparedItemPrices | n
     const summary = summarizeDecimals(rows.map((row) => row.price))!;
     versions.push({
       version,
-      head: `{"version":${text(version)},"min":${text(summary.min)},"median":${text(summary.median)},"max":${text(summary.max)},"consensus":`,
+      head: `{"version":${text(version)},"image":${JSON.stringify(images.versions.get(version) ?? null)},"min":${text(summary.min)},"median":${text(summary.median)},"max":${text(summary.max)},"consensus":`,
       sources: rows.map(prepareSource),
       consensusByFreshness: new Map(),
     });
   }
   return {
-    head: `{"catalog_id":${text(found.item.catalog_id)},"market_hash_name":${text(found.item.market_hash_name)},"currency":"USD","versions":[`,
+    head: `{"catalog_id":${text(found.item.catalog_id)},"market_hash_name":${text(found.item.market_hash_name)},"image":${JSON.stringify(images.item)},"currency":"USD","versions":[`,
     versions,
   };
 }
@@ -188,6 +194,16 @@ export function renderItemPrices(prepared: PreparedItemPrices, version: string |
 }
 
 type ItemWithPrices = Awaited<ReturnType<typeof findItemWithCurrentPrices>>;
+type ItemImages = { item: ItemImage | null; versions: Map<string, ItemImage | null> };
+
+/** An item's prices and images (the item's and each priced version's, one query), prepared; null for an unknown id. */
+async function loadItemPrices(db: Queryable, hosts: ImageHosts, catalogId: string): Promise<PreparedItemPrices | null> {
+  const found = await findItemWithCurrentPrices(db, catalogId);
+  if (!found) return null;
+  const versions = [...new Set(found.prices.map((row) => row.version))];
+  const [item, ...perVersion] = await itemImages(db, hosts, [{ catalog_id: catalogId }, ...versions.map((version) => ({ catalog_id: catalogId, version }))]);
+  return prepareItemPrices(found, { item: item ?? null, versions: new Map(versions.map((version, index) => [version, perVersion[index] ?? null])) });
+}
 
 /**
  * GET /v2/prices/{id}: items' stored prices (prepared for rendering), read through a per-process
@@ -205,17 +221,19 @@ export class ItemPriceReader {
   constructor(
     private readonly db: Queryable,
     private readonly runs: PriceRunWatch | null,
+    /** Where item images are (DESIGN 18): images are read with the prices and kept as long. */
+    private readonly images: ImageHosts,
     private readonly maxEntries = 20_000,
   ) {}
 
   /** The item's prices, null when the catalog id is unknown. */
   async read(catalogId: string): Promise<PreparedItemPrices | null> {
-    if (!this.runs) return prepareItemPrices(await findItemWithCurrentPrices(this.db, catalogId));
+    if (!this.runs) return loadItemPrices(this.db, this.images, catalogId);
     const generationOrCheck = this.runs.generation();
     const generation = typeof generationOrCheck === 'number' ? generationOrCheck : await generationOrCheck;
     const cached = this.entries.get(catalogId);
     if (cached && cached.generation === generation) return cached.prices;
-    const prices = findItemWithCurrentPrices(this.db, catalogId).then(prepareItemPrices);
+    const prices = loadItemPrices(this.db, this.images, catalogId);
     // Re-inserted, so the oldest entries are the first out when the cache is full.
     this.entries.delete(catalogId);
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
