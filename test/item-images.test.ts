@@ -3,7 +3,7 @@ import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { charmImageUrl, itemImage, itemImages, stickerImageUrl } from '../shared/media/images/item-images.ts';
-import { createTestApp, sharedImageFake } from './helpers.ts';
+import { createTestApp, sharedImageFake, workspaceWithKey } from './helpers.ts';
 
 /** DESIGN 18: an item's image is its newest Steam icon, else cs2-lib's image (wear variant), else null. */
 const t = createTestApp();
@@ -116,5 +116,33 @@ describe('item images', () => {
     for (const name of ['Kilowatt Case', '★ Karambit', 'Sticker | Crown (Foil)', 'Charm | Baby Karat CT']) {
       expect((await itemImage(t.deps.sql, hosts, await catalogIdOf(name)))?.source).toBe('cs2-lib');
     }
+  });
+
+  test('GET /v2/catalog/items and GET /v2/prices/{id} (top level and per version) carry the image', async () => {
+    const { keyHeaders } = await workspaceWithKey(t);
+    const name = '★ Flip Knife | Doppler (Factory New)';
+    const id = await catalogIdOf(name);
+    await seeIcon(name, 'sapphire', 'flipSapphireIcon', '2025-03-01T00:00:00Z');
+    const listed = (await (await t.request(`/v2/catalog/items?q=${encodeURIComponent(name)}`, { headers: keyHeaders })).json()) as { data: { market_hash_name: string; image: unknown }[] };
+    const entry = listed.data.find((item) => item.market_hash_name === name)!;
+    expect(entry.image).toEqual({ url: `${images}/economy/image/flipSapphireIcon`, source: 'steam' });
+
+    for (const [version, price] of [['default', '900.00'], ['sapphire', '5000.00'], ['phase-1', '950.00']] as const) {
+      await t.deps.sql`
+        insert into latest_prices (catalog_id, source, version, price, source_time, ingested_at, run_id)
+        values (${id}, 'skinport', ${version}, ${price}::numeric, now(), now(), ${crypto.randomUUID()})
+        on conflict (catalog_id, version, source) do update set price = excluded.price`;
+    }
+    const response = await t.request(`/v2/prices/${id}`, { headers: keyHeaders });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { image: { url: string; source: string }; versions: { version: string; image: { url: string; source: string } | null }[] };
+    expect(body.image).toEqual({ url: `${images}/economy/image/flipSapphireIcon`, source: 'steam' });
+    const byVersion = new Map(body.versions.map((entry) => [entry.version, entry.image]));
+    expect(byVersion.get('sapphire')).toEqual({ url: `${images}/economy/image/flipSapphireIcon`, source: 'steam' });
+    // No Steam icon of phase 1 seen: cs2-lib's Phase 1 image; default takes any version's newest icon.
+    expect(byVersion.get('phase-1')!.source).toBe('cs2-lib');
+    expect(byVersion.get('default')).toEqual({ url: `${images}/economy/image/flipSapphireIcon`, source: 'steam' });
+    const converted = (await (await t.request(`/v2/prices/${id}?version=sapphire&currency=USD`, { headers: keyHeaders })).json()) as { image: unknown };
+    expect(converted.image).toEqual(body.image);
   });
 });

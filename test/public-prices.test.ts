@@ -279,6 +279,20 @@ describe('GET /v1/prices', () => {
 });
 
 describe('GET /v1/prices/{market_hash_name}', () => {
+  test('carries the item’s image: the newest Steam icon seen for the name (DESIGN 18)', async () => {
+    const item = await insertItem(uniqueName('imaged'));
+    await sql`insert into item_icons (market_hash_name, version, icon_url, first_seen_at, last_seen_at) values (${item.market_hash_name}, 'default', 'keylessIcon1', now(), now())`;
+    await setPrice(item.catalog_id, 'skinport', '12.00');
+    await buildAndServe();
+    const response = await get(t, `/v1/prices/${encodeURIComponent(item.market_hash_name)}`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as PublicItemPrices;
+    expect(body.image).toEqual({ url: `${t.deps.config.STEAM_IMAGE_URL}/economy/image/keylessIcon1`, source: 'steam' });
+    // The full keyless list stays as it is.
+    const listed = (await list(t)).body.items.find((entry) => entry.market_hash_name === item.market_hash_name)!;
+    expect('image' in listed).toBe(false);
+  });
+
   test('returns every stored version of the exactly named item, default first', async () => {
     const item = await insertItem(uniqueName('single'));
     await setPrice(item.catalog_id, 'skinport', '812.40');
@@ -297,6 +311,8 @@ describe('GET /v1/prices/{market_hash_name}', () => {
     expect(body).toEqual({
       market_hash_name: item.market_hash_name,
       catalog_id: item.catalog_id,
+      // DESIGN 18: a made-up item neither Steam nor cs2-lib has an image of.
+      image: null,
       currency: 'USD',
       versions: [
         {

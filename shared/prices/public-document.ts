@@ -8,6 +8,7 @@ import { originalPriceSchema } from './current.ts';
 import { summarizeDecimals } from './decimal.ts';
 import { priceIsFresh, type SourceClock } from './freshness.ts';
 import type { SnapshotInputRow } from './repository.ts';
+import { itemImageSchema, type ItemImage } from '../media/images/item-image-schema.ts';
 
 /**
  * The keyless price documents (DESIGN 9): `GET /v1/prices` (every priced item, optionally one
@@ -59,6 +60,10 @@ export const publicPriceListSchema = z.object({
 export const publicItemPricesSchema = z.object({
   market_hash_name: z.string(),
   catalog_id: z.string(),
+  image: itemImageSchema
+    .nullable()
+    .optional()
+    .describe('DESIGN 18: the item’s image (its `default` version’s), as of the snapshot: the newest icon Steam showed it with, else cs2-lib’s, else null. The art is Valve’s'),
   currency: z.string().describe('USD, or the `?currency=` asked for'),
   fx: fxSchema.optional(),
   versions: z.array(publicVersionPricesSchema.extend({ version: z.string() })).describe('`default` first'),
@@ -247,13 +252,15 @@ export function filterPriceListBySource(list: PublicPriceList, source: string): 
 }
 
 /** `GET /v1/prices/{market_hash_name}`: every stored version of one list item, `default` first. */
-export function itemPricesFromList(entry: PublicPriceItem): PublicItemPrices {
+/** `image` (DESIGN 18): the item's image for GET /v1/prices/{name}; undefined leaves the field out. */
+export function itemPricesFromList(entry: PublicPriceItem, image?: ItemImage | null): PublicItemPrices {
   const versions: PublicItemPrices['versions'] = [];
   if (Object.keys(entry.sources).length > 0) {
     versions.push({ version: 'default', sources: entry.sources, min: entry.min, median: entry.median, max: entry.max, consensus: entry.consensus });
   }
   for (const [name, prices] of Object.entries(entry.versions ?? {})) versions.push({ version: name, ...prices });
-  return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, currency: 'USD', versions };
+  if (image === undefined) return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, currency: 'USD', versions };
+  return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, image, currency: 'USD', versions };
 }
 
 /** A response body in every encoding we serve, with its strong ETag (quoted SHA-256 of the JSON). */

@@ -7,6 +7,7 @@ import { DerivedListPool } from './derived-list-pool.ts';
 import { findNewestPriceSnapshot, findNewestPriceSnapshotId, type PriceSnapshotRecord } from './repository.ts';
 import { SNAPSHOT_BROTLI_QUALITY } from './snapshot.ts';
 import type { SnapshotIndex } from './snapshot-index.ts';
+import type { ItemImage } from '../media/images/item-image-schema.ts';
 
 /** What indexes a snapshot and builds its derived lists: a DerivedListPool (tests may stand in for it). */
 export type DerivedListBuilder = Pick<DerivedListPool, 'build' | 'index'>;
@@ -152,15 +153,40 @@ export class LoadedPriceSnapshot {
     return every;
   }
 
-  /** Every stored version of one item (in the conversion's currency), or null when the snapshot has no price for that name. */
+  /**
+   * Every stored version of one item (in the conversion's currency), or null when the snapshot has no
+   * price for that name. With `imageOf` (GET /v1/prices/{name}, DESIGN 18) the item's `image` follows
+   * its catalog_id, looked up once per snapshot and name (the body is kept with it), so a repeated
+   * request costs no query; without it the body has no `image`.
+   */
   itemBody(marketHashName: string, conversion: Conversion | null = null): EncodedBody | null {
-    const memoKey = conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName;
+    return this.buildItemBody(marketHashName, conversion, undefined);
+  }
+
+  /** itemBody with the item's `image` (see there); the memo is consulted before any lookup. */
+  async itemBodyWithImage(marketHashName: string, conversion: Conversion | null, imageOf: (catalogId: string) => Promise<ItemImage | null>): Promise<EncodedBody | null> {
+    const memoKey = `${conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName}\u0000image`;
+    const memo = this.itemBodies.get(memoKey);
+    if (memo) return memo;
+    const position = this.byName.get(marketHashName);
+    if (position === undefined) return null;
+    const catalogId = this.catalogIdAt(position);
+    return this.buildItemBody(marketHashName, conversion, await imageOf(catalogId));
+  }
+
+  private catalogIdAt(position: number): string {
+    const text = this.items.toString('utf8', this.index.starts[position], this.index.ends[position]);
+    return (JSON.parse(text) as PublicPriceItem).catalog_id;
+  }
+
+  private buildItemBody(marketHashName: string, conversion: Conversion | null, image: ItemImage | null | undefined): EncodedBody | null {
+    const memoKey = `${conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName}${image === undefined ? '' : '\u0000image'}`;
     const memo = this.itemBodies.get(memoKey);
     if (memo) return memo;
     const position = this.byName.get(marketHashName);
     if (position === undefined) return null;
     const text = this.items.toString('utf8', this.index.starts[position], this.index.ends[position]);
-    let document = itemPricesFromList(JSON.parse(text) as PublicPriceItem);
+    let document = itemPricesFromList(JSON.parse(text) as PublicPriceItem, image);
     if (conversion) {
       convertMoneyFields(document.versions, conversion.convert);
       document = withCurrency(document, conversion);

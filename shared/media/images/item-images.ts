@@ -1,9 +1,9 @@
 import { CS2_ITEMS } from '@ianlucas/cs2-lib';
-import { z } from 'zod';
 import { versionFromPhaseLabel } from '../../catalog/identity.ts';
 import { kitCatalog } from '../../gameplatform/valuation.ts';
 import type { Config } from '../../platform/config.ts';
 import type { Queryable } from '../../platform/db.ts';
+import type { ItemImage } from './item-image-schema.ts';
 
 /**
  * Item images (DESIGN 18; docs/decisions.md "Item images"). An item's image, per catalog item and
@@ -12,13 +12,7 @@ import type { Queryable } from '../../platform/db.ts';
  * @ianlucas/cs2-lib's image path on ITEM_ASSETS_URL (its `_light`/`_medium`/`_heavy` variant by wear,
  * as the library's getImage picks it), else null. The art is Valve's.
  */
-export const itemImageSchema = z
-  .object({
-    url: z.string().describe('The image: Steam’s icon (`<STEAM_IMAGE_URL>/economy/image/<icon_url>`) or cs2-lib’s image (`<ITEM_ASSETS_URL>/images/….webp`). The art is Valve’s'),
-    source: z.enum(['steam', 'cs2-lib']).describe('`steam`: the newest icon Steam showed this item with; `cs2-lib`: @ianlucas/cs2-lib’s image, used until Steam’s has been seen'),
-  })
-  .describe('DESIGN 18: the item’s image; null when neither Steam nor cs2-lib has one');
-export type ItemImage = z.infer<typeof itemImageSchema>;
+export { itemImageSchema, type ItemImage } from './item-image-schema.ts';
 export type ImageHosts = Pick<Config, 'STEAM_IMAGE_URL' | 'ITEM_ASSETS_URL'>;
 export type ItemImageKey = { catalog_id: string; version?: string | null; wear?: number | null };
 
