@@ -1,6 +1,7 @@
 // npm run bench:media — renders with a warm page pool (issue 12): a real `render` worker process
 // (bun workers/main.ts render, RENDER_PAGES pages), renders of 512×384 PNG accepted through the API
 // app in this process; throughput after warm-up, p50/p99 from accept to succeeded, worker RSS.
+// Then the image endpoint (issue 31, bench/media-images.ts). BENCH_MEDIA_PARTS=renders|images runs one.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import puppeteer from 'puppeteer-core';
@@ -12,8 +13,20 @@ import { parseConfig } from '../shared/platform/config.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 import { createScene } from '../shared/media/scenes.ts';
 import { parseSceneBody } from '../shared/media/scenes-model.ts';
-import { positiveInt, repoRoot, say, sleep } from './lib.ts';
+import { positiveInt, printChecks, repoRoot, runBench, say, sleep } from './lib.ts';
 import { chromiumArgs } from '../shared/media/chromium.ts';
+import { benchImages } from './media-images.ts';
+
+const MEDIA_PARTS = process.env.BENCH_MEDIA_PARTS ?? 'renders,images';
+async function imagesPart(): Promise<void> {
+  const images = await benchImages();
+  process.stdout.write(`${images.report}\n`);
+  printChecks(images.checks);
+}
+if (!MEDIA_PARTS.includes('renders')) {
+  await runBench(imagesPart);
+  process.exit();
+}
 
 const RENDERS = positiveInt('BENCH_RENDERS', 80);
 const VIEWER_LOADS = positiveInt('BENCH_VIEWER_LOADS', 10);
@@ -145,3 +158,5 @@ try {
   await deps.sql`delete from workspaces where id = ${workspace!.id}`.catch(() => undefined);
   await deps.close();
 }
+// The image part once the render worker has stopped, so it has the machine to itself.
+if (MEDIA_PARTS.includes('images')) await runBench(imagesPart);

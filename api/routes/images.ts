@@ -77,7 +77,7 @@ export function imageRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'
     .use(publicRateLimitPlugin(deps))
     .get(
       '/v2/images/:catalog_id',
-      async ({ params, query, request }) => {
+      async ({ params, query, request, set }) => {
         let answer;
         try {
           answer = await images.answer({ catalogId: params.catalog_id, version: query.version, size: query.size, format: query.format });
@@ -98,8 +98,10 @@ export function imageRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'
             const { image } = answer;
             const headers: Record<string, string> = { etag: image.etag, 'cache-control': IMAGE_CACHE_CONTROL, 'x-content-type-options': 'nosniff' };
             if (ifNoneMatchMatches(request.headers.get('if-none-match'), image.etag)) return new Response(null, { status: 304, headers });
-            headers['content-type'] = image.contentType;
-            return new Response(image.bytes, { status: 200, headers });
+            // The bytes themselves, not a Response: Elysia copies a returned Response (its body as a
+            // stream) to merge the request's headers (request id, rate limit) into it.
+            Object.assign(set.headers, headers, { 'content-type': image.contentType });
+            return image.bytes;
           }
         }
       },
