@@ -1,8 +1,9 @@
 // npm run bench:media — renders with a warm page pool (issue 12): a real `render` worker process
 // (bun workers/main.ts render, RENDER_PAGES pages), renders of 512×384 PNG accepted through the API
 // app in this process; throughput after warm-up, p50/p99 from accept to succeeded, worker RSS.
-// Then the image endpoint (issue 31, bench/media-images.ts). BENCH_MEDIA_PARTS=renders|images runs one.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// The renders part also draws 2 000 item cards on the same warm pool (issue 31, bench/media-cards.ts;
+// BENCH_CARD_RENDERS). Then the image endpoint (issue 31, bench/media-images.ts). BENCH_MEDIA_PARTS=renders|images runs one.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import puppeteer from 'puppeteer-core';
 import { join } from 'node:path';
@@ -13,6 +14,11 @@ import { parseConfig } from '../shared/platform/config.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 import { createScene } from '../shared/media/scenes.ts';
 import { parseSceneBody } from '../shared/media/scenes-model.ts';
+import { catalogIsLoaded, syncCatalog } from '../shared/catalog/repository.ts';
+import { generateCatalog } from '../shared/catalog/generate.ts';
+import { generateItemFiles } from '../shared/media/generate-item-files.ts';
+import { startImageFake } from '../test/fakes/images/server.ts';
+import { benchCardRenders, CARD_ITEM } from './media-cards.ts';
 import { positiveInt, printChecks, repoRoot, runBench, say, sleep } from './lib.ts';
 import { chromiumArgs } from '../shared/media/chromium.ts';
 import { benchImages } from './media-images.ts';
@@ -32,11 +38,29 @@ const RENDERS = positiveInt('BENCH_RENDERS', 80);
 const VIEWER_LOADS = positiveInt('BENCH_VIEWER_LOADS', 10);
 const WARMUP = positiveInt('BENCH_RENDER_WARMUP', 8);
 const PAGES = positiveInt('RENDER_PAGES', 4);
-const env = { ...process.env, QUEUE_PREFIX: `bench-media-${process.pid}`, LOG_LEVEL: 'warn', RENDER_PAGES: String(PAGES) };
+// Item files of this run (DESIGN 18): the M4A1-S's stand-in rifle marked as a real model, so it is
+// drawn in 3D as every stand-in was before cards; the AK-47's left a stand-in, so it is drawn as a
+// card. Images come from the local image fake (generated, distinct per path) through the image cache.
+const itemFilesDir = mkdtempSync(join(tmpdir(), 'bench-media-items-'));
+await generateItemFiles(itemFilesDir, { ids: { model: [60, 7], paint: [60], sticker: [], charm: [] } });
+const rifle = join(itemFilesDir, 'models', '60.glb');
+writeFileSync(rifle, Buffer.from(readFileSync(rifle).toString('latin1').replace('item-files stand-in', 'item-files bench-3d'), 'latin1'));
+const imageFake = startImageFake();
+const env = {
+  ...process.env,
+  QUEUE_PREFIX: `bench-media-${process.pid}`,
+  LOG_LEVEL: 'warn',
+  RENDER_PAGES: String(PAGES),
+  ITEM_FILES_DIR: itemFilesDir,
+  STEAM_IMAGE_URL: imageFake.url,
+  ITEM_ASSETS_URL: imageFake.url,
+};
 const config = parseConfig(env);
 const deps = createDeps(config, { log: createLogger({ level: 'silent', name: 'bench-media' }) });
 const app = createApp(deps);
 await deps.ready();
+// Cards name the catalog item and find its image through it.
+if (!(await catalogIsLoaded(deps.sql))) await syncCatalog(deps.sql, generateCatalog());
 
 const worker = Bun.spawn(['bun', join(repoRoot, 'workers/main.ts'), 'render'], { env: { ...env, WORKER_METRICS_PORT: '0' }, stdout: 'inherit', stderr: 'inherit' });
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
@@ -60,7 +84,7 @@ let seed = 0;
 async function accept(): Promise<{ id: string; acceptedAt: number }> {
   seed += 1;
   const body = {
-    item: { item: { family: 'weapon', definition_index: 7 }, state: { paint_index: 44, paint_seed: seed, wear: 0.2 } },
+    item: { item: { family: 'weapon', definition_index: 60 }, state: { paint_index: 60, paint_seed: seed, wear: 0.2 } },
     scene_id: scene.document.scene_id,
     output: { width: 512, height: 384, format: 'png', background: 'transparent' },
   };
@@ -105,7 +129,7 @@ async function viewerReadyTimes(): Promise<void> {
       method: 'POST',
       headers,
       body: JSON.stringify({
-        item: { item: { family: 'weapon', definition_index: 7 }, state: { paint_index: 44, paint_seed: 7, wear: 0.2 } },
+        item: { item: { family: 'weapon', definition_index: 60 }, state: { paint_index: 60, paint_seed: 7, wear: 0.2 } },
         scene_id: scene.document.scene_id,
       }),
     });
@@ -152,11 +176,28 @@ try {
   say(`accept -> succeeded: p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms (all ${RENDERS} accepted at once, so latency includes queueing)`);
   say(`render worker RSS (bun process; Chromium's own processes not included): ${rssMb().toFixed(0)} MB now, ${peakRss.toFixed(0)} MB peak`);
   await viewerReadyTimes();
+  // DESIGN 18: item cards on the same warm pool.
+  let cardSeed = 0;
+  const cardChecks = await benchCardRenders({
+    sql: deps.sql,
+    workspaceId: workspace!.id,
+    workerPid: worker.pid,
+    accept: async (index) => {
+      // Each render its own StatTrak count: a distinct request drawing the same images, as a showcase of one item would.
+      const body = { item: { ...CARD_ITEM, state: { ...CARD_ITEM.state, stattrak: { value: index } } }, scene_id: scene.document.scene_id, output: { width: 512, height: 384, format: 'png', background: '#1d232b' } };
+      const response = await app.handle(new Request('http://bench/v2/renders', { method: 'POST', headers: { ...headers, 'idempotency-key': `bench-card-${process.pid}-${(cardSeed += 1)}` }, body: JSON.stringify(body) }));
+      if (response.status !== 202 && response.status !== 200) throw new Error(`POST /v2/renders answered ${response.status}: ${await response.text()}`);
+      return ((await response.json()) as { render_id: string }).render_id;
+    },
+  });
+  printChecks(cardChecks);
 } finally {
   worker.kill('SIGTERM');
   await worker.exited;
   await deps.sql`delete from workspaces where id = ${workspace!.id}`.catch(() => undefined);
   await deps.close();
+  await imageFake.stop();
+  rmSync(itemFilesDir, { recursive: true, force: true });
 }
 // The image part once the render worker has stopped, so it has the machine to itself.
 if (MEDIA_PARTS.includes('images')) await runBench(imagesPart);

@@ -103,6 +103,42 @@ export function cardName(marketHashName: string): string {
 export type ItemCardDeps = { sql: Queryable; config: Config };
 
 /**
+ * cs2-lib draws skins in three wear variants, by thirds of the float (shared/media/images/item-images.ts):
+ * the card asks for its image with the middle of the wear's third, so every float of a third shares
+ * one image path (one entry in the page's and the cache's memory).
+ */
+const wearVariant = (wear: number | undefined): number | null => (wear === undefined ? null : [1 / 6, 1 / 2, 5 / 6][Math.min(2, Math.floor(clampUnit(wear) * 3))]!);
+const clampUnit = (value: number) => Math.min(1, Math.max(0, value));
+
+type CardFacts = { row: CardCatalogRow | null; image: string | null };
+// What the catalog says of a (definition, paint, exterior, StatTrak, wear variant), kept a minute per
+// process: a render pool draws the same items over and over, and these are two queries each time.
+const FACTS_TTL_MS = 60_000;
+const FACTS_LIMIT = 5_000;
+const factsCache = new Map<string, { until: number; facts: Promise<CardFacts> }>();
+
+function cardFacts(
+  deps: ItemCardDeps,
+  input: { definitionIndex: number; paintIndex: number | null; phase: string | null; exterior: Exterior | null; stattrak: boolean; wear: number | null; imageSize: number },
+): Promise<CardFacts> {
+  const key = JSON.stringify(input);
+  const now = Date.now();
+  const cached = factsCache.get(key);
+  if (cached && cached.until > now) return cached.facts;
+  if (factsCache.size >= FACTS_LIMIT) factsCache.clear();
+  const facts = (async (): Promise<CardFacts> => {
+    const row = await findCardCatalogItem(deps.sql, input);
+    if (!row) return { row, image: null };
+    const [found] = await itemImages(deps.sql, deps.config, [{ catalog_id: row.catalog_id, version: input.phase, wear: input.wear }]);
+    return { row, image: found ? viewerImagePath({ kind: 'item', id: row.catalog_id, version: input.phase, wear: input.wear, size: input.imageSize }) : null };
+  })();
+  factsCache.set(key, { until: now + FACTS_TTL_MS, facts });
+  // A failed lookup is not kept.
+  facts.catch(() => factsCache.delete(key));
+  return facts;
+}
+
+/**
  * The card of `item`. `imageSize` is the longest side, in pixels, the item image will be drawn at
  * (the render's output; the interactive page asks for the largest).
  */
@@ -113,16 +149,17 @@ export async function buildItemCard(deps: ItemCardDeps, item: ViewerItem, option
   const paintIndex = state.paint_index !== undefined && state.paint_index > 0 ? state.paint_index : null;
   const phase = phaseVersionOfPaint(paintIndex);
   const exterior = state.wear !== undefined && paintIndex !== null ? exteriorOfWear(state.wear) : null;
-  const row = await findCardCatalogItem(deps.sql, { definitionIndex, paintIndex, phase, exterior, stattrak: state.stattrak !== undefined });
+  const { row, image } = await cardFacts(deps, {
+    definitionIndex,
+    paintIndex,
+    phase,
+    exterior,
+    stattrak: state.stattrak !== undefined,
+    wear: wearVariant(state.wear),
+    imageSize: cardImageSize(options.imageSize),
+  });
   const library = row ? undefined : libraryItem(definitionIndex, paintIndex);
   const rarity = row?.rarity && (RARITIES as readonly string[]).includes(row.rarity) ? (row.rarity as Rarity) : null;
-
-  let image: string | null = null;
-  if (row) {
-    const wear = state.wear ?? null;
-    const [found] = await itemImages(deps.sql, deps.config, [{ catalog_id: row.catalog_id, version: phase, wear }]);
-    if (found) image = viewerImagePath({ kind: 'item', id: row.catalog_id, version: phase, wear, size: cardImageSize(options.imageSize) });
-  }
   const range = state.wear !== undefined && paintIndex !== null ? wearRangeOf(definitionIndex, paintIndex) : undefined;
   return {
     name: row ? cardName(row.market_hash_name) : (library?.name ?? `Item ${definitionIndex}`),

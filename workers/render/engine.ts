@@ -62,7 +62,7 @@ type Generation = { browser: Browser; profileDir: string; idle: Page[]; crashed:
 // The window fields the viewer's pool page sets (shared/media/viewer/client.ts); this worker has no DOM types.
 declare const window: {
   renderViewerItem?: (request: ViewerRenderRequest) => Promise<{ error: string | null; code?: string }>;
-  readViewerPixels?: () => ViewerPixels | null;
+  readViewerPixels?: () => Promise<ViewerPixels | null>;
 };
 
 const POOL_PAGE_PATH = '/render/pool';
@@ -206,12 +206,12 @@ export class RenderEngine {
         'drawing the item',
       );
       if (drawn.error) throw new ViewerPageError(`the viewer page failed: ${drawn.error}`, drawn.code ?? null);
-      const pixels = await page.evaluate(() => window.readViewerPixels!());
+      const pixels = await withTimeout(page.evaluate(() => window.readViewerPixels!()), this.options.timeoutMs, 'reading the pixels');
       if (!pixels || pixels.width !== width || pixels.height !== height) throw new ViewerPageError(`the viewer page drew ${pixels ? `${pixels.width}x${pixels.height}` : 'nothing'}, not ${width}x${height}`);
       // A page goes back to the pool only if it finished cleanly on a live browser.
       if (!generation.crashed) generation.idle.push(page);
       page = null;
-      return { data: Buffer.from(pixels.base64, 'base64'), width, height, topDown: pixels.topDown };
+      return { data: Buffer.from(pixels.base64, 'base64'), width, height, encoding: pixels.encoding };
     } catch (error) {
       // A killed browser can fail the call before `disconnected` is delivered: ask the connection too.
       if (generation && (generation.crashed || !generation.browser.connected)) throw new BrowserCrashedError();

@@ -5,10 +5,10 @@ import { blobPath } from '../../shared/platform/blob-store.ts';
 import type { RenderOutput } from '../../shared/media/renders-model.ts';
 
 /**
- * What the engine reads from a page's canvas: RGBA, straight alpha, sRGB; rows bottom to top from
- * WebGL (3D), top to bottom from a 2D canvas (an item card, `topDown`).
+ * What the engine reads from a page's canvas: raw RGBA from WebGL (3D: rows bottom to top, straight
+ * alpha, sRGB), or a PNG of an item card's 2D canvas.
  */
-export type DrawnPixels = { data: Buffer; width: number; height: number; topDown?: boolean };
+export type DrawnPixels = { data: Buffer; width: number; height: number; encoding?: 'rgba-bottom-up' | 'png' };
 
 /**
  * Post-processing (DESIGN 10), one sharp pipeline: rows top to bottom (WebGL's are flipped), exactly the requested size,
@@ -18,8 +18,10 @@ export type DrawnPixels = { data: Buffer; width: number; height: number; topDown
 export async function finishImage(pixels: DrawnPixels, output: RenderOutput): Promise<Buffer> {
   // Loaded at the first render, like puppeteer-core (engine.ts): sharp and libvips are ~18 MB of RSS.
   const { default: sharp } = await import('sharp');
-  let image = sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 4 } });
-  if (!pixels.topDown) image = image.flip();
+  let image =
+    pixels.encoding === 'png'
+      ? sharp(pixels.data)
+      : sharp(pixels.data, { raw: { width: pixels.width, height: pixels.height, channels: 4 } }).flip();
   image = image
     .resize(output.width, output.height, { fit: 'fill' })
     .toColourspace('srgb');

@@ -48,7 +48,7 @@ declare const window: {
   /** Render mode: draws another item on this page (the render worker's warm pages). */
   renderViewerItem?: (request: ViewerRenderRequest) => Promise<RenderOutcome>;
   /** Render mode: the last item's pixels (see readPixels). */
-  readViewerPixels?: () => ViewerPixels | null;
+  readViewerPixels?: () => Promise<ViewerPixels | null>;
 };
 declare function requestAnimationFrame(callback: () => void): number;
 
@@ -502,18 +502,22 @@ function toBase64(bytes: Uint8Array): string {
   return btoa(binary);
 }
 
+type Blob = { arrayBuffer(): Promise<ArrayBuffer> };
+
 /**
- * Render mode: the pixels of the item last drawn, read straight from its canvas: RGBA rows bottom to
- * top (WebGL's order), straight alpha (the context is not premultiplied), sRGB, base64. The worker
- * stores these; a page screenshot would composite and PNG-encode the whole page instead, ~100 ms a
- * render under SwiftShader against a few ms here.
+ * Render mode: the pixels of the item last drawn, read straight from its canvas rather than from a
+ * page screenshot (which would composite and PNG-encode the whole page, ~100 ms a render under
+ * SwiftShader). 3D: RGBA rows bottom to top (WebGL's order), straight alpha (the context is not
+ * premultiplied), sRGB, base64. A card: the 2D canvas as a PNG (lossless, straight alpha), base64:
+ * a card is mostly flat colour, so its PNG is a tenth of the raw 786 KB of a 512×384 canvas, and
+ * carrying those through DevTools as base64 cost more than drawing the card.
  */
-function readPixels(): ViewerPixels | null {
+async function readPixels(): Promise<ViewerPixels | null> {
   if (activeCard) {
-    // A 2D canvas reads top to bottom, straight alpha.
-    const { width, height } = activeCard.canvas;
-    const data = activeCard.context.getImageData(0, 0, width, height).data;
-    return { width, height, base64: toBase64(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)), topDown: true };
+    const { canvas } = activeCard;
+    const png = await new Promise<Blob | null>((resolve) => (canvas as unknown as { toBlob(done: (blob: Blob | null) => void, type: string): void }).toBlob(resolve, 'image/png'));
+    if (!png) return null;
+    return { width: canvas.width, height: canvas.height, base64: toBase64(new Uint8Array(await png.arrayBuffer())), encoding: 'png' };
   }
   if (!activeRenderer) return null;
   const gl = activeRenderer.getContext();
@@ -521,7 +525,7 @@ function readPixels(): ViewerPixels | null {
   const height = gl.drawingBufferHeight;
   const bytes = new Uint8Array(width * height * 4);
   gl.readPixels(0, 0, width, height, gl.RGBA, gl.UNSIGNED_BYTE, bytes);
-  return { width, height, base64: toBase64(bytes), topDown: false };
+  return { width, height, base64: toBase64(bytes), encoding: 'rgba-bottom-up' };
 }
 
 let drawn: BuiltItem | null = null;

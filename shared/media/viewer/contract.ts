@@ -108,10 +108,10 @@ export type ViewerPageData = {
 export type ViewerRenderRequest = Pick<ViewerPageData, 'background' | 'item' | 'scene' | 'files' | 'card'> & { width: number; height: number };
 
 /**
- * A render-mode page's pixels (`window.readViewerPixels()`): RGBA, straight alpha, sRGB, base64;
- * rows bottom to top from WebGL (3D), top to bottom from a 2D canvas (card): `topDown` says which.
+ * A render-mode page's pixels (`window.readViewerPixels()`), base64: `rgba-bottom-up` from WebGL (3D:
+ * raw RGBA, rows bottom to top, straight alpha, sRGB), `png` from the item card's 2D canvas.
  */
-export type ViewerPixels = { width: number; height: number; base64: string; topDown: boolean };
+export type ViewerPixels = { width: number; height: number; base64: string; encoding: 'rgba-bottom-up' | 'png' };
 
 /**
  * The render worker's pool page: no item, only the script, which exposes `window.renderViewerItem`

@@ -18,8 +18,8 @@ export type ViewerImageRequest = { kind: ViewerImageKind; id: string; version: s
 export type ViewerImageDeps = { sql: Queryable; config: Config; log: Logger };
 
 const SIZES = new Set([64, 128, 256, 512, 1024]);
-// Above the cache's own upstream timeout: a page never waits on an image for longer than this.
-const IMAGE_TIMEOUT_MS = 15_000;
+// Above the cache's own upstream timeout (IMAGE_FETCH_TIMEOUT_MS, 5 s by default), below the page's 12 s (card.ts).
+const IMAGE_TIMEOUT_MS = 10_000;
 
 export function viewerImagePath(request: ViewerImageRequest): string {
   const query = new URLSearchParams();
