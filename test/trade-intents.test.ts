@@ -132,7 +132,9 @@ type Intent = {
   trade_intent_id: string; state: string; give: string[]; receive: string[]; partner_steam_id: string | null; target_trade_id: string | null;
   account_id: number; valuation: { marketplace: string; give_total: string; receive_total: string; currency: string; unpriced_asset_ids: string[] };
   reservations: { asset_id: string; expires_at: string; released_at: string | null }[];
+  assets: IntentAsset[];
 };
+type IntentAsset = { asset_id: string; side: 'give' | 'receive'; market_hash_name: string | null; catalog_id: string | null; image: { url: string; source: string } | null };
 
 async function created(response: Response): Promise<Intent> {
   if (response.status !== 201) throw new Error(`expected 201, got ${response.status}: ${await response.text()}`);
@@ -651,6 +653,87 @@ describe('inventories fetched through Steam (the local fake)', () => {
     ]);
     // Nothing was reserved; the unprotected assets alone make a draft.
     expect((await created(await post(ws, { ...body, external_reference: 'unprotected', give: [free], receive: [theirCase] }))).reservations.map((r) => r.asset_id)).toEqual([free!]);
+  });
+
+  test('a created intent lists its assets, give then receive, with the name, catalog id and image of their inventory records (DESIGN 18)', async () => {
+    const ws = await workspace();
+    const account = await connectAccount(ws);
+    const partner = randomSteamId();
+    const mine = inventoryOf(account.steamId, [{ item: 'AK-47 | Redline', wear: 0.2, seed: 11 }, { item: 'P250 | Sand Dune', wear: 0.5, seed: 12 }], 74_000_000_000n);
+    const theirs = inventoryOf(partner, [{ item: 'Container | Revolution Case' }], 75_000_000_000n);
+    const [redline, sandDune] = mine.assets.map((asset) => asset.assetid);
+    // A description without an icon: the record's image is cs2-lib's image of the skin by wear.
+    const bare = mine.descriptions.find((description) => description.classid === mine.assets[1]!.classid)!;
+    delete (bare as { icon_url?: string }).icon_url;
+    steam.setInventory(account.steamId, mine);
+    steam.setInventory(partner, theirs);
+    const theirCase = theirs.assets[0]!.assetid;
+    const response = await post(ws, {
+      kind: 'create_offer', account_id: account.accountId, external_reference: 'with-images', expires_at: inMinutes(30), partner_steam_id: partner,
+      receive: [theirCase], give: [sandDune, redline],
+    });
+    const intent = await created(response);
+    expect(intent.assets.map((asset) => [asset.asset_id, asset.side])).toEqual([[sandDune!, 'give'], [redline!, 'give'], [theirCase, 'receive']]);
+
+    // Each entry is what the owner's inventory record shows (the snapshot the check read: no new fetch).
+    const records = new Map<string, IntentAsset>();
+    for (const owner of [account.steamId, partner]) {
+      const page = (await (await t.request(`/v2/inventories/${owner}`, { headers: ws.keyHeaders })).json()) as { data: (IntentAsset & Record<string, unknown>)[] };
+      for (const record of page.data) records.set(record.asset_id, record);
+    }
+    for (const asset of intent.assets) {
+      const record = records.get(asset.asset_id)!;
+      expect(asset).toEqual({ asset_id: asset.asset_id, side: asset.side, market_hash_name: record.market_hash_name, catalog_id: record.catalog_id, image: record.image });
+    }
+    // Steam's icon of the asset's own description on STEAM_IMAGE_URL, else cs2-lib's on ITEM_ASSETS_URL.
+    const iconOf = (fixture: typeof mine, assetId: string) => {
+      const asset = fixture.assets.find((entry) => entry.assetid === assetId)!;
+      return fixture.descriptions.find((description) => description.classid === asset.classid && description.instanceid === asset.instanceid)!.icon_url;
+    };
+    const [giveSandDune, giveRedline, receiveCase] = intent.assets;
+    expect(giveRedline!.image).toEqual({ url: `${t.deps.config.STEAM_IMAGE_URL}/economy/image/${iconOf(mine, redline!)}`, source: 'steam' });
+    expect(receiveCase!.image).toEqual({ url: `${t.deps.config.STEAM_IMAGE_URL}/economy/image/${iconOf(theirs, theirCase)}`, source: 'steam' });
+    expect(giveSandDune!.image!.source).toBe('cs2-lib');
+    expect(giveSandDune!.image!.url.startsWith(`${t.deps.config.ITEM_ASSETS_URL}/`)).toBe(true);
+    expect(giveRedline!.market_hash_name).toBe('AK-47 | Redline (Field-Tested)');
+    expect(receiveCase!.market_hash_name).toBe('Revolution Case');
+    // The image fake serves the url.
+    const png = await fetch(giveRedline!.image!.url);
+    expect(png.status).toBe(200);
+    expect(png.headers.get('content-type')).toBe('image/png');
+    await png.arrayBuffer();
+
+    // The same entries on reads, and in the trade_intent.created payload.
+    const one = (await (await t.request(`/v2/trade-intents/${intent.trade_intent_id}`, { headers: ws.keyHeaders })).json()) as Intent;
+    expect(one.assets).toEqual(intent.assets);
+    const list = (await (await t.request('/v2/trade-intents', { headers: ws.keyHeaders })).json()) as { data: Intent[] };
+    expect(list.data.find((entry) => entry.trade_intent_id === intent.trade_intent_id)!.assets).toEqual(intent.assets);
+    const [outbox] = await t.deps.sql<{ payload: { assets: IntentAsset[] } }[]>`
+      select payload from event_outbox where workspace_id = ${ws.workspace.id} and event_type = 'trade_intent.created'`;
+    expect(outbox!.payload.assets).toEqual(intent.assets);
+
+    // An accept_offer lists the target's assets from its own check: it gives what the offer receives.
+    const taker = await workspace();
+    const takerAccount = await connectAccount(taker, partner);
+    const acceptance = await created(
+      await post(taker, { kind: 'accept_offer', account_id: takerAccount.accountId, external_reference: 'accept-images', expires_at: inMinutes(30), target_trade_id: intent.trade_intent_id }),
+    );
+    expect(acceptance.assets).toEqual([
+      { ...receiveCase!, side: 'give' },
+      { ...giveSandDune!, side: 'receive' },
+      { ...giveRedline!, side: 'receive' },
+    ]);
+  });
+
+  test('an intent stored before its assets were kept (sql/0025) lists each id of give then receive with null name, catalog id and image', async () => {
+    const { ws, offer, give, receive } = await tradeSetup();
+    const intent = await created(await post(ws, offer()));
+    await t.deps.sql`update trade_intents set assets = '[]' where id = ${intent.trade_intent_id}`;
+    const one = (await (await t.request(`/v2/trade-intents/${intent.trade_intent_id}`, { headers: ws.keyHeaders })).json()) as Intent;
+    expect(one.assets).toEqual([
+      { asset_id: give, side: 'give', market_hash_name: null, catalog_id: null, image: null },
+      { asset_id: receive, side: 'receive', market_hash_name: null, catalog_id: null, image: null },
+    ]);
   });
 
   test('a private partner inventory is a 400 naming receive; Steam down with no snapshot is 503 upstream_unavailable', async () => {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { fxSchema } from '../prices/currency.ts';
 import { errors, ApiError, type ErrorDetail } from '../http/errors.ts';
 import { SOURCE_NAMES, type SourceName } from '../sources/names.ts';
+import { itemImageSchema } from '../media/images/item-image-schema.ts';
 
 /**
  * Trade intents (DESIGN 11, spec 2.8 / 3): the stored row, the JSON clients see and the rules that
@@ -32,6 +33,8 @@ export type TradeIntentRow = {
   partner_steam_id: string | null;
   give: string[];
   receive: string[];
+  /** sql/0025: the entries captured at creation; '[]' for intents made before it (see assetsOf). */
+  assets: TradeIntentAsset[];
   target_trade_id: string | null;
   valuation: Valuation;
   expires_at: Date;
@@ -56,6 +59,22 @@ export const valuationSchema = z.object({
 });
 export type Valuation = z.infer<typeof valuationSchema>;
 
+export const TRADE_INTENT_SIDES = ['give', 'receive'] as const;
+export type TradeIntentSide = (typeof TRADE_INTENT_SIDES)[number];
+
+export const tradeIntentAssetSchema = z.object({
+  asset_id: z.string(),
+  side: z.enum(TRADE_INTENT_SIDES).describe('`give`: this account gives it; `receive`: this account receives it'),
+  market_hash_name: z.string().nullable().describe('As the asset’s inventory record showed it when the intent was created; null when Steam gave none, or for intents created before this field existed'),
+  catalog_id: z.string().nullable().describe('null when the catalog does not know the item, or for intents created before this field existed'),
+  image: itemImageSchema
+    .nullable()
+    .describe(
+      'DESIGN 18: the asset’s inventory record’s `image` when the intent was created (the icon its own Steam description carries, else cs2-lib’s image of the skin by wear), kept with the intent and not refreshed; null when the record had none, or for intents created before this field existed',
+    ),
+});
+export type TradeIntentAsset = z.infer<typeof tradeIntentAssetSchema>;
+
 export const tradeIntentSchema = z.object({
   trade_intent_id: z.uuid(),
   kind: z.enum(TRADE_INTENT_KINDS),
@@ -66,6 +85,9 @@ export const tradeIntentSchema = z.object({
   expires_at: z.string(),
   give: z.array(z.string()).describe('Asset ids this account gives (for accept_offer: the target offer’s receive)'),
   receive: z.array(z.string()).describe('Asset ids this account receives (for accept_offer: the target offer’s give)'),
+  assets: z
+    .array(tradeIntentAssetSchema)
+    .describe('Every asset of `give` then of `receive`, in their order, with its name, catalog id and image (DESIGN 18) as its owner’s inventory record showed them when the asset check passed'),
   partner_steam_id: z.string().nullable().describe('SteamID64 of the other side'),
   target_trade_id: z.uuid().nullable(),
   valuation: valuationSchema,
@@ -100,6 +122,7 @@ export function toTradeIntent(row: TradeIntentRow): TradeIntent {
     expires_at: row.expires_at.toISOString(),
     give: row.give,
     receive: row.receive,
+    assets: assetsOf(row),
     partner_steam_id: row.partner_steam_id,
     target_trade_id: row.target_trade_id,
     valuation: row.valuation,
@@ -112,6 +135,18 @@ export function toTradeIntent(row: TradeIntentRow): TradeIntent {
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
+}
+
+/**
+ * One entry per id of give then receive: the stored entry of that side and id, else (intents created
+ * before sql/0025 stored '[]') the id and side with null name, catalog id and image, so `assets`
+ * always lists exactly give and receive (docs/decisions.md "Trade intents' assets").
+ */
+export function assetsOf(row: Pick<TradeIntentRow, 'give' | 'receive' | 'assets'>): TradeIntentAsset[] {
+  const stored = new Map((row.assets ?? []).map((asset) => [`${asset.side}:${asset.asset_id}`, asset]));
+  return TRADE_INTENT_SIDES.flatMap((side) =>
+    row[side].map((assetId) => stored.get(`${side}:${assetId}`) ?? { asset_id: assetId, side, market_hash_name: null, catalog_id: null, image: null }),
+  );
 }
 
 /** 400 invalid_intent naming the field(s) of the first check that failed (DESIGN 11 order). */

@@ -1,15 +1,15 @@
 import type { Queryable } from '../platform/db.ts';
 import { partnerRiskColumns } from './trades-repository.ts';
-import type { TradeIntentKind, TradeIntentPosition, TradeIntentRow, TradeIntentState, Valuation } from './trade-intents-model.ts';
+import type { TradeIntentAsset, TradeIntentKind, TradeIntentPosition, TradeIntentRow, TradeIntentState, Valuation } from './trade-intents-model.ts';
 
 /**
- * The `trade_intents` and `trade_reservations` tables (sql/0008), one function per query. Every
+ * The `trade_intents` and `trade_reservations` tables (sql/0008; `assets` sql/0025), one function per query. Every
  * state change is a guarded update (`state = 'draft'` in the where), so cancel, expiry and account
  * disconnection never fight over an intent: whichever commits first wins, the others change nothing.
  */
 const COLUMNS = (db: Queryable) => db`
   i.id, i.workspace_id, i.account_id, i.kind, i.state, i.external_reference, i.message, i.partner_steam_id,
-  i.give, i.receive, i.target_trade_id, i.valuation, i.expires_at, i.created_at, i.updated_at,
+  i.give, i.receive, i.assets, i.target_trade_id, i.valuation, i.expires_at, i.created_at, i.updated_at,
   to_char(i.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at_text,
   coalesce((select json_agg(json_build_object('asset_id', r.asset_id, 'expires_at', r.expires_at, 'released_at', r.released_at) order by r.asset_id)
             from trade_reservations r where r.intent_id = i.id), '[]'::json) as reservations,
@@ -44,16 +44,16 @@ export async function insertTradeIntent(
   db: Queryable,
   input: {
     id: string; workspaceId: string; accountId: string; kind: TradeIntentKind; externalReference: string; message: string | null;
-    partnerSteamId: string | null; give: string[]; receive: string[]; targetTradeId: string | null; valuation: Valuation;
+    partnerSteamId: string | null; give: string[]; receive: string[]; assets: TradeIntentAsset[]; targetTradeId: string | null; valuation: Valuation;
     expiresAt: Date; now: Date;
   },
 ): Promise<void> {
   await db`
     insert into trade_intents (id, workspace_id, account_id, kind, state, external_reference, message, partner_steam_id,
-                               give, receive, target_trade_id, valuation, expires_at, created_at, updated_at)
+                               give, receive, assets, target_trade_id, valuation, expires_at, created_at, updated_at)
     values (${input.id}, ${input.workspaceId}, ${input.accountId}, ${input.kind}, 'draft', ${input.externalReference},
-            ${input.message}, ${input.partnerSteamId}, ${input.give}::text[], ${input.receive}::text[], ${input.targetTradeId},
-            ${db.json(input.valuation as never)}, ${input.expiresAt}, ${input.now}, ${input.now})`;
+            ${input.message}, ${input.partnerSteamId}, ${input.give}::text[], ${input.receive}::text[], ${db.json(input.assets as never)},
+            ${input.targetTradeId}, ${db.json(input.valuation as never)}, ${input.expiresAt}, ${input.now}, ${input.now})`;
 }
 
 /**

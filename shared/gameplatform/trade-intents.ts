@@ -17,6 +17,7 @@ import {
   TRADE_INTENT_MAX_LIFETIME_MS,
   TRADE_INVENTORY_MAX_AGE_SECONDS,
   type TradeIntent,
+  type TradeIntentAsset,
   type TradeIntentKind,
   type Valuation,
 } from './trade-intents-model.ts';
@@ -101,11 +102,18 @@ type PricedAsset = { asset_id: string } & ValuationInput;
  * Check 4: every asset is in its owner's latest snapshot (fetched when missing or older than 10
  * minutes; read with the owner token when this workspace holds one for that SteamID, so protected
  * items in context 16 are seen and refused rather than missing), not protected (DESIGN 17: detail code `asset_protected`), and tradable now (tradable, and
- * no trade hold still running). Returns what valuation needs.
+ * no trade hold still running). Returns what valuation needs, and the intent's `assets` (DESIGN 18:
+ * name, catalog id and image from the records this check already read, so no query is added;
+ * give then receive, in request order; docs/decisions.md "Trade intents' assets").
  */
-async function checkAssets(inventory: TradeInventory, sides: Record<Side, SidePlan>, meta: { workspaceId: string; now: Date }): Promise<Record<Side, PricedAsset[]>> {
+async function checkAssets(
+  inventory: TradeInventory,
+  sides: Record<Side, SidePlan>,
+  meta: { workspaceId: string; now: Date },
+): Promise<{ priced: Record<Side, PricedAsset[]>; assets: TradeIntentAsset[] }> {
   const { workspaceId, now } = meta;
   const priced: Record<Side, PricedAsset[]> = { give: [], receive: [] };
+  const assets: TradeIntentAsset[] = [];
   const details: ErrorDetail[] = [];
   for (const side of ['give', 'receive'] as const) {
     const plan = sides[side];
@@ -137,11 +145,12 @@ async function checkAssets(inventory: TradeInventory, sides: Record<Side, SidePl
         details.push({ field: plan.field, message: `asset ${assetId} is not tradable` });
       } else {
         priced[side].push({ asset_id: assetId, ...valuationInputOf(asset.catalog_id, asset.record) });
+        assets.push({ asset_id: assetId, side, market_hash_name: asset.market_hash_name, catalog_id: asset.catalog_id, image: asset.record.image ?? null });
       }
     }
   }
   if (details.length > 0) throw invalidIntent('Some assets are not present and tradable in their owner’s inventory.', details);
-  return priced;
+  return { priced, assets };
 }
 
 /** Check 5: neither side may be worth more than TRADE_MAX_VALUE_USD at the valuation marketplace. */
@@ -223,7 +232,7 @@ export async function createTradeIntent(
     };
   }
 
-  const priced = await checkAssets(deps.inventory, sides, meta);
+  const { priced, assets } = await checkAssets(deps.inventory, sides, meta);
   const marketplace = input.valuation_marketplace ?? DEFAULT_VALUATION_MARKETPLACE;
   const totals = await valueTradeSides(sql, marketplace, priced);
   const valuation: Valuation = { marketplace, give_total: totals.give_total, receive_total: totals.receive_total, currency: 'USD', unpriced_asset_ids: totals.unpriced };
@@ -244,12 +253,13 @@ export async function createTradeIntent(
     return await sql.begin(async (tx) => {
       await insertTradeIntent(tx, {
         id, workspaceId: meta.workspaceId, accountId: account.account_id, kind, externalReference: input.external_reference,
-        message: input.message ?? null, partnerSteamId, give: sides.give.ids, receive: sides.receive.ids,
+        message: input.message ?? null, partnerSteamId, give: sides.give.ids, receive: sides.receive.ids, assets,
         targetTradeId: kind === 'accept_offer' ? input.target_trade_id! : null, valuation, expiresAt: input.expires_at, now: meta.now,
       });
       const reserved = await reserveAssets(tx, id, account.steam_id, outgoing, input.expires_at);
       if (reserved.length !== outgoing.length) throw new AssetsReserved();
       const intent = toTradeIntent((await findTradeIntent(tx, meta.workspaceId, id))!);
+      // The webhook payload is the record as answered (its `assets` with their images included), less reservations.
       const { reservations: _reservations, updated_at: _updated, ...payload } = intent;
       await insertAuditEvent(tx, {
         workspaceId: meta.workspaceId, source: 'gameplatform', eventType: 'trade_intent.created', resourceType: 'trade_intent', resourceId: id,
