@@ -300,6 +300,7 @@ describe('GET /v2/images/{catalog_id}', () => {
       IMAGE_FETCH_TIMEOUT_MS: String(TIMEOUT_MS),
       IMAGE_MAX_BYTES: String(MAX_BYTES),
       PUBLIC_PRICES_RATE_LIMIT: '1000000',
+      IMAGE_RATE_LIMIT: '1000000',
     };
     t = await scratchTestApp({ tag: 'images', now: clock.now, config: routeConfig });
     const skins = generateCatalog().filter((item) => item.type === 'weapon' && item.paint_index !== null && item.exterior === 'field-tested' && !item.stattrak).slice(0, 40);
@@ -463,8 +464,8 @@ describe('GET /v2/images/{catalog_id}', () => {
     }
   });
 
-  test('429 rate_limited past PUBLIC_PRICES_RATE_LIMIT requests a minute from one address (a budget apart from the prices’)', async () => {
-    const limited = createTestApp({ now: clock.now, config: { ...routeConfig, DATABASE_URL: t.deps.config.DATABASE_URL, PUBLIC_PRICES_RATE_LIMIT: '2' } });
+  test('429 rate_limited past IMAGE_RATE_LIMIT requests a minute from one address (a budget apart from the prices’)', async () => {
+    const limited = createTestApp({ now: clock.now, config: { ...routeConfig, DATABASE_URL: t.deps.config.DATABASE_URL, IMAGE_RATE_LIMIT: '2', PUBLIC_PRICES_RATE_LIMIT: '1' } });
     try {
       await limited.deps.ready();
       const address = `198.51.100.${1 + Math.floor(Math.random() * 250)}`;
@@ -479,6 +480,8 @@ describe('GET /v2/images/{catalog_id}', () => {
         } else await response.arrayBuffer();
       }
       expect(statuses).toEqual([200, 200, 429]);
+      // The prices' budget is another one: one keyless price read still passes from the same address.
+      expect((await limited.request('/v1/prices', { headers })).status).not.toBe(429);
     } finally {
       await limited.close();
     }

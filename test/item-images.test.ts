@@ -71,16 +71,18 @@ describe('item images', () => {
   });
 
   test('the newest Steam icon of the name and version wins over cs2-lib, and a newer one replaces it (Valve’s update)', async () => {
-    const name = 'AWP | Asiimov (Field-Tested)';
+    // A skin no inventory of the fakes holds: the database is shared with every other suite of a run,
+    // and their inventory reads record the icons of the items they hold.
+    const name = 'Nova | Predator (Field-Tested)';
     const id = await catalogIdOf(name);
     expect((await itemImage(t.deps.sql, hosts, id))!.source).toBe('cs2-lib');
-    await seeIcon(name, 'default', 'awpAsiimovOld', '2025-01-01T00:00:00Z');
-    expect(await itemImage(t.deps.sql, hosts, id)).toEqual({ url: `${images}/economy/image/awpAsiimovOld`, source: 'steam' });
-    await seeIcon(name, 'default', 'awpAsiimovNew', '2025-06-01T00:00:00Z');
-    expect((await itemImage(t.deps.sql, hosts, id))!.url).toBe(`${images}/economy/image/awpAsiimovNew`);
+    await seeIcon(name, 'default', 'novaPredatorOld', '2025-01-01T00:00:00Z');
+    expect(await itemImage(t.deps.sql, hosts, id)).toEqual({ url: `${images}/economy/image/novaPredatorOld`, source: 'steam' });
+    await seeIcon(name, 'default', 'novaPredatorNew', '2025-06-01T00:00:00Z');
+    expect((await itemImage(t.deps.sql, hosts, id))!.url).toBe(`${images}/economy/image/novaPredatorNew`);
     // Seeing the old icon again later does not bring it back: the icon Valve introduced last stays.
-    await t.deps.sql`update item_icons set last_seen_at = '2025-07-01T00:00:00Z' where icon_url = 'awpAsiimovOld'`;
-    expect((await itemImage(t.deps.sql, hosts, id))!.url).toBe(`${images}/economy/image/awpAsiimovNew`);
+    await t.deps.sql`update item_icons set last_seen_at = '2025-07-01T00:00:00Z' where icon_url = 'novaPredatorOld'`;
+    expect((await itemImage(t.deps.sql, hosts, id))!.url).toBe(`${images}/economy/image/novaPredatorNew`);
   });
 
   test('a phase takes only its own icons; default prefers default icons, then any version’s', async () => {
@@ -99,8 +101,9 @@ describe('item images', () => {
 
   test('unknown catalog ids and items neither Steam nor cs2-lib has an image of are null; order follows the keys', async () => {
     const kit = await catalogIdOf('Music Kit | Daniel Sadowski, Crimson Assault');
-    const redline = await catalogIdOf('AK-47 | Redline (Field-Tested)');
-    const out = await itemImages(t.deps.sql, hosts, [{ catalog_id: 'itm_aaaaaaaaaaaaaaaaaaaaaaaaaa' }, { catalog_id: kit }, { catalog_id: redline }]);
+    // A skin no fake inventory holds (other suites' reads record the icons of what they hold).
+    const skin = await catalogIdOf('SSG 08 | Detour (Field-Tested)');
+    const out = await itemImages(t.deps.sql, hosts, [{ catalog_id: 'itm_aaaaaaaaaaaaaaaaaaaaaaaaaa' }, { catalog_id: kit }, { catalog_id: skin }]);
     expect(out[0]).toBeNull();
     expect(out[1]).toBeNull();
     expect(out[2]!.source).toBe('cs2-lib');

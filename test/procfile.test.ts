@@ -31,13 +31,16 @@ describe('npm start and the Procfile', () => {
   test('the local fakes npm start needs run in one process: test/fakes/main.ts with each fake named', async () => {
     let port = 41_000;
     const plan = await localUpstreamsPlan({})(async () => port++);
-    expect(plan.entries.map((entry) => argumentsOf(entry, FAKES_SCRIPT))).toEqual([['simulator'], ['steam-fake']]);
+    expect(plan.entries.map((entry) => argumentsOf(entry, FAKES_SCRIPT))).toEqual([['simulator'], ['steam-fake'], ['image-fake']]);
     const merged = mergeEntries(plan.entries, FAKES_SCRIPT, 'fakes');
-    expect(merged).toEqual([{ name: 'fakes', command: `bun ${FAKES_SCRIPT} simulator steam-fake` }]);
+    expect(merged).toEqual([{ name: 'fakes', command: `bun ${FAKES_SCRIPT} simulator steam-fake image-fake` }]);
     // With SOURCES set, the simulator still serves the exchange rates unless FX_URL is set too.
     const fxOnly = await localUpstreamsPlan({ SOURCES: 'skinport' })(async () => port++);
-    expect(mergeEntries(fxOnly.entries, FAKES_SCRIPT, 'fakes')).toEqual([{ name: 'fakes', command: `bun ${FAKES_SCRIPT} simulator steam-fake` }]);
+    expect(mergeEntries(fxOnly.entries, FAKES_SCRIPT, 'fakes')).toEqual([{ name: 'fakes', command: `bun ${FAKES_SCRIPT} simulator steam-fake image-fake` }]);
     const steamOnly = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://www.ecb.europa.eu' })(async () => port++);
-    expect(mergeEntries(steamOnly.entries, FAKES_SCRIPT, 'fakes')).toEqual([{ name: 'steam-fake', command: `bun ${FAKES_SCRIPT} steam-fake` }]);
+    expect(mergeEntries(steamOnly.entries, FAKES_SCRIPT, 'fakes')).toEqual([{ name: 'fakes', command: `bun ${FAKES_SCRIPT} steam-fake image-fake` }]);
+    // Image hosts set: no image fake.
+    const imagesSet = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://www.ecb.europa.eu', STEAM_IMAGE_URL: 'https://images.example', ITEM_ASSETS_URL: 'https://assets.example' })(async () => port++);
+    expect(mergeEntries(imagesSet.entries, FAKES_SCRIPT, 'fakes')).toEqual([{ name: 'steam-fake', command: `bun ${FAKES_SCRIPT} steam-fake` }]);
   });
 });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Browser } from 'puppeteer-core';
 import sharp from 'sharp';
 import { generateCatalog } from '../shared/catalog/generate.ts';
-import { catalogIsLoaded, syncCatalog } from '../shared/catalog/repository.ts';
+import { syncCatalog } from '../shared/catalog/repository.ts';
 import { enqueue, type JobName } from '../shared/jobs/queues.ts';
 import { generateItemFiles } from '../shared/media/generate-item-files.ts';
 import { itemImages, stickerImageUrl } from '../shared/media/images/item-images.ts';
@@ -65,7 +65,9 @@ beforeAll(async () => {
   // Stand-ins only: the AK-47's model is generated, so it is drawn as a card. The AWP's is "real".
   await generateItemFiles(itemDir, { ids: { model: [AK47], paint: [], sticker: [], charm: [] } });
   writeFileSync(join(itemDir, 'models', '9.glb'), cubeGlb());
-  if (!(await catalogIsLoaded(t.deps.sql))) await syncCatalog(t.deps.sql, generateCatalog());
+  // Always the whole catalog: the database is shared with the other suites of a run, and some leave a
+  // smaller catalog of their own behind.
+  await syncCatalog(t.deps.sql, generateCatalog());
   const queue = t.deps.queues.render;
   const context: PoolContext = {
     config: workerConfig,

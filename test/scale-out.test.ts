@@ -7,7 +7,7 @@ import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { createSql, type Sql } from '../shared/platform/db.ts';
 import { insertGeneratedAuditEvents } from './audit-exports-fixtures.ts';
 import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
-import { createTestApp, eventually, workspaceWithKey } from './helpers.ts';
+import { createTestApp, eventually, sharedImageFake, workspaceWithKey } from './helpers.ts';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 import { ITEM, SCENE_BODY, sceneOf } from './renders-fixtures.ts';
 import { removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type ReceivedRequest } from './webhooks-fixtures.ts';
@@ -107,6 +107,10 @@ function baseEnv(queuePrefix: string, redisUrl: string): Record<string, string> 
     RENDER_LEASE_SECONDS: '3',
     RENDER_SWEEP_SECONDS: '1',
     RENDER_PAGES: '1',
+    // DESIGN 18: renders without real 3D files draw a card from the item's image: the test process's
+    // image fake serves it (never the real CDN from a test).
+    STEAM_IMAGE_URL: sharedImageFake().url,
+    ITEM_ASSETS_URL: sharedImageFake().url,
   };
 }
 

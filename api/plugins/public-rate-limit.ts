@@ -22,7 +22,9 @@ export function publicRateLimitPlugin(deps: PublicRateLimitPluginDeps) {
   const limiterFor = (name: string) => {
     let limiter = limiters.get(name);
     if (!limiter) {
-      limiter = new IpRateLimiter(deps.counters, name, deps.config.PUBLIC_PRICES_RATE_LIMIT, deps.config.QUEUE_PREFIX);
+      // Images have a budget of their own: a page shows dozens of them at once, each fetched once and then cached by the browser.
+      const limit = name === 'images' ? deps.config.IMAGE_RATE_LIMIT : deps.config.PUBLIC_PRICES_RATE_LIMIT;
+      limiter = new IpRateLimiter(deps.counters, name, limit, deps.config.QUEUE_PREFIX);
       limiters.set(name, limiter);
     }
     return limiter;

@@ -187,6 +187,8 @@ export const configSchema = z.object({
   IMAGE_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
+  /** GET /v2/images requests per minute per client address (DESIGN 18): a page shows many images at once. */
+  IMAGE_RATE_LIMIT: z.coerce.number().int().positive().default(600),
   // Not in DESIGN 4's list: concurrent GET /v1/prices downloads per client address, per API process.
   PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT: z.coerce.number().int().positive().default(4),
 });
