@@ -76,6 +76,37 @@ export async function writeBlob(
   }
 }
 
+/**
+ * Writes `bytes` to `key`: into a temp file named by `tempTag` (each writer its own, so two writers of
+ * one key never mix bytes), fsynced, `beforeCommit` (a last chance to refuse, e.g. a lost lease), then
+ * an atomic rename. On any failure the temp file is removed.
+ */
+export async function writeBlobBytes(
+  root: string,
+  key: string,
+  bytes: Uint8Array,
+  options: { tempTag: string; beforeCommit?: () => Promise<void> },
+): Promise<WrittenBlob> {
+  const path = blobPath(root, key);
+  const temp = `${path}.${options.tempTag}.tmp`;
+  await mkdir(dirname(path), { recursive: true });
+  try {
+    const handle = await open(temp, 'w');
+    try {
+      await handle.writeFile(bytes);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await options.beforeCommit?.();
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+  return { bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+}
+
 /** Removes a blob, or a whole prefix (a directory of blobs); missing is fine. */
 export async function removeBlobs(root: string, keyOrPrefix: string): Promise<void> {
   await rm(blobPath(root, keyOrPrefix), { recursive: true, force: true });

@@ -1,7 +1,4 @@
-import { createHash } from 'node:crypto';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { blobPath } from '../../shared/platform/blob-store.ts';
+import { writeBlobBytes } from '../../shared/platform/blob-store.ts';
 import type { RenderOutput } from '../../shared/media/renders-model.ts';
 
 /**
@@ -35,22 +32,5 @@ export async function finishImage(pixels: DrawnPixels, output: RenderOutput): Pr
  * key. Every attempt of a render lands on the same key, so a retried job never leaves a second image.
  */
 export async function storeImage(root: string, key: string, attempt: string, bytes: Buffer, beforeCommit: () => Promise<void>): Promise<{ bytes: number; sha256: string }> {
-  const path = blobPath(root, key);
-  const temp = `${path}.${attempt}.tmp`;
-  await mkdir(dirname(path), { recursive: true });
-  try {
-    const handle = await open(temp, 'w');
-    try {
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await beforeCommit();
-    await rename(temp, path);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
-  return { bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+  return writeBlobBytes(root, key, bytes, { tempTag: attempt, beforeCommit });
 }

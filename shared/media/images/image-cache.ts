@@ -1,10 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import type { Config } from '../../platform/config.ts';
 import type { Logger } from '../../platform/logger.ts';
-import { blobPath } from '../../platform/blob-store.ts';
+import { blobPath, writeBlobBytes } from '../../platform/blob-store.ts';
 import { pinnedUrl } from '../../webhooks/send.ts';
 import { hostOf, parseWebhookUrl, refusalReason, resolveTarget, TargetRefusedError, type Lookup } from '../../webhooks/targets.ts';
 
@@ -209,29 +208,11 @@ async function makeImage(deps: ImageCacheDeps, state: ImageCacheState, root: str
     throw error;
   }
   state.failures.delete(upstreamKey);
-  await storeBlob(root, key, bytes);
+  // A temp name of this write's own, fsynced and renamed: two processes making one key never mix bytes.
+  await writeBlobBytes(root, key, bytes, { tempTag: randomUUID() });
   return { bytes, etag: imageEtag(bytes), contentType: IMAGE_CONTENT_TYPES[request.format] };
 }
 
-/** Writes to a temp name of its own, fsyncs and renames: two processes making one key never mix bytes. */
-async function storeBlob(root: string, key: string, bytes: Uint8Array): Promise<void> {
-  const path = blobPath(root, key);
-  const temp = `${path}.${randomUUID()}.tmp`;
-  await mkdir(dirname(path), { recursive: true });
-  try {
-    const handle = await open(temp, 'w');
-    try {
-      await handle.writeFile(bytes);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, path);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
-}
 
 /** The origins an operator configured for images (DESIGN 18: STEAM_IMAGE_URL, ITEM_ASSETS_URL). */
 function configuredOrigins(config: ImageCacheDeps['config']): Set<string> {
