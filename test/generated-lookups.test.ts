@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { computeKitCatalogIds } from '../shared/gameplatform/valuation.ts';
+import { computeKitCatalogIds } from '../shared/catalog/kit-catalog.ts';
 import { computeFadeSkins } from '../shared/inspect/insights.ts';
 
 // The committed lookup tables (scripts/lookups-generate.ts) are exactly what the libraries give today:
@@ -14,9 +14,9 @@ test('shared/inspect/fade-skins.json is what the libraries give (npm run lookups
   expect(read('shared/inspect/fade-skins.json')).toEqual(rows);
 });
 
-test('shared/gameplatform/kit-catalog-ids.json is what the library gives (npm run lookups:generate)', () => {
+test('shared/catalog/kit-catalog-ids.json is what the library gives (npm run lookups:generate)', () => {
   const names = computeKitCatalogIds();
   expect(names.stickers.length).toBeGreaterThan(5_000);
   expect(names.charms.length).toBeGreaterThan(10);
-  expect(read('shared/gameplatform/kit-catalog-ids.json')).toEqual(names);
+  expect(read('shared/catalog/kit-catalog-ids.json')).toEqual(names);
 });

@@ -1,8 +1,6 @@
 import Decimal from 'decimal.js';
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { kitCatalogNames } from '../catalog/generate.ts';
-import { catalogIdFor } from '../catalog/identity.ts';
+import { kitCatalog } from '../catalog/kit-catalog.ts';
 import type { Queryable } from '../platform/db.ts';
 import { phaseVersionOfPaint } from '../inspect/insights.ts';
 import { SOURCE_NAMES } from '../sources/names.ts';
@@ -43,32 +41,6 @@ export type ValuationInput = {
 /** The price version an asset is valued at: its Doppler phase when it has one, else `default`. */
 export function priceVersionOf(paintIndex: number | null | undefined): string {
   return phaseVersionOfPaint(paintIndex ?? undefined) ?? 'default';
-}
-
-type KitCatalog = { stickers: Map<number, string>; charms: Map<number, string> };
-let kits: KitCatalog | undefined;
-
-/**
- * Sticker kit id → the catalog id of its item, and charm id → its item's (shared/catalog/generate.ts
- * kitCatalogNames). Built on first use.
- */
-export function kitCatalog(): KitCatalog {
-  if (kits) return kits;
-  // Generated from the lib (computeKitCatalogIds, `npm run lookups:generate`; test/generated-lookups.test.ts
-  // checks it): loading the lib's English names here would cost ~0.1 s and ~20 MB.
-  const ids = JSON.parse(readFileSync(new URL('./kit-catalog-ids.json', import.meta.url), 'utf8')) as KitCatalogIds;
-  kits = { stickers: new Map(ids.stickers), charms: new Map(ids.charms) };
-  return kits;
-}
-
-/** shared/gameplatform/kit-catalog-ids.json: sticker kit id → catalog id, charm id → catalog id. */
-export type KitCatalogIds = { stickers: [number, string][]; charms: [number, string][] };
-
-/** The content of kit-catalog-ids.json, from the lib's names (catalogIdFor of each kit's catalog name). */
-export function computeKitCatalogIds(): KitCatalogIds {
-  const names = kitCatalogNames();
-  const rows = (map: Map<number, string>) => [...map].sort((a, b) => a[0] - b[0]).map(([id, name]): [number, string] => [id, catalogIdFor(name)]);
-  return { stickers: rows(names.stickers), charms: rows(names.charms) };
 }
 
 const keyOf = (catalogId: string, version: string) => `${catalogId}\t${version}`;

@@ -1,6 +1,6 @@
 import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import { versionFromPhaseLabel } from '../../catalog/identity.ts';
-import { kitCatalog } from '../../gameplatform/valuation.ts';
+import { kitCatalog } from '../../catalog/kit-catalog.ts';
 import type { Config } from '../../platform/config.ts';
 import type { Queryable } from '../../platform/db.ts';
 import type { ItemImage } from './item-image-schema.ts';
@@ -37,7 +37,7 @@ type LibImages = {
   uniqueDefinitions: Map<number, LibItem>;
   stickers: Map<number, LibItem>;
   charms: Map<number, LibItem>;
-  /** Catalog id → sticker kit id / charm id (the inverse of shared/gameplatform/kit-catalog-ids.json). */
+  /** Catalog id → sticker kit id / charm id (the inverse of shared/catalog/kit-catalog-ids.json). */
   kitByCatalogId: Map<string, { kind: 'sticker' | 'charm'; id: number }>;
 };
 
