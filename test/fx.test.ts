@@ -10,6 +10,7 @@ import {
   minorUnits,
   parseEcbRates,
   quoteFor,
+  fxRetryDelayMs,
   refreshFxRates,
   saveRateDays,
   supportedCurrencies,
@@ -314,7 +315,7 @@ describe('storage, refresh and health (a database of its own)', () => {
     }
     simulator.setMode('fx', 'stall');
     const stalled = await refreshFxRates(deps(), { timeoutMs: 200 });
-    expect(stalled).toEqual({ status: 'failed', error: 'fx: timed out after 200 ms' });
+    expect(stalled).toEqual({ status: 'failed', error: 'fx: timed out after 200 ms', consecutiveFailures: 5 });
     expect(await findLatestRates(t.deps.sql)).toEqual(good);
     // Rates are fresh by their date, not by the last fetch: failures alone do not make fx stale.
     expect((await health()).body.fx).toMatchObject({ status: 'fresh', as_of: '2026-11-25', consecutive_failures: 5 });
@@ -404,6 +405,45 @@ describe('storage, refresh and health (a database of its own)', () => {
       expect(again?.rates.size).toBe(31);
       expect((await queue.getJobSchedulers()).map((scheduler) => scheduler.key).sort()).toEqual(['ingest-fx', 'ingest-stream-relay']);
     } finally {
+      await running.stop();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      connection.disconnect();
+      clock.set('2026-11-25T10:00:00Z');
+    }
+  }, 40_000);
+
+  test('a failed fetch is retried after 60 s, doubling with each failure in a row up to SOURCE_FX_INTERVAL_SECONDS, until one succeeds (DESIGN 19)', async () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 9, 50].map((failures) => fxRetryDelayMs(failures, 6 * 60 * 60_000) / 1000)).toEqual([60, 120, 240, 480, 960, 1920, 3840, 7680, 15360, 21600]);
+    expect(fxRetryDelayMs(3, 90_000)).toBe(90_000);
+
+    await t.deps.sql`truncate fx_rate_days, fx_rates, fx_sources`;
+    clock.set(new Date());
+    const queuePrefix = `fxretry${process.pid}`;
+    const config = testConfig({ DATABASE_URL: t.deps.config.DATABASE_URL, SOURCES: '', FX_URL: `${simulator.url}/fx`, QUEUE_PREFIX: queuePrefix, SOURCE_FX_INTERVAL_SECONDS: '3600' });
+    // The ECB is down when the service starts.
+    simulator.setMode('fx', 'fail');
+    const running = await startPools([ingestPool], config, silent);
+    const connection = createWorkerRedis(config.REDIS_URL, 'fx-retry-test');
+    const queue = new Queue(queueName('ingest'), { connection, prefix: queuePrefix });
+    try {
+      expect((await queue.getJobSchedulers()).find((scheduler) => scheduler.key === 'ingest-fx')?.every).toBe(3_600_000);
+      const retry = await eventually(async () => (await queue.getJob('fx-retry-1')) ?? undefined, 15_000, 50);
+      expect(retry.opts.delay).toBe(60_000);
+      expect(await findLatestRates(t.deps.sql)).toBeNull();
+      // It fails again: the next retry waits twice as long.
+      await retry.promote();
+      const second = await eventually(async () => (await queue.getJob('fx-retry-2')) ?? undefined, 15_000, 50);
+      expect(second.opts.delay).toBe(120_000);
+      // The ECB is back: the retry (run now instead of in 2 minutes) stores the rates, and no further retry is added.
+      simulator.setMode('fx', 'ok');
+      await second.promote();
+      const stored = await eventually(async () => (await findLatestRates(t.deps.sql)) ?? undefined, 15_000, 50);
+      expect(stored.rates.size).toBe(31);
+      expect((await health()).body.fx).toMatchObject({ status: 'fresh', consecutive_failures: 0 });
+      expect(await queue.getJob('fx-retry-3')).toBeUndefined();
+    } finally {
+      simulator.setMode('fx', 'ok');
       await running.stop();
       await queue.obliterate({ force: true });
       await queue.close();

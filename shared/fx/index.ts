@@ -10,7 +10,7 @@
  * - Storage (repository.ts, sql/0015_fx_rates.sql): one set per ECB date, a later file for the same
  *   date replacing it; conversions use the newest date. The source's last success, attempt and
  *   error live in `fx_sources`, as the marketplaces' do in `price_sources`.
- * - Refresh (refresh.ts): the `fx.refresh` job of the ingest pool, every 6 h and once at start-up
+ * - Refresh (refresh.ts): the `fx.refresh` job of the ingest pool, every SOURCE_FX_INTERVAL_SECONDS (6 h) and once at start-up, a failure retried after 60 s doubling up to the interval
  *   (workers/ingest/index.ts). A failed or malformed fetch records its error and stores nothing, so
  *   the last good rates stay in use; BullMQ retries it within minutes.
  * - Health (shared/health/fx.ts): `fx` in GET /health and GET /v2/status is stale when its ECB date
@@ -24,5 +24,5 @@
  */
 export { ECB_DAILY_PATH, fetchEcbDaily, FxUnavailableError, parseEcbRates, type EcbParseResult, type EcbRateDay } from './ecb.ts';
 export { convertToUsd, convertUsd, isSupportedCurrency, minorUnits, quoteFor, supportedCurrencies, UnsupportedCurrencyError, usdConverter, type FxQuote } from './convert.ts';
-export { refreshFxRates, FX_REQUEST_TIMEOUT_MS, type FxRefreshOutcome } from './refresh.ts';
+export { refreshFxRates, fxRetryDelayMs, FX_FIRST_RETRY_MS, FX_REQUEST_TIMEOUT_MS, type FxRefreshOutcome } from './refresh.ts';
 export { findFxSourceState, findLatestRates, FX_SOURCE, recordFxFailure, recordFxSuccess, saveRateDays, type FxRates, type FxSourceState } from './repository.ts';

@@ -4,7 +4,7 @@ import { fetchEcbDaily, FxUnavailableError, parseEcbRates } from './ecb.ts';
 import { recordFxFailure, recordFxSuccess, saveRateDays } from './repository.ts';
 
 /**
- * One run of the `fx.refresh` job (ingest pool, every 6 h and once at start-up): fetch the ECB file,
+ * One run of the `fx.refresh` job (ingest pool, every SOURCE_FX_INTERVAL_SECONDS and once at start-up): fetch the ECB file,
  * parse it, store its day(s) and record the outcome. A failed or malformed fetch records its error
  * on the source and stores nothing, so the last good rates stay in use (DESIGN 14).
  */
@@ -14,7 +14,16 @@ export const FX_REQUEST_TIMEOUT_MS = 15_000;
 
 export type FxRefreshOutcome =
   | { status: 'succeeded'; days: string[]; currencies: number; skipped: number }
-  | { status: 'failed'; error: string };
+  | { status: 'failed'; error: string; consecutiveFailures: number };
+
+/** DESIGN 19: a failed fetch is retried after 60 s, the wait doubling with each failure in a row, up to the interval. */
+export const FX_FIRST_RETRY_MS = 60_000;
+
+/** The wait before retrying after `consecutiveFailures` failures in a row (1: 60 s, 2: 120 s, …), at most `intervalMs`. */
+export function fxRetryDelayMs(consecutiveFailures: number, intervalMs: number): number {
+  const doublings = Math.min(Math.max(consecutiveFailures, 1) - 1, 30);
+  return Math.min(FX_FIRST_RETRY_MS * 2 ** doublings, intervalMs);
+}
 
 export async function refreshFxRates(
   deps: Pick<WorkerResources, 'sql' | 'log' | 'now'> & { config: Pick<Config, 'FX_URL'> },
@@ -33,8 +42,8 @@ export async function refreshFxRates(
     return { status: 'succeeded', days: parsed.days.map((day) => day.date), currencies: newest.rates.size + 1, skipped: parsed.skipped };
   } catch (error) {
     if (!(error instanceof FxUnavailableError)) throw error;
-    await recordFxFailure(sql, now(), error.message);
-    log.warn({ source: 'fx', err: error.message }, 'fx fetch failed; keeping the last good rates');
-    return { status: 'failed', error: error.message };
+    const consecutiveFailures = await recordFxFailure(sql, now(), error.message);
+    log.warn({ source: 'fx', err: error.message, consecutive_failures: consecutiveFailures }, 'fx fetch failed; keeping the last good rates');
+    return { status: 'failed', error: error.message, consecutiveFailures };
   }
 }

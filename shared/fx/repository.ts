@@ -88,11 +88,13 @@ export async function recordFxSuccess(db: Queryable, at: Date, rowsSkipped: numb
       last_rows_skipped = excluded.last_rows_skipped, consecutive_failures = 0`;
 }
 
-/** A failed or malformed fetch: the error is kept, the stored rates are not touched. */
-export async function recordFxFailure(db: Queryable, at: Date, error: string): Promise<void> {
-  await db`
+/** A failed or malformed fetch: the error is kept, the stored rates are not touched. Returns the failures in a row, this one included. */
+export async function recordFxFailure(db: Queryable, at: Date, error: string): Promise<number> {
+  const [row] = await db<{ consecutive_failures: number }[]>`
     insert into fx_sources (name, last_attempt_at, last_error, last_error_at, consecutive_failures)
     values (${FX_SOURCE}, ${at}, ${error}, ${at}, 1)
     on conflict (name) do update set last_attempt_at = excluded.last_attempt_at, last_error = excluded.last_error,
-      last_error_at = excluded.last_error_at, consecutive_failures = fx_sources.consecutive_failures + 1`;
+      last_error_at = excluded.last_error_at, consecutive_failures = fx_sources.consecutive_failures + 1
+    returning consecutive_failures`;
+  return row!.consecutive_failures;
 }

@@ -25,11 +25,12 @@ export const JOBS = {
   },
   'fx.refresh': {
     queue: 'ingest',
-    // DESIGN 14: the ECB reference rates, every 6 h (scheduler `ingest-fx`) and once at start-up
-    // (jobId `ingest-fx-startup-<minute>`). A failed fetch is recorded and keeps the last good rates;
-    // it is retried within minutes rather than at the next 6-hourly run.
+    // DESIGN 14/19: the ECB reference rates, every SOURCE_FX_INTERVAL_SECONDS (scheduler `ingest-fx`)
+    // and once at start-up (jobId `ingest-fx-startup-<minute>`). A failed fetch is recorded, keeps the
+    // last good rates, and adds its own retry (jobId `fx-retry-<failures in a row>`, after 60 s doubling
+    // up to the interval) until one succeeds: BullMQ's attempts would stop after a few.
     payload: z.object({}).strict(),
-    options: { ...defaultOptions, attempts: 4, backoff: { type: 'exponential', delay: 60_000 }, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
   },
   'prices.stream_relay': {
     queue: 'ingest',

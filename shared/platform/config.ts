@@ -186,6 +186,8 @@ export const configSchema = z.object({
   IMAGE_MAX_BYTES: z.coerce.number().int().min(1_024).max(1_073_741_824).default(5 * 1_048_576),
   IMAGE_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
+  /** DESIGN 19: the fx source's interval (the ECB publishes once a working day); failures retry sooner (shared/fx/refresh.ts). */
+  SOURCE_FX_INTERVAL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(21_600),
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
   /** GET /v2/images requests per minute per client address (DESIGN 18): a page shows many images at once. */
   IMAGE_RATE_LIMIT: z.coerce.number().int().positive().default(600),

@@ -1,6 +1,6 @@
 import { Counter } from 'prom-client';
 import { FxUnavailableError } from '../../shared/fx/ecb.ts';
-import { refreshFxRates } from '../../shared/fx/refresh.ts';
+import { fxRetryDelayMs, refreshFxRates } from '../../shared/fx/refresh.ts';
 import { snapshotJob } from '../../shared/prices/snapshot.ts';
 import { priceStreamKey, PriceStreamRelay } from '../../shared/prices/stream.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
@@ -9,8 +9,6 @@ import { nudgeOnNotify } from '../nudge.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
 import { runSourceIngest } from './run.ts';
 
-/** DESIGN 14: the ECB publishes once a working day; four reads a day see each file within hours. */
-const FX_INTERVAL_MS = 6 * 60 * 60_000;
 
 /** Relay passes that could not copy the price stream's log to Redis (its entries wait in the log for the next pass). */
 const streamRelayFailures = new Counter({
@@ -32,7 +30,8 @@ export const ingestPool: PoolDefinition = {
   startupJobs: [{ id: 'ingest-fx-startup', job: 'fx.refresh' }],
   metrics: [streamRelayFailures],
   schedules: (config) => [
-    { id: 'ingest-fx', job: 'fx.refresh' as const, everyMs: FX_INTERVAL_MS },
+    // DESIGN 14/19: the ECB publishes once a working day; four reads a day (the default) see each file within hours.
+    { id: 'ingest-fx', job: 'fx.refresh' as const, everyMs: config.SOURCE_FX_INTERVAL_SECONDS * 1000 },
     { id: 'ingest-stream-relay', job: 'prices.stream_relay' as const, everyMs: STREAM_RELAY_INTERVAL_MS },
     ...enabledSources(config).map((name) => {
       if (!isKnownSource(name)) throw new Error(`SOURCES names ${name}, which has no adapter (known: ${Object.keys(ADAPTERS).join(', ')})`);
@@ -70,8 +69,15 @@ export const ingestPool: PoolDefinition = {
       }),
       handle('fx.refresh', async () => {
         const outcome = await refreshFxRates({ sql, config, log, now });
-        // Recorded already; failing the job lets BullMQ retry it within minutes (shared/jobs/queues.ts).
-        if (outcome.status === 'failed') throw new FxUnavailableError(outcome.error.replace(/^fx: /, ''));
+        if (outcome.status === 'failed') {
+          // Recorded already (the last good rates stay in use). DESIGN 19: retried after 60 s, the wait
+          // doubling with each failure in a row up to the interval, until a fetch succeeds; one retry job
+          // per failure count, so a retry and the schedule failing together add one, not two.
+          const delay = fxRetryDelayMs(outcome.consecutiveFailures, config.SOURCE_FX_INTERVAL_SECONDS * 1000);
+          await enqueue('fx.refresh', {}, { jobId: `fx-retry-${outcome.consecutiveFailures}`, delay });
+          log.info({ source: 'fx', retry_in_ms: delay, consecutive_failures: outcome.consecutiveFailures }, 'fx refresh retry scheduled');
+          throw new FxUnavailableError(outcome.error.replace(/^fx: /, ''));
+        }
         return outcome;
       }),
     ];
