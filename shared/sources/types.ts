@@ -31,8 +31,37 @@ export type SourceObservation = {
 /** A price in the currency the upstream wrote it in: `{price: "12.5", currency: "EUR"}`. */
 export type OriginalPrice = { price: string; currency: string };
 
+/** DESIGN 19's sales windows: sales in the last 24 hours, 7, 30 and 90 days. */
+export const SALES_WINDOWS = ['24h', '7d', '30d', '90d'] as const;
+export type SalesWindowName = (typeof SALES_WINDOWS)[number];
+
+/**
+ * One source's sales of one item and version over one window (DESIGN 19), normalised: decimal USD
+ * strings, `volume` the number of units sold. A source that publishes only some statistics leaves the
+ * others null (Steam's priceoverview: `median` and `volume` over 24 h, no mean, min or max); prices are
+ * null when `volume` is 0 (nothing sold: the window is known and empty).
+ */
+export type SalesObservation = {
+  market_hash_name: string;
+  version: string;
+  window: SalesWindowName;
+  median: string | null;
+  mean: string | null;
+  min: string | null;
+  max: string | null;
+  volume: number;
+  source_time: Date;
+};
+
+/** An item image the upstream names: Steam search's `asset_description.icon_url`, the path segment item_icons stores. */
+export type IconObservation = { market_hash_name: string; icon_url: string };
+
 export type SourceFetchResult = {
   observations: SourceObservation[];
+  /** Sales windows the fetch read (skinport's sales history, steam priceoverview's 24 h); absent: none. */
+  sales?: SalesObservation[];
+  /** Item images the fetch saw (steam search); absent: none. */
+  icons?: IconObservation[];
   /** Rows present upstream but malformed (missing/invalid fields): counted, never fatal. */
   skipped: number;
   /**
