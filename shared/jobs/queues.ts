@@ -32,6 +32,14 @@ export const JOBS = {
     payload: z.object({}).strict(),
     options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
   },
+  'sales.skinport': {
+    queue: 'ingest',
+    // DESIGN 19: skinport's sales history (workers/ingest/sales.ts), scheduled every
+    // SOURCE_SKINPORT_SALES_INTERVAL_SECONDS while skinport is enabled; a slot is claimed once in
+    // Postgres and the next scheduled read is the retry.
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
   'prices.stream_relay': {
     queue: 'ingest',
     // Copies the price stream's log (Postgres) to the Redis stream the API reads: what a run's own

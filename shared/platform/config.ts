@@ -188,6 +188,8 @@ export const configSchema = z.object({
   // Not in DESIGN 4's list: requests per minute per client address on the keyless price endpoints.
   /** DESIGN 19: the fx source's interval (the ECB publishes once a working day); failures retry sooner (shared/fx/refresh.ts). */
   SOURCE_FX_INTERVAL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(21_600),
+  // DESIGN 19: skinport's sales history, cached upstream for an hour: read hourly (a local simulator: every 300 s) unless set.
+  SOURCE_SKINPORT_SALES_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).optional(),
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),
   /** GET /v2/images requests per minute per client address (DESIGN 18): a page shows many images at once. */
   IMAGE_RATE_LIMIT: z.coerce.number().int().positive().default(600),

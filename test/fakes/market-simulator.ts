@@ -3,6 +3,7 @@ import type { Server } from 'bun';
 import { centsFromDecimal, withThousands } from '../../shared/sources/money.ts';
 import { SOURCE_NAMES, type SourceName } from '../../shared/sources/names.ts';
 import { mulberry32 } from '../../shared/util/random.ts';
+import { skinportSalesBody } from './simulator/skinport-sales.ts';
 
 /**
  * Local market simulator (DESIGN 9, 13 and 14, test/fakes/): one Bun.serve speaking the ten upstream
@@ -10,6 +11,7 @@ import { mulberry32 } from '../../shared/util/random.ts';
  * Each source lives under a path prefix equal to its name (an adapter's base URL is `<url>/<source>`):
  *
  *   /skinport/v1/items?app_id=730&currency=USD     bare array, one row per (name, version), brotli
+ *   /skinport/v1/sales/history?app_id=730&currency=USD  bare array of sales windows (test/fakes/simulator/skinport-sales.ts), brotli
  *   /steam/market/priceoverview/?appid=730&currency=1&market_hash_name=…
  *   /csfloat/api/v1/listings?limit=…&cursor=…      {data, cursor}, integer cents, limit ≤ 1000
  *   /csmarket/api/v2/prices/class_instance/USD.json  {success, time, currency, items:{"<classid>_<instanceid>":…}}
@@ -733,6 +735,27 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     return new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'br', 'cache-control': 'public, max-age=300' } });
   }
 
+  /** DESIGN 19: skinport's sales history (test/fakes/simulator/skinport-sales.ts), over what skinport lists, one body per hour and mode. */
+  let salesCache: { hour: number; body: Uint8Array } | undefined;
+  function skinportSales(url: URL): Response {
+    if (url.searchParams.get('app_id') !== '730' || url.searchParams.get('currency') !== 'USD') {
+      return Response.json({ errors: [{ id: 'validation_error', message: 'app_id must be 730 and currency USD in this simulator' }] }, { status: 400 });
+    }
+    const partial = modes.skinport === 'partial';
+    const wrongTypes = modes.skinport === 'wrong_types';
+    const hour = Math.floor(now().getTime() / 3_600_000);
+    let body: Uint8Array;
+    if (!partial && !wrongTypes && salesCache?.hour === hour) body = salesCache.body;
+    else {
+      const bucket = bucketOf(now());
+      const entries = defaults.flatMap((entry) => [entry, ...entry.phaseEntries]);
+      const text = skinportSalesBody(entries, (entry) => ask(entry as Entry, 'skinport', bucket)?.cents ?? null, { hour, partial, wrongTypes, slug });
+      body = zlib.brotliCompressSync(Buffer.from(text), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
+      if (!partial && !wrongTypes) salesCache = { hour, body };
+    }
+    return new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'br', 'cache-control': 'public, max-age=3600' } });
+  }
+
   // ---- steam ---------------------------------------------------------------------------------
 
   function steam(url: URL): Response {
@@ -1308,9 +1331,10 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
 
   // ---- modes and routing ---------------------------------------------------------------------
 
-  type Endpoint = SimulatorTarget | 'waxpeer-dopplers';
+  type Endpoint = SimulatorTarget | 'waxpeer-dopplers' | 'skinport-sales';
   const MALFORMED: Record<Endpoint, string> = {
     skinport: '[{"market_hash_name":"AK-47 | Redline (Field-Tested)","version":null,"min_price":',
+    'skinport-sales': '[{"market_hash_name":"AK-47 | Redline (Field-Tested)","version":null,"currency":"USD","last_24_hours":{"min":12.3',
     steam: '{"success":tru',
     csfloat: '{"data":[{"id":"1","price":12',
     csmarket: '{"success":true,"time":1772366400,"currency":"USD","items":{"310776668_0":{"price":"32.39',
@@ -1369,6 +1393,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
 
   const ROUTES = new Map<string, [SimulatorTarget, Endpoint]>([
     ['/skinport/v1/items', ['skinport', 'skinport']],
+    ['/skinport/v1/sales/history', ['skinport', 'skinport-sales']],
     ['/steam/market/priceoverview', ['steam', 'steam']],
     ['/csfloat/api/v1/listings', ['csfloat', 'csfloat']],
     ['/csmarket/api/v2/prices/class_instance/USD.json', ['csmarket', 'csmarket']],
@@ -1413,6 +1438,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       last[source] = { url: request.url, headers: Object.fromEntries(request.headers) };
       const special = forMode(source, endpoint, request);
       if (special) return special;
+      if (endpoint === 'skinport-sales') return skinportSales(url);
       if (source === 'skinport') return skinport(request, url);
       if (source === 'steam') return steam(url);
       if (source === 'csfloat') return csfloat(url);

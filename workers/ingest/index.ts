@@ -8,6 +8,7 @@ import { enabledSources, isKnownSource, snapshotIntervalSeconds, sourceSettings 
 import { nudgeOnNotify } from '../nudge.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
 import { runSourceIngest } from './run.ts';
+import { runSkinportSales, skinportSalesIntervalSeconds } from './sales.ts';
 
 
 /** Relay passes that could not copy the price stream's log to Redis (its entries wait in the log for the next pass). */
@@ -33,6 +34,10 @@ export const ingestPool: PoolDefinition = {
     // DESIGN 14/19: the ECB publishes once a working day; four reads a day (the default) see each file within hours.
     { id: 'ingest-fx', job: 'fx.refresh' as const, everyMs: config.SOURCE_FX_INTERVAL_SECONDS * 1000 },
     { id: 'ingest-stream-relay', job: 'prices.stream_relay' as const, everyMs: STREAM_RELAY_INTERVAL_MS },
+    // DESIGN 19: skinport's sales history, hourly (its own schedule, skinport's request budget).
+    ...(enabledSources(config).includes('skinport')
+      ? [{ id: 'ingest-skinport-sales', job: 'sales.skinport' as const, everyMs: skinportSalesIntervalSeconds(config) * 1000 }]
+      : []),
     ...enabledSources(config).map((name) => {
       if (!isKnownSource(name)) throw new Error(`SOURCES names ${name}, which has no adapter (known: ${Object.keys(ADAPTERS).join(', ')})`);
       return {
@@ -61,6 +66,10 @@ export const ingestPool: PoolDefinition = {
         const requestIndex = (runId: string) => enqueue('market_index.calculate', { marketplace: source, after_run: runId }, { jobId: `index-${runId}` });
         listen();
         return runSourceIngest({ sql, redis, config, log, now, requestSnapshot, requestIndex, relay }, ADAPTERS[source], scheduledAt);
+      }),
+      handle('sales.skinport', async (_payload, { scheduledAt }) => {
+        if (!enabledSources(config).includes('skinport')) return { status: 'disabled' };
+        return runSkinportSales({ sql, redis, config, log, now, requestSnapshot }, scheduledAt);
       }),
       handle('prices.stream_relay', async () => {
         listen();

@@ -11,6 +11,7 @@ import {
   type StagedObservation,
 } from '../../shared/prices/ingest.ts';
 import type { PriceStreamRelay } from '../../shared/prices/stream.ts';
+import { mapSalesToCatalog, writeSalesWindows } from '../../shared/prices/sales.ts';
 import type { WorkerResources } from '../../shared/platform/resources.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
 import { findLatestRates, type FxRates } from '../../shared/fx/repository.ts';
@@ -37,7 +38,7 @@ export type IngestDeps = WorkerResources & {
 // Per database handle: one process may ingest into several databases (the test suite does).
 const catalogCaches = new WeakMap<Sql, { map: CatalogNameMap; loadedAt: number }>();
 
-async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
+export async function catalogNames(sql: Sql): Promise<CatalogNameMap> {
   let cached = catalogCaches.get(sql);
   if (!cached || Date.now() - cached.loadedAt > CATALOG_CACHE_MS || cached.map.size === 0) {
     cached = { map: await loadCatalogNameMap(sql), loadedAt: Date.now() };
@@ -238,6 +239,14 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       relay: deps.relay,
     });
     rememberRows(deps.sql, adapter, unseen, ingestedAt);
+    // DESIGN 19: sales windows the fetch read (steam's priceoverview: 24 h) are their own write, after
+    // the prices: a failure there is logged and leaves the prices written.
+    if (fetched.sales && fetched.sales.length > 0) {
+      const sales = mapSalesToCatalog(fetched.sales, await catalogNames(deps.sql));
+      await writeSalesWindows(deps.sql, { source: adapter.name, runId, rows: sales.staged, ingestedAt, skipped: sales.unknownVersions, unknownNames: sales.unknownNames }).catch(
+        (error: Error) => log.warn({ err: error.message }, 'could not write sales windows'),
+      );
+    }
     const writtenAt = performance.now();
     // The keyless price list is rebuilt from a snapshot after each run that changed a price.
     if (result.changed > 0 && deps.requestSnapshot) {
