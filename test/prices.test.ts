@@ -3,7 +3,9 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import fc from 'fast-check';
 import { compareDecimals, formatUnscaled, meanOfTwoDecimals, multiplyDecimal, parseUnscaled, summarizeDecimals } from '../shared/prices/decimal.ts';
-import { createKey, createTestApp, errorOf, testClock, workspaceWithKey } from './helpers.ts';
+import { claimIngestRun } from '../shared/prices/ingest.ts';
+import { writeSalesWindows } from '../shared/prices/sales.ts';
+import { createKey, createTestApp, errorOf, eventually, testClock, workspaceWithKey } from './helpers.ts';
 
 const clock = testClock('2030-06-15T12:00:00.000Z');
 const t = createTestApp({ now: clock.now });
@@ -205,6 +207,50 @@ describe('GET /v2/prices/{catalog_id}', () => {
     expect(bySource.get(strict)).toMatchObject({ freshness: 'stale', bid: '12.00' });
     expect(bySource.get(strict)).not.toHaveProperty('outlier');
     expect({ min: version!.min, max: version!.max }).toEqual({ min: '0.50', max: '45.00' });
+  });
+
+  test('sales windows per version (DESIGN 19) and liquidity from the fresh sources’ listings; a sales read reaches a cached answer', async () => {
+    const ws = await reader();
+    const item = await insertItem();
+    const strict = testSource('strict');
+    await sql`insert into price_sources (name, stale_after_seconds) values (${strict}, 60)`;
+    const [a, b] = [testSource('a'), testSource('b')];
+    await insertLatest(item.catalog_id, [
+      { source: a, price: '10.00', quantity: 30 },
+      { source: b, price: '10.50', quantity: null },
+      // Stale: its listings are not counted.
+      { source: strict, price: '9.00', quantity: 500, source_time: ago(61) },
+      { source: a, version: 'ruby', price: '900.00', quantity: 2 },
+    ]);
+    const before = await prices(ws.key, item.catalog_id);
+    expect(before.versions[0]).toMatchObject({ sales: { '24h': null, '7d': null, '30d': null, '90d': null }, liquidity: { listings: 30, sales_7d: null, days_to_sell: null } });
+    const runId = (await claimIngestRun(sql, 'sales-test', Math.floor(Math.random() * 1e12), new Date()))!;
+    const window = (version: string, sales_window: '24h' | '7d', median: string, volume: number) => ({
+      catalog_id: item.catalog_id, version, window: sales_window, median, mean: null, min: null, max: null, volume, source_time: new Date(),
+    });
+    await writeSalesWindows(sql, {
+      source: 'skinport',
+      runId,
+      rows: [window('default', '7d', '9.95', 70), window('default', '24h', '9.90', 8), window('ruby', '7d', '880.00', 1)],
+      ingestedAt: new Date(),
+      skipped: 0,
+      unknownNames: 0,
+    });
+    // The answer cached above is replaced: the sales reader's success moves the ingest marker.
+    const after = await eventually(async () => {
+      const body = await prices(ws.key, item.catalog_id);
+      return body.versions[0]!.sales['7d'] ? body : undefined;
+    });
+    expect(after.versions[0]!.sales).toEqual({
+      '24h': { median: '9.90', mean: null, min: null, max: null, volume: 8, sources: ['skinport'] },
+      '7d': { median: '9.95', mean: null, min: null, max: null, volume: 70, sources: ['skinport'] },
+      '30d': null,
+      '90d': null,
+    });
+    // 30 listings at 70 a week: 3.0 days.
+    expect(after.versions[0]!.liquidity).toEqual({ listings: 30, sales_7d: 70, days_to_sell: '3.0' });
+    expect(after.versions[1]).toMatchObject({ version: 'ruby', liquidity: { listings: 2, sales_7d: 1, days_to_sell: '14.0' } });
+    expect(after.versions[1]!.sales['7d']).toMatchObject({ median: '880.00' });
   });
 
   test('no fresh source: the consensus is null', async () => {

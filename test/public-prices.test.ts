@@ -10,7 +10,7 @@ import type { SnapshotInputRow } from '../shared/prices/repository.ts';
 import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { buildPriceSnapshot, PRICE_SNAPSHOT_CHANNEL, PRICE_SNAPSHOTS_KEPT, snapshotJob } from '../shared/prices/snapshot.ts';
 import { snapshotIntervalSeconds } from '../shared/sources/settings.ts';
-import { createTestApp, errorOf, eventually, testClock, testConfig, type TestApp } from './helpers.ts';
+import { createTestApp, errorOf, eventually, seedFreshFxRates, testClock, testConfig, type TestApp } from './helpers.ts';
 import { freePort } from './private-redis.ts';
 
 const t = createTestApp();
@@ -41,13 +41,18 @@ async function insertItem(name: string) {
   return { catalog_id: catalogId, market_hash_name: name };
 }
 
-async function setPrice(catalogId: string, source: string, price: string, options: { version?: string; sourceTime?: string; bid?: string; volume7d?: number } = {}) {
+async function setPrice(
+  catalogId: string,
+  source: string,
+  price: string,
+  options: { version?: string; sourceTime?: string; bid?: string; volume7d?: number; quantity?: number } = {},
+) {
   await sql`
-    insert into latest_prices (catalog_id, source, version, price, bid, volume_7d, source_time, ingested_at, run_id)
+    insert into latest_prices (catalog_id, source, version, price, bid, volume_7d, quantity, source_time, ingested_at, run_id)
     values (${catalogId}, ${source}, ${options.version ?? 'default'}, ${price}::numeric, ${options.bid ?? null}::numeric, ${options.volume7d ?? null},
-            ${options.sourceTime ?? '2030-01-01T00:00:00.000Z'}, now(), ${crypto.randomUUID()})
+            ${options.quantity ?? null}, ${options.sourceTime ?? '2030-01-01T00:00:00.000Z'}, now(), ${crypto.randomUUID()})
     on conflict (catalog_id, version, source) do update set
-      price = excluded.price, bid = excluded.bid, volume_7d = excluded.volume_7d, source_time = excluded.source_time`;
+      price = excluded.price, bid = excluded.bid, volume_7d = excluded.volume_7d, quantity = excluded.quantity, source_time = excluded.source_time`;
   // As an ingest run leaves it: the source succeeded as of the write (a price is never fresh while its source is stale).
   await sql`
     insert into price_sources (name, last_success_at) values (${source}, now())
@@ -293,10 +298,15 @@ describe('GET /v1/prices/{market_hash_name}', () => {
     expect('image' in listed).toBe(false);
   });
 
-  test('returns every stored version of the exactly named item, default first', async () => {
+  test('returns every stored version of the exactly named item, default first, with its sales windows and liquidity', async () => {
     const item = await insertItem(uniqueName('single'));
-    await setPrice(item.catalog_id, 'skinport', '812.40');
-    await setPrice(item.catalog_id, 'steam', '830.00');
+    await setPrice(item.catalog_id, 'skinport', '812.40', { quantity: 12 });
+    await setPrice(item.catalog_id, 'steam', '830.00', { quantity: 3 });
+    // DESIGN 19: combined windows as the sales writer stores them.
+    await sql`
+      insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at) values
+        (${item.catalog_id}, 'default', '7d', 800.00, 805.5, 790, 840.10, 10, ${['skinport', 'steam']}, now()),
+        (${item.catalog_id}, 'default', '24h', null, null, null, null, 0, ${['skinport']}, now())`;
     await setPrice(item.catalog_id, 'skinport', '2100.00', { version: 'sapphire' });
     await setPrice(item.catalog_id, 'skinport', '1000.0001', { version: 'phase-1' });
     await buildAndServe();
@@ -325,6 +335,14 @@ describe('GET /v1/prices/{market_hash_name}', () => {
           median: '821.20',
           max: '830.00',
           consensus: { price: '821.20', best_ask: '812.40', best_bid: null, sources: 2, outliers: [], spread: null },
+          sales: {
+            '24h': { median: null, mean: null, min: null, max: null, volume: 0, sources: ['skinport'] },
+            '7d': { median: '800.00', mean: '805.5', min: '790', max: '840.10', volume: 10, sources: ['skinport', 'steam'] },
+            '30d': null,
+            '90d': null,
+          },
+          // 15 listings at 10 sales a week: 10.5 days.
+          liquidity: { listings: 15, sales_7d: 10, days_to_sell: '10.5' },
         },
         {
           version: 'phase-1',
@@ -333,6 +351,8 @@ describe('GET /v1/prices/{market_hash_name}', () => {
           median: '1000.0001',
           max: '1000.0001',
           consensus: { price: '1000.0001', best_ask: '1000.0001', best_bid: null, sources: 1, outliers: [], spread: null },
+          sales: { '24h': null, '7d': null, '30d': null, '90d': null },
+          liquidity: { listings: null, sales_7d: null, days_to_sell: null },
         },
         {
           version: 'sapphire',
@@ -341,9 +361,21 @@ describe('GET /v1/prices/{market_hash_name}', () => {
           median: '2100.00',
           max: '2100.00',
           consensus: { price: '2100.00', best_ask: '2100.00', best_bid: null, sources: 1, outliers: [], spread: null },
+          sales: { '24h': null, '7d': null, '30d': null, '90d': null },
+          liquidity: { listings: null, sales_7d: null, days_to_sell: null },
         },
       ],
     });
+    // The list carries the 7-day window only, as {median, volume}, and only where there is one.
+    const listed = (await list(t)).body.items.find((entry) => entry.market_hash_name === item.market_hash_name)!;
+    expect(listed.sales_7d).toEqual({ median: '800.00', volume: 10 });
+    expect('sales_7d' in listed.versions!['phase-1']!).toBe(false);
+    // ?currency= converts every sales price (the mean included), never the volumes.
+    await seedFreshFxRates(sql);
+    const converted = (await (await get(t, `/v1/prices/${encodeURIComponent(item.market_hash_name)}?currency=JPY`)).json()) as PublicItemPrices;
+    expect(converted.versions[0]!.sales['7d']).toMatchObject({ volume: 10, sources: ['skinport', 'steam'] });
+    expect(converted.versions[0]!.sales['7d']!.mean).toMatch(/^[0-9]+$/);
+    expect(converted.versions[0]!.sales['7d']!.mean).not.toBe('805.5');
     const notModified = await get(t, `/v1/prices/${encodeURIComponent(item.market_hash_name)}`, { 'if-none-match': response.headers.get('etag')! });
     expect(notModified.status).toBe(304);
     expect(await notModified.text()).toBe('');

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { ApiError, errors } from '../../shared/http/errors.ts';
 import { currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
-import { itemImage } from '../../shared/media/images/item-images.ts';
+import { loadPublicItemExtras } from '../../shared/prices/current.ts';
 import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody, type LazyEncodedBody } from '../../shared/prices/public-document.ts';
 import { SOURCE_NAMES } from '../../shared/sources/names.ts';
 import { text } from '../../shared/http/validation.ts';
@@ -109,8 +109,8 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
         const conversion = await resolveConversion(deps.sql, query.currency);
         const snapshot = await deps.priceSnapshots.current();
         if (!snapshot) throw unavailable();
-        // DESIGN 18: the item's image, looked up once per snapshot (kept with the body).
-        const body = await snapshot.itemBodyWithImage(params.market_hash_name, conversion, (catalogId) => itemImage(deps.sql, deps.config, catalogId));
+        // DESIGN 18 and 19: the item's image, sales windows and liquidity, looked up once per snapshot (kept with the body).
+        const body = await snapshot.itemBodyWithExtras(params.market_hash_name, conversion, (catalogId) => loadPublicItemExtras(deps.sql, deps.config, catalogId, new Date()));
         if (!body) throw errors.notFound('No prices for an item of this market_hash_name.');
         return serve(request, body, snapshot.createdAt);
       },

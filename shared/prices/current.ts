@@ -7,6 +7,8 @@ import { ageSeconds, priceIsFresh, type SourceClock } from './freshness.ts';
 import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
 import { itemImages, itemImageSchema, type ImageHosts, type ItemImage } from '../media/images/item-images.ts';
+import { findItemSales, liquidityOf, liquiditySchema, salesOrEmpty, salesSchema, type Liquidity, type Sales } from './sales.ts';
+import type { ItemExtras } from './public-document.ts';
 
 /**
  * DESIGN 14: a source that prices in another currency (skinbaron, EUR) is stored in USD; its own
@@ -49,6 +51,10 @@ const versionPricesSchema = z.object({
   median: z.string(),
   max: z.string(),
   consensus: consensusSchema,
+  sales: salesSchema,
+  liquidity: liquiditySchema.describe(
+    'DESIGN 19: `listings` the sum of the fresh sources’ `quantity`, `sales_7d` the 7-day sales volume, `days_to_sell` = listings × 7 / sales_7d to one decimal (how long today’s supply lasts at last week’s pace; not a score)',
+  ),
   sources: z.array(sourcePriceSchema),
 });
 
@@ -83,12 +89,17 @@ type PreparedVersion = {
   version: string;
   /** `{"version":…,"image":…,"min":…,"median":…,"max":…,"consensus":` */
   head: string;
+  /** The version's sales windows (DESIGN 19), stored: the same for every request. */
+  sales: Sales;
+  /** `,"sales":{…},"liquidity":` */
+  salesJson: string;
   sources: PreparedSource[];
   /**
-   * The consensus JSON and outlier flags by which sources are fresh (one character per source): the
-   * freshness of an item's few sources changes rarely, so each combination is computed once.
+   * The consensus JSON, the liquidity JSON (its listings are the fresh sources') and outlier flags by
+   * which sources are fresh (one character per source): the freshness of an item's few sources changes
+   * rarely, so each combination is computed once.
    */
-  consensusByFreshness: Map<string, { json: string; outliers: boolean[] }>;
+  consensusByFreshness: Map<string, { json: string; liquidity: string; outliers: boolean[] }>;
 };
 
 type PreparedSource = {
@@ -97,6 +108,7 @@ type PreparedSource = {
   source: string;
   price: string;
   bid: string | null;
+  quantity: number | null;
   /** When we last saw the price at this value (shared/prices/freshness.ts). */
   observedMs: number;
   /** Its source's last success and stale threshold. */
@@ -119,6 +131,7 @@ function prepareSource(row: CurrentPriceRow): PreparedSource {
     source: row.source,
     price: row.price,
     bid: row.bid,
+    quantity: row.quantity,
     observedMs: row.observed_at.getTime(),
     clock: { lastSuccessMs: row.last_success_at?.getTime() ?? null, staleAfterSeconds: row.stale_after_seconds },
     tail: `,"stale_after_seconds":${row.stale_after_seconds}`,
@@ -129,7 +142,11 @@ function prepareSource(row: CurrentPriceRow): PreparedSource {
  * The rows of findItemWithCurrentPrices (every version), prepared for renderItemPrices; null for an
  * unknown item. `images`: the item's image and each version's (DESIGN 18), null for none.
  */
-export function prepareItemPrices(found: ItemWithPrices, images: ItemImages = { item: null, versions: new Map() }): PreparedItemPrices | null {
+export function prepareItemPrices(
+  found: ItemWithPrices,
+  images: ItemImages = { item: null, versions: new Map() },
+  sales: ReadonlyMap<string, Sales> = new Map(),
+): PreparedItemPrices | null {
   if (!found) return null;
   const byVersion = new Map<string, CurrentPriceRow[]>();
   for (const row of found.prices) {
@@ -140,9 +157,12 @@ export function prepareItemPrices(found: ItemWithPrices, images: ItemImages = { 
   const versions: PreparedVersion[] = [];
   for (const [version, rows] of byVersion) {
     const summary = summarizeDecimals(rows.map((row) => row.price))!;
+    const versionSales = salesOrEmpty(sales.get(version));
     versions.push({
       version,
       head: `{"version":${text(version)},"image":${JSON.stringify(images.versions.get(version) ?? null)},"min":${text(summary.min)},"median":${text(summary.median)},"max":${text(summary.max)},"consensus":`,
+      sales: versionSales,
+      salesJson: `,"sales":${JSON.stringify(versionSales)},"liquidity":`,
       sources: rows.map(prepareSource),
       consensusByFreshness: new Map(),
     });
@@ -153,14 +173,18 @@ export function prepareItemPrices(found: ItemWithPrices, images: ItemImages = { 
   };
 }
 
-function consensusFor(entry: PreparedVersion, freshness: boolean[]): { json: string; outliers: boolean[] } {
+function consensusFor(entry: PreparedVersion, freshness: boolean[]): { json: string; liquidity: string; outliers: boolean[] } {
   const key = freshness.map((fresh) => (fresh ? '1' : '0')).join('');
   let found = entry.consensusByFreshness.get(key);
   if (!found) {
     const { consensus, outliers } = computeConsensus(
       entry.sources.map((source, index) => ({ source: source.source, price: source.price, bid: source.bid, fresh: freshness[index]! })),
     );
-    found = { json: JSON.stringify(consensus), outliers: entry.sources.map((source) => outliers.has(source.source)) };
+    const liquidity = liquidityOf(
+      entry.sources.filter((_source, index) => freshness[index]).map((source) => source.quantity),
+      entry.sales['7d'],
+    );
+    found = { json: JSON.stringify(consensus), liquidity: JSON.stringify(liquidity), outliers: entry.sources.map((source) => outliers.has(source.source)) };
     entry.consensusByFreshness.set(key, found);
   }
   return found;
@@ -180,7 +204,7 @@ export function renderItemPrices(prepared: PreparedItemPrices, version: string |
     const ages = entry.sources.map((source) => ageSeconds(source.observedMs, nowMs));
     const freshness = entry.sources.map((source) => priceIsFresh(source.observedMs, source.clock, nowMs));
     const consensus = consensusFor(entry, freshness);
-    body += `${first ? '' : ','}${entry.head}${consensus.json},"sources":[`;
+    body += `${first ? '' : ','}${entry.head}${consensus.json}${entry.salesJson}${consensus.liquidity},"sources":[`;
     first = false;
     for (let index = 0; index < entry.sources.length; index += 1) {
       const source = entry.sources[index]!;
@@ -201,8 +225,11 @@ async function loadItemPrices(db: Queryable, hosts: ImageHosts, catalogId: strin
   const found = await findItemWithCurrentPrices(db, catalogId);
   if (!found) return null;
   const versions = [...new Set(found.prices.map((row) => row.version))];
-  const [item, ...perVersion] = await itemImages(db, hosts, [{ catalog_id: catalogId }, ...versions.map((version) => ({ catalog_id: catalogId, version }))]);
-  return prepareItemPrices(found, { item: item ?? null, versions: new Map(versions.map((version, index) => [version, perVersion[index] ?? null])) });
+  const [[item, ...perVersion], sales] = await Promise.all([
+    itemImages(db, hosts, [{ catalog_id: catalogId }, ...versions.map((version) => ({ catalog_id: catalogId, version }))]),
+    findItemSales(db, catalogId),
+  ]);
+  return prepareItemPrices(found, { item: item ?? null, versions: new Map(versions.map((version, index) => [version, perVersion[index] ?? null])) }, sales);
 }
 
 /**
@@ -246,4 +273,24 @@ export class ItemPriceReader {
     prices.then((found) => found ?? forget(), forget);
     return prices;
   }
+}
+
+/**
+ * What GET /v1/prices/{market_hash_name} adds to a list item (DESIGN 18 and 19), read once per
+ * snapshot and item (PriceSnapshotCache keeps the body): the item's image, each version's sales
+ * windows, and each version's liquidity with the listings of the sources fresh at `now`.
+ */
+export async function loadPublicItemExtras(db: Queryable, hosts: ImageHosts, catalogId: string, now: Date): Promise<ItemExtras> {
+  const [image, sales, found] = await Promise.all([itemImages(db, hosts, [{ catalog_id: catalogId }]), findItemSales(db, catalogId), findItemWithCurrentPrices(db, catalogId)]);
+  const nowMs = now.getTime();
+  const quantities = new Map<string, (number | null)[]>();
+  for (const row of found?.prices ?? []) {
+    const clock = { lastSuccessMs: row.last_success_at?.getTime() ?? null, staleAfterSeconds: row.stale_after_seconds };
+    const list = quantities.get(row.version) ?? [];
+    if (priceIsFresh(row.observed_at.getTime(), clock, nowMs)) list.push(row.quantity);
+    quantities.set(row.version, list);
+  }
+  const liquidity = new Map<string, Liquidity>();
+  for (const [version, fresh] of quantities) liquidity.set(version, liquidityOf(fresh, sales.get(version)?.['7d'] ?? null));
+  return { image: image[0] ?? null, sales, liquidity };
 }

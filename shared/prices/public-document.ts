@@ -9,6 +9,7 @@ import { summarizeDecimals } from './decimal.ts';
 import { priceIsFresh, type SourceClock } from './freshness.ts';
 import type { SnapshotInputRow } from './repository.ts';
 import { itemImageSchema, type ItemImage } from '../media/images/item-image-schema.ts';
+import { liquiditySchema, sales7dSchema, salesSchema, type Liquidity, type Sales } from './sales.ts';
 
 /**
  * The keyless price documents (DESIGN 9): `GET /v1/prices` (every priced item, optionally one
@@ -32,6 +33,7 @@ const publicVersionPricesShape = {
   median: z.string().nullable(),
   max: z.string().nullable(),
   consensus: consensusSchema.describe('Cross-market consensus of the sources fresh when the list was built (DESIGN 13); null when none was'),
+  sales_7d: sales7dSchema.optional(),
 };
 const publicVersionPricesSchema = z.object(publicVersionPricesShape);
 
@@ -66,7 +68,17 @@ export const publicItemPricesSchema = z.object({
     .describe('DESIGN 18: the item’s image (its `default` version’s), as of the snapshot: the newest icon Steam showed it with, else cs2-lib’s, else null. The art is Valve’s'),
   currency: z.string().describe('USD, or the `?currency=` asked for'),
   fx: fxSchema.optional(),
-  versions: z.array(publicVersionPricesSchema.extend({ version: z.string() })).describe('`default` first'),
+  versions: z
+    .array(
+      publicVersionPricesSchema.omit({ sales_7d: true }).extend({
+        version: z.string(),
+        sales: salesSchema,
+        liquidity: liquiditySchema.describe(
+          '`listings` the sum of the `quantity` of the sources fresh when the item was first read from this snapshot, `sales_7d` the 7-day sales volume, `days_to_sell` = listings × 7 / sales_7d to one decimal (not a score)',
+        ),
+      }),
+    )
+    .describe('`default` first'),
 });
 
 export type PublicSourcePrice = z.infer<typeof publicSourcePriceSchema>;
@@ -84,8 +96,16 @@ export type Freshness = { now: Date; sources: ReadonlyMap<string, SourceClock> }
 
 const NO_SUCCESS: SourceClock = { lastSuccessMs: null, staleAfterSeconds: 0 };
 
-/** One version's prices; `observedMs` holds each source's observed time (SnapshotInputRow.observed_ms). */
-function versionPrices(sources: Record<string, PublicSourcePrice>, observedMs: ReadonlyMap<string, number>, freshness: Freshness): PublicVersionPrices {
+/**
+ * One version's prices; `observedMs` holds each source's observed time (SnapshotInputRow.observed_ms),
+ * `sales7d` its 7-day sales window (DESIGN 19), left out when no source has one.
+ */
+function versionPrices(
+  sources: Record<string, PublicSourcePrice>,
+  observedMs: ReadonlyMap<string, number>,
+  freshness: Freshness,
+  sales7d?: { median: string | null; volume: number },
+): PublicVersionPrices {
   const entries = Object.entries(sources);
   const summary = summarizeDecimals(entries.map(([, source]) => source.price));
   const nowMs = freshness.now.getTime();
@@ -99,7 +119,9 @@ function versionPrices(sources: Record<string, PublicSourcePrice>, observedMs: R
     summary ?? undefined,
   );
   for (const name of outliers) sources[name]!.outlier = true;
-  return { sources, min: summary?.min ?? null, median: summary?.median ?? null, max: summary?.max ?? null, consensus };
+  const prices: PublicVersionPrices = { sources, min: summary?.min ?? null, median: summary?.median ?? null, max: summary?.max ?? null, consensus };
+  if (sales7d) prices.sales_7d = sales7d;
+  return prices;
 }
 
 const noPrices = (): PublicVersionPrices => ({ sources: {}, min: null, median: null, max: null, consensus: null });
@@ -139,6 +161,8 @@ function itemFromRows(rows: readonly SnapshotInputRow[], freshness: Freshness): 
   let index = 0;
   while (index < rows.length) {
     const version = rows[index]!.version;
+    const { sales_7d_volume: sold, sales_7d_median: soldMedian } = rows[index]!;
+    const sales7d = sold == null ? undefined : { median: soldMedian ?? null, volume: sold };
     const sources: Record<string, PublicSourcePrice> = {};
     const observed = new Map<string, number>();
     for (; index < rows.length && rows[index]!.version === version; index += 1) {
@@ -152,8 +176,8 @@ function itemFromRows(rows: readonly SnapshotInputRow[], freshness: Freshness): 
       sources[row.source] = entry;
       observed.set(row.source, row.observed_ms);
     }
-    if (version === 'default') defaultPrices = versionPrices(sources, observed, freshness);
-    else others[version] = versionPrices(sources, observed, freshness);
+    if (version === 'default') defaultPrices = versionPrices(sources, observed, freshness, sales7d);
+    else others[version] = versionPrices(sources, observed, freshness, sales7d);
   }
   return item(first.market_hash_name, first.catalog_id, defaultPrices, others);
 }
@@ -235,7 +259,10 @@ export class PriceListJsonBuilder {
 export function filterPriceListBySource(list: PublicPriceList, source: string): PublicPriceList {
   const only = (prices: PublicVersionPrices): PublicVersionPrices | null => {
     const price = prices.sources[source];
-    return price ? { sources: { [source]: price }, min: price.price, median: price.price, max: price.price, consensus: prices.consensus } : null;
+    if (!price) return null;
+    const filtered: PublicVersionPrices = { sources: { [source]: price }, min: price.price, median: price.price, max: price.price, consensus: prices.consensus };
+    if (prices.sales_7d) filtered.sales_7d = prices.sales_7d;
+    return filtered;
   };
   const items: PublicPriceItem[] = [];
   for (const entry of list.items) {
@@ -251,16 +278,32 @@ export function filterPriceListBySource(list: PublicPriceList, source: string): 
   return { currency: 'USD', source, item_count: items.length, oldest_input_at: oldestTime(items), items };
 }
 
-/** `GET /v1/prices/{market_hash_name}`: every stored version of one list item, `default` first. */
-/** `image` (DESIGN 18): the item's image for GET /v1/prices/{name}; undefined leaves the field out. */
-export function itemPricesFromList(entry: PublicPriceItem, image?: ItemImage | null): PublicItemPrices {
+/**
+ * What GET /v1/prices/{market_hash_name} adds to an item of the list, looked up once per snapshot and
+ * item: its image (DESIGN 18) and per version its sales windows and liquidity (DESIGN 19).
+ */
+export type ItemExtras = { image: ItemImage | null; sales: ReadonlyMap<string, Sales>; liquidity: ReadonlyMap<string, Liquidity> };
+
+const NO_SALES: Sales = { '24h': null, '7d': null, '30d': null, '90d': null };
+const NO_LIQUIDITY: Liquidity = { listings: null, sales_7d: null, days_to_sell: null };
+
+/**
+ * `GET /v1/prices/{market_hash_name}`: every stored version of one list item, `default` first, each
+ * with its full sales windows and liquidity in place of the list's `sales_7d`; `extras` undefined
+ * (tests, benches) leaves out the image and gives every version no sales.
+ */
+export function itemPricesFromList(entry: PublicPriceItem, extras?: ItemExtras): PublicItemPrices {
   const versions: PublicItemPrices['versions'] = [];
+  const withSales = (version: string, prices: PublicVersionPrices) => {
+    const { sales_7d: _list, ...rest } = prices;
+    return { version, ...rest, sales: extras?.sales.get(version) ?? NO_SALES, liquidity: extras?.liquidity.get(version) ?? NO_LIQUIDITY };
+  };
   if (Object.keys(entry.sources).length > 0) {
-    versions.push({ version: 'default', sources: entry.sources, min: entry.min, median: entry.median, max: entry.max, consensus: entry.consensus });
+    versions.push(withSales('default', { sources: entry.sources, min: entry.min, median: entry.median, max: entry.max, consensus: entry.consensus, sales_7d: entry.sales_7d }));
   }
-  for (const [name, prices] of Object.entries(entry.versions ?? {})) versions.push({ version: name, ...prices });
-  if (image === undefined) return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, currency: 'USD', versions };
-  return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, image, currency: 'USD', versions };
+  for (const [name, prices] of Object.entries(entry.versions ?? {})) versions.push(withSales(name, prices));
+  if (extras === undefined) return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, currency: 'USD', versions };
+  return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, image: extras.image, currency: 'USD', versions };
 }
 
 /** A response body in every encoding we serve, with its strong ETag (quoted SHA-256 of the JSON). */

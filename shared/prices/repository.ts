@@ -62,7 +62,7 @@ export async function findItemWithCurrentPrices(db: Queryable, catalogId: string
 }
 
 /**
- * A text that changes whenever an ingest run has written prices: every source's last success. An
+ * A text that changes whenever an ingest run has written prices: every source's (and sales reader's) last success. An
  * ingest run writes latest prices, rollups and its source's price_sources row (last_success_at =
  * the run's ingest time) in one transaction (writeIngestRun), so once this text has changed, the
  * run's prices are visible too. Epoch seconds keep it independent of the session's time zone.
@@ -70,7 +70,12 @@ export async function findItemWithCurrentPrices(db: Queryable, catalogId: string
 export async function findIngestRunMarker(db: Queryable): Promise<string> {
   const [row] = await db<{ marker: string }[]>`
     select coalesce(string_agg(name || '@' || extract(epoch from last_success_at)::text, ',' order by name), '') as marker
-    from price_sources where last_success_at is not null`;
+    from (
+      select name, last_success_at from price_sources where last_success_at is not null
+      union all
+      -- DESIGN 19: a sales read (shared/prices/sales.ts) changes the keyed answers' sales windows.
+      select 'sales:' || name, last_success_at from sales_readers where last_success_at is not null
+    ) runs`;
   return row?.marker ?? '';
 }
 
@@ -214,6 +219,9 @@ export type SnapshotInputRow = {
   /** DESIGN 14: the upstream's own price and currency where it is not USD (skinbaron's EUR); null (or absent) otherwise. */
   original_price?: string | null;
   original_currency?: string | null;
+  /** DESIGN 19: the version's combined 7-day sales window (item_sales), on each of its rows; null without one. */
+  sales_7d_median?: string | null;
+  sales_7d_volume?: number | null;
 };
 
 /**
@@ -228,10 +236,12 @@ function snapshotInputsQuery(db: Queryable) {
            p.original_price::text as original_price, p.original_currency,
            -- RFC 3339 UTC with milliseconds: the same text as Date#toISOString.
            to_char(p.source_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as source_time,
-           (extract(epoch from ${observedAtSql(db)}) * 1000)::float8 as observed_ms
+           (extract(epoch from ${observedAtSql(db)}) * 1000)::float8 as observed_ms,
+           w.median::text as sales_7d_median, w.volume as sales_7d_volume
     from current_prices p
     join catalog_items c on c.catalog_id = p.catalog_id
     left join price_sources s on s.name = p.source
+    left join item_sales w on w.catalog_id = p.catalog_id and w.version = p.version and w.sales_window = '7d'
     order by c.market_hash_name collate "C", p.version <> 'default', p.version collate "C", p.source collate "C"`;
 }
 

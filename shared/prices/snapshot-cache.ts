@@ -1,6 +1,6 @@
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import { encodeBody, encodeSmallBody, itemPricesFromList, lazyEncodedBody, type EncodedBody, type LazyEncodedBody, type PublicPriceItem } from './public-document.ts';
+import { encodeBody, encodeSmallBody, itemPricesFromList, lazyEncodedBody, type EncodedBody, type ItemExtras, type LazyEncodedBody, type PublicPriceItem } from './public-document.ts';
 import { convertMoneyFields, withCurrency, type Conversion } from './currency.ts';
 import type { DerivedListRequest } from './derived-list.ts';
 import { DerivedListPool } from './derived-list-pool.ts';
@@ -155,23 +155,24 @@ export class LoadedPriceSnapshot {
 
   /**
    * Every stored version of one item (in the conversion's currency), or null when the snapshot has no
-   * price for that name. With `imageOf` (GET /v1/prices/{name}, DESIGN 18) the item's `image` follows
-   * its catalog_id, looked up once per snapshot and name (the body is kept with it), so a repeated
-   * request costs no query; without it the body has no `image`.
+   * price for that name. With `extrasOf` (GET /v1/prices/{name}) the item's `image` (DESIGN 18) and
+   * each version's sales windows and liquidity (DESIGN 19) follow its catalog_id, looked up once per
+   * snapshot and name (the body is kept with them), so a repeated request costs no query; without it
+   * the body has no `image` and no sales.
    */
   itemBody(marketHashName: string, conversion: Conversion | null = null): EncodedBody | null {
     return this.buildItemBody(marketHashName, conversion, undefined);
   }
 
-  /** itemBody with the item's `image` (see there); the memo is consulted before any lookup. */
-  async itemBodyWithImage(marketHashName: string, conversion: Conversion | null, imageOf: (catalogId: string) => Promise<ItemImage | null>): Promise<EncodedBody | null> {
-    const memoKey = `${conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName}\u0000image`;
+  /** itemBody with the item's image, sales and liquidity (see there); the memo is consulted before any lookup. */
+  async itemBodyWithExtras(marketHashName: string, conversion: Conversion | null, extrasOf: (catalogId: string) => Promise<ItemExtras>): Promise<EncodedBody | null> {
+    const memoKey = `${conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName}\u0000extras`;
     const memo = this.itemBodies.get(memoKey);
     if (memo) return memo;
     const position = this.byName.get(marketHashName);
     if (position === undefined) return null;
     const catalogId = this.catalogIdAt(position);
-    return this.buildItemBody(marketHashName, conversion, await imageOf(catalogId));
+    return this.buildItemBody(marketHashName, conversion, await extrasOf(catalogId));
   }
 
   private catalogIdAt(position: number): string {
@@ -179,14 +180,14 @@ export class LoadedPriceSnapshot {
     return (JSON.parse(text) as PublicPriceItem).catalog_id;
   }
 
-  private buildItemBody(marketHashName: string, conversion: Conversion | null, image: ItemImage | null | undefined): EncodedBody | null {
-    const memoKey = `${conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName}${image === undefined ? '' : '\u0000image'}`;
+  private buildItemBody(marketHashName: string, conversion: Conversion | null, extras: ItemExtras | undefined): EncodedBody | null {
+    const memoKey = `${conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName}${extras === undefined ? '' : '\u0000extras'}`;
     const memo = this.itemBodies.get(memoKey);
     if (memo) return memo;
     const position = this.byName.get(marketHashName);
     if (position === undefined) return null;
     const text = this.items.toString('utf8', this.index.starts[position], this.index.ends[position]);
-    let document = itemPricesFromList(JSON.parse(text) as PublicPriceItem, image);
+    let document = itemPricesFromList(JSON.parse(text) as PublicPriceItem, extras);
     if (conversion) {
       convertMoneyFields(document.versions, conversion.convert);
       document = withCurrency(document, conversion);
