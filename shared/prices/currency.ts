@@ -45,7 +45,7 @@ export type Conversion = { currency: string; fx: FxInfo; convert: (usd: string) 
  * left alone, and so is anything under `original` (a source's own price in its own currency, never
  * converted).
  */
-const MONEY_FIELDS = new Set(['price', 'median_price', 'bid', 'min', 'median', 'max', 'best_ask', 'best_bid', 'open', 'high', 'low', 'close']);
+const MONEY_FIELDS = new Set(['price', 'median_price', 'bid', 'min', 'median', 'mean', 'max', 'best_ask', 'best_bid', 'open', 'high', 'low', 'close']);
 const UNCONVERTED = new Set(['original']);
 
 /** Converts, in place, every money field of a parsed JSON document. */
