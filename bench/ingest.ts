@@ -42,6 +42,8 @@
  *  (4) the worker's RSS: VmHWM over everything, and 50 ms samples (target < 300 MB).
  *  Then, in this process over the same body, the adapter's fetch + parse and the catalog mapping.
  *
+ * Part 3 (BENCH_SALES=0 skips it): sales windows for the full catalog, bench/ingest-sales.ts.
+ *
  * Part 2, the keyless snapshot (DESIGN 9 and 13) with nine sources and consensus against today's
  * three, in the same run and the same database. From a clean state (target tables truncated,
  * price_sources, ingest_runs and price_snapshots emptied), this process writes one full-catalog run
@@ -82,6 +84,7 @@ import { sourceSettings } from '../shared/sources/settings.ts';
 import { type FetchContext } from '../shared/sources/types.ts';
 import { SOURCE_NAMES, type SourceName } from '../shared/sources/names.ts';
 import { startMarketSimulator } from '../test/fakes/market-simulator.ts';
+import { measureSales, salesChecks, type SalesFigures } from './ingest-sales.ts';
 import {
   exitedEarly,
   onCleanup,
@@ -793,6 +796,13 @@ async function main(): Promise<void> {
     snapshots = await measureSnapshots(bench, catalogNames);
   }
 
+  // Part 3: sales windows (bench/ingest-sales.ts); the keyed read needs part 2's latest prices.
+  let sales: SalesFigures | undefined;
+  if (process.env.BENCH_SALES !== '0') {
+    say('part 3: sales windows for the full catalog');
+    sales = await measureSales({ sql, dbUrl: db.url, simulatorUrl: simulator.url, clock, names: bench.names, read: snapshotPart });
+  }
+
   // Report.
   process.stdout.write('\n');
   for (const result of results) {
@@ -817,6 +827,7 @@ async function main(): Promise<void> {
         `q${BROTLI_QUALITY_BEFORE_ISSUE_19} ${(snapshots.nine.brBytesServedBefore / snapshots.three.brBytesServedBefore).toFixed(3)} ×`,
     ]);
   }
+  if (sales) checks.push(...salesChecks(sales));
   printChecks(checks);
 }
 
