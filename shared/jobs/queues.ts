@@ -40,6 +40,15 @@ export const JOBS = {
     payload: z.object({}).strict(),
     options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
   },
+  'fx.steam_implied': {
+    queue: 'ingest',
+    // DESIGN 19: rates implied by Steam's prices for the wallet currencies the ECB lacks
+    // (shared/fx/steam-implied.ts), every SOURCE_FX_INTERVAL_SECONDS while steam is enabled (scheduler
+    // `ingest-fx-steam`) and once at start-up (which, with steam disabled, marks them not offered). A run
+    // cut short by a 429 or an outage adds its own retry (jobId `fx-steam-retry-<failures in a row>`).
+    payload: z.object({}).strict(),
+    options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
+  },
   'prices.stream_relay': {
     queue: 'ingest',
     // Copies the price stream's log (Postgres) to the Redis stream the API reads: what a run's own

@@ -4,6 +4,7 @@ import { centsFromDecimal, withThousands } from '../../shared/sources/money.ts';
 import { SOURCE_NAMES, type SourceName } from '../../shared/sources/names.ts';
 import { mulberry32 } from '../../shared/util/random.ts';
 import { skinportSalesBody } from './simulator/skinport-sales.ts';
+import { otherSteamCurrency, steamInOtherCurrency } from './simulator/steam-currencies.ts';
 
 /**
  * Local market simulator (DESIGN 9, 13 and 14, test/fakes/): one Bun.serve speaking the ten upstream
@@ -12,7 +13,7 @@ import { skinportSalesBody } from './simulator/skinport-sales.ts';
  *
  *   /skinport/v1/items?app_id=730&currency=USD     bare array, one row per (name, version), brotli
  *   /skinport/v1/sales/history?app_id=730&currency=USD  bare array of sales windows (test/fakes/simulator/skinport-sales.ts), brotli
- *   /steam/market/priceoverview/?appid=730&currency=1&market_hash_name=…
+ *   /steam/market/priceoverview/?appid=730&currency=1&market_hash_name=…  (any other wallet currency id: the same answer in that currency's money, test/fakes/simulator/steam-currencies.ts)
  *   /csfloat/api/v1/listings?limit=…&cursor=…      {data, cursor}, integer cents, limit ≤ 1000
  *   /csmarket/api/v2/prices/class_instance/USD.json  {success, time, currency, items:{"<classid>_<instanceid>":…}}
  *   /lisskins/market_export_json/csgo.json           bare array [{name, price, unlocked_price, count, url}]
@@ -758,7 +759,9 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
 
   // ---- steam ---------------------------------------------------------------------------------
 
-  function steam(url: URL): Response {
+  function steam(url: URL): Response | Promise<Response> {
+    // DESIGN 19: another wallet currency answers the USD answer in its money (test/fakes/simulator/steam-currencies.ts).
+    if (otherSteamCurrency(url)) return steamInOtherCurrency(url, steam, seed, now());
     const json = (text: string, status = 200) => new Response(text, { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
     const name = url.searchParams.get('market_hash_name');
     if (url.searchParams.get('appid') !== '730' || url.searchParams.get('currency') !== '1' || !name) return json('{"success":false}', 400);

@@ -1,6 +1,7 @@
 import { Counter } from 'prom-client';
 import { FxUnavailableError } from '../../shared/fx/ecb.ts';
 import { fxRetryDelayMs, refreshFxRates } from '../../shared/fx/refresh.ts';
+import { refreshSteamImpliedRates } from '../../shared/fx/steam-implied.ts';
 import { snapshotJob } from '../../shared/prices/snapshot.ts';
 import { priceStreamKey, PriceStreamRelay } from '../../shared/prices/stream.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
@@ -28,12 +29,18 @@ const STREAM_RELAY_INTERVAL_MS = 5_000;
 export const ingestPool: PoolDefinition = {
   pool: 'ingest',
   concurrency: 3,
-  startupJobs: [{ id: 'ingest-fx-startup', job: 'fx.refresh' }],
+  startupJobs: [
+    { id: 'ingest-fx-startup', job: 'fx.refresh' },
+    // DESIGN 19: Steam-implied rates at start-up too (with steam disabled: every such currency marked not offered).
+    { id: 'ingest-fx-steam-startup', job: 'fx.steam_implied' },
+  ],
   metrics: [streamRelayFailures],
   schedules: (config) => [
     // DESIGN 14/19: the ECB publishes once a working day; four reads a day (the default) see each file within hours.
     { id: 'ingest-fx', job: 'fx.refresh' as const, everyMs: config.SOURCE_FX_INTERVAL_SECONDS * 1000 },
     { id: 'ingest-stream-relay', job: 'prices.stream_relay' as const, everyMs: STREAM_RELAY_INTERVAL_MS },
+    // DESIGN 19: Steam-implied rates on the fx interval, through the steam source (so only while it is enabled).
+    ...(enabledSources(config).includes('steam') ? [{ id: 'ingest-fx-steam', job: 'fx.steam_implied' as const, everyMs: config.SOURCE_FX_INTERVAL_SECONDS * 1000 }] : []),
     // DESIGN 19: skinport's sales history, hourly (its own schedule, skinport's request budget).
     ...(enabledSources(config).includes('skinport')
       ? [{ id: 'ingest-skinport-sales', job: 'sales.skinport' as const, everyMs: skinportSalesIntervalSeconds(config) * 1000 }]
@@ -75,6 +82,17 @@ export const ingestPool: PoolDefinition = {
         listen();
         // Failing the job is no retry (the next nudge or tick is): the relay's failure is counted and logged.
         return { appended: await relay.relaySafely() };
+      }),
+      handle('fx.steam_implied', async () => {
+        const outcome = await refreshSteamImpliedRates({ sql, redis, config, log, now });
+        if (outcome.status === 'failed') {
+          // The currencies read are stored; the rest keep their last outcome. Retried after the
+          // Retry-After of a 429, else as the ECB fetch is: 60 s doubling up to the interval.
+          const delay = Math.max(outcome.retryAfterMs ?? 0, fxRetryDelayMs(outcome.consecutiveFailures, config.SOURCE_FX_INTERVAL_SECONDS * 1000));
+          await enqueue('fx.steam_implied', {}, { jobId: `fx-steam-retry-${outcome.consecutiveFailures}`, delay });
+          throw new Error(`Steam-implied rates: ${outcome.error} (retry in ${Math.round(delay / 1000)} s)`);
+        }
+        return outcome;
       }),
       handle('fx.refresh', async () => {
         const outcome = await refreshFxRates({ sql, config, log, now });
