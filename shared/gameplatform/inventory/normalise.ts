@@ -11,6 +11,7 @@ import { CHARM_PATTERN_MAX } from '../../inspect/item-validation.ts';
 import { MAX_NAME_TAG_LENGTH } from '../../inspect/selector.ts';
 import { isObject } from '../steam-client.ts';
 import { ICON_URL_PATTERN, libSkinImage, steamIconImage, type ImageHosts, type ItemImage } from '../../media/images/item-images.ts';
+import type { SeenIcon } from '../../media/images/item-icons.ts';
 import { priceVersionOf } from '../valuation.ts';
 import type { StoredAsset } from './asset-record.ts';
 import { readHold, type HoldReading } from './holds.ts';
@@ -145,9 +146,6 @@ export type NormaliseOptions = {
   /** Where item images are (DESIGN 18); default the configuration's defaults (Steam's CDN, cs2-lib's host). */
   images?: ImageHosts;
 };
-
-/** An icon Steam showed an item with (DESIGN 18), per name and price version: what item_icons records. */
-export type SeenIcon = { market_hash_name: string; version: string; icon_url: string };
 
 /**
  * The records, how many assets had hold or protection text no form could read (their hold stays

@@ -9,8 +9,9 @@ import { isObject, SteamUnavailableError } from '../steam-client.ts';
 import { valueAssets } from '../valuation.ts';
 import type { StoredAsset } from './asset-record.ts';
 import { UNKNOWN_PROTECTION, type Protection } from './holds.ts';
-import { assetImageOf, DEFAULT_IMAGE_HOSTS, normaliseInventory, type CatalogMatch, type SeenIcon } from './normalise.ts';
+import { assetImageOf, DEFAULT_IMAGE_HOSTS, normaliseInventory, type CatalogMatch } from './normalise.ts';
 import type { ImageHosts } from '../../media/images/item-images.ts';
+import { recordSeenIcons, type SeenIcon } from '../../media/images/item-icons.ts';
 import { fetchInventoryPages, publicRead, type InventoryContext, type InventoryPage, type InventoryRead } from './steam-community.ts';
 import { ownerInventoryRead, SteamTokenRefusedError } from './steam-econ.ts';
 import { dropToken, ownerTokenFor } from '../steam-token.ts';
@@ -121,36 +122,6 @@ export async function prepareInventorySnapshot(
     unreadableHolds,
     icons,
   };
-}
-
-/** How stale item_icons.last_seen_at may get before a snapshot that sees the icon again writes it. */
-const ICON_LAST_SEEN_RESOLUTION = '1 hour';
-
-/**
- * DESIGN 18: records the icons a snapshot saw, in one statement over the distinct icons. A new icon
- * is inserted (first and last seen now); a known one gets last_seen_at only when it is an hour old,
- * so the snapshots of many accounts sharing common icons neither rewrite nor lock those rows each time
- * (`on conflict do nothing` takes no lock; the update touches only the rows it changes). Rows go in a
- * fixed order, so two snapshots never wait on each other's rows in opposite orders.
- */
-async function recordSeenIcons(tx: TransactionSql, icons: readonly SeenIcon[], seenAt: Date): Promise<void> {
-  if (icons.length === 0) return;
-  const sorted = [...new Map(icons.map((icon) => [`${icon.market_hash_name}\u0000${icon.version}\u0000${icon.icon_url}`, icon])).entries()]
-    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-    .map(([, icon]) => icon);
-  await tx`
-    with seen as (
-      select * from unnest(${sorted.map((icon) => icon.market_hash_name)}::text[], ${sorted.map((icon) => icon.version)}::text[], ${sorted.map((icon) => icon.icon_url)}::text[])
-        as s(market_hash_name, version, icon_url)
-    ), refreshed as (
-      update item_icons i set last_seen_at = ${seenAt}
-      from seen s
-      where i.market_hash_name = s.market_hash_name and i.version = s.version and i.icon_url = s.icon_url
-        and i.last_seen_at < ${seenAt}::timestamptz - ${ICON_LAST_SEEN_RESOLUTION}::interval
-    )
-    insert into item_icons (market_hash_name, version, icon_url, first_seen_at, last_seen_at)
-    select market_hash_name, version, icon_url, ${seenAt}, ${seenAt} from seen
-    on conflict do nothing`;
 }
 
 /** Stores a prepared snapshot in the caller's transaction (rows by COPY). */

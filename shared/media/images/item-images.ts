@@ -8,7 +8,7 @@ import type { ItemImage } from './item-image-schema.ts';
 /**
  * Item images (DESIGN 18; docs/decisions.md "Item images"). An item's image, per catalog item and
  * price version, is the Steam icon first seen most recently for its market_hash_name and version
- * (item_icons, filled from every stored inventory snapshot) on STEAM_IMAGE_URL, else
+ * (item_icons, filled from every stored inventory snapshot and steam's search pages) on STEAM_IMAGE_URL, else
  * @ianlucas/cs2-lib's image path on ITEM_ASSETS_URL (its `_light`/`_medium`/`_heavy` variant by wear,
  * as the library's getImage picks it), else null. The art is Valve's.
  */
