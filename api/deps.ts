@@ -22,6 +22,7 @@ import { POOLS, queueName, type Pool } from '../shared/jobs/queues.ts';
 import { createRequestRedis, type Redis } from '../shared/platform/redis.ts';
 import { enabledSources } from '../shared/sources/settings.ts';
 import { CounterRedis } from '../shared/platform/redis-counters.ts';
+import { PriceDemand } from '../shared/sources/demand.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
 
 /** Process plumbing most routes use. */
@@ -55,6 +56,8 @@ type PriceDeps = {
   /** The price stream's reader and fan-out of this process (DESIGN 15), started at its first connection. */
   priceStream: PriceStreamHub;
 };
+  /** Which items people ask about (keyed price reads, inventories): steam's priceoverview reads them first (DESIGN 19). */
+  priceDemand: PriceDemand;
 
 /** Key lookups cached per process, cleared on revocation (shared/identity/key-invalidation.ts). */
 type IdentityDeps = { keys: ApiKeyCache };
@@ -105,7 +108,8 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const itemPrices = new ItemPriceReader(sql, priceRuns, config);
   const historyPages = new HistoryPageReader(sql, priceRuns);
   const marketSummaries = new MarketSummaryReader(sql, config.PRICE_CACHE_MS, now);
-  const inventories = new InventoryReader({ config, sql, log, now }, config.PRICE_CACHE_MS);
+  const priceDemand = new PriceDemand(redis, config.QUEUE_PREFIX, log);
+  const inventories = new InventoryReader({ config, sql, log, now, demand: priceDemand }, config.PRICE_CACHE_MS);
 
   // One subscriber connection; each feature subscribes its own channel and owns what it invalidates.
   const subscriber = redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
@@ -155,6 +159,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     priceStream,
     queues,
     metrics,
+    priceDemand,
     now,
     startedAt: new Date(),
     async ready(timeoutMs = 5_000) {
@@ -172,6 +177,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
       await priceSnapshots.close();
       await Promise.allSettled(Object.values(queues).map((queue) => queue.close()));
       subscriber.disconnect();
+      await priceDemand.flush();
       redis.disconnect();
       counters.close();
       await sql.end({ timeout: 5 });

@@ -249,26 +249,38 @@ describe('skinport', () => {
 });
 
 describe('steam', () => {
-  test('one request per name: "$1,234.56" → "1234.56", volume "1,234" → 1234, unknown names counted', async () => {
+  // DESIGN 19: prices come from the search pages (test/sources-steam-search.test.ts has them in depth);
+  // priceoverview reads the names it is given as 24 h sales windows, never as prices.
+  const sale = (name: string, median: string | null, volume: number) => ({ market_hash_name: name, version: 'default', window: '24h', median, mean: null, min: null, max: null, volume, source_time: NOW });
+
+  test('search pages price the market: cents → exact decimals, listings as quantity, the unlisted unpriced', async () => {
+    const result = await ADAPTERS.steam.fetchSnapshot(context(url('steam'), { maxPages: 1 }));
+    expect(result).toMatchObject({ skipped: 0, unknown: 0, requests: 1, sales: [] });
+    const at = { version: 'default', median_price: null, bid: null, volume_7d: null, source_time: NOW };
+    expect(byKey(result.observations)).toEqual([
+      { ...at, market_hash_name: KARAMBIT, price: '612.00', quantity: 9 },
+      { ...at, market_hash_name: AK, price: '2.30', quantity: 1234 },
+      { ...at, market_hash_name: CASE, price: '0.70', quantity: 25000 },
+      { ...at, market_hash_name: AWP, price: '1234.56', quantity: 3 },
+    ]);
+    expect(result.icons!.map((icon) => icon.market_hash_name).sort()).toEqual([AK, AWP, KARAMBIT, STICKER, CASE].sort());
+  });
+
+  test('priceoverview, one request per name: "1,234" sold in 24 h at a median, no price; unknown names counted', async () => {
     const names = [AK, AWP, KARAMBIT, STICKER, CASE, 'Nope | Not An Item (Field-Tested)', AK];
     const before = sim.requestCount('steam');
     const result = await ADAPTERS.steam.fetchSnapshot(context(url('steam'), { names }));
-    expect(result).toMatchObject({ skipped: 0, unknown: 1, requests: 6 });
+    expect(result).toMatchObject({ observations: [], skipped: 0, unknown: 1, requests: 6 });
     expect(sim.requestCount('steam') - before).toBe(6);
-    expect(byKey(result.observations)).toEqual([
-      { market_hash_name: KARAMBIT, version: 'default', price: '612.00', median_price: '612.00', bid: null, volume_7d: null, quantity: 9, source_time: NOW },
-      { market_hash_name: AK, version: 'default', price: '2.30', median_price: '2.45', bid: null, volume_7d: null, quantity: 1234, source_time: NOW },
-      { market_hash_name: CASE, version: 'default', price: '0.7', median_price: null, bid: null, volume_7d: null, quantity: 25000, source_time: NOW },
-      { market_hash_name: AWP, version: 'default', price: '1234.56', median_price: '1234.56', bid: null, volume_7d: null, quantity: 3, source_time: NOW },
-    ]);
+    expect(result.sales).toEqual([sale(AK, '2.45', 1234), sale(AWP, '1234.56', 3), sale(KARAMBIT, '612.00', 9), sale(STICKER, null, 0), sale(CASE, null, 25000)]);
   });
 
   test('partial: malformed answers are skipped and counted', async () => {
     sim.setMode('steam', 'partial');
     const result = await ADAPTERS.steam.fetchSnapshot(context(url('steam'), { names: [AK, AWP, KARAMBIT, CASE, STICKER] }));
-    // Requests 1 (AWP: no success field) and 4 (Sticker: a number price) are broken.
-    expect(result.skipped).toBe(2);
-    expect(result.observations.map((o) => o.market_hash_name).sort()).toEqual([KARAMBIT, AK, CASE].sort());
+    // Request 1 (AWP: no success field) is broken; request 4 (Sticker) breaks only lowest_price, an ask priceoverview no longer reads.
+    expect(result.skipped).toBe(1);
+    expect(result.sales!.map((window) => window.market_hash_name).sort()).toEqual([KARAMBIT, AK, CASE, STICKER].sort());
   });
 
   test('a 429 in the middle of a run keeps what was gathered', async () => {
@@ -284,7 +296,7 @@ describe('steam', () => {
     // Steam's 429 (body `null`) carries no Retry-After here: the adapter's default backoff.
     expect(limited.retryAfterMs).toBe(300_000);
     expect(limited.origin).toBe('upstream');
-    expect(limited.partial?.observations.map((o) => o.market_hash_name)).toEqual([AK, AWP]);
+    expect(limited.partial?.sales?.map((window) => window.market_hash_name)).toEqual([AK, AWP]);
     expect(limited.partial?.requests).toBe(3);
   });
 });
@@ -422,10 +434,13 @@ describe('property: decimal text round-trips simulator → adapter unchanged', (
     for (const observation of result.observations) expect(observation.price).toBe(expected.get(observation.market_hash_name)!);
   });
 
-  test(`steam (seed ${seed})`, async () => {
-    const result = await ADAPTERS.steam.fetchSnapshot(context(`${market.url}/steam`, { names: items.map((item) => item.market_hash_name) }));
+  test(`steam search cents → two decimals (seed ${seed})`, async () => {
+    const result = await ADAPTERS.steam.fetchSnapshot(context(`${market.url}/steam`, { maxPages: 2 }));
     expect(result.observations.length).toBe(decimals.length);
-    for (const observation of result.observations) expect(observation.price).toBe(expected.get(observation.market_hash_name)!);
+    for (const observation of result.observations) {
+      const [whole, fraction = ''] = expected.get(observation.market_hash_name)!.split('.');
+      expect(observation.price).toBe(`${whole}.${fraction.padEnd(2, '0')}`);
+    }
   });
 
   test(`csfloat cents → two decimals (seed ${seed})`, async () => {
@@ -439,10 +454,10 @@ describe('property: decimal text round-trips simulator → adapter unchanged', (
 });
 
 describe('failure modes', () => {
-  // Every source against the simulator; steam prices the names it is given; skinbaron needs a key
-  // (the simulator takes any) and the rates its EUR prices are converted with.
+  // Every source against the simulator; steam reads a search page, then priceoverview for the names it
+  // is given; skinbaron needs a key (the simulator takes any) and the rates its EUR prices are converted with.
   const extraFor = (name: SourceName): Partial<FetchContext> =>
-    name === 'steam' ? { names: [AK, AWP] } : name === 'skinbaron' ? { apiKey: 'simulator-accepts-any-key', rates: simulatorRates } : {};
+    name === 'steam' ? { names: [AK, AWP], maxPages: 1 } : name === 'skinbaron' ? { apiKey: 'simulator-accepts-any-key', rates: simulatorRates } : {};
   const cases: [SourceName, () => Partial<FetchContext>][] = SOURCE_NAMES.map((name) => [name, () => extraFor(name)]);
   /** Each adapter's back-off when a 429 says nothing of when to come back. */
   const DEFAULT_RETRY_AFTER_MS: Record<SourceName, number> = {
@@ -649,7 +664,7 @@ describe('request budget (Redis)', () => {
     expect(error).toBeInstanceOf(SourceRateLimitedError);
     const limited = error as SourceRateLimitedError;
     expect(limited.origin).toBe('budget');
-    expect(limited.partial?.observations.map((o) => o.market_hash_name)).toEqual([AK, AWP]);
+    expect(limited.partial?.sales?.map((window) => window.market_hash_name)).toEqual([AK, AWP]);
     expect(limited.partial?.requests).toBe(2);
     expect(sim.requestCount('steam') - before).toBe(2);
   });

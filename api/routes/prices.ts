@@ -75,7 +75,7 @@ function checkCatalogId({ params }: { params: Record<string, string | undefined>
 
 const notFound = () => errors.notFound('No catalog item has this catalog id.');
 
-export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'itemPrices' | 'historyPages'> & ApiKeyPluginDeps) {
+export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'itemPrices' | 'historyPages' | 'priceDemand'> & ApiKeyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   return new Elysia({ name: 'price-routes' })
     .use(apiKeyPlugin(deps))
@@ -85,6 +85,8 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         const conversion = await resolveConversion(deps.sql, query.currency);
         const prices = await deps.itemPrices.read(params.catalog_id);
         if (prices === null) throw notFound();
+        // DESIGN 19: an item people ask about gets its 24 h sales read first (never awaited).
+        deps.priceDemand.record([params.catalog_id]);
         // Already JSON (shared/prices/current.ts renders it around the per-request ages).
         set.headers['content-type'] = 'application/json;charset=utf-8';
         return convertDocumentText(renderItemPrices(prices, query.version, deps.now()), conversion);

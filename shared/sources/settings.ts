@@ -11,16 +11,19 @@ export type SourceSettings = {
   staleAfterSeconds: number;
   /** The source's request budget, its Redis keys under QUEUE_PREFIX (shared by one deployment's workers only). */
   budget: RequestBudgetSettings;
-  /** Names priced per run by per-item sources (steam). */
+  /** Names read per run by per-item sources (steam's priceoverview). */
   batchSize: number;
-  /** Listing pages per run (csfloat): the real API allows 50 per page; the simulator 1000. */
+  /**
+   * Listing pages per run (csfloat: the real API allows 50 per page; the simulator 1000), or search
+   * pages per run (steam: 100 rows each, real or local).
+   */
   paging: { pageSize?: number; maxPages?: number };
   /** Whether the interval is the local default (a simulator URL, no interval configured). */
   localDefaultInterval: boolean;
 };
 
 // Against a local simulator prices move within a minute (DESIGN 4) through the per-item source (steam,
-// a batch of names every 30 s); sources whose run reads the whole market (one body, or every listing
+// a slice of the market's search pages every 30 s); sources whose run reads the whole market (one body, or every listing
 // page) keep a real upstream's pace (docs/performance.md "bench:idle"). Real upstreams get their own pace.
 const LOCAL_INTERVAL_SECONDS = 30;
 const LOCAL_BULK_INTERVAL_SECONDS = 300;
@@ -30,6 +33,12 @@ const LOCAL_BULK_INTERVAL_SECONDS = 300;
  * nine-source build costs ~1.4 s of CPU and ~0.5 s of Postgres, the largest part of the idle cost.
  */
 const LOCAL_SNAPSHOT_MIN_INTERVAL_SECONDS = 60;
+/**
+ * Steam's search pages per run against a local simulator (100 names each): 4 000 names every 30 s, so
+ * the whole ~38 000-name catalog about every 5 minutes, the pace of the local bulk sources (each page
+ * read is a price written or confirmed); a test catalog of up to 4 000 names is covered by one run.
+ */
+const LOCAL_STEAM_SEARCH_PAGES = 40;
 
 function isLocal(url: string): boolean {
   const host = new URL(url).hostname;
@@ -101,12 +110,22 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
     intervalSeconds,
     staleAfterSeconds: config[`SOURCE_${upper}_STALE_SECONDS`] ?? Math.max(3 * intervalSeconds, 90),
     budget,
-    // Per-item sources use at most ~80 % of what their budget allows per interval, so consecutive
-    // runs never find the sliding window still full.
-    batchSize: Math.max(1, Math.floor((0.8 * budget.requests * Math.min(intervalSeconds, budget.windowSeconds)) / budget.windowSeconds / (local ? 2 : 1))),
-    paging: local ? { pageSize: 1000, maxPages: 60 } : {},
+    ...requestsPerRun(adapter, budget, intervalSeconds, local),
     localDefaultInterval: configured === undefined && local,
   };
+}
+
+/**
+ * A run's requests. Per-item sources use at most ~80 % of what their budget allows per interval, so
+ * consecutive runs never find the sliding window still full; a source that also reads pages (steam,
+ * SourceAdapter.searchShare) spends that share on pages (locally at most LOCAL_STEAM_SEARCH_PAGES)
+ * and the rest on names, never more than the ~80 % together.
+ */
+function requestsPerRun(adapter: SourceAdapter, budget: { requests: number; windowSeconds: number }, intervalSeconds: number, local: boolean): Pick<SourceSettings, 'batchSize' | 'paging'> {
+  const perRun = Math.max(1, Math.floor((0.8 * budget.requests * Math.min(intervalSeconds, budget.windowSeconds)) / budget.windowSeconds / (local ? 2 : 1)));
+  if (adapter.searchShare === undefined) return { batchSize: perRun, paging: local ? { pageSize: 1000, maxPages: 60 } : {} };
+  const pages = Math.max(1, Math.floor(perRun * adapter.searchShare));
+  return { batchSize: Math.max(0, perRun - pages), paging: { maxPages: local ? Math.min(pages, LOCAL_STEAM_SEARCH_PAGES) : pages } };
 }
 
 /**

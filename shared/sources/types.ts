@@ -7,7 +7,7 @@ export type SourceObservation = {
   market_hash_name: string;
   /** `default` or a phase version (`phase-2`, `ruby`, …), see shared/catalog/identity.ts. */
   version: string;
-  /** The lowest ask (skinport min_price, steam lowest_price, csfloat cheapest listing), e.g. "2.30". */
+  /** The lowest ask (skinport min_price, steam search's sell_price, csfloat cheapest listing), e.g. "2.30". */
   price: string;
   median_price: string | null;
   /** The highest buy order, a decimal string (DESIGN 13: csmarket's `buy_order`); null where the source has none. */
@@ -15,8 +15,8 @@ export type SourceObservation = {
   /** Sales in the last 7 days (csmarket `popularity_7d`), null where the source does not say. */
   volume_7d: number | null;
   /**
-   * Units behind the price: skinport `quantity` (listings), csfloat listings seen, steam `volume`
-   * (units sold in the last 24 h; Steam publishes no listing count here). Null when not given.
+   * Units behind the price, listings: skinport `quantity`, csfloat listings seen, steam search's
+   * `sell_listings` (DESIGN 19: priceoverview's `volume` is sales, a sales window). Null when not given.
    */
   quantity: number | null;
   /** When the upstream says the price was observed (or the fetch time when it says nothing). */
@@ -123,8 +123,13 @@ export type FetchContext = {
    * that calls budget.blockUntil: adapters only speak HTTP.
    */
   acquire: () => Promise<void>;
-  /** Market hash names to ask for, for sources that price one item per request (steam). Ignored by the others. */
+  /** Market hash names to ask for, for sources that read one item per request (steam's priceoverview). Ignored by the others. */
   names: string[];
+  /**
+   * Where a paging source resumes between runs (steam's search/render `start`, DESIGN 19): read at the
+   * start of a run, written after every page read. Absent: every run starts at the beginning.
+   */
+  cursor?: SourceCursor;
   now: () => Date;
   /**
    * Secret for upstreams that take one (csfloat `Authorization`, SOURCE_CSFLOAT_API_KEY; waxpeer's
@@ -139,11 +144,14 @@ export type FetchContext = {
   /**
    * Paging sources (csfloat): listings asked per page (default: the real upstream's maximum, 50) and
    * pages per run (default: what fits its hourly budget at its default interval). A local simulator
-   * accepts up to 1000 per page.
+   * accepts up to 1000 per page. Steam: search pages per run (default none) of at most 100 rows.
    */
   pageSize?: number;
   maxPages?: number;
 };
+
+/** A paging source's resume position, kept between runs (shared/sources/cursor.ts keeps it in Redis). */
+export type SourceCursor = { read(): Promise<number | null>; write(position: number): Promise<void> };
 
 export interface SourceAdapter {
   name: SourceName;
@@ -151,8 +159,13 @@ export interface SourceAdapter {
   defaultBudget: { requests: number; windowSeconds: number };
   /** Default schedule against the real upstream, in seconds. */
   defaultIntervalSeconds: number;
-  /** Whether the adapter prices a given list of names (steam) rather than the whole market at once. */
+  /** Whether the adapter reads a given list of names (steam) rather than the whole market at once. */
   needsNames: boolean;
+  /**
+   * For a source that reads names and pages (steam, DESIGN 19): the share of each run's requests spent
+   * on pages (search/render, FetchContext.maxPages), the rest on its names (shared/sources/settings.ts).
+   */
+  searchShare?: number;
   /**
    * Whether one successful fetch lists everything the source has for sale, with no per-row time (DESIGN
    * 13's marketplaces). A run then confirms every listed price at once (price_sources.listed_at) and

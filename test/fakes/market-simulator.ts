@@ -5,6 +5,7 @@ import { SOURCE_NAMES, type SourceName } from '../../shared/sources/names.ts';
 import { mulberry32 } from '../../shared/util/random.ts';
 import { skinportSalesBody } from './simulator/skinport-sales.ts';
 import { otherSteamCurrency, steamInOtherCurrency } from './simulator/steam-currencies.ts';
+import { createSteamSearch } from './simulator/steam-search.ts';
 
 /**
  * Local market simulator (DESIGN 9, 13 and 14, test/fakes/): one Bun.serve speaking the ten upstream
@@ -15,6 +16,7 @@ import { otherSteamCurrency, steamInOtherCurrency } from './simulator/steam-curr
  *   /skinport/v1/sales/history?app_id=730&currency=USD  bare array of sales windows (test/fakes/simulator/skinport-sales.ts), brotli
  *   /steam/market/priceoverview/?appid=730&currency=1&market_hash_name=…  (any other wallet currency id: the same answer in that currency's money, test/fakes/simulator/steam-currencies.ts)
  *   /csfloat/api/v1/listings?limit=…&cursor=…      {data, cursor}, integer cents, limit ≤ 1000
+ *   /steam/market/search/render/?appid=730&norender=1&start=…&count=…  {success, start, pagesize, total_count, results:[{hash_name, sell_listings, sell_price, asset_description:{icon_url, …}, …}]}, by name, count ≤ 100
  *   /csmarket/api/v2/prices/class_instance/USD.json  {success, time, currency, items:{"<classid>_<instanceid>":…}}
  *   /lisskins/market_export_json/csgo.json           bare array [{name, price, unlocked_price, count, url}]
  *   /waxpeer/v1/prices?game=csgo&minified=0          {success, items:[{name, count, min, steam_price?, img?, type?, rarity_color?}]}
@@ -808,6 +810,12 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     else count = generatedQuantity(entry, 'csfloat', Math.round(entry.base * 100));
     for (let slot = 0; slot < count; slot += 1) listingSlots.push([index, slot]);
   }
+  // Steam's search pages (test/fakes/simulator/steam-search.ts): priceoverview's ask and volume per item.
+  const steamSearch = createSteamSearch(() => defaults, (entry) => entry.name, (entry) => {
+    const quote = ask(entry, 'steam', bucketOf(now()));
+    return { cents: quote?.cents ?? null, listings: quote ? (entry.fixed?.quantity ?? Math.max(1, generatedQuantity(entry, 'steam', quote.cents))) : 0, hash: entry.hash };
+  });
+
   const random = mulberry32(seed ^ 0xc5f10a7);
   for (let i = listingSlots.length - 1; i > 0; i -= 1) {
     const j = Math.floor(random() * (i + 1));
@@ -1409,6 +1417,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     ['/skinbaron/GetExtendedPriceList', ['skinbaron', 'skinbaron']],
     ['/fx/stats/eurofxref/eurofxref-daily.xml', ['fx', 'fx']],
   ]);
+    ['/steam/market/search/render', ['steam', 'steam']],
   /** The last build of each marketplace body: bucket, mode, size and build time (GET /_control shows them). */
   const bodyStats = () =>
     Object.fromEntries(
@@ -1454,6 +1463,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     },
   });
 
+      if (path === '/steam/market/search/render') return steamSearch(url, modes.steam);
   const port = server.port!;
   return {
     url: `http://${options.hostname ?? '127.0.0.1'}:${port}`,

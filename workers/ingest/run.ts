@@ -4,7 +4,6 @@ import {
   loadCatalogNameMap,
   mapToCatalog,
   recordIngestFailure,
-  stalestNamesForSource,
   writeIngestRun,
   type CatalogNameMap,
   type ListingUpdate,
@@ -14,6 +13,9 @@ import type { PriceStreamRelay } from '../../shared/prices/stream.ts';
 import { mapSalesToCatalog, writeSalesWindows } from '../../shared/prices/sales.ts';
 import type { WorkerResources } from '../../shared/platform/resources.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
+import { redisSourceCursor } from '../../shared/sources/cursor.ts';
+import { namesToRead } from '../../shared/sources/demand.ts';
+import { recordSeenIcons } from '../../shared/media/images/item-icons.ts';
 import { findLatestRates, type FxRates } from '../../shared/fx/repository.ts';
 import { sourceApiKey, sourceSettings } from '../../shared/sources/settings.ts';
 import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult } from '../../shared/sources/types.ts';
@@ -184,7 +186,8 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       rates = (await findLatestRates(deps.sql)) ?? undefined;
       if (!rates) return fail(`no exchange rates stored yet: ${adapter.name} prices in ${adapter.priceCurrency} cannot be converted to USD`);
     }
-    const names = adapter.needsNames ? await stalestNamesForSource(deps.sql, adapter.name, settings.batchSize) : [];
+    // Names asked about first, then the stalest (shared/sources/demand.ts).
+    const names = adapter.needsNames ? await namesToRead({ ...deps, queuePrefix: deps.config.QUEUE_PREFIX }, adapter.name, settings.batchSize) : [];
     let fetched: SourceFetchResult;
     let interruption: string | null = null;
     const fetchStartedAt = performance.now();
@@ -196,6 +199,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
         acquire: () => budget.acquire(),
         names,
         now: deps.now,
+        cursor: redisSourceCursor(deps.redis, deps.config.QUEUE_PREFIX, adapter.name),
         apiKey: sourceApiKey(deps.config, adapter.name),
         rates,
         ...settings.paging,
@@ -239,6 +243,11 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       relay: deps.relay,
     });
     rememberRows(deps.sql, adapter, unseen, ingestedAt);
+    // DESIGN 19: the item images steam's search rows carry (Steam has no phase versions: `default`).
+    if (fetched.icons && fetched.icons.length > 0) {
+      const icons = fetched.icons.map((icon) => ({ ...icon, version: 'default' }));
+      await recordSeenIcons(deps.sql, icons, ingestedAt).catch((error: Error) => log.warn({ err: error.message, icons: icons.length }, 'could not record item icons; the next run will'));
+    }
     // DESIGN 19: sales windows the fetch read (steam's priceoverview: 24 h) are their own write, after
     // the prices: a failure there is logged and leaves the prices written.
     if (fetched.sales && fetched.sales.length > 0) {

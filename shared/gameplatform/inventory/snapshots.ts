@@ -29,8 +29,11 @@ import { SecretKeyring } from '../../webhooks/secrets.ts';
  */
 export type InventorySnapshot = { id: string; steam_id: string; fetched_at: Date; total_assets: number; workspace_id: string | null; contexts: InventoryContext[] };
 
-/** `keyring` opens owner tokens (default: built from the configuration's WEBHOOK_SECRET_KEY). */
-export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date; keyring?: SecretKeyring };
+/**
+ * `keyring` opens owner tokens (default: built from the configuration's WEBHOOK_SECRET_KEY); `demand`
+ * hears the catalog items of each snapshot stored (DESIGN 19: steam's sales read them first).
+ */
+export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date; keyring?: SecretKeyring; demand?: { record(catalogIds: Iterable<string>): void } };
 
 const keyringOf = (deps: InventoryDeps): SecretKeyring => deps.keyring ?? SecretKeyring.ofConfig(deps.config);
 
@@ -217,6 +220,7 @@ async function ensureScopedSnapshot(
   // DESIGN 17: text no form reads is not an error; the read says how many assets kept a null hold.
   if (prepared.unreadableHolds > 0) deps.log.warn({ steam_id: steamId64, unreadable_holds: prepared.unreadableHolds }, 'inventory hold text without a readable instant');
   await deps.sql.begin((tx) => insertInventorySnapshot(tx, prepared));
+  deps.demand?.record(prepared.records.flatMap((record) => (record.catalog_id ? [record.catalog_id] : [])));
   return { snapshot: prepared.snapshot, stale: false };
 }
 
