@@ -9,6 +9,7 @@ import { fxStateSchema } from './fx.ts';
 import { liveWorkersByPool } from './heartbeats.ts';
 import { sourceFreshness, sourceStateSchema } from './sources.ts';
 
+import { salesReaderStates, salesReadersSchema } from '../prices/sales.ts';
 /**
  * Each source as /v2/status shows it: every enabled one as on GET /health, and each source SOURCES
  * names that cannot run (DESIGN 14: skinbaron without SOURCE_SKINBARON_KEY) as `unavailable` with the
@@ -54,6 +55,20 @@ export const platformStatusSchema = z.object({
     /** The exchange rates, as on GET /health. */
     fx: fxStateSchema,
     gameplatform: z
+    sales: salesReadersSchema.nullable(),
+    catalog: z
+      .object({
+        status: componentStatus.describe('down when the counts could not be read'),
+        provisional_items: z.number().int().nullable().describe('Items added from market names before @ianlucas/cs2-lib knew them (`provisional: true`)'),
+        unparsed_names: z
+          .object({
+            count: z.number().int(),
+            names: z.array(z.string()).describe('The first 20, newest first'),
+          })
+          .nullable()
+          .describe('Names seen on two price sources (or on Steam) that the catalog lacks and that do not parse unambiguously into one item, so they are not priced'),
+      })
+      .describe('New items (DESIGN 19): market names the catalog lacks become provisional items; those that cannot be read are counted here. Unparsed names do not make the status degraded.'),
       .object({
         steam_web_api: z.object({
           status: z.enum(['ok', 'unavailable']).describe('unavailable: STEAM_WEB_API_KEY is not set, so profiles answer 503'),
@@ -142,6 +157,7 @@ export async function platformStatus(input: {
   ]);
   if (!database.ok || !workers.ok || !sources.ok) return null;
   const degraded: string[] = [];
+  const sales = await timed(() => salesReaderStates(input.sql));
   if (!redis.ok) degraded.push('redis');
   const queues: PlatformStatus['components']['queues'] = {};
   const workerStatus: PlatformStatus['components']['workers'] = {};
@@ -181,6 +197,8 @@ export async function platformStatus(input: {
       gameplatform: {
         // Not part of `degraded`: a deployment without a Steam key simply does not offer profiles.
         steam_web_api: { status: input.steamWebApiKeyConfigured ? 'ok' : 'unavailable', last_success_at: steam.ok ? steam.value.profile : null },
+      sales: sales.ok ? sales.value : null,
+      catalog: catalog.ok ? { status: 'ok', ...catalog.value } : { status: 'down', provisional_items: null, unparsed_names: null },
         steam_community: { status: 'ok', last_success_at: steam.ok ? steam.value.inventory : null },
         automation: { status: 'unavailable', reason: 'Trade intents are drafted and their assets reserved here; offers are not sent to Steam.' },
       },
