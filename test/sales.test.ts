@@ -7,7 +7,9 @@ import { findItemSales, liquidityOf, mapSalesToCatalog, writeSalesWindows, type 
 import { fetchSkinportSales, parseSkinportSalesRow } from '../shared/sources/skinport-sales.ts';
 import { SourceRateLimitedError, SourceUnavailableError, type SalesWindowName } from '../shared/sources/types.ts';
 import { parseJsonExact } from '../shared/sources/upstream.ts';
-import { createTestApp, failure } from './helpers.ts';
+import { createTestApp, failure, type TestApp } from './helpers.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { runSkinportSales } from '../workers/ingest/sales.ts';
 
 /**
  * Sales windows (DESIGN 19): skinport's sales history read from a recorded body of the real format
@@ -150,7 +152,7 @@ describe('combined windows', () => {
     expect(await write('skinport', [row(id, '7d', { median: '3.10', volume: 2 })])).toMatchObject({ changed: 0, combined: 0 });
     expect(await write('skinport', [row(id, '7d', { median: '3.20', volume: 3 })])).toMatchObject({ changed: 1, combined: 1 });
     const history = await sql<{ median: string; volume: number }[]>`select median::text as median, volume from sales_observations where catalog_id = ${id} order by ingested_at`;
-    expect(history).toEqual([{ median: '3.10', volume: 2 }, { median: '3.20', volume: 3 }]);
+    expect([...history]).toEqual([{ median: '3.10', volume: 2 }, { median: '3.20', volume: 3 }]);
   });
 
   test('names the catalog lacks and versions an item cannot carry are counted, not written', () => {
@@ -178,5 +180,72 @@ describe('liquidity', () => {
     expect(liquidityOf([4], null)).toEqual({ listings: 4, sales_7d: null, days_to_sell: null });
     expect(liquidityOf([4], window(0))).toEqual({ listings: 4, sales_7d: 0, days_to_sell: null });
     expect(liquidityOf([0], window(5))).toEqual({ listings: 0, sales_7d: 5, days_to_sell: '0.0' });
+  });
+});
+
+describe('the skinport sales reader end to end (workers/ingest/sales.ts)', () => {
+  // A simulator over items of this suite alone; the reader pointed at it.
+  const names = [`Sales Reader ${crypto.randomUUID()} | A (Field-Tested)`, `Sales Reader ${crypto.randomUUID()} | B (Minimal Wear)`];
+  let simulator: MarketSimulator;
+  let t: TestApp;
+  beforeAll(async () => {
+    simulator = startMarketSimulator({ port: 0, seed: 7, items: names.map((name) => ({ market_hash_name: name, phases: [] })) });
+    t = createTestApp({ config: { SOURCE_SKINPORT_URL: `${simulator.url}/skinport`, QUEUE_PREFIX: `salestest${process.pid}` } });
+    for (const name of names) await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(name)}, ${name}, 'sticker')`;
+  });
+  afterAll(async () => {
+    await t.close();
+    await simulator.stop();
+  });
+  const deps = () => ({ sql: t.deps.sql, redis: t.deps.redis, config: t.deps.config, log: silent, now: () => new Date() });
+  // Slots far apart, so each run claims its own (one hour per slot at the real interval).
+  let slot = 0;
+  const nextSlot = () => new Date(Date.now() + (slot += 1) * 86_400_000 * 30);
+
+  test('reads, maps and stores every window of the suite’s items; GET /v2/status shows the reader', async () => {
+    const outcome = await runSkinportSales(deps(), nextSlot());
+    expect(outcome).toMatchObject({ status: 'succeeded', skipped: 0, unknownNames: 0 });
+    const windows = await t.deps.sql<{ sales_window: string; sources: string[] }[]>`
+      select sales_window, sources from item_sales where catalog_id in ${t.deps.sql(names.map((name) => catalogIdFor(name)))} order by catalog_id, sales_window`;
+    expect(windows.length).toBe(8);
+    expect(windows.every((row) => row.sources.join() === 'skinport')).toBe(true);
+    const status = (await (await t.request('/v2/status')).json()) as { components: { sales: Record<string, { last_success_at: string | null; consecutive_failures: number }> } };
+    expect(status.components.sales.skinport).toMatchObject({ consecutive_failures: 0 });
+    expect(status.components.sales.skinport!.last_success_at).not.toBeNull();
+  });
+
+  test('a 429 blocks skinport’s budget for its Retry-After and is recorded on the reader only; skinport’s prices are untouched', async () => {
+    await t.deps.sql`insert into price_sources (name, last_success_at) values ('skinport', now()) on conflict (name) do nothing`;
+    const [before] = await t.deps.sql`select last_success_at, last_error from price_sources where name = 'skinport'`;
+    simulator.setMode('skinport', 'rate_limit');
+    simulator.setRetryAfter('120');
+    try {
+      const outcome = await runSkinportSales(deps(), nextSlot());
+      expect(outcome.status).toBe('failed');
+      // The next read does not even ask: the budget is blocked.
+      const requests = simulator.requestCount('skinport');
+      expect(await runSkinportSales(deps(), nextSlot())).toMatchObject({ status: 'failed', error: expect.stringContaining('Retry-After') });
+      expect(simulator.requestCount('skinport')).toBe(requests);
+    } finally {
+      simulator.setMode('skinport', 'ok');
+      await t.deps.redis.del(...(await t.deps.redis.keys(`salestest${process.pid}:*`)));
+    }
+    const [after] = await t.deps.sql`select last_success_at, last_error from price_sources where name = 'skinport'`;
+    expect(after).toEqual(before!);
+    const [reader] = await t.deps.sql<{ consecutive_failures: number; last_error: string }[]>`select consecutive_failures, last_error from sales_readers where name = 'skinport'`;
+    expect(reader!.consecutive_failures).toBeGreaterThanOrEqual(2);
+  });
+
+  test('wrong types in every window fail the read (nothing readable) and keep the stored windows', async () => {
+    const id = catalogIdFor(names[0]!);
+    const [stored] = await t.deps.sql`select count(*)::int as n from item_sales where catalog_id = ${id}`;
+    simulator.setMode('skinport', 'wrong_types');
+    try {
+      expect(await runSkinportSales(deps(), nextSlot())).toMatchObject({ status: 'failed' });
+    } finally {
+      simulator.setMode('skinport', 'ok');
+    }
+    const [kept] = await t.deps.sql`select count(*)::int as n from item_sales where catalog_id = ${id}`;
+    expect(kept).toEqual(stored!);
   });
 });

@@ -260,4 +260,40 @@ function tenthsHalfEven(numerator: number, denominator: number): string {
   return `${tenths / 10n}.${tenths % 10n}`;
 }
 
+export const salesReadersSchema = z
+  .record(
+    z.string(),
+    z.object({
+      last_success_at: z.string().nullable(),
+      last_error: z.string().nullable(),
+      last_error_at: z.string().nullable(),
+      consecutive_failures: z.number().int(),
+      windows_written: z.number().int().describe('Windows that changed in the last successful read'),
+      windows_skipped: z.number().int().describe('Windows of the last successful read that could not be read (counted, never fatal)'),
+      unknown_names: z.number().int(),
+    }),
+  )
+  .describe('DESIGN 19: each sales reader (skinport’s sales history, steam’s priceoverview) with its last success and error. Informative: not part of `degraded`');
+
+/** Each sales reader's health row, for GET /v2/status. */
+export async function salesReaderStates(db: Queryable): Promise<z.infer<typeof salesReadersSchema>> {
+  const rows = await db<
+    { name: string; last_success_at: Date | null; last_error: string | null; last_error_at: Date | null; consecutive_failures: number; last_rows_written: number; last_rows_skipped: number; last_unknown_names: number }[]
+  >`select name, last_success_at, last_error, last_error_at, consecutive_failures, last_rows_written, last_rows_skipped, last_unknown_names from sales_readers order by name collate "C"`;
+  return Object.fromEntries(
+    rows.map((row) => [
+      row.name,
+      {
+        last_success_at: row.last_success_at?.toISOString() ?? null,
+        last_error: row.last_error,
+        last_error_at: row.last_error_at?.toISOString() ?? null,
+        consecutive_failures: row.consecutive_failures,
+        windows_written: row.last_rows_written,
+        windows_skipped: row.last_rows_skipped,
+        unknown_names: row.last_unknown_names,
+      },
+    ]),
+  );
+}
+
 export { SALES_WINDOWS };

@@ -43,7 +43,7 @@ function windowJson(entry: SalesEntry, askCents: number, hour: number, index: nu
   const daily = askCents < 100 ? 120 : askCents < 1_000 ? 25 : askCents < 10_000 ? 4 : askCents < 100_000 ? 0.6 : 0.1;
   const quiet = unit(mix(entry.hash, 77)) < 0.33 && index === 0;
   const volume = quiet ? 0 : Math.floor(daily * scale * (0.5 + unit(h)) + (unit(mix(h, 1)) < 0.5 ? 0 : 1));
-  if (volume === 0) return '{"min":null,"max":null,"avg":null,"median":null,"volume":0}';
+  if (volume === 0) return `{"min":null,"max":null,"avg":null,"median":null,"volume":${wrongTypes ? '"0"' : '0'}}`;
   const median = askCents * (0.9 + 0.15 * unit(mix(h, 2)));
   const min = volume === 1 ? median : median * (0.92 + 0.06 * unit(mix(h, 3)));
   const max = volume === 1 ? median : median * (1.02 + 0.2 * unit(mix(h, 4)));
