@@ -8,6 +8,7 @@ import { createLogger, type Logger } from '../shared/platform/logger.ts';
 import { MarketSummaryReader } from '../shared/market/summary.ts';
 import { httpRequestMetrics, type HttpRequestMetrics } from '../shared/metrics/http.ts';
 import { registerIngestMetrics } from '../shared/metrics/ingest.ts';
+import { registerCatalogMetrics } from '../shared/metrics/catalog.ts';
 import { registerPriceStreamMetrics } from '../shared/metrics/price-stream.ts';
 import { registerQueueDepth } from '../shared/metrics/queues.ts';
 import { Registry } from '../shared/metrics/registry.ts';
@@ -141,6 +142,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   });
   registerQueueDepth(registry, POOLS.map((pool) => ({ pool, queue: queues[pool] })), log);
   registerIngestMetrics(registry, { sql, sources: enabledSources(config), now, log });
+  registerCatalogMetrics(registry, { sql, log });
 
   return {
     config,

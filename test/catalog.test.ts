@@ -116,7 +116,7 @@ describe('listing', () => {
     expect(names(first.data)).toEqual(expectedOrder.map((r) => r.market_hash_name));
     for (const item of first.data) {
       expect(Object.keys(item).sort()).toEqual(
-        ['catalog_id', 'definition_index', 'exterior', 'image', 'market_hash_name', 'paint_index', 'phases', 'rarity', 'souvenir', 'stattrak', 'type', 'weapon'].sort(),
+        ['catalog_id', 'definition_index', 'exterior', 'image', 'market_hash_name', 'paint_index', 'phases', 'provisional', 'rarity', 'souvenir', 'stattrak', 'type', 'weapon'].sort(),
       );
     }
   });
@@ -127,8 +127,10 @@ describe('listing', () => {
     // DESIGN 18: each item also carries its image: cs2-lib's, or Steam's icon when an inventory read by
     // another suite sharing this database has shown one (test/item-images.test.ts checks which wins).
     for (const item of shown) expect(['cs2-lib', 'steam']).toContain((item as CatalogItem & { image?: { source: string } }).image?.source ?? 'none');
+    // DESIGN 19: a generated item is never provisional.
+    for (const item of shown) expect((item as CatalogItem & { provisional?: boolean }).provisional).toBe(false);
     const data = shown.map((item) => {
-      const { image: _image, ...rest } = item as CatalogItem & { image?: unknown };
+      const { image: _image, provisional: _provisional, ...rest } = item as CatalogItem & { image?: unknown; provisional?: boolean };
       return rest as CatalogItem;
     });
     expect(data).toEqual([generatedByName.get('AK-47 | Redline (Field-Tested)')!, generatedByName.get('StatTrak™ AK-47 | Redline (Field-Tested)')!]);
@@ -441,14 +443,14 @@ describe('syncCatalog', () => {
     const changedNow = { ...changed, phases: ['phase-1' as const], paint_index: 418 };
     const fresh = make('★ Sync Fresh (Factory New)');
     const second = await syncCatalog(sql, [kept, changedNow, fresh]);
-    expect(second).toEqual({ inserted: 1, updated: 1, unchanged: 1, deleted: 1, retained: 1, total: 3 });
+    expect(second).toEqual({ inserted: 1, updated: 1, unchanged: 1, deleted: 1, retained: 1, adopted: 0, provisional: 0, total: 3 });
     expect(await findCatalogItem(sql, changed.catalog_id)).toEqual(changedNow);
     expect(await findCatalogItem(sql, dropped.catalog_id)).toBeNull();
     expect(await findCatalogItem(sql, priced.catalog_id)).toEqual(priced);
     expect(await findCatalogItem(sql, fresh.catalog_id)).toEqual(fresh);
 
     // Idempotent: the same input again changes nothing (the priced row is still retained).
-    expect(await syncCatalog(sql, [kept, changedNow, fresh])).toEqual({ inserted: 0, updated: 0, unchanged: 3, deleted: 0, retained: 1, total: 3 });
+    expect(await syncCatalog(sql, [kept, changedNow, fresh])).toEqual({ inserted: 0, updated: 0, unchanged: 3, deleted: 0, retained: 1, adopted: 0, provisional: 0, total: 3 });
     await sql`delete from latest_prices where catalog_id = ${priced.catalog_id}`;
   });
 

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { catalogItemSchema, EXTERIORS, ITEM_TYPES, PHASE_VERSIONS, RARITIES } from '../../shared/catalog/identity.ts';
+import { catalogRecordSchema, EXTERIORS, ITEM_TYPES, PHASE_VERSIONS, RARITIES } from '../../shared/catalog/identity.ts';
 import { catalogIsLoaded, listCatalogItems, type CatalogPosition } from '../../shared/catalog/repository.ts';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { errors } from '../../shared/http/errors.ts';
@@ -44,7 +44,7 @@ function catalogQuery() {
 
 const catalogPage = z.object({
   // DESIGN 18: each item's image (its `default` version's; the price routes give each version's).
-  data: z.array(catalogItemSchema.extend({ image: itemImageSchema.nullable() })),
+  data: z.array(catalogRecordSchema.extend({ image: itemImageSchema.nullable() })),
   next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
 });
 
@@ -94,6 +94,7 @@ export function catalogRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlug
           description: [
             'Every item of the catalog, ordered by market_hash_name, with its `catalog_id` (what the price operations take). Filters: `q` (a case-insensitive substring of the name, up to 200 characters), `type`, `weapon` (a weapon name of the catalog), `exterior`, `rarity`, `phase`, `stattrak`, `souvenir`, `definition_index` and `paint_index`.',
             '`limit` 1 to 200 (default 50).',
+            '`provisional` (DESIGN 19): true for an item added from its market name the day it appeared on the market (seen on two price sources, or on Steam), before @ianlucas/cs2-lib knew it. It is priced like any other item; `rarity`, `definition_index` and `paint_index` are null until `npm run catalog:sync` with a library that knows it turns it into a regular item under the same `catalog_id`. Each one added is announced by the `catalog.item_added` webhook event.',
             '`image` (DESIGN 18): the newest icon Steam has shown the item with in an inventory this service read (`source: "steam"`), else @ianlucas/cs2-lib’s image (`source: "cs2-lib"`), else null. The art is Valve’s.',
             'Errors: 400 `invalid_request` (an unknown weapon or filter value), 400 `invalid_cursor`, 503 `catalog_unavailable` (the catalog has not been loaded yet; retry shortly).',
           ].join('\n\n'),

@@ -108,3 +108,16 @@ export const catalogItemSchema = z.object({
   phases: z.array(z.enum(PHASE_VERSIONS)).describe('Phase versions the item is priced in besides `default` (Doppler, Gamma Doppler)'),
 });
 export type CatalogItem = z.infer<typeof catalogItemSchema>;
+
+/**
+ * DESIGN 19: a catalog item as GET /v2/catalog/items and `catalog.item_added` show it. `provisional`
+ * items were added from market names before the library knew them (shared/catalog/provisional.ts).
+ */
+export const catalogRecordSchema = catalogItemSchema.extend({
+  provisional: z
+    .boolean()
+    .describe(
+      'true for an item added the day it appeared on the market, from its name alone (DESIGN 19): priced like any item, with `rarity`, `definition_index` and `paint_index` null until a catalog sync with a newer @ianlucas/cs2-lib makes it a regular item under the same `catalog_id`',
+    ),
+});
+export type CatalogRecord = z.infer<typeof catalogRecordSchema>;

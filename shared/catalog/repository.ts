@@ -1,5 +1,5 @@
 import type { Queryable, Sql } from '../platform/db.ts';
-import type { CatalogItem, Exterior, ItemType, PhaseVersion, Rarity } from './identity.ts';
+import type { CatalogItem, CatalogRecord, Exterior, ItemType, PhaseVersion, Rarity } from './identity.ts';
 
 /**
  * catalog_items (sql/0002). The catalog is written only by `syncCatalog` (set-based, idempotent) and
@@ -23,6 +23,10 @@ export type CatalogSyncCounts = {
   deleted: number;
   /** Rows no longer generated but kept because latest_prices still references them. */
   retained: number;
+  /** Provisional rows (DESIGN 19) this catalog generates: now regular items, same id and prices. */
+  adopted: number;
+  /** Provisional rows this catalog still lacks: kept as they are. */
+  provisional: number;
   /** Items in the generated catalog. */
   total: number;
 };
@@ -31,6 +35,9 @@ export type CatalogSyncCounts = {
  * Makes catalog_items equal to `items`: inserts new rows, updates rows whose attributes changed
  * (leaving unchanged rows and their synced_at alone), and deletes rows no longer generated unless a
  * latest price still refers to them. One transaction: readers see the old or the new catalog.
+ * DESIGN 19: a provisional row (shared/catalog/provisional.ts) that `items` generates becomes a regular
+ * item with the generated attributes, keeping its catalog_id and so its prices; one it does not
+ * generate stays provisional.
  */
 export async function syncCatalog(sql: Sql, items: readonly CatalogItem[]): Promise<CatalogSyncCounts> {
   const seen = new Set<string>();
@@ -43,6 +50,9 @@ export async function syncCatalog(sql: Sql, items: readonly CatalogItem[]): Prom
   const text = (values: (string | null)[]) => sql.array(values, TEXT_OID);
   return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${SYNC_LOCK_KEY})`;
+    const [provisional] = await tx<{ adopted: number }[]>`
+      select count(*)::int as adopted from catalog_items c
+      where c.provisional and c.catalog_id = any(${text(items.map((i) => i.catalog_id))}::text[])`;
     let inserted = 0;
     let updated = 0;
     for (let start = 0; start < items.length; start += SYNC_CHUNK_ROWS) {
@@ -64,11 +74,11 @@ export async function syncCatalog(sql: Sql, items: readonly CatalogItem[]): Prom
           market_hash_name = excluded.market_hash_name, type = excluded.type, weapon = excluded.weapon,
           exterior = excluded.exterior, rarity = excluded.rarity, stattrak = excluded.stattrak,
           souvenir = excluded.souvenir, definition_index = excluded.definition_index,
-          paint_index = excluded.paint_index, phases = excluded.phases, synced_at = excluded.synced_at
-        where (c.market_hash_name, c.type, c.weapon, c.exterior, c.rarity, c.stattrak, c.souvenir, c.definition_index, c.paint_index, c.phases)
+          paint_index = excluded.paint_index, phases = excluded.phases, provisional = false, synced_at = excluded.synced_at
+        where (c.market_hash_name, c.type, c.weapon, c.exterior, c.rarity, c.stattrak, c.souvenir, c.definition_index, c.paint_index, c.phases, c.provisional)
               is distinct from
               (excluded.market_hash_name, excluded.type, excluded.weapon, excluded.exterior, excluded.rarity, excluded.stattrak,
-               excluded.souvenir, excluded.definition_index, excluded.paint_index, excluded.phases)
+               excluded.souvenir, excluded.definition_index, excluded.paint_index, excluded.phases, false)
         returning (xmax = 0) as inserted`;
       for (const row of rows) {
         if (row.inserted) inserted += 1;
@@ -76,27 +86,34 @@ export async function syncCatalog(sql: Sql, items: readonly CatalogItem[]): Prom
       }
     }
     // An anti-join against the generated ids (a hash join), not `<> all(array)`, which is quadratic.
-    const [stale] = await tx<{ deleted: number; retained: number }[]>`
+    // Provisional rows the library still lacks are not stale: they stay until a library generates them.
+    const [stale] = await tx<{ deleted: number; retained: number; provisional: number }[]>`
       with generated as (
         select unnest(${text(items.map((i) => i.catalog_id))}::text[]) as catalog_id
       ), gone as (
-        select c.catalog_id,
+        select c.catalog_id, c.provisional,
                exists (select 1 from latest_prices p where p.catalog_id = c.catalog_id) as referenced
         from catalog_items c
         where not exists (select 1 from generated g where g.catalog_id = c.catalog_id)
       ), removed as (
         delete from catalog_items c using gone
-        where c.catalog_id = gone.catalog_id and not gone.referenced
+        where c.catalog_id = gone.catalog_id and not gone.referenced and not gone.provisional
         returning 1
       )
       select (select count(*) from removed)::int as deleted,
-             (select count(*) from gone where referenced)::int as retained`;
+             (select count(*) from gone where referenced and not provisional)::int as retained,
+             (select count(*) from gone where provisional)::int as provisional`;
+    // Names recorded as unknown (sql/0027) that the catalog now has are no longer news.
+    await tx`delete from unknown_item_sightings s where exists (select 1 from catalog_items c where c.market_hash_name = s.market_hash_name)`;
+    await tx`delete from unparsed_item_names u where exists (select 1 from catalog_items c where c.market_hash_name = u.market_hash_name)`;
     return {
       inserted,
       updated,
       unchanged: items.length - inserted - updated,
       deleted: stale!.deleted,
       retained: stale!.retained,
+      adopted: provisional!.adopted,
+      provisional: stale!.provisional,
       total: items.length,
     };
   });
@@ -133,9 +150,9 @@ export async function listCatalogItems(
   filters: CatalogFilters,
   after: CatalogPosition | null,
   limit: number,
-): Promise<{ items: CatalogItem[]; next: CatalogPosition | null }> {
-  const rows = await db<CatalogRow[]>`
-    select catalog_id, market_hash_name, type, weapon, exterior, rarity, stattrak, souvenir, definition_index, paint_index, phases
+): Promise<{ items: CatalogRecord[]; next: CatalogPosition | null }> {
+  const rows = await db<CatalogRecord[]>`
+    select catalog_id, market_hash_name, type, weapon, exterior, rarity, stattrak, souvenir, definition_index, paint_index, phases, provisional
     from catalog_items
     where true
       ${filters.q !== undefined ? db`and lower(market_hash_name) like '%' || lower(${likeLiteral(filters.q)}) || '%' escape '\\'` : db``}
@@ -153,7 +170,7 @@ export async function listCatalogItems(
     limit ${limit + 1}`;
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
-  return { items: page.map(toCatalogItem), next: rows.length > limit && last ? { name: last.market_hash_name } : null };
+  return { items: page.map((row) => ({ ...toCatalogItem(row), provisional: row.provisional })), next: rows.length > limit && last ? { name: last.market_hash_name } : null };
 }
 
 export async function findCatalogItem(db: Queryable, catalogId: string): Promise<CatalogItem | null> {

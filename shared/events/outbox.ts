@@ -19,6 +19,9 @@ export const EVENT_TYPES = [
   // and the end of an asset's trade protection.
   'trade.reversed',
   'item.protection_ended',
+  // DESIGN 19: a name the catalog lacked became a provisional catalog item (shared/catalog/provisional.ts);
+  // market-wide, its data the catalog record.
+  'catalog.item_added',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -5,11 +5,12 @@ import { z } from 'zod';
 import type { Queryable } from '../platform/db.ts';
 import { itemFilesStatus, renderModeSummary } from '../media/item-files.ts';
 import { POOLS, type Pool } from '../jobs/queues.ts';
+import { provisionalSummary } from '../catalog/provisional.ts';
 import { fxStateSchema } from './fx.ts';
 import { liveWorkersByPool } from './heartbeats.ts';
 import { sourceFreshness, sourceStateSchema } from './sources.ts';
-
 import { salesReaderStates, salesReadersSchema } from '../prices/sales.ts';
+
 /**
  * Each source as /v2/status shows it: every enabled one as on GET /health, and each source SOURCES
  * names that cannot run (DESIGN 14: skinbaron without SOURCE_SKINBARON_KEY) as `unavailable` with the
@@ -35,7 +36,7 @@ const componentStatus = z.enum(['ok', 'degraded', 'down']);
 export const platformStatusSchema = z.object({
   status: z.enum(['ok', 'degraded']),
   checked_at: z.string(),
-  degraded: z.array(z.string()).describe('The components that are not ok, as dotted paths (`redis`, `queues.<pool>`, `workers.<pool>`, `sources.<name>`, `fx`)'),
+  degraded: z.array(z.string()).describe('The components that are not ok, as dotted paths (`redis`, `queues.<pool>`, `workers.<pool>`, `sources.<name>`, `fx`, `catalog`)'),
   components: z.object({
     database: z.object({ status: componentStatus, latency_ms: z.number() }),
     redis: z.object({ status: componentStatus, latency_ms: z.number().nullable().describe('Null when Redis did not answer') }),
@@ -54,7 +55,6 @@ export const platformStatusSchema = z.object({
     sources: statusSourcesSchema.describe('Each enabled price source as on GET /health; a source SOURCES names that cannot run (skinbaron without its key) as `unavailable` with the reason'),
     /** The exchange rates, as on GET /health. */
     fx: fxStateSchema,
-    gameplatform: z
     sales: salesReadersSchema.nullable(),
     catalog: z
       .object({
@@ -69,6 +69,7 @@ export const platformStatusSchema = z.object({
           .describe('Names seen on two price sources (or on Steam) that the catalog lacks and that do not parse unambiguously into one item, so they are not priced'),
       })
       .describe('New items (DESIGN 19): market names the catalog lacks become provisional items; those that cannot be read are counted here. Unparsed names do not make the status degraded.'),
+    gameplatform: z
       .object({
         steam_web_api: z.object({
           status: z.enum(['ok', 'unavailable']).describe('unavailable: STEAM_WEB_API_KEY is not set, so profiles answer 503'),
@@ -147,17 +148,18 @@ export async function platformStatus(input: {
   chromiumPath: string;
 }): Promise<PlatformStatus | null> {
   const now = input.now();
-  const [database, redis, workers, sources, steam, ...queueCounts] = await Promise.all([
+  const [database, redis, workers, sources, steam, catalog, ...queueCounts] = await Promise.all([
     timed(() => input.sql`select 1`),
     timed(() => input.redis.ping()),
     timed(() => liveWorkersByPool(input.sql, now)),
     timed(() => sourceFreshness(input.sql, input.sources, now)),
     timed(() => newestSteamFetches(input.sql)),
+    timed(() => provisionalSummary(input.sql)),
     ...POOLS.map((pool) => timed(() => input.queues[pool].getJobCounts('waiting', 'active', 'delayed', 'failed'))),
   ]);
+  const sales = await timed(() => salesReaderStates(input.sql));
   if (!database.ok || !workers.ok || !sources.ok) return null;
   const degraded: string[] = [];
-  const sales = await timed(() => salesReaderStates(input.sql));
   if (!redis.ok) degraded.push('redis');
   const queues: PlatformStatus['components']['queues'] = {};
   const workerStatus: PlatformStatus['components']['workers'] = {};
@@ -178,6 +180,7 @@ export async function platformStatus(input: {
     if (source.status !== 'fresh') degraded.push(`sources.${name}`);
   }
   if (sources.value.fx.status !== 'fresh') degraded.push('fx');
+  if (!catalog.ok) degraded.push('catalog');
   return {
     status: degraded.length === 0 ? 'ok' : 'degraded',
     checked_at: now.toISOString(),
@@ -194,11 +197,11 @@ export async function platformStatus(input: {
         ),
       },
       fx: sources.value.fx,
+      sales: sales.ok ? sales.value : null,
+      catalog: catalog.ok ? { status: 'ok', ...catalog.value } : { status: 'down', provisional_items: null, unparsed_names: null },
       gameplatform: {
         // Not part of `degraded`: a deployment without a Steam key simply does not offer profiles.
         steam_web_api: { status: input.steamWebApiKeyConfigured ? 'ok' : 'unavailable', last_success_at: steam.ok ? steam.value.profile : null },
-      sales: sales.ok ? sales.value : null,
-      catalog: catalog.ok ? { status: 'ok', ...catalog.value } : { status: 'down', provisional_items: null, unparsed_names: null },
         steam_community: { status: 'ok', last_success_at: steam.ok ? steam.value.inventory : null },
         automation: { status: 'unavailable', reason: 'Trade intents are drafted and their assets reserved here; offers are not sent to Steam.' },
       },

@@ -19,6 +19,7 @@ import { recordSeenIcons } from '../../shared/media/images/item-icons.ts';
 import { findLatestRates, type FxRates } from '../../shared/fx/repository.ts';
 import { sourceApiKey, sourceSettings } from '../../shared/sources/settings.ts';
 import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult } from '../../shared/sources/types.ts';
+import { learnNewItems } from './new-items.ts';
 
 const REQUEST_TIMEOUT_MS = 15_000;
 const CATALOG_CACHE_MS = 60_000;
@@ -257,6 +258,9 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       );
     }
     const writtenAt = performance.now();
+    // DESIGN 19: names the catalog lacks, per source; one seen on two sources (or steam) becomes a
+    // provisional item, and the name map is reloaded so the next run prices it.
+    if (await learnNewItems(deps.sql, { source: adapter.name, names: mapped.unknownNames, at: ingestedAt, log })) catalogCaches.delete(deps.sql);
     // The keyless price list is rebuilt from a snapshot after each run that changed a price.
     if (result.changed > 0 && deps.requestSnapshot) {
       await deps.requestSnapshot(runId).catch((error: Error) => log.warn({ err: error.message }, 'could not request a price snapshot; the next run will'));
