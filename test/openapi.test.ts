@@ -310,7 +310,7 @@ describe('documented success bodies match what the routes answer', () => {
     await conforms('GET', '/v1/me/keys', await t.request('/v1/me/keys', { headers: session }));
     // /health documents its 200 body: fresh exchange rates too (the always-on fx source, DESIGN 14).
     await seedFreshFxRates(t.deps.sql);
-    for (const path of ['/health', '/v2/health', '/v2/status', '/v2/meta/scopes', '/v2/meta/capabilities']) {
+    for (const path of ['/health', '/v2/health', '/v2/status', '/v2/meta/scopes', '/v2/meta/capabilities', '/v2/meta/currencies']) {
       await conforms('GET', path, await t.request(path));
     }
     const ws = await workspaceWithKey(t, { tier: 'enterprise' });

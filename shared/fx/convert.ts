@@ -1,5 +1,5 @@
 import { decimalJsRatio } from './convert-decimal.ts';
-import { FX_SOURCE, type FxRates } from './repository.ts';
+import { FX_SOURCE, type FxRates, type FxSourceName } from './repository.ts';
 
 /**
  * Conversion of stored USD amounts into another currency (DESIGN 14): A × rate(X) / rate(USD),
@@ -51,7 +51,7 @@ export function isSupportedCurrency(rates: FxRates, currency: string): boolean {
 }
 
 /** The `fx` object of a converted answer (DESIGN 14). */
-export type FxQuote = { base: 'USD'; quote: string; rate: string; as_of: string; source: typeof FX_SOURCE };
+export type FxQuote = { base: 'USD'; quote: string; rate: string; as_of: string; source: FxSourceName };
 
 const AMOUNT = /^-?[0-9]+(\.[0-9]+)?$/;
 
@@ -153,7 +153,7 @@ function ratesFor(rates: FxRates, currency: string): { rate: string; usdRate: st
 /** The quote of USD → `currency`: rate = rate(X) / rate(USD), half-even to 8 places (informative). */
 export function quoteFor(rates: FxRates, currency: string): FxQuote {
   const { rate, usdRate } = ratesFor(rates, currency);
-  return { base: 'USD', quote: currency, rate: exactRatio('1', rate, usdRate, 8), as_of: rates.as_of, source: FX_SOURCE };
+  return { base: 'USD', quote: currency, rate: exactRatio('1', rate, usdRate, 8), as_of: rates.as_of, source: rates.source ?? FX_SOURCE };
 }
 
 /**

@@ -21,6 +21,10 @@
  *   the same results as the decimal.js form it replaced (convert-decimal.ts, compared by
  *   test/fx-convert.test.ts). USD → USD is the identity. Routes (`?currency=`) are built on supportedCurrencies, quoteFor and
  *   usdConverter / convertUsd over findLatestRates.
+ * - Steam-implied rates (DESIGN 19, steam-implied.ts, steam-currencies.ts, steam-implied-repository.ts,
+ *   sql/0028): the Steam wallet currencies the ECB lacks, at the median over a fixed basket of local /
+ *   USD lowest prices read from Steam's priceoverview (the `fx.steam_implied` job); currencies.ts joins
+ *   both into what `?currency=` converts to and GET /v2/meta/currencies lists (`fx.source`).
  */
 export { ECB_DAILY_PATH, fetchEcbDaily, FxUnavailableError, parseEcbRates, type EcbParseResult, type EcbRateDay } from './ecb.ts';
 export { convertToUsd, convertUsd, isSupportedCurrency, minorUnits, quoteFor, supportedCurrencies, UnsupportedCurrencyError, usdConverter, type FxQuote } from './convert.ts';

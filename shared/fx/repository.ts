@@ -6,8 +6,11 @@ import type { EcbRateDay } from './ecb.ts';
  * row. Rates travel as the exact decimal text Postgres holds (`rate::text`), never as numbers.
  */
 
-/** The one upstream of the fx source (DESIGN 14: `source: "ecb"` in every `fx` object). */
+/** The ECB upstream of the fx source (DESIGN 14: `source: "ecb"` in the `fx` of an ECB currency). */
 export const FX_SOURCE = 'ecb';
+
+/** Where a rate comes from (DESIGN 19 `fx.source`): the ECB, or Steam's own prices (shared/fx/steam-implied.ts). */
+export type FxSourceName = 'ecb' | 'steam-implied';
 
 /** The rates conversions use: the newest ECB date's set. */
 export type FxRates = {
@@ -17,6 +20,8 @@ export type FxRates = {
   rates: ReadonlyMap<string, string>;
   /** When the file holding this set was fetched. */
   fetched_at: Date;
+  /** Whose rates these are (default `ecb`): a Steam-implied currency is converted from a set of its own, USD at '1'. */
+  source?: FxSourceName;
 };
 
 /**

@@ -39,6 +39,8 @@ export const OPERATIONS = [
   op('platform.status', 'GET', '/v2/status', 'public', [], 0, 'production'),
   op('meta.capabilities', 'GET', '/v2/meta/capabilities', 'public', [], 0, 'production'),
   op('meta.scopes', 'GET', '/v2/meta/scopes', 'public', [], 0, 'production'),
+  // DESIGN 19: the currencies `?currency=` converts to, with their source (public, like its siblings).
+  op('meta.currencies', 'GET', '/v2/meta/currencies', 'public', [], 0, 'production'),
   op('prices.public.list', 'GET', '/v1/prices', 'public', [], 0, 'production'),
   op('prices.public.get', 'GET', '/v1/prices/{market_hash_name}', 'public', [], 0, 'production'),
   // DESIGN 18: keyless, limited per client address like the keyless prices.

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import type { Queryable } from '../platform/db.ts';
 import { ApiError, errors } from '../http/errors.ts';
-import { isSupportedCurrency, quoteFor, supportedCurrencies, usdConverter } from '../fx/convert.ts';
-import { findLatestRates, type FxRates } from '../fx/repository.ts';
+import { quoteFor, usdConverter } from '../fx/convert.ts';
+import { loadCurrencyTable, offeredCurrencies, resolveCurrency, type CurrencyTable } from '../fx/currencies.ts';
+import type { FxRates } from '../fx/repository.ts';
 
 /**
  * Prices in the user's currency (DESIGN 14): stored prices stay USD; an answer asked for with
@@ -13,20 +14,25 @@ import { findLatestRates, type FxRates } from '../fx/repository.ts';
 
 /**
  * `?currency=`: an upper-case ISO 4217 code. Whether the code is supported (EUR or a currency of the
- * newest ECB file) is decided against the stored rates, after this format check.
+ * newest ECB file, or a Steam wallet currency with a Steam-implied rate: DESIGN 19) is decided against
+ * the stored rates, after this format check.
  */
 export const currencyParam = z
   .string()
   .regex(/^[A-Z]{3}$/, 'currency must be an upper-case ISO 4217 code such as EUR or USD')
-  .describe('ISO 4217 code (default `USD`): every price in the answer is converted from USD at the newest ECB reference rates; `fx` says how');
+  .describe(
+    'ISO 4217 code (default `USD`): every price in the answer is converted from USD, at the newest ECB reference rates for EUR and the ECB currencies, or for the Steam wallet currencies the ECB does not publish (RUB, UAH, KZT, VND, CLP, PEN, COP, TWD, SAR, AED, ARS, KWD, QAR, CRC, UYU) at a rate implied by Steam\'s own prices; `fx` says how. GET /v2/meta/currencies lists what is offered; a Steam wallet currency not offered now is a 503 `fx_unavailable` naming the reason, an unknown code a 400',
+  );
 
 export const fxSchema = z
   .object({
     base: z.literal('USD'),
     quote: z.string().describe('The requested currency'),
     rate: z.string().describe('Units of `quote` per USD, 8 decimal places (informative: each amount is converted exactly, then rounded once)'),
-    as_of: z.string().describe('The ECB reference date of the rates (YYYY-MM-DD)'),
-    source: z.literal('ecb'),
+    as_of: z.string().describe('`ecb`: the ECB reference date of the rates; `steam-implied`: the UTC date of the Steam basket read that gave the rate (YYYY-MM-DD)'),
+    source: z
+      .enum(['ecb', 'steam-implied'])
+      .describe('`ecb`: the European Central Bank\'s daily reference rates; `steam-implied`: the median over a fixed basket of liquid items of their lowest Steam price in the currency over their lowest Steam price in USD (Steam wallet currencies the ECB does not publish)'),
   })
   .describe('How the prices were converted; absent for USD');
 
@@ -93,10 +99,11 @@ export function withCurrency<T extends Record<string, unknown>>(document: T, con
   return out as T;
 }
 
-// The newest rates, read at most once per RATES_TTL_MS per database handle: they change every few
-// hours, and a price answer should not cost a query for them. "No rates yet" is never cached.
+// The newest rates (ECB and Steam-implied), read at most once per RATES_TTL_MS per database handle:
+// they change every few hours, and a price answer should not cost a query for them. "No ECB rates
+// yet" is never cached.
 const RATES_TTL_MS = 5_000;
-const ratesCache = new WeakMap<object, { at: number; rates: FxRates }>();
+const ratesCache = new WeakMap<object, { at: number; table: CurrencyTable }>();
 // Conversions per rate set and currency: the quote is a decimal division, ~15 µs a request.
 const conversions = new WeakMap<FxRates, Map<string, Conversion>>();
 
@@ -105,27 +112,34 @@ export function forgetCachedRates(db: Queryable): void {
   ratesCache.delete(db);
 }
 
-async function latestRates(db: Queryable): Promise<FxRates | null> {
+/** The currency table (ECB set and Steam-implied rates) of `db`, cached as above. */
+export async function latestCurrencyTable(db: Queryable): Promise<CurrencyTable> {
   const cached = ratesCache.get(db);
-  if (cached && performance.now() - cached.at < RATES_TTL_MS) return cached.rates;
-  const rates = await findLatestRates(db);
-  if (rates) ratesCache.set(db, { at: performance.now(), rates });
-  return rates;
+  if (cached && performance.now() - cached.at < RATES_TTL_MS) return cached.table;
+  const table = await loadCurrencyTable(db);
+  if (table.ecb) ratesCache.set(db, { at: performance.now(), table });
+  return table;
 }
 
 /**
  * The conversion an answer needs for `?currency=` (null for USD or no parameter: nothing to do).
- * An unsupported code is a 400 naming it and the supported ones; no rates stored yet is a 503
- * `fx_unavailable`.
+ * An unknown code is a 400 naming it and the supported ones; no ECB rates stored yet is a 503
+ * `fx_unavailable` for everything but a Steam-implied currency with a rate; a Steam wallet currency
+ * that is not offered now (too few basket prices, never read, steam disabled) is a 503
+ * `fx_unavailable` naming the reason (DESIGN 19: never guessed).
  */
 export async function resolveConversion(db: Queryable, currency: string | undefined, field = 'query.currency'): Promise<Conversion | null> {
   if (currency === undefined || currency === 'USD') return null;
-  const rates = await latestRates(db);
-  if (!rates) throw new ApiError(503, 'fx_unavailable', 'No exchange rates have been fetched yet; prices are available in USD. Retry shortly.', undefined, { 'retry-after': '30' });
-  if (!isSupportedCurrency(rates, currency)) {
-    const supported = ['USD', ...supportedCurrencies(rates).filter((code) => code !== 'USD')].join(', ');
-    throw errors.invalidRequest(`unsupported currency ${JSON.stringify(currency)}; one of ${supported}`, [{ field, message: `unsupported currency ${currency}` }]);
+  const table = await latestCurrencyTable(db);
+  const resolution = resolveCurrency(table, currency);
+  if (resolution.kind === 'unavailable') {
+    throw new ApiError(503, 'fx_unavailable', `${currency} is not offered now: ${resolution.reason}. GET /v2/meta/currencies lists the currencies offered; prices are available in USD.`);
   }
+  if (resolution.kind === 'unknown') {
+    if (!table.ecb) throw new ApiError(503, 'fx_unavailable', 'No exchange rates have been fetched yet; prices are available in USD. Retry shortly.', undefined, { 'retry-after': '30' });
+    throw errors.invalidRequest(`unsupported currency ${JSON.stringify(currency)}; one of ${offeredCurrencies(table).join(', ')}`, [{ field, message: `unsupported currency ${currency}` }]);
+  }
+  const rates = resolution.rates;
   let byCurrency = conversions.get(rates);
   if (!byCurrency) conversions.set(rates, (byCurrency = new Map()));
   let conversion = byCurrency.get(currency);
