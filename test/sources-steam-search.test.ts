@@ -219,7 +219,7 @@ describe('priceoverview: a 24 h sales window, never a price', () => {
     const result = await ADAPTERS.steam.fetchSnapshot(context(fakeUrl, { names: [AK, CASE, AWP, 'Nope | Nothing (Field-Tested)', AK], maxPages: 0 }));
     expect(result.observations).toEqual([]);
     expect(result).toMatchObject({ skipped: 0, unknown: 1, requests: 4 });
-    const window = { version: 'default', window: '24h', mean: null, min: null, max: null, source_time: NOW };
+    const window = { version: 'default', window: '24h' as const, mean: null, min: null, max: null, source_time: NOW };
     expect(result.sales).toEqual([
       { ...window, market_hash_name: AK, median: '32.10', volume: 1234 },
       { ...window, market_hash_name: CASE, median: null, volume: 0 },
@@ -465,6 +465,6 @@ describe('steam ingest runs (Postgres and Redis)', () => {
     // priceoverview's volume and median went to the 24 h sales window (the simulator's volume is the pinned quantity).
     const sales = await t.deps.sql<{ volume: number; median: string | null }[]>`
       select volume, median::text as median from source_sales where source = 'steam' and sales_window = '24h' and catalog_id = ${ids.get(AK)!}`;
-    expect(sales).toEqual([{ volume: 1234, median: '2.45' }]);
+    expect([...sales]).toEqual([{ volume: 1234, median: '2.45' }]);
   });
 });

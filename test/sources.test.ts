@@ -251,7 +251,7 @@ describe('skinport', () => {
 describe('steam', () => {
   // DESIGN 19: prices come from the search pages (test/sources-steam-search.test.ts has them in depth);
   // priceoverview reads the names it is given as 24 h sales windows, never as prices.
-  const sale = (name: string, median: string | null, volume: number) => ({ market_hash_name: name, version: 'default', window: '24h', median, mean: null, min: null, max: null, volume, source_time: NOW });
+  const sale = (name: string, median: string | null, volume: number) => ({ market_hash_name: name, version: 'default', window: '24h' as const, median, mean: null, min: null, max: null, volume, source_time: NOW });
 
   test('search pages price the market: cents → exact decimals, listings as quantity, the unlisted unpriced', async () => {
     const result = await ADAPTERS.steam.fetchSnapshot(context(url('steam'), { maxPages: 1 }));
