@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { generateCatalog } from '../shared/catalog/generate.ts';
-import { catalogIdFor, type CatalogItem } from '../shared/catalog/identity.ts';
+import { catalogIdFor, type CatalogItem, type PhaseVersion } from '../shared/catalog/identity.ts';
 import { DEFAULT_SKIN_KINDS, parseMarketHashName } from '../shared/catalog/market-name-parser.ts';
 
 /**
@@ -19,8 +19,8 @@ const parsed = (name: string): CatalogItem => {
 };
 
 const ATTRIBUTES = ['type', 'weapon', 'exterior', 'stattrak', 'souvenir', 'phases'] as const;
-const DOPPLER = ['phase-1', 'phase-2', 'phase-3', 'phase-4', 'ruby', 'sapphire', 'black-pearl'];
-const GAMMA_DOPPLER = ['phase-1', 'phase-2', 'phase-3', 'phase-4', 'emerald'];
+const DOPPLER: PhaseVersion[] = ['phase-1', 'phase-2', 'phase-3', 'phase-4', 'ruby', 'sapphire', 'black-pearl'];
+const GAMMA_DOPPLER: PhaseVersion[] = ['phase-1', 'phase-2', 'phase-3', 'phase-4', 'emerald'];
 
 // Real market names, each with what it must read as (attributes not named: null, false or []).
 const REAL_NAMES: [string, Expected][] = [

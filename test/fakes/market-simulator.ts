@@ -6,6 +6,7 @@ import { mulberry32 } from '../../shared/util/random.ts';
 import { skinportSalesBody } from './simulator/skinport-sales.ts';
 import { otherSteamCurrency, steamInOtherCurrency } from './simulator/steam-currencies.ts';
 import { createSteamSearch } from './simulator/steam-search.ts';
+import { newItemSchedule, type NewSimulatorItem } from './simulator/new-items.ts';
 
 /**
  * Local market simulator (DESIGN 9, 13 and 14, test/fakes/): one Bun.serve speaking the ten upstream
@@ -27,6 +28,7 @@ import { createSteamSearch } from './simulator/steam-search.ts';
  *   POST /skinbaron/GetExtendedPriceList            bare array [{marketHashName, lowestPrice, minWear, maxWear, imageUrl, dopplerClassName}], EUR
  *   /fx/stats/eurofxref/eurofxref-daily.xml          the ECB's daily reference rates (DESIGN 14), `gesmes:Envelope` XML
  *   POST /_control/<source|fx|all>/<mode>          switch a source's mode from another process
+ *   (options.newItems: items off the market until their time, test/fakes/simulator/new-items.ts)
  *   GET  /_control                                 current modes
  *
  * Prices are deterministic in (seed, name, version, 30 s bucket of `now`) and drift slowly: each
@@ -177,6 +179,8 @@ export type MarketSimulatorOptions = {
   prices?: Record<string, Record<string, FixedPrice>>;
   /** Length of a price bucket (default 30 s). */
   bucketSeconds?: number;
+  /** DESIGN 19: items off the market until their time (test/fakes/simulator/new-items.ts). */
+  newItems?: readonly NewSimulatorItem[];
 };
 
 export type MarketSimulator = {
@@ -190,6 +194,8 @@ export type MarketSimulator = {
   requestCount(source: SimulatorTarget): number;
   /** The last request a source received: its URL and headers. */
   lastRequest(source: SimulatorTarget): { url: string; headers: Record<string, string> } | undefined;
+  /** The new items (options.newItems) on the market at `now`. */
+  newItemsAt(now: Date): NewSimulatorItem[];
   stop(): Promise<void>;
 };
 
@@ -558,7 +564,8 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
   const byName = new Map<string, Entry>();
   const csfloatEntries: Entry[] = [];
   let entryCount = 0;
-  for (const [ordinal, item] of options.items.entries()) {
+  const newItems = newItemSchedule(options.newItems, Math.floor(now().getTime() / bucketMs), bucketMs);
+  for (const [ordinal, item] of [...options.items, ...newItems.items].entries()) {
     const name = item.market_hash_name;
     const nameJson = JSON.stringify(name);
     const fixedFor = (version: string) => {
@@ -586,6 +593,8 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     main.phaseEntries = [...new Set(item.phases.map(phaseVersion))].map(makeEntry);
     defaults.push(main);
     byName.set(name, main);
+    // CSFloat's listings are laid out once: a new item is never in them.
+    if (!newItems.isListed(item, -Infinity)) continue;
     // CSFloat listings of a Doppler always carry a phase.
     if (main.phaseEntries.length > 0) csfloatEntries.push(...main.phaseEntries);
     else csfloatEntries.push(main);
@@ -713,6 +722,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     const bucket = bucketOf(now());
     const rows: string[] = [];
     for (const entry of defaults) {
+      if (!newItems.isListed(entry.item, bucket)) continue;
       rows.push(skinportRow(entry, bucket, rows.length, partial && rows.length % 3 === 1, wrongTypes));
       for (const phase of entry.phaseEntries) rows.push(skinportRow(phase, bucket, rows.length, partial && rows.length % 3 === 1, wrongTypes));
     }
@@ -770,7 +780,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     const counter = steamPartialCounter;
     steamPartialCounter += 1;
     const entry = byName.get(name);
-    if (!entry) return json('{"success":false}');
+    if (!entry || !newItems.isListed(entry.item, bucketOf(now()))) return json('{"success":false}');
     if (modes.steam === 'wrong_types') {
       const quote = ask(entry, 'steam', bucketOf(now()));
       const money = quote ? steamMoney(quote.text) : '$1.00';
@@ -924,6 +934,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
    * absent share, or a pin saying so). An item with phases: the lowest of its listed phases.
    */
   function marketAsk(entry: Entry, source: BodySource, bucket: number): MarketQuote | null {
+    if (!newItems.isListed(entry.item, bucket)) return null;
     if (entry.fixed) {
       const pin = pinFor(entry.fixed, source);
       return pin ? { mills: pin.mills, pin: pin.text, moved: 0 } : null;
@@ -1475,6 +1486,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     },
     requestCount: (source) => counts[source],
     lastRequest: (source) => last[source],
+    newItemsAt: newItems.newItemsAt,
     async stop() {
       for (const finish of [...stalled]) finish(new Response('simulator stopped', { status: 503 }));
       await server.stop(true);

@@ -7,6 +7,7 @@ import { createLogger } from '../../shared/platform/logger.ts';
 import { MemoryReleaser } from '../../shared/platform/memory.ts';
 import { SIMULATED_SOURCES, SIMULATOR_MODES, startMarketSimulator, type SimulatorItem } from './market-simulator.ts';
 import { IMAGE_FAULT_KINDS, startImageFake } from './images/server.ts';
+import { DEFAULT_NEW_ITEMS } from './simulator/new-items.ts';
 import { BIG_STEAM_ID, EMPTY_STEAM_ID, FRIENDS_ONLY_STEAM_ID, PARTNER_STEAM_ID, PRIVATE_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake } from './steam/server.ts';
 
 export type RunningFake = { stop: () => Promise<void> };
@@ -43,11 +44,13 @@ export async function runSimulatorFromEnv(): Promise<RunningFake> {
     worker.addEventListener('close', () => Bun.gc(true));
     worker.onerror = (event) => reject(new Error(`catalog worker failed: ${event.message}`));
   });
-  const simulator = startMarketSimulator({ port, seed, items: catalog });
+  // DESIGN 19: a few real items the catalog lacks come on the market minutes after start (new-items.ts).
+  const simulator = startMarketSimulator({ port, seed, items: catalog, newItems: DEFAULT_NEW_ITEMS });
   log.info(
     {
       url: simulator.url,
       items: catalog.length,
+      new_items: DEFAULT_NEW_ITEMS.map((item) => `${item.market_hash_name} after ${item.afterBuckets} buckets`),
       ms: Math.round(performance.now() - started),
       sources: `${simulator.url}/<${SIMULATED_SOURCES.join('|')}>`,
       fx: `${simulator.url}/fx`,
