@@ -16,6 +16,7 @@ const AUTHORITATIVE_SOURCE = 'steam';
 /** How many sources (steam aside) must list a name before it is parsed. */
 const SOURCES_NEEDED = 2;
 const TEXT_OID = 25;
+const MAX_NAME_LENGTH = 256;
 
 export type UnknownNamesOutcome = {
   /** Items this call added to the catalog (provisional), each announced once. */
@@ -36,7 +37,8 @@ export type UnknownNamesOutcome = {
  * the catalog is read again only when some name qualifies.
  */
 export async function recordUnknownNames(sql: Sql, input: { source: string; names: readonly string[]; at: Date }): Promise<UnknownNamesOutcome> {
-  const names = [...new Set(input.names)];
+  // No market name is longer (market-name-parser.ts refuses it anyway): a broken body's junk is not kept.
+  const names = [...new Set(input.names)].filter((name) => name.length > 0 && name.length <= MAX_NAME_LENGTH);
   if (names.length === 0) return { added: [], unparsed: [], newlyUnparsed: [], catalogChanged: false };
   const rows = await sql<{ name: string; known: boolean; qualifies: boolean }[]>`
     with seen as (
@@ -51,7 +53,7 @@ export async function recordUnknownNames(sql: Sql, input: { source: string; name
     )
     select c.name, c.known,
            not c.known and (
-             ${input.source} = ${AUTHORITATIVE_SOURCE}
+             ${input.source === AUTHORITATIVE_SOURCE}::boolean
              or exists (select 1 from unknown_item_sightings o where o.market_hash_name = c.name and o.source = ${AUTHORITATIVE_SOURCE})
              or (select count(*) from unknown_item_sightings o where o.market_hash_name = c.name and o.source <> ${input.source}) + 1 >= ${SOURCES_NEEDED}
            ) as qualifies
@@ -73,8 +75,21 @@ export async function recordUnknownNames(sql: Sql, input: { source: string; name
   return { added, unparsed: unparsed.map((entry) => entry.name), newlyUnparsed, catalogChanged: known || added.length > 0 };
 }
 
+// Per database handle, for KNOWLEDGE_CACHE_MS: names that keep failing to parse are parsed again on
+// every run that sees them, and the catalog's weapons change only with a catalog sync.
+const KNOWLEDGE_CACHE_MS = 10 * 60_000;
+const knowledgeCaches = new WeakMap<Sql, { knowledge: MarketNameKnowledge; loadedAt: number }>();
+
 /** The parser's knowledge, widened by the catalog's own weapons and agent factions (a synced newer library's). */
-async function catalogKnowledge(db: Queryable): Promise<MarketNameKnowledge> {
+async function catalogKnowledge(sql: Sql): Promise<MarketNameKnowledge> {
+  const cached = knowledgeCaches.get(sql);
+  if (cached && Date.now() - cached.loadedAt < KNOWLEDGE_CACHE_MS) return cached.knowledge;
+  const knowledge = await loadCatalogKnowledge(sql);
+  knowledgeCaches.set(sql, { knowledge, loadedAt: Date.now() });
+  return knowledge;
+}
+
+async function loadCatalogKnowledge(db: Queryable): Promise<MarketNameKnowledge> {
   const rows = await db<{ kind: SkinKind | 'agent'; name: string }[]>`
     select distinct type as kind, weapon as name from catalog_items
     where type in ('weapon', 'knife', 'gloves') and weapon is not null and not provisional
