@@ -47,7 +47,7 @@
  * Part 2, the keyless snapshot (DESIGN 9 and 13) with nine sources and consensus against today's
  * three, in the same run and the same database. From a clean state (target tables truncated,
  * price_sources, ingest_runs and price_snapshots emptied), this process writes one full-catalog run
- * of skinport, steam (every catalog name, one request each) and csfloat (pages of 1000, at most 60)
+ * of skinport, steam (its search pages over the whole catalog, 100 names each) and csfloat (pages of 1000, at most 60)
  * with the adapters, mapToCatalog, claimIngestRun and writeIngestRun, each source's stale threshold
  * as `npm start` sets it (sourceSettings for a local URL), all at one pinned simulated instant, and
  * times buildPriceSnapshot; the body is then compressed as the API does (encodeBody, brotli quality
@@ -80,6 +80,7 @@ import { encodeBody, type PublicPriceList, type PublicVersionPrices } from '../s
 import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
 import { buildPriceSnapshot, SNAPSHOT_BROTLI_QUALITY } from '../shared/prices/snapshot.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
+import { STEAM_SEARCH_PAGE_SIZE } from '../shared/sources/steam.ts';
 import { sourceSettings } from '../shared/sources/settings.ts';
 import { type FetchContext } from '../shared/sources/types.ts';
 import { SOURCE_NAMES, type SourceName } from '../shared/sources/names.ts';
@@ -130,7 +131,7 @@ type SteadyKind = (typeof STEADY_KINDS)[number];
 
 const MARKETPLACES = ['csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const;
 const TODAY_SOURCES = ['skinport', 'steam', 'csfloat'] as const;
-/** Sources part 1 measures: one full-catalog body per run (steam prices names, csfloat pages). */
+/** Sources part 1 measures: one full-catalog body per run (steam and csfloat read pages). */
 const WORKER_SOURCES = ['skinport', ...MARKETPLACES] as const;
 type WorkerSource = (typeof WORKER_SOURCES)[number];
 /** What each source's run asks the upstream for, fetched once before each steady run. */
@@ -554,9 +555,12 @@ async function writeSourceRun(bench: Bench, source: SourceName, catalogNames: st
       log: createLogger({ level: 'silent', name: 'bench' }),
       timeoutMs: 60_000,
       acquire: async () => undefined,
-      names: adapter.needsNames ? catalogNames : [],
+      // Steam prices from its search pages (DESIGN 19): enough of them for the whole catalog in one run,
+      // and no priceoverview (its names give sales, not prices).
+      names: [],
       now: () => at,
       ...settings.paging,
+      ...(source === 'steam' ? { maxPages: Math.ceil(catalogNames.length / STEAM_SEARCH_PAGE_SIZE) + 1 } : {}),
     }),
   );
   const fetchMs = performance.now() - fetchStarted;
@@ -725,7 +729,7 @@ function snapshotTable(three: SnapshotFigures, nine: SnapshotFigures, writes: So
     ['outlier source entries / all source entries', ...both((f) => `${count(outlierTotal(f))} / ${count(entryTotal(f))} (${percent(outlierTotal(f), entryTotal(f))})`)],
   ];
   const lines = [table(rows), '', `nine / three sources: JSON ${(nine.jsonBytes / three.jsonBytes).toFixed(2)} ×, brotli ${(nine.brBytes / three.brBytes).toFixed(2)} ×, gzip ${(nine.gzipBytes / three.gzipBytes).toFixed(2)} ×, build ${(nine.buildMs / three.buildMs).toFixed(2)} ×`];
-  lines.push(`steam priced every catalog name (${count(steamNames)} requests, one name each); csfloat: pages of 1000, at most 60`);
+  lines.push(`steam priced every catalog name (${count(steamNames)} names) from its search pages of ${STEAM_SEARCH_PAGE_SIZE}; csfloat: pages of 1000, at most 60`);
   lines.push(
     '',
     table([
