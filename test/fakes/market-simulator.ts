@@ -16,8 +16,8 @@ import { newItemSchedule, type NewSimulatorItem } from './simulator/new-items.ts
  *   /skinport/v1/items?app_id=730&currency=USD     bare array, one row per (name, version), brotli
  *   /skinport/v1/sales/history?app_id=730&currency=USD  bare array of sales windows (test/fakes/simulator/skinport-sales.ts), brotli
  *   /steam/market/priceoverview/?appid=730&currency=1&market_hash_name=…  (any other wallet currency id: the same answer in that currency's money, test/fakes/simulator/steam-currencies.ts)
- *   /csfloat/api/v1/listings?limit=…&cursor=…      {data, cursor}, integer cents, limit ≤ 1000
  *   /steam/market/search/render/?appid=730&norender=1&start=…&count=…  {success, start, pagesize, total_count, results:[{hash_name, sell_listings, sell_price, asset_description:{icon_url, …}, …}]}, by name, count ≤ 100
+ *   /csfloat/api/v1/listings?limit=…&cursor=…      {data, cursor}, integer cents, limit ≤ 1000
  *   /csmarket/api/v2/prices/class_instance/USD.json  {success, time, currency, items:{"<classid>_<instanceid>":…}}
  *   /lisskins/market_export_json/csgo.json           bare array [{name, price, unlocked_price, count, url}]
  *   /waxpeer/v1/prices?game=csgo&minified=0          {success, items:[{name, count, min, steam_price?, img?, type?, rarity_color?}]}
@@ -810,6 +810,12 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     return json(`{${fields.join(',')}}`);
   }
 
+  // Steam's search pages (test/fakes/simulator/steam-search.ts): priceoverview's ask and volume per item.
+  const steamSearch = createSteamSearch(() => defaults, (entry) => entry.name, (entry) => {
+    const quote = ask(entry, 'steam', bucketOf(now()));
+    return { cents: quote?.cents ?? null, listings: quote ? (entry.fixed?.quantity ?? Math.max(1, generatedQuantity(entry, 'steam', quote.cents))) : 0, hash: entry.hash };
+  });
+
   // ---- csfloat -------------------------------------------------------------------------------
 
   // Every listing of the market as [entry index, slot], in one seeded shuffled order (pages mix items).
@@ -820,12 +826,6 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     else count = generatedQuantity(entry, 'csfloat', Math.round(entry.base * 100));
     for (let slot = 0; slot < count; slot += 1) listingSlots.push([index, slot]);
   }
-  // Steam's search pages (test/fakes/simulator/steam-search.ts): priceoverview's ask and volume per item.
-  const steamSearch = createSteamSearch(() => defaults, (entry) => entry.name, (entry) => {
-    const quote = ask(entry, 'steam', bucketOf(now()));
-    return { cents: quote?.cents ?? null, listings: quote ? (entry.fixed?.quantity ?? Math.max(1, generatedQuantity(entry, 'steam', quote.cents))) : 0, hash: entry.hash };
-  });
-
   const random = mulberry32(seed ^ 0xc5f10a7);
   for (let i = listingSlots.length - 1; i > 0; i -= 1) {
     const j = Math.floor(random() * (i + 1));
@@ -1417,6 +1417,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     ['/skinport/v1/items', ['skinport', 'skinport']],
     ['/skinport/v1/sales/history', ['skinport', 'skinport-sales']],
     ['/steam/market/priceoverview', ['steam', 'steam']],
+    ['/steam/market/search/render', ['steam', 'steam']],
     ['/csfloat/api/v1/listings', ['csfloat', 'csfloat']],
     ['/csmarket/api/v2/prices/class_instance/USD.json', ['csmarket', 'csmarket']],
     ['/lisskins/market_export_json/csgo.json', ['lisskins', 'lisskins']],
@@ -1428,7 +1429,6 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     ['/skinbaron/GetExtendedPriceList', ['skinbaron', 'skinbaron']],
     ['/fx/stats/eurofxref/eurofxref-daily.xml', ['fx', 'fx']],
   ]);
-    ['/steam/market/search/render', ['steam', 'steam']],
   /** The last build of each marketplace body: bucket, mode, size and build time (GET /_control shows them). */
   const bodyStats = () =>
     Object.fromEntries(
@@ -1463,6 +1463,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       if (special) return special;
       if (endpoint === 'skinport-sales') return skinportSales(url);
       if (source === 'skinport') return skinport(request, url);
+      if (path === '/steam/market/search/render') return steamSearch(url, modes.steam);
       if (source === 'steam') return steam(url);
       if (source === 'csfloat') return csfloat(url);
       if (source === 'fx') return new Response(ecbDailyXml(seed, now(), modes.fx), { headers: { 'content-type': 'text/xml' } });
@@ -1474,7 +1475,6 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     },
   });
 
-      if (path === '/steam/market/search/render') return steamSearch(url, modes.steam);
   const port = server.port!;
   return {
     url: `http://${options.hostname ?? '127.0.0.1'}:${port}`,
