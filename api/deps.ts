@@ -22,8 +22,8 @@ import { PriceStreamHub, type PriceStreamHubOptions } from '../shared/prices/str
 import { POOLS, queueName, type Pool } from '../shared/jobs/queues.ts';
 import { createRequestRedis, type Redis } from '../shared/platform/redis.ts';
 import { enabledSources } from '../shared/sources/settings.ts';
-import { CounterRedis } from '../shared/platform/redis-counters.ts';
 import { PriceDemand } from '../shared/sources/demand.ts';
+import { CounterRedis } from '../shared/platform/redis-counters.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
 
 /** Process plumbing most routes use. */
@@ -56,9 +56,9 @@ type PriceDeps = {
   inventories: InventoryReader;
   /** The price stream's reader and fan-out of this process (DESIGN 15), started at its first connection. */
   priceStream: PriceStreamHub;
-};
   /** Which items people ask about (keyed price reads, inventories): steam's priceoverview reads them first (DESIGN 19). */
   priceDemand: PriceDemand;
+};
 
 /** Key lookups cached per process, cleared on revocation (shared/identity/key-invalidation.ts). */
 type IdentityDeps = { keys: ApiKeyCache };
@@ -159,9 +159,9 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     marketSummaries,
     inventories,
     priceStream,
+    priceDemand,
     queues,
     metrics,
-    priceDemand,
     now,
     startedAt: new Date(),
     async ready(timeoutMs = 5_000) {
@@ -177,9 +177,9 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     async close() {
       await priceStream.close();
       await priceSnapshots.close();
+      await priceDemand.flush();
       await Promise.allSettled(Object.values(queues).map((queue) => queue.close()));
       subscriber.disconnect();
-      await priceDemand.flush();
       redis.disconnect();
       counters.close();
       await sql.end({ timeout: 5 });

@@ -199,8 +199,8 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
         timeoutMs: REQUEST_TIMEOUT_MS,
         acquire: () => budget.acquire(),
         names,
-        now: deps.now,
         cursor: redisSourceCursor(deps.redis, deps.config.QUEUE_PREFIX, adapter.name),
+        now: deps.now,
         apiKey: sourceApiKey(deps.config, adapter.name),
         rates,
         ...settings.paging,
@@ -243,12 +243,12 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       listing: unseen.listing,
       relay: deps.relay,
     });
-    rememberRows(deps.sql, adapter, unseen, ingestedAt);
     // DESIGN 19: the item images steam's search rows carry (Steam has no phase versions: `default`).
     if (fetched.icons && fetched.icons.length > 0) {
       const icons = fetched.icons.map((icon) => ({ ...icon, version: 'default' }));
       await recordSeenIcons(deps.sql, icons, ingestedAt).catch((error: Error) => log.warn({ err: error.message, icons: icons.length }, 'could not record item icons; the next run will'));
     }
+    rememberRows(deps.sql, adapter, unseen, ingestedAt);
     // DESIGN 19: sales windows the fetch read (steam's priceoverview: 24 h) are their own write, after
     // the prices: a failure there is logged and leaves the prices written.
     if (fetched.sales && fetched.sales.length > 0) {
