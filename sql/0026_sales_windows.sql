@@ -35,10 +35,11 @@ create table sales_observations (
   source_time timestamptz not null,
   ingested_at timestamptz not null,
   run_id text not null
-);
+) partition by range (ingested_at);
 create index sales_observations_item on sales_observations (catalog_id, version, sales_window, ingested_at);
--- Retention (shared/retention) deletes by time.
-create index sales_observations_ingested on sales_observations (ingested_at);
+-- A partition a day, made ahead and dropped past RETENTION_OBSERVATIONS_DAYS like price_observations'
+-- (shared/retention/partitions.ts); rows no partition covers yet land here.
+create table sales_observations_default partition of sales_observations default;
 
 create table item_sales (
   catalog_id text not null references catalog_items (catalog_id) on delete cascade,
