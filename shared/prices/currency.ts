@@ -47,7 +47,7 @@ export type Conversion = { currency: string; fx: FxInfo; convert: (usd: string) 
 
 /**
  * The money fields of the price documents (keyed and keyless prices, history points, summaries):
- * each is a USD decimal string or null. Other fields (counts, `spread`, which is a ratio, names) are
+ * each is a USD decimal string or null (`mean`: a sales window's, DESIGN 19). Other fields (counts, `spread`, which is a ratio, names) are
  * left alone, and so is anything under `original` (a source's own price in its own currency, never
  * converted).
  */
