@@ -295,6 +295,20 @@ describe('against the market simulator', () => {
     expect((await fetch(`${steamUrl()}/market/search/render/?appid=730&count=100&start=0`)).status).toBe(400);
   });
 
+  test('a new item (the simulator\'s newItems) is on the search pages from its time, not before', async () => {
+    let at = NOW;
+    const fresh = 'Souvenir Charm | Cologne 2026 Highlight | MATYS ACE';
+    const market = startMarketSimulator({ items: [{ market_hash_name: AK, phases: [] }], newItems: [{ market_hash_name: fresh, phases: [], afterBuckets: 2 }], now: () => at });
+    try {
+      const names = async () => (await ADAPTERS.steam.fetchSnapshot(context(`${market.url}/steam`, { maxPages: 1, now: () => at }))).observations.map((observation) => observation.market_hash_name);
+      expect(await names()).toEqual([AK]);
+      at = new Date(NOW.getTime() + 60_000);
+      expect(await names()).toEqual([AK, fresh]);
+    } finally {
+      await market.stop();
+    }
+  });
+
   test('runs continue where the last stopped and wrap after total_count, so successive runs cover the market', async () => {
     const cursor = redisSourceCursor(redis, prefix, 'steam');
     const covered = new Set<string>();

@@ -810,8 +810,15 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     return json(`{${fields.join(',')}}`);
   }
 
-  // Steam's search pages (test/fakes/simulator/steam-search.ts): priceoverview's ask and volume per item.
-  const steamSearch = createSteamSearch(() => defaults, (entry) => entry.name, (entry) => {
+  // Steam's search pages (test/fakes/simulator/steam-search.ts): priceoverview's ask and volume per item,
+  // a new item from its time (the list changes once a bucket at most, and only with new items).
+  let searchListed = { bucket: Number.NaN, entries: defaults };
+  const searchEntries = () => {
+    const bucket = bucketOf(now());
+    if (newItems.items.length > 0 && bucket !== searchListed.bucket) searchListed = { bucket, entries: defaults.filter((entry) => newItems.isListed(entry.item, bucket)) };
+    return searchListed.entries;
+  };
+  const steamSearch = createSteamSearch(searchEntries, (entry) => entry.name, (entry) => {
     const quote = ask(entry, 'steam', bucketOf(now()));
     return { cents: quote?.cents ?? null, listings: quote ? (entry.fixed?.quantity ?? Math.max(1, generatedQuantity(entry, 'steam', quote.cents))) : 0, hash: entry.hash };
   });
