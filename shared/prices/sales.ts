@@ -163,38 +163,44 @@ export async function writeSalesWindows(
 
 /** The combined windows of the keys in `sales_changed`, from every source's stored window (the rule in this module's comment). */
 function recombine(tx: Queryable, at: Date) {
+  // One pass groups every key; the weighted median needs its ordered pass only where two or more
+  // sources sold something (most keys have one: its median is the answer).
   return tx`
-    with inputs as (
+    with inputs as materialized (
       select s.catalog_id, s.version, s.sales_window, s.source, s.median, s.mean, s.min, s.max, s.volume
       from source_sales s
       join sales_changed k on k.catalog_id = s.catalog_id and k.version = s.version and k.sales_window = s.sales_window
-    ), weighted as (
-      select catalog_id, version, sales_window, median, volume,
-             sum(volume) over w as cumulated,
-             sum(volume) over (partition by catalog_id, version, sales_window) as total,
-             lead(median) over w as next_median
-      from inputs
-      where median is not null and volume > 0
-      window w as (partition by catalog_id, version, sales_window order by median, source rows between unbounded preceding and current row)
-    ), medians as (
-      select distinct on (catalog_id, version, sales_window) catalog_id, version, sales_window,
-             case when 2 * cumulated = total and next_median is not null then money_scale((median + next_median) / 2) else median end as median
-      from weighted
-      where 2 * cumulated >= total
-      order by catalog_id, version, sales_window, cumulated
     ), totals as (
       select catalog_id, version, sales_window,
              sum(volume)::int as volume,
              array_agg(source order by source collate "C") as sources,
+             count(*) filter (where median is not null and volume > 0) as priced,
+             max(median) filter (where median is not null and volume > 0) as only_median,
              min(min) filter (where volume > 0) as min,
              max(max) filter (where volume > 0) as max,
              sum(mean * volume) filter (where mean is not null and volume > 0) as mean_weight,
              sum(volume) filter (where mean is not null and volume > 0) as mean_volume
       from inputs
       group by catalog_id, version, sales_window
+    ), weighted as (
+      select i.catalog_id, i.version, i.sales_window, i.median,
+             sum(i.volume) over w as cumulated,
+             sum(i.volume) over (partition by i.catalog_id, i.version, i.sales_window) as total,
+             lead(i.median) over w as next_median
+      from inputs i
+      join totals t on t.catalog_id = i.catalog_id and t.version = i.version and t.sales_window = i.sales_window and t.priced > 1
+      where i.median is not null and i.volume > 0
+      window w as (partition by i.catalog_id, i.version, i.sales_window order by i.median, i.source rows between unbounded preceding and current row)
+    ), medians as (
+      select distinct on (catalog_id, version, sales_window) catalog_id, version, sales_window,
+             case when 2 * cumulated = total and next_median is not null then money_scale((median + next_median) / 2) else median end as median
+      from weighted
+      where 2 * cumulated >= total
+      order by catalog_id, version, sales_window, cumulated
     )
     insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at)
-    select t.catalog_id, t.version, t.sales_window, m.median,
+    select t.catalog_id, t.version, t.sales_window,
+           case when t.priced > 1 then m.median else t.only_median end,
            case when t.mean_volume > 0 then money_scale(round_half_even(t.mean_weight / t.mean_volume, 4)) end,
            t.min, t.max, t.volume, t.sources, ${at}
     from totals t

@@ -761,7 +761,8 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
     if (!partial && !wrongTypes && salesCache?.hour === hour) body = salesCache.body;
     else {
       const bucket = bucketOf(now());
-      const entries = defaults.flatMap((entry) => [entry, ...entry.phaseEntries]);
+      // New items (options.newItems) only once they are on the market; the body is kept for the hour, as upstream's.
+      const entries = defaults.filter((entry) => newItems.isListed(entry.item, bucket)).flatMap((entry) => [entry, ...entry.phaseEntries]);
       const text = skinportSalesBody(entries, (entry) => ask(entry as Entry, 'skinport', bucket)?.cents ?? null, { hour, partial, wrongTypes, slug });
       body = zlib.brotliCompressSync(Buffer.from(text), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
       if (!partial && !wrongTypes) salesCache = { hour, body };
