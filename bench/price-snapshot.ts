@@ -112,6 +112,39 @@ try {
   say(`API: fetch snapshot ${fetchMs.toFixed(0)} ms, index in a thread ${loadMs.toFixed(0)} ms wall, derive ?source=skinport ${deriveMs.toFixed(0)} ms (JSON ${kib(skinport.json.length)}, br ${kib(skinport.br.length)}), one item body ${itemMs.toFixed(2)} ms`);
   say(`API heap after load: ${(process.memoryUsage().heapUsed / 1024 / 1024).toFixed(0)} MiB`);
   await lists.close();
+
+  // Issue 32 (DESIGN 19): the list with `sales_7d` against the same list without, as served (brotli at
+  // the served quality). Every version priced by skinport gets a 7-day window, as skinport's sales
+  // history gives every item it lists one (about one in six sold nothing: a null median, volume 0).
+  const served = async () => {
+    const build = await buildPriceSnapshot(sql, new Date());
+    const newest = await findNewestPriceSnapshot(sql);
+    const snapshot = await LoadedPriceSnapshot.load(newest!, lists2);
+    const body = await snapshot.body;
+    return { build, br: body.br.length, json: body.json.length };
+  };
+  const lists2 = new DerivedListPool();
+  await sql`update latest_prices set price = price + 0.01 where ctid = (select ctid from latest_prices limit 1)`;
+  const without = await served();
+  const [, salesSeedMs] = await timed(
+    () => sql`
+      insert into item_sales (catalog_id, version, sales_window, median, volume, sources, updated_at)
+      select l.catalog_id, l.version, '7d',
+             case when abs(hashtext(l.catalog_id || l.version)) % 6 = 0 then null else round((l.price * (0.9 + random() * 0.15))::numeric, 2) end,
+             case when abs(hashtext(l.catalog_id || l.version)) % 6 = 0 then 0 else 1 + (random() * random() * 400)::int end,
+             '{skinport}', now()
+      from latest_prices l where l.source = 'skinport'`,
+  );
+  await sql`update latest_prices set price = price + 0.01 where ctid = (select ctid from latest_prices limit 1)`;
+  const withSales = await served();
+  const [salesRows] = await sql<{ count: number }[]>`select count(*)::int as count from item_sales`;
+  const ratio = withSales.br / without.br;
+  say(
+    `sales_7d (${salesRows!.count} windows seeded in ${salesSeedMs.toFixed(0)} ms): JSON ${kib(without.json)} → ${kib(withSales.json)}, ` +
+      `brotli q${SNAPSHOT_BROTLI_QUALITY} ${kib(without.br)} → ${kib(withSales.br)}; build ${without.build.duration_ms} → ${withSales.build.duration_ms} ms`,
+  );
+  say(`  ${ratio < 1.15 ? 'PASS' : 'FAIL'}  keyless list with sales_7d < 1.15 × without (brotli, as served): ${ratio.toFixed(3)} ×`);
+  await lists2.close();
 } finally {
   await sql.end({ timeout: 5 });
   await dropDatabase(baseUrl, benchDb, say);
