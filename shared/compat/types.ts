@@ -1,0 +1,99 @@
+import type { SalesWindowName } from '../sources/types.ts';
+
+/**
+ * Drop-in formats (DESIGN 20; docs/compat/): the price files and endpoints existing tools read,
+ * served from our data. This module is the contract between the snapshot build, which gathers a
+ * CompatDataset once per keyless price snapshot and builds each stored document from it
+ * (shared/compat/store.ts), the format modules (shared/compat/<format>.ts), which turn the dataset
+ * into their stored documents and answer requests from them, and the routes (api/routes/compat.ts).
+ *
+ * Every money value in a dataset and in a stored document is USD, as a decimal string (never a JS
+ * number until a format writes its JSON number, from the decimal's text); conversion to another
+ * currency happens when a request asks for one (CompatContext.convert).
+ */
+
+/** One source's latest price of one item and version, as stored (latest_prices). */
+export type CompatSourcePrice = {
+  /** The lowest ask, USD decimal string. */
+  price: string;
+  median_price: string | null;
+  bid: string | null;
+  volume_7d: number | null;
+  /** Listings at the source (steam: sell_listings; skinport: quantity), null where it does not say. */
+  quantity: number | null;
+  /** When the source observed it, ms since the epoch. */
+  source_time_ms: number;
+  /** Whether the price was fresh when the snapshot was built (shared/prices/freshness.ts). */
+  fresh: boolean;
+};
+
+/** One source's sales over one window (source_sales), USD decimal strings; prices null when nothing sold. */
+export type CompatSalesWindow = { median: string | null; mean: string | null; min: string | null; max: string | null; volume: number };
+
+export type CompatVersion = {
+  /** Keyed by our source name (skinport, steam, csfloat, csmarket, lisskins, waxpeer, whitemarket, bitskins, csdeals, skinbaron). */
+  sources: Record<string, CompatSourcePrice>;
+  /** The cross-market consensus price of the fresh sources at the build (DESIGN 13), null when none was fresh. */
+  consensus: string | null;
+  /** Each source's sales windows (skinport: all four; steam: 24h). */
+  sales: Record<string, Partial<Record<SalesWindowName, CompatSalesWindow>>>;
+  /** The windows combined over sources (shared/prices/sales.ts), absent where no source has one. */
+  combined: Partial<Record<SalesWindowName, CompatSalesWindow>>;
+};
+
+export type CompatItem = {
+  market_hash_name: string;
+  catalog_id: string;
+  /** When the item entered our catalog, ms since the epoch (steamapis `first_seen`). */
+  first_seen_ms: number | null;
+  /** `default` and every stored phase version (`phase-2`, `ruby`, …: shared/catalog/identity.ts). */
+  versions: Record<string, CompatVersion>;
+};
+
+/** What one snapshot's compat documents are built from. Items in byte order of market_hash_name. */
+export type CompatDataset = {
+  /** The snapshot's build time (`Last-Modified`), ms since the epoch. */
+  built_at_ms: number;
+  items: CompatItem[];
+  /** The newest ECB rates (units per EUR, decimal text) at the build, for csgotrader's exchange_rates.json; null without any. */
+  rates: { as_of: string; per_eur: Record<string, string> } | null;
+};
+
+/** The documents stored per snapshot, each built once by its format module. */
+export const COMPAT_DOCUMENTS = ['csgotrader-prices', 'skinport-items', 'skinport-sales', 'steam-overview', 'steamapis-items'] as const;
+export type CompatDocumentName = (typeof COMPAT_DOCUMENTS)[number];
+
+/** A stored document: its JSON-able value, and the oldest source time it used (`X-Source-Age`). */
+export type BuiltCompatDocument = { value: unknown; oldest_source_ms: number | null };
+
+/** A format module's builder: pure, from the dataset. */
+export type CompatBuilder = (dataset: CompatDataset) => BuiltCompatDocument;
+
+/** What a format's request handler may use besides its stored document. */
+export type CompatContext = {
+  /**
+   * A USD decimal string in `currency` (ISO 4217), exact, rounded half-even to the currency's minor
+   * units, as a decimal string; null when `currency` is not one we can convert to now.
+   */
+  convert: (usd: string, currency: string) => string | null;
+  /** The currencies `convert` accepts now. */
+  currencies: readonly string[];
+};
+
+/**
+ * A request's answer: a JSON value (or its text) served with the route's caching headers; or an
+ * error in the original's own shape and status. `memoKey`: answers with the same key for one snapshot
+ * are the same bytes (the route keeps them encoded, once); absent: not memoised (a small per-name answer).
+ */
+export type CompatAnswer =
+  | { status: 200; body: unknown; memoKey?: string }
+  /** An error in the original's shape, where the original documents one. */
+  | { status: 400 | 404; body: unknown }
+  /** Our shared error body (`{error: {code: "invalid_request", message, request_id, details}}`), where the original documents none. */
+  | { status: 400; ours: { message: string; field: string } };
+
+/** A request as a format handler sees it: path parameters and the raw query (unknown parameters are ignored, as the originals do). */
+export type CompatRequest = { params: Record<string, string>; query: URLSearchParams };
+
+/** One route's handler: its stored document (parsed, shared by every request of the snapshot) and the request. */
+export type CompatHandler = (document: unknown, request: CompatRequest, context: CompatContext) => CompatAnswer;
