@@ -1,0 +1,231 @@
+import Decimal from 'decimal.js';
+import { PHASE_VERSIONS, type PhaseVersion } from '../catalog/identity.ts';
+import type { SalesWindowName } from '../sources/types.ts';
+import { jsonDecimalString, jsonNumber, jsonNumberOrNull } from './json-number.ts';
+import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatVersion } from './types.ts';
+
+/**
+ * csgotrader's price files (DESIGN 20; docs/compat/csgotrader.md), as `prices.csgotrader.app/latest/`
+ * served them and as csgo-trader-extension's `utils/pricing.js` reads them:
+ *
+ *   prices_v6.json  {"<name>": {"steam": {"last_90d": n|null, "last_30d": …, "last_7d": …, "last_24h": …},
+ *                               "bitskins": {"price": "0.07", "instant_sale_price": null} | null,
+ *                               "csgotm": "0.032" | null,
+ *                               "skinport": {"suggested_price": n|null, "starting_at": n|null} | null,
+ *                               "csgotrader": {"price": n|null, "doppler"?: {"Phase 2": n, "Ruby": n, …}} | null,
+ *                               "csfloat": {"price": …, "doppler"?: …} | null, …}}
+ *   <provider>.json {"<name>": <that provider's entry>} for the names it has (no nulls)
+ *   exchange_rates.json {"USD": 1, "EUR": 0.92, …} (units per USD)
+ *
+ * The upstream generator wrote every provider key on every name, null where that provider lacked the
+ * name, and `steam` always as the four windows (null each without data); it wrote bitskins' prices as
+ * bitskins' own decimal strings and csgotm's price as a string. `doppler` is an object or absent, never
+ * null: the extension's getPrice indexes it by the phase name without a null check.
+ *
+ * The stored document keeps, per provider, each name's entry as exact JSON text (numbers written from
+ * the decimal strings, never through a float), aligned with `names`; the handler joins them into the
+ * file asked for, once per snapshot and file (memoKey).
+ */
+
+/** The doppler map's keys, as the extension's dopplerPhases and the upstream generator spell them. */
+const PHASE_LABELS: Record<PhaseVersion, string> = {
+  'phase-1': 'Phase 1',
+  'phase-2': 'Phase 2',
+  'phase-3': 'Phase 3',
+  'phase-4': 'Phase 4',
+  ruby: 'Ruby',
+  sapphire: 'Sapphire',
+  'black-pearl': 'Black Pearl',
+  emerald: 'Emerald',
+};
+
+type ProviderKind = 'steam' | 'bitskins' | 'csgotm' | 'skinport' | 'consensus' | 'doppler';
+type Provider = { file: string; kind: ProviderKind; source: string | null };
+
+/** prices_v6's providers in the upstream file's order, then our other sources, each under its own name. */
+const FIXED_PROVIDERS: readonly Provider[] = [
+  { file: 'steam', kind: 'steam', source: 'steam' },
+  { file: 'bitskins', kind: 'bitskins', source: 'bitskins' },
+  { file: 'csgotm', kind: 'csgotm', source: 'csmarket' },
+  { file: 'skinport', kind: 'skinport', source: 'skinport' },
+  { file: 'csgotrader', kind: 'consensus', source: null },
+  { file: 'csfloat', kind: 'doppler', source: 'csfloat' },
+  { file: 'lisskins', kind: 'doppler', source: 'lisskins' },
+  { file: 'waxpeer', kind: 'doppler', source: 'waxpeer' },
+  { file: 'whitemarket', kind: 'doppler', source: 'whitemarket' },
+  { file: 'csdeals', kind: 'doppler', source: 'csdeals' },
+  { file: 'skinbaron', kind: 'doppler', source: 'skinbaron' },
+];
+const FIXED_SOURCES = new Set(FIXED_PROVIDERS.map((provider) => provider.source).filter((source) => source !== null));
+const FIXED_FILES = new Set(FIXED_PROVIDERS.map((provider) => provider.file));
+/** A provider file name that can be served: a plain lowercase word (a new source is served under its own name). */
+const PROVIDER_NAME = /^[a-z0-9]+$/;
+
+/** The stored document (JSON-able: every number is already JSON text inside a string). */
+export type CsgotraderDocument = {
+  /** prices_v6's providers, in its key order: those with an entry for at least one name in this snapshot. */
+  providers: string[];
+  /** Every name of prices_v6, in byte order. */
+  names: string[];
+  /** Per provider, per name (aligned with `names`): the entry's JSON text, or null where it has none. */
+  entries: Record<string, (string | null)[]>;
+  /** exchange_rates.json's text. */
+  exchange_rates: string;
+};
+
+const STEAM_WINDOWS: readonly [string, SalesWindowName][] = [
+  ['last_90d', '90d'],
+  ['last_30d', '30d'],
+  ['last_7d', '7d'],
+  ['last_24h', '24h'],
+];
+const STEAM_WITHOUT_DATA = '{"last_90d":null,"last_30d":null,"last_7d":null,"last_24h":null}';
+
+/** Steam's windows: the median sale price over each window the steam source has (priceoverview: 24 h only), null for the others. */
+function steamEntry(version: CompatVersion | undefined): string | null {
+  const sales = version?.sales.steam;
+  if (!sales) return null;
+  const medians = STEAM_WINDOWS.map(([, window]) => sales[window]?.median ?? null);
+  if (medians.every((median) => median === null)) return null;
+  return `{${STEAM_WINDOWS.map(([key], index) => `"${key}":${jsonNumberOrNull(medians[index])}`).join(',')}}`;
+}
+
+/** `{price, doppler?}`: the default version's price and each phase version's (absent without any phase price). */
+function dopplerEntry(item: CompatItem, priceOf: (version: CompatVersion) => string | null): string | null {
+  const base = item.versions.default;
+  const price = base ? priceOf(base) : null;
+  const phases: string[] = [];
+  for (const phase of PHASE_VERSIONS) {
+    const version = item.versions[phase];
+    const phasePrice = version ? priceOf(version) : null;
+    if (phasePrice !== null) phases.push(`"${PHASE_LABELS[phase]}":${jsonNumber(phasePrice)}`);
+  }
+  if (price === null && phases.length === 0) return null;
+  return phases.length === 0 ? `{"price":${jsonNumberOrNull(price)}}` : `{"price":${jsonNumberOrNull(price)},"doppler":{${phases.join(',')}}}`;
+}
+
+function entryOf(provider: Provider, item: CompatItem): string | null {
+  const base = item.versions.default;
+  const source = provider.source === null ? undefined : base?.sources[provider.source];
+  switch (provider.kind) {
+    case 'steam':
+      return steamEntry(base);
+    case 'bitskins':
+      // bitskins' own API wrote its prices as strings, and the upstream file kept them; we have no instant-sale price.
+      return source ? `{"price":${jsonDecimalString(source.price)},"instant_sale_price":null}` : null;
+    case 'csgotm':
+      return source ? jsonDecimalString(source.price) : null;
+    case 'skinport':
+      // skinport's suggested price is not stored; starting_at is its lowest ask (/v1/items min_price).
+      return source ? `{"suggested_price":null,"starting_at":${jsonNumber(source.price)}}` : null;
+    case 'consensus':
+      return dopplerEntry(item, (version) => version.consensus);
+    case 'doppler':
+      return dopplerEntry(item, (version) => version.sources[provider.source!]?.price ?? null);
+  }
+}
+
+/** The oldest source time an item's entries use: every source priced in it (the consensus uses only fresh ones, a subset). */
+function oldestSourceOf(item: CompatItem, providers: readonly Provider[]): number | null {
+  const used = new Set(providers.map((provider) => provider.source));
+  let oldest: number | null = null;
+  for (const version of Object.values(item.versions)) {
+    for (const [name, price] of Object.entries(version.sources)) {
+      const counted = used.has(name) || (used.has(null) && price.fresh && version.consensus !== null);
+      if (counted && (oldest === null || price.source_time_ms < oldest)) oldest = price.source_time_ms;
+    }
+  }
+  return oldest;
+}
+
+const RateDecimal = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_EVEN });
+/** Decimal places of exchange_rates.json's rates (units per USD); ECB rates carry at most 6 significant digits. */
+const RATE_PLACES = 8;
+
+/** exchange_rates.json: units of each ECB currency per USD, rate(X) / rate(USD) from the EUR-based set, half-even to 8 places. */
+export function exchangeRatesJson(rates: CompatDataset['rates']): string {
+  const perEur = rates?.per_eur ?? {};
+  const usd = perEur.USD;
+  if (usd === undefined || new RateDecimal(usd).lte(0)) return '{"USD":1}';
+  const parts = ['"USD":1'];
+  for (const currency of Object.keys(perEur).sort()) {
+    if (currency === 'USD' || !/^[A-Z]{3}$/.test(currency)) continue;
+    const perUsd = new RateDecimal(perEur[currency]!).div(usd).toDecimalPlaces(RATE_PLACES, Decimal.ROUND_HALF_EVEN);
+    parts.push(`"${currency}":${jsonNumber(perUsd.toFixed(RATE_PLACES))}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+export const buildCsgotraderPrices: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
+  const extraSources = new Set<string>();
+  for (const item of dataset.items) {
+    for (const version of Object.values(item.versions)) {
+      for (const source of Object.keys(version.sources)) {
+        if (!FIXED_SOURCES.has(source) && !FIXED_FILES.has(source) && PROVIDER_NAME.test(source)) extraSources.add(source);
+      }
+    }
+  }
+  const providers: Provider[] = [...FIXED_PROVIDERS, ...[...extraSources].sort().map((source): Provider => ({ file: source, kind: 'doppler', source }))];
+  const names: string[] = [];
+  const columns = providers.map(() => [] as (string | null)[]);
+  let oldest: number | null = null;
+  for (const item of dataset.items) {
+    const row = providers.map((provider) => entryOf(provider, item));
+    if (row.every((entry) => entry === null)) continue;
+    names.push(item.market_hash_name);
+    row.forEach((entry, index) => columns[index]!.push(entry));
+    const itemOldest = oldestSourceOf(item, providers.filter((_, index) => row[index] !== null));
+    if (itemOldest !== null && (oldest === null || itemOldest < oldest)) oldest = itemOldest;
+  }
+  const document: CsgotraderDocument = { providers: [], names, entries: {}, exchange_rates: exchangeRatesJson(dataset.rates) };
+  providers.forEach((provider, index) => {
+    // steam is always a key of prices_v6 (the upstream wrote it on every name); others when they have an entry.
+    if (provider.kind !== 'steam' && columns[index]!.every((entry) => entry === null)) return;
+    document.providers.push(provider.file);
+    document.entries[provider.file] = columns[index]!;
+  });
+  return { value: document, oldest_source_ms: oldest };
+};
+
+function isCsgotraderDocument(value: unknown): value is CsgotraderDocument {
+  const candidate = value as CsgotraderDocument | null;
+  return typeof candidate === 'object' && candidate !== null && Array.isArray(candidate.names) && Array.isArray(candidate.providers) && typeof candidate.exchange_rates === 'string';
+}
+
+/** prices_v6.json: every name with every provider of the document (null where it has none; steam's four nulls). */
+function pricesV6Json(document: CsgotraderDocument): string {
+  const parts: string[] = [];
+  const columns = document.providers.map((provider) => [provider, document.entries[provider]!] as const);
+  for (let index = 0; index < document.names.length; index += 1) {
+    const fields = columns.map(([provider, entries]) => `"${provider}":${entries[index] ?? (provider === 'steam' ? STEAM_WITHOUT_DATA : 'null')}`);
+    parts.push(`${JSON.stringify(document.names[index])}:{${fields.join(',')}}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+/** `<provider>.json`: the names the provider has an entry for. */
+function providerJson(document: CsgotraderDocument, provider: string): string {
+  const entries = document.entries[provider];
+  if (!entries) return '{}';
+  const parts: string[] = [];
+  for (let index = 0; index < document.names.length; index += 1) {
+    const entry = entries[index];
+    if (entry !== null && entry !== undefined) parts.push(`${JSON.stringify(document.names[index])}:${entry}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+/** What a static file host answers for a file it does not have (the original was an S3 bucket): 404, here with a small JSON body. */
+const NOT_FOUND: CompatAnswer = { status: 404, body: '{"error":"not found"}' };
+
+/** `GET /compat/csgotrader/latest/:file`: prices_v6.json, exchange_rates.json or `<provider>.json`; anything else 404. */
+export const csgotraderFile: CompatHandler = (document, request) => {
+  if (!isCsgotraderDocument(document)) throw new Error('csgotrader-prices: the stored document is not of this format');
+  const file = request.params.file ?? '';
+  if (file === 'prices_v6.json') return { status: 200, body: pricesV6Json(document), memoKey: file };
+  if (file === 'exchange_rates.json') return { status: 200, body: document.exchange_rates, memoKey: file };
+  const provider = file.endsWith('.json') ? file.slice(0, -'.json'.length) : '';
+  // A provider we serve with no entry in this snapshot (its source has no price now) is an empty file, not a missing one.
+  if (FIXED_FILES.has(provider) || document.providers.includes(provider)) return { status: 200, body: providerJson(document, provider), memoKey: file };
+  return NOT_FOUND;
+};

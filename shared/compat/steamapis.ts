@@ -1,0 +1,179 @@
+import type { SalesWindowName } from '../sources/types.ts';
+import { jsonNumberOrNull } from './json-number.ts';
+import type { BuiltCompatDocument, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatSalesWindow } from './types.ts';
+
+/**
+ * SteamApis' `GET /market/items/730` (DESIGN 20; docs/compat/steamapis.md), from the steam source's
+ * data. SteamApis' documented body (its docs' response example; key order as there):
+ *
+ *   {"appID": 730, "data": [{"updated_at": 1611472110000, "prices": {"first_seen": 1378162800000,
+ *     "unstable_reason": "LOW_SALES_MONTH", "unstable": true,
+ *     "sold": {"avg_daily_volume": 1, "last_90d": 131, "last_30d": 38, "last_7d": 11, "last_24h": 2},
+ *     "safe_ts": {"last_90d": 91.56, "last_30d": 99.75, "last_7d": 105.37, "last_24h": 106.12},
+ *     "safe": 91.56, "median": 90.186, "mean": 91.49, "max": 120.42, "avg": 91.56, "min": 62.01, "latest": 116.66},
+ *     "image": "…", "border_color": "…", "market_hash_name": "…", "market_name": "…", "nameID": "…"}]}
+ *
+ * and with `format=compact` `{"<name>": <safe>}` (`compact_value` picks another of latest, min, avg,
+ * max, mean, safe, safe_ts.last_24h … safe_ts.last_90d, unstable, unstable_reason). `first_seen` and
+ * `updated_at` are unix milliseconds. SteamApis writes 0 for prices it has no sales for; we write null
+ * (never 0, DESIGN 20), and leave out image, border_color, market_name and nameID, which we do not hold.
+ *
+ * The stored document keeps, per item, each value's JSON text (exact numbers from the decimal
+ * strings); the handler writes the full body or a compact map from them, once per snapshot and form.
+ */
+
+/** The values of one item, in TOKENS order: each JSON text (`12.5`, `null`, `true`, `"NO_SALES_OVERALL"`). */
+const TOKENS = [
+  'first_seen',
+  'unstable_reason',
+  'unstable',
+  'sold.avg_daily_volume',
+  'sold.last_90d',
+  'sold.last_30d',
+  'sold.last_7d',
+  'sold.last_24h',
+  'safe_ts.last_90d',
+  'safe_ts.last_30d',
+  'safe_ts.last_7d',
+  'safe_ts.last_24h',
+  'safe',
+  'median',
+  'mean',
+  'max',
+  'avg',
+  'min',
+  'latest',
+] as const;
+type TokenName = (typeof TOKENS)[number];
+const TOKEN_INDEX = new Map<string, number>(TOKENS.map((name, index) => [name, index]));
+
+/** SteamApis' compact_value values (its docs); anything else is ignored and `safe` is written. */
+const COMPACT_VALUES = new Set<string>([
+  'latest',
+  'min',
+  'avg',
+  'max',
+  'mean',
+  'safe',
+  'safe_ts.last_24h',
+  'safe_ts.last_7d',
+  'safe_ts.last_30d',
+  'safe_ts.last_90d',
+  'unstable',
+  'unstable_reason',
+]);
+
+/** One item: market_hash_name, updated_at (unix ms), then the TOKENS' JSON texts. */
+type SteamApisRow = [name: string, updatedAtMs: number, ...tokens: string[]];
+export type SteamApisDocument = { app_id: 730; items: SteamApisRow[] };
+
+const WINDOWS: readonly [SalesWindowName, string, number][] = [
+  ['90d', 'last_90d', 90],
+  ['30d', 'last_30d', 30],
+  ['7d', 'last_7d', 7],
+  ['24h', 'last_24h', 1],
+];
+
+/** Sales a day over the widest steam window that has any, rounded half-up to a whole number (SteamApis writes an integer). */
+function averageDailyVolume(sales: Partial<Record<SalesWindowName, CompatSalesWindow>>): string {
+  for (const [window, , days] of WINDOWS) {
+    const volume = sales[window]?.volume;
+    if (volume !== undefined && volume !== null) return String(Math.floor((2 * volume + days) / (2 * days)));
+  }
+  return 'null';
+}
+
+/** An item's tokens, or null when we hold nothing SteamApis would say about it (no steam data and no consensus). */
+function tokensOf(item: CompatItem): Record<TokenName, string> | null {
+  const base = item.versions.default;
+  if (!base) return null;
+  const sales = base.sales.steam ?? {};
+  const hasSteam = Object.keys(sales).length > 0 || base.sources.steam !== undefined;
+  if (!hasSteam && base.consensus === null) return null;
+  // The widest steam window that sold something: its statistics stand for SteamApis' overall ones.
+  const widest = WINDOWS.map(([window]) => sales[window]).find((window) => window !== undefined && window.volume > 0 && window.median !== null);
+  // safe: Steam's own sale median when Steam sold the item; otherwise our cross-market consensus, flagged unstable.
+  const safe = widest?.median ?? base.consensus;
+  const stable = widest !== undefined;
+  const tokens = {} as Record<TokenName, string>;
+  tokens.first_seen = item.first_seen_ms === null ? 'null' : String(Math.trunc(item.first_seen_ms));
+  tokens.unstable_reason = stable ? 'false' : '"NO_SALES_OVERALL"';
+  tokens.unstable = stable ? 'false' : 'true';
+  tokens['sold.avg_daily_volume'] = averageDailyVolume(sales);
+  for (const [window, key] of WINDOWS) {
+    const entry = sales[window];
+    tokens[`sold.${key}` as TokenName] = entry === undefined ? 'null' : String(entry.volume);
+    tokens[`safe_ts.${key}` as TokenName] = jsonNumberOrNull(entry?.median);
+  }
+  tokens.safe = jsonNumberOrNull(safe);
+  tokens.median = jsonNumberOrNull(widest?.median);
+  tokens.mean = jsonNumberOrNull(widest?.mean);
+  tokens.max = jsonNumberOrNull(widest?.max);
+  // SteamApis' avg and mean are both the average sale price; ours is the window's mean for both.
+  tokens.avg = jsonNumberOrNull(widest?.mean);
+  tokens.min = jsonNumberOrNull(widest?.min);
+  // The last sale's price: we record sales windows, not single sales.
+  tokens.latest = 'null';
+  return tokens;
+}
+
+export const buildSteamApisItems: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
+  const items: SteamApisRow[] = [];
+  let oldest: number | null = null;
+  for (const item of dataset.items) {
+    const tokens = tokensOf(item);
+    if (tokens === null) continue;
+    const base = item.versions.default!;
+    const steam = base.sources.steam;
+    items.push([item.market_hash_name, steam?.source_time_ms ?? dataset.built_at_ms, ...TOKENS.map((name) => tokens[name])]);
+    // The steam source's time, or (a consensus safe price) the fresh sources' behind it.
+    const used = steam ? [steam] : Object.values(base.sources).filter((price) => price.fresh);
+    for (const price of used) if (oldest === null || price.source_time_ms < oldest) oldest = price.source_time_ms;
+  }
+  const document: SteamApisDocument = { app_id: 730, items };
+  return { value: document, oldest_source_ms: oldest };
+};
+
+function isSteamApisDocument(value: unknown): value is SteamApisDocument {
+  const candidate = value as SteamApisDocument | null;
+  return typeof candidate === 'object' && candidate !== null && candidate.app_id === 730 && Array.isArray(candidate.items);
+}
+
+function fullJson(document: SteamApisDocument): string {
+  const token = (row: SteamApisRow, name: TokenName) => row[2 + TOKEN_INDEX.get(name)!];
+  const parts: string[] = [];
+  for (const row of document.items) {
+    const sold = `{"avg_daily_volume":${token(row, 'sold.avg_daily_volume')},"last_90d":${token(row, 'sold.last_90d')},"last_30d":${token(row, 'sold.last_30d')},"last_7d":${token(row, 'sold.last_7d')},"last_24h":${token(row, 'sold.last_24h')}}`;
+    const safeTs = `{"last_90d":${token(row, 'safe_ts.last_90d')},"last_30d":${token(row, 'safe_ts.last_30d')},"last_7d":${token(row, 'safe_ts.last_7d')},"last_24h":${token(row, 'safe_ts.last_24h')}}`;
+    const prices =
+      `{"first_seen":${token(row, 'first_seen')},"unstable_reason":${token(row, 'unstable_reason')},"unstable":${token(row, 'unstable')},` +
+      `"sold":${sold},"safe_ts":${safeTs},"safe":${token(row, 'safe')},"median":${token(row, 'median')},"mean":${token(row, 'mean')},` +
+      `"max":${token(row, 'max')},"avg":${token(row, 'avg')},"min":${token(row, 'min')},"latest":${token(row, 'latest')}}`;
+    parts.push(`{"updated_at":${row[1]},"prices":${prices},"market_hash_name":${JSON.stringify(row[0])}}`);
+  }
+  return `{"appID":730,"data":[${parts.join(',')}]}`;
+}
+
+function compactJson(document: SteamApisDocument, value: string): string {
+  const index = 2 + TOKEN_INDEX.get(value)!;
+  const parts: string[] = [];
+  for (const row of document.items) parts.push(`${JSON.stringify(row[0])}:${row[index]}`);
+  return `{${parts.join(',')}}`;
+}
+
+/**
+ * `GET /compat/steamapis/market/items/:app_id[?format=compact[&compact_value=…]]`. Only app 730 is
+ * served (SteamApis documents no error body: ours, 400). `format` other than `compact` and unknown
+ * `compact_value`s are ignored, as unknown parameters are.
+ */
+export const steamapisItems: CompatHandler = (document, request) => {
+  if (!isSteamApisDocument(document)) throw new Error('steamapis-items: the stored document is not of this format');
+  const appId = request.params.app_id;
+  if (appId !== '730') return { status: 400, ours: { message: 'Only app 730 (Counter-Strike 2) is served.', field: 'app_id' } };
+  if (request.query.get('format') === 'compact') {
+    const asked = request.query.get('compact_value') ?? 'safe';
+    const value = COMPACT_VALUES.has(asked) ? asked : 'safe';
+    return { status: 200, body: compactJson(document, value), memoKey: `compact:${value}` };
+  }
+  return { status: 200, body: fullJson(document), memoKey: 'full' };
+};
