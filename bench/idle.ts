@@ -147,8 +147,11 @@ async function main(): Promise<void> {
   for (;;) {
     if (stack.proc.exitCode !== null) throw new Error(`npm start exited (${stack.proc.exitCode}):\n${stack.output.last.join('\n')}`);
     if (Date.now() > deadline) throw new Error(`sources did not succeed ${WARMUP_RUNS} times within ${START_TIMEOUT_MS / 1000} s:\n${stack.output.last.join('\n')}`);
-    const runs = await sql<{ source: string; succeeded: number }[]>`
-      select source, count(*)::int as succeeded from ingest_runs where status = 'succeeded' group by source`.catch(() => []);
+    // Price sources only: readers with runs of their own (skinport's sales history) are not counted.
+    const runs = (
+      await sql<{ source: string; succeeded: number }[]>`
+      select source, count(*)::int as succeeded from ingest_runs where status = 'succeeded' group by source`.catch(() => [])
+    ).filter((run) => isKnownSource(run.source));
     // Bulk sources (all but steam) run every 300 s against the simulator (shared/sources/settings.ts):
     // their first (full) run is past once they have succeeded once.
     const wanted = (source: string) => (isKnownSource(source) && !ADAPTERS[source].needsNames ? 1 : WARMUP_RUNS);
