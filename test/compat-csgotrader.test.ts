@@ -1,7 +1,10 @@
-import { describe, expect, test } from 'bun:test';
+import { afterAll, describe, expect, test } from 'bun:test';
+import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { z } from 'zod';
 import { buildCsgotraderPrices, csgotraderFile } from '../shared/compat/csgotrader.ts';
 import type { CompatContext, CompatDataset, CompatItem, CompatSourcePrice, CompatVersion } from '../shared/compat/types.ts';
+import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
+import { createTestApp } from './helpers.ts';
 
 // The shapes a real consumer expects, written from the upstream's real file: the type a public tool
 // generated from a downloaded prices_v6.json (every provider key present, null where the provider lacks
@@ -143,6 +146,9 @@ describe('csgotrader prices_v6.json', () => {
     expect(prices[CASE]!.steam).toEqual({ last_24h: null, last_7d: null, last_30d: null, last_90d: null });
     expect(prices[CASE]!.bitskins).toBeNull();
     expect(prices[STICKER]!.csgotrader).toBeNull();
+    // Our providers are keys of every name even when their source has no price now (whitemarket here).
+    expect(Object.keys(json('prices_v6.json')[REDLINE])).toEqual(['steam', 'bitskins', 'csgotm', 'skinport', 'csgotrader', 'csfloat', 'lisskins', 'waxpeer', 'whitemarket', 'csdeals', 'skinbaron']);
+    expect(json('prices_v6.json')[REDLINE].whitemarket).toBeNull();
   });
 
   test('a small consumer reads skinport.starting_at and steam.last_7d the way public scripts do', () => {
@@ -219,7 +225,7 @@ describe('csgotrader per-provider files', () => {
   test('a provider we serve with no price now is an empty file; a provider we never had, or any other file, 404', () => {
     expect(file('whitemarket.json').text).toBe('{}');
     for (const name of ['lootfarm.json', 'buff163.json', 'prices_v5.json', 'steam', '../steam.json', '']) {
-      expect(file(name).answer).toEqual({ status: 404, body: '{"error":"not found"}' });
+      expect(file(name).answer).toEqual({ status: 404, body: { error: 'not found' } });
     }
   });
 
@@ -243,8 +249,55 @@ describe('csgotrader exchange_rates.json', () => {
   });
 });
 
-test('an empty dataset gives empty files and steam still a provider', () => {
+test('an empty dataset gives empty files', () => {
   const document = JSON.parse(JSON.stringify(buildCsgotraderPrices({ built_at_ms: BUILT_AT, items: [], rates: null }).value)) as unknown;
   const answer = csgotraderFile(document, { params: { file: 'prices_v6.json' }, query: new URLSearchParams() }, context);
   expect(answer).toMatchObject({ status: 200, body: '{}' });
+});
+
+describe('end to end through GET /compat/csgotrader/latest/…', () => {
+  const t = createTestApp();
+  afterAll(() => t.close());
+  const suffix = crypto.randomUUID().slice(0, 8);
+  const plain = `CSGOTRADER E2E ${suffix} | Redline (Field-Tested)`;
+  const doppler = `★ CSGOTRADER E2E ${suffix} | Doppler (Factory New)`;
+
+  async function setPrice(name: string, source: string, price: string, itemVersion = 'default') {
+    await t.deps.sql`
+      insert into latest_prices (catalog_id, source, version, price, source_time, ingested_at, run_id)
+      values (${catalogIdFor(name)}, ${source}, ${itemVersion}, ${price}::numeric, now(), now(), ${crypto.randomUUID()})
+      on conflict (catalog_id, version, source) do update set price = excluded.price, source_time = excluded.source_time`;
+    await t.deps.sql`insert into price_sources (name, last_success_at) values (${source}, now()) on conflict (name) do update set last_success_at = now()`;
+  }
+
+  test('a consumer loads prices_v6.json and reads skinport.starting_at, steam.last_24h and a doppler phase as the extension does', async () => {
+    const sql = t.deps.sql;
+    await sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(plain)}, ${plain}, 'weapon')`;
+    await sql`insert into catalog_items (catalog_id, market_hash_name, type, phases) values (${catalogIdFor(doppler)}, ${doppler}, 'knife', ${['phase-2']})`;
+    await setPrice(plain, 'skinport', '12.30');
+    await setPrice(plain, 'csmarket', '12.750');
+    await setPrice(doppler, 'csfloat', '900.10');
+    await setPrice(doppler, 'csfloat', '1200.5', 'phase-2');
+    await sql`
+      insert into source_sales (catalog_id, version, source, sales_window, median, volume, source_time, ingested_at, run_id)
+      values (${catalogIdFor(plain)}, 'default', 'steam', '24h', 13.42, 77, now(), now(), ${crypto.randomUUID()})`;
+    await buildPriceSnapshot(sql, new Date());
+
+    const response = await t.request('/compat/csgotrader/latest/prices_v6.json');
+    expect(response.status).toBe(200);
+    const prices = pricesV6Shape.parse(await response.json());
+    expect(prices[plain]!.skinport!.starting_at).toBe(12.3);
+    expect(prices[plain]!.steam.last_24h).toBe(13.42);
+    expect(prices[plain]!.steam.last_7d).toBeNull();
+    expect(prices[plain]!.csgotm).toBe('12.75');
+    const csfloat = (await (await t.request('/compat/csgotrader/latest/csfloat.json')).json()) as Record<string, { price: number | null; doppler?: Record<string, number> }>;
+    const entry = csfloat[doppler]!;
+    expect(entry.doppler !== undefined ? entry.doppler['Phase 2'] : entry.price).toBe(1200.5);
+    expect(entry.price).toBe(900.1);
+    const rates = (await (await t.request('/compat/csgotrader/latest/exchange_rates.json')).json()) as Record<string, number>;
+    expect(rates.USD).toBe(1);
+    const missing = await t.request('/compat/csgotrader/latest/lootfarm.json');
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ error: 'not found' });
+  });
 });

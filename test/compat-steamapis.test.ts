@@ -1,7 +1,10 @@
-import { describe, expect, test } from 'bun:test';
+import { afterAll, describe, expect, test } from 'bun:test';
+import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { z } from 'zod';
 import { buildSteamApisItems, steamapisItems } from '../shared/compat/steamapis.ts';
 import type { CompatContext, CompatDataset, CompatItem, CompatSourcePrice, CompatVersion } from '../shared/compat/types.ts';
+import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
+import { createTestApp, errorOf } from './helpers.ts';
 
 // SteamApis' /market/items/730 body as its documentation's response example shows it (numbers for
 // prices, counts and unix-millisecond times; `unstable_reason` a reason string or false), with null
@@ -168,5 +171,36 @@ describe('steamapis format=compact', () => {
     expect(JSON.parse(text('730', 'format=compact&compact_value=unstable_reason'))).toEqual({ [REDLINE]: false, [CASE]: 'NO_SALES_OVERALL', [STICKER]: 'NO_SALES_OVERALL' });
     expect(request('730', 'format=compact&compact_value=first_seen')).toMatchObject({ memoKey: 'compact:safe' });
     expect(request('730', 'format=compact&compact_value=latest')).toMatchObject({ memoKey: 'compact:latest' });
+  });
+});
+
+describe('end to end through GET /compat/steamapis/market/items/730', () => {
+  const t = createTestApp();
+  afterAll(() => t.close());
+  const name = `STEAMAPIS E2E ${crypto.randomUUID().slice(0, 8)} | Redline (Field-Tested)`;
+
+  test('a consumer reads the compact map by name and the full body’s safe_ts and sold; another app is our 400', async () => {
+    const sql = t.deps.sql;
+    await sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(name)}, ${name}, 'weapon')`;
+    await sql`
+      insert into latest_prices (catalog_id, source, version, price, quantity, source_time, ingested_at, run_id)
+      values (${catalogIdFor(name)}, 'steam', 'default', 13.05, 420, now(), now(), ${crypto.randomUUID()})
+      on conflict (catalog_id, version, source) do update set price = excluded.price`;
+    await sql`insert into price_sources (name, last_success_at) values ('steam', now()) on conflict (name) do update set last_success_at = now()`;
+    await sql`
+      insert into source_sales (catalog_id, version, source, sales_window, median, volume, source_time, ingested_at, run_id)
+      values (${catalogIdFor(name)}, 'default', 'steam', '24h', 12.34, 1234, now(), now(), ${crypto.randomUUID()})`;
+    await buildPriceSnapshot(sql, new Date());
+
+    const compact = (await (await t.request('/compat/steamapis/market/items/730?format=compact')).json()) as Record<string, number | null>;
+    expect(compact[name]).toBe(12.34);
+    const full = fullShape.parse(await (await t.request('/compat/steamapis/market/items/730')).json());
+    const entry = full.data.find((row) => row.market_hash_name === name)!;
+    expect(entry.prices.safe_ts.last_24h).toBe(12.34);
+    expect(entry.prices.sold.last_24h).toBe(1234);
+    expect(entry.prices.unstable).toBe(false);
+    const other = await t.request('/compat/steamapis/market/items/570');
+    expect(other.status).toBe(400);
+    expect((await errorOf(other)).code).toBe('invalid_request');
   });
 });

@@ -63,7 +63,7 @@ const PROVIDER_NAME = /^[a-z0-9]+$/;
 
 /** The stored document (JSON-able: every number is already JSON text inside a string). */
 export type CsgotraderDocument = {
-  /** prices_v6's providers, in its key order: those with an entry for at least one name in this snapshot. */
+  /** prices_v6's providers, in its key order: ours always, any other source once it has an entry. */
   providers: string[];
   /** Every name of prices_v6, in byte order. */
   names: string[];
@@ -179,8 +179,10 @@ export const buildCsgotraderPrices: CompatBuilder = (dataset: CompatDataset): Bu
   }
   const document: CsgotraderDocument = { providers: [], names, entries: {}, exchange_rates: exchangeRatesJson(dataset.rates) };
   providers.forEach((provider, index) => {
-    // steam is always a key of prices_v6 (the upstream wrote it on every name); others when they have an entry.
-    if (provider.kind !== 'steam' && columns[index]!.every((entry) => entry === null)) return;
+    // Our providers are keys of every name whether or not their source has a price now (the upstream wrote
+    // every provider on every name, null where it lacked one), so a consumer's shape does not change with
+    // the sources enabled; a source beyond them appears once it has an entry.
+    if (!FIXED_FILES.has(provider.file) && columns[index]!.every((entry) => entry === null)) return;
     document.providers.push(provider.file);
     document.entries[provider.file] = columns[index]!;
   });
@@ -216,7 +218,7 @@ function providerJson(document: CsgotraderDocument, provider: string): string {
 }
 
 /** What a static file host answers for a file it does not have (the original was an S3 bucket): 404, here with a small JSON body. */
-const NOT_FOUND: CompatAnswer = { status: 404, body: '{"error":"not found"}' };
+const NOT_FOUND: CompatAnswer = { status: 404, body: { error: 'not found' } };
 
 /** `GET /compat/csgotrader/latest/:file`: prices_v6.json, exchange_rates.json or `<provider>.json`; anything else 404. */
 export const csgotraderFile: CompatHandler = (document, request) => {
@@ -226,6 +228,6 @@ export const csgotraderFile: CompatHandler = (document, request) => {
   if (file === 'exchange_rates.json') return { status: 200, body: document.exchange_rates, memoKey: file };
   const provider = file.endsWith('.json') ? file.slice(0, -'.json'.length) : '';
   // A provider we serve with no entry in this snapshot (its source has no price now) is an empty file, not a missing one.
-  if (FIXED_FILES.has(provider) || document.providers.includes(provider)) return { status: 200, body: providerJson(document, provider), memoKey: file };
+  if (document.providers.includes(provider)) return { status: 200, body: providerJson(document, provider), memoKey: file };
   return NOT_FOUND;
 };

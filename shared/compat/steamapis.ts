@@ -125,7 +125,8 @@ export const buildSteamApisItems: CompatBuilder = (dataset: CompatDataset): Buil
     if (tokens === null) continue;
     const base = item.versions.default!;
     const steam = base.sources.steam;
-    items.push([item.market_hash_name, steam?.source_time_ms ?? dataset.built_at_ms, ...TOKENS.map((name) => tokens[name])]);
+    // Unix milliseconds, whole (Postgres' times carry microseconds).
+    items.push([item.market_hash_name, Math.trunc(steam?.source_time_ms ?? dataset.built_at_ms), ...TOKENS.map((name) => tokens[name])]);
     // The steam source's time, or (a consensus safe price) the fresh sources' behind it.
     const used = steam ? [steam] : Object.values(base.sources).filter((price) => price.fresh);
     for (const price of used) if (oldest === null || price.source_time_ms < oldest) oldest = price.source_time_ms;
