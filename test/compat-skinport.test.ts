@@ -263,6 +263,28 @@ describe('skinport /v1/items', () => {
     }
   });
 
+  test('the whole list is written once per document and currency, and again when the rates move', () => {
+    const document = itemsDocument();
+    let conversions = 0;
+    let usdPerEur = '1.0850';
+    const context: CompatContext = {
+      currencies: ['EUR'],
+      convert: (usd, currency) => {
+        conversions += 1;
+        return currency === 'EUR' ? decimalJsConverter('1', usdPerEur, 2)(usd) : null;
+      },
+    };
+    const first = (skinportItems(document, query('currency=EUR'), context) as { body: string }).body;
+    const afterFirst = conversions;
+    expect((skinportItems(document, query('currency=EUR&tradable=1'), context) as { body: string }).body).toBe(first);
+    // The second answer converted only the rate probe.
+    expect(conversions - afterFirst).toBe(1);
+    usdPerEur = '1.1000';
+    const moved = (skinportItems(document, query('currency=EUR'), context) as { body: string }).body;
+    expect(moved).not.toBe(first);
+    expect(moved).toContain('"min_price":11.36,');
+  });
+
   test('a client reading it the way skinport.py users do: min_price by market_hash_name, default versions', () => {
     const rows = bodyOf(skinportItems(itemsDocument(), query('app_id=730&currency=EUR&tradable=0'), testContext())) as {
       market_hash_name: string;

@@ -252,6 +252,29 @@ function itemsText(document: SkinportItemsDocument, currency: string, context: C
   return `[${parts.join(',')}]`;
 }
 
+/**
+ * Whole-list answers already written, per stored document and currency. The route keeps each
+ * answer's encoded bytes per memoKey, but it asks the handler first: without this, every request
+ * would convert and write the whole list again. An answer is reused only while the rates convert a
+ * probe amount to the same figure (the rates change within a snapshot's life).
+ */
+const writtenLists = new WeakMap<object, Map<string, { fingerprint: string; text: string }>>();
+/** A few currencies per document (the route keeps more, encoded); the least recently asked go first. */
+const WRITTEN_PER_DOCUMENT = 4;
+const RATE_PROBE_USD = '1000000000000000';
+
+function writtenList(document: object, currency: string, context: CompatContext, write: () => string): string {
+  const fingerprint = context.convert(RATE_PROBE_USD, currency) ?? '';
+  let kept = writtenLists.get(document);
+  if (!kept) writtenLists.set(document, (kept = new Map()));
+  const hit = kept.get(currency);
+  kept.delete(currency);
+  const text = hit && hit.fingerprint === fingerprint ? hit.text : write();
+  kept.set(currency, { fingerprint, text });
+  if (kept.size > WRITTEN_PER_DOCUMENT) kept.delete(kept.keys().next().value!);
+  return text;
+}
+
 const TRADABLE_VALUES = new Set(['0', '1', 'true', 'false']);
 
 /** `GET /compat/skinport/v1/items`: the whole list in the asked currency; `tradable` is accepted and changes nothing (docs/compat/skinport.md). */
@@ -262,7 +285,9 @@ export const skinportItems: CompatHandler = (document, request, context) => {
   if (tradable !== null && tradable !== '' && !TRADABLE_VALUES.has(tradable.trim().toLowerCase())) {
     return skinportError('tradable: must be 0, 1, true or false');
   }
-  return { status: 200, body: itemsText(document as SkinportItemsDocument, asked.currency, context), memoKey: `skinport-items:${asked.currency}` };
+  const items = document as SkinportItemsDocument;
+  const text = writtenList(items, asked.currency, context, () => itemsText(items, asked.currency, context));
+  return { status: 200, body: text, memoKey: `skinport-items:${asked.currency}` };
 };
 
 function salesRowText(row: SkinportSalesRow, currency: string, context: CompatContext): string {
@@ -325,7 +350,7 @@ export const skinportSales: CompatHandler = (document, request, context) => {
   const sales = document as SkinportSalesDocument;
   const filter = request.query.get('market_hash_name');
   if (filter === null || filter.trim() === '') {
-    const text = `[${sales.rows.map((row) => salesRowText(row, asked.currency, context)).join(',')}]`;
+    const text = writtenList(sales, asked.currency, context, () => `[${sales.rows.map((row) => salesRowText(row, asked.currency, context)).join(',')}]`);
     return { status: 200, body: text, memoKey: `skinport-sales:${asked.currency}` };
   }
   const rows = askedRows(filter, salesIndex(sales));
