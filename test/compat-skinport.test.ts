@@ -355,6 +355,28 @@ describe('skinport /v1/sales/history', () => {
     expect(bodyOf(skinportSales(document, query('market_hash_name=Nothing'), testContext()))).toEqual([]);
   });
 
+  test('the document’s age is the oldest observation of the windows it used', () => {
+    expect(buildSkinportSales(DATASET).oldest_source_ms).toBeNull();
+    const timed: CompatDataset = {
+      ...DATASET,
+      items: [
+        {
+          market_hash_name: 'AK-47 | Redline (Field-Tested)',
+          catalog_id: 'itm_ak',
+          first_seen_ms: null,
+          versions: {
+            default: version({
+              sales: { skinport: { '24h': { ...window('29.30', 41), source_time_ms: BUILT_AT - 3_600_000 }, '7d': { ...window('28.95', 296), source_time_ms: BUILT_AT - 1_800_000 } } },
+              combined: { '24h': { ...window('30.00', 900), source_time_ms: BUILT_AT - 7_200_000 } },
+            }),
+          },
+        },
+      ],
+    };
+    // Skinport's own windows were used, not the older combined one.
+    expect(buildSkinportSales(timed).oldest_source_ms).toBe(BUILT_AT - 3_600_000);
+  });
+
   test('the whole list is memoised per currency; errors as Skinport gives them', () => {
     expect((skinportSales(salesDocument(), query('currency=GBP'), testContext()) as { memoKey?: string }).memoKey).toBe('skinport-sales:GBP');
     expect(skinportSales(salesDocument(), query('app_id=440'), testContext()).status).toBe(400);

@@ -156,8 +156,14 @@ describe('steam priceoverview', () => {
     expect(bodyOf(overview('Sealed Graffiti | Lambda (Bazooka Pink)', 'appid=730&currency=3')).volume).toBe('1,234,567');
   });
 
-  test('the document’s age is the oldest fresh steam ask it used', () => {
+  test('the document’s age is the oldest fresh steam ask it used…', () => {
     expect(buildSteamOverview(DATASET).oldest_source_ms).toBe(STEAM_SEEN - 1000);
+    // …or the 24-hour window it used, where the window says when it was observed.
+    const timed: CompatDataset = {
+      ...DATASET,
+      items: [{ ...DATASET.items[0]!, versions: { default: version({ sources: { steam: source('2.30') }, sales: { steam: { '24h': { ...day('2.40', 5)['24h'], source_time_ms: STEAM_SEEN - 5000 } } } }) } }],
+    };
+    expect(buildSteamOverview(timed).oldest_source_ms).toBe(STEAM_SEEN - 5000);
   });
 
   test('a client reading it the way public tools do: strip the symbol, read the number', () => {

@@ -177,6 +177,7 @@ function salesWindowRow(window: CompatSalesWindow): SkinportSalesWindowRow {
  * not listed.
  */
 export const buildSkinportSales: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
+  const oldest = new OldestSourceTime();
   const rows: SkinportSalesRow[] = [];
   for (const item of dataset.items) {
     for (const [, label, data] of skinportVersions(item.versions)) {
@@ -186,7 +187,9 @@ export const buildSkinportSales: CompatBuilder = (dataset: CompatDataset): Built
       const windows: SkinportSalesRow['windows'] = {};
       for (const name of WINDOW_NAMES) {
         const window = chosen[name];
-        if (window) windows[name] = salesWindowRow(window);
+        if (!window) continue;
+        windows[name] = salesWindowRow(window);
+        if (window.source_time_ms !== undefined) oldest.add(window.source_time_ms);
       }
       if (Object.keys(windows).length === 0) continue;
       rows.push({
@@ -197,8 +200,8 @@ export const buildSkinportSales: CompatBuilder = (dataset: CompatDataset): Built
       });
     }
   }
-  // The windows carry no observation time of their own: the answer's age is not claimed.
-  return { value: { rows } satisfies SkinportSalesDocument, oldest_source_ms: null };
+  // Windows without an observation time are not given one: the answer's age is claimed only from those that have it.
+  return { value: { rows } satisfies SkinportSalesDocument, oldest_source_ms: oldest.value };
 };
 
 // ---- requests --------------------------------------------------------------------------------

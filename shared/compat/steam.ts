@@ -37,6 +37,7 @@ export const buildSteamOverview: CompatBuilder = (dataset: CompatDataset): Built
     const lowest = steam?.fresh ? steam.price : null;
     if (steam?.fresh && (oldest === null || steam.source_time_ms < oldest)) oldest = steam.source_time_ms;
     const day = data?.sales.steam?.['24h'];
+    if (day?.source_time_ms !== undefined && (oldest === null || day.source_time_ms < oldest)) oldest = day.source_time_ms;
     const sold = day && day.volume > 0 ? day : null;
     entries.push([item.market_hash_name, [lowest, sold ? sold.volume : null, sold ? sold.median : null]]);
   }

@@ -28,7 +28,15 @@ export type CompatSourcePrice = {
 };
 
 /** One source's sales over one window (source_sales), USD decimal strings; prices null when nothing sold. */
-export type CompatSalesWindow = { median: string | null; mean: string | null; min: string | null; max: string | null; volume: number };
+export type CompatSalesWindow = {
+  median: string | null;
+  mean: string | null;
+  min: string | null;
+  max: string | null;
+  volume: number;
+  /** When the window was observed (source_sales.source_time), ms since the epoch: a document's `X-Source-Age`; absent where not known. */
+  source_time_ms?: number;
+};
 
 export type CompatVersion = {
   /** Keyed by our source name (skinport, steam, csfloat, csmarket, lisskins, waxpeer, whitemarket, bitskins, csdeals, skinbaron). */
