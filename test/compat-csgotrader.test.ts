@@ -301,3 +301,11 @@ describe('end to end through GET /compat/csgotrader/latest/…', () => {
     expect(await missing.json()).toEqual({ error: 'not found' });
   });
 });
+
+test('a file is written once per stored document: later requests get the same text', () => {
+  const first = file('prices_v6.json').text;
+  expect(file('prices_v6.json').text).toBe(first);
+  const other = JSON.parse(JSON.stringify(built.value)) as unknown;
+  const answer = csgotraderFile(other, { params: { file: 'prices_v6.json' }, query: new URLSearchParams() }, context);
+  expect(answer).toMatchObject({ status: 200, body: first });
+});

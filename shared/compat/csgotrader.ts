@@ -220,14 +220,28 @@ function providerJson(document: CsgotraderDocument, provider: string): string {
 /** What a static file host answers for a file it does not have (the original was an S3 bucket): 404, here with a small JSON body. */
 const NOT_FOUND: CompatAnswer = { status: 404, body: { error: 'not found' } };
 
+/**
+ * Each file's text, written once per stored document (the parsed document is shared by every request of
+ * its snapshot, and the route asks the handler before it looks up the bytes it keeps per memoKey).
+ */
+const writtenFiles = new WeakMap<CsgotraderDocument, Map<string, string>>();
+
+function written(document: CsgotraderDocument, file: string, write: () => string): string {
+  let files = writtenFiles.get(document);
+  if (!files) writtenFiles.set(document, (files = new Map()));
+  let text = files.get(file);
+  if (text === undefined) files.set(file, (text = write()));
+  return text;
+}
+
 /** `GET /compat/csgotrader/latest/:file`: prices_v6.json, exchange_rates.json or `<provider>.json`; anything else 404. */
 export const csgotraderFile: CompatHandler = (document, request) => {
   if (!isCsgotraderDocument(document)) throw new Error('csgotrader-prices: the stored document is not of this format');
   const file = request.params.file ?? '';
-  if (file === 'prices_v6.json') return { status: 200, body: pricesV6Json(document), memoKey: file };
+  if (file === 'prices_v6.json') return { status: 200, body: written(document, file, () => pricesV6Json(document)), memoKey: file };
   if (file === 'exchange_rates.json') return { status: 200, body: document.exchange_rates, memoKey: file };
   const provider = file.endsWith('.json') ? file.slice(0, -'.json'.length) : '';
   // A provider we serve with no entry in this snapshot (its source has no price now) is an empty file, not a missing one.
-  if (document.providers.includes(provider)) return { status: 200, body: providerJson(document, provider), memoKey: file };
+  if (document.providers.includes(provider)) return { status: 200, body: written(document, file, () => providerJson(document, provider)), memoKey: file };
   return NOT_FOUND;
 };

@@ -174,7 +174,21 @@ export const steamapisItems: CompatHandler = (document, request) => {
   if (request.query.get('format') === 'compact') {
     const asked = request.query.get('compact_value') ?? 'safe';
     const value = COMPACT_VALUES.has(asked) ? asked : 'safe';
-    return { status: 200, body: compactJson(document, value), memoKey: `compact:${value}` };
+    return { status: 200, body: written(document, `compact:${value}`, () => compactJson(document, value)), memoKey: `compact:${value}` };
   }
-  return { status: 200, body: fullJson(document), memoKey: 'full' };
+  return { status: 200, body: written(document, 'full', () => fullJson(document)), memoKey: 'full' };
 };
+
+/**
+ * Each answer's text, written once per stored document (the parsed document is shared by every request
+ * of its snapshot, and the route asks the handler before it looks up the bytes it keeps per memoKey).
+ */
+const writtenAnswers = new WeakMap<SteamApisDocument, Map<string, string>>();
+
+function written(document: SteamApisDocument, key: string, write: () => string): string {
+  let answers = writtenAnswers.get(document);
+  if (!answers) writtenAnswers.set(document, (answers = new Map()));
+  let text = answers.get(key);
+  if (text === undefined) answers.set(key, (text = write()));
+  return text;
+}
