@@ -1,9 +1,11 @@
-import { describe, expect, test } from 'bun:test';
+import { afterAll, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
-import { versionFromPhaseLabel } from '../shared/catalog/identity.ts';
+import { catalogIdFor, versionFromPhaseLabel } from '../shared/catalog/identity.ts';
 import { buildSkinportItems, buildSkinportSales, skinportItemPage, skinportItems, skinportSales } from '../shared/compat/skinport.ts';
 import type { CompatAnswer, CompatContext, CompatDataset, CompatSourcePrice, CompatVersion } from '../shared/compat/types.ts';
 import { decimalJsConverter } from '../shared/fx/convert-decimal.ts';
+import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
+import { createTestApp, seedFreshFxRates } from './helpers.ts';
 
 // ---- the shapes Skinport's clients expect, written from Skinport's real bodies ----------------
 //
@@ -390,5 +392,61 @@ describe('skinport /v1/sales/history', () => {
     }[];
     const medians = Object.fromEntries(rows.filter((row) => row.last_7_days?.median != null).map((row) => [row.market_hash_name, row.last_7_days!.median]));
     expect(medians).toEqual({ 'AK-47 | Redline (Field-Tested)': 28.95, '★ Karambit | Doppler (Factory New)': 4650.02 });
+  });
+});
+
+describe('end to end through GET /compat/skinport/v1/…', () => {
+  const t = createTestApp();
+  afterAll(() => t.close());
+  const suffix = crypto.randomUUID().slice(0, 8);
+  const plain = `SKINPORT E2E ${suffix} | Redline (Field-Tested)`;
+  const doppler = `★ SKINPORT E2E ${suffix} | Doppler (Factory New)`;
+
+  async function setPrice(name: string, source: string, price: string, options: { version?: string; quantity?: number } = {}) {
+    await t.deps.sql`
+      insert into latest_prices (catalog_id, source, version, price, quantity, source_time, ingested_at, run_id)
+      values (${catalogIdFor(name)}, ${source}, ${options.version ?? 'default'}, ${price}::numeric, ${options.quantity ?? null}, now(), now(), ${crypto.randomUUID()})
+      on conflict (catalog_id, version, source) do update set price = excluded.price, quantity = excluded.quantity, source_time = excluded.source_time`;
+    await t.deps.sql`insert into price_sources (name, last_success_at) values (${source}, now()) on conflict (name) do update set last_success_at = now()`;
+  }
+
+  test('a consumer reads items by market_hash_name and min_price, and a name’s sales history, as Skinport clients do', async () => {
+    const sql = t.deps.sql;
+    await seedFreshFxRates(sql);
+    await sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(plain)}, ${plain}, 'weapon')`;
+    await sql`insert into catalog_items (catalog_id, market_hash_name, type, phases) values (${catalogIdFor(doppler)}, ${doppler}, 'knife', ${['ruby']})`;
+    await setPrice(plain, 'skinport', '12.30', { quantity: 7 });
+    await setPrice(doppler, 'csfloat', '4650.02', { version: 'ruby', quantity: 1 });
+    await sql`
+      insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
+      values (${catalogIdFor(plain)}, 'default', 'skinport', '7d', 12.95, 13.02, 11.5, 15.1, 296, now(), now(), ${crypto.randomUUID()}),
+             (${catalogIdFor(plain)}, 'default', 'skinport', '24h', null, null, null, null, 0, now(), now(), ${crypto.randomUUID()})`;
+    await buildPriceSnapshot(sql, new Date());
+
+    const usd = await t.request('/compat/skinport/v1/items?app_id=730&currency=USD&tradable=0');
+    expect(usd.status).toBe(200);
+    const rows = (await usd.json()) as unknown;
+    expectSkinportItemsShape(rows);
+    const minPrice = new Map(rows.filter((row) => row.version === null).map((row) => [row.market_hash_name as string, row.min_price as number | null]));
+    expect(minPrice.get(plain)).toBe(12.3);
+    const ruby = rows.find((row) => row.market_hash_name === doppler && row.version === 'Ruby')!;
+    expect([ruby.min_price, ruby.item_page]).toEqual([4650.02, null]);
+
+    // Skinport's default currency, converted at the stored rates.
+    const eur = (await (await t.request('/compat/skinport/v1/items?app_id=730')).json()) as Record<string, unknown>[];
+    const eurRow = eur.find((row) => row.market_hash_name === plain)!;
+    expect(eurRow.currency).toBe('EUR');
+    expect(typeof eurRow.min_price).toBe('number');
+
+    const asked = encodeURIComponent(`${plain},Nothing ${suffix}`);
+    const history = (await (await t.request(`/compat/skinport/v1/sales/history?app_id=730&currency=USD&market_hash_name=${asked}`)).json()) as unknown;
+    expectSkinportSalesShape(history);
+    expect(history).toHaveLength(1);
+    expect(history[0]!.last_7_days).toEqual({ min: 11.5, max: 15.1, avg: 13.02, median: 12.95, volume: 296 });
+    expect(history[0]!.last_24_hours).toEqual({ min: null, max: null, avg: null, median: null, volume: 0 });
+
+    const refused = await t.request('/compat/skinport/v1/items?app_id=730&currency=JPY');
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ errors: [{ id: 'validation_error' }] });
   });
 });

@@ -1,10 +1,13 @@
-import { describe, expect, test } from 'bun:test';
+import { afterAll, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
+import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { buildSteamOverview, steamOverview, steamVolume } from '../shared/compat/steam.ts';
 import type { CompatAnswer, CompatContext, CompatDataset, CompatSourcePrice, CompatVersion } from '../shared/compat/types.ts';
 import { decimalJsConverter } from '../shared/fx/convert-decimal.ts';
 import { minorUnits } from '../shared/fx/convert.ts';
 import { parseSteamMoney } from '../shared/fx/steam-currencies.ts';
+import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
+import { createTestApp, seedFreshFxRates } from './helpers.ts';
 
 // ---- the shape Steam's clients expect, written from Steam's real priceoverview bodies ---------
 //
@@ -178,5 +181,46 @@ describe('steam priceoverview', () => {
       expect(parseSteamMoney(body.lowest_price!, code)).not.toBeNull();
       expect(parseSteamMoney(body.median_price!, code)).not.toBeNull();
     }
+  });
+});
+
+describe('end to end through GET /compat/steam/market/priceoverview/', () => {
+  const t = createTestApp();
+  afterAll(() => t.close());
+  const name = `STEAM E2E ${crypto.randomUUID().slice(0, 8)} | Redline (Field-Tested)`;
+
+  test('a reader that polls Steam gets Steam’s answer, symbol stripped to the same number', async () => {
+    const sql = t.deps.sql;
+    await seedFreshFxRates(sql);
+    await sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(name)}, ${name}, 'weapon')`;
+    await sql`
+      insert into latest_prices (catalog_id, source, version, price, quantity, source_time, ingested_at, run_id)
+      values (${catalogIdFor(name)}, 'steam', 'default', 2.30, 100, now(), now(), ${crypto.randomUUID()})
+      on conflict (catalog_id, version, source) do update set price = excluded.price, source_time = excluded.source_time`;
+    await sql`insert into price_sources (name, last_success_at) values ('steam', now()) on conflict (name) do update set last_success_at = now()`;
+    await sql`
+      insert into source_sales (catalog_id, version, source, sales_window, median, volume, source_time, ingested_at, run_id)
+      values (${catalogIdFor(name)}, 'default', 'steam', '24h', 2.40, 1234, now(), now(), ${crypto.randomUUID()})`;
+    await buildPriceSnapshot(sql, new Date());
+
+    const path = (query: string) => `/compat/steam/market/priceoverview/?appid=730&${query}&market_hash_name=${encodeURIComponent(name)}`;
+    const response = await t.request(path('currency=1'));
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as unknown;
+    expectPriceOverviewShape(body);
+    expect(body).toEqual({ success: true, lowest_price: '$2.30', volume: '1,234', median_price: '$2.40' });
+    expect(Number.parseFloat(body.lowest_price!.replace(/[^0-9.]/g, ''))).toBe(2.3);
+
+    // Steam's own path has its trailing slash; without it the same answer.
+    const bare = (await (await t.request(path('currency=1').replace('/priceoverview/?', '/priceoverview?'))).json()) as unknown;
+    expect(bare).toEqual(body);
+
+    const eur = (await (await t.request(path('currency=3'))).json()) as { success: boolean; lowest_price: string };
+    expect(eur.success).toBe(true);
+    expect(parseSteamMoney(eur.lowest_price, 'EUR')).not.toBeNull();
+
+    const unknown = await t.request(`/compat/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=${encodeURIComponent(`${name} (none)`)}`);
+    expect(unknown.status).toBe(200);
+    expect(await unknown.json()).toEqual({ success: false });
   });
 });
