@@ -225,29 +225,45 @@ function requestCurrency(query: URLSearchParams, context: CompatContext): { curr
 /** Skinport writes cents in every one of its currencies. */
 const SKINPORT_PLACES = 2;
 
-/** A USD decimal in `currency` as Skinport's JSON number ("18.20" → 18.2), rounded half-even to cents, never through a float. */
-function moneyText(usd: string | null, currency: string, context: CompatContext): string {
-  if (usd === null) return 'null';
-  let converted = context.convert(usd, currency);
-  if (converted === null) return 'null';
-  const point = converted.indexOf('.');
-  if (point >= 0 && converted.length - point - 1 > SKINPORT_PLACES) converted = new Decimal(converted).toDecimalPlaces(SKINPORT_PLACES, Decimal.ROUND_HALF_EVEN).toFixed();
-  return jsonNumber(converted);
+type MoneyWriter = (usd: string | null) => string;
+
+/**
+ * USD decimals in `currency` as Skinport's JSON numbers ("18.20" → 18.2), rounded half-even to cents,
+ * never through a float. One writer per answer: a list repeats many prices, each converted once.
+ */
+function moneyWriter(currency: string, context: CompatContext): MoneyWriter {
+  const written = new Map<string, string>();
+  return (usd) => {
+    if (usd === null) return 'null';
+    let text = written.get(usd);
+    if (text === undefined) {
+      let converted = context.convert(usd, currency);
+      if (converted === null) text = 'null';
+      else {
+        const point = converted.indexOf('.');
+        if (point >= 0 && converted.length - point - 1 > SKINPORT_PLACES) converted = new Decimal(converted).toDecimalPlaces(SKINPORT_PLACES, Decimal.ROUND_HALF_EVEN).toFixed();
+        text = jsonNumber(converted);
+      }
+      written.set(usd, text);
+    }
+    return text;
+  };
 }
 
 const integerText = (value: number | null) => (value === null ? 'null' : String(value));
 const stringText = (value: string | null) => (value === null ? 'null' : JSON.stringify(value));
 
 function itemsText(document: SkinportItemsDocument, currency: string, context: CompatContext): string {
+  const money = moneyWriter(currency, context);
   const currencyField = JSON.stringify(currency);
   const parts: string[] = [];
   for (const row of document.rows) {
     const listed = row.quantity !== 0;
-    const min = listed ? moneyText(row.min_price, currency, context) : 'null';
-    const median = listed ? moneyText(row.median_price, currency, context) : 'null';
+    const min = listed ? money(row.min_price) : 'null';
+    const median = listed ? money(row.median_price) : 'null';
     parts.push(
       `{"market_hash_name":${JSON.stringify(row.market_hash_name)},"version":${stringText(row.version)},"currency":${currencyField},` +
-        `"suggested_price":${moneyText(row.suggested_price, currency, context)},"item_page":${stringText(row.item_page)},"market_page":null,` +
+        `"suggested_price":${money(row.suggested_price)},"item_page":${stringText(row.item_page)},"market_page":null,` +
         `"min_price":${min},"max_price":null,"mean_price":null,"median_price":${median},` +
         `"quantity":${integerText(row.quantity)},"created_at":${integerText(row.created_at)},"updated_at":${row.updated_at}}`,
     );
@@ -293,7 +309,7 @@ export const skinportItems: CompatHandler = (document, request, context) => {
   return { status: 200, body: text, memoKey: `skinport-items:${asked.currency}` };
 };
 
-function salesRowText(row: SkinportSalesRow, currency: string, context: CompatContext): string {
+function salesRowText(row: SkinportSalesRow, currency: string, money: MoneyWriter): string {
   let text =
     `{"market_hash_name":${JSON.stringify(row.market_hash_name)},"version":${stringText(row.version)},"currency":${JSON.stringify(currency)},` +
     `"item_page":${stringText(row.item_page)},"market_page":null`;
@@ -301,8 +317,8 @@ function salesRowText(row: SkinportSalesRow, currency: string, context: CompatCo
     const window = row.windows[name];
     if (!window) continue;
     text +=
-      `,"${WINDOW_FIELDS[name]}":{"min":${moneyText(window.min, currency, context)},"max":${moneyText(window.max, currency, context)},` +
-      `"avg":${moneyText(window.avg, currency, context)},"median":${moneyText(window.median, currency, context)},"volume":${window.volume}}`;
+      `,"${WINDOW_FIELDS[name]}":{"min":${money(window.min)},"max":${money(window.max)},` +
+      `"avg":${money(window.avg)},"median":${money(window.median)},"volume":${window.volume}}`;
   }
   return `${text}}`;
 }
@@ -353,9 +369,13 @@ export const skinportSales: CompatHandler = (document, request, context) => {
   const sales = document as SkinportSalesDocument;
   const filter = request.query.get('market_hash_name');
   if (filter === null || filter.trim() === '') {
-    const text = writtenList(sales, asked.currency, context, () => `[${sales.rows.map((row) => salesRowText(row, asked.currency, context)).join(',')}]`);
+    const text = writtenList(sales, asked.currency, context, () => {
+      const money = moneyWriter(asked.currency, context);
+      return `[${sales.rows.map((row) => salesRowText(row, asked.currency, money)).join(',')}]`;
+    });
     return { status: 200, body: text, memoKey: `skinport-sales:${asked.currency}` };
   }
   const rows = askedRows(filter, salesIndex(sales));
-  return { status: 200, body: `[${rows.map((row) => salesRowText(row, asked.currency, context)).join(',')}]` };
+  const money = moneyWriter(asked.currency, context);
+  return { status: 200, body: `[${rows.map((row) => salesRowText(row, asked.currency, money)).join(',')}]` };
 };
