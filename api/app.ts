@@ -24,6 +24,7 @@ import { priceRoutes } from './routes/prices.ts';
 import { priceStreamRoutes } from './routes/price-stream.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
+import { compatRoutes } from './routes/compat.ts';
 import { queueDashboardRoutes } from './routes/queue-dashboard/index.ts';
 import { renderRoutes } from './routes/renders.ts';
 import { sceneRoutes } from './routes/scenes.ts';
@@ -66,6 +67,7 @@ const documentation = {
     { name: 'catalog', description: 'Every CS2 item the service prices, with its catalog id.' },
     { name: 'prices', description: 'Current prices, price history and the live price stream of catalog items (API key).' },
     { name: 'keyless', description: 'The keyless API: the /v1 price list, one item and the live stream, and item images (GET /v2/images/{catalog_id}), limited per client address.' },
+    { name: 'compat', description: 'Drop-in formats: the price files and endpoints existing tools read (csgotrader, Skinport, Steam priceoverview, SteamApis), served from this service\'s data under /compat. Keyless, cached per price snapshot, limited per client address. Mappings: docs/compat/.' },
     { name: 'market', description: 'The cs2.chain-equal-weight.v1 market index and current market totals.' },
     { name: 'webhooks', description: 'Webhook endpoints, their deliveries and signing secrets, and the pages of large events.' },
     { name: 'game platform', description: 'Steam profiles and inventories, and Steam accounts connected to the workspace.' },
@@ -108,6 +110,7 @@ export function createApp(deps: AppDeps, extend?: (app: AnyElysia) => AnyElysia)
     .use(marketIndexRoutes(deps))
     .use(marketSummaryRoutes(deps))
     .use(publicPriceRoutes(deps))
+    .use(compatRoutes(deps))
     .use(imageRoutes(deps))
     .use(webhookRoutes(deps))
     .use(profileRoutes(deps))

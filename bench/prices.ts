@@ -53,10 +53,12 @@ import {
   warnAbnormal,
 } from './lib.ts';
 import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices, timed } from './price-fixtures.ts';
+import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
+import { ensureCompatDocuments } from '../shared/compat/store.ts';
 
 // Issue 13: item p99 < 10 ms and history p99 < 200 ms, both at 50 connections; the earlier
 // one-client history target (p99 < 50 ms) is kept, on the uncached API.
-const TARGETS = { listShare: 0.7, itemP99Ms: 10, historyP99Ms: 200, historyOneClientP99Ms: 50 };
+const TARGETS = { listShare: 0.7, itemP99Ms: 10, historyP99Ms: 200, historyOneClientP99Ms: 50, compatShare: 0.7, compatBuildShare: 0.25 };
 const PUBLIC_RATE_LIMIT = 1_000_000_000;
 /**
  * 10m buckets are served for RETENTION_ROLLUPS_10M_DAYS (31 by default): the APIs here keep them a
@@ -146,8 +148,26 @@ async function main(): Promise<void> {
   const [rollups] = await sql<{ rows: number }[]>`select count(*)::int as rows from price_rollups`;
   say(`history: ${HISTORY_ITEMS} items × ${BUCKETS_10M} 10m buckets (+ hourly, daily) = ${rollups!.rows} rollup rows in ${ms(historyMs)}`);
 
-  // 4. The keyless snapshot.
-  await buildSnapshot(sql, now);
+  // 4. Sales windows as skinport's sales history and steam's priceoverview leave them (issue 32), then
+  // the keyless snapshot, and (issue 33) the drop-in formats' documents of that snapshot, timed against it.
+  await sql`
+    insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
+    select l.catalog_id, l.version, 'skinport', w.sales_window, round(l.price * 0.97, 2), round(l.price * 0.99, 2), round(l.price * 0.9, 2), round(l.price * 1.2, 2),
+           w.factor * (1 + abs(hashtext(l.catalog_id)) % 20), ${now}, ${now}, 'bench'
+    from latest_prices l cross join (values ('24h', 1), ('7d', 5), ('30d', 18), ('90d', 45)) w (sales_window, factor)
+    where l.source = 'skinport'`;
+  await sql`
+    insert into source_sales (catalog_id, version, source, sales_window, median, volume, source_time, ingested_at, run_id)
+    select l.catalog_id, l.version, 'steam', '24h', round(l.price * 1.02, 2), 1 + abs(hashtext(l.catalog_id || 's')) % 50, ${now}, ${now}, 'bench'
+    from latest_prices l where l.source = 'steam' and l.version = 'default'`;
+  await sql`
+    insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at)
+    select catalog_id, version, sales_window, min(median), min(mean), min(min), max(max), sum(volume)::int, array_agg(source order by source), ${now}
+    from source_sales group by catalog_id, version, sales_window`;
+  const snapshot = await buildSnapshot(sql, now);
+  const [snapshotRow] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${snapshot.id}`;
+  const compatBuild = await ensureCompatDocuments(sql, { id: snapshot.id, created_at: snapshotRow!.created_at }, COMPAT_BUILDERS);
+  say(`compat documents of snapshot ${snapshot.id}: ${ms(compatBuild.ms)} ${JSON.stringify(compatBuild.phases_ms)}; bytes ${JSON.stringify(compatBuild.bytes)}`);
 
   // 5. Workspace and key.
   const { key, itemIds } = await keyAndPricedItems(sql, 'bench-prices', now, ITEM_IDS);
@@ -269,10 +289,25 @@ async function main(): Promise<void> {
   // The list again with clients that drain as fast as loopback allows (curl, 20 transfers at once):
   // autocannon's one thread reads ~80 MB/s, so each 2 MB body trickles out over a second in many
   // small writes and a ~10 s run holds only ~300 requests, against 10 ms CPU ticks.
+  // Issue 33: each drop-in format's largest answer, served from its per-snapshot cache, in the same rounds.
+  const compatTargets: [string, number, string][] = [
+    ['compat csgotrader prices_v6.json', api.proc.pid, `${apiBase}/compat/csgotrader/latest/prices_v6.json`],
+    ['compat csgotrader steam.json', api.proc.pid, `${apiBase}/compat/csgotrader/latest/steam.json`],
+    ['compat skinport items (EUR)', api.proc.pid, `${apiBase}/compat/skinport/v1/items?app_id=730`],
+    ['compat skinport sales history', api.proc.pid, `${apiBase}/compat/skinport/v1/sales/history?app_id=730&currency=USD`],
+    ['compat steamapis items', api.proc.pid, `${apiBase}/compat/steamapis/market/items/730`],
+    ['compat steamapis compact', api.proc.pid, `${apiBase}/compat/steamapis/market/items/730?format=compact`],
+  ];
+  for (const [name, , url] of compatTargets) {
+    const response = await fetch(url, { headers: br });
+    if (response.status !== 200) throw new Error(`${name} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+    say(`${name}: ${kib((await response.arrayBuffer()).byteLength)} br`);
+  }
   const drained = await drainedCpu(
     [
       ['bare', bare.proc.pid, bareUrl],
       ['API', api.proc.pid, `${apiBase}/v1/prices`],
+      ...compatTargets,
     ],
     scratch,
     { requests: DRAINED_REQUESTS, parallel: DRAINED_PARALLEL, rounds: DRAINED_ROUNDS },
@@ -341,7 +376,18 @@ async function main(): Promise<void> {
 
   const clean = (result: Result) => result.non2xx === 0 && result.errors === 0 && result.timeouts === 0;
   const extra = (result: Result) => (clean(result) ? '' : `, ${result.non2xx} non-2xx, ${result.errors + result.timeouts} errors`);
+  const compatChecks: [string, boolean, string][] = compatTargets.map(([name]) => [
+    `${name} >= ${TARGETS.compatShare * 100} % of GET /v1/prices's throughput by server CPU per request (draining clients, same run)`,
+    drained !== null && drained.API! / drained[name]! >= TARGETS.compatShare,
+    drained === null ? 'curl missing' : `${((drained.API! / drained[name]!) * 100).toFixed(0)} %: ${drained[name]!.toFixed(0)} µs against the list's ${drained.API!.toFixed(0)} µs`,
+  ]);
+  compatChecks.push([
+    `compat documents built per snapshot in < ${TARGETS.compatBuildShare * 100} % of the keyless list's build time`,
+    compatBuild.ms < TARGETS.compatBuildShare * snapshot.duration_ms,
+    `${((compatBuild.ms / snapshot.duration_ms) * 100).toFixed(1)} %: ${ms(compatBuild.ms)} against ${ms(snapshot.duration_ms)}`,
+  ]);
   printChecks([
+    ...compatChecks,
     [
       `GET /v1/prices (br) >= ${TARGETS.listShare * 100} % of bare by server CPU per request (draining clients)`,
       drained !== null && drained.bare! / drained.API! >= TARGETS.listShare,

@@ -1,6 +1,9 @@
 import { calculateMarketIndex } from '../../shared/market-index/calculate.ts';
 import { buildPriceSnapshot, PRICE_SNAPSHOT_CHANNEL } from '../../shared/prices/snapshot.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
+import { COMPAT_BUILDERS } from '../../shared/compat/registry.ts';
+import { ensureCompatDocuments, type CompatBuildReport } from '../../shared/compat/store.ts';
+import { compatWantedKey } from '../../shared/compat/documents.ts';
 
 /**
  * Work that follows an ingest run: the keyless price snapshot and the market index of the run's
@@ -8,10 +11,17 @@ import { handle, type PoolDefinition } from '../pool.ts';
  */
 export const indexPool: PoolDefinition = {
   pool: 'index',
-  handlers: ({ sql, redis, log, now }) => [
+  handlers: ({ sql, redis, log, now, config }) => [
     handle('prices.snapshot', async () => {
       const build = await buildPriceSnapshot(sql, now(), { log, publish: (id) => redis.publish(PRICE_SNAPSHOT_CHANNEL, String(id)) });
-      return { id: build.id, items: build.item_count, unchanged: build.unchanged, ms: build.duration_ms };
+      // DESIGN 20: the drop-in formats' documents of a new snapshot, built here (off the request path)
+      // while someone reads them (a /compat request within the hour); otherwise at the first request.
+      let compat: CompatBuildReport | null = null;
+      if (!build.unchanged && (await redis.exists(compatWantedKey(config.QUEUE_PREFIX)).catch(() => 0)) === 1) {
+        const [snapshot] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${build.id}`;
+        if (snapshot) compat = await ensureCompatDocuments(sql, { id: build.id, created_at: snapshot.created_at }, COMPAT_BUILDERS, log);
+      }
+      return { id: build.id, items: build.item_count, unchanged: build.unchanged, ms: build.duration_ms, compat_ms: compat?.ms ?? null };
     }),
     handle('market_index.calculate', async ({ marketplace, after_run }) => {
       const outcome = await calculateMarketIndex(sql, { marketplace, now });

@@ -1,0 +1,13 @@
+-- Issue 33 (DESIGN 20; docs/compat/): the drop-in formats' documents, built once per keyless price
+-- snapshot from the same prices (shared/compat/store.ts) and deleted with it. Each is the JSON a
+-- format's handler answers from (shared/compat/<format>.ts); requests derive their answers from it.
+create table compat_documents (
+  snapshot_id bigint not null references price_snapshots (id) on delete cascade,
+  name text not null,
+  body bytea not null,
+  -- The oldest source time among the prices the document used (`X-Source-Age`).
+  oldest_source_at timestamptz,
+  built_at timestamptz not null,
+  build_ms integer not null,
+  primary key (snapshot_id, name)
+);
