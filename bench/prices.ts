@@ -55,6 +55,7 @@ import {
 import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices, timed } from './price-fixtures.ts';
 import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
 import { ensureCompatDocuments } from '../shared/compat/store.ts';
+import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 
 // Issue 13: item p99 < 10 ms and history p99 < 200 ms, both at 50 connections; the earlier
 // one-client history target (p99 < 50 ms) is kept, on the uncached API.
@@ -164,6 +165,9 @@ async function main(): Promise<void> {
     insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at)
     select catalog_id, version, sales_window, min(median), min(mean), min(min), max(max), sum(volume)::int, array_agg(source order by source), ${now}
     from source_sales group by catalog_id, version, sales_window`;
+  // Exchange rates as the fx source stores them: Skinport's items answer in EUR by default.
+  await saveRateDays(sql, [{ date: now.toISOString().slice(0, 10), rates: new Map([['USD', '1.0834'], ['GBP', '0.84290'], ['PLN', '4.2875']]) }], now);
+  await recordFxSuccess(sql, now, 0);
   const snapshot = await buildSnapshot(sql, now);
   const [snapshotRow] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${snapshot.id}`;
   const compatBuild = await ensureCompatDocuments(sql, { id: snapshot.id, created_at: snapshotRow!.created_at }, COMPAT_BUILDERS);
@@ -299,9 +303,9 @@ async function main(): Promise<void> {
     ['compat steamapis compact', api.proc.pid, `${apiBase}/compat/steamapis/market/items/730?format=compact`],
   ];
   for (const [name, , url] of compatTargets) {
-    const response = await fetch(url, { headers: br });
+    const response = await fetch(url, { headers: br, decompress: false });
     if (response.status !== 200) throw new Error(`${name} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
-    say(`${name}: ${kib((await response.arrayBuffer()).byteLength)} br`);
+    say(`${name}: ${kib((await response.arrayBuffer()).byteLength)} ${response.headers.get('content-encoding') ?? 'identity'}`);
   }
   const drained = await drainedCpu(
     [

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { text } from '../../shared/http/validation.ts';
-import { COMPAT_WANTED_SECONDS, CompatDocuments, compatContext, compatWantedKey } from '../../shared/compat/documents.ts';
+import { COMPAT_WANTED_SECONDS, CompatDocuments, compatContext, compatWantedKey, currencyStamp } from '../../shared/compat/documents.ts';
 import { COMPAT_BUILDERS, COMPAT_ROUTES, type CompatRoute } from '../../shared/compat/registry.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
 import { latestCurrencyTable } from '../../shared/prices/currency.ts';
@@ -39,19 +39,40 @@ export function compatRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'p
     deps.redis.set(compatWantedKey(deps.config.QUEUE_PREFIX), '1', 'EX', COMPAT_WANTED_SECONDS).catch(() => undefined);
   };
 
+  /**
+   * Answers already made for this snapshot, by the request's exact path and query and the rates in
+   * force: a repeated request costs a map lookup, not the handler (a cache-busting parameter only makes
+   * another entry; the oldest go first).
+   */
+  const byRequest = new Map<string, { snapshotId: number; body: EncodedBody | LazyEncodedBody; oldestSourceMs: number | null }>();
+  const BY_REQUEST_LIMIT = 512;
+
   async function answer(route: CompatRoute, request: Request, params: Record<string, string>): Promise<Response> {
     noteWanted();
     const snapshot = await deps.priceSnapshots.current();
     if (!snapshot) throw unavailable();
+    const table = await latestCurrencyTable(deps.sql);
+    const stamp = currencyStamp(table);
+    const url = request.url;
+    const requestKey = `${url.slice(url.indexOf('/', url.indexOf('//') + 2))}\u0000${stamp}`;
+    const known = byRequest.get(requestKey);
+    if (known && known.snapshotId === snapshot.id) return serve(request, known.body, snapshot.createdAt, known.oldestSourceMs);
     const document = await documents.document({ id: snapshot.id, createdAt: snapshot.createdAt }, route.document);
-    const context = compatContext(await latestCurrencyTable(deps.sql));
-    const result = route.handler(document.parsed, { params, query: new URL(request.url).searchParams }, context);
+    const context = compatContext(table);
+    const result = route.handler(document.parsed, { params, query: new URL(url).searchParams }, context);
     if ('ours' in result) throw errors.invalidRequest(result.ours.message, [{ field: result.ours.field, message: result.ours.message }]);
     if (result.status !== 200) {
       return new Response(JSON.stringify(result.body), { status: result.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' } });
     }
-    const key = result.memoKey === undefined ? null : `${route.path}\u0000${result.memoKey}\u0000${context.stamp}`;
-    return serve(request, documents.encoded(snapshot.id, key, result.body), snapshot.createdAt, document.oldestSourceMs);
+    const key = result.memoKey === undefined ? null : `${route.path}\u0000${result.memoKey}\u0000${stamp}`;
+    const body = documents.encoded(snapshot.id, key, result.body);
+    if (key !== null) {
+      if (byRequest.size >= BY_REQUEST_LIMIT || (known && known.snapshotId !== snapshot.id)) {
+        for (const [entryKey, entry] of byRequest) if (entry.snapshotId !== snapshot.id || byRequest.size >= BY_REQUEST_LIMIT) byRequest.delete(entryKey);
+      }
+      byRequest.set(requestKey, { snapshotId: snapshot.id, body, oldestSourceMs: document.oldestSourceMs });
+    }
+    return serve(request, body, snapshot.createdAt, document.oldestSourceMs);
   }
 
   async function serve(request: Request, body: EncodedBody | LazyEncodedBody, lastModified: Date, oldestSourceMs: number | null): Promise<Response> {

@@ -104,9 +104,18 @@ export function compatContext(table: CurrencyTable): CompatContext & { stamp: st
     if (!converter) byCurrency.set(currency, (converter = usdConverter(resolution.rates, currency)));
     return converter(usd);
   };
-  const currencies = offeredCurrencies(table);
-  // What distinguishes answers converted at different rates: every rate set the table holds.
-  const steam = [...table.steam.values()].map((state) => `${state.rate}@${state.as_of}`).join(',');
-  const stamp = `${table.ecb ? `${table.ecb.as_of}@${table.ecb.fetched_at.getTime()}` : 'none'}|${steam}`;
-  return { convert, currencies, stamp };
+  return { convert, currencies: offeredCurrencies(table), stamp: currencyStamp(table) };
+}
+
+const stamps = new WeakMap<CurrencyTable, string>();
+
+/** What distinguishes answers converted at different rates: every rate set `table` holds (one string per table). */
+export function currencyStamp(table: CurrencyTable): string {
+  let stamp = stamps.get(table);
+  if (stamp === undefined) {
+    const steam = [...table.steam.values()].map((state) => `${state.currency}=${state.rate}@${state.as_of}`).join(',');
+    stamp = `${table.ecb ? `${table.ecb.as_of}@${table.ecb.fetched_at.getTime()}` : 'none'}|${steam}`;
+    stamps.set(table, stamp);
+  }
+  return stamp;
 }
