@@ -9,9 +9,12 @@ import type { EncodedBody, LazyEncodedBody } from '../../shared/prices/public-do
 import { ifNoneMatchMatches, negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
+import { sharedBodyStream } from '../plugins/download-slots.ts';
 import { publicRateLimitPlugin, type PublicRateLimitPluginDeps } from '../plugins/public-rate-limit.ts';
 
 const WANTED_RENEW_MS = 60_000;
+/** Bodies larger than this are streamed from the kept bytes rather than copied into the response. */
+const STREAM_ABOVE_BYTES = 64 * 1024;
 
 /** Path parameters, checked at the edge like every route's (the handlers answer unknown values as the originals do). */
 const PARAMS: Record<string, z.ZodObject> = {
@@ -88,6 +91,8 @@ export function compatRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'p
     headers['content-type'] = 'application/json';
     if (coding !== 'identity') headers['content-encoding'] = coding;
     const bytes = coding === 'identity' ? body.json : 'encoded' in body ? await body.encoded(coding) : body[coding];
+    // Bun copies a Buffer handed to a Response into every answer; views of the kept bytes are written from them (as the keyless list).
+    if (bytes.length > STREAM_ABOVE_BYTES) return new Response(sharedBodyStream(bytes, request.signal, () => undefined), { status: 200, headers });
     return new Response(bytes, { status: 200, headers });
   }
 

@@ -36,7 +36,9 @@ export async function ensureCompatDocuments(
     // A snapshot deleted meanwhile (only the newest few are kept) needs no documents.
     if (!exists) return false;
     let mark = performance.now();
-    const dataset = await readCompatDataset(tx, snapshot.created_at);
+    // Read over the pool, not this transaction's one connection: the three queries run at once (the
+    // lock held here still makes this the only build of the snapshot).
+    const dataset = await readCompatDataset(sql, snapshot.created_at);
     phases.dataset = Math.round(performance.now() - mark);
     for (const name of COMPAT_DOCUMENTS) {
       mark = performance.now();
