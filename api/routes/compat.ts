@@ -63,7 +63,10 @@ export function compatRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'p
     const document = await documents.document({ id: snapshot.id, createdAt: snapshot.createdAt }, route.document);
     const context = compatContext(table);
     const result = route.handler(document.parsed, { params, query: new URL(url).searchParams }, context);
-    if ('ours' in result) throw errors.invalidRequest(result.ours.message, [{ field: result.ours.field, message: result.ours.message }]);
+    if ('ours' in result) {
+      if (result.status === 404) throw errors.notFound(result.ours.message);
+      throw errors.invalidRequest(result.ours.message, [{ field: result.ours.field, message: result.ours.message }]);
+    }
     if (result.status !== 200) {
       return new Response(JSON.stringify(result.body), { status: result.status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' } });
     }

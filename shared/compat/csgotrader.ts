@@ -217,8 +217,11 @@ function providerJson(document: CsgotraderDocument, provider: string): string {
   return `{${parts.join(',')}}`;
 }
 
-/** What a static file host answers for a file it does not have (the original was an S3 bucket): 404, here with a small JSON body. */
-const NOT_FOUND: CompatAnswer = { status: 404, body: { error: 'not found' } };
+/**
+ * A file the original host did not have: 404, as a static file host answers (its own body is not JSON
+ * a client reads), here with our shared error body like every other 404 of the API.
+ */
+const NOT_FOUND: CompatAnswer = { status: 404, ours: { message: 'No such price file: prices_v6.json, exchange_rates.json or <provider>.json (see docs/compat/csgotrader.md).', field: 'path.file' } };
 
 /**
  * Each file's text, written once per stored document (the parsed document is shared by every request of

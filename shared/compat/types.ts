@@ -97,8 +97,11 @@ export type CompatAnswer =
   | { status: 200; body: unknown; memoKey?: string }
   /** An error in the original's shape, where the original documents one. */
   | { status: 400 | 404; body: unknown }
-  /** Our shared error body (`{error: {code: "invalid_request", message, request_id, details}}`), where the original documents none. */
-  | { status: 400; ours: { message: string; field: string } };
+  /**
+   * Our shared error body, where the original documents none: 400 `invalid_request` naming the field,
+   * or 404 `not_found` (csgotrader's files came from a static host, whose missing-file answer is not JSON).
+   */
+  | { status: 400 | 404; ours: { message: string; field: string } };
 
 /** A request as a format handler sees it: path parameters and the raw query (unknown parameters are ignored, as the originals do). */
 export type CompatRequest = { params: Record<string, string>; query: URLSearchParams };
