@@ -87,6 +87,18 @@ export function isPriceVersion(value: string): boolean {
   return true;
 }
 
+/** Version names → the phase labels upstreams write ("Phase 2", "Black Pearl"): versionFromPhaseLabel's reverse. */
+export const PHASE_LABELS: Readonly<Record<PhaseVersion, string>> = {
+  'phase-1': 'Phase 1',
+  'phase-2': 'Phase 2',
+  'phase-3': 'Phase 3',
+  'phase-4': 'Phase 4',
+  ruby: 'Ruby',
+  sapphire: 'Sapphire',
+  'black-pearl': 'Black Pearl',
+  emerald: 'Emerald',
+};
+
 /** Upstream phase labels ("Phase 2", "Ruby", "Black Pearl", "Emerald") → version names. */
 export function versionFromPhaseLabel(label: string | null | undefined): string | null {
   if (!label) return 'default';

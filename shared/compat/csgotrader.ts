@@ -1,5 +1,5 @@
 import Decimal from 'decimal.js';
-import { PHASE_VERSIONS, type PhaseVersion } from '../catalog/identity.ts';
+import { PHASE_LABELS as CATALOG_PHASE_LABELS, PHASE_VERSIONS, type PhaseVersion } from '../catalog/identity.ts';
 import type { SalesWindowName } from '../sources/types.ts';
 import { jsonDecimalString, jsonNumber, jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatVersion } from './types.ts';
@@ -27,17 +27,8 @@ import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatDataset, C
  * file asked for, once per snapshot and file (memoKey).
  */
 
-/** The doppler map's keys, as the extension's dopplerPhases and the upstream generator spell them. */
-const PHASE_LABELS: Record<PhaseVersion, string> = {
-  'phase-1': 'Phase 1',
-  'phase-2': 'Phase 2',
-  'phase-3': 'Phase 3',
-  'phase-4': 'Phase 4',
-  ruby: 'Ruby',
-  sapphire: 'Sapphire',
-  'black-pearl': 'Black Pearl',
-  emerald: 'Emerald',
-};
+/** The doppler map's keys, as the extension's dopplerPhases and the upstream generator spell them (the labels every upstream writes). */
+const PHASE_LABELS: Readonly<Record<PhaseVersion, string>> = CATALOG_PHASE_LABELS;
 
 type ProviderKind = 'steam' | 'bitskins' | 'csgotm' | 'skinport' | 'consensus' | 'doppler';
 type Provider = { file: string; kind: ProviderKind; source: string | null };

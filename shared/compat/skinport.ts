@@ -1,4 +1,5 @@
 import Decimal from 'decimal.js';
+import { PHASE_LABELS } from '../catalog/identity.ts';
 import type { SalesWindowName } from '../sources/types.ts';
 import { jsonNumber } from './json-number.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, CompatDataset, CompatHandler, CompatSalesWindow, CompatVersion } from './types.ts';
@@ -36,16 +37,7 @@ const WINDOW_NAMES: readonly SalesWindowName[] = ['24h', '7d', '30d', '90d'];
 const WINDOW_FIELDS: Readonly<Record<SalesWindowName, string>> = { '24h': 'last_24_hours', '7d': 'last_7_days', '30d': 'last_30_days', '90d': 'last_90_days' };
 
 /** Our phase versions → Skinport's `version` labels ("Phase 2", "Black Pearl"); `default` is `null`. */
-const VERSION_LABELS: Readonly<Record<string, string>> = {
-  'phase-1': 'Phase 1',
-  'phase-2': 'Phase 2',
-  'phase-3': 'Phase 3',
-  'phase-4': 'Phase 4',
-  ruby: 'Ruby',
-  sapphire: 'Sapphire',
-  'black-pearl': 'Black Pearl',
-  emerald: 'Emerald',
-};
+const VERSION_LABELS: Readonly<Record<string, string>> = PHASE_LABELS;
 
 /** A version Skinport lists (default and the Doppler phases) → its label; undefined for ours alone (patterns, tiers). */
 export function skinportVersionLabel(version: string): string | null | undefined {

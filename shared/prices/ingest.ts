@@ -32,6 +32,17 @@ export async function loadCatalogNameMap(db: Queryable): Promise<CatalogNameMap>
   return new Map(rows.map((row) => [row.market_hash_name, { catalogId: row.catalog_id, phases: row.phases }]));
 }
 
+/** The catalog item an upstream (name, version) is: the name unknown to the catalog, or a version the item cannot carry, said so. */
+export function catalogItemFor(
+  catalog: CatalogNameMap,
+  observation: { market_hash_name: string; version: string },
+): { catalogId: string } | 'unknown-name' | 'unknown-version' {
+  const item = catalog.get(observation.market_hash_name);
+  if (!item) return 'unknown-name';
+  if (observation.version !== 'default' && !item.phases.includes(observation.version)) return 'unknown-version';
+  return item;
+}
+
 /**
  * Maps upstream names to catalog ids. Unknown names and versions the item cannot carry are counted
  * (never fatal); duplicates of one (item, version) keep the cheapest ask.
@@ -41,12 +52,12 @@ export function mapToCatalog(observations: SourceObservation[], catalog: Catalog
   const unknownNames: string[] = [];
   let unknownVersions = 0;
   for (const observation of observations) {
-    const item = catalog.get(observation.market_hash_name);
-    if (!item) {
+    const item = catalogItemFor(catalog, observation);
+    if (item === 'unknown-name') {
       unknownNames.push(observation.market_hash_name);
       continue;
     }
-    if (observation.version !== 'default' && !item.phases.includes(observation.version)) {
+    if (item === 'unknown-version') {
       unknownVersions += 1;
       continue;
     }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { copyRows, type Queryable, type Sql } from '../platform/db.ts';
 import { SALES_WINDOWS, type SalesObservation, type SalesWindowName } from '../sources/types.ts';
-import type { CatalogNameMap } from './ingest.ts';
+import { catalogItemFor, type CatalogNameMap } from './ingest.ts';
 
 /**
  * Sales windows (DESIGN 19; docs/decisions.md "Sales windows"): what items sold for over the last
@@ -66,15 +66,10 @@ export function mapSalesToCatalog(observations: readonly SalesObservation[], cat
   const unknown = new Set<string>();
   let unknownVersions = 0;
   for (const observation of observations) {
-    const item = catalog.get(observation.market_hash_name);
-    if (!item) {
-      unknown.add(observation.market_hash_name);
-      continue;
-    }
-    if (observation.version !== 'default' && !item.phases.includes(observation.version)) {
-      unknownVersions += 1;
-      continue;
-    }
+    const item = catalogItemFor(catalog, observation);
+    if (item === 'unknown-name') unknown.add(observation.market_hash_name);
+    else if (item === 'unknown-version') unknownVersions += 1;
+    if (typeof item === 'string') continue;
     const { market_hash_name: _name, ...rest } = observation;
     staged.push({ ...rest, catalog_id: item.catalogId });
   }

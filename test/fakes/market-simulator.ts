@@ -4,6 +4,7 @@ import { centsFromDecimal, withThousands } from '../../shared/sources/money.ts';
 import { SOURCE_NAMES, type SourceName } from '../../shared/sources/names.ts';
 import { mulberry32 } from '../../shared/util/random.ts';
 import { skinportSalesBody } from './simulator/skinport-sales.ts';
+import { PHASE_LABELS as CATALOG_PHASE_LABELS } from '../../shared/catalog/identity.ts';
 import { otherSteamCurrency, steamInOtherCurrency } from './simulator/steam-currencies.ts';
 import { createSteamSearch } from './simulator/steam-search.ts';
 import { newItemSchedule, type NewSimulatorItem } from './simulator/new-items.ts';
@@ -254,16 +255,7 @@ function drift(h: number, bucket: number, weight = 1): number {
 // ---------------------------------------------------------------------------------------------
 // Item model
 
-const PHASE_LABELS: Record<string, string> = {
-  'phase-1': 'Phase 1',
-  'phase-2': 'Phase 2',
-  'phase-3': 'Phase 3',
-  'phase-4': 'Phase 4',
-  ruby: 'Ruby',
-  sapphire: 'Sapphire',
-  'black-pearl': 'Black Pearl',
-  emerald: 'Emerald',
-};
+const PHASE_LABELS: Readonly<Record<string, string>> = CATALOG_PHASE_LABELS;
 const PHASE_MULTIPLIERS: Record<string, number> = {
   'phase-1': 0.9,
   'phase-2': 1.3,
