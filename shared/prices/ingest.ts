@@ -1,4 +1,5 @@
 import { copyRows, type Queryable, type Sql } from '../platform/db.ts';
+import { lapTimer } from '../util/laps.ts';
 import { newId } from '../util/ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
 import { PRICES_UPDATED_PAGE_SIZE, subscribedEventTypes, type EventType, type PricesUpdatedPayload } from '../events/outbox.ts';
@@ -208,13 +209,7 @@ export async function writeIngestRun(
 ): Promise<WriteResult> {
   const { runId, source, ingestedAt } = input;
   const rows = coalesceObservations(input.rows);
-  const timings: Record<string, number> = {};
-  let mark = performance.now();
-  const lap = (name: string) => {
-    const now = performance.now();
-    timings[name] = Math.round(now - mark);
-    mark = now;
-  };
+  const { timings, lap } = lapTimer();
   let streamIds: string[] = [];
   const result = await sql.begin(async (tx) => {
     // Runs of one source overlap when a run outlasts its interval or two workers hold neighbouring

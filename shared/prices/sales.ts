@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { lapTimer } from '../util/laps.ts';
 import { copyRows, type Queryable, type Sql } from '../platform/db.ts';
 import { SALES_WINDOWS, type SalesObservation, type SalesWindowName } from '../sources/types.ts';
 import { catalogItemFor, type CatalogNameMap } from './ingest.ts';
@@ -90,13 +91,7 @@ export async function writeSalesWindows(
 ): Promise<SalesWriteResult> {
   const { source, runId, ingestedAt } = input;
   const rows = lastPerKey(input.rows);
-  const timings: Record<string, number> = {};
-  let mark = performance.now();
-  const lap = (name: string) => {
-    const now = performance.now();
-    timings[name] = Math.round(now - mark);
-    mark = now;
-  };
+  const { timings, lap } = lapTimer();
   const result = await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(hashtext(${`sales:${source}`}))`;
     await tx`
