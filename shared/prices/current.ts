@@ -8,7 +8,6 @@ import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts
 import type { PriceRunWatch } from './run-watch.ts';
 import { itemImages, itemImageSchema, type ImageHosts, type ItemImage } from '../media/images/item-images.ts';
 import { findItemSales, liquidityOf, liquiditySchema, salesOrEmpty, salesSchema, type Liquidity, type Sales } from './sales.ts';
-import type { ItemExtras } from './public-document.ts';
 
 /**
  * DESIGN 14: a source that prices in another currency (skinbaron, EUR) is stored in USD; its own
@@ -280,7 +279,12 @@ export class ItemPriceReader {
  * snapshot and item (PriceSnapshotCache keeps the body): the item's image, each version's sales
  * windows, and each version's liquidity with the listings of the sources fresh at `now`.
  */
-export async function loadPublicItemExtras(db: Queryable, hosts: ImageHosts, catalogId: string, now: Date): Promise<ItemExtras> {
+export async function loadPublicItemExtras(
+  db: Queryable,
+  hosts: ImageHosts,
+  catalogId: string,
+  now: Date,
+): Promise<{ image: ItemImage | null; sales: ReadonlyMap<string, Sales>; liquidity: ReadonlyMap<string, Liquidity> }> {
   const [image, sales, found] = await Promise.all([itemImages(db, hosts, [{ catalog_id: catalogId }]), findItemSales(db, catalogId), findItemWithCurrentPrices(db, catalogId)]);
   const nowMs = now.getTime();
   const quantities = new Map<string, (number | null)[]>();
