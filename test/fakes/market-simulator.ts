@@ -3,7 +3,7 @@ import type { Server } from 'bun';
 import { centsFromDecimal, withThousands } from '../../shared/sources/money.ts';
 import { SOURCE_NAMES, type SourceName } from '../../shared/sources/names.ts';
 import { mulberry32 } from '../../shared/util/random.ts';
-import { skinportSalesBody } from './simulator/skinport-sales.ts';
+import { skinportSalesChunks } from './simulator/skinport-sales.ts';
 import { PHASE_LABELS as CATALOG_PHASE_LABELS } from '../../shared/catalog/identity.ts';
 import { otherSteamCurrency, steamInOtherCurrency } from './simulator/steam-currencies.ts';
 import { createSteamSearch } from './simulator/steam-search.ts';
@@ -742,7 +742,7 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
 
   /** DESIGN 19: skinport's sales history (test/fakes/simulator/skinport-sales.ts), over what skinport lists, one body per hour and mode. */
   let salesCache: { hour: number; body: Uint8Array } | undefined;
-  function skinportSales(url: URL): Response {
+  async function skinportSales(url: URL): Promise<Response> {
     if (url.searchParams.get('app_id') !== '730' || url.searchParams.get('currency') !== 'USD') {
       return Response.json({ errors: [{ id: 'validation_error', message: 'app_id must be 730 and currency USD in this simulator' }] }, { status: 400 });
     }
@@ -755,13 +755,21 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
       const bucket = bucketOf(now());
       // New items (options.newItems) only once they are on the market; the body is kept for the hour, as upstream's.
       const entries = defaults.filter((entry) => newItems.isListed(entry.item, bucket)).flatMap((entry) => [entry, ...entry.phaseEntries]);
-      const text = skinportSalesBody(entries, (entry) => ask(entry as Entry, 'skinport', bucket)?.cents ?? null, { hour, partial, wrongTypes, slug });
-      body = zlib.brotliCompressSync(Buffer.from(text), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
-      if (!partial && !wrongTypes) {
-        salesCache = { hour, body };
-        // The ~15 MB of row text is garbage now; built once an hour, so collect it rather than carry it (bench:idle).
-        queueMicrotask(() => Bun.gc(true));
+      // Compressed as it is written, a thousand rows at a time: the whole text is never held (bench:idle).
+      const compressor = zlib.createBrotliCompress({ params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
+      const parts: Buffer[] = [];
+      compressor.on('data', (chunk: Buffer) => parts.push(chunk));
+      const finished = new Promise<void>((resolve, reject) => {
+        compressor.on('end', resolve);
+        compressor.on('error', reject);
+      });
+      for (const chunk of skinportSalesChunks(entries, (entry) => ask(entry as Entry, 'skinport', bucket)?.cents ?? null, { hour, partial, wrongTypes, slug })) {
+        if (!compressor.write(chunk)) await new Promise((resolve) => compressor.once('drain', resolve));
       }
+      compressor.end();
+      await finished;
+      body = Buffer.concat(parts);
+      if (!partial && !wrongTypes) salesCache = { hour, body };
     }
     return new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'br', 'cache-control': 'public, max-age=3600' } });
   }

@@ -52,17 +52,22 @@ function windowJson(entry: SalesEntry, askCents: number, hour: number, index: nu
   return `{"min":${number(min)},"max":${number(max)},"avg":${number(avg)},"median":${number(median)},"volume":${wrongTypes ? `"${volume}"` : volume}}`;
 }
 
-/** The body for one hour: `askCents` gives the entry's current skinport ask (null: not listed, no row). */
-export function skinportSalesBody(
+/**
+ * The body for one hour as JSON text in chunks of about `chunkRows` rows (the caller compresses them as
+ * they come, so the whole text, ~15 MB for the real catalog, is never held at once): `askCents` gives
+ * the entry's current skinport ask (null: not listed, no row).
+ */
+export function* skinportSalesChunks(
   entries: Iterable<SalesEntry>,
   askCents: (entry: SalesEntry) => number | null,
-  options: { hour: number; partial: boolean; wrongTypes: boolean; slug: (text: string) => string },
-): string {
-  const rows: string[] = [];
+  options: { hour: number; partial: boolean; wrongTypes: boolean; slug: (text: string) => string; chunkRows?: number },
+): Generator<string> {
+  const chunkRows = options.chunkRows ?? 1_000;
+  let rows: string[] = [];
+  let index = 0;
   for (const entry of entries) {
     const ask = askCents(entry);
     if (ask === null) continue;
-    const index = rows.length;
     const broken = options.partial && index % 3 === 1 ? Math.floor(index / 3) % 3 : -1;
     const windows = WINDOWS.map(([field, scale], windowIndex) => {
       if (broken === 1 && windowIndex === 1) return `"${field}":"n/a"`;
@@ -71,10 +76,16 @@ export function skinportSalesBody(
     });
     const slug = options.slug(entry.name) + (entry.label ? `-${options.slug(entry.label)}` : '');
     rows.push(
-      `{${broken === 0 ? '' : `"market_hash_name":${JSON.stringify(entry.name)},`}"version":${entry.label ? JSON.stringify(entry.label) : 'null'},"currency":"USD",` +
+      `${index === 0 ? '[' : ','}{${broken === 0 ? '' : `"market_hash_name":${JSON.stringify(entry.name)},`}"version":${entry.label ? JSON.stringify(entry.label) : 'null'},"currency":"USD",` +
         `"item_page":${JSON.stringify(`https://skinport.com/item/${slug}`)},"market_page":${JSON.stringify(`https://skinport.com/market?item=${encodeURIComponent(entry.name)}`)},` +
         `${windows.join(',')}}`,
     );
+    index += 1;
+    if (rows.length >= chunkRows) {
+      yield rows.join('');
+      rows = [];
+    }
   }
-  return `[${rows.join(',')}]`;
+  rows.push(index === 0 ? '[]' : ']');
+  yield rows.join('');
 }
