@@ -12,14 +12,12 @@
  *  (4) GET /v2/prices/{id} with sales windows: an API process over the same database (its latest
  *      prices from part 2), 50 connections over 200 items that have windows, p99 < 10 ms.
  */
-import { Readable, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { claimIngestRun, type CatalogNameMap } from '../shared/prices/ingest.ts';
 import { mapSalesToCatalog, writeSalesWindows, type StagedSales } from '../shared/prices/sales.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 import type { Sql } from '../shared/platform/db.ts';
 import { fetchSkinportSales } from '../shared/sources/skinport-sales.ts';
-import { freePort, harFile, load, onCleanup, say, spawnApi, stopChild, waitReady, type Result } from './lib.ts';
+import { copyIn, copyOut, freePort, harFile, load, onCleanup, say, spawnApi, stopChild, waitReady, type Result } from './lib.ts';
 import { keyAndPricedItems } from './price-fixtures.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,28 +41,6 @@ export type SalesFigures = {
   steadyChanged: number[];
   read: Result | null;
 };
-
-async function copyOut(sql: Sql, query: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  const collect = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      chunks.push(chunk);
-      done();
-    },
-  });
-  await pipeline(await sql.unsafe(`copy (${query}) to stdout`).readable(), collect);
-  return Buffer.concat(chunks);
-}
-
-async function copyIn(sql: Sql, data: Map<string, Buffer>): Promise<number> {
-  let started = 0;
-  await sql.begin(async (tx) => {
-    await tx.unsafe(`truncate ${TABLES.join(', ')}`);
-    started = performance.now();
-    for (const table of TABLES) await pipeline(Readable.from([data.get(table)!]), await tx.unsafe(`copy ${table} from stdin`).writable());
-  });
-  return performance.now() - started;
-}
 
 async function write(sql: Sql, source: string, rows: StagedSales[], slot: number) {
   const runId = (await claimIngestRun(sql, `bench-sales-${source}`, slot, new Date()))!;
@@ -102,7 +78,7 @@ export async function measureSales(input: { sql: Sql; dbUrl: string; simulatorUr
     ['item_sales', await copyOut(sql, 'select * from item_sales')],
   ]);
   const copyMs: number[] = [];
-  for (let attempt = 0; attempt < COPY_RUNS; attempt += 1) copyMs.push(await copyIn(sql, data));
+  for (let attempt = 0; attempt < COPY_RUNS; attempt += 1) copyMs.push(await copyIn(sql, TABLES, data));
   say(`sales: raw COPY of the same rows ${copyMs.map(ms).join(', ')}`);
   // Back to the state the write left (the COPYs dropped steam's windows), then the steady state.
   await sql.unsafe(`truncate ${TABLES.join(', ')}`);

@@ -67,8 +67,6 @@
  * BENCH_STEADY_RUNS (runs of each steady kind, default 3).
  */
 import { join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { parseConfig } from '../shared/platform/config.ts';
@@ -87,6 +85,8 @@ import { SOURCE_NAMES, type SourceName } from '../shared/sources/names.ts';
 import { startMarketSimulator } from '../test/fakes/market-simulator.ts';
 import { measureSales, salesChecks, type SalesFigures } from './ingest-sales.ts';
 import {
+  copyIn,
+  copyOut,
   exitedEarly,
   onCleanup,
   positiveInt,
@@ -237,31 +237,6 @@ function stepMedians(runs: RunDone[]): string {
     .join(', ');
 }
 
-async function copyOut(sql: Sql, table: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  // Piped, not read with for-await: after a large COPY TO read that way, postgres.js (3.4.9) left its
-  // connection unusable and the next query never ran.
-  const collect = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      chunks.push(chunk);
-      done();
-    },
-  });
-  await pipeline(await sql.unsafe(`copy (select * from ${table}) to stdout`).readable(), collect);
-  return Buffer.concat(chunks);
-}
-
-/** Truncates the target tables and COPYs `data` back into them in one transaction; the COPYs and the commit are timed. */
-async function copyIn(sql: Sql, data: Map<string, Buffer>): Promise<number> {
-  let started = 0;
-  await sql.begin(async (tx) => {
-    await tx.unsafe(`truncate ${TARGET_TABLES.join(', ')}`);
-    started = performance.now();
-    for (const table of TARGET_TABLES) await pipeline(Readable.from([data.get(table)!]), await tx.unsafe(`copy ${table} from stdin`).writable());
-  });
-  return performance.now() - started;
-}
-
 /** Empty target tables, and no trace of `sources` in price_sources or ingest_runs. */
 async function cleanPrices(sql: Sql, sources: readonly string[]): Promise<void> {
   await sql.unsafe(`truncate ${TARGET_TABLES.join(', ')}`);
@@ -379,7 +354,7 @@ async function measureSource(bench: Bench, source: WorkerSource): Promise<Source
     const data = new Map<string, Buffer>();
     const rowCounts: string[] = [];
     for (const table of TARGET_TABLES) {
-      data.set(table, await copyOut(sql, table));
+      data.set(table, await copyOut(sql, `select * from ${table}`));
       const [row] = await sql.unsafe<{ count: number }[]>(`select count(*)::int as count from ${table}`);
       rowCounts.push(`${table} ${row!.count}`);
     }
@@ -389,7 +364,7 @@ async function measureSource(bench: Bench, source: WorkerSource): Promise<Source
       await settle();
       const claimedBefore = await claimedRuns();
       const doneBefore = workerLog.runs.length;
-      const elapsed = await copyIn(sql, data);
+      const elapsed = await copyIn(sql, TARGET_TABLES, data);
       if ((await claimedRuns()) === claimedBefore && workerLog.runs.length === doneBefore) {
         copyMs.push(elapsed);
         continue;

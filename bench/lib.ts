@@ -7,8 +7,11 @@
 import { readdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { Redis } from 'ioredis';
 import { databaseName, dropDatabase, recreateDatabase } from '../scripts/services.ts';
+import type { Sql } from '../shared/platform/db.ts';
 
 export const repoRoot = join(import.meta.dir, '..');
 export const CONNECTIONS = 50;
@@ -494,4 +497,31 @@ export async function drainedCpu(targets: [string, number, string][], scratch: s
     }
   }
   return Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, (ms * 1000) / (options.requests * options.rounds)]));
+}
+
+/**
+ * The rows of `query` as COPY text. Piped, not read with for-await: after a large COPY TO read that way,
+ * postgres.js (3.4.9) left its connection unusable and the next query never ran.
+ */
+export async function copyOut(sql: Sql, query: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  const collect = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk);
+      done();
+    },
+  });
+  await pipeline(await sql.unsafe(`copy (${query}) to stdout`).readable(), collect);
+  return Buffer.concat(chunks);
+}
+
+/** Truncates `tables` and COPYs `data` (COPY text per table) back into them in one transaction; the COPYs and the commit are timed (ms). */
+export async function copyIn(sql: Sql, tables: readonly string[], data: ReadonlyMap<string, Buffer>): Promise<number> {
+  let started = 0;
+  await sql.begin(async (tx) => {
+    await tx.unsafe(`truncate ${tables.join(', ')}`);
+    started = performance.now();
+    for (const table of tables) await pipeline(Readable.from([data.get(table)!]), await tx.unsafe(`copy ${table} from stdin`).writable());
+  });
+  return performance.now() - started;
 }
