@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { errors } from '../shared/http/errors.ts';
 import { FIXED_SEGMENT_VALUES, SEGMENTS, type SegmentFilter } from '../shared/market/segments.ts';
-import { SOURCE_NAMES } from '../shared/sources/names.ts';
+import { SOURCE_NAMES } from '../shared/platform/source-names.ts';
 import { text } from '../shared/http/validation.ts';
 import type { AppDeps } from './deps.ts';
 import { weaponNameCheck } from './weapon-names.ts';

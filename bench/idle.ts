@@ -39,7 +39,7 @@ import {
 } from './lib.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { isKnownSource } from '../shared/sources/settings.ts';
-import { SOURCE_NAMES } from '../shared/sources/names.ts';
+import { SOURCE_NAMES } from '../shared/platform/source-names.ts';
 
 const WARMUP_RUNS = positiveInt('IDLE_WARMUP_RUNS', 3);
 const SETTLE_S = positiveInt('IDLE_SETTLE_SECONDS', 30);

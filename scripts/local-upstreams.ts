@@ -6,7 +6,7 @@
  * (a set URL is used as given). Pure, so it is tested without starting
  * anything (test/local-upstreams.test.ts).
  */
-import { SOURCE_NAMES } from '../shared/sources/names.ts';
+import { SOURCE_NAMES } from '../shared/platform/source-names.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';
 
 /**

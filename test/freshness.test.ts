@@ -9,7 +9,7 @@ import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { requestBudgetKeys } from '../shared/sources/budget.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { sourceSettings } from '../shared/sources/settings.ts';
-import type { SourceName } from '../shared/sources/names.ts';
+import type { SourceName } from '../shared/platform/source-names.ts';
 import { runSourceIngest, type IngestOutcome } from '../workers/ingest/run.ts';
 import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
 import { createTestApp, eventually, scratchTestApp, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from './helpers.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { configuredPort, localUpstreamsPlan, SIMULATOR_SKINBARON_KEY } from '../scripts/local-upstreams.ts';
-import { SOURCE_NAMES } from '../shared/sources/names.ts';
+import { SOURCE_NAMES } from '../shared/platform/source-names.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from './fakes/steam/defaults.ts';
 
 /** What `npm start` runs in place of third parties (issue 10 item 7: SIMULATOR_PORT had no effect). */

@@ -3,7 +3,7 @@ import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { Redis } from 'ioredis';
 import type { Sql } from '../shared/platform/db.ts';
-import { SOURCE_NAMES, type SourceName } from '../shared/sources/names.ts';
+import { SOURCE_NAMES, type SourceName } from '../shared/platform/source-names.ts';
 import { freePort } from '../scripts/services.ts';
 import { eventually, scratchTestApp, workspaceWithKey, type TestApp } from './helpers.ts';
 import { referenceLink } from './index-reference.ts';

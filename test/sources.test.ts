@@ -12,7 +12,7 @@ import { CSFLOAT_DEFAULT_MAX_PAGES, CSFLOAT_MAX_PAGE_SIZE } from '../shared/sour
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { decimalFromCents, decimalFromJsonNumber, decimalFromSteamMoney, integerFromSteamCount } from '../shared/sources/money.ts';
 import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../shared/sources/types.ts';
-import { SOURCE_NAMES, type SourceName } from '../shared/sources/names.ts';
+import { SOURCE_NAMES, type SourceName } from '../shared/platform/source-names.ts';
 import { parseJsonExact, parseJsonExactWithReviver, parseRetryAfter, JsonNumber } from '../shared/sources/upstream.ts';
 import { sourceSettings } from '../shared/sources/settings.ts';
 import { failure, testConfig } from './helpers.ts';

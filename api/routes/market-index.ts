@@ -13,7 +13,7 @@ import {
   type IndexQuery,
 } from '../../shared/market-index/repository.ts';
 import { SEGMENTS } from '../../shared/market/segments.ts';
-import { SOURCE_NAMES } from '../../shared/sources/names.ts';
+import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { resolveWindow } from '../../shared/prices/history.ts';

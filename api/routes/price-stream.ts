@@ -4,7 +4,7 @@ import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
 import { isStreamId, STREAM_BATCH_SIZE } from '../../shared/prices/stream.ts';
 import { HEARTBEAT_MS, MAX_BUFFERED_BYTES, MAX_TOTAL_BUFFERED_BYTES, PriceStreamUnavailableError, RETRY_MS, type StreamFilter, type StreamSink } from '../../shared/prices/stream-hub.ts';
-import { SOURCE_NAMES } from '../../shared/sources/names.ts';
+import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
 import { text } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses, type ResponsesObject } from '../openapi.ts';

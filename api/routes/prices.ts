@@ -17,7 +17,7 @@ import {
 } from '../../shared/prices/history.ts';
 import type { HistoryPosition } from '../../shared/prices/repository.ts';
 import { retentionPolicy } from '../../shared/retention/policy.ts';
-import { SOURCE_NAMES } from '../../shared/sources/names.ts';
+import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';

@@ -4,7 +4,7 @@ import { ApiError, errors } from '../../shared/http/errors.ts';
 import { currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import { loadPublicItemExtras } from '../../shared/prices/current.ts';
 import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody, type LazyEncodedBody } from '../../shared/prices/public-document.ts';
-import { SOURCE_NAMES } from '../../shared/sources/names.ts';
+import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
 import { text } from '../../shared/http/validation.ts';
 import { ifNoneMatchMatches, negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';

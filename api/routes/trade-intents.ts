@@ -18,7 +18,7 @@ import { findTradeIntent, listTradeIntents } from '../../shared/gameplatform/tra
 import { cancelTradeIntent, createTradeIntent } from '../../shared/gameplatform/trade-intents.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import { currencyParam, resolveConversion, type Conversion } from '../../shared/prices/currency.ts';
-import { SOURCE_NAMES } from '../../shared/sources/names.ts';
+import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
 import { cursorInstant, dateTime, noBody, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';

@@ -1,6 +1,6 @@
 import { brotliCompressSync, constants as zlibConstants } from 'node:zlib';
 import type { Conversion } from '../prices/currency.ts';
-import type { SourceName } from '../sources/names.ts';
+import type { SourceName } from '../platform/source-names.ts';
 import {
   ensureInventorySnapshot,
   findSnapshot,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fxSchema } from '../prices/currency.ts';
 import { errors, ApiError, type ErrorDetail } from '../http/errors.ts';
-import { SOURCE_NAMES, type SourceName } from '../sources/names.ts';
+import { SOURCE_NAMES, type SourceName } from '../platform/source-names.ts';
 import { itemImageSchema } from '../media/images/item-image-schema.ts';
 
 /**

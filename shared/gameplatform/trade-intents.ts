@@ -4,7 +4,7 @@ import { ApiError, errors, type ErrorDetail } from '../http/errors.ts';
 import { insertOutboxEvent } from '../events/outbox.ts';
 import { newId } from '../util/ids.ts';
 import { compareDecimals } from '../prices/decimal.ts';
-import type { SourceName } from '../sources/names.ts';
+import type { SourceName } from '../platform/source-names.ts';
 import { parseSteamId } from './steam-id.ts';
 import { valuationInputOf, valueTradeSides, type ValuationInput } from './valuation.ts';
 import type { TradeInventory } from './trade-intents-inventory.ts';

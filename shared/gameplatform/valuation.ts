@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { kitCatalog } from '../catalog/kit-catalog.ts';
 import type { Queryable } from '../platform/db.ts';
 import { phaseVersionOfPaint } from '../inspect/insights.ts';
-import { SOURCE_NAMES } from '../sources/names.ts';
+import { SOURCE_NAMES } from '../platform/source-names.ts';
 
 /**
  * The one valuation rule (DESIGN 14), used by inventories (`valuation=`) and trade intents: an item

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Queue, type JobsOptions } from 'bullmq';
-import { SOURCE_NAMES } from '../sources/names.ts';
+import { SOURCE_NAMES } from '../platform/source-names.ts';
 
 /**
  * The job registry (STYLE "one job registry"): every job's queue, payload schema and default

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { fxSchema } from '../prices/currency.ts';
 import type { Queryable } from '../platform/db.ts';
 import { freshPriceSql } from '../prices/freshness.ts';
-import { SOURCE_NAMES, type SourceName } from '../sources/names.ts';
+import { SOURCE_NAMES, type SourceName } from '../platform/source-names.ts';
 import { SEGMENTS, type SegmentFilter } from './segments.ts';
 
 /**

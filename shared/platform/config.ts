@@ -1,4 +1,4 @@
-import { SOURCE_DEFAULT_URLS, SOURCE_NAMES, type SourceName } from '../sources/names.ts';
+import { SOURCE_DEFAULT_URLS, SOURCE_NAMES, type SourceName } from './source-names.ts';
 import { z } from 'zod';
 
 const booleanString = z

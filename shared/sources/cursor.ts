@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { SourceName } from './names.ts';
+import type { SourceName } from '../platform/source-names.ts';
 import type { SourceCursor } from './types.ts';
 
 /**

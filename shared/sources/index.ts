@@ -7,7 +7,7 @@ import { skinbaron } from './skinbaron.ts';
 import { skinport } from './skinport.ts';
 import { steam } from './steam.ts';
 import type { SourceAdapter } from './types.ts';
-import type { SourceName } from './names.ts';
+import type { SourceName } from '../platform/source-names.ts';
 import { waxpeer } from './waxpeer.ts';
 import { whitemarket } from './whitemarket.ts';
 

@@ -1,6 +1,6 @@
 import type { FxRates } from '../fx/repository.ts';
 import type { Logger } from '../platform/logger.ts';
-import type { SourceName } from './names.ts';
+import type { SourceName } from '../platform/source-names.ts';
 
 /** One normalised upstream price: decimal strings only, never JS numbers (DESIGN 3). */
 export type SourceObservation = {

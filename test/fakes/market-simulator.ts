@@ -1,7 +1,7 @@
 import zlib from 'node:zlib';
 import type { Server } from 'bun';
 import { centsFromDecimal, withThousands } from '../../shared/sources/money.ts';
-import { SOURCE_NAMES, type SourceName } from '../../shared/sources/names.ts';
+import { SOURCE_NAMES, type SourceName } from '../../shared/platform/source-names.ts';
 import { mulberry32 } from '../../shared/util/random.ts';
 import { skinportSalesChunks } from './simulator/skinport-sales.ts';
 import { PHASE_LABELS as CATALOG_PHASE_LABELS } from '../../shared/catalog/identity.ts';

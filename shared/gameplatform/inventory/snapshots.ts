@@ -2,7 +2,7 @@ import type { Config } from '../../platform/config.ts';
 import { copyRows, type Queryable, type Sql, type TransactionSql } from '../../platform/db.ts';
 import type { Logger } from '../../platform/logger.ts';
 import type { Conversion } from '../../prices/currency.ts';
-import type { SourceName } from '../../sources/names.ts';
+import type { SourceName } from '../../platform/source-names.ts';
 import { newId } from '../../util/ids.ts';
 import { itemInsights } from '../../inspect/index.ts';
 import { isObject, SteamUnavailableError } from '../steam-client.ts';
