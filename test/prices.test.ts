@@ -2,7 +2,7 @@ import type { ItemPrices } from '../shared/prices/current.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import fc from 'fast-check';
-import { compareDecimals, formatUnscaled, meanOfTwoDecimals, multiplyDecimal, parseUnscaled, summarizeDecimals } from '../shared/prices/decimal.ts';
+import { compareDecimals, formatUnscaled, meanOfTwoDecimals, multiplyDecimal, parseUnscaled, summarizeDecimals } from '../shared/util/decimal.ts';
 import { claimIngestRun } from '../shared/prices/ingest.ts';
 import { writeSalesWindows } from '../shared/prices/sales.ts';
 import { createKey, createTestApp, errorOf, eventually, testClock, workspaceWithKey } from './helpers.ts';

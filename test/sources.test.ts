@@ -6,7 +6,7 @@ import pino from 'pino';
 import { parseEcbRates } from '../shared/fx/ecb.ts';
 import type { FxRates } from '../shared/fx/repository.ts';
 import { createLogger } from '../shared/platform/logger.ts';
-import { compareDecimals } from '../shared/prices/decimal.ts';
+import { compareDecimals } from '../shared/util/decimal.ts';
 import { createRequestBudget, requestBudgetKeys } from '../shared/sources/budget.ts';
 import { CSFLOAT_DEFAULT_MAX_PAGES, CSFLOAT_MAX_PAGE_SIZE } from '../shared/sources/csfloat.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';

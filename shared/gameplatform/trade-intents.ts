@@ -3,7 +3,7 @@ import type { Queryable, Sql } from '../platform/db.ts';
 import { ApiError, errors, type ErrorDetail } from '../http/errors.ts';
 import { insertOutboxEvent } from '../events/outbox.ts';
 import { newId } from '../util/ids.ts';
-import { compareDecimals } from '../prices/decimal.ts';
+import { compareDecimals } from '../util/decimal.ts';
 import type { SourceName } from '../platform/source-names.ts';
 import { parseSteamId } from './steam-id.ts';
 import { valuationInputOf, valueTradeSides, type ValuationInput } from './valuation.ts';

@@ -235,7 +235,7 @@ export function wearPercentile(wear: number, range: WearRange): string {
 /**
  * (wear − min) / (max − min), rounded half-even to 4 places and clamped to 0…1, exactly: the wear
  * and the range ends become BigInt integers at one scale and the integer quotient's remainder decides
- * the rounding, as shared/prices/decimal.ts compares money. Never a float division (a tie such as
+ * the rounding, as shared/util/decimal.ts compares money. Never a float division (a tie such as
  * 0.00125 must give "0.0012"). Not decimal.js here: its division costs more than decoding the whole
  * certificate (issue 20's bench); test/insights.test.ts checks this against decimal.js on many wears.
  */

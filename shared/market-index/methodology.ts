@@ -1,4 +1,4 @@
-import { formatUnscaled, parseUnscaled } from '../prices/decimal.ts';
+import { formatUnscaled, parseUnscaled } from '../util/decimal.ts';
 
 /**
  * Market index methodology `cs2.chain-equal-weight.v1` (DESIGN 9), as exact decimal arithmetic so

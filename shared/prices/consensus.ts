@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import { z } from 'zod';
-import { compareDecimals, multiplyDecimal, summarizeDecimals, type PriceSummary } from './decimal.ts';
+import { compareDecimals, multiplyDecimal, summarizeDecimals, type PriceSummary } from '../util/decimal.ts';
 
 /**
  * The cross-market consensus of one item and version (DESIGN 13), from the sources' latest prices:

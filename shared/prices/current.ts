@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Queryable } from '../platform/db.ts';
 import { consensusSchema, computeConsensus } from './consensus.ts';
 import { fxSchema } from './currency.ts';
-import { summarizeDecimals } from './decimal.ts';
+import { summarizeDecimals } from '../util/decimal.ts';
 import { ageSeconds, priceIsFresh, type SourceClock } from './freshness.ts';
 import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';

@@ -3,7 +3,7 @@ import { lapTimer } from '../util/laps.ts';
 import { newId } from '../util/ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
 import { PRICES_UPDATED_PAGE_SIZE, subscribedEventTypes, type EventType, type PricesUpdatedPayload } from '../events/outbox.ts';
-import { compareDecimals } from './decimal.ts';
+import { compareDecimals } from '../util/decimal.ts';
 import { appendToPriceStreamLog, type PriceChange, type PriceStreamRelay } from './stream.ts';
 
 /** The market-wide events an ingest run writes, for the endpoints that subscribe to them. */

@@ -5,7 +5,7 @@ import { sha256Hex } from '../util/crypto.ts';
 import { computeConsensus, consensusSchema } from './consensus.ts';
 import { fxSchema } from './currency.ts';
 import { originalPriceSchema } from './current.ts';
-import { summarizeDecimals } from './decimal.ts';
+import { summarizeDecimals } from '../util/decimal.ts';
 import { priceIsFresh, type SourceClock } from './freshness.ts';
 import type { SnapshotInputRow } from './repository.ts';
 import { itemImageSchema, type ItemImage } from '../media/images/item-image-schema.ts';

@@ -1,4 +1,4 @@
-import { compareDecimals } from '../prices/decimal.ts';
+import { compareDecimals } from '../util/decimal.ts';
 import { higherDecimal, priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
 import { countOf, getJson, isRecord, numberText } from './upstream.ts';

@@ -1,4 +1,4 @@
-import { compareDecimals } from '../prices/decimal.ts';
+import { compareDecimals } from '../util/decimal.ts';
 
 /**
  * Upstream money text → decimal strings, by string and integer operations only (DESIGN 3: money is
