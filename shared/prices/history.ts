@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../platform/db.ts';
 import { errors } from '../http/errors.ts';
-import { windowStart } from '../retention/policy.ts';
+import { windowStart } from '../util/time.ts';
 import { findCatalogItemById, listHistoryPoints, type Granularity, type HistoryPosition } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
 

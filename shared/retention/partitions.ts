@@ -1,7 +1,8 @@
 import type { Queryable, Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import { failDeliveriesOfExpiredEvents } from '../webhooks/deliveries.ts';
-import { windowStart, type RetentionPolicy } from './policy.ts';
+import { windowStart } from '../util/time.ts';
+import type { RetentionPolicy } from './policy.ts';
 
 /**
  * Time partitions (sql/0011): the tables that grow with every ingest run are range-partitioned by

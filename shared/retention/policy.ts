@@ -27,10 +27,3 @@ export function retentionPolicy(config: Config): RetentionPolicy {
     rollups: { '10m': config.RETENTION_ROLLUPS_10M_DAYS, hourly: config.RETENTION_ROLLUPS_HOURLY_DAYS, daily: config.RETENTION_ROLLUPS_DAILY_DAYS },
   };
 }
-
-const DAY_MS = 86_400_000;
-
-/** The oldest instant still inside a window of `days` that ends at `now`. */
-export function windowStart(now: Date, days: number): Date {
-  return new Date(now.getTime() - days * DAY_MS);
-}
