@@ -6,6 +6,7 @@
  *                                      worker pool in one process (`bun workers/main.ts <every pool>`), or with
  *                                      --procfile one process per Procfile entry, as deployed
  *   bun scripts/dev.ts test [args…]     services + fresh <db>_test_<pid> database (dropped afterwards) + migrations + `bun test args…`
+ *                                      (with a JUnit report on the side), then `npm test: N tests in T s; slowest suites: …`
  *   bun scripts/dev.ts exec <cmd…>      services + run one command with DATABASE_URL / REDIS_URL set
  * start and test also generate stand-in item files when ITEM_FILES_DIR (default .data/item-files)
  * has no models, and pass ITEM_FILES_DIR on as that absolute directory (tests read it).
@@ -350,6 +351,51 @@ async function start(services: Services, options: { procfile: boolean }): Promis
   return new Promise<never>(() => {});
 }
 
+/** Seconds as `437 s`, or `2.5 s` under ten. */
+function seconds(s: number): string {
+  return `${s >= 10 ? Math.round(s) : s.toFixed(1)} s`;
+}
+
+function xmlAttrs(tag: string): Record<string, string> {
+  const entities: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+  const attrs: Record<string, string> = {};
+  for (const m of tag.matchAll(/([\w:-]+)="([^"]*)"/g)) {
+    attrs[m[1]!] = m[2]!.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => entities[e]!);
+  }
+  return attrs;
+}
+
+/**
+ * `npm test: 1543 tests in 437 s; slowest suites: a.test.ts 61 s, …` — the wall time of `bun test`
+ * and, from its JUnit report, the test count and the ten slowest files. A file's <testsuite> time
+ * covers its loading, hooks and tests; describe blocks are nested <testsuite>s (with a line=).
+ */
+function testRunSummary(wallSeconds: number, junitFile: string | undefined): string {
+  const total = `in ${seconds(wallSeconds)}`;
+  let xml: string;
+  try {
+    if (!junitFile) throw new Error('no report');
+    xml = fs.readFileSync(junitFile, 'utf8');
+  } catch {
+    return `npm test: ${total}`;
+  }
+  const root = xmlAttrs(/<testsuites\b[^>]*>/.exec(xml)?.[0] ?? '');
+  const files = new Map<string, number>();
+  for (const m of xml.matchAll(/<testsuite\b[^>]*>/g)) {
+    const a = xmlAttrs(m[0]);
+    const file = a.file ?? a.name;
+    if (a.line !== undefined || file === undefined || files.has(file)) continue;
+    files.set(file, Number(a.time) || 0);
+  }
+  const failed = Number(root.failures) || 0;
+  const counts = `${root.tests ?? '?'} tests${failed > 0 ? ` (${failed} failed)` : ''}`;
+  const slowest = [...files]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 10)
+    .map(([file, s]) => `${file.replace(/^test\//, '')} ${seconds(s)}`);
+  return `npm test: ${counts} ${total}${slowest.length > 0 ? `; slowest suites: ${slowest.join(', ')}` : ''}`;
+}
+
 // ---------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -389,8 +435,20 @@ async function main(): Promise<void> {
           // bun 1.4 does not read bunfig.toml's [test] timeout (tests died at its 5 s default): the
           // per-test limit is passed here unless the caller passes one.
           const args = rest.some((arg) => arg.startsWith('--timeout')) ? rest : ['--timeout', String(TEST_TIMEOUT_MS), ...rest];
+          // A JUnit report on the side (bun's console reporter still prints) gives the summary's
+          // per-file times; a caller's own --reporter… wins, and then only the total time is printed.
+          const junitFile = rest.some((arg) => arg.startsWith('--reporter'))
+            ? undefined
+            : path.join(os.tmpdir(), `npm-test-${process.pid}.junit.xml`);
+          const reportArgs = junitFile ? ['--reporter=junit', `--reporter-outfile=${junitFile}`] : [];
           log(`running: bun test ${args.join(' ')}`.trimEnd());
-          code = await runForeground(['bun', 'test', ...args], env);
+          const startedAt = performance.now();
+          try {
+            code = await runForeground(['bun', 'test', ...reportArgs, ...args], env);
+          } finally {
+            console.log(testRunSummary((performance.now() - startedAt) / 1000, junitFile));
+            if (junitFile) fs.rmSync(junitFile, { force: true });
+          }
         }
       } finally {
         await dropDatabase(services.databaseUrl, testDb, log).catch((err: unknown) => log(`could not drop ${testDb}: ${String(err)}`));
