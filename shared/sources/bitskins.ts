@@ -1,7 +1,8 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import { priceFromThousandthsText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
+import { isRecord, numberText, optionalCountOf } from './upstream.ts';
+import { fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
@@ -57,14 +58,15 @@ export const bitskins: SourceAdapter = {
   needsNames: false,
   listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
-    const { body } = await getJson({
+    return fetchWholeMarket(context, {
       source: 'bitskins',
-      context,
       url: joinUrl(context.baseUrl, '/market/insell/730'),
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
+      rows: (body) => {
+        if (!isRecord(body) || !Array.isArray(body.list)) throw new SourceUnavailableError('bitskins', 'unexpected body: no list array');
+        return body.list;
+      },
+      parseRow: parseBitskinsRow,
     });
-    if (!isRecord(body) || !Array.isArray(body.list)) throw new SourceUnavailableError('bitskins', 'unexpected body: no list array');
-    const rows = body.list;
-    return resultFromRows('bitskins', context, rows, parseBitskinsRow);
   },
 };

@@ -1,6 +1,7 @@
 import { priceFromUsdText } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, numberText, resultFromRows } from './upstream.ts';
+import { isRecord, numberText } from './upstream.ts';
+import { fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
@@ -35,15 +36,16 @@ export const csdeals: SourceAdapter = {
   needsNames: false,
   listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
-    const { body } = await getJson({
+    return fetchWholeMarket(context, {
       source: 'csdeals',
-      context,
       url: joinUrl(context.baseUrl, '/API/IPricing/GetLowestPrices/v1?appid=730'),
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
+      rows: (body) => {
+        if (!isRecord(body) || body.success !== true) throw new SourceUnavailableError('csdeals', 'unexpected body: success is not true');
+        if (!isRecord(body.response) || !Array.isArray(body.response.items)) throw new SourceUnavailableError('csdeals', 'unexpected body: no response.items array');
+        return body.response.items;
+      },
+      parseRow: parseCsdealsRow,
     });
-    if (!isRecord(body) || body.success !== true) throw new SourceUnavailableError('csdeals', 'unexpected body: success is not true');
-    if (!isRecord(body.response) || !Array.isArray(body.response.items)) throw new SourceUnavailableError('csdeals', 'unexpected body: no response.items array');
-    const rows = body.response.items;
-    return resultFromRows('csdeals', context, rows, parseCsdealsRow);
   },
 };

@@ -1,6 +1,7 @@
 import { priceFromUsdText } from './money.ts';
-import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
+import type { FetchContext, SourceAdapter, SourceFetchResult, SourceObservation } from './types.ts';
+import { isRecord, numberText, optionalCountOf } from './upstream.ts';
+import { bareArray, fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
@@ -40,13 +41,12 @@ export const lisskins: SourceAdapter = {
   needsNames: false,
   listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
-    const { body } = await getJson({
+    return fetchWholeMarket(context, {
       source: 'lisskins',
-      context,
       url: joinUrl(context.baseUrl, '/market_export_json/csgo.json'),
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
+      rows: bareArray('lisskins'),
+      parseRow: parseLisskinsRow,
     });
-    if (!Array.isArray(body)) throw new SourceUnavailableError('lisskins', 'unexpected body: not an array of items');
-    return resultFromRows('lisskins', context, body, parseLisskinsRow);
   },
 };

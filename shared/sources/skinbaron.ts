@@ -2,7 +2,8 @@ import { convertToUsd } from '../fx/convert.ts';
 import type { FxRates } from '../fx/repository.ts';
 import { acceptablePrice, decimalFromJsonNumber, isPositiveDecimal } from './money.ts';
 import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { isRecord, numberText, postJson, resultFromRows } from './upstream.ts';
+import { isRecord, numberText } from './upstream.ts';
+import { bareArray, fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
@@ -80,16 +81,15 @@ export const skinbaron: SourceAdapter = {
     if (!apiKey) throw new SourceUnavailableError('skinbaron', 'SOURCE_SKINBARON_KEY is not set');
     const rates = context.rates;
     if (!rates?.rates.has('USD')) throw new SourceUnavailableError('skinbaron', 'no exchange rates stored: EUR prices cannot be stored as USD');
-    const { body } = await postJson({
+    return fetchWholeMarket(context, {
       source: 'skinbaron',
-      context,
       url: joinUrl(context.baseUrl, '/GetExtendedPriceList'),
       headers: { 'x-requested-with': 'XMLHttpRequest' },
       json: { apikey: apiKey, appId: 730 },
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
       secretValues: [apiKey],
+      rows: bareArray('skinbaron'),
+      parseRow: (row, now) => parseSkinbaronRow(row, now, rates),
     });
-    if (!Array.isArray(body)) throw new SourceUnavailableError('skinbaron', 'unexpected body: not an array of items');
-    return resultFromRows('skinbaron', context, body, (row, now) => parseSkinbaronRow(row, now, rates));
   },
 };

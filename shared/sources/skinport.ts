@@ -1,7 +1,8 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
 import { priceFromJsonNumber } from './money.ts';
-import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, integerOf, isRecord, JsonNumber, resultFromRows } from './upstream.ts';
+import type { FetchContext, SourceAdapter, SourceFetchResult, SourceObservation } from './types.ts';
+import { integerOf, isRecord, JsonNumber } from './upstream.ts';
+import { bareArray, fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
@@ -56,14 +57,13 @@ export const skinport: SourceAdapter = {
   needsNames: false,
   listsWholeMarket: false,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
-    const { body } = await getJson({
+    return fetchWholeMarket(context, {
       source: 'skinport',
-      context,
       url: joinUrl(context.baseUrl, '/v1/items?app_id=730&currency=USD'),
       headers: { 'accept-encoding': 'br' },
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
+      rows: bareArray('skinport'),
+      parseRow: parseSkinportRow,
     });
-    if (!Array.isArray(body)) throw new SourceUnavailableError('skinport', 'unexpected body: not an array of items');
-    return resultFromRows('skinport', context, body, parseSkinportRow);
   },
 };

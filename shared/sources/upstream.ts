@@ -1,4 +1,4 @@
-import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceFetchResult, type SourceObservation } from './types.ts';
+import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceFetchResult } from './types.ts';
 import { type SourceName } from '../platform/source-names.ts';
 
 /**
@@ -282,28 +282,6 @@ async function requestJson(request: UpstreamRequest, send: { method: 'GET' | 'PO
     if (error instanceof SourceRateLimitedError || error instanceof SourceUnavailableError) throw error;
     throw new SourceUnavailableError(source, scrub(describe(error, context.timeoutMs)));
   }
-}
-
-/**
- * A one-request source's result from its rows: each row through `parse` (`unpriced`: nothing for sale,
- * not malformed), malformed rows counted, never fatal, and logged once per run.
- */
-export function resultFromRows(
-  source: SourceName,
-  context: FetchContext,
-  rows: readonly unknown[],
-  parse: (row: unknown, now: Date) => SourceObservation | 'malformed' | 'unpriced',
-): SourceFetchResult {
-  const now = context.now();
-  const observations: SourceObservation[] = [];
-  let skipped = 0;
-  for (const row of rows) {
-    const outcome = parse(row, now);
-    if (outcome === 'malformed') skipped += 1;
-    else if (outcome !== 'unpriced') observations.push(outcome);
-  }
-  if (skipped > 0) context.log.warn({ source, skipped, rows: rows.length }, 'skipped malformed rows');
-  return { observations, skipped, unknown: 0, requests: 1 };
 }
 
 /** Attaches what a multi-request fetch had gathered to the error that stopped it; returns the error to rethrow. */

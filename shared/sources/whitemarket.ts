@@ -1,6 +1,7 @@
 import { priceFromUsdText } from './money.ts';
-import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, numberText, optionalCountOf, resultFromRows } from './upstream.ts';
+import type { FetchContext, SourceAdapter, SourceFetchResult, SourceObservation } from './types.ts';
+import { isRecord, numberText, optionalCountOf } from './upstream.ts';
+import { bareArray, fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
@@ -39,13 +40,12 @@ export const whitemarket: SourceAdapter = {
   needsNames: false,
   listsWholeMarket: true,
   async fetchSnapshot(context: FetchContext): Promise<SourceFetchResult> {
-    const { body } = await getJson({
+    return fetchWholeMarket(context, {
       source: 'whitemarket',
-      context,
       url: joinUrl(context.baseUrl, '/export/v1/prices/730.json'),
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
+      rows: bareArray('whitemarket'),
+      parseRow: parseWhitemarketRow,
     });
-    if (!Array.isArray(body)) throw new SourceUnavailableError('whitemarket', 'unexpected body: not an array of items');
-    return resultFromRows('whitemarket', context, body, parseWhitemarketRow);
   },
 };
