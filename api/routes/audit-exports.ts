@@ -4,12 +4,12 @@ import { AUDIT_EXPORT_STATES, checkExportRange, isDownloadable, toAuditExportJob
 import { findAuditExport, findAuditExportById, listAuditExports } from '../../shared/audit/exports-repository.ts';
 import { createAuditExport, enqueueAuditExport } from '../../shared/audit/exports-service.ts';
 import { checkDownloadSignature, signDownloadUrl } from '../../shared/audit/exports-download.ts';
-import { blobPath, blobSize } from '../../shared/platform/blob-store.ts';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { errors } from '../../shared/http/errors.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
+import { signedDownload, signedUrlQuery } from '../signed-download.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { requestIdOf } from '../plugins/errors.ts';
 import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
@@ -30,8 +30,6 @@ const listQuery = z
 const exportParams = z.object({ export_id: uuid('The export id (uuid)') });
 // The download URL is its own credential: its id is not checked for shape before the signature is.
 const downloadParams = z.object({ export_id: text({ max: 64 }).describe('The export id (uuid)') });
-// Unknown parameters are tolerated here: the URL is handed to browsers and download tools as is.
-const downloadQuery = z.object({ expires: text({ max: 20 }).optional(), signature: text({ max: 200 }).optional() });
 
 const isoOrNull = z.string().nullable();
 const countOrNull = z.number().int().nullable();
@@ -69,6 +67,27 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
     const base = deps.config.PUBLIC_BASE_URL ?? new URL(request.url).origin;
     return toAuditExportJob(row, isDownloadable(row, now) ? signDownloadUrl(base, signingKey, row.id, now) : null);
   };
+
+  const download = signedDownload({
+    blobDir: deps.config.BLOB_DIR,
+    url: 'download',
+    resource: 'export',
+    gone: 'The export file is no longer available.',
+    check: (id, query) => checkDownloadSignature(signingKey, id, query.expires, query.signature, deps.now()),
+    find: (id) => findAuditExportById(deps.sql, id),
+    // The stored .ndjson.gz as is, without Content-Encoding: clients save exactly the bytes that
+    // `bytes` and `sha256` describe, instead of having them silently decompressed on the way.
+    file: (row) =>
+      isDownloadable(row, deps.now())
+        ? {
+            blobKey: row.blob_key!,
+            sha256: row.sha256,
+            contentType: 'application/gzip',
+            contentDisposition: `attachment; filename="audit-export-${row.id}.ndjson.gz"`,
+            cacheControl: 'private, no-store',
+          }
+        : null,
+  });
 
   return new Elysia({ name: 'audit-export-routes' })
     .use(apiKeyPlugin(deps))
@@ -154,31 +173,10 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
     )
     .get(
       '/v2/audit/exports/:export_id/download',
-      async ({ params, query }) => {
-        // The signature is checked first, before any lookup: unsigned traffic costs one HMAC.
-        const check = checkDownloadSignature(signingKey, params.export_id, query.expires, query.signature, deps.now());
-        if (check === 'invalid') throw errors.forbidden('invalid_download_url', 'The download URL is not valid; fetch the export again for a new one.');
-        if (check === 'expired') throw errors.forbidden('download_url_expired', 'The download URL has expired; fetch the export again for a new one.');
-        const row = await findAuditExportById(deps.sql, params.export_id);
-        if (!row || !isDownloadable(row, deps.now())) throw errors.notFound('The export file is no longer available.');
-        const size = await blobSize(deps.config.BLOB_DIR, row.blob_key!);
-        if (size === null) throw errors.notFound('The export file is no longer available.');
-        // The stored .ndjson.gz as is, without Content-Encoding: clients save exactly the bytes that
-        // `bytes` and `sha256` describe, instead of having them silently decompressed on the way.
-        return new Response(Bun.file(blobPath(deps.config.BLOB_DIR, row.blob_key!)), {
-          headers: {
-            'content-type': 'application/gzip',
-            'content-length': String(size),
-            'content-disposition': `attachment; filename="audit-export-${row.id}.ndjson.gz"`,
-            'cache-control': 'private, no-store',
-            etag: `"${row.sha256}"`,
-            'x-content-type-options': 'nosniff',
-          },
-        });
-      },
+      async ({ params, query }) => download(params.export_id, query),
       {
         params: downloadParams,
-        query: downloadQuery,
+        query: signedUrlQuery,
         detail: {
           summary: 'Download a finished audit export',
           description: [

@@ -1,8 +1,6 @@
 import { existsSync } from 'node:fs';
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { blobPath, blobSize } from '../../shared/platform/blob-store.ts';
-import { errors } from '../../shared/http/errors.ts';
 import { itemSelectorRequestSchema } from '../../shared/inspect/item-validation.ts';
 import { renderModeFor } from '../../shared/media/item-files.ts';
 import { checkImageSignature, signImageUrl } from '../../shared/media/renders-download.ts';
@@ -24,6 +22,7 @@ import { findSceneRevision, sceneErrors } from '../../shared/media/scenes.ts';
 import { text, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
+import { signedDownload, signedUrlQuery } from '../signed-download.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 import { requestIdOf } from '../plugins/errors.ts';
 import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
@@ -49,7 +48,6 @@ const createBody = z
 const renderParams = z.object({ render_id: uuid('The render id (uuid)') });
 // The image URL is its own credential: its id is not checked for shape before the signature is.
 const imageParams = z.object({ render_id: text({ max: 64 }).describe('The render id (uuid)') });
-const imageQuery = z.object({ expires: text({ max: 20 }).optional(), signature: text({ max: 200 }).optional() });
 
 const renderSchema = z.object({
   render_id: z.uuid(),
@@ -85,6 +83,19 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
     const base = deps.config.PUBLIC_BASE_URL ?? new URL(request.url).origin;
     return toRenderJson(row, row.state === 'succeeded' && row.blob_key ? signImageUrl(base, signingKey, row.render_id, now) : null);
   };
+
+  const image = signedDownload({
+    blobDir: deps.config.BLOB_DIR,
+    url: 'image',
+    resource: 'render',
+    gone: 'The image is no longer available.',
+    check: (id, query) => checkImageSignature(signingKey, id, query.expires, query.signature, deps.now()),
+    find: (id) => findRenderById(deps.sql, id),
+    file: (row) =>
+      row.state === 'succeeded' && row.blob_key
+        ? { blobKey: row.blob_key, sha256: row.sha256, contentType: RENDER_CONTENT_TYPES[row.output.format], cacheControl: 'private, max-age=300' }
+        : null,
+  });
 
   /**
    * DESIGN 10: without Chromium no render can finish, so none is accepted. Item files are not needed
@@ -163,27 +174,10 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
     )
     .get(
       '/v2/renders/:render_id/image',
-      async ({ params, query }) => {
-        // The signature is checked first, before any lookup: unsigned traffic costs one HMAC.
-        const check = checkImageSignature(signingKey, params.render_id, query.expires, query.signature, deps.now());
-        if (check === 'invalid') throw errors.forbidden('invalid_download_url', 'The image URL is not valid; fetch the render again for a new one.');
-        if (check === 'expired') throw errors.forbidden('download_url_expired', 'The image URL has expired; fetch the render again for a new one.');
-        const row = await findRenderById(deps.sql, params.render_id);
-        const size = row?.state === 'succeeded' && row.blob_key ? await blobSize(deps.config.BLOB_DIR, row.blob_key) : null;
-        if (!row || size === null) throw errors.notFound('The image is no longer available.');
-        return new Response(Bun.file(blobPath(deps.config.BLOB_DIR, row.blob_key!)), {
-          headers: {
-            'content-type': RENDER_CONTENT_TYPES[row.output.format],
-            'content-length': String(size),
-            'cache-control': 'private, max-age=300',
-            etag: `"${row.sha256}"`,
-            'x-content-type-options': 'nosniff',
-          },
-        });
-      },
+      async ({ params, query }) => image(params.render_id, query),
       {
         params: imageParams,
-        query: imageQuery,
+        query: signedUrlQuery,
         detail: {
           summary: 'A render image',
           description: [
