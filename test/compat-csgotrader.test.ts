@@ -49,6 +49,7 @@ const SALES_ONLY = 'Sealed Graffiti | Sorry (Tiger Orange)';
 
 const dataset: CompatDataset = {
   built_at_ms: BUILT_AT,
+  sales_generation: '0',
   items: [
     item(REDLINE, {
       default: version({
@@ -250,7 +251,7 @@ describe('csgotrader exchange_rates.json', () => {
 });
 
 test('an empty dataset gives empty files', () => {
-  const document = JSON.parse(JSON.stringify(buildCsgotraderPrices({ built_at_ms: BUILT_AT, items: [], rates: null }).value)) as unknown;
+  const document = JSON.parse(JSON.stringify(buildCsgotraderPrices({ built_at_ms: BUILT_AT, sales_generation: '0', items: [], rates: null }).value)) as unknown;
   const answer = csgotraderFile(document, { params: { file: 'prices_v6.json' }, query: new URLSearchParams() }, context);
   expect(answer).toMatchObject({ status: 200, body: '{}' });
 });

@@ -85,6 +85,7 @@ const window = (median: string | null, volume: number, extra: { mean?: string; m
 
 const DATASET: CompatDataset = {
   built_at_ms: BUILT_AT,
+  sales_generation: '0',
   rates: null,
   items: [
     {

@@ -39,6 +39,7 @@ const day = (median: string | null, volume: number) => ({ '24h': { median, mean:
 
 const DATASET: CompatDataset = {
   built_at_ms: BUILT_AT,
+  sales_generation: '0',
   rates: null,
   items: [
     {

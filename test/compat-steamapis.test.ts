@@ -53,6 +53,7 @@ const NOTHING = 'Sealed Graffiti | Sorry (Tiger Orange)';
 
 const dataset: CompatDataset = {
   built_at_ms: BUILT_AT,
+  sales_generation: '0',
   items: [
     item(
       REDLINE,

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { brotliDecompressSync } from 'node:zlib';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { compatWantedKey } from '../shared/compat/documents.ts';
+import { CompatPriceGatherer, gatheredCompatDataset, readCompatDataset } from '../shared/compat/dataset.ts';
 import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
 import { ensureCompatDocuments } from '../shared/compat/store.ts';
 import { COMPAT_DOCUMENTS } from '../shared/compat/types.ts';
@@ -175,6 +176,62 @@ describe('with a snapshot', () => {
     expect(first.built).toBe(true);
     // A second asker (an API process) finds them built.
     expect((await ensureCompatDocuments(t.deps.sql, { id: build.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS)).built).toBe(false);
+  });
+
+  test('a document built from the sales windows alone is kept while no window changes, and built again when one does', async () => {
+    const sql = t.deps.sql;
+    const generation = async () => (await sql<{ n: string }[]>`select n::text as n from sales_generation`)[0]!.n;
+    const window = async (volume: number) => {
+      await sql`
+        insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
+        values (${catalogIdFor(NAME)}, 'default', 'skinport', '7d', 12.10, 12.20, 11.50, 13.00, ${volume}, now(), now(), 'compat-test')
+        on conflict (catalog_id, version, sales_window, source) do update set volume = excluded.volume`;
+    };
+    const build = async (price: string) => {
+      await setPrice(NAME, 'steam', price, { quantity: 41 });
+      const made = await buildPriceSnapshot(sql, new Date());
+      const [snapshot] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${made.id}`;
+      const report = await ensureCompatDocuments(sql, { id: made.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS);
+      const [stored] = await sql<{ body: Buffer; inputs: string }[]>`select body, inputs from compat_documents where snapshot_id = ${made.id} and name = 'skinport-sales'`;
+      return { report, body: stored!.body.toString(), inputs: stored!.inputs };
+    };
+    await window(40);
+    const first = await build('13.20');
+    expect(first.report.phases_ms['skinport-sales']).toBeNumber();
+    expect(first.inputs).toBe(`sales:${await generation()}`);
+    expect(first.body).toContain('"volume":40');
+
+    // A price run and no sales change: the next snapshot's document is the same bytes, copied.
+    const before = await generation();
+    await sql`update source_sales set volume = volume where false`;
+    expect(await generation()).toBe(before);
+    const second = await build('13.30');
+    expect(second.report.phases_ms['skinport-sales (kept)']).toBeNumber();
+    expect(second.report.phases_ms['skinport-sales']).toBeUndefined();
+    expect(second.body).toBe(first.body);
+
+    // A changed window moves the generation: the document is built again, from the new windows.
+    await window(55);
+    expect(await generation()).not.toBe(before);
+    const third = await build('13.40');
+    expect(third.report.phases_ms['skinport-sales']).toBeNumber();
+    expect(third.body).toContain('"volume":55');
+    expect(third.body).not.toContain('"volume":40');
+  });
+
+  test('the prices gathered in the snapshot’s own pass make the same dataset as reading them afresh', async () => {
+    await setPrice(DOPPLER, 'skinport', '812.40', { version: 'ruby', quantity: 2 });
+    await setPrice(DOPPLER, 'csfloat', '799.99', { version: 'ruby' });
+    await setPrice(DOPPLER, 'steam', '1020.00', { quantity: 3 });
+    const gatherer = new CompatPriceGatherer();
+    const now = new Date();
+    const build = await buildPriceSnapshot(t.deps.sql, now, { onItem: gatherer.onItem });
+    expect(build.unchanged).toBe(false);
+    const gathered = await gatheredCompatDataset(t.deps.sql, gatherer, now);
+    const read = await readCompatDataset(t.deps.sql, now);
+    expect(gathered.items.length).toBeGreaterThan(1);
+    expect(gathered.items.some((item) => item.versions.ruby?.consensus != null)).toBe(true);
+    expect(gathered).toEqual(read);
   });
 
   test('over the per-minute budget an address gets 429 with Retry-After; the budget is the formats’ own', async () => {

@@ -62,6 +62,8 @@ export type CompatItem = {
 export type CompatDataset = {
   /** The snapshot's build time (`Last-Modified`), ms since the epoch. */
   built_at_ms: number;
+  /** The sales generation (sql/0030) the windows were read at: documents built from the windows alone are kept while it stands. */
+  sales_generation: string;
   items: CompatItem[];
   /** The newest ECB rates (units per EUR, decimal text) at the build, for csgotrader's exchange_rates.json; null without any. */
   rates: { as_of: string; per_eur: Record<string, string> } | null;
@@ -70,6 +72,11 @@ export type CompatDataset = {
 /** The documents stored per snapshot, each built once by its format module. */
 export const COMPAT_DOCUMENTS = ['csgotrader-prices', 'skinport-items', 'skinport-sales', 'steam-overview', 'steamapis-items'] as const;
 export type CompatDocumentName = (typeof COMPAT_DOCUMENTS)[number];
+/**
+ * Documents built from the sales windows alone (no price, no build time): a snapshot's build copies
+ * the newest one stored at the same sales generation instead of building it again.
+ */
+export const COMPAT_SALES_DOCUMENTS: ReadonlySet<CompatDocumentName> = new Set(['skinport-sales']);
 
 /** A stored document: its JSON-able value, and the oldest source time it used (`X-Source-Age`). */
 export type BuiltCompatDocument = { value: unknown; oldest_source_ms: number | null };

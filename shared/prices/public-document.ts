@@ -188,7 +188,7 @@ class ItemGrouper {
 
   constructor(
     private readonly freshness: Freshness,
-    private readonly emit: (entry: PublicPriceItem) => void,
+    private readonly emit: (entry: PublicPriceItem, rows: readonly SnapshotInputRow[]) => void,
   ) {}
 
   add(rows: readonly SnapshotInputRow[]): void {
@@ -200,7 +200,7 @@ class ItemGrouper {
 
   flush(): void {
     if (this.rows.length === 0) return;
-    this.emit(itemFromRows(this.rows, this.freshness));
+    this.emit(itemFromRows(this.rows, this.freshness), this.rows);
     this.rows = [];
   }
 }
@@ -213,6 +213,9 @@ export function assemblePriceList(rows: readonly SnapshotInputRow[], freshness: 
   grouper.flush();
   return { currency: 'USD', item_count: items.length, oldest_input_at: oldestTime(items), items };
 }
+
+/** Sees one item of a list being built, with the rows it was built from and the freshness it was judged by. */
+export type PriceListItemObserver = (entry: PublicPriceItem, rows: readonly SnapshotInputRow[], freshness: Freshness) => void;
 
 /**
  * The full list's JSON as UTF-8 bytes, built from rows arriving in chunks (in the snapshot query's
@@ -227,8 +230,10 @@ export class PriceListJsonBuilder {
   private oldest: string | null = null;
   private readonly grouper: ItemGrouper;
 
-  constructor(freshness: Freshness) {
-    this.grouper = new ItemGrouper(freshness, (entry) => {
+  /** `onItem`, when given, also sees each item with the rows it was built from (shared/compat/dataset.ts gathers the drop-in formats' prices this way). */
+  constructor(freshness: Freshness, onItem?: PriceListItemObserver) {
+    this.grouper = new ItemGrouper(freshness, (entry, rows) => {
+      onItem?.(entry, rows, freshness);
       const time = oldestTimeOf(entry);
       if (time !== null && (this.oldest === null || time < this.oldest)) this.oldest = time;
       const part = Buffer.from(this.parts.length === 0 ? JSON.stringify(entry) : `,${JSON.stringify(entry)}`);

@@ -221,6 +221,9 @@ export type SnapshotInputRow = {
   original_currency?: string | null;
   /** DESIGN 19: the version's combined 7-day sales window (item_sales), on each of its rows; null without one. */
   sales_7d_median?: string | null;
+  /** Not in the list; read for the drop-in formats gathered in the same pass (shared/compat/dataset.ts). */
+  median_price?: string | null;
+  quantity?: number | null;
   sales_7d_volume?: number | null;
 };
 
@@ -233,7 +236,7 @@ export type SnapshotInputRow = {
 function snapshotInputsQuery(db: Queryable) {
   return db<SnapshotInputRow[]>`
     select c.market_hash_name, c.catalog_id, p.version, p.source, p.price::text as price, p.bid::text as bid, p.volume_7d,
-           p.original_price::text as original_price, p.original_currency,
+           p.original_price::text as original_price, p.original_currency, p.median_price::text as median_price, p.quantity,
            -- RFC 3339 UTC with milliseconds: the same text as Date#toISOString.
            to_char(p.source_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as source_time,
            (extract(epoch from ${observedAtSql(db)}) * 1000)::float8 as observed_ms,

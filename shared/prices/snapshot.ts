@@ -1,6 +1,6 @@
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import { etagOf, PriceListJsonBuilder } from './public-document.ts';
+import { etagOf, PriceListJsonBuilder, type PriceListItemObserver } from './public-document.ts';
 import {
   deleteOlderPriceSnapshots,
   findNewestPriceSnapshotHeader,
@@ -50,6 +50,8 @@ export type BuildPriceSnapshotOptions = {
   publish?: (snapshotId: number) => unknown;
   log?: Logger;
   keep?: number;
+  /** Sees each item of the list with its rows as the build reads them (the drop-in formats gather their prices here). */
+  onItem?: PriceListItemObserver;
 };
 
 // Serialises builds across processes, so snapshot ids are in the order their inputs were read.
@@ -76,7 +78,7 @@ export async function buildPriceSnapshot(sql: Sql, now: Date, options: BuildPric
     // Rows are read through a cursor and turned into each item's JSON as they come: the build never
     // holds every row or every item object (~110 000 rows made a worker's RSS peak ~250 MB higher).
     // Freshness (and so the consensus) as of this build (DESIGN 13), by the rule of GET /health.
-    const builder = new PriceListJsonBuilder({ now, sources: await findSourceClocks(tx) });
+    const builder = new PriceListJsonBuilder({ now, sources: await findSourceClocks(tx) }, options.onItem);
     await streamSnapshotInputs(tx, SNAPSHOT_ROWS_PER_FETCH, (rows) => builder.add(rows));
     lap('query');
     const list = builder.finish();

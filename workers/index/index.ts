@@ -4,6 +4,7 @@ import { handle, type PoolDefinition } from '../pool.ts';
 import { COMPAT_BUILDERS } from '../../shared/compat/registry.ts';
 import { ensureCompatDocuments, type CompatBuildReport } from '../../shared/compat/store.ts';
 import { compatWantedKey } from '../../shared/compat/documents.ts';
+import { CompatPriceGatherer, gatheredCompatDataset } from '../../shared/compat/dataset.ts';
 
 /**
  * Work that follows an ingest run: the keyless price snapshot and the market index of the run's
@@ -13,13 +14,20 @@ export const indexPool: PoolDefinition = {
   pool: 'index',
   handlers: ({ sql, redis, log, now, config }) => [
     handle('prices.snapshot', async () => {
-      const build = await buildPriceSnapshot(sql, now(), { log, publish: (id) => redis.publish(PRICE_SNAPSHOT_CHANNEL, String(id)) });
       // DESIGN 20: the drop-in formats' documents of a new snapshot, built here (off the request path)
-      // while someone reads them (a /compat request within the hour); otherwise at the first request.
+      // while someone reads them (a /compat request within the hour), from prices gathered in the
+      // snapshot's own pass; otherwise at the first request.
+      const wanted = (await redis.exists(compatWantedKey(config.QUEUE_PREFIX)).catch(() => 0)) === 1;
+      const gatherer = wanted ? new CompatPriceGatherer() : null;
+      const build = await buildPriceSnapshot(sql, now(), { log, publish: (id) => redis.publish(PRICE_SNAPSHOT_CHANNEL, String(id)), onItem: gatherer?.onItem });
       let compat: CompatBuildReport | null = null;
-      if (!build.unchanged && (await redis.exists(compatWantedKey(config.QUEUE_PREFIX)).catch(() => 0)) === 1) {
+      if (!build.unchanged && gatherer) {
         const [snapshot] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${build.id}`;
-        if (snapshot) compat = await ensureCompatDocuments(sql, { id: build.id, created_at: snapshot.created_at }, COMPAT_BUILDERS, log);
+        if (snapshot) {
+          compat = await ensureCompatDocuments(sql, { id: build.id, created_at: snapshot.created_at }, COMPAT_BUILDERS, log, () =>
+            gatheredCompatDataset(sql, gatherer, snapshot.created_at),
+          );
+        }
       }
       return { id: build.id, items: build.item_count, unchanged: build.unchanged, ms: build.duration_ms, compat_ms: compat?.ms ?? null };
     }),

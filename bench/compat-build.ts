@@ -1,0 +1,74 @@
+/**
+ * bench:compat-build (issue 33): what building the drop-in formats' documents costs per keyless
+ * snapshot, against the keyless list's own build, on the real catalog with the prices and sales
+ * windows bench:prices seeds. Measures the first build, then a snapshot after an ingest run changed
+ * a share of the prices (the steady state), then one after the hourly sales read changed the windows.
+ */
+import { CompatPriceGatherer, gatheredCompatDataset } from '../shared/compat/dataset.ts';
+import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
+import { ensureCompatDocuments } from '../shared/compat/store.ts';
+import { saveRateDays, recordFxSuccess } from '../shared/fx/repository.ts';
+import type { PriceListItemObserver } from '../shared/prices/public-document.ts';
+import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
+import { catalogDatabase, ms, seedLatestPrices } from './price-fixtures.ts';
+import { runBench, say } from './lib.ts';
+
+async function main(): Promise<void> {
+  let now = new Date();
+  const { sql } = await catalogDatabase('bench-compat-build');
+  await seedLatestPrices(sql, now);
+  await sql`
+    insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
+    select l.catalog_id, l.version, 'skinport', w.sales_window, round(l.price * 0.97, 2), round(l.price * 0.99, 2), round(l.price * 0.9, 2), round(l.price * 1.2, 2),
+           w.factor * (1 + abs(hashtext(l.catalog_id)) % 20), ${now}, ${now}, 'bench'
+    from latest_prices l cross join (values ('24h', 1), ('7d', 5), ('30d', 18), ('90d', 45)) w (sales_window, factor)
+    where l.source = 'skinport'`;
+  await sql`
+    insert into source_sales (catalog_id, version, source, sales_window, median, volume, source_time, ingested_at, run_id)
+    select l.catalog_id, l.version, 'steam', '24h', round(l.price * 1.02, 2), 1 + abs(hashtext(l.catalog_id || 's')) % 50, ${now}, ${now}, 'bench'
+    from latest_prices l where l.source = 'steam' and l.version = 'default'`;
+  await sql`
+    insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at)
+    select catalog_id, version, sales_window, min(median), min(mean), min(min), max(max), sum(volume)::int, array_agg(source order by source), ${now}
+    from source_sales group by catalog_id, version, sales_window`;
+  await saveRateDays(sql, [{ date: now.toISOString().slice(0, 10), rates: new Map([['USD', '1.0834'], ['GBP', '0.84290'], ['PLN', '4.2875']]) }], now);
+  await recordFxSuccess(sql, now, 0);
+  await sql`vacuum analyze`;
+
+  // As the index pool builds them: the prices gathered in the snapshot's own pass (timed apart, and
+  // counted as the formats' cost, not the list's), then the documents.
+  const round = async (label: string) => {
+    const gatherer = new CompatPriceGatherer();
+    let gatherMs = 0;
+    const onItem: PriceListItemObserver = (entry, rows, freshness) => {
+      const started = performance.now();
+      gatherer.onItem(entry, rows, freshness);
+      gatherMs += performance.now() - started;
+    };
+    const build = await buildPriceSnapshot(sql, now, { onItem });
+    const listMs = build.duration_ms - gatherMs;
+    const [row] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${build.id}`;
+    const compat = await ensureCompatDocuments(sql, { id: build.id, created_at: row!.created_at }, COMPAT_BUILDERS, undefined, () => gatheredCompatDataset(sql, gatherer, row!.created_at));
+    const total = gatherMs + compat.ms;
+    say(
+      `${label}: list ${ms(listMs)} ${JSON.stringify(build.phases_ms)}; formats ${ms(total)} = ${((total / listMs) * 100).toFixed(0)} % of the list ` +
+        `(gathering ${ms(gatherMs)}, ${JSON.stringify(compat.phases_ms)}); bytes ${JSON.stringify(compat.bytes)}`,
+    );
+    return { listMs, total };
+  };
+  await round('first build');
+  for (let i = 1; i <= 3; i += 1) {
+    now = new Date(now.getTime() + 60_000);
+    await sql`update latest_prices set price = price + 0.01, source_time = ${now}, ingested_at = ${now} where source = 'skinport' and abs(hashtext(catalog_id || ${String(i)})) % 100 < 20`;
+    await sql`update price_sources set last_success_at = ${now}`;
+    await round(`after a run changing 20 % of skinport's prices (${i})`);
+  }
+  now = new Date(now.getTime() + 60_000);
+  await sql`update source_sales set volume = volume + 1, source_time = ${now}, ingested_at = ${now} where source = 'skinport'`;
+  await sql`update item_sales set volume = volume + 1, updated_at = ${now}`;
+  await sql`update latest_prices set price = price + 0.01, source_time = ${now}, ingested_at = ${now} where source = 'skinport' and abs(hashtext(catalog_id || 'x')) % 100 < 20`;
+  await sql`update price_sources set last_success_at = ${now}`;
+  await round('after the hourly sales read and a run');
+}
+
+await runBench(main);
