@@ -37,3 +37,8 @@ create trigger item_sales_truncated after truncate on item_sales for each statem
 -- document built from the sales windows alone, which the next snapshot's build copies while the
 -- generation has not moved; null for documents built from the snapshot's prices.
 alter table compat_documents add column inputs text;
+
+-- Every document can be built again from the prices and windows it came from (the first request
+-- after a loss builds it): unlogged, a build's ~30-50 MB skip the write-ahead log. A crash empties
+-- the table; a standby does not have it (its API processes build on first request, as here).
+alter table compat_documents set unlogged;
