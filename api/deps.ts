@@ -97,7 +97,7 @@ export type AppDeps = CoreDeps &
 export type PriceStreamOverrides = Partial<Pick<PriceStreamHubOptions, 'heartbeatMs' | 'maxBufferedBytes' | 'blockMs'>>;
 
 export function createDeps(config: Config, overrides: { now?: () => Date; log?: Logger; priceStream?: PriceStreamOverrides } = {}): AppDeps {
-  const log = overrides.log ?? createLogger({ level: config.LOG_LEVEL, name: 'api' });
+  const log = overrides.log ?? createLogger({ level: config.LOG_LEVEL, name: 'api', format: config.LOG_FORMAT });
   const now = overrides.now ?? (() => new Date());
   const sql = createSql(config.DATABASE_URL, { max: 10, application: 'api' });
   const redis = createRequestRedis(config.REDIS_URL, 'api');

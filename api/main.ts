@@ -5,7 +5,7 @@ import { createApp } from './app.ts';
 import { createDeps } from './deps.ts';
 
 const config = loadConfigOrExit();
-const log = createLogger({ level: config.LOG_LEVEL, name: 'api' });
+const log = createLogger({ level: config.LOG_LEVEL, name: 'api', format: config.LOG_FORMAT });
 const deps = createDeps(config, { log });
 collectProcessMetrics(deps.metrics.registry);
 if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN) log.info('GET /metrics is open to anyone who reaches this port: set METRICS_TOKEN to require a bearer token');

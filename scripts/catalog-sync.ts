@@ -7,7 +7,7 @@ import { createSql } from '../shared/platform/db.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 
 const config = loadConfigOrExit();
-const log = createLogger({ level: config.LOG_LEVEL, name: 'catalog-sync' });
+const log = createLogger({ level: config.LOG_LEVEL, name: 'catalog-sync', format: config.LOG_FORMAT });
 const sql = createSql(config.DATABASE_URL, { max: 1, application: 'catalog-sync' });
 try {
   const started = performance.now();

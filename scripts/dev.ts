@@ -273,6 +273,8 @@ async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
 
 async function start(services: Services, options: { procfile: boolean }): Promise<never> {
   const env = childEnv(services);
+  // Readable log lines in a terminal; JSON lines for --procfile (as deployed) and when piped (CI).
+  if (!options.procfile && process.stdout.isTTY && env.LOG_FORMAT === undefined) env.LOG_FORMAT = 'pretty';
   // Checked before the slow steps, so a bad port value fails at once.
   const planLocalUpstreams = localUpstreamsPlan(process.env);
   const procfile = readProcfile(repoRoot).filter((e) => e.name !== 'release');

@@ -7,7 +7,7 @@ import { generateItemFiles } from '../shared/media/generate-item-files.ts';
 import { itemFilePaths } from '../shared/media/item-files.ts';
 
 const config = loadConfigOrExit();
-const log = createLogger({ level: config.LOG_LEVEL, name: 'item-files' });
+const log = createLogger({ level: config.LOG_LEVEL, name: 'item-files', format: config.LOG_FORMAT });
 const report = await generateItemFiles(config.ITEM_FILES_DIR);
 // Strings, not objects per kind: short to read in the npm start output.
 const summary = (['model', 'paint', 'sticker', 'charm'] as const).map((kind) => `${kind}s=${report[kind].written}+${report[kind].skipped} kept`).join(' ');

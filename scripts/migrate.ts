@@ -6,7 +6,7 @@ import { createLogger } from '../shared/platform/logger.ts';
 import { migrate } from '../shared/platform/migrate.ts';
 
 const config = loadConfigOrExit();
-const log = createLogger({ level: config.LOG_LEVEL, name: 'migrate' });
+const log = createLogger({ level: config.LOG_LEVEL, name: 'migrate', format: config.LOG_FORMAT });
 const sql = createSql(config.DATABASE_URL, { max: 1, application: 'migrate' });
 try {
   const applied = await migrate(sql, join(import.meta.dir, '..', 'sql'), (message) => log.info(message));

@@ -9,7 +9,7 @@ import { startPools } from './runtime.ts';
 
 const config = loadConfigOrExit();
 const names = process.argv.slice(2);
-const log = createLogger({ level: config.LOG_LEVEL, name: `workers:${names.join(',') || 'none'}` });
+const log = createLogger({ level: config.LOG_LEVEL, name: `workers:${names.join(',') || 'none'}`, format: config.LOG_FORMAT });
 const unknown = names.filter((name) => !(POOLS as readonly string[]).includes(name));
 if (names.length === 0 || unknown.length > 0) {
   log.fatal({ unknown, known: POOLS }, 'usage: bun workers/main.ts <pool…>');

@@ -52,6 +52,9 @@ export const configSchema = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   PUBLIC_BASE_URL: z.string().url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // json: one JSON object per line (production, CI, `npm start --procfile`); pretty: readable lines
+  // (pino-pretty), which `npm start` chooses when its output is a terminal.
+  LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   // Not in DESIGN 4's list: observability (DESIGN 12; docs/operations.md "Metrics" and "Queue dashboard").
   // METRICS_TOKEN: when set, GET /metrics (API and worker ports) needs `Authorization: Bearer <it>`;
   // unset, it is open. OPERATOR_TOKEN: the only credential of the queue dashboard (/admin/queues),

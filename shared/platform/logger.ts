@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 import { logContextFields } from './log-context.ts';
 
 export type { Logger };
@@ -29,8 +30,12 @@ function errorSerializer(error: unknown) {
   return serialized;
 }
 
-/** `destination`: where lines go (stdout by default; tests capture them). */
-export function createLogger(options: { level: string; name: string }, destination?: DestinationStream): Logger {
+/**
+ * `destination`: where lines go (stdout by default; tests capture them). `format: 'pretty'` writes
+ * readable lines for a terminal (time, level, name, message, then the fields), on this thread, as
+ * lines are written: no transport worker.
+ */
+export function createLogger(options: { level: string; name: string; format?: 'json' | 'pretty' }, destination?: DestinationStream): Logger {
   const settings = {
     name: options.name,
     level: options.level,
@@ -41,5 +46,9 @@ export function createLogger(options: { level: string; name: string }, destinati
     // The request id or job id of whatever is being handled when the line is written (shared/platform/log-context.ts).
     mixin: logContextFields,
   };
+  if (options.format === 'pretty') {
+    const stream = pretty({ colorize: process.env.NO_COLOR === undefined, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', destination: destination ?? 1 });
+    return pino(settings, stream);
+  }
   return destination ? pino(settings, destination) : pino(settings);
 }
