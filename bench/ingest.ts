@@ -82,7 +82,7 @@ import { STEAM_SEARCH_PAGE_SIZE } from '../shared/sources/steam.ts';
 import { sourceSettings } from '../shared/sources/settings.ts';
 import { type FetchContext } from '../shared/sources/types.ts';
 import { SOURCE_NAMES, type SourceName } from '../shared/platform/source-names.ts';
-import { startMarketSimulator } from '../test/fakes/market-simulator.ts';
+import { startMarketSimulator } from '../test/fakes/simulator/server.ts';
 import { measureSales, salesChecks, type SalesFigures } from './ingest-sales.ts';
 import {
   copyIn,

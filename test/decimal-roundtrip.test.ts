@@ -6,7 +6,7 @@ import { createRequestRedis } from '../shared/platform/redis.ts';
 import { requestBudgetKeys, sourceBudgetPrefix } from '../shared/sources/budget.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { runSourceIngest } from '../workers/ingest/run.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { createTestApp, eventually, testConfig, workspaceWithKey } from './helpers.ts';
 
 // Property: any decimal price the upstream writes comes out of the API as the same string —

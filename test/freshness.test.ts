@@ -11,7 +11,7 @@ import { ADAPTERS } from '../shared/sources/index.ts';
 import { sourceSettings } from '../shared/sources/settings.ts';
 import type { SourceName } from '../shared/platform/source-names.ts';
 import { runSourceIngest, type IngestOutcome } from '../workers/ingest/run.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { createTestApp, eventually, scratchTestApp, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**

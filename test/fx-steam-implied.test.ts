@@ -9,7 +9,7 @@ import { createRequestBudget } from '../shared/sources/budget.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { sourceSettings } from '../shared/sources/settings.ts';
 import { ingestPool } from '../workers/ingest/index.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { localHundredths, simulatedSteamRateMillionths } from './fakes/simulator/steam-currencies.ts';
 import { scratchTestApp, testConfig, type TestApp } from './helpers.ts';
 

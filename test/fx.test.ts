@@ -24,7 +24,7 @@ import { queueName } from '../shared/jobs/queues.ts';
 import { createWorkerRedis } from '../shared/platform/redis.ts';
 import { ingestPool } from '../workers/ingest/index.ts';
 import { startPools } from '../workers/runtime.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { eventually, scratchTestApp, testClock, testConfig, type TestApp } from './helpers.ts';
 
 /** Exchange rates (DESIGN 14, issue 20): the ECB file, its storage, health, conversion and the refresh job. */

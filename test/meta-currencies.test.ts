@@ -7,7 +7,7 @@ import { refreshSteamImpliedRates, STEAM_IMPLIED_BASKET } from '../shared/fx/ste
 import { findSteamImpliedStates, saveSteamImpliedUnavailable } from '../shared/fx/steam-implied-repository.ts';
 import { forgetCachedRates } from '../shared/prices/currency.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { errorOf, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**

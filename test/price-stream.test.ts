@@ -16,7 +16,7 @@ import { createTestApp, errorOf, eventually, scratchTestApp, testConfig, workspa
 import { freePort, startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 import { spawnedProcesses, waitForHttp } from './spawned.ts';
 import { removeQueueKeys } from './webhooks-fixtures.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { ingestPool } from '../workers/ingest/index.ts';
 import { startPools, type RunningPools } from '../workers/runtime.ts';
 

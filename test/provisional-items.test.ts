@@ -11,7 +11,7 @@ import { ADAPTERS } from '../shared/sources/index.ts';
 import { runSourceIngest } from '../workers/ingest/run.ts';
 import { startPools, type RunningPools } from '../workers/runtime.ts';
 import { webhooksPool } from '../workers/webhooks/index.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { eventually, scratchTestApp, testClock, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 import { parseExposition, sampleValue } from './prometheus.ts';
 import { createWebhook, removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';

@@ -8,7 +8,7 @@ import { fetchSkinportSales, parseSkinportSalesRow } from '../shared/sources/ski
 import { SourceRateLimitedError, SourceUnavailableError, type SalesWindowName } from '../shared/sources/types.ts';
 import { parseJsonExact } from '../shared/sources/upstream.ts';
 import { createTestApp, failure, type TestApp } from './helpers.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { runSkinportSales } from '../workers/ingest/sales.ts';
 
 /**

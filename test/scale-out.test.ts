@@ -6,7 +6,7 @@ import { freePort } from '../scripts/services.ts';
 import { catalogIdFor } from '../shared/catalog/identity.ts';
 import { createSql, type Sql } from '../shared/platform/db.ts';
 import { insertGeneratedAuditEvents } from './audit-exports-fixtures.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { createTestApp, eventually, sharedImageFake, workspaceWithKey } from './helpers.ts';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 import { ITEM, SCENE_BODY, sceneOf } from './renders-fixtures.ts';

@@ -10,7 +10,7 @@ import { ADAPTERS } from '../shared/sources/index.ts';
 import { enabledSources, unavailableSources } from '../shared/sources/settings.ts';
 import { ingestPool } from '../workers/ingest/index.ts';
 import { runSourceIngest } from '../workers/ingest/run.ts';
-import { startMarketSimulator, type MarketSimulator } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { createTestApp, eventually, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**

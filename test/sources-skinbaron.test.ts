@@ -8,7 +8,7 @@ import { parseSkinbaronRow } from '../shared/sources/skinbaron.ts';
 import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../shared/sources/types.ts';
 import { parseJsonExact } from '../shared/sources/upstream.ts';
 import { failure, capturingLog } from './helpers.ts';
-import { startMarketSimulator, type MarketSimulator, type SimulatorItem } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator, type SimulatorItem } from './fakes/simulator/server.ts';
 
 /**
  * Skinbaron (DESIGN 14), the tenth source: EUR prices converted to USD at a known rate set, exactly

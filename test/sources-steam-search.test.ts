@@ -14,7 +14,7 @@ import { parseSteamOverviewSales, parseSteamSearchRow, STEAM_SEARCH_PAGE_SIZE } 
 import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceCursor } from '../shared/sources/types.ts';
 import { JsonNumber, parseJsonExact } from '../shared/sources/upstream.ts';
 import { runSourceIngest } from '../workers/ingest/run.ts';
-import { startMarketSimulator, type MarketSimulator, type SimulatorItem } from './fakes/market-simulator.ts';
+import { startMarketSimulator, type MarketSimulator, type SimulatorItem } from './fakes/simulator/server.ts';
 import { eventually, failure, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**

@@ -26,7 +26,7 @@ import {
   type MarketplaceSource,
   type MarketSimulator,
   type SimulatorItem,
-} from './fakes/market-simulator.ts';
+} from './fakes/simulator/server.ts';
 
 /** Source adapters (DESIGN 9) against the market simulator, and the Redis request budget. */
 

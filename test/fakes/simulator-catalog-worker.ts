@@ -4,7 +4,7 @@
  * thread: the simulator settles at ~50 MB of RSS instead of ~170 MB (it idles beside `npm start`).
  */
 import { generateCatalog } from '../../shared/catalog/generate.ts';
-import type { SimulatorItem } from './market-simulator.ts';
+import type { SimulatorItem } from './simulator/server.ts';
 
 declare const self: Worker;
 

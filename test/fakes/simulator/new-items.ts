@@ -1,4 +1,4 @@
-import type { SimulatorItem } from '../market-simulator.ts';
+import type { SimulatorItem } from './types.ts';
 
 /**
  * DESIGN 19: "every so often a new item that the catalog lacks". A new item is a simulator item that

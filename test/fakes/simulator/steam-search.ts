@@ -1,5 +1,5 @@
 import { withThousands } from '../../../shared/sources/money.ts';
-import type { SimulatorMode } from '../market-simulator.ts';
+import type { SimulatorMode } from './types.ts';
 
 /**
  * Steam's market search, `GET /steam/market/search/render/?appid=730&norender=1&count=…&start=…
