@@ -32,7 +32,7 @@ import { tradeIntentRoutes } from './routes/trade-intents.ts';
 import { viewerRoutes } from './routes/viewer.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
 
-/** The reference's front matter (DESIGN 16): what every operation shares is said here once. */
+/** The reference's front matter (docs/design.md §16): what every operation shares is said here once. */
 const INTRODUCTION = [
   'CS2 item prices from several marketplaces & a platform around them: keyless prices under `/v1`, and keyed APIs under `/v2` ("X-API-Key") for the catalog, price history and live prices, the market index, webhooks, Steam profiles and inventories, trade intents, scenes, renders and inspect links.',
   '## Keyless prices (/v1)',

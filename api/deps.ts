@@ -54,9 +54,9 @@ type PriceDeps = {
   marketSummaries: MarketSummaryReader;
   /** GET /v2/inventories: latest snapshots, pinned snapshots and rendered pages, kept PRICE_CACHE_MS (valued pages dropped on each new price snapshot). */
   inventories: InventoryReader;
-  /** The price stream's reader and fan-out of this process (DESIGN 15), started at its first connection. */
+  /** The price stream's reader and fan-out of this process (docs/design.md §15), started at its first connection. */
   priceStream: PriceStreamHub;
-  /** Which items people ask about (keyed price reads, inventories): steam's priceoverview reads them first (DESIGN 19). */
+  /** Which items people ask about (keyed price reads, inventories): steam's priceoverview reads them first (docs/design.md §19). */
   priceDemand: PriceDemand;
 };
 
@@ -72,7 +72,7 @@ type UsageDeps = {
 type QueueDeps = { queues: Record<Pool, Queue> };
 
 /**
- * What GET /metrics serves (DESIGN 12): HTTP latency by route, and, read at scrape time, every
+ * What GET /metrics serves (docs/design.md §12): HTTP latency by route, and, read at scrape time, every
  * pool's queue depth and every enabled source's ingest lag: gauges of shared state, reported by the
  * API too so they stay visible when a pool has no live worker. api/main.ts adds the process metrics.
  */

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { OPERATIONS, type Operation as TableOperation } from '../shared/http/operations.ts';
 
 /**
- * The OpenAPI 3.1 document (DESIGN 6), from the same zod schemas that validate requests. The
+ * The OpenAPI 3.1 document (docs/design.md §6), from the same zod schemas that validate requests. The
  * plugin's generator lays out paths and parameters; this module completes what it cannot know: the
  * JSON request body (our own body parser hides the content type from it), parameters as the client
  * sends them (a field with a default is optional), and every status a route can answer with the

@@ -10,9 +10,9 @@
  * with pass/fail. Targets: GET /v2/health, GET /v2/me (a metered key check) and GET /v2/prices/{id}
  * (one priced item, answered from the item price cache) against bare, by server CPU per request.
  *
- * Like-for-like baselines: bare Bun.serve with the X-Request-Id every response carries (DESIGN 6),
+ * Like-for-like baselines: bare Bun.serve with the X-Request-Id every response carries (docs/design.md §6),
  * for /v2/health; bench/bare-metered-server.ts, that plus the metering debit every keyed request must
- * make (DESIGN 5), for the keyed targets; and Elysia alone (bench/bare-elysia-server.ts), for scale.
+ * make (docs/design.md §5), for the keyed targets; and Elysia alone (bench/bare-elysia-server.ts), for scale.
  *
  * Environment: DATABASE_URL and REDIS_URL (set by scripts/dev.ts), BENCH_DURATION (seconds per
  * target, default 10), BENCH_WARMUP (seconds of discarded warm-up load per target, default 2),
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
   const [apiPort, barePort] = [await freePort(), await freePort()];
   const api = spawnApi(apiPort, { DATABASE_URL: dbUrl, QUEUE_PREFIX: queuePrefix });
   const bare = spawnServer('bench/bare-server.ts', barePort, {});
-  // bare plus the X-Request-Id every response carries (DESIGN 6): /v2/health's like-for-like baseline.
+  // bare plus the X-Request-Id every response carries (docs/design.md §6): /v2/health's like-for-like baseline.
   const identifiedPort = await freePort();
   const identified = spawnServer('bench/bare-server.ts', identifiedPort, { BARE_REQUEST_ID: '1' });
   const identifiedUrl = `http://127.0.0.1:${identifiedPort}/`;

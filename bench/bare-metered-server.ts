@@ -1,8 +1,8 @@
 // Second baseline for bench/api.ts: a bare Bun.serve in its own process doing, per request, only the
-// work DESIGN 5 requires of every keyed request and that a bare server cannot skip: find the key by
+// work docs/design.md §5 requires of every keyed request and that a bare server cannot skip: find the key by
 // its SHA-256 hash (here in a Map of one), debit one unit through the same metering code as the API
 // (shared/usage/metering.ts: the same batched Lua script on the same Redis), and answer with the
-// RateLimit headers, the X-Request-Id every response carries (DESIGN 6) and the body GET /v2/me sent
+// RateLimit headers, the X-Request-Id every response carries (docs/design.md §6) and the body GET /v2/me sent
 // for that key. No framework, log context or metrics: what the API spends above this on /v2/me is its
 // request path, not the metering.
 // PORT, REDIS_URL, BARE_KEY, BARE_WORKSPACE_ID, BARE_KEY_ID, BARE_MINUTE_BUDGET, BARE_DAY_BUDGET and

@@ -1,6 +1,6 @@
 // Baseline for bench/api.ts: a bare Bun.serve in its own process, answering every request with the
 // same small JSON body as GET /v2/health. PORT is required. With BARE_REQUEST_ID=1 it also does what
-// DESIGN 6 asks of every response: an X-Request-Id, the caller's when it is a sane token, else a UUID.
+// docs/design.md §6 asks of every response: an X-Request-Id, the caller's when it is a sane token, else a UUID.
 import { requestIdFor } from '../api/plugins/request-context.ts';
 
 const port = Number(process.env.PORT);

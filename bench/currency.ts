@@ -1,5 +1,5 @@
 /**
- * Prices in another currency (DESIGN 14, `?currency=`): `npm run bench:currency`.
+ * Prices in another currency (docs/design.md §14, `?currency=`): `npm run bench:currency`.
  *
  * In a scratch database (`<dev db>_bench_<pid>`, dropped afterwards; bench/price-fixtures.ts): the
  * real catalog, latest prices for every item and version (2–3 sources per item), one keyless

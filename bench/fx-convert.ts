@@ -1,5 +1,5 @@
 /**
- * Per-amount cost of the exact USD → X conversion (DESIGN 14): shared/fx/convert.ts (integer
+ * Per-amount cost of the exact USD → X conversion (docs/design.md §14): shared/fx/convert.ts (integer
  * arithmetic) against the decimal.js form it replaced (shared/fx/convert-decimal.ts), over ~100 000
  * distinct amounts shaped like a keyless list's (2 places, a few 3, 0.01 … 50 000 skewed low), for
  * CHF (2 places, ECB rates), JPY (0 places) and a Steam-implied 8-place rate. In process, no

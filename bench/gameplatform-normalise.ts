@@ -4,7 +4,7 @@
  * service does with a fresh read: normalise + store (prepareInventorySnapshot: the catalog lookup,
  * certificate decoding, holds and protection, insights; insertInventorySnapshot: the snapshot rows
  * by COPY, in one transaction), the two timed apart, and then the valuation of every asset at
- * skinport (DESIGN 14's rule: item, stickers and charms, one query; every catalog item is given a
+ * skinport (docs/design.md §14's rule: item, stickers and charms, one query; every catalog item is given a
  * skinport price first).
  *
  * Round 0 is a warm-up on another inventory (BENCH_WARMUP_STEAM_ID: other asset ids, certificates

@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   await syncCatalog(sql, catalog);
   say(`catalog: ${catalog.length} items`);
   fake = await startSteamFake();
-  // Part 1's inventory holds every hold and protection text form (DESIGN 17) on most of its items;
+  // Part 1's inventory holds every hold and protection text form (docs/design.md §17) on most of its items;
   // the warm-up inventory is built the same way for another account (other asset ids and
   // certificates) with its holds at other instants (other hold descriptions).
   const holdsNow = new Date();
@@ -116,7 +116,7 @@ async function main(): Promise<void> {
         row(`max of ${rounds.length}`, (values) => Math.max(...values)),
       ])}\n` +
       `valuation: ${sample.priced} of ${sample.assets} assets priced at skinport (item, stickers and charms, one query)\n` +
-      `holds (every DESIGN 17 text form): ${sample.held} assets with trade_hold_until, ${sample.protected} protected, ${sample.unreadable} unreadable (warm-up inventory: ${warmup.held}, ${warmup.protected}, ${warmup.unreadable})\n` +
+      `holds (every docs/design.md §17 text form): ${sample.held} assets with trade_hold_until, ${sample.protected} protected, ${sample.unreadable} unreadable (warm-up inventory: ${warmup.held}, ${warmup.protected}, ${warmup.unreadable})\n` +
       `child RSS before the first normalisation (pages fetched) ${part1.rssBefore.toFixed(1)} MB, peak after it ${part1.peakAfterFirst.toFixed(1)} MB: extra ${extraRss.toFixed(1)} MB\n\n`,
   );
   // Issue 30's figure: normalising with every hold form, protection and insights, stored as the service stores it.

@@ -1,5 +1,5 @@
 /**
- * Part 3 of `npm run bench:ingest` (issue 32, DESIGN 19): sales windows for the full catalog.
+ * Part 3 of `npm run bench:ingest` (issue 32, docs/design.md §19): sales windows for the full catalog.
  *
  *  (1) Steam's 24 h windows for every catalog name (what priceoverview would give, made here from the
  *      simulator's skinport windows with other volumes, so the combination has two sources), then

@@ -1,6 +1,6 @@
 /**
  * Ingest benchmark: `npm run bench:ingest` (issue 13's restated targets, over the nine sources of
- * DESIGN 13).
+ * docs/design.md §13).
  *
  * In a scratch database (`<dev db>_bench_<pid>`, dropped afterwards) with the real catalog synced,
  * the market simulator (in this process, its clock pinned and moved by hand) serves every source's
@@ -44,7 +44,7 @@
  *
  * Part 3 (BENCH_SALES=0 skips it): sales windows for the full catalog, bench/ingest-sales.ts.
  *
- * Part 2, the keyless snapshot (DESIGN 9 and 13) with nine sources and consensus against today's
+ * Part 2, the keyless snapshot (docs/design.md §9 and §13) with nine sources and consensus against today's
  * three, in the same run and the same database. From a clean state (target tables truncated,
  * price_sources, ingest_runs and price_snapshots emptied), this process writes one full-catalog run
  * of skinport, steam (its search pages over the whole catalog, 100 names each) and csfloat (pages of 1000, at most 60)
@@ -54,7 +54,7 @@
  * SNAPSHOT_BROTLI_QUALITY, gzip 6). Then the six marketplaces are written the same way and the
  * snapshot built again. Target: nine-source brotli body < 1.6 × the three-source one (both in
  * today's format, consensus, bid and volume_7d included; for reference, each list is also re-encoded
- * without those fields, as it was before DESIGN 13). The built JSON is read back for sanity figures:
+ * without those fields, as it was before docs/design.md §13). The built JSON is read back for sanity figures:
  * versions and items with a non-null consensus, outlier entries by source (a few printed), and how
  * many of each source's prices were fresh at the build (freshness decides the consensus: skinport's
  * `updated_at` and csfloat's listing times are when a price last moved, so many of their prices are
@@ -299,7 +299,7 @@ async function measureSource(bench: Bench, source: WorkerSource): Promise<Source
       SOURCES: source,
       [`SOURCE_${upper}_URL`]: baseUrl,
       [`SOURCE_${upper}_INTERVAL_SECONDS`]: String(RUN_INTERVAL_SECONDS),
-      // The always-on fx source (DESIGN 14) reads the simulator, never the real ECB.
+      // The always-on fx source (docs/design.md §14) reads the simulator, never the real ECB.
       FX_URL: `${bench.simulatorUrl}/fx`,
       LOG_LEVEL: process.env.BENCH_WORKER_LOG_LEVEL || 'info',
       QUEUE_PREFIX: queuePrefix,
@@ -508,7 +508,7 @@ type SnapshotFigures = {
   outliers: Map<string, number>;
   /** A few outlier entries, for a look: name, version, source and price against the consensus. */
   outlierSamples: string[];
-  /** The same list without DESIGN 13's fields (consensus, bid, volume_7d, outlier), brotli q5 as above. */
+  /** The same list without docs/design.md §13's fields (consensus, bid, volume_7d, outlier), brotli q5 as above. */
   brBytesWithout13: number;
   entries: Map<string, number>;
   fresh: Map<string, number>;
@@ -530,7 +530,7 @@ async function writeSourceRun(bench: Bench, source: SourceName, catalogNames: st
       log: createLogger({ level: 'silent', name: 'bench' }),
       timeoutMs: 60_000,
       acquire: async () => undefined,
-      // Steam prices from its search pages (DESIGN 19): enough of them for the whole catalog in one run,
+      // Steam prices from its search pages (docs/design.md §19): enough of them for the whole catalog in one run,
       // and no priceoverview (its names give sales, not prices).
       names: [],
       now: () => at,
@@ -644,7 +644,7 @@ async function measureSnapshot(bench: Bench, sources: readonly SourceName[], sta
     }
     if (withConsensus) figures.itemsWithConsensus += 1;
   }
-  // For reference: the list as it was before DESIGN 13 (no consensus, bid, volume_7d or outlier), same encoding.
+  // For reference: the list as it was before docs/design.md §13 (no consensus, bid, volume_7d or outlier), same encoding.
   const strip = (prices: PublicVersionPrices) => {
     delete (prices as Partial<PublicVersionPrices>).consensus;
     for (const price of Object.values(prices.sources)) {
@@ -700,7 +700,7 @@ function snapshotTable(three: SnapshotFigures, nine: SnapshotFigures, writes: So
     ['versions with a non-null consensus / all versions', ...both((f) => `${count(f.versionsWithConsensus)} / ${count(f.versions)} (${percent(f.versionsWithConsensus, f.versions)})`)],
     ['items with a non-null consensus (any version) / items', ...both((f) => `${count(f.itemsWithConsensus)} / ${count(f.items)}`)],
     ['consensus sources per version with one, mean', ...both((f) => (f.versionsWithConsensus ? (f.consensusSources / f.versionsWithConsensus).toFixed(2) : 'n/a'))],
-    [`for reference: brotli q${SNAPSHOT_BROTLI_QUALITY} of the same list without DESIGN 13's fields`, ...both((f) => `${count(f.brBytesWithout13)} B (${mib(f.brBytesWithout13)})`)],
+    [`for reference: brotli q${SNAPSHOT_BROTLI_QUALITY} of the same list without docs/design.md §13's fields`, ...both((f) => `${count(f.brBytesWithout13)} B (${mib(f.brBytesWithout13)})`)],
     ['outlier source entries / all source entries', ...both((f) => `${count(outlierTotal(f))} / ${count(entryTotal(f))} (${percent(outlierTotal(f), entryTotal(f))})`)],
   ];
   const lines = [table(rows), '', `nine / three sources: JSON ${(nine.jsonBytes / three.jsonBytes).toFixed(2)} ×, brotli ${(nine.brBytes / three.brBytes).toFixed(2)} ×, gzip ${(nine.gzipBytes / three.gzipBytes).toFixed(2)} ×, build ${(nine.buildMs / three.buildMs).toFixed(2)} ×`];
@@ -724,7 +724,7 @@ function snapshotTable(three: SnapshotFigures, nine: SnapshotFigures, writes: So
   );
   lines.push(`three-source build: fresh at build ${bySource(three, three.fresh)}; outliers ${bySource(three, three.outliers)}`);
   lines.push(
-    `nine-source brotli body against the three-source one without DESIGN 13's fields (consensus, bid, volume_7d): ${(nine.brBytes / three.brBytesWithout13).toFixed(2)} ×`,
+    `nine-source brotli body against the three-source one without docs/design.md §13's fields (consensus, bid, volume_7d): ${(nine.brBytes / three.brBytesWithout13).toFixed(2)} ×`,
   );
   for (const figures of [three, nine]) {
     if (figures.outlierSamples.length > 0) lines.push(`outliers (${figures.sources.length} sources), first ${figures.outlierSamples.length}:`, ...figures.outlierSamples.map((sample) => `  ${sample}`));

@@ -1,5 +1,5 @@
 /**
- * Inventory watch benchmark (issue 21, DESIGN 15): "Steam requests per minute never above the
+ * Inventory watch benchmark (issue 21, docs/design.md §15): "Steam requests per minute never above the
  * budget with 500 connected accounts". Alone as `npm run bench:inventory-watch`; bench/stream.ts
  * calls `benchInventoryWatch()`.
  *
@@ -13,7 +13,7 @@
  * 600 a minute for BENCH_WATCH_HIGH_S (75 s), where a whole cycle of the 500 fits in the window;
  * while it runs, an inventory changes every 2 s, so reads also store, diff and send.
  *
- * Trade history (DESIGN 17, issue 30): the same 500 accounts, each with an owner token and a trade
+ * Trade history (docs/design.md §17, issue 30): the same 500 accounts, each with an owner token and a trade
  * with a partner, in a workspace subscribed to trade.reversed, polled by the same two processes
  * (GetTradeHistory, one request per account per read, within the same shared budget). Reversals are
  * planted in the fake after the polls started; each must be sent exactly once, within two intervals

@@ -1,5 +1,5 @@
 /**
- * The item cards' part of `npm run bench:media` (issue 31, DESIGN 18): card renders of 512×384 PNG
+ * The item cards' part of `npm run bench:media` (issue 31, docs/design.md §18): card renders of 512×384 PNG
  * on the warm pool of the render worker bench/media.ts runs, `BENCH_CARD_RENDERS` of them (default
  * 2 000): an AK-47 | Redline with two stickers, a name tag and StatTrak (its model a generated
  * stand-in, so `mode: card`), images from the local image fake through the image cache. Each render

@@ -1,5 +1,5 @@
 /**
- * The image endpoint's part of `npm run bench:media` (issue 31, DESIGN 18). `BENCH_MEDIA_PARTS=images`
+ * The image endpoint's part of `npm run bench:media` (issue 31, docs/design.md §18). `BENCH_MEDIA_PARTS=images`
  * runs it alone.
  *
  *  a. Cached hits of GET /v2/images/{catalog_id}?size=256 (PNG) against the keyless single-item price

@@ -38,7 +38,7 @@ const RENDERS = positiveInt('BENCH_RENDERS', 80);
 const VIEWER_LOADS = positiveInt('BENCH_VIEWER_LOADS', 10);
 const WARMUP = positiveInt('BENCH_RENDER_WARMUP', 8);
 const PAGES = positiveInt('RENDER_PAGES', 4);
-// Item files of this run (DESIGN 18): the M4A1-S's stand-in rifle marked as a real model, so it is
+// Item files of this run (docs/design.md §18): the M4A1-S's stand-in rifle marked as a real model, so it is
 // drawn in 3D as every stand-in was before cards; the AK-47's left a stand-in, so it is drawn as a
 // card. Images come from the local image fake (generated, distinct per path) through the image cache.
 const itemFilesDir = mkdtempSync(join(tmpdir(), 'bench-media-items-'));
@@ -176,7 +176,7 @@ try {
   say(`accept -> succeeded: p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms (all ${RENDERS} accepted at once, so latency includes queueing)`);
   say(`render worker RSS (bun process; Chromium's own processes not included): ${rssMb().toFixed(0)} MB now, ${peakRss.toFixed(0)} MB peak`);
   await viewerReadyTimes();
-  // DESIGN 18: item cards on the same warm pool.
+  // docs/design.md §18: item cards on the same warm pool.
   let cardSeed = 0;
   const cardChecks = await benchCardRenders({
     sql: deps.sql,

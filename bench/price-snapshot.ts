@@ -113,7 +113,7 @@ try {
   say(`API heap after load: ${(process.memoryUsage().heapUsed / 1024 / 1024).toFixed(0)} MiB`);
   await lists.close();
 
-  // Issue 32 (DESIGN 19): the list with `sales_7d` against the same list without, as served (brotli at
+  // Issue 32 (docs/design.md §19): the list with `sales_7d` against the same list without, as served (brotli at
   // the served quality). Every version priced by skinport gets a 7-day window, as skinport's sales
   // history gives every item it lists one (about one in six sold nothing: a null median, volume 0).
   const served = async () => {

@@ -1,5 +1,5 @@
 /**
- * Price stream benchmark: `npm run bench:stream` (issue 21, DESIGN 15).
+ * Price stream benchmark: `npm run bench:stream` (issue 21, docs/design.md §15).
  *
  * In a scratch database with the real catalog, one API process (production mode, its own
  * QUEUE_PREFIX, so its own Redis stream) holds BENCH_STREAM_CLIENTS (default 10 000) keyed

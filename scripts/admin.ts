@@ -128,7 +128,7 @@ async function run(): Promise<unknown> {
       const keyring = SecretKeyring.fromConfig(config);
       const actor = { type: 'admin' as const, id: process.env.USER ?? 'cli' };
       const report = await rewrapWebhookSecrets(sql, keyring, actor);
-      // Steam owner tokens (DESIGN 17) are sealed under the same keys: rewrapped too, so the old key can go.
+      // Steam owner tokens (docs/design.md §17) are sealed under the same keys: rewrapped too, so the old key can go.
       const steamTokens = await rewrapSteamTokens(sql, keyring, actor);
       // Secrets under a key that is not configured stay as they are; the operator must restore that key.
       if (report.unreadable.length > 0 || steamTokens.unreadable.length > 0) process.exitCode = 1;

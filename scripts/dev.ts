@@ -119,7 +119,7 @@ async function migrate(env: Record<string, string>): Promise<number> {
 }
 
 /**
- * DESIGN 10: stand-in item files when ITEM_FILES_DIR (default .data/item-files) has no models, so
+ * docs/design.md §10: stand-in item files when ITEM_FILES_DIR (default .data/item-files) has no models, so
  * the viewer and renders work after `npm start` / `npm test`. Sets ITEM_FILES_DIR in `env` to the
  * absolute directory, which tests read. The generator keeps every file already there.
  */
@@ -138,7 +138,7 @@ function devWebhookKeyFile(): string {
 }
 
 /**
- * DESIGN 4/8: webhooks need WEBHOOK_SECRET_KEY. When the environment sets none, the local stack uses
+ * docs/design.md §4/§8: webhooks need WEBHOOK_SECRET_KEY. When the environment sets none, the local stack uses
  * a random 32-byte key created on the first start and kept (mode 0600) for the next ones, so stored
  * secrets stay readable across restarts. A configured key always wins. The key is never printed.
  * With `create` false (exec) an existing file is used and none is made.
@@ -320,7 +320,7 @@ async function start(services: Services, options: { procfile: boolean }): Promis
     log('WEBHOOK_ALLOW_PRIVATE_TARGETS not set: webhooks may target http and loopback/private addresses (development only)');
   }
 
-  // DESIGN 4/9/11/18: local fakes for the third parties that are not configured.
+  // docs/design.md §4/§9/§11/§18: local fakes for the third parties that are not configured.
   const local = await planLocalUpstreams(freePort);
   entries.unshift(...mergeEntries(local.entries, FAKES_SCRIPT, 'fakes'));
   Object.assign(env, local.env);

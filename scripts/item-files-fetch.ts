@@ -1,4 +1,4 @@
-// `npm run item-files:fetch` (DESIGN 18): @ianlucas/cs2-lib's GLB models and paint textures from
+// `npm run item-files:fetch` (docs/design.md §18): @ianlucas/cs2-lib's GLB models and paint textures from
 // ITEM_ASSETS_URL into ITEM_FILES_DIR, replacing stand-ins; see docs/operations.md "Real 3D item
 // files". Needs no services, so it runs with plain bun; never run by `npm start` or the tests.
 import { parseArgs } from 'node:util';

@@ -1,4 +1,4 @@
-// `npm run item-files:generate`: write the DESIGN 10 stand-in item files under ITEM_FILES_DIR
+// `npm run item-files:generate`: write the docs/design.md §10 stand-in item files under ITEM_FILES_DIR
 // (default .data/item-files), keeping every file already there (real game files win). Needs no
 // services, so it runs with plain bun.
 import { loadConfigOrExit } from '../shared/platform/config.ts';

@@ -1,8 +1,8 @@
 /**
  * Which local fakes `npm start` runs in place of third parties, and how the service is pointed at
- * them (DESIGN 4, 9, 11, 13, 14): the market simulator for all ten sources when SOURCES is unset and
+ * them (docs/design.md §4, §9, §11, §13, §14): the market simulator for all ten sources when SOURCES is unset and
  * for the exchange rates when FX_URL is unset (either starts it), the Steam fake for each Steam
- * upstream whose URL is unset, and the image fake for STEAM_IMAGE_URL / ITEM_ASSETS_URL when unset (DESIGN 18)
+ * upstream whose URL is unset, and the image fake for STEAM_IMAGE_URL / ITEM_ASSETS_URL when unset (docs/design.md §18)
  * (a set URL is used as given). Pure, so it is tested without starting
  * anything (test/local-upstreams.test.ts).
  */
@@ -10,7 +10,7 @@ import { SOURCE_NAMES } from '../shared/platform/source-names.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';
 
 /**
- * The key skinbaron is given when it points at the simulator, which accepts any (DESIGN 14): a real
+ * The key skinbaron is given when it points at the simulator, which accepts any (docs/design.md §14): a real
  * deployment must set its own SOURCE_SKINBARON_KEY, and skinbaron stays disabled without one.
  */
 export const SIMULATOR_SKINBARON_KEY = 'local-simulator-key';
@@ -45,7 +45,7 @@ export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) 
       entries.push({ name: 'simulator', command: `bun ${FAKES_SCRIPT} simulator` });
       added.SIMULATOR_PORT = String(at);
       if (!env.SOURCES) {
-        // Every source (DESIGN 9, 13 and 14), each under its own path prefix of the simulator.
+        // Every source (docs/design.md §9, §13 and §14), each under its own path prefix of the simulator.
         added.SOURCES = SOURCE_NAMES.join(',');
         for (const source of SOURCE_NAMES) added[`SOURCE_${source.toUpperCase()}_URL`] = `${url}/${source}`;
         // Skinbaron runs only with a key; the simulator takes any. A key already set is left alone
@@ -53,7 +53,7 @@ export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) 
         if (!env.SOURCE_SKINBARON_KEY) added.SOURCE_SKINBARON_KEY = SIMULATOR_SKINBARON_KEY;
         notes.push(`no SOURCES set: prices come from the local market simulator at ${url}`);
       }
-      // DESIGN 14: the fx source is always on; offline, its ECB file comes from the simulator too.
+      // docs/design.md §14: the fx source is always on; offline, its ECB file comes from the simulator too.
       if (!env.FX_URL) {
         added.FX_URL = `${url}/fx`;
         notes.push(`FX_URL not set: exchange rates come from the local market simulator at ${url}/fx`);
@@ -77,7 +77,7 @@ export function localUpstreamsPlan(env: Env): (freePort: () => Promise<number>) 
       const served = [fakeApi ? 'STEAM_API_URL' : null, fakeCommunity ? 'STEAM_COMMUNITY_URL' : null].filter(Boolean).join(' and ');
       notes.push(`${served} not set: Steam comes from the local Steam fake at ${url}`);
     }
-    // DESIGN 18: item images (Steam's icon CDN, cs2-lib's assets) from the image fake for each unset URL.
+    // docs/design.md §18: item images (Steam's icon CDN, cs2-lib's assets) from the image fake for each unset URL.
     const fakeSteamImages = !env.STEAM_IMAGE_URL;
     const fakeItemAssets = !env.ITEM_ASSETS_URL;
     if (fakeSteamImages || fakeItemAssets) {

@@ -665,7 +665,7 @@ async function resolveRedis(log: Log): Promise<{ url: string; stop: (() => Promi
 // Chromium
 
 /**
- * DESIGN 4: renders and the docs-page test drive Debian's Chromium, installed with apt-get like
+ * docs/design.md §4: renders and the docs-page test drive Debian's Chromium, installed with apt-get like
  * Postgres when CHROMIUM_PATH (default /usr/bin/chromium) is missing.
  */
 export async function ensureChromium(log: Log): Promise<void> {

@@ -1,4 +1,4 @@
--- Audit export jobs (spec 2.3, DESIGN 7): the row is the system of record; BullMQ only wakes a worker.
+-- Audit export jobs (docs/interface.md §2.3, docs/design.md §7): the row is the system of record; BullMQ only wakes a worker.
 -- A worker holds a job by its lease (lease_token + leased_until, renewed by heartbeat); a lease that
 -- runs out returns the job to `queued` until `attempts` reaches the cap, then the job is `failed`.
 create table audit_exports (

@@ -1,4 +1,4 @@
--- Webhooks (DESIGN 8): endpoints with encrypted signing secrets, one delivery per (event, endpoint)
+-- Webhooks (docs/design.md §8): endpoints with encrypted signing secrets, one delivery per (event, endpoint)
 -- fanned out from event_outbox, and every attempt of each delivery.
 
 create table webhook_endpoints (

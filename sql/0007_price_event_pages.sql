@@ -1,4 +1,4 @@
--- prices.updated (DESIGN 8): one outbox event per ingest run and source carries the first 1 000
+-- prices.updated (docs/design.md §8): one outbox event per ingest run and source carries the first 1 000
 -- changed items; the rest of the run's changed list is stored here once, in pages of 1 000, and
 -- served through the event's signed next_url. One row per page, never per item or per endpoint.
 create table price_event_pages (

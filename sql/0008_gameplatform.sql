@@ -1,4 +1,4 @@
--- Game platform (DESIGN 11): cached Steam profiles, inventory snapshots with one row per asset,
+-- Game platform (docs/design.md §11): cached Steam profiles, inventory snapshots with one row per asset,
 -- connected accounts through Steam OpenID, and trade intents whose outgoing assets are reserved.
 
 -- GetPlayerSummaries answers, one per SteamID64, refreshed after PROFILE_TTL_SECONDS.
@@ -80,9 +80,9 @@ create table trade_intents (
   created_at timestamptz not null,
   updated_at timestamptz not null
 );
--- DESIGN 11: external_reference_conflict within a workspace.
+-- docs/design.md §11: external_reference_conflict within a workspace.
 create unique index trade_intents_reference_idx on trade_intents (workspace_id, external_reference);
--- DESIGN 11: one active acceptance per target offer.
+-- docs/design.md §11: one active acceptance per target offer.
 create unique index trade_intents_target_idx on trade_intents (target_trade_id) where kind = 'accept_offer' and state = 'draft';
 create index trade_intents_list_idx on trade_intents (workspace_id, created_at desc, id desc);
 create index trade_intents_expiry_idx on trade_intents (expires_at) where state = 'draft';

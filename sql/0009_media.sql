@@ -1,4 +1,4 @@
--- Media (DESIGN 10): scenes with immutable revisions, viewer sessions, renders.
+-- Media (docs/design.md §10): scenes with immutable revisions, viewer sessions, renders.
 
 create table scenes (
   scene_id uuid primary key,
@@ -14,7 +14,7 @@ create table scene_revisions (
   scene_id uuid not null references scenes (scene_id) on delete cascade,
   revision integer not null check (revision >= 1),
   document jsonb not null,
-  -- Quoted lowercase hex SHA-256 of the RFC 8785 canonical JSON of the document (DESIGN 10).
+  -- Quoted lowercase hex SHA-256 of the RFC 8785 canonical JSON of the document (docs/design.md §10).
   etag text not null,
   created_at timestamptz not null,
   primary key (scene_id, revision)
@@ -44,7 +44,7 @@ create table renders (
   scene_etag text not null,
   output jsonb not null,
   -- SHA-256 of the canonical JSON of (item, scene revision, output): an identical live request is
-  -- answered with the existing render (DESIGN 10).
+  -- answered with the existing render (docs/design.md §10).
   request_key text not null,
   attempts integer not null default 0,
   lease_token uuid,

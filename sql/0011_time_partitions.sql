@@ -1,4 +1,4 @@
--- Retention by dropping whole time partitions (issue 13, DESIGN 12): the tables that grow with every
+-- Retention by dropping whole time partitions (issue 13, docs/design.md §12): the tables that grow with every
 -- ingest run become range-partitioned by time, so the maintenance pool prunes them with DROP TABLE of
 -- an expired partition (shared/retention/), never a row-wise DELETE.
 --

@@ -1,4 +1,4 @@
--- Issue 19: sources whose one body lists the whole market without per-row times (DESIGN 13's six
+-- Issue 19: sources whose one body lists the whole market without per-row times (docs/design.md §13's six
 -- marketplaces) confirm every listed price on every run. Writing a new source_time into each of
 -- ~30 000 latest prices per run only to say "still there" made a steady run cost ~1 s; instead a run
 -- records the confirmation once, on its source (price_sources.listed_at), and marks only the rows

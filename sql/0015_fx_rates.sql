@@ -1,4 +1,4 @@
--- Issue 20 / DESIGN 14: exchange rates. The `fx` source reads the ECB's daily reference rates
+-- Issue 20 / docs/design.md §14: exchange rates. The `fx` source reads the ECB's daily reference rates
 -- (units of a currency per 1 EUR) and keeps one set per ECB date: a later file for the same date
 -- replaces that date's whole set (a currency it no longer lists goes with it). Rates are `numeric`,
 -- exactly as the ECB wrote them ("1.0834", never a float). Conversions use the newest date. A set is

@@ -1,4 +1,4 @@
--- Issue 20 / DESIGN 14: skinbaron prices in EUR. Its prices are stored in USD (price, at the newest
+-- Issue 20 / docs/design.md §14: skinbaron prices in EUR. Its prices are stored in USD (price, at the newest
 -- ECB rates, rounded half-even to cents) like every other source's, and the EUR price it wrote is
 -- kept beside them, exactly (`numeric`, as written), for the `original: {price, currency}` of its
 -- source entries; never converted again. Null for the sources that price in USD. Nullable without a

@@ -1,4 +1,4 @@
--- Inventory watch (DESIGN 15): while a workspace has a live webhook endpoint subscribed to
+-- Inventory watch (docs/design.md §15): while a workspace has a live webhook endpoint subscribed to
 -- inventory.changed or item.tradable, the maintenance pool re-reads each of its connected accounts'
 -- inventories every INVENTORY_WATCH_INTERVAL_SECONDS (within one global Steam request budget, oldest
 -- snapshot first) and diffs each new snapshot with the watch's previous one by asset id.

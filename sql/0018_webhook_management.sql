@@ -1,4 +1,4 @@
--- Webhook management (DESIGN 15): secret rotation with a 24 h overlap, test events to one
+-- Webhook management (docs/design.md §15): secret rotation with a 24 h overlap, test events to one
 -- endpoint, manual retries of a delivery, and disabling an endpoint whose every attempt has failed
 -- for five days.
 

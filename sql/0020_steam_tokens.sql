@@ -1,4 +1,4 @@
--- Owner access tokens of connected accounts (issue 30, DESIGN 17): at most one per account, sealed
+-- Owner access tokens of connected accounts (issue 30, docs/design.md §17): at most one per account, sealed
 -- with AES-256-GCM under WEBHOOK_SECRET_KEY (shared/webhooks/secrets.ts; the account id is the
 -- associated data, so a ciphertext copied onto another account's row does not open).
 --

@@ -1,4 +1,4 @@
--- Owner-token inventory reads (issue 30, DESIGN 17; docs/decisions.md "Trade protection and reversals").
+-- Owner-token inventory reads (issue 30, docs/design.md §17; docs/decisions.md "Trade protection and reversals").
 --
 -- A snapshot read with an account's owner token shows what only the token could see (context 16:
 -- trade-protected items and Community Market listings), so it belongs to the workspace whose token
@@ -15,7 +15,7 @@ drop index inventory_snapshots_latest_idx;
 create index inventory_snapshots_latest_idx on inventory_snapshots (steam_id, (coalesce(workspace_id::text, '')), fetched_at desc, id desc);
 create index inventory_snapshots_workspace_idx on inventory_snapshots (workspace_id) where workspace_id is not null;
 
--- item.protection_ended (DESIGN 17), like item.tradable: sent once per account and asset, when the
+-- item.protection_ended (docs/design.md §17), like item.tradable: sent once per account and asset, when the
 -- asset's protection instant has passed and it is still in the watch's latest snapshot.
 create table inventory_protection_events (
   account_id bigint not null references gameplatform_accounts (account_id) on delete cascade,

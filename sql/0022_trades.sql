@@ -1,4 +1,4 @@
--- Trade history and reversals of connected accounts (issue 30, DESIGN 17): for every live account
+-- Trade history and reversals of connected accounts (issue 30, docs/design.md §17): for every live account
 -- with a live owner token whose workspace subscribes to trade.reversed or item.protection_ended, the
 -- maintenance pool reads Steam's GetTradeHistory every TRADE_HISTORY_INTERVAL_SECONDS and stores
 -- each trade once, its status updated in place; a trade whose status becomes 12

@@ -1,4 +1,4 @@
--- Item images (issue 31, DESIGN 18; docs/decisions.md "Item images"): every Steam inventory
+-- Item images (issue 31, docs/design.md §18; docs/decisions.md "Item images"): every Steam inventory
 -- description carries an `icon_url`, the image Steam shows the item with. Each stored inventory
 -- snapshot records the icons it saw, per market_hash_name and price version (the paint index decides
 -- the version of a Doppler phase, as for valuation), with when each was first and last seen. An

@@ -1,4 +1,4 @@
--- Trade intents' assets (DESIGN 18 "Where it appears: … trade intents' assets"; docs/decisions.md
+-- Trade intents' assets (docs/design.md §18 "Where it appears: … trade intents' assets"; docs/decisions.md
 -- "Trade intents' assets"): what the asset check at creation read from each asset's inventory record, one
 -- entry per asset, give side first then receive, in the order of `give` and `receive`:
 -- {asset_id, side: "give" | "receive", market_hash_name, catalog_id, image: {url, source} | null}.

@@ -1,4 +1,4 @@
--- New items priced the day they appear (DESIGN 19; docs/decisions.md "Catalog"). A market_hash_name
+-- New items priced the day they appear (docs/design.md §19; docs/decisions.md "Catalog"). A market_hash_name
 -- an upstream lists but the catalog lacks is recorded per source; one seen on two sources (or on
 -- steam) is parsed (shared/catalog/market-name-parser.ts) and, when it parses unambiguously, becomes a
 -- catalog item marked provisional until a catalog sync generates the same catalog_id.

@@ -1,4 +1,4 @@
--- Issue 32 / DESIGN 19: exchange rates implied by Steam's own prices, for the Steam wallet currencies
+-- Issue 32 / docs/design.md §19: exchange rates implied by Steam's own prices, for the Steam wallet currencies
 -- the ECB does not publish (RUB, UAH, KZT, …). Beside the ECB's sets (0015_fx_rates.sql), which stay
 -- as they are. One row per currency: the outcome of its latest completed basket read (a read cut
 -- short by a 429 or an outage leaves the row alone). Either a rate, when at least 3 items of the fixed

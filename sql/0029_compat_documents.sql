@@ -1,4 +1,4 @@
--- Issue 33 (DESIGN 20; docs/compat/): the drop-in formats' documents, built once per keyless price
+-- Issue 33 (docs/design.md §20; docs/compat/): the drop-in formats' documents, built once per keyless price
 -- snapshot from the same prices (shared/compat/store.ts) and deleted with it. Each is the JSON a
 -- format's handler answers from (shared/compat/<format>.ts); requests derive their answers from it.
 create table compat_documents (

@@ -16,7 +16,7 @@ import { insertGeneratedAuditEvents } from './audit-exports-fixtures.ts';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 
 /**
- * Audit exports through the API (spec 2.3, 3, 4, 7, 8; DESIGN 7), with the `exports` pool's real
+ * Audit exports through the API (docs/interface.md §2.3, §3, §4, §7, §8; docs/design.md §7), with the `exports` pool's real
  * handlers invoked in this process against the real Postgres, Redis and a scratch BLOB_DIR, so each
  * step (lease, write, sweep) happens exactly when a test says. test/audit-exports-e2e.test.ts runs
  * the same pool as separate worker processes.

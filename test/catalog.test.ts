@@ -124,10 +124,10 @@ describe('listing', () => {
   test('an item reads back exactly as generated', async () => {
     const ws = await reader();
     const { data: shown } = await page(ws.key, { q: 'AK-47 | Redline (Field-Tested)' });
-    // DESIGN 18: each item also carries its image: cs2-lib's, or Steam's icon when an inventory read by
+    // docs/design.md §18: each item also carries its image: cs2-lib's, or Steam's icon when an inventory read by
     // another suite sharing this database has shown one (test/item-images.test.ts checks which wins).
     for (const item of shown) expect(['cs2-lib', 'steam']).toContain((item as CatalogItem & { image?: { source: string } }).image?.source ?? 'none');
-    // DESIGN 19: a generated item is never provisional.
+    // docs/design.md §19: a generated item is never provisional.
     for (const item of shown) expect((item as CatalogItem & { provisional?: boolean }).provisional).toBe(false);
     const data = shown.map((item) => {
       const { image: _image, provisional: _provisional, ...rest } = item as CatalogItem & { image?: unknown; provisional?: boolean };

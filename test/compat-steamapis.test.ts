@@ -8,7 +8,7 @@ import { createTestApp, errorOf } from './helpers.ts';
 
 // SteamApis' /market/items/730 body as its documentation's response example shows it (numbers for
 // prices, counts and unix-millisecond times; `unstable_reason` a reason string or false), with null
-// where we hold no value (SteamApis writes 0 there; DESIGN 20 never writes 0 for no data).
+// where we hold no value (SteamApis writes 0 there; docs/design.md §20 never writes 0 for no data).
 const n = z.number().nullable();
 const unstableReason = z.union([z.literal(false), z.enum(['NO_SALES_WEEK', 'NO_SALES_MONTH', 'NO_SALES_3PLUS_MONTHS', 'NO_SALES_OVERALL', 'LOW_SALES_WEEK', 'LOW_SALES_MONTH', 'LOW_SALES_3PLUS_MONTHS', 'LOW_SALES_OVERALL'])]);
 const itemShape = z.object({

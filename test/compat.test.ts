@@ -10,7 +10,7 @@ import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { errorOf, eventually, scratchTestApp, seedFreshFxRates, type TestApp } from './helpers.ts';
 
 /**
- * The /compat routes end to end (DESIGN 20): answered from the documents of the current keyless
+ * The /compat routes end to end (docs/design.md §20): answered from the documents of the current keyless
  * snapshot, built once per snapshot (by the index pool ahead of requests, or by the first request),
  * with the keyless list's caching (ETag and 304, br and gzip, Last-Modified) and X-Source-Age, limited
  * per address, never older than the list. The formats' shapes are tested in test/compat-*.test.ts.

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { computeConsensus, spreadOf, type ConsensusInput } from '../shared/prices/consensus.ts';
 
-/** DESIGN 13's consensus on hand-made sets of source prices. */
+/** docs/design.md §13's consensus on hand-made sets of source prices. */
 
 const fresh = (source: string, price: string, bid: string | null = null): ConsensusInput => ({ source, price, bid, fresh: true });
 const stale = (source: string, price: string, bid: string | null = null): ConsensusInput => ({ source, price, bid, fresh: false });

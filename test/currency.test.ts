@@ -7,7 +7,7 @@ import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { errorOf, eventually, scratchTestApp, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * `?currency=` (DESIGN 14) on the price-bearing answers: keyed prices and history, both keyless
+ * `?currency=` (docs/design.md §14) on the price-bearing answers: keyed prices and history, both keyless
  * lists, the market summary. On a database of its own: the latest stored rates are global, and the
  * first test needs none at all.
  */

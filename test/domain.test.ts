@@ -27,7 +27,7 @@ describe('config', () => {
     expect(attempt({ SOURCES: 'skinport, Steam!' })).toContain('SOURCES');
   });
 
-  test('defaults follow DESIGN 4 and lists are parsed', () => {
+  test('defaults follow docs/design.md §4 and lists are parsed', () => {
     const config = parseConfig({ SOURCES: 'skinport, steam ,csfloat', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
     expect(config.PORT).toBe(3000);
     expect(config.SOURCES).toEqual(['skinport', 'steam', 'csfloat']);
@@ -89,7 +89,7 @@ describe('canonical JSON and fingerprints', () => {
 });
 
 describe('budgets', () => {
-  test('tier defaults from DESIGN 5, custom budgets override', () => {
+  test('tier defaults from docs/design.md §5, custom budgets override', () => {
     expect(budgetsFor({ tier: 'free', minuteBudget: null, dayBudget: null })).toEqual({ minute: 120, day: 20_000 });
     expect(budgetsFor({ tier: 'pro', minuteBudget: null, dayBudget: null })).toEqual({ minute: 1_200, day: 1_000_000 });
     expect(budgetsFor({ tier: 'enterprise', minuteBudget: 50, dayBudget: null }).minute).toBe(50);

@@ -15,7 +15,7 @@ import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/se
 import { createTestApp, eventually, scratchTestApp, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * One freshness rule (issue 29, DESIGN 9 and 13, shared/prices/freshness.ts): a source is fresh while
+ * One freshness rule (issue 29, docs/design.md §9 and §13, shared/prices/freshness.ts): a source is fresh while
  * its last success is at most its threshold old; a price is fresh iff its source is fresh and it was
  * observed (never later than we read it) at most the threshold ago; ages in whole seconds. The unit tests hold the rule and
  * its SQL form to each other; the regression replays the check from outside that found GET /health
@@ -166,7 +166,7 @@ async function agreeAt() {
   const viaCache = await cached.request(`/v2/prices/${akId}`, { headers: keyHeaders });
   expect(await viaCache.text()).toBe(read.pricesText);
 
-  // A keyless list built at this instant (DESIGN 13: decided as of its build) says the same.
+  // A keyless list built at this instant (docs/design.md §13: decided as of its build) says the same.
   await buildPriceSnapshot(t.deps.sql, clock.now());
   const snapshot = await findNewestPriceSnapshot(t.deps.sql);
   const list = JSON.parse(Buffer.from(snapshot!.body).toString('utf8')) as { items: { catalog_id: string; consensus: Consensus | null }[] };

@@ -5,7 +5,7 @@ import { decimalJsRatio } from '../shared/fx/convert-decimal.ts';
 
 /**
  * The integer-arithmetic converter (shared/fx/convert.ts) against the decimal.js one it replaced
- * (shared/fx/convert-decimal.ts): the same string for every input (DESIGN 14: A × rate(X) /
+ * (shared/fx/convert-decimal.ts): the same string for every input (docs/design.md §14: A × rate(X) /
  * rate(USD), exact, half-even once to X's minor units). Pure: no database.
  */
 

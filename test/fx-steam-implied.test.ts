@@ -14,7 +14,7 @@ import { localHundredths, simulatedSteamRateMillionths } from './fakes/simulator
 import { scratchTestApp, testConfig, type TestApp } from './helpers.ts';
 
 /**
- * Steam-implied exchange rates (DESIGN 19): Steam's money in every wallet currency read exactly from
+ * Steam-implied exchange rates (docs/design.md §19): Steam's money in every wallet currency read exactly from
  * recorded answers, the basket median, and the `fx.steam_implied` run against the simulator with its
  * faults (too few prices, 429 with Retry-After, wrong types, unknown forms, steam disabled). On a
  * database of its own: the rates are global.

@@ -27,7 +27,7 @@ import { startPools } from '../workers/runtime.ts';
 import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/server.ts';
 import { eventually, scratchTestApp, testClock, testConfig, type TestApp } from './helpers.ts';
 
-/** Exchange rates (DESIGN 14, issue 20): the ECB file, its storage, health, conversion and the refresh job. */
+/** Exchange rates (docs/design.md §14, issue 20): the ECB file, its storage, health, conversion and the refresh job. */
 
 const silent = createLogger({ level: 'silent', name: 'fx-test' });
 const FIXTURE = readFileSync(join(import.meta.dir, 'fixtures/upstream/ecb-eurofxref-daily.xml'), 'utf8');
@@ -413,7 +413,7 @@ describe('storage, refresh and health (a database of its own)', () => {
     }
   }, 40_000);
 
-  test('a failed fetch is retried after 60 s, doubling with each failure in a row up to SOURCE_FX_INTERVAL_SECONDS, until one succeeds (DESIGN 19)', async () => {
+  test('a failed fetch is retried after 60 s, doubling with each failure in a row up to SOURCE_FX_INTERVAL_SECONDS, until one succeeds (docs/design.md §19)', async () => {
     expect([1, 2, 3, 4, 5, 6, 7, 8, 9, 50].map((failures) => fxRetryDelayMs(failures, 6 * 60 * 60_000) / 1000)).toEqual([60, 120, 240, 480, 960, 1920, 3840, 7680, 15360, 21600]);
     expect(fxRetryDelayMs(3, 90_000)).toBe(90_000);
 

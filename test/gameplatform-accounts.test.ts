@@ -7,7 +7,7 @@ import { PARTNER_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake, type SteamFake } fro
 import { createTestApp, errorOf, signUp, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * DESIGN 11 connected accounts: connect → Steam sign-in (the Steam fake's OpenID provider) →
+ * docs/design.md §11 connected accounts: connect → Steam sign-in (the Steam fake's OpenID provider) →
  * callback → listed; every forgery the callback must refuse creates no account; listing, disconnect
  * and isolation between workspaces; audit events with source gameplatform.
  */

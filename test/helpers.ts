@@ -40,7 +40,7 @@ export function testClock(start: Date | string = new Date()): TestClock {
 let imageFake: ImageFake | undefined;
 
 /**
- * DESIGN 18: the image fake every test app's STEAM_IMAGE_URL and ITEM_ASSETS_URL point at, started on
+ * docs/design.md §18: the image fake every test app's STEAM_IMAGE_URL and ITEM_ASSETS_URL point at, started on
  * first use, one per test process (whatever the environment says, so tests are deterministic; a test
  * passes its own URLs in `config` to use another). Read it, do not set faults on it: a test that needs
  * faults starts its own fake (startImageFake) so nothing leaks into other tests.
@@ -181,7 +181,7 @@ export async function scratchTestApp(options: Parameters<typeof createTestApp>[0
 
 /**
  * Stores an ECB rate set dated `at`'s UTC day and a successful fetch, so the always-on fx source
- * is fresh in GET /health (DESIGN 14) for suites that expect a healthy service without running it.
+ * is fresh in GET /health (docs/design.md §14) for suites that expect a healthy service without running it.
  * Fresh rates already stored (another suite's) are left as they are.
  */
 export async function seedFreshFxRates(sql: Sql, at: Date = new Date()): Promise<void> {

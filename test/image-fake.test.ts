@@ -10,7 +10,7 @@ import {
   startImageFake,
 } from './fakes/images/server.ts';
 
-/** DESIGN 18: the local image fake serves distinct, deterministic images per path, and faults on demand. */
+/** docs/design.md §18: the local image fake serves distinct, deterministic images per path, and faults on demand. */
 const fake = startImageFake();
 afterAll(() => fake.stop());
 

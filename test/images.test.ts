@@ -24,7 +24,7 @@ import { itemImage } from '../shared/media/images/item-images.ts';
 import { createTestApp, failure, scratchTestApp, testClock, testConfig, type TestApp } from './helpers.ts';
 
 /**
- * DESIGN 18's image cache (shared/media/images/image-cache.ts) and GET /v2/images/{catalog_id},
+ * docs/design.md §18's image cache (shared/media/images/image-cache.ts) and GET /v2/images/{catalog_id},
  * against the local image fake (a fake of its own: faults are set on it), real Postgres and Redis.
  */
 

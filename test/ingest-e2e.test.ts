@@ -45,7 +45,7 @@ beforeAll(async () => {
     SOURCE_SKINPORT_STALE_SECONDS: '60',
     SOURCE_CSFLOAT_STALE_SECONDS: '60',
     SOURCE_STEAM_STALE_SECONDS: '8',
-    // DESIGN 14: the always-on fx source (part of /health) reads the simulator's ECB file.
+    // docs/design.md §14: the always-on fx source (part of /health) reads the simulator's ECB file.
     FX_URL: `${simulatorUrl}/fx`,
   };
   // Two workers of the same pool: runs must never be written twice.

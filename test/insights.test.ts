@@ -6,10 +6,10 @@ import { wearPercentile } from '../shared/inspect/insights.ts';
 import { createTestApp, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * DESIGN 14 "Item insights": phase, fade percentage and float percentile, as a pure function of the
+ * docs/design.md §14 "Item insights": phase, fade percentage and float percentile, as a pure function of the
  * item selector (shared/inspect/insights.ts) and in the inspect-decode answer over real Postgres and
  * Redis. Fade percentages are checked against csgo-fade-percentage-calculator itself, called here,
- * and rounded half-even with decimal.js the way DESIGN 14 says; a few values are spelled out by hand.
+ * and rounded half-even with decimal.js the way docs/design.md §14 says; a few values are spelled out by hand.
  */
 
 const weapon = (definition_index: number): ItemIdentity => ({ family: 'weapon', definition_index });
@@ -34,7 +34,7 @@ const FADE_SKINS = [
 ];
 const SEEDS = [0, 1, 7, 412, 500, 763, 999];
 
-/** The package's percentage rounded as DESIGN 14 says: half-even to one place, from its decimal text. */
+/** The package's percentage rounded as docs/design.md §14 says: half-even to one place, from its decimal text. */
 const packageValue = (calculator: { getFadePercentage(weapon: string, seed: number): { percentage: number } }, name: string, seed: number) =>
   new Decimal(calculator.getFadePercentage(name, seed).percentage).toFixed(1, Decimal.ROUND_HALF_EVEN);
 
@@ -75,7 +75,7 @@ describe('itemInsights: fade_percentage', () => {
 });
 
 describe('itemInsights: phase', () => {
-  test('names every Doppler and Gamma Doppler phase as DESIGN 9’s versions', () => {
+  test('names every Doppler and Gamma Doppler phase as docs/design.md §9’s versions', () => {
     const phases: [number, ItemInsights['phase']][] = [
       [415, 'ruby'], [416, 'sapphire'], [417, 'black-pearl'],
       [418, 'phase-1'], [419, 'phase-2'], [420, 'phase-3'], [421, 'phase-4'],

@@ -46,7 +46,7 @@ const STATTRAK_P250 =
   'EDFD3954006B52ECF5C9CD6FEFC5E8DDE4D5580F061EEEAD7BEEA5EDBDED8FE8E5EEFD68EC8FE2E5EBFD01A4D0CF0C35D3A8CD6FAED1856E6D6D6DE19DE5EBA1F81D';
 const CS2_LIB_INSPECT = '00180920D802280638004001B9A9F1D4';
 /**
- * No public name-tag certificate passes DESIGN 10's checksum (the one found, SkinDetailsTests.swift's
+ * No public name-tag certificate passes docs/design.md §10's checksum (the one found, SkinDetailsTests.swift's
  * "Blue Gem" AK, is masked but signed over a zero byte; see the refusal test), so this one is pinned
  * from the library's own serialiser: generateHex({defindex 7, paintindex 44, paintseed 661, paintwear
  * 0.07123450189828873, rarity 6, quality 9, killeaterscoretype 0, killeatervalue 1337, customname
@@ -80,7 +80,7 @@ function expectLinkError(input: string): InspectLinkError {
   throw new Error(`parsed ${input.slice(0, 40)}… without an error`);
 }
 
-/** A certificate around raw payload bytes, signed as DESIGN 10 says, masked with `key`. */
+/** A certificate around raw payload bytes, signed as docs/design.md §10 says, masked with `key`. */
 function sign(payload: Uint8Array, key = 0): string {
   const bytes = Buffer.alloc(payload.length + 5);
   bytes[0] = key;
@@ -440,7 +440,7 @@ const blockArbitrary = fc.record(
   { requiredKeys: ['defindex', 'stickers', 'keychains'] },
 );
 
-/** What the selector should say about a block the library decoded (mapping of DESIGN 10). */
+/** What the selector should say about a block the library decoded (mapping of docs/design.md §10). */
 function selectorStateFromLibrary(block: CEconItemPreviewDataBlock): ItemState {
   const state: ItemState = {};
   if (block.paintindex !== undefined) state.paint_index = block.paintindex;

@@ -3,7 +3,7 @@ import { certificateChecksum, decodeCertificate, encodeCertificate, itemInsights
 import { createTestApp, errorOf, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * POST /v2/inspect/decode (DESIGN 10 "Inspect decode") over real Postgres and Redis. The vectors are
+ * POST /v2/inspect/decode (docs/design.md §10 "Inspect decode") over real Postgres and Redis. The vectors are
  * public ones from test/inspect-certificate.test.ts (sources listed there), copied rather than
  * imported so that suite's tests are not registered twice.
  */
@@ -43,7 +43,7 @@ type Answer = ReturnType<typeof decodeCertificate>;
 const viaJson = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown;
 
 describe('POST /v2/inspect/decode: 200', () => {
-  test('a real masked link (key byte 0xE3) with five stickers answers the full DESIGN 10 body', async () => {
+  test('a real masked link (key byte 0xE3) with five stickers answers the full docs/design.md §10 body', async () => {
     const response = await decode({ link: `steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20${AK47_STICKERS}` });
     expect(response.status).toBe(200);
     const body = (await response.json()) as Answer;

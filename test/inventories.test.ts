@@ -20,7 +20,7 @@ import type { InventoryFixture } from './fakes/steam/server.ts';
 import { PRICE_SNAPSHOT_CHANNEL } from '../shared/prices/snapshot.ts';
 import { createTestApp, errorOf, eventually, scratchTestApp, testClock, workspaceWithKey, type TestApp, seedFreshFxRates } from './helpers.ts';
 
-/** GET /v2/inventories/{gameplatform_id} (DESIGN 11) over real Postgres and Redis, Steam played by the fake. */
+/** GET /v2/inventories/{gameplatform_id} (docs/design.md §11) over real Postgres and Redis, Steam played by the fake. */
 
 const clock = testClock();
 let fake: SteamFake;
@@ -214,7 +214,7 @@ describe('GET /v2/inventories/{gameplatform_id}: the rich inventory', () => {
     }
     const dopplers = valued.data.filter((asset) => asset.market_hash_name === '★ Karambit | Doppler (Factory New)');
     expect(dopplers.map((asset) => asset.value?.price ?? null)).toEqual(['1234.567', '9876543210.12']);
-    // A Black Pearl with no price of its phase has no price (never the default's): DESIGN 14's one rule.
+    // A Black Pearl with no price of its phase has no price (never the default's): docs/design.md §14's one rule.
     const blackPearl = valued.data.find((asset) => asset.state.paint_index === 417)!;
     expect(blackPearl.catalog_id).toStartWith('itm_');
     expect(blackPearl.value).toMatchObject({ marketplace: 'skinport', price: null });

@@ -15,7 +15,7 @@ export async function inventoryPage(t: TestApp, key: string, id: string, query: 
 }
 
 /**
- * Stores `token` as the owner token of a connected account (DESIGN 17) through the domain function
+ * Stores `token` as the owner token of a connected account (docs/design.md §17) through the domain function
  * PUT …/steam-token calls, for suites whose keys lack `accounts:write`. The app's configuration
  * needs WEBHOOK_SECRET_KEY.
  */

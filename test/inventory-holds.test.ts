@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { parseTradeHold, readHold } from '../shared/gameplatform/inventory/holds.ts';
 
 /**
- * DESIGN 17's hold and protection text forms, with the strings client libraries have recorded from
+ * docs/design.md §17's hold and protection text forms, with the strings client libraries have recorded from
  * Steam (verbatim; where each was found is noted beside it), plus a non-English [date] text.
  */
 
@@ -12,7 +12,7 @@ const hold = (lines: ReturnType<typeof line>[], extra: Record<string, unknown> =
   readHold({ owner_descriptions: lines, ...extra }, context, readAt);
 
 describe('form 1: [date]<unix seconds>[/date] decides, whatever the language', () => {
-  test('the protection line a client recorded (DESIGN 17 example)', () => {
+  test('the protection line a client recorded (docs/design.md §17 example)', () => {
     // Recorded in a TypeScript inventory client (comment: "verified against a live account: 57 held context-16 assets").
     const reading = hold([line('This item is trade-protected and cannot be consumed, modified, or transferred until [date]1786384800[/date]', 'bbcode')]);
     expect(reading.trade_hold_until).toBe('2026-08-10T18:00:00.000Z');
@@ -73,7 +73,7 @@ describe('form 2: dated, month or day first, with or without GMT, read as GMT', 
 
 describe('form 3: year-less "D Mon @ h:mmam|pm", GMT, the nearest instant not more than 2 days past', () => {
   test('the form Steam renders since 2026-06-24', () => {
-    // DESIGN 17's example, and one an operator pasted from a live inventory ("Tradable/Marketable After 5 Aug @ 5:00am").
+    // docs/design.md §17's example, and one an operator pasted from a live inventory ("Tradable/Marketable After 5 Aug @ 5:00am").
     expect(hold([line('Tradable/Marketable After 29 Jun @ 7:00am')], {}, 2, new Date('2026-06-24T10:00:00Z')).trade_hold_until).toBe('2026-06-29T07:00:00.000Z');
     expect(hold([line('Tradable/Marketable After 5 Aug @ 5:00am')], {}, 2, new Date('2026-07-30T00:00:00Z')).trade_hold_until).toBe('2026-08-05T05:00:00.000Z');
     // A Python client's test: "…cannot be traded until 21 Jul @ 1:00pm."

@@ -12,7 +12,7 @@ import type { InventoryFixture } from './fakes/steam/types.ts';
 import { createTestApp, sharedImageFake, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * DESIGN 18 on inventories: each record carries the icon its own Steam description carries, and each
+ * docs/design.md §18 on inventories: each record carries the icon its own Steam description carries, and each
  * stored snapshot records the icons it saw per name and version (item_icons), first and last seen.
  */
 let fake: SteamFake;

@@ -7,7 +7,7 @@ import { createTestApp, errorOf, workspaceWithKey, type TestApp } from './helper
 import { inventoryPage, setOwnerToken } from './inventory-fixtures.ts';
 
 /**
- * DESIGN 17 owner-token inventory reads through the API, over real Postgres and Redis with Steam
+ * docs/design.md §17 owner-token inventory reads through the API, over real Postgres and Redis with Steam
  * played by the fake: a workspace holding a live token for a connected account reads both contexts
  * (2 and 16) through IEconService/GetInventoryItemsWithDescriptions and merges them into one
  * snapshot of its own; every other workspace gets the public read of context 2 (its own cache entry,

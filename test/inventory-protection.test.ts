@@ -6,7 +6,7 @@ import { capturingLog, createTestApp, testClock, workspaceWithKey, type TestApp 
 import { inventoryPage } from './inventory-fixtures.ts';
 
 /**
- * GET /v2/inventories (DESIGN 11, 17) reading holds and protection: every text form the fake serves
+ * GET /v2/inventories (docs/design.md §11, §17) reading holds and protection: every text form the fake serves
  * (read with preserve_bbcode=1), protection on each record, and snapshots stored before the field.
  */
 

@@ -17,8 +17,8 @@ import { errorOf, scratchTestApp, workspaceWithKey, type TestApp } from './helpe
 import { inventoryPage, type InventoryPageBody } from './inventory-fixtures.ts';
 
 /**
- * GET /v2/inventories/{id} on inventories as Steam sends them since 2025 (DESIGN 14 "Name tags and
- * charms as Steam sends them today", DESIGN 11), over real Postgres and Redis with the Steam fake's
+ * GET /v2/inventories/{id} on inventories as Steam sends them since 2025 (docs/design.md §14 "Name tags and
+ * charms as Steam sends them today", docs/design.md §11), over real Postgres and Redis with the Steam fake's
  * STEAM_2026_* fixtures (test/fakes/steam/data.ts, steam2026InventorySpecs): the name tag as
  * property 5, charm patterns as property 3 and in asset_accessories, German property names, the
  * legacy S…A…D… inspect action, and the certificate winning wherever it has the value.
@@ -115,7 +115,7 @@ describe('GET /v2/inventories: an inventory as Steam sends it since 2025', () =>
     expect((await errorOf(response)).code).toBe('invalid_link');
   });
 
-  test('stores insights beside item and state on every record (DESIGN 14)', async () => {
+  test('stores insights beside item and state on every record (docs/design.md §14)', async () => {
     expect(at(6).insights).toEqual({ phase: 'ruby', fade_percentage: null, float: { wear_name: 'Factory New', min: 0, max: 0.08, percentile: '0.1088' } });
     expect(at(2).insights).toEqual({ phase: null, fade_percentage: '86.9', float: { wear_name: 'Factory New', min: 0, max: 0.08, percentile: '0.3737' } });
     for (const asset of body.data) {

@@ -9,7 +9,7 @@ import { eventually, scratchTestApp, workspaceWithKey, type TestApp } from './he
 import { createWebhook, removeQueueKeys, startReceiver, uniquePath, WEBHOOK_KEY_A, type Receiver } from './webhooks-fixtures.ts';
 
 /**
- * DESIGN 15 inventory watch through the real pools: the maintenance pool (its schedule, a 1 s
+ * docs/design.md §15 inventory watch through the real pools: the maintenance pool (its schedule, a 1 s
  * watch interval, the delayed item.tradable job) and the webhooks pool deliver to a receiver over
  * HTTP, signed (standardwebhooks verifies). Two maintenance pools run at once (scale-out): each
  * change is still read once per interval and sent once. Real time throughout (no injected clock).

@@ -20,7 +20,7 @@ import { setOwnerToken } from './inventory-fixtures.ts';
 import { removeQueueKeys, subscribedEndpoint } from './webhooks-fixtures.ts';
 
 /**
- * DESIGN 15 inventory watch over real Postgres (a scratch database: the watch looks at every
+ * docs/design.md §15 inventory watch over real Postgres (a scratch database: the watch looks at every
  * workspace) and Redis, Steam played by the fake over HTTP. The watch runs are called directly with
  * an injectable clock (so "one interval later" is a clock step, not a wait); the pool's own schedule
  * and delayed jobs run for real in test/inventory-watch-pool.test.ts.
@@ -147,7 +147,7 @@ describe('inventory.changed', () => {
     expect(sent[0]!.snapshot_id).toBe((await watchRow(account.accountId))!.snapshot_id!);
     expect(sent[0]!.removed).toEqual([]);
     expect(sent[0]!.added.map((asset) => asset.asset_id)).toEqual([added!]);
-    // The inventory endpoint's record shape (DESIGN 11/14), value null (no marketplace asked for).
+    // The inventory endpoint's record shape (docs/design.md §11/§14), value null (no marketplace asked for).
     const record = inventoryAssetSchema.strict().parse(sent[0]!.added[0]);
     expect(record).toMatchObject({ market_hash_name: 'Glock-18 | Fade (Factory New)', value: null, tradable: true });
 
@@ -378,7 +378,7 @@ describe('the global Steam budget', () => {
   }, 60_000);
 });
 
-describe('owner tokens (DESIGN 17)', () => {
+describe('owner tokens (docs/design.md §17)', () => {
   /** A live owner token for the account, valid 30 days past the test clock. */
   async function withToken(account: Watched): Promise<string> {
     const token = fake.issueAccessToken(account.steamId, new Date(clock.now().getTime() + 30 * 86_400_000));

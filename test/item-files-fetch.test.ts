@@ -12,7 +12,7 @@ import { itemFilesStatus, modelSource, renderModeFor } from '../shared/media/ite
 import { expectedColourOf, FAKE_TEXTURE_SIZE, startImageFake, type ImageFake } from './fakes/images/server.ts';
 
 /**
- * DESIGN 18 `npm run item-files:fetch` against the local image fake (its own, for faults): two
+ * docs/design.md §18 `npm run item-files:fetch` against the local image fake (its own, for faults): two
  * definitions (a Zeus and a Dual Berettas: 2 models, 14 paint textures) keep each run under a second.
  */
 
@@ -130,7 +130,7 @@ describe('npm run item-files:fetch', () => {
     const paint = paints[0]!;
     await generateItemFiles(dir, { ids: { model: [31], paint: [paint.id], sticker: [], charm: [] } });
     const standIn = readFileSync(path.join(dir, 'models/31.glb'));
-    expect(renderModeFor(dir, 31)).toBe('card'); // a stand-in is drawn as a card (DESIGN 18)
+    expect(renderModeFor(dir, 31)).toBe('card'); // a stand-in is drawn as a card (docs/design.md §18)
 
     const kept = await run(dir, { keepExisting: true });
     expect(kept).toMatchObject({ fetched: 14, skipped: 2, failed: 0 });

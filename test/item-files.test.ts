@@ -10,7 +10,7 @@ import { itemFileFor, itemFilePath, itemFilePaths, itemFilesStatus } from '../sh
 import { decodeRgba, paintTexture } from '../shared/media/paint-texture.ts';
 import { MODEL_FAMILIES, type ModelFamily } from '../shared/media/stand-ins.ts';
 
-/** DESIGN 10 item files: the stand-in generator, the shared path helpers and seed/wear textures. */
+/** docs/design.md §10 item files: the stand-in generator, the shared path helpers and seed/wear textures. */
 
 let dir: string;
 const catalog = itemFileCatalog();

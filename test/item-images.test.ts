@@ -5,7 +5,7 @@ import { syncCatalog } from '../shared/catalog/repository.ts';
 import { charmImageUrl, itemImage, itemImages, stickerImageUrl } from '../shared/media/images/item-images.ts';
 import { createTestApp, sharedImageFake, workspaceWithKey } from './helpers.ts';
 
-/** DESIGN 18: an item's image is its newest Steam icon, else cs2-lib's image (wear variant), else null. */
+/** docs/design.md §18: an item's image is its newest Steam icon, else cs2-lib's image (wear variant), else null. */
 const t = createTestApp();
 const hosts = t.deps.config;
 const images = sharedImageFake().url;

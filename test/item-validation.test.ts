@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { decodeCertificate, encodeCertificate, validateItemSelector, type ItemState } from '../shared/inspect/index.ts';
 
 /**
- * validateItemSelector (DESIGN 10 "Item selector", `invalid_item`): what renders and viewer sessions
+ * validateItemSelector (docs/design.md §10 "Item selector", `invalid_item`): what renders and viewer sessions
  * accept. The property test is the contract with inspect decode: any certificate of an item the
  * catalog library knows decodes to a selector that passes unchanged.
  */

@@ -27,7 +27,7 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
     expect(plan.env.SOURCE_CSMARKET_URL).toBe('http://127.0.0.1:4123/csmarket');
     expect(plan.env.SOURCE_WHITEMARKET_URL).toBe('http://127.0.0.1:4123/whitemarket');
     expect(plan.notes[0]).toContain('http://127.0.0.1:4123');
-    // Skinbaron runs only with a key (DESIGN 14): a dummy one, since it points at the simulator.
+    // Skinbaron runs only with a key (docs/design.md §14): a dummy one, since it points at the simulator.
     expect(plan.env.SOURCE_SKINBARON_URL).toBe('http://127.0.0.1:4123/skinbaron');
     expect(plan.env.SOURCE_SKINBARON_KEY).toBe(SIMULATOR_SKINBARON_KEY);
   });
@@ -90,7 +90,7 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
     expect(keyed.env.STEAM_FAKE_API_KEY).toBe('mine');
   });
 
-  test('item images come from the image fake for each unset URL; a set one is used as given (DESIGN 18)', async () => {
+  test('item images come from the image fake for each unset URL; a set one is used as given (docs/design.md §18)', async () => {
     const both = await localUpstreamsPlan({ IMAGE_FAKE_PORT: '4125' })(freePorts());
     expect(both.env.STEAM_IMAGE_URL).toBe('http://127.0.0.1:4125');
     expect(both.env.ITEM_ASSETS_URL).toBe('http://127.0.0.1:4125');

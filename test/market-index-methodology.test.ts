@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { chainLevel, computeLink, divideHalfEven, INCEPTION_LEVEL, scaledRatio } from '../shared/market-index/methodology.ts';
 import { add, compare, fraction, fromDecimal, multiply, referenceLink, subtract, type Fraction } from './index-reference.ts';
 
-// Property tests of cs2.chain-equal-weight.v1's arithmetic (DESIGN 9). The service's BigInt
+// Property tests of cs2.chain-equal-weight.v1's arithmetic (docs/design.md §9). The service's BigInt
 // implementation is checked against an independent fraction-based reference (test/index-reference.ts).
 
 const decimalText = (unscaled: bigint, scale: number) => {

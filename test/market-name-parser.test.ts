@@ -4,7 +4,7 @@ import { catalogIdFor, type CatalogItem, type PhaseVersion } from '../shared/cat
 import { DEFAULT_SKIN_KINDS, parseMarketHashName } from '../shared/catalog/market-name-parser.ts';
 
 /**
- * DESIGN 19: market names the catalog lacks are read into the attributes the generator gives the same
+ * docs/design.md §19: market names the catalog lacks are read into the attributes the generator gives the same
  * item. Real Steam market names of every kind: the generated catalog's (every one must read back as
  * generated) and names from the market after @ianlucas/cs2-lib 7.33 (highlight charms of Austin 2025,
  * Budapest 2025 and Cologne 2026, souvenir highlight packages, a 2026 sticker, a new souvenir skin).

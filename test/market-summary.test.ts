@@ -37,10 +37,10 @@ const PRICES: Price[] = [
   { item: ITEMS.sticker, source: 'steam', price: '0.05', quantity: 7, source_time: at(-5) }, // ahead of our clock: fresh
   { item: ITEMS.knife, source: 'csfloat', price: '250.5', quantity: 2, source_time: at(700) }, // stale
   { item: ITEMS.knife, source: 'skinport', version: 'ruby', price: '1500.00', quantity: 0, source_time: at(20) },
-  // One of DESIGN 13's marketplaces, above the lowest price of its item and without a listing count.
+  // One of docs/design.md §13's marketplaces, above the lowest price of its item and without a listing count.
   { item: ITEMS.awp, source: 'csmarket', price: '120.000', quantity: null, source_time: at(15) },
 ];
-/** DESIGN 13's and 14's marketplaces without a price in this suite: listed with zeros, after the ones above. */
+/** docs/design.md §13's and 14's marketplaces without a price in this suite: listed with zeros, after the ones above. */
 const QUIET = ['lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals', 'skinbaron'] as const;
 
 async function insertItems(app: TestApp, items: Item[]) {
@@ -207,7 +207,7 @@ describe('GET /v2/market/summary', () => {
     expect(body.totals).toEqual({ items_priced: 3, lowest_price_sum: '102.29', listed_value_sum: '22.85', listings: 17 });
     expect(body.marketplaces.map((m) => m.marketplace)).toEqual(['steam']);
     expect(body.marketplaces[0]).toMatchObject({ items_priced: 3, lowest_price_sum: '102.29' });
-    // A DESIGN 13 marketplace works the same way.
+    // A docs/design.md §13 marketplace works the same way.
     const csmarket = await summary({ marketplace: 'csmarket' });
     expect(csmarket.totals).toEqual({ items_priced: 1, lowest_price_sum: '120.000', listed_value_sum: '0', listings: 0 });
     expect(csmarket.marketplaces.map((m) => m.marketplace)).toEqual(['csmarket']);

@@ -9,7 +9,7 @@ import { eventually, scratchTestApp, workspaceWithKey, type TestApp } from './he
 import { referenceLink } from './index-reference.ts';
 import { spawnedProcesses, waitForHttp } from './spawned.ts';
 
-// End to end over real processes with all ten marketplaces (DESIGN 13 and 14): market simulator → one
+// End to end over real processes with all ten marketplaces (docs/design.md §13 and §14): market simulator → one
 // ingest worker (every source) + the index pool → Postgres → API. test/ingest-e2e.test.ts covers
 // skinport, steam and csfloat in depth (two workers, failure modes); this suite shows the ten
 // together: bids, consensus, a new marketplace's index, and one bad source leaving the rest alone.
@@ -53,9 +53,9 @@ beforeAll(async () => {
     QUEUE_PREFIX: queuePrefix,
     SOURCES: SOURCE_NAMES.join(','),
     PRICE_SNAPSHOT_INTERVAL_SECONDS: '5',
-    // DESIGN 14: the always-on fx source (part of /health) reads the simulator's ECB file.
+    // docs/design.md §14: the always-on fx source (part of /health) reads the simulator's ECB file.
     FX_URL: `${simulatorUrl}/fx`,
-    // DESIGN 14: skinbaron runs only with a key; the simulator accepts any.
+    // docs/design.md §14: skinbaron runs only with a key; the simulator accepts any.
     SOURCE_SKINBARON_KEY: 'markets-e2e-any-key',
   };
   for (const name of SOURCE_NAMES) {
@@ -111,7 +111,7 @@ describe('ten marketplaces: simulator → ingest → Postgres → API', () => {
     expect(csmarket.bid).toMatch(/^\d+(\.\d+)?$/);
     // Only csmarket publishes buy orders and 7-day sales keylessly.
     for (const name of SOURCE_NAMES.filter((name) => name !== 'csmarket')) expect(bySource.get(name)).toMatchObject({ bid: null, volume_7d: null });
-    // Skinbaron alone prices in EUR (DESIGN 14): its entry keeps the EUR it wrote beside the USD price.
+    // Skinbaron alone prices in EUR (docs/design.md §14): its entry keeps the EUR it wrote beside the USD price.
     expect((bySource.get('skinbaron') as KeyedSource & { original?: { price: string; currency: string } }).original).toMatchObject({ currency: 'EUR', price: expect.stringMatching(/^\d+(\.\d+)?$/) });
     for (const name of SOURCE_NAMES.filter((name) => name !== 'skinbaron')) expect(bySource.get(name)).not.toHaveProperty('original');
     // The simulator's sources agree within about ±10 %: every fresh source is in the consensus.

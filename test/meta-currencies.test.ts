@@ -11,7 +11,7 @@ import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/se
 import { errorOf, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * Every Steam wallet currency through `?currency=` (DESIGN 19) and GET /v2/meta/currencies: rates
+ * Every Steam wallet currency through `?currency=` (docs/design.md §19) and GET /v2/meta/currencies: rates
  * implied by Steam's prices read from the simulator by the real job, then the keyless and keyed price
  * answers converted at them with `fx.source: "steam-implied"`, the ECB currencies as before. On a
  * database of its own: the rates are global.

@@ -6,7 +6,7 @@ import { OPERATIONS } from '../shared/http/operations.ts';
 import { createKey, createTestApp, errorOf, eventually, seedFreshFxRates, signUp, testClock, workspaceWithKey, type TestApp, type TestClock } from './helpers.ts';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 
-/** Usage metering (DESIGN 5): budgets per workspace, weighted units, RateLimit headers, 429/503. */
+/** Usage metering (docs/design.md §5): budgets per workspace, weighted units, RateLimit headers, 429/503. */
 
 const t = createTestApp();
 afterAll(() => t.close());
@@ -43,7 +43,7 @@ function parseWindows(header: string | null): Windows {
 const rateLimit = (response: Response) => parseWindows(response.headers.get('ratelimit'));
 const rateLimitPolicy = (response: Response) => parseWindows(response.headers.get('ratelimit-policy'));
 
-/** Asserts the shared error body (DESIGN 6) and returns it. */
+/** Asserts the shared error body (docs/design.md §6) and returns it. */
 async function expectError(response: Response, status: number, code: string) {
   expect(response.status).toBe(status);
   expect(response.headers.get('content-type')).toContain('application/json');
@@ -413,7 +413,7 @@ describe('Redis stopped mid-run', () => {
     redis = await startPrivateRedis();
     app = createTestApp({ config: { REDIS_URL: redis.url, SOURCES: '' } });
     await eventually(async () => (app.deps.redis.status === 'ready' ? true : undefined));
-    // /health is 200 only with fresh exchange rates too (the always-on fx source, DESIGN 14).
+    // /health is 200 only with fresh exchange rates too (the always-on fx source, docs/design.md §14).
     await seedFreshFxRates(app.deps.sql);
   });
 

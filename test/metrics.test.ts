@@ -82,7 +82,7 @@ describe('GET /metrics on the API', () => {
       expect(lag).toBeLessThan(180);
       // Never succeeded: infinitely late, so a lag alert fires for it too.
       expect(sampleValue(samples, 'cs2_ingest_lag_seconds', { source: never })).toBe(Infinity);
-      // The last run's names the catalog does not know and rows skipped (DESIGN 13); none for a source that never ran.
+      // The last run's names the catalog does not know and rows skipped (docs/design.md §13); none for a source that never ran.
       expect(sampleValue(samples, 'cs2_ingest_unknown_names', { source: fresh })).toBe(7);
       expect(sampleValue(samples, 'cs2_ingest_rows_skipped', { source: fresh })).toBe(3);
       expect(sampleValue(samples, 'cs2_ingest_unknown_names', { source: never })).toBeUndefined();

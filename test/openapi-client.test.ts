@@ -7,7 +7,7 @@ import { createTestApp, type TestApp } from './helpers.ts';
 import { WEBHOOK_KEY_A } from './webhooks-fixtures.ts';
 
 /**
- * DESIGN 16: the standard TypeScript toolchain works from the served /openapi.json. Types generated
+ * docs/design.md §16: the standard TypeScript toolchain works from the served /openapi.json. Types generated
  * by openapi-typescript compile; a small openapi-fetch client written against them type-checks
  * under `strict` (any type error fails the test) and then runs against the API over real HTTP:
  * account → key → prices → catalog pages → webhook.

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createTestApp, type TestApp } from './helpers.ts';
 
 /**
- * DESIGN 16: the served /openapi.json passes `@redocly/cli lint` (recommended rules, redocly.yaml)
+ * docs/design.md §16: the served /openapi.json passes `@redocly/cli lint` (recommended rules, redocly.yaml)
  * and Spectral's `spectral:oas` (.spectral.yaml) with no error. Warnings are printed, not failed on.
  */
 

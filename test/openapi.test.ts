@@ -195,7 +195,7 @@ describe('GET /openapi.json', () => {
 });
 
 /**
- * The success bodies documented in /openapi.json (DESIGN 6) are mostly not enforced at run time
+ * The success bodies documented in /openapi.json (docs/design.md §6) are mostly not enforced at run time
  * (api/openapi.ts routeResponses), so this checks them against what the routes really answer: a
  * workspace of its own with catalog items, two ingest runs (latest prices and rollups), two index
  * calculations, a price snapshot, an audit export and a webhook, then one real request per route.
@@ -308,7 +308,7 @@ describe('documented success bodies match what the routes answer', () => {
     const session = { authorization: `Bearer ${account.session.token}` };
     await conforms('POST', '/v1/me/keys', await post('/v1/me/keys', { label: 'bodies', scopes: ['prices:read'] }, session));
     await conforms('GET', '/v1/me/keys', await t.request('/v1/me/keys', { headers: session }));
-    // /health documents its 200 body: fresh exchange rates too (the always-on fx source, DESIGN 14).
+    // /health documents its 200 body: fresh exchange rates too (the always-on fx source, docs/design.md §14).
     await seedFreshFxRates(t.deps.sql);
     for (const path of ['/health', '/v2/health', '/v2/status', '/v2/meta/scopes', '/v2/meta/capabilities', '/v2/meta/currencies']) {
       await conforms('GET', path, await t.request(path));
@@ -362,7 +362,7 @@ describe('documented success bodies match what the routes answer', () => {
     await conforms('GET', '/v2/webhooks', await t.request('/v2/webhooks', { headers: ws.keyHeaders }));
     await conforms('GET', '/v2/webhooks/{webhook_id}', await t.request(`/v2/webhooks/${created.id}`, { headers: ws.keyHeaders }));
     await conforms('GET', '/v2/webhooks/{webhook_id}/deliveries', await t.request(`/v2/webhooks/${created.id}/deliveries`, { headers: ws.keyHeaders }));
-    // Management (DESIGN 15). The retried delivery is written by hand (no pool runs here), and the
+    // Management (docs/design.md §15). The retried delivery is written by hand (no pool runs here), and the
     // endpoint is deleted afterwards, so a worker of another suite that takes the job only cancels it.
     const hookPath = `/v2/webhooks/${created.id}`;
     await conforms('PATCH', '/v2/webhooks/{webhook_id}', await t.request(hookPath, { method: 'PATCH', headers: ws.keyHeaders, json: { description: 'patched' } }));
@@ -441,7 +441,7 @@ describe('documented success bodies match what the routes answer', () => {
     const stored = await t.request(`/v2/gameplatform/accounts/${account!.account_id}/steam-token`, { method: 'PUT', headers: ws.keyHeaders, json: { token } });
     await conforms('PUT', '/v2/gameplatform/accounts/{account_id}/steam-token', stored);
     await conforms('GET', '/v2/gameplatform/accounts', await t.request('/v2/gameplatform/accounts', { headers: ws.keyHeaders }));
-    // DESIGN 17: a stored trade (as the trade-history poll writes it) and the counterparty's counts.
+    // docs/design.md §17: a stored trade (as the trade-history poll writes it) and the counterparty's counts.
     const asset = { appid: 730, contextid: '2', assetid: '11', amount: '1', classid: '1', instanceid: '0', new_assetid: '12', new_contextid: '2' };
     await t.deps.sql`
       insert into gameplatform_trades (account_id, trade_id, workspace_id, counterparty_steam_id, status, initiated_at, rollback_trade_id, assets_given, assets_received, reversed_at, first_seen_at, updated_at)

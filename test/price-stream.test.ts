@@ -21,7 +21,7 @@ import { ingestPool } from '../workers/ingest/index.ts';
 import { startPools, type RunningPools } from '../workers/runtime.ts';
 
 /**
- * The price stream (DESIGN 15) over real HTTP against the real Redis stream: each app here listens
+ * The price stream (docs/design.md §15) over real HTTP against the real Redis stream: each app here listens
  * on a port and is read with an SSE client library (eventsource-parser for the raw frames, comments
  * and retry; EventSource for a client's own reconnects). Changes enter the log of record (Postgres)
  * as the ingest side writes them, directly or through writeIngestRun, and are relayed to this file's

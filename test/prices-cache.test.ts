@@ -242,7 +242,7 @@ describe('GET /v2/prices/{id}/history: the page cache', () => {
     expect(closes(a.body)).toEqual(['0.00', '1.00']);
     expect(closes(b.body)).toEqual(['0.00', '1.00']);
     expect(b.body.next_cursor).not.toBe(a.body.next_cursor);
-    // Each cursor pages on for its own workspace only (spec 4: cursors bind the workspace).
+    // Each cursor pages on for its own workspace only (docs/interface.md §4: cursors bind the workspace).
     expect(closes((await page(catalogId, second.keyHeaders, { limit: '2', cursor: b.body.next_cursor! })).body)).toEqual(['2.00']);
     expect((await page(catalogId, second.keyHeaders, { limit: '2', cursor: a.body.next_cursor! })).status).toBe(400);
     // Another limit is another page, not a slice of the cached one.

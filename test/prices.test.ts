@@ -209,7 +209,7 @@ describe('GET /v2/prices/{catalog_id}', () => {
     expect({ min: version!.min, max: version!.max }).toEqual({ min: '0.50', max: '45.00' });
   });
 
-  test('sales windows per version (DESIGN 19) and liquidity from the fresh sources’ listings; a sales read reaches a cached answer', async () => {
+  test('sales windows per version (docs/design.md §19) and liquidity from the fresh sources’ listings; a sales read reaches a cached answer', async () => {
     const ws = await reader();
     const item = await insertItem();
     const strict = testSource('strict');

@@ -9,7 +9,7 @@ import {
 } from './fakes/steam/server.ts';
 import { createTestApp, errorOf, scratchTestApp, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 
-/** GET /v2/profiles/{gameplatform_id} (DESIGN 11) over real Postgres and Redis, Steam played by the fake. */
+/** GET /v2/profiles/{gameplatform_id} (docs/design.md §11) over real Postgres and Redis, Steam played by the fake. */
 
 const clock = testClock();
 let fake: SteamFake;

@@ -17,7 +17,7 @@ import { parseExposition, sampleValue } from './prometheus.ts';
 import { createWebhook, removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';
 
 /**
- * DESIGN 19 "New items", end to end over real Postgres and Redis: the market simulator lists items
+ * docs/design.md §19 "New items", end to end over real Postgres and Redis: the market simulator lists items
  * the catalog lacks from a given time (test/fakes/simulator/new-items.ts); ingest runs of skinport and
  * lisskins record them per source; a name seen on two sources (or on steam) that parses becomes a
  * provisional catalog item priced from the next run and announced once with `catalog.item_added`;

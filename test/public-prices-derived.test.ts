@@ -13,7 +13,7 @@ import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { createTestApp, eventually, scratchTestApp, type TestApp } from './helpers.ts';
 
 /**
- * Keyless lists per currency and per source are built off the event loop (DESIGN 21, issue 29): in
+ * Keyless lists per currency and per source are built off the event loop (docs/design.md §21, issue 29): in
  * a derived-list thread, while the API goes on answering. On a database of its own holding a list
  * large enough (ITEMS items, three sources each) that each build takes a good fraction of a second,
  * so "answered while the lists build" is a matter of order, not of timing.

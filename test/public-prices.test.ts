@@ -284,7 +284,7 @@ describe('GET /v1/prices', () => {
 });
 
 describe('GET /v1/prices/{market_hash_name}', () => {
-  test('carries the item’s image: the newest Steam icon seen for the name (DESIGN 18)', async () => {
+  test('carries the item’s image: the newest Steam icon seen for the name (docs/design.md §18)', async () => {
     const item = await insertItem(uniqueName('imaged'));
     await sql`insert into item_icons (market_hash_name, version, icon_url, first_seen_at, last_seen_at) values (${item.market_hash_name}, 'default', 'keylessIcon1', now(), now())`;
     await setPrice(item.catalog_id, 'skinport', '12.00');
@@ -302,7 +302,7 @@ describe('GET /v1/prices/{market_hash_name}', () => {
     const item = await insertItem(uniqueName('single'));
     await setPrice(item.catalog_id, 'skinport', '812.40', { quantity: 12 });
     await setPrice(item.catalog_id, 'steam', '830.00', { quantity: 3 });
-    // DESIGN 19: combined windows as the sales writer stores them.
+    // docs/design.md §19: combined windows as the sales writer stores them.
     await sql`
       insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at) values
         (${item.catalog_id}, 'default', '7d', 800.00, 805.5, 790, 840.10, 10, ${['skinport', 'steam']}, now()),
@@ -321,7 +321,7 @@ describe('GET /v1/prices/{market_hash_name}', () => {
     expect(body).toEqual({
       market_hash_name: item.market_hash_name,
       catalog_id: item.catalog_id,
-      // DESIGN 18: a made-up item neither Steam nor cs2-lib has an image of.
+      // docs/design.md §18: a made-up item neither Steam nor cs2-lib has an image of.
       image: null,
       currency: 'USD',
       versions: [

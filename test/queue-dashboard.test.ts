@@ -5,7 +5,7 @@ import { serveInChromium } from './browser.ts';
 import { createTestApp, errorOf, type TestApp } from './helpers.ts';
 
 /**
- * Issue 13: the queue dashboard (Bull Board) at /admin/queues is an operator's only (DESIGN 12):
+ * Issue 13: the queue dashboard (Bull Board) at /admin/queues is an operator's only (docs/design.md §12):
  * OPERATOR_TOKEN as a bearer token or as the HTTP Basic password, for the page, its API and its
  * files; anyone else gets 401 with the shared error body. The page works offline, and its API
  * answers hostile input with 4xx and the shared body, never a 5xx.

@@ -23,7 +23,7 @@ import { createTestApp, testConfig, workspaceWithKey, type TestApp } from './hel
 import { cubeGlb, sceneOf, SCENE_BODY } from './renders-fixtures.ts';
 
 /**
- * DESIGN 18 item cards: renders and viewer sessions of a definition whose model is a generated
+ * docs/design.md §18 item cards: renders and viewer sessions of a definition whose model is a generated
  * stand-in draw the item card, with images from the local image fake through the image cache. The
  * PNGs are checked by pixels: the item image's colours where it is drawn, a sticker's at its slot, the
  * background elsewhere. Real Postgres, Redis and Chromium; the render pool's real handlers in process.
@@ -141,7 +141,7 @@ async function itemImageUrl(wear: number): Promise<string> {
 
 const cardOf = (item: typeof REDLINE_ITEM): Promise<ItemCard> => buildItemCard({ sql: t.deps.sql, config: workerConfig }, item, { imageSize: 512 });
 
-describe('item cards (DESIGN 18)', () => {
+describe('item cards (docs/design.md §18)', () => {
   test('an AK-47 | Redline with two stickers, a name tag and StatTrak renders as a card: its image, its stickers at their slots, the background elsewhere', async () => {
     const { workspace, key } = await workspaceWithKey(t, { tier: 'pro' });
     const scene = await sceneOf(t.deps.sql, workspace.id, { ...SCENE_BODY, chrome: { ...SCENE_BODY.chrome, watermark: 'cs2 showcase' } });

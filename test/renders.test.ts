@@ -8,7 +8,7 @@ import { createTestApp, errorOf, testClock, workspaceWithKey, type TestApp } fro
 import { ITEM, itemFilesDir, sceneOf } from './renders-fixtures.ts';
 
 /**
- * POST /v2/renders and GET /v2/renders/{id} through the API (DESIGN 10) against real Postgres and
+ * POST /v2/renders and GET /v2/renders/{id} through the API (docs/design.md §10) against real Postgres and
  * Redis: every status code, the identical-request rule, idempotency, availability, the signed image
  * URL and workspace isolation. test/renders-worker.test.ts draws the images.
  */
@@ -128,7 +128,7 @@ describe('POST /v2/renders', () => {
     const revision = await post(t, key, { ...body, scene_revision: 7 });
     expect(revision.status).toBe(404);
     expect((await errorOf(revision)).code).toBe('revision_not_found');
-    // DESIGN 18: the M4A4 (definition 16) is a real item without a model in this ITEM_FILES_DIR: an item card.
+    // docs/design.md §18: the M4A4 (definition 16) is a real item without a model in this ITEM_FILES_DIR: an item card.
     const noModel = await post(t, key, { ...body, item: { item: { family: 'weapon', definition_index: 16 }, state: {} } });
     expect(noModel.status).toBe(202);
     expect(((await noModel.json()) as RenderJson).mode).toBe('card');

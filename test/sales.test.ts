@@ -12,7 +12,7 @@ import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/se
 import { runSkinportSales } from '../workers/ingest/sales.ts';
 
 /**
- * Sales windows (DESIGN 19): skinport's sales history read from a recorded body of the real format
+ * Sales windows (docs/design.md §19): skinport's sales history read from a recorded body of the real format
  * (test/fixtures/upstream/skinport-sales-history.json) and hostile ones over real HTTP; windows
  * combined over sources exactly (volume-weighted median and mean) in Postgres; liquidity.
  */

@@ -92,7 +92,7 @@ function baseEnv(queuePrefix: string, redisUrl: string): Record<string, string> 
     BLOB_DIR: blobDir,
     LOG_LEVEL: 'info',
     SOURCES: SOURCES.join(','),
-    // DESIGN 14: the always-on fx source reads the simulator too (never the real ECB from a test).
+    // docs/design.md §14: the always-on fx source reads the simulator too (never the real ECB from a test).
     FX_URL: `${simulator.url}/fx`,
     ...Object.fromEntries(SOURCES.flatMap((source) => [
       [`SOURCE_${source.toUpperCase()}_URL`, `${simulator.url}/${source}`],
@@ -107,7 +107,7 @@ function baseEnv(queuePrefix: string, redisUrl: string): Record<string, string> 
     RENDER_LEASE_SECONDS: '3',
     RENDER_SWEEP_SECONDS: '1',
     RENDER_PAGES: '1',
-    // DESIGN 18: renders without real 3D files draw a card from the item's image: the test process's
+    // docs/design.md §18: renders without real 3D files draw a card from the item's image: the test process's
     // image fake serves it (never the real CDN from a test).
     STEAM_IMAGE_URL: sharedImageFake().url,
     ITEM_ASSETS_URL: sharedImageFake().url,

@@ -6,7 +6,7 @@ import type { Scope } from '../shared/http/scopes.ts';
 import { createTestApp, errorOf, workspaceWithKey } from './helpers.ts';
 
 /**
- * Scenes (DESIGN 10) through the real plugins over the real Postgres and Redis: every status code,
+ * Scenes (docs/design.md §10) through the real plugins over the real Postgres and Redis: every status code,
  * the ETag recomputed here from the body with this file's own RFC 8785 canonicaliser, immutable
  * revisions, racing updates and workspace isolation.
  */

@@ -14,7 +14,7 @@ import { startMarketSimulator, type MarketSimulator } from './fakes/simulator/se
 import { createTestApp, eventually, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * Skinbaron end to end (DESIGN 14): simulator → ingest (EUR → USD at the newest stored rates) →
+ * Skinbaron end to end (docs/design.md §14): simulator → ingest (EUR → USD at the newest stored rates) →
  * Postgres → GET /v2/prices/{id} and the keyless lists, each skinbaron entry carrying its EUR
  * `original`, which `?currency=` leaves alone; no rates → a failed run and nothing stored; no key →
  * not enabled (absent from /health, `unavailable` in /v2/status). A database of its own, so "no rates

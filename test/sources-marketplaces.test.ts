@@ -19,7 +19,7 @@ import { failure, capturingLog } from './helpers.ts';
 import { countOf, JsonNumber, numberText } from '../shared/sources/upstream.ts';
 
 /**
- * The six marketplaces of DESIGN 13 (csmarket, lisskins, waxpeer, whitemarket, bitskins, csdeals),
+ * The six marketplaces of docs/design.md §13 (csmarket, lisskins, waxpeer, whitemarket, bitskins, csdeals),
  * each fed a recorded body of its real format (test/fixtures/upstream/) over real HTTP, plus hostile
  * rows, error statuses and the money helpers they share.
  */
@@ -267,7 +267,7 @@ describe('recorded bodies', () => {
     expect(requests).toEqual(['/csdeals/API/IPricing/GetLowestPrices/v1?appid=730']);
   });
 
-  test('every adapter declares its DESIGN 13 budget, a 300 s interval and no name list', () => {
+  test('every adapter declares its docs/design.md §13 budget, a 300 s interval and no name list', () => {
     const budgets = Object.fromEntries(
       (['csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const).map((name) => [name, ADAPTERS[name].defaultBudget]),
     );

@@ -11,7 +11,7 @@ import { failure, capturingLog } from './helpers.ts';
 import { startMarketSimulator, type MarketSimulator, type SimulatorItem } from './fakes/simulator/server.ts';
 
 /**
- * Skinbaron (DESIGN 14), the tenth source: EUR prices converted to USD at a known rate set, exactly
+ * Skinbaron (docs/design.md §14), the tenth source: EUR prices converted to USD at a known rate set, exactly
  * and half-even to cents, the EUR text kept as `original`; only the `default` version; its key sent
  * in the POST body and never logged. Fed a recorded body of the real format
  * (test/fixtures/upstream/skinbaron-extended-price-list.json) over real HTTP, hostile rows, and the

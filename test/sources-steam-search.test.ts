@@ -18,7 +18,7 @@ import { startMarketSimulator, type MarketSimulator, type SimulatorItem } from '
 import { eventually, failure, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * Steam in bulk (DESIGN 19, docs/decisions.md "Steam in bulk"): the search/render pages read on a
+ * Steam in bulk (docs/design.md §19, docs/decisions.md "Steam in bulk"): the search/render pages read on a
  * recorded body of the real format and on hostile ones, the cursor continued and wrapped over runs,
  * the request budget kept, priceoverview producing 24 h sales only, the icons recorded, and which
  * names priceoverview reads (the demand record).

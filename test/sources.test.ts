@@ -28,7 +28,7 @@ import {
   type SimulatorItem,
 } from './fakes/simulator/server.ts';
 
-/** Source adapters (DESIGN 9) against the market simulator, and the Redis request budget. */
+/** Source adapters (docs/design.md §9) against the market simulator, and the Redis request budget. */
 
 const silent = createLogger({ level: 'silent', name: 'test' });
 const NOW = new Date('2026-03-01T12:00:10.000Z');
@@ -83,7 +83,7 @@ function prng(seed: number): () => number {
 
 let sim: MarketSimulator;
 let url: (source: SourceName) => string;
-/** The rates of the ECB file the simulator serves at NOW: skinbaron's EUR converted back with them (DESIGN 14). */
+/** The rates of the ECB file the simulator serves at NOW: skinbaron's EUR converted back with them (docs/design.md §14). */
 let simulatorRates: FxRates;
 beforeAll(async () => {
   sim = startMarketSimulator({ items: ITEMS, prices: FIXED, now: () => NOW });
@@ -249,7 +249,7 @@ describe('skinport', () => {
 });
 
 describe('steam', () => {
-  // DESIGN 19: prices come from the search pages (test/sources-steam-search.test.ts has them in depth);
+  // docs/design.md §19: prices come from the search pages (test/sources-steam-search.test.ts has them in depth);
   // priceoverview reads the names it is given as 24 h sales windows, never as prices.
   const sale = (name: string, median: string | null, volume: number) => ({ market_hash_name: name, version: 'default', window: '24h' as const, median, mean: null, min: null, max: null, volume, source_time: NOW });
 
@@ -671,7 +671,7 @@ describe('request budget (Redis)', () => {
 });
 
 describe('simulator formats', () => {
-  // The six marketplaces' raw wire formats (DESIGN 13) over the file's ITEMS and FIXED, the AK with a
+  // The six marketplaces' raw wire formats (docs/design.md §13) over the file's ITEMS and FIXED, the AK with a
   // csmarket buy order and 7-day volume pinned too. No adapter is involved: these are the bytes.
   type Row = Record<string, unknown>;
   const PINNED: Record<string, Record<string, FixedPrice>> = {

@@ -21,7 +21,7 @@ const t = createTestApp({ config: { SOURCES: '', WEBHOOK_SECRET_KEY, STEAM_WEB_A
 beforeAll(async () => {
   // A fresh client connects asynchronously; status checks below expect a connected Redis.
   await eventually(async () => (t.deps.redis.status === 'ready' ? true : undefined));
-  // The fx source (always on, DESIGN 14) counts on /health like a source: fresh rates here, its own
+  // The fx source (always on, docs/design.md §14) counts on /health like a source: fresh rates here, its own
   // states are tested in test/fx.test.ts.
   await seedFreshFxRates(t.deps.sql);
 });
@@ -289,7 +289,7 @@ describe('GET /v2/health and GET /v2/status', () => {
         expect(body.components.media).toEqual({
           item_files: { status: 'ok', models: 2, paints: 1, stickers: 1, charms: 0 },
           chromium: { status: 'ok', path: process.execPath },
-          // DESIGN 18: generated stand-ins are not real models, so items are drawn as cards.
+          // docs/design.md §18: generated stand-ins are not real models, so items are drawn as cards.
           renders: { mode: 'card', real_models: 0, stand_in_models: 2 },
         });
       });
@@ -314,7 +314,7 @@ describe('GET /v2/health and GET /v2/status', () => {
 });
 
 describe('GET /v2/meta/*', () => {
-  test('GET /v2/meta/scopes lists every scope in the stable order of DESIGN 5, and the defaults', async () => {
+  test('GET /v2/meta/scopes lists every scope in the stable order of docs/design.md §5, and the defaults', async () => {
     const response = await t.request('/v2/meta/scopes');
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({

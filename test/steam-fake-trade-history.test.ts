@@ -3,7 +3,7 @@ import { parseTradeHistory } from '../shared/gameplatform/trade-history.ts';
 import { PARTNER_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake, type SteamFake } from './fakes/steam/server.ts';
 
 /**
- * The Steam fake's GetTradeHistory (DESIGN 17): Steam's answer shape (read back by our own parser
+ * The Steam fake's GetTradeHistory (docs/design.md §17): Steam's answer shape (read back by our own parser
  * without skipping anything), newest first, paging, include_failed, token checks, injected
  * failures, and the controls over HTTP that `npm start` uses.
  */

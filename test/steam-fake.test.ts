@@ -125,7 +125,7 @@ describe('community inventory', () => {
     expect(held.length).toBe(2);
     for (const d of held) {
       expect(d.tradable).toBe(0);
-      // Without preserve_bbcode=1, the year-less form Steam renders since 2026-06-24 (DESIGN 17).
+      // Without preserve_bbcode=1, the year-less form Steam renders since 2026-06-24 (docs/design.md §17).
       expect(d.owner_descriptions!.find((o) => o.value !== ' ')).toEqual({ type: 'html', value: expect.stringMatching(/^Tradable\/Marketable After \d{1,2} [A-Z][a-z]{2} @ 7:00am$/) });
     }
     const permanent = inv.descriptions.filter((d) => d.tradable === 0 && !d.owner_descriptions);
@@ -231,7 +231,7 @@ describe('community inventory', () => {
   });
 });
 
-describe('hold and protection text (DESIGN 17)', () => {
+describe('hold and protection text (docs/design.md §17)', () => {
   const ownerLines = (d: SteamDescription) => (d.owner_descriptions ?? []).filter((line) => line.value !== ' ');
   const byName = (inv: InventoryPage) => (name: string) => inv.descriptions.filter((d) => d.market_hash_name === name);
 

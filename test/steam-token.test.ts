@@ -16,7 +16,7 @@ import { PUBLIC_STEAM_ID, startSteamFake, type SteamFake } from './fakes/steam/s
 import { createTestApp, errorOf, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * Owner access tokens (issue 30, DESIGN 17): PUT/DELETE …/steam-token through the API (every
+ * Owner access tokens (issue 30, docs/design.md §17): PUT/DELETE …/steam-token through the API (every
  * status each lists), the account record showing only `expires_at`, the token destroyed with its
  * account or workspace, audit events without it, and the domain functions later readers use
  * (checkSteamToken, seal/open, liveTokenFor, dropToken). The token itself must never appear in an

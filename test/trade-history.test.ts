@@ -12,7 +12,7 @@ import { errorOf, eventually, scratchTestApp, testClock, testConfig, workspaceWi
 import { createWebhook, removeQueueKeys, retireEndpoints, startReceiver, subscribedEndpoint, uniquePath, WEBHOOK_KEY_A, type Receiver } from './webhooks-fixtures.ts';
 
 /**
- * Reversal tracking (issue 30, DESIGN 17) over real Postgres (a scratch database: the poll looks at
+ * Reversal tracking (issue 30, docs/design.md §17) over real Postgres (a scratch database: the poll looks at
  * every workspace) and Redis, Steam played by the fake over HTTP. Poll runs are called directly
  * with an injectable clock ("one interval later" is a clock step); the last part delivers
  * trade.reversed through the real webhooks pool to a receiver, signed.

@@ -11,7 +11,7 @@ import { setOwnerToken } from './inventory-fixtures.ts';
 import { createTestApp, errorOf, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from './helpers.ts';
 
 /**
- * DESIGN 11 trade intents over real Postgres and Redis. Connected accounts and inventory snapshots
+ * docs/design.md §11 trade intents over real Postgres and Redis. Connected accounts and inventory snapshots
  * are written straight into their tables (fresh snapshots need no Steam fetch); missing or old
  * snapshots are fetched from the local Steam fake, and one suite goes through it end to end.
  */
@@ -147,7 +147,7 @@ async function activeReservations(steamId: string, assetId: string): Promise<str
   return rows.map((row) => row.intent_id);
 }
 
-describe('trade intents in another currency (DESIGN 14)', () => {
+describe('trade intents in another currency (docs/design.md §14)', () => {
   test('the valuation is stored in USD and converted when read: POST, GET one and the list, each total converted once', async () => {
     await seedFreshFxRates(t.deps.sql);
     const rates = (await findLatestRates(t.deps.sql))!;
@@ -623,7 +623,7 @@ describe('inventories fetched through Steam (the local fake)', () => {
     expect(steam.requests.filter((r) => r.path === `/inventory/${account.steamId}/730/2`)).toHaveLength(1);
   });
 
-  test('a protected asset on either side is a 400 invalid_intent with detail asset_protected (DESIGN 17): trade-protected, or listed on the Community Market', async () => {
+  test('a protected asset on either side is a 400 invalid_intent with detail asset_protected (docs/design.md §17): trade-protected, or listed on the Community Market', async () => {
     const ws = await workspace();
     const account = await connectAccount(ws);
     const partner = randomSteamId();
@@ -655,7 +655,7 @@ describe('inventories fetched through Steam (the local fake)', () => {
     expect((await created(await post(ws, { ...body, external_reference: 'unprotected', give: [free], receive: [theirCase] }))).reservations.map((r) => r.asset_id)).toEqual([free!]);
   });
 
-  test('a created intent lists its assets, give then receive, with the name, catalog id and image of their inventory records (DESIGN 18)', async () => {
+  test('a created intent lists its assets, give then receive, with the name, catalog id and image of their inventory records (docs/design.md §18)', async () => {
     const ws = await workspace();
     const account = await connectAccount(ws);
     const partner = randomSteamId();

@@ -4,7 +4,7 @@ import { sumDecimals, valueAssets } from '../shared/gameplatform/valuation.ts';
 import { createTestApp } from './helpers.ts';
 
 /**
- * DESIGN 14's one valuation rule, on real Postgres: phase version without fallback, stickers and
+ * docs/design.md §14's one valuation rule, on real Postgres: phase version without fallback, stickers and
  * charms as their own catalog items per occurrence, exact sums, unpriced parts named once.
  */
 

@@ -13,7 +13,7 @@ import { createTestApp, testClock, workspaceWithKey, type TestApp } from './help
 import { serveInChromium } from './browser.ts';
 
 /**
- * Viewer sessions (DESIGN 10) through the real app, and the page in real headless Chromium over
+ * Viewer sessions (docs/design.md §10) through the real app, and the page in real headless Chromium over
  * HTTP: every status of POST /v2/viewer/sessions, the 404/410 pages, and a page that draws the item
  * (non-blank, seed-dependent) with no console error and no request leaving the API's origin.
  */
@@ -243,7 +243,7 @@ describe('POST /v2/viewer/sessions', () => {
     expect(await codeOf(await createSession(other.keyHeaders, { item: item(), scene_id: scene.document.scene_id }))).toEqual([404, 'scene_not_found']);
     expect(await codeOf(await createSession(owner.keyHeaders, { item: item(), scene_id: scene.document.scene_id, scene_revision: 2 }))).toEqual([404, 'revision_not_found']);
     const awp = { item: { family: 'weapon', definition_index: AWP }, state: {} };
-    // DESIGN 18: a definition without a real model is shown as an item card.
+    // docs/design.md §18: a definition without a real model is shown as an item card.
     const card = await createSession(owner.keyHeaders, { item: awp, scene_id: scene.document.scene_id });
     expect(card.status).toBe(201);
     expect(((await card.json()) as { mode: string }).mode).toBe('card');

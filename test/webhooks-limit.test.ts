@@ -5,7 +5,7 @@ import { createTestApp, errorOf, workspaceWithKey } from './helpers.ts';
 import { createWebhook, postWebhook, retireEndpoints, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';
 
 /**
- * DESIGN 8: at most 20 endpoints per workspace, then 409 `webhook_limit_reached`. Endpoints point at
+ * docs/design.md §8: at most 20 endpoints per workspace, then 409 `webhook_limit_reached`. Endpoints point at
  * a public address nobody dials and subscribe to workspace events only; they are deleted afterwards.
  */
 const t = createTestApp({ config: { WEBHOOK_SECRET_KEY: WEBHOOK_KEY_A, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'false' } });

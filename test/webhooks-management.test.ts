@@ -27,7 +27,7 @@ import {
 } from './webhooks-fixtures.ts';
 
 /**
- * Webhook management (DESIGN 15): PATCH, rotate-secret, test, retry of a delivery, and disabling
+ * Webhook management (docs/design.md §15): PATCH, rotate-secret, test, retry of a delivery, and disabling
  * after five days of failures, through the real plugins over real Postgres and Redis, delivering to
  * a real HTTP receiver on loopback. The API's clock is injectable (an offset from real time), so
  * a rotation can be made "25 hours ago"; the five-day rule is driven by calling the worker's

@@ -138,7 +138,7 @@ describe('price.updated and prices.updated', () => {
     const later = new Date();
 
     // The run sees item a twice: one event for it, carrying the newer observation.
-    // c comes with a buy order and a 7-day volume (DESIGN 13), carried by both event types.
+    // c comes with a buy order and a 7-day volume (docs/design.md §13), carried by both event types.
     const first = await run(source, 1, [row(a!, '1.00', earlier), row(b!, '2.00', later), row(a!, '1.50', later), { ...row(c!, '3.00', later), bid: '2.950', volume_7d: 41 }]);
     expect(first.changed).toBe(3);
     type Single = { catalog_id: string; source: string; price: string; previous_price: string | null; bid: string | null; volume_7d: number | null };

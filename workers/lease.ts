@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import type { Logger } from '../shared/platform/logger.ts';
 
 /**
- * The lease kit of the pools whose jobs are leased rows (`exports`, `render`; DESIGN 7 and 10): the
+ * The lease kit of the pools whose jobs are leased rows (`exports`, `render`; docs/design.md §7 and §10): the
  * heartbeat that keeps a lease while the work runs, the final confirm before the commit, and the
  * sweep that returns leases nobody renews. The SQL stays in each domain's repository; the kit takes
  * it as plain functions.
@@ -128,7 +128,7 @@ export type LeaseSweep<Expired, Queued> = {
 
 /**
  * The sweep of a leased pool: expired leases first, then a job for every queued row whose BullMQ
- * job is missing (the API enqueues after commit and may have died between; STYLE: a sweeper
+ * job is missing (the API enqueues after commit and may have died between; docs/conventions.md: a sweeper
  * re-enqueues rows whose job went missing).
  */
 export async function sweepLeases<Expired, Queued>(

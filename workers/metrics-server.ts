@@ -29,7 +29,7 @@ function errorResponse(error: ApiError): Response {
 }
 
 /**
- * `GET /metrics` of a worker process on its own small HTTP server (DESIGN 12), with the API's
+ * `GET /metrics` of a worker process on its own small HTTP server (docs/design.md §12), with the API's
  * METRICS_TOKEN rule, on loopback unless WORKER_METRICS_HOST says otherwise. A port already taken (a second process of the same pool on one machine)
  * does not stop the worker: it logs a warning and serves on a free port instead. The port in use
  * is in the `metrics listening` log line.

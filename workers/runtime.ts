@@ -74,7 +74,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
     return queue;
   };
   const enqueue: Enqueue = (name, payload, options) => enqueueOn(producer(JOBS[name].queue), name, payload, options);
-  // Redis holds queues only (DESIGN 1): a Redis restarted without its data has lost the job
+  // Redis holds queues only (docs/design.md §1): a Redis restarted without its data has lost the job
   // schedulers, and with them the sweepers that re-enqueue work from Postgres. They are upserted
   // again on every reconnect (a no-op when they survived), so scheduled work resumes by itself.
   const scheduled: { pool: Pool; queue: Queue; schedules: readonly JobSchedule[]; log: Logger }[] = [];

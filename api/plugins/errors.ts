@@ -44,7 +44,7 @@ function isDatabaseUnavailable(error: unknown): boolean {
 export type FailedRequest = { principal?: unknown; operationId?: unknown };
 
 /**
- * JSON body parsing and the one error shape (DESIGN 6), with the request id that
+ * JSON body parsing and the one error shape (docs/design.md §6), with the request id that
  * api/plugins/request-context.ts set. Applied once at the root, so it covers every route, unknown
  * routes and failures before routing. `onFailure` sees every failed request with what its resolve
  * hooks had established (metering counts a keyed request's errors): an error hook costs nothing on

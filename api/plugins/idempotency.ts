@@ -25,7 +25,7 @@ export type IdempotencyOptions = {
   operation: OperationId;
   required: boolean;
   /**
-   * Headers a replay carries that derive from the stored body (a scene's ETag, DESIGN 10): a replay
+   * Headers a replay carries that derive from the stored body (a scene's ETag, docs/design.md §10): a replay
    * answers from `resolve`, so the route's own after-handle hooks never see it.
    */
   replayHeaders?: (body: unknown) => Record<string, string>;
@@ -33,7 +33,7 @@ export type IdempotencyOptions = {
 type Claim = { workspaceId: string; operation: string; key: string; settled: boolean };
 
 /**
- * `idempotent: {operation, required}` on a create route (DESIGN 6). Must follow the route's
+ * `idempotent: {operation, required}` on a create route (docs/design.md §6). Must follow the route's
  * authentication (`operation` or `session`), whose principal scopes the key to a workspace.
  * Same key + same request → the stored response with 200 and `Idempotent-Replayed: true`;
  * different request → 409 idempotency_key_reused; first still running → 409 idempotency_key_in_use.
@@ -43,7 +43,7 @@ export type IdempotencyPluginDeps = Pick<AppDeps, 'sql' | 'config' | 'log' | 'no
 export function idempotencyPlugin(deps: IdempotencyPluginDeps) {
   return new Elysia({ name: 'idempotency' }).macro({
     idempotent: (options: IdempotencyOptions) => ({
-      // 400 idempotency_key_required (or a malformed key), 409 reused or still in use (DESIGN 6).
+      // 400 idempotency_key_required (or a malformed key), 409 reused or still in use (docs/design.md §6).
       detail: {
         responses: errorResponses(400, 409),
         parameters: [

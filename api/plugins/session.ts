@@ -6,7 +6,7 @@ import { errorResponses } from '../openapi.ts';
 
 const TOKEN_MAX_LENGTH = 200;
 
-/** The session token from `Authorization: Bearer …` or the `session` cookie (DESIGN 5). */
+/** The session token from `Authorization: Bearer …` or the `session` cookie (docs/design.md §5). */
 export function sessionTokenOf(request: Request): string | null {
   const authorization = request.headers.get('authorization');
   if (authorization?.toLowerCase().startsWith('bearer ')) return authorization.slice(7).trim() || null;

@@ -133,7 +133,7 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
     .get(
       '/v2/audit/exports',
       async ({ principal, query, request }) => {
-        // spec 4: the cursor binds the state filter (and the workspace), not the page size.
+        // docs/interface.md §4: the cursor binds the state filter (and the workspace), not the page size.
         const filters = { workspace: principal.workspace.id, state: query.state ?? null };
         const after = query.cursor ? decodeCursor(signingKey, 'audit_exports', filters, query.cursor, position) : null;
         const page = await listAuditExports(deps.sql, principal.workspace.id, { state: query.state }, after, query.limit);
@@ -157,7 +157,7 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
       '/v2/audit/exports/:export_id',
       async ({ principal, params, request }) => {
         const row = await findAuditExport(deps.sql, principal.workspace.id, params.export_id);
-        // spec 7: another workspace's export is as absent as a missing one.
+        // docs/interface.md §7: another workspace's export is as absent as a missing one.
         if (!row) throw errors.notFound('No audit export with this id in your workspace.');
         return jobJson(row, request);
       },

@@ -35,7 +35,7 @@ export function auditRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlugin
       async ({ principal, query }) => {
         const { from, to } = query;
         if (from && to && from >= to) throw errors.invalidRequest('`from` must be before `to`.', [{ field: 'query.from', message: 'must be before to' }]);
-        // spec 4: the cursor binds every filter (and the workspace), not the page size.
+        // docs/interface.md §4: the cursor binds every filter (and the workspace), not the page size.
         const filters = {
           workspace: principal.workspace.id,
           source: query.source ?? null,

@@ -43,7 +43,7 @@ function catalogQuery() {
 }
 
 const catalogPage = z.object({
-  // DESIGN 18: each item's image (its `default` version's; the price routes give each version's).
+  // docs/design.md §18: each item's image (its `default` version's; the price routes give each version's).
   data: z.array(catalogRecordSchema.extend({ image: itemImageSchema.nullable() })),
   next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
 });
@@ -73,11 +73,11 @@ export function catalogRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlug
           definition_index: toIndex(query.definition_index),
           paint_index: toIndex(query.paint_index),
         };
-        // spec 4: the cursor binds every filter and the workspace, not the page size.
+        // docs/interface.md §4: the cursor binds every filter and the workspace, not the page size.
         const bound = { workspace: principal.workspace.id, ...Object.fromEntries(Object.entries(filters).map(([k, v]) => [k, v ?? null])) };
         const after = query.cursor ? decodeCursor(signingKey, 'catalog_items', bound, query.cursor, position) : null;
         const page = await listCatalogItems(deps.sql, filters, after, query.limit);
-        // spec 7: 503 when the catalog is unavailable, i.e. has never been loaded (an empty page of a
+        // docs/interface.md §7: 503 when the catalog is unavailable, i.e. has never been loaded (an empty page of a
         // loaded catalog is a 200).
         if (page.items.length === 0 && !(await catalogIsLoaded(deps.sql))) {
           throw errors.unavailable('catalog_unavailable', 'The catalog has not been loaded yet; retry shortly.');
@@ -94,8 +94,8 @@ export function catalogRoutes(deps: Pick<AppDeps, 'config' | 'sql'> & ApiKeyPlug
           description: [
             'Every item of the catalog, ordered by market_hash_name, with its `catalog_id` (what the price operations take). Filters: `q` (a case-insensitive substring of the name, up to 200 characters), `type`, `weapon` (a weapon name of the catalog), `exterior`, `rarity`, `phase`, `stattrak`, `souvenir`, `definition_index` and `paint_index`.',
             '`limit` 1 to 200 (default 50).',
-            '`provisional` (DESIGN 19): true for an item added from its market name the day it appeared on the market (seen on two price sources, or on Steam), before @ianlucas/cs2-lib knew it. It is priced like any other item; `rarity`, `definition_index` and `paint_index` are null until `npm run catalog:sync` with a library that knows it turns it into a regular item under the same `catalog_id`. Each one added is announced by the `catalog.item_added` webhook event.',
-            '`image` (DESIGN 18): the newest icon Steam has shown the item with in an inventory this service read (`source: "steam"`), else @ianlucas/cs2-lib’s image (`source: "cs2-lib"`), else null. The art is Valve’s.',
+            '`provisional` (docs/design.md §19): true for an item added from its market name the day it appeared on the market (seen on two price sources, or on Steam), before @ianlucas/cs2-lib knew it. It is priced like any other item; `rarity`, `definition_index` and `paint_index` are null until `npm run catalog:sync` with a library that knows it turns it into a regular item under the same `catalog_id`. Each one added is announced by the `catalog.item_added` webhook event.',
+            '`image` (docs/design.md §18): the newest icon Steam has shown the item with in an inventory this service read (`source: "steam"`), else @ianlucas/cs2-lib’s image (`source: "cs2-lib"`), else null. The art is Valve’s.',
             'Errors: 400 `invalid_request` (an unknown weapon or filter value), 400 `invalid_cursor`, 503 `catalog_unavailable` (the catalog has not been loaded yet; retry shortly).',
           ].join('\n\n'),
           tags: ['catalog'],

@@ -26,7 +26,7 @@ const unavailable = () =>
   new ApiError(503, 'prices_unavailable', 'No price snapshot has been built yet (or it cannot be read); retry shortly.', undefined, { 'retry-after': '5' });
 
 /**
- * Drop-in formats (DESIGN 20; docs/compat/): each route answers from its document of the current
+ * Drop-in formats (docs/design.md §20; docs/compat/): each route answers from its document of the current
  * keyless snapshot (shared/compat/), keyless, with the caching of GET /v1/prices (strong ETag and 304,
  * gzip and br, `Cache-Control: public, max-age`), `Last-Modified` (the snapshot's build time) and
  * `X-Source-Age` (seconds since the oldest source time the document used), limited per client address

@@ -76,7 +76,7 @@ function wantsJson(accept: string | null): boolean {
 }
 
 /**
- * `keyOrSession: '<operation>'`: DESIGN 11 lets connect be started with a key holding
+ * `keyOrSession: '<operation>'`: docs/design.md §11 lets connect be started with a key holding
  * accounts:write or with the account's own session (a web app that signs users in can offer
  * "connect Steam" without minting a key). A key, when sent, goes through every check of
  * `operation:` (scope, metering); otherwise the session is required.
@@ -101,7 +101,7 @@ function keyOrSessionPlugin(deps: ApiKeyPluginDeps & SessionPluginDeps) {
   });
 }
 
-/** DESIGN 11: Steam accounts connected to the workspace through Steam OpenID 2.0. */
+/** docs/design.md §11: Steam accounts connected to the workspace through Steam OpenID 2.0. */
 export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps & SessionPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const settings: OpenIdSettings = { steamCommunityUrl: deps.config.STEAM_COMMUNITY_URL, stateTtlSeconds: deps.config.OPENID_STATE_TTL_SECONDS };
@@ -229,7 +229,7 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
         detail: {
           summary: "Set the account owner's Steam access token",
           description: [
-            "Stores the owner's Steam web API access token for this account (opt-in; DESIGN 17) and answers 200 with the account, whose `steam_token` shows only `expires_at`. The token is never returned, logged or put in audit records, and is stored encrypted (AES-256-GCM under `WEBHOOK_SECRET_KEY`). A second PUT replaces the token (no Idempotency-Key). Reads of this account use it while it lives; when it expires or Steam refuses it, it is dropped (audit event `steam_token.dropped`) and reads fall back to the public ones. It is destroyed when the account is disconnected.",
+            "Stores the owner's Steam web API access token for this account (opt-in; docs/design.md §17) and answers 200 with the account, whose `steam_token` shows only `expires_at`. The token is never returned, logged or put in audit records, and is stored encrypted (AES-256-GCM under `WEBHOOK_SECRET_KEY`). A second PUT replaces the token (no Idempotency-Key). Reads of this account use it while it lives; when it expires or Steam refuses it, it is dropped (audit event `steam_token.dropped`) and reads fall back to the public ones. It is destroyed when the account is disconnected.",
             "The token must be a JWT whose payload has `sub` equal to the account's SteamID64 and `exp` (seconds) in the future. Its signature is not checked: Steam signs it with a key of its own, so only Steam can.",
             'Errors: 400 `invalid_request` (a malformed id, a body without `token` or with other fields), 400 `invalid_steam_token` (not a JWT of at most 4096 characters, `sub` another account, expired; `details[0].code` is `malformed`, `wrong_subject` or `expired`; the token is never echoed), 403 `insufficient_scope` (needs accounts:write), 404 `not_found` (no connected account with this id in your workspace), 503 `secret_storage_unavailable` (`WEBHOOK_SECRET_KEY` is not configured).',
           ].join('\n\n'),

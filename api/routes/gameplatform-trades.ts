@@ -22,7 +22,7 @@ const listQuery = z
   .strict();
 const position: z.ZodType<TradePosition> = z.object({ initiated_at: cursorInstant, trade_id: z.string().regex(/^[0-9]{1,20}$/) });
 
-/** DESIGN 17: connected accounts' Steam trades, as the trade-history poll stored them, and counterparties. */
+/** docs/design.md §17: connected accounts' Steam trades, as the trade-history poll stored them, and counterparties. */
 export function gameplatformTradeRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   return new Elysia({ name: 'gameplatform-trade-routes' })
@@ -30,7 +30,7 @@ export function gameplatformTradeRoutes(deps: Pick<AppDeps, 'config' | 'sql' | '
     .get(
       '/v2/gameplatform/accounts/:account_id/trades',
       async ({ principal, params, query }) => {
-        // spec 4: a cursor used with other filters (another account or status) is a 400.
+        // docs/interface.md §4: a cursor used with other filters (another account or status) is a 400.
         const filters = { workspace: principal.workspace.id, account_id: params.account_id, status: query.status ?? null };
         const after = query.cursor ? decodeCursor(signingKey, 'gameplatform_trades', filters, query.cursor, position) : null;
         const page = await listAccountTrades(deps.sql, principal.workspace.id, params.account_id, { status: query.status ?? null }, after, query.limit);
@@ -43,7 +43,7 @@ export function gameplatformTradeRoutes(deps: Pick<AppDeps, 'config' | 'sql' | '
         detail: {
           summary: "A connected account's Steam trades, newest first",
           description: [
-            "The account's Steam trades as the trade-history poll stored them (DESIGN 17), newest first, each with `reversed` (reversed during its trade protection) and, on a return trade, `rollback_trade_id`. Trades are read only while the account has an owner access token (PUT …/steam-token) and the workspace has a webhook endpoint subscribed to `trade.reversed` or `item.protection_ended`, every `TRADE_HISTORY_INTERVAL_SECONDS` (default 600), back to 8 days before the first read; a status changes in place as Steam changes it. Without those the list is empty. Disconnecting the account deletes its trades.",
+            "The account's Steam trades as the trade-history poll stored them (docs/design.md §17), newest first, each with `reversed` (reversed during its trade protection) and, on a return trade, `rollback_trade_id`. Trades are read only while the account has an owner access token (PUT …/steam-token) and the workspace has a webhook endpoint subscribed to `trade.reversed` or `item.protection_ended`, every `TRADE_HISTORY_INTERVAL_SECONDS` (default 600), back to 8 days before the first read; a status changes in place as Steam changes it. Without those the list is empty. Disconnecting the account deletes its trades.",
             '`limit` 1 to 200 (default 50); `status` one of Steam\'s trade statuses by name.',
             'Errors: 400 `invalid_request` (a malformed id, an unknown status, a limit out of range, another parameter), 400 `invalid_cursor` (a cursor not from this list with these filters), 403 `insufficient_scope` (needs accounts:read), 404 `not_found` (no connected account with this id in your workspace).',
           ].join('\n\n'),
@@ -59,7 +59,7 @@ export function gameplatformTradeRoutes(deps: Pick<AppDeps, 'config' | 'sql' | '
       detail: {
         summary: "A Steam account's trade history with this workspace",
         description: [
-          "How many trades the workspace's connected accounts made with this Steam account (SteamID64, SteamID2 or SteamID3), how many of them it reversed during their trade protection, and when it last did: counted over this workspace's stored trades only, never another workspace's (DESIGN 17). Return trades and failed trades are not counted. A SteamID no account of the workspace traded with answers 200 with zero counts, not 404: an unknown counterparty is a fact, not a missing resource. Trade intents show the same counts as `risk`.",
+          "How many trades the workspace's connected accounts made with this Steam account (SteamID64, SteamID2 or SteamID3), how many of them it reversed during their trade protection, and when it last did: counted over this workspace's stored trades only, never another workspace's (docs/design.md §17). Return trades and failed trades are not counted. A SteamID no account of the workspace traded with answers 200 with zero counts, not 404: an unknown counterparty is a fact, not a missing resource. Trade intents show the same counts as `risk`.",
           'Errors: 400 `invalid_gameplatform_id` (not a public individual account id), 403 `insufficient_scope` (needs accounts:read).',
         ].join('\n\n'),
         tags: ['game platform'],

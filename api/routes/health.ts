@@ -24,7 +24,7 @@ export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'q
       '/health',
       async ({ set }) => {
         const report = await sourceFreshness(deps.sql, enabledSources(deps.config), deps.now());
-        // spec 4: 503 when any enabled source is stale or never succeeded, same body shape; the fx
+        // docs/interface.md §4: 503 when any enabled source is stale or never succeeded, same body shape; the fx
         // source (always on) counts as one (shared/health/fx.ts). A source SOURCES names that cannot
         // run (skinbaron without its key) is not enabled: not here, only in /v2/status.
         if (report.status !== 'up') set.status = 503;
@@ -58,7 +58,7 @@ export function healthRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'q
         return report;
       },
       { detail: { summary: 'Aggregate platform status with degraded components', description: [
-          'Every component with its status: the database and Redis (with latency), job counts per worker pool, live workers per pool, each price source (an enabled source as on GET /health, one that cannot run as `unavailable` with the reason), the exchange rates, new catalog items (`catalog`: how many items are provisional, and the market names seen on two sources or on Steam that could not be read into one item, counted with the newest 20 listed; DESIGN 19), and the optional dependencies (Steam Web API key, Chromium, item files). `status` is `degraded` when any is not ok, and `degraded` lists them as dotted paths.',
+          'Every component with its status: the database and Redis (with latency), job counts per worker pool, live workers per pool, each price source (an enabled source as on GET /health, one that cannot run as `unavailable` with the reason), the exchange rates, new catalog items (`catalog`: how many items are provisional, and the market names seen on two sources or on Steam that could not be read into one item, counted with the newest 20 listed; docs/design.md §19), and the optional dependencies (Steam Web API key, Chromium, item files). `status` is `degraded` when any is not ok, and `degraded` lists them as dotted paths.',
           'Errors: 503 `status_unavailable` (the database is unreachable, so nothing can be assembled).',
         ].join('\n\n'), tags: ['status'], responses: routeResponses({ 200: { description: 'Every component checked', body: platformStatusSchema } }, 503) } },
     );

@@ -10,7 +10,7 @@ import type { AppDeps } from '../deps.ts';
 import { routeResponses, type ResponsesObject } from '../openapi.ts';
 import { publicRateLimitPlugin, type PublicRateLimitPluginDeps } from '../plugins/public-rate-limit.ts';
 
-/** DESIGN 18: an image is served for a day; what the item's image is may change with Valve's next icon. */
+/** docs/design.md §18: an image is served for a day; what the item's image is may change with Valve's next icon. */
 const IMAGE_CACHE_CONTROL = 'public, max-age=86400';
 /** The 302 of IMAGE_PROXY=false names the current upstream url, which a newer Steam icon replaces. */
 const REDIRECT_CACHE_CONTROL = 'public, max-age=3600';

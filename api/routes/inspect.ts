@@ -17,8 +17,8 @@ import { routeResponses } from '../openapi.ts';
 import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
 
 /**
- * DESIGN 10 "Inspect decode": an inspect link or bare certificate decoded offline (no game
- * coordinator), answered as the item selector plus the certificate's integers, and (DESIGN 14) the
+ * docs/design.md §10 "Inspect decode": an inspect link or bare certificate decoded offline (no game
+ * coordinator), answered as the item selector plus the certificate's integers, and (docs/design.md §14) the
  * item's insights beside `item` and `state`, never inside `state`, so the answer still passes to
  * renders and viewer sessions unchanged. No Idempotency-Key: decoding is a pure function of the link.
  */

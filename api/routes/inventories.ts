@@ -28,7 +28,7 @@ const inventoryQuery = z
       .describe('true: fetch a new snapshot from Steam now (ignored with a cursor, which pins its snapshot)'),
     valuation: marketplaceField
       .optional()
-      .describe('Value each asset, its stickers and charms at this marketplace’s latest prices (DESIGN 14: the phase version, no fallback to default)'),
+      .describe('Value each asset, its stickers and charms at this marketplace’s latest prices (docs/design.md §14: the phase version, no fallback to default)'),
     currency: currencyParam.optional(),
   })
   .strict();
@@ -48,7 +48,7 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
         const workspaceId = principal.workspace.id;
         const steamId = params.gameplatform_id; // the SteamID64 (checkGameplatformId)
         const conversion = query.valuation ? await resolveConversion(deps.sql, query.currency) : null;
-        // spec 4: the cursor binds the inventory it pages (limit and valuation may change between pages).
+        // docs/interface.md §4: the cursor binds the inventory it pages (limit and valuation may change between pages).
         const filters = { steam_id: steamId };
         let snapshot: InventorySnapshot;
         let stale: boolean;
@@ -56,7 +56,7 @@ export function inventoryRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | '
         if (query.cursor) {
           const position = decodeCursor(signingKey, 'inventory', filters, query.cursor, inventoryPosition);
           const pinned = await deps.inventories.pinned(position.s);
-          // A snapshot another workspace's owner token read is never served here (DESIGN 17), cursor or not.
+          // A snapshot another workspace's owner token read is never served here (docs/design.md §17), cursor or not.
           if (!pinned || pinned.steam_id !== steamId || !snapshotVisibleTo(pinned, workspaceId)) throw errors.invalidCursor();
           snapshot = pinned;
           stale = false;

@@ -15,7 +15,7 @@ const scopeList = z.object({
   default_scopes: z.array(z.enum(SCOPES)).describe('What a key gets when it is created without naming scopes'),
 });
 const capabilityList = z.object({ spec_version: z.string(), capabilities: z.array(capabilitySchema) });
-// DESIGN 19: what `?currency=` converts to, where each rate comes from, and what is not offered and why.
+// docs/design.md §19: what `?currency=` converts to, where each rate comes from, and what is not offered and why.
 const currencyListSchema = z.object({
   base: z.literal('USD').describe('Prices are stored in USD; every conversion starts from it'),
   currencies: z

@@ -4,7 +4,7 @@ import { credentialOf, tokenCheck } from '../../shared/identity/operator-tokens.
 import type { AppDeps } from '../deps.ts';
 
 /**
- * `GET /metrics`, Prometheus text format (DESIGN 12). Open unless METRICS_TOKEN is set, then it
+ * `GET /metrics`, Prometheus text format (docs/design.md §12). Open unless METRICS_TOKEN is set, then it
  * needs `Authorization: Bearer <METRICS_TOKEN>` (Prometheus `authorization.credentials`). Not in
  * /openapi.json: it is for the operator's scraper, not part of the client API (docs/operations.md "Metrics").
  */

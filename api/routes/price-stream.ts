@@ -13,12 +13,12 @@ import { clientIp } from '../plugins/client-ip.ts';
 import { DownloadSlots } from '../plugins/download-slots.ts';
 
 /**
- * The price stream over Server-Sent Events (DESIGN 15): GET /v2/prices/stream (keyed, filtered) and
+ * The price stream over Server-Sent Events (docs/design.md §15): GET /v2/prices/stream (keyed, filtered) and
  * GET /v1/prices/stream (keyless, every change). The routes validate, authorise and count; the
  * process's hub (shared/prices/stream-hub.ts) replays and fans out.
  */
 
-/** DESIGN 15: open keyless streams per client address and API process. */
+/** docs/design.md §15: open keyless streams per client address and API process. */
 export const PUBLIC_STREAMS_PER_CLIENT = 2;
 const MAX_CATALOG_IDS = 100;
 /** The response body asks its reader for more below this many queued bytes (StreamSink.drained). */

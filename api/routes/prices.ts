@@ -85,7 +85,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         const conversion = await resolveConversion(deps.sql, query.currency);
         const prices = await deps.itemPrices.read(params.catalog_id);
         if (prices === null) throw notFound();
-        // DESIGN 19: an item people ask about gets its 24 h sales read first (never awaited).
+        // docs/design.md §19: an item people ask about gets its 24 h sales read first (never awaited).
         deps.priceDemand.record([params.catalog_id]);
         // Already JSON (shared/prices/current.ts renders it around the per-request ages).
         set.headers['content-type'] = 'application/json;charset=utf-8';
@@ -110,7 +110,7 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
       '/v2/prices/:catalog_id/history',
       async ({ params, query, principal, set }) => {
         const { from, to } = query;
-        // spec 4: the cursor binds the item, the workspace and every filter (not the page size).
+        // docs/interface.md §4: the cursor binds the item, the workspace and every filter (not the page size).
         const filters = {
           workspace: principal.workspace.id,
           catalog_id: params.catalog_id,

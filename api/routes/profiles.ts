@@ -13,7 +13,7 @@ export const gameplatformIdParams = z.object({
 });
 
 /**
- * Checked before validation and authentication (DESIGN 11): anything parseSteamId refuses is a 400
+ * Checked before validation and authentication (docs/design.md §11): anything parseSteamId refuses is a 400
  * with its own code, and no hostile id ever reaches Postgres or Steam. A valid id is parsed here
  * once and replaced by its SteamID64, which is what the routes use.
  */

@@ -109,7 +109,7 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
         const conversion = await resolveConversion(deps.sql, query.currency);
         const snapshot = await deps.priceSnapshots.current();
         if (!snapshot) throw unavailable();
-        // DESIGN 18 and 19: the item's image, sales windows and liquidity, looked up once per snapshot (kept with the body).
+        // docs/design.md §18 and §19: the item's image, sales windows and liquidity, looked up once per snapshot (kept with the body).
         const body = await snapshot.itemBodyWithExtras(params.market_hash_name, conversion, (catalogId) => loadPublicItemExtras(deps.sql, deps.config, catalogId, new Date()));
         if (!body) throw errors.notFound('No prices for an item of this market_hash_name.');
         return serve(request, body, snapshot.createdAt);
@@ -122,7 +122,7 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
         detail: {
           summary: 'One item’s prices by market_hash_name',
           description: [
-            'Every stored price version of one item, by its exact market_hash_name (URL-encoded), from the current price snapshot: the latest price per source with min/median/max, and the item’s `image` (DESIGN 18: the newest icon Steam showed it with, else @ianlucas/cs2-lib’s, else null; the art is Valve’s). `ETag` and `If-None-Match` (304) as for GET /v1/prices; `currency` converts (see Conventions). No key: limited per client address (`PUBLIC_PRICES_RATE_LIMIT` requests per minute, shared with GET /v1/prices).',
+            'Every stored price version of one item, by its exact market_hash_name (URL-encoded), from the current price snapshot: the latest price per source with min/median/max, and the item’s `image` (docs/design.md §18: the newest icon Steam showed it with, else @ianlucas/cs2-lib’s, else null; the art is Valve’s). `ETag` and `If-None-Match` (304) as for GET /v1/prices; `currency` converts (see Conventions). No key: limited per client address (`PUBLIC_PRICES_RATE_LIMIT` requests per minute, shared with GET /v1/prices).',
             'Errors: 400 `invalid_request` (an unsupported currency), 404 `not_found` (no prices for this name), 429 `rate_limited` (with `Retry-After`), 503 `prices_unavailable` (no snapshot yet), 503 `fx_unavailable`.',
           ].join('\n\n'),
           tags: ['keyless'],

@@ -35,11 +35,11 @@ const outputSchema = z
     background: z.string().describe('`transparent` or `#rrggbb`'),
   })
   .describe('Output image: exact size in pixels, format and background');
-// item and output are checked in the handler, so their errors carry the codes of DESIGN 10
+// item and output are checked in the handler, so their errors carry the codes of docs/design.md §10
 // (`invalid_item`, `invalid_output`) rather than the generic body validation's.
 const createBody = z
   .object({
-    item: z.unknown().describe(itemSelectorRequestSchema.description ?? 'DESIGN 10 item selector'),
+    item: z.unknown().describe(itemSelectorRequestSchema.description ?? 'docs/design.md §10 item selector'),
     scene_id: uuid('The scene (uuid)'),
     scene_revision: z.number().int().min(1).optional().describe("A revision of the scene; default: the scene's latest"),
     output: z.unknown().describe('{width, height (64–2048), format (png | webp), background (transparent | #rrggbb)}'),
@@ -57,7 +57,7 @@ const renderSchema = z.object({
   output: outputSchema,
   mode: z
     .enum(RENDER_MODES)
-    .describe('How the item is drawn (DESIGN 18): `3d` with a real 3D model of the definition in this deployment, `card` (an item card: the item image, stickers, name tag, StatTrak counter, wear bar) without one. Decided when the render is accepted.'),
+    .describe('How the item is drawn (docs/design.md §18): `3d` with a real 3D model of the definition in this deployment, `card` (an item card: the item image, stickers, name tag, StatTrak counter, wear bar) without one. Decided when the render is accepted.'),
   created_at: z.string(),
   completed_at: z.string().nullable(),
   image: z
@@ -98,8 +98,8 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
   });
 
   /**
-   * DESIGN 10: without Chromium no render can finish, so none is accepted. Item files are not needed
-   * any more (DESIGN 18): a definition without a real model is drawn as an item card.
+   * docs/design.md §10: without Chromium no render can finish, so none is accepted. Item files are not needed
+   * any more (docs/design.md §18): a definition without a real model is drawn as an item card.
    */
   const checkRendererAvailable = () => {
     if (!existsSync(deps.config.CHROMIUM_PATH)) throw renderErrors.rendererUnavailable(['Chromium']);
@@ -132,7 +132,7 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
             deps.log.warn({ err: error.message, render_id: row.render_id, request_id: requestIdOf(set) }, 'could not enqueue a render; the sweeper will'),
           );
         }
-        // DESIGN 10: the same live request is answered with the existing render (200), a new one with 202.
+        // docs/design.md §10: the same live request is answered with the existing render (200), a new one with 202.
         set.status = created ? 202 : 200;
         return renderJson(row, request);
       },

@@ -15,7 +15,7 @@ import { requestMetaPlugin, type RequestMeta } from '../plugins/request-meta.ts'
 export const SCENE_PAGE_LIMIT = { default: 25, max: 100 } as const;
 
 /**
- * DESIGN 10: a bad scene is 400 `invalid_scene`, not the generic `invalid_request` that Elysia's
+ * docs/design.md §10: a bad scene is 400 `invalid_scene`, not the generic `invalid_request` that Elysia's
  * validation errors become. So the body is checked here by parseSceneBody, which throws the
  * `invalid_scene` ApiError (zod lets it through and the errors plugin answers it as is), while the
  * OpenAPI document still shows the scene schema that check applies.
@@ -44,7 +44,7 @@ const scenePage = z.object({ data: z.array(sceneDocumentSchema), next_cursor: z.
 
 const notModified = { 304: 'Not modified: If-None-Match names this ETag' } as const;
 
-/** DESIGN 10: scenes of the key's workspace, their immutable revisions and ETags. */
+/** docs/design.md §10: scenes of the key's workspace, their immutable revisions and ETags. */
 export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiKeyPluginDeps & IdempotencyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const meta = (principal: ApiKeyPrincipal, requestMeta: RequestMeta) => ({
@@ -58,7 +58,7 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
       .use(apiKeyPlugin(deps))
       .use(idempotencyPlugin(deps))
       .use(requestMetaPlugin(deps))
-      // DESIGN 10: every scene answer carries its ETag, the hash of the body sent, computed here for
+      // docs/design.md §10: every scene answer carries its ETag, the hash of the body sent, computed here for
       // all of them (idempotent replays, answered before the handler, get it from `replayHeaders`).
       // A GET whose If-None-Match names it is answered 304 without a body.
       .onAfterHandle(({ request, response, set }) => {

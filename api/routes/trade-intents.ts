@@ -31,7 +31,7 @@ const assetId = z.string().regex(/^[0-9]{1,20}$/, 'must be a Steam asset id (dec
 const assetList = (side: string) =>
   z.array(assetId).max(TRADE_ASSETS_PER_SIDE_MAX).optional().describe(`Asset ids this account ${side} (create_offer only; 0 to ${TRADE_ASSETS_PER_SIDE_MAX})`);
 
-// The shape is checked here (400 invalid_request); the rules of DESIGN 11 (kind and the fields it
+// The shape is checked here (400 invalid_request); the rules of docs/design.md §11 (kind and the fields it
 // needs, account, expiry, target, assets, policy) are checked in that order by the service, each a
 // 400 invalid_intent, so `kind` is plain text here rather than an enum.
 const createBody = z
@@ -60,7 +60,7 @@ const currencyQuery = z.object({ currency: currencyParam.optional() }).strict();
 
 /**
  * A trade intent with its valuation (stored in USD at creation) in the requested currency: each
- * side's total converted once, `currency` and `fx` at the top (DESIGN 14).
+ * side's total converted once, `currency` and `fx` at the top (docs/design.md §14).
  */
 function inCurrency(intent: TradeIntent, conversion: Conversion | null): TradeIntent {
   if (!conversion) return intent;
@@ -82,7 +82,7 @@ export type TradeIntentRouteDeps = Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
   tradeInventory?: TradeInventory;
 };
 
-/** DESIGN 11: trade intents, drafts that reserve their outgoing assets. */
+/** docs/design.md §11: trade intents, drafts that reserve their outgoing assets. */
 export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const inventory = deps.tradeInventory ?? steamTradeInventory(deps);
@@ -117,7 +117,7 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
           summary: 'Create a draft trade intent',
           description: [
             'A draft trade between a connected account of the workspace and a partner, which reserves its outgoing assets until it expires or is cancelled. `kind` is `create_offer` (to `partner_steam_id`, with `give` and `receive`: up to 256 asset ids each) or `accept_offer` (`target_trade_id`: an open create_offer draft addressed to this account).',
-            'The checks, in this order, each a 400 `invalid_intent` naming the field: the kind and its fields; the account; `expires_at` (in the future, at most 14 days ahead); the target; the assets (owned and tradable in an inventory at most 10 minutes old; a protected asset on either side, trade-protected or listed on the Community Market (DESIGN 17), is refused with a detail of `code` `asset_protected`); the policy (neither side worth more than `TRADE_MAX_VALUE_USD`, default 10 000, at `valuation_marketplace`). The valuation is stored in USD.',
+            'The checks, in this order, each a 400 `invalid_intent` naming the field: the kind and its fields; the account; `expires_at` (in the future, at most 14 days ahead); the target; the assets (owned and tradable in an inventory at most 10 minutes old; a protected asset on either side, trade-protected or listed on the Community Market (docs/design.md §17), is refused with a detail of `code` `asset_protected`); the policy (neither side worth more than `TRADE_MAX_VALUE_USD`, default 10 000, at `valuation_marketplace`). The valuation is stored in USD.',
             'Requires an `Idempotency-Key`.',
             'Errors: 400 `invalid_intent`, 400 `idempotency_key_required`, 409 `asset_reserved` (another draft reserves an outgoing asset), 409 `external_reference_conflict`, 409 `target_offer_conflict`, 409 `idempotency_key_reused` or `idempotency_key_in_use`, 503 `upstream_unavailable` (an owner\'s inventory cannot be fetched from Steam).',
           ].join('\n\n'),
@@ -130,7 +130,7 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
       '/v2/trade-intents',
       async ({ principal, query }) => {
         const conversion = await resolveConversion(deps.sql, query.currency);
-        // spec 4: the cursor binds the workspace and the state filter, not the page size.
+        // docs/interface.md §4: the cursor binds the workspace and the state filter, not the page size.
         const filters = { workspace: principal.workspace.id, state: query.state ?? null };
         const after = query.cursor ? decodeCursor(signingKey, 'trade_intents', filters, query.cursor, position) : null;
         const page = await listTradeIntents(deps.sql, principal.workspace.id, { state: query.state }, after, query.limit);

@@ -22,8 +22,8 @@ const createBody = z
   .strict();
 
 /**
- * DESIGN 10 viewer sessions: `POST /v2/viewer/sessions` issues a page URL; the page, its script,
- * the item files and the item card's images (DESIGN 18) are public (the token in the URL is the
+ * docs/design.md §10 viewer sessions: `POST /v2/viewer/sessions` issues a page URL; the page, its script,
+ * the item files and the item card's images (docs/design.md §18) are public (the token in the URL is the
  * credential) and come from shared/media/viewer, which the render worker serves too.
  */
 export function viewerRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'log'> & ApiKeyPluginDeps) {
@@ -62,7 +62,7 @@ export function viewerRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'log
       async ({ params }) => {
         const session = await openViewerSession(deps.sql, params.token, deps.now());
         if (session.state !== 'open') return viewerMessagePage(session.state === 'expired' ? 410 : 404);
-        // DESIGN 18: 3D with a real model (as the item files are now), else the item card.
+        // docs/design.md §18: 3D with a real model (as the item files are now), else the item card.
         const files = renderModeFor(itemFilesDir, session.item.item.definition_index) === '3d' ? resolveViewerFiles(itemFilesDir, session.item) : null;
         const card = files ? null : await buildItemCard(deps, session.item, { imageSize: CARD_MAX_IMAGE_SIZE });
         const html = await viewerPageHtml({ item: session.item, scene: session.scene, files, card, mode: 'interactive' });

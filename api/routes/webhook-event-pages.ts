@@ -37,7 +37,7 @@ const pageSchema = z.object({
 });
 
 /**
- * DESIGN 8: the pages of a prices.updated event past its first, behind the signed `next_url` that
+ * docs/design.md §8: the pages of a prices.updated event past its first, behind the signed `next_url` that
  * deliveries carry. No API key: the signed URL is the credential, as for audit export downloads.
  */
 export function webhookEventPageRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'>) {

@@ -42,7 +42,7 @@ const createBody = z
     description: descriptionField.optional(),
   })
   .strict();
-// DESIGN 15: any of the fields, at least one; unknown fields are a 400.
+// docs/design.md §15: any of the fields, at least one; unknown fields are a 400.
 const updateBody = z
   .object({
     url: urlField.optional(),
@@ -116,7 +116,7 @@ const position: z.ZodType<EndpointPosition & DeliveryPosition> = z.object({ id: 
 
 const notFound = () => errors.notFound('No webhook endpoint with this id in your workspace.');
 
-/** DESIGN 8: webhook endpoints of the key's workspace and their deliveries. */
+/** docs/design.md §8: webhook endpoints of the key's workspace and their deliveries. */
 export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'queues' | 'log'> & ApiKeyPluginDeps & IdempotencyPluginDeps) {
   const signingKey = deps.config.SIGNING_KEY!;
   const enqueueDeliveries = deliveryEnqueuer(deps.queues.webhooks);
@@ -222,7 +222,7 @@ export function webhookRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'qu
       async ({ principal, params, query }) => {
         const endpoint = await findWebhookEndpoint(deps.sql, principal.workspace.id, params.webhook_id);
         if (!endpoint) throw notFound();
-        // spec 4: the cursor binds the workspace, the endpoint and the status filter (not the page size).
+        // docs/interface.md §4: the cursor binds the workspace, the endpoint and the status filter (not the page size).
         const filters = { workspace: principal.workspace.id, endpoint: endpoint.id, status: query.status ?? null };
         const after = query.cursor ? decodeCursor(signingKey, 'webhook_deliveries', filters, query.cursor, position) : null;
         const page = await listDeliveries(deps.sql, endpoint.id, query.status, after, query.limit);

@@ -3,7 +3,7 @@ import type { Queryable } from '../platform/db.ts';
 import { newId } from '../util/ids.ts';
 import { redactSecrets } from '../util/redact.ts';
 
-// spec 2.2 / 8
+// docs/interface.md §2.2 / §8
 export const AUDIT_SOURCES = ['platform', 'gameplatform'] as const;
 export const AUDIT_OUTCOMES = ['accepted', 'rejected', 'succeeded', 'failed', 'recorded'] as const;
 export const AUDIT_NAME_PATTERN = /^[a-z][a-z0-9_.-]{1,79}$/;
@@ -49,7 +49,7 @@ export class AuditMetadataTooLargeError extends Error {
 }
 
 /**
- * Records one event. Call it with the transaction that makes the change (DESIGN 7). Metadata over
+ * Records one event. Call it with the transaction that makes the change (docs/design.md §7). Metadata over
  * 32 KiB is refused, never cut, so a caller learns at once that it is recording too much.
  */
 export async function insertAuditEvent(db: Queryable, event: NewAuditEvent): Promise<string> {
@@ -132,7 +132,7 @@ export async function listAuditEvents(
   };
 }
 
-/** The published shape of an event, key for key, metadata redacted (DESIGN 7). */
+/** The published shape of an event, key for key, metadata redacted (docs/design.md §7). */
 export function toAuditEvent(row: StoredAuditEvent): AuditEvent {
   return {
     id: row.id,

@@ -1,7 +1,7 @@
 import { checkSignedUrl, signUrl, type SignedUrl, type SignedUrlCheck } from '../http/signed-url.ts';
 
 /**
- * Signed download URLs of finished exports (DESIGN 7; shared/http/signed-url.ts): each read of a
+ * Signed download URLs of finished exports (docs/design.md §7; shared/http/signed-url.ts): each read of a
  * completed, unexpired job mints a new one, valid 5 minutes, that works without an API key:
  *
  *   <base>/v2/audit/exports/<export_id>/download?expires=<unix seconds>&signature=<base64url HMAC-SHA256>

@@ -2,14 +2,14 @@ import { errors, type ErrorDetail } from '../http/errors.ts';
 import type { SignedUrl } from '../http/signed-url.ts';
 
 /**
- * Audit export jobs (spec 2.3 / 3 / 8, DESIGN 7): the stored row, the job's JSON shape and the range
+ * Audit export jobs (docs/interface.md §2.3 / §3 / §8, docs/design.md §7): the stored row, the job's JSON shape and the range
  * rule. The row is the system of record (exports-repository.ts); a BullMQ job only wakes an
  * `exports` worker, which must win the row's lease before it writes anything (exports-service.ts).
  */
 export const AUDIT_EXPORT_STATES = ['queued', 'leased', 'completed', 'failed'] as const;
 export type AuditExportState = (typeof AUDIT_EXPORT_STATES)[number];
 
-// spec 8: an export covers at most 32 days, entirely in the past.
+// docs/interface.md §8: an export covers at most 32 days, entirely in the past.
 export const AUDIT_EXPORT_MAX_RANGE_DAYS = 32;
 const DAY_MS = 86_400_000;
 
@@ -118,7 +118,7 @@ export function failedEventPayload(row: AuditExportRow): Record<string, unknown>
   };
 }
 
-/** spec 8: `from` < `to`, `to` not in the future, at most 32 days. Throws a 400 naming each problem. */
+/** docs/interface.md §8: `from` < `to`, `to` not in the future, at most 32 days. Throws a 400 naming each problem. */
 export function checkExportRange(from: Date, to: Date, now: Date): void {
   const details: ErrorDetail[] = [];
   if (from >= to) details.push({ field: 'body.from', message: 'must be before to' });

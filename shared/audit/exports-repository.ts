@@ -21,7 +21,7 @@ export async function insertAuditExport(
   return row!;
 }
 
-/** A workspace's job; another workspace's id is simply not found (spec 7). */
+/** A workspace's job; another workspace's id is simply not found (docs/interface.md §7). */
 export async function findAuditExport(db: Queryable, workspaceId: string, exportId: string): Promise<AuditExportRow | null> {
   const [row] = await db<AuditExportRow[]>`
     select ${db.unsafe(COLUMNS)} from audit_exports where id = ${exportId} and workspace_id = ${workspaceId}`;

@@ -13,7 +13,7 @@ import {
 } from './exports-repository.ts';
 
 /**
- * The export lifecycle (DESIGN 7): each transition that clients can observe records its audit event
+ * The export lifecycle (docs/design.md §7): each transition that clients can observe records its audit event
  * (and, when it ends the job, its outbox event) in the same transaction; jobs are enqueued after
  * commit.
  */
@@ -26,12 +26,12 @@ export function auditExportJobId(row: Pick<AuditExportRow, 'id' | 'attempts'>): 
   return `audit-export-${row.id}-${row.attempts}`;
 }
 
-/** From the API, after the row committed (STYLE: write the row first, enqueue after commit). */
+/** From the API, after the row committed (docs/conventions.md: write the row first, enqueue after commit). */
 export async function enqueueAuditExport(queues: JobQueues, row: Pick<AuditExportRow, 'id' | 'attempts'>): Promise<void> {
   await enqueue(queues, 'audit_export.run', { export_id: row.id }, { jobId: auditExportJobId(row) });
 }
 
-/** Creates a queued job and its `audit_export.requested` event in one transaction (DESIGN 7). */
+/** Creates a queued job and its `audit_export.requested` event in one transaction (docs/design.md §7). */
 export async function createAuditExport(
   sql: Sql,
   input: { workspaceId: string; from: Date; to: Date; actor: AuditActor; requestId: string | null; now: Date },

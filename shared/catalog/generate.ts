@@ -16,7 +16,7 @@ import {
 } from './identity.ts';
 
 /**
- * DESIGN 9: the catalog is every marketable CS2 variant, generated from @ianlucas/cs2-lib and named
+ * docs/design.md §9: the catalog is every marketable CS2 variant, generated from @ianlucas/cs2-lib and named
  * exactly as Steam names it (market_hash_name). Pure and deterministic: the same library version
  * always yields the same items in the same order (sorted by market_hash_name, UTF-16 code units).
  *
@@ -361,7 +361,7 @@ export function generateCatalog(): CatalogItem[] {
 /**
  * The catalog names of kits applied to other items, by the id a certificate gives them: sticker kit
  * id → the sticker's, patch's or sealed graffiti's market_hash_name, charm id → the charm's (as
- * variantsOf names them). For valuing stickers and charms as their own catalog items (DESIGN 14).
+ * variantsOf names them). For valuing stickers and charms as their own catalog items (docs/design.md §14).
  */
 export function kitCatalogNames(): { stickers: Map<number, string>; charms: Map<number, string> } {
   // The lib's items and their English names directly: an economy instance (loadEconomy) would hold

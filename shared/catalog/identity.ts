@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 
-/** spec 9: catalog identity format. */
+/** docs/interface.md §9: catalog identity format. */
 export const CATALOG_IDENTITY_FORMAT = 'cs2.market.v1';
 
 const base32Alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
@@ -75,7 +75,7 @@ export type ItemType = (typeof ITEM_TYPES)[number];
 export const RARITIES = ['stock', 'consumer', 'industrial', 'mil-spec', 'restricted', 'classified', 'covert', 'contraband'] as const;
 export type Rarity = (typeof RARITIES)[number];
 
-/** DESIGN 9: price versions. */
+/** docs/design.md §9: price versions. */
 export const PHASE_VERSIONS = ['phase-1', 'phase-2', 'phase-3', 'phase-4', 'ruby', 'sapphire', 'black-pearl', 'emerald'] as const;
 export type PhaseVersion = (typeof PHASE_VERSIONS)[number];
 const VERSION_PATTERN = /^(default|phase-[1-4]|ruby|sapphire|black-pearl|emerald|pattern-(0|[1-9][0-9]{0,3})|tier-[1-9][0-9]?)$/;
@@ -122,14 +122,14 @@ export const catalogItemSchema = z.object({
 export type CatalogItem = z.infer<typeof catalogItemSchema>;
 
 /**
- * DESIGN 19: a catalog item as GET /v2/catalog/items and `catalog.item_added` show it. `provisional`
+ * docs/design.md §19: a catalog item as GET /v2/catalog/items and `catalog.item_added` show it. `provisional`
  * items were added from market names before the library knew them (shared/catalog/provisional.ts).
  */
 export const catalogRecordSchema = catalogItemSchema.extend({
   provisional: z
     .boolean()
     .describe(
-      'true for an item added the day it appeared on the market, from its name alone (DESIGN 19): priced like any item, with `rarity`, `definition_index` and `paint_index` null until a catalog sync with a newer @ianlucas/cs2-lib makes it a regular item under the same `catalog_id`',
+      'true for an item added the day it appeared on the market, from its name alone (docs/design.md §19): priced like any item, with `rarity`, `definition_index` and `paint_index` null until a catalog sync with a newer @ianlucas/cs2-lib makes it a regular item under the same `catalog_id`',
     ),
 });
 export type CatalogRecord = z.infer<typeof catalogRecordSchema>;

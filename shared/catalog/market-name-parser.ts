@@ -1,7 +1,7 @@
 import { catalogIdFor, EXTERIOR_NAMES, type CatalogItem, type Exterior, type ItemType, type PhaseVersion } from './identity.ts';
 
 /**
- * DESIGN 19 "New items": a Steam market_hash_name the catalog lacks, read into the attributes the
+ * docs/design.md §19 "New items": a Steam market_hash_name the catalog lacks, read into the attributes the
  * generator (generate.ts) gives the same item, so a name seen on the market before @ianlucas/cs2-lib
  * knows it can be priced as a provisional catalog item with the identity and catalog_id the generator
  * will later give it (the identity is the name itself: catalogIdFor(name)).

@@ -4,14 +4,14 @@ import type { CatalogItem, CatalogRecord } from './identity.ts';
 import { DEFAULT_AGENT_FACTIONS, DEFAULT_SKIN_KINDS, parseMarketHashName, type MarketNameKnowledge, type SkinKind } from './market-name-parser.ts';
 
 /**
- * DESIGN 19 "New items" (sql/0027): names an upstream lists that the catalog lacks are recorded per
+ * docs/design.md §19 "New items" (sql/0027): names an upstream lists that the catalog lacks are recorded per
  * source. A name seen on two sources, or on steam (whose whole-market search lists only what Steam's
  * market sells), is parsed; a name that parses into one item becomes a catalog item with
  * `provisional: true`, announced with `catalog.item_added` in the same transaction; a name that does
  * not is kept in unparsed_item_names, counted in /metrics and listed in GET /v2/status.
  */
 
-/** A source whose listing alone makes a name a market item (DESIGN 19: "or on Steam's search"). */
+/** A source whose listing alone makes a name a market item (docs/design.md §19: "or on Steam's search"). */
 const AUTHORITATIVE_SOURCE = 'steam';
 /** How many sources (steam aside) must list a name before it is parsed. */
 const SOURCES_NEEDED = 2;

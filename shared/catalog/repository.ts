@@ -23,7 +23,7 @@ export type CatalogSyncCounts = {
   deleted: number;
   /** Rows no longer generated but kept because latest_prices still references them. */
   retained: number;
-  /** Provisional rows (DESIGN 19) this catalog generates: now regular items, same id and prices. */
+  /** Provisional rows (docs/design.md §19) this catalog generates: now regular items, same id and prices. */
   adopted: number;
   /** Provisional rows this catalog still lacks: kept as they are. */
   provisional: number;
@@ -35,7 +35,7 @@ export type CatalogSyncCounts = {
  * Makes catalog_items equal to `items`: inserts new rows, updates rows whose attributes changed
  * (leaving unchanged rows and their synced_at alone), and deletes rows no longer generated unless a
  * latest price still refers to them. One transaction: readers see the old or the new catalog.
- * DESIGN 19: a provisional row (shared/catalog/provisional.ts) that `items` generates becomes a regular
+ * docs/design.md §19: a provisional row (shared/catalog/provisional.ts) that `items` generates becomes a regular
  * item with the generated attributes, keeping its catalog_id and so its prices; one it does not
  * generate stays provisional.
  */
@@ -139,7 +139,7 @@ export type CatalogPosition = { name: string };
 
 type CatalogRow = CatalogItem;
 
-/** `%`, `_` and `\` match themselves (DESIGN 9): escaped for LIKE with `\` as the escape character. */
+/** `%`, `_` and `\` match themselves (docs/design.md §9): escaped for LIKE with `\` as the escape character. */
 export function likeLiteral(text: string): string {
   return text.replace(/[\\%_]/g, (char) => `\\${char}`);
 }

@@ -5,7 +5,7 @@ import { jsonDecimalString, jsonNumber, jsonNumberOrNull } from './json-number.t
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatVersion } from './types.ts';
 
 /**
- * csgotrader's price files (DESIGN 20; docs/compat/csgotrader.md), as `prices.csgotrader.app/latest/`
+ * csgotrader's price files (docs/design.md §20; docs/compat/csgotrader.md), as `prices.csgotrader.app/latest/`
  * served them and as csgo-trader-extension's `utils/pricing.js` reads them:
  *
  *   prices_v6.json  {"<name>": {"steam": {"last_90d": n|null, "last_30d": …, "last_7d": …, "last_24h": …},

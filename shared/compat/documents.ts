@@ -22,7 +22,7 @@ const DERIVED_BROTLI_QUALITY = 5;
 export type LoadedCompatDocument = { parsed: unknown; oldestSourceMs: number | null };
 
 /**
- * An API process's view of the drop-in formats' documents (DESIGN 20): each document of the current
+ * An API process's view of the drop-in formats' documents (docs/design.md §20): each document of the current
  * snapshot read from Postgres at its first request and parsed once (built first if no process has
  * built it yet: shared/compat/store.ts), and each answer derived from it encoded once per snapshot
  * (`memoKey`). Everything of an older snapshot is dropped when a newer one is seen.

@@ -5,7 +5,7 @@ import { jsonNumber } from './json-number.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, CompatDataset, CompatHandler, CompatSalesWindow, CompatVersion } from './types.ts';
 
 /**
- * Skinport's public API as a drop-in format (DESIGN 20; docs/compat/skinport.md):
+ * Skinport's public API as a drop-in format (docs/design.md §20; docs/compat/skinport.md):
  *
  *   GET /compat/skinport/v1/items?app_id=730&currency=EUR&tradable=0
  *   GET /compat/skinport/v1/sales/history?app_id=730&currency=EUR&market_hash_name=A,B
@@ -108,7 +108,7 @@ class OldestSourceTime {
 }
 
 /**
- * DESIGN 20: from the skinport source where it has the version (fresh), else from the consensus of
+ * docs/design.md §20: from the skinport source where it has the version (fresh), else from the consensus of
  * the fresh sources; what we do not have is `null`, as Skinport writes it.
  */
 export const buildSkinportItems: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
@@ -137,7 +137,7 @@ export const buildSkinportItems: CompatBuilder = (dataset: CompatDataset): Built
         row.updated_at = seconds(skinport.source_time_ms);
         oldest.add(skinport.source_time_ms);
       } else if (data.consensus !== null) {
-        // Listings across the fresh markets behind the consensus (DESIGN 19's liquidity.listings).
+        // Listings across the fresh markets behind the consensus (docs/design.md §19's liquidity.listings).
         let listings: number | null = null;
         let newest: number | null = null;
         for (const source of Object.values(data.sources)) {
@@ -163,8 +163,8 @@ function salesWindowRow(window: CompatSalesWindow): SkinportSalesWindowRow {
 }
 
 /**
- * DESIGN 20: a version's windows from the skinport source where it has any (Skinport's own sales,
- * with its item page), else the windows combined over the sources that publish sales (DESIGN 19);
+ * docs/design.md §20: a version's windows from the skinport source where it has any (Skinport's own sales,
+ * with its item page), else the windows combined over the sources that publish sales (docs/design.md §19);
  * a window neither has is left out, never written as zero sales. Versions without any window are
  * not listed.
  */

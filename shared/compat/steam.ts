@@ -3,7 +3,7 @@ import { formatSteamMoney, hundredthsOf, steamWalletCurrencyById } from '../fx/s
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, CompatDataset, CompatHandler } from './types.ts';
 
 /**
- * Steam's community market price overview as a drop-in format (DESIGN 20; docs/compat/steam.md):
+ * Steam's community market price overview as a drop-in format (docs/design.md §20; docs/compat/steam.md):
  *
  *   GET /compat/steam/market/priceoverview/?appid=730&currency=3&market_hash_name=AK-47%20%7C%20Redline%20(Field-Tested)
  *
@@ -15,7 +15,7 @@ import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, C
  *   {"success":false}                                             (a name Steam does not know)
  *
  * `lowest_price` is our steam source's ask (its search pages), `volume` and `median_price` its 24-hour
- * sales window (priceoverview: the number sold in the last 24 hours and their median, DESIGN 19).
+ * sales window (priceoverview: the number sold in the last 24 hours and their median, docs/design.md §19).
  */
 
 /** One name's Steam figures in USD: [lowest ask, 24 h volume, 24 h median], each null where Steam has none. */

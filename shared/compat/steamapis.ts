@@ -3,7 +3,7 @@ import { jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatSalesWindow } from './types.ts';
 
 /**
- * SteamApis' `GET /market/items/730` (DESIGN 20; docs/compat/steamapis.md), from the steam source's
+ * SteamApis' `GET /market/items/730` (docs/design.md §20; docs/compat/steamapis.md), from the steam source's
  * data. SteamApis' documented body (its docs' response example; key order as there):
  *
  *   {"appID": 730, "data": [{"updated_at": 1611472110000, "prices": {"first_seen": 1378162800000,
@@ -16,7 +16,7 @@ import type { BuiltCompatDocument, CompatBuilder, CompatDataset, CompatHandler, 
  * and with `format=compact` `{"<name>": <safe>}` (`compact_value` picks another of latest, min, avg,
  * max, mean, safe, safe_ts.last_24h … safe_ts.last_90d, unstable, unstable_reason). `first_seen` and
  * `updated_at` are unix milliseconds. SteamApis writes 0 for prices it has no sales for; we write null
- * (never 0, DESIGN 20), and leave out image, border_color, market_name and nameID, which we do not hold.
+ * (never 0, docs/design.md §20), and leave out image, border_color, market_name and nameID, which we do not hold.
  *
  * The stored document keeps, per item, each value's JSON text (exact numbers from the decimal
  * strings); the handler writes the full body or a compact map from them, once per snapshot and form.

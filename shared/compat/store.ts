@@ -4,7 +4,7 @@ import { readCompatDataset } from './dataset.ts';
 import { COMPAT_DOCUMENTS, COMPAT_SALES_DOCUMENTS, type CompatBuilder, type CompatDataset, type CompatDocumentName } from './types.ts';
 
 /**
- * The drop-in formats' documents of one snapshot (DESIGN 20), stored in compat_documents: built once
+ * The drop-in formats' documents of one snapshot (docs/design.md §20), stored in compat_documents: built once
  * per snapshot from a CompatDataset read as of the snapshot's build time (so every document agrees
  * with the keyless list it goes with), by whichever process asks first (the index pool right after a
  * snapshot, or an API process whose request finds none), under a lock per snapshot: concurrent askers

@@ -1,7 +1,7 @@
 import type { SalesWindowName } from '../sources/types.ts';
 
 /**
- * Drop-in formats (DESIGN 20; docs/compat/): the price files and endpoints existing tools read,
+ * Drop-in formats (docs/design.md §20; docs/compat/): the price files and endpoints existing tools read,
  * served from our data. This module is the contract between the snapshot build, which gathers a
  * CompatDataset once per keyless price snapshot and builds each stored document from it
  * (shared/compat/store.ts), the format modules (shared/compat/<format>.ts), which turn the dataset
@@ -41,7 +41,7 @@ export type CompatSalesWindow = {
 export type CompatVersion = {
   /** Keyed by our source name (skinport, steam, csfloat, csmarket, lisskins, waxpeer, whitemarket, bitskins, csdeals, skinbaron). */
   sources: Record<string, CompatSourcePrice>;
-  /** The cross-market consensus price of the fresh sources at the build (DESIGN 13), null when none was fresh. */
+  /** The cross-market consensus price of the fresh sources at the build (docs/design.md §13), null when none was fresh. */
   consensus: string | null;
   /** Each source's sales windows (skinport: all four; steam: 24h). */
   sales: Record<string, Partial<Record<SalesWindowName, CompatSalesWindow>>>;

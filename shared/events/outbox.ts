@@ -1,7 +1,7 @@
 import type { Queryable } from '../platform/db.ts';
 import { newId } from '../util/ids.ts';
 
-/** DESIGN 8: every webhook event type. An endpoint subscribing to anything else is a 400. */
+/** docs/design.md §8: every webhook event type. An endpoint subscribing to anything else is a 400. */
 export const EVENT_TYPES = [
   'price.updated',
   'prices.updated',
@@ -10,27 +10,27 @@ export const EVENT_TYPES = [
   'audit_export.completed',
   'audit_export.failed',
   'trade_intent.created',
-  // DESIGN 15: inventory watch of connected accounts, and the management test event (sent only by
+  // docs/design.md §15: inventory watch of connected accounts, and the management test event (sent only by
   // POST /v2/webhooks/{id}/test, to that endpoint, whatever its event_types).
   'inventory.changed',
   'item.tradable',
   'webhook.test',
-  // DESIGN 17: reversals read from connected accounts' trade history (shared/gameplatform/trade-history.ts),
+  // docs/design.md §17: reversals read from connected accounts' trade history (shared/gameplatform/trade-history.ts),
   // and the end of an asset's trade protection.
   'trade.reversed',
   'item.protection_ended',
-  // DESIGN 19: a name the catalog lacked became a provisional catalog item (shared/catalog/provisional.ts);
+  // docs/design.md §19: a name the catalog lacked became a provisional catalog item (shared/catalog/provisional.ts);
   // market-wide, its data the catalog record.
   'catalog.item_added',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Changed items per prices.updated event, and per page behind its next_url (DESIGN 8). */
+/** Changed items per prices.updated event, and per page behind its next_url (docs/design.md §8). */
 export const PRICES_UPDATED_PAGE_SIZE = 1_000;
 
 /**
  * One changed price of a prices.updated event or page; `previous_price` null when the item is new to
- * the source; `bid` and `volume_7d` as stored with the price (DESIGN 13), null where the source has none.
+ * the source; `bid` and `volume_7d` as stored with the price (docs/design.md §13), null where the source has none.
  */
 export type ChangedPrice = { catalog_id: string; version: string; price: string; previous_price: string | null; bid: string | null; volume_7d: number | null };
 
@@ -60,7 +60,7 @@ export async function insertOutboxEvent(
   event: {
     type: EventType;
     workspaceId: string | null;
-    /** DESIGN 15: for this endpoint only, whatever its event_types (webhook.test); otherwise every subscriber. */
+    /** docs/design.md §15: for this endpoint only, whatever its event_types (webhook.test); otherwise every subscriber. */
     endpointId?: string | null;
     payload: Record<string, unknown>;
     at: Date;

@@ -2,7 +2,7 @@ import { decimalJsRatio } from './convert-decimal.ts';
 import { FX_SOURCE, type FxRates, type FxSourceName } from './repository.ts';
 
 /**
- * Conversion of stored USD amounts into another currency (DESIGN 14): A × rate(X) / rate(USD),
+ * Conversion of stored USD amounts into another currency (docs/design.md §14): A × rate(X) / rate(USD),
  * with both rates per 1 EUR from the same ECB file, computed exactly in integer arithmetic (the
  * result decimal.js gave, shared/fx/convert-decimal.ts) and rounded once, half-even, to X's ISO 4217 minor units. Amounts and rates are decimal strings in and out:
  * nothing passes through a JS float. A total is converted once from its USD total by the caller,
@@ -50,7 +50,7 @@ export function isSupportedCurrency(rates: FxRates, currency: string): boolean {
   return rates.rates.has(currency);
 }
 
-/** The `fx` object of a converted answer (DESIGN 14). */
+/** The `fx` object of a converted answer (docs/design.md §14). */
 export type FxQuote = { base: 'USD'; quote: string; rate: string; as_of: string; source: FxSourceName };
 
 const AMOUNT = /^-?[0-9]+(\.[0-9]+)?$/;
@@ -185,7 +185,7 @@ export function convertUsd(amount: string, rates: FxRates, currency: string): st
 
 /**
  * An amount in `currency` (EUR, or any currency of the rates) as USD: A × rate(USD) / rate(X), exactly,
- * rounded once half-even to 2 places (DESIGN 14: skinbaron's EUR prices, stored in USD at the newest
+ * rounded once half-even to 2 places (docs/design.md §14: skinbaron's EUR prices, stored in USD at the newest
  * rates). Throws UnsupportedCurrencyError for a currency the rates lack.
  */
 export function convertToUsd(amount: string, rates: FxRates, currency: string): string {

@@ -5,7 +5,7 @@ import { STEAM_IMPLIED_CURRENCIES } from './steam-currencies.ts';
 import { findSteamImpliedStates, STEAM_IMPLIED_SOURCE, type SteamImpliedState } from './steam-implied-repository.ts';
 
 /**
- * Every currency `?currency=` can name (DESIGN 14 and 19), and where its rate comes from: EUR and
+ * Every currency `?currency=` can name (docs/design.md §14 and §19), and where its rate comes from: EUR and
  * every currency of the newest ECB file (`ecb`), then the Steam wallet currencies the ECB does not
  * publish, each with the rate of its latest Steam basket read (`steam-implied`) or not offered with
  * the reason. A currency the ECB publishes is always converted at the ECB's rate.

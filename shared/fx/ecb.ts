@@ -3,7 +3,7 @@ import type { Logger } from '../platform/logger.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * The European Central Bank's daily reference rates (DESIGN 14), the one upstream of the `fx`
+ * The European Central Bank's daily reference rates (docs/design.md §14), the one upstream of the `fx`
  * source: `GET ${FX_URL}/stats/eurofxref/eurofxref-daily.xml`, the real `gesmes:Envelope` file.
  * A sample of what this reads (the real file, shortened; attributes in single quotes as the ECB
  * writes them):

@@ -1,5 +1,5 @@
 /**
- * Exchange rates (DESIGN 14, issue 20): prices are stored in USD and shown in other currencies
+ * Exchange rates (docs/design.md §14, issue 20): prices are stored in USD and shown in other currencies
  * through the European Central Bank's daily reference rates.
  *
  * - Source (ecb.ts): the `fx` source is always on and is not a marketplace (not in SOURCES). It
@@ -21,7 +21,7 @@
  *   the same results as the decimal.js form it replaced (convert-decimal.ts, compared by
  *   test/fx-convert.test.ts). USD → USD is the identity. Routes (`?currency=`) are built on supportedCurrencies, quoteFor and
  *   usdConverter / convertUsd over findLatestRates.
- * - Steam-implied rates (DESIGN 19, steam-implied.ts, steam-currencies.ts, steam-implied-repository.ts,
+ * - Steam-implied rates (docs/design.md §19, steam-implied.ts, steam-currencies.ts, steam-implied-repository.ts,
  *   sql/0028): the Steam wallet currencies the ECB lacks, at the median over a fixed basket of local /
  *   USD lowest prices read from Steam's priceoverview (the `fx.steam_implied` job); currencies.ts joins
  *   both into what `?currency=` converts to and GET /v2/meta/currencies lists (`fx.source`).

@@ -6,7 +6,7 @@ import { recordFxFailure, recordFxSuccess, saveRateDays } from './repository.ts'
 /**
  * One run of the `fx.refresh` job (ingest pool, every SOURCE_FX_INTERVAL_SECONDS and once at start-up): fetch the ECB file,
  * parse it, store its day(s) and record the outcome. A failed or malformed fetch records its error
- * on the source and stores nothing, so the last good rates stay in use (DESIGN 14).
+ * on the source and stores nothing, so the last good rates stay in use (docs/design.md §14).
  */
 
 /** As the source adapters' requests (workers/ingest/run.ts). */
@@ -16,7 +16,7 @@ export type FxRefreshOutcome =
   | { status: 'succeeded'; days: string[]; currencies: number; skipped: number }
   | { status: 'failed'; error: string; consecutiveFailures: number };
 
-/** DESIGN 19: a failed fetch is retried after 60 s, the wait doubling with each failure in a row, up to the interval. */
+/** docs/design.md §19: a failed fetch is retried after 60 s, the wait doubling with each failure in a row, up to the interval. */
 export const FX_FIRST_RETRY_MS = 60_000;
 
 /** The wait before retrying after `consecutiveFailures` failures in a row (1: 60 s, 2: 120 s, …), at most `intervalMs`. */

@@ -6,10 +6,10 @@ import type { EcbRateDay } from './ecb.ts';
  * row. Rates travel as the exact decimal text Postgres holds (`rate::text`), never as numbers.
  */
 
-/** The ECB upstream of the fx source (DESIGN 14: `source: "ecb"` in the `fx` of an ECB currency). */
+/** The ECB upstream of the fx source (docs/design.md §14: `source: "ecb"` in the `fx` of an ECB currency). */
 export const FX_SOURCE = 'ecb';
 
-/** Where a rate comes from (DESIGN 19 `fx.source`): the ECB, or Steam's own prices (shared/fx/steam-implied.ts). */
+/** Where a rate comes from (docs/design.md §19 `fx.source`): the ECB, or Steam's own prices (shared/fx/steam-implied.ts). */
 export type FxSourceName = 'ecb' | 'steam-implied';
 
 /** The rates conversions use: the newest ECB date's set. */
@@ -25,7 +25,7 @@ export type FxRates = {
 };
 
 /**
- * Stores each day's set, replacing any set already stored for that date (DESIGN 14: a later file
+ * Stores each day's set, replacing any set already stored for that date (docs/design.md §14: a later file
  * for the same date overwrites it), in one transaction.
  */
 export async function saveRateDays(sql: Sql, days: readonly EcbRateDay[], fetchedAt: Date): Promise<void> {

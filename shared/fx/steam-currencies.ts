@@ -1,5 +1,5 @@
 /**
- * Steam's wallet currencies (DESIGN 19): each with its `currency=<id>` (Steam's ECurrencyCode) and the
+ * Steam's wallet currencies (docs/design.md §19): each with its `currency=<id>` (Steam's ECurrencyCode) and the
  * way Steam writes an amount in it. The formats are Steam's own currency table (`g_rgCurrencyData` of
  * its web pages: symbol, whether it comes first, the decimal and thousands symbols, the space between
  * symbol and number, whether amounts are shown in whole units), one row per currency:
@@ -101,7 +101,7 @@ export function steamWalletCurrencyById(steamId: number): SteamWalletCurrency | 
 
 /**
  * The Steam wallet currencies the ECB's daily file does not publish (its ~30 currencies and EUR cover
- * the others): these get rates implied by Steam's own prices (DESIGN 19). Should the ECB ever publish
+ * the others): these get rates implied by Steam's own prices (docs/design.md §19). Should the ECB ever publish
  * one of them, its ECB rate is the one used (shared/prices/currency.ts).
  */
 export const STEAM_IMPLIED_CURRENCIES: readonly string[] = ['RUB', 'VND', 'UAH', 'CLP', 'PEN', 'COP', 'TWD', 'SAR', 'AED', 'ARS', 'KZT', 'KWD', 'QAR', 'CRC', 'UYU'];

@@ -17,7 +17,7 @@ import {
 } from './steam-implied-repository.ts';
 
 /**
- * Rates implied by Steam's own prices (DESIGN 19) for the wallet currencies the ECB does not publish:
+ * Rates implied by Steam's own prices (docs/design.md §19) for the wallet currencies the ECB does not publish:
  * the `fx.steam_implied` job of the ingest pool reads Steam's priceoverview of a fixed basket of
  * liquid items in USD and then in each such currency,
  *
@@ -40,7 +40,7 @@ import {
  * the simulator serves them too). Fixed: a rate is comparable from one read to the next.
  */
 export const STEAM_IMPLIED_BASKET: readonly string[] = ['Recoil Case', 'Dreams & Nightmares Case', 'Fracture Case', 'Revolution Case', 'Snakebite Case'];
-/** DESIGN 19: a currency with fewer basket prices than this is not offered. */
+/** docs/design.md §19: a currency with fewer basket prices than this is not offered. */
 export const MIN_BASKET_PRICES = 3;
 /** As the source adapters' requests (workers/ingest/run.ts). */
 const REQUEST_TIMEOUT_MS = 15_000;

@@ -28,10 +28,10 @@ import {
 } from './openid.ts';
 
 /**
- * Connected accounts (DESIGN 11): starting a Steam OpenID flow, finishing it at the public
+ * Connected accounts (docs/design.md §11): starting a Steam OpenID flow, finishing it at the public
  * callback, and disconnecting. Every change records its audit event (source `gameplatform`) in
  * the transaction that makes it; refused callbacks are recorded as rejected on the flow's
- * workspace when the state names one (DESIGN 7).
+ * workspace when the state names one (docs/design.md §7).
  */
 
 type RequestMeta = { workspaceId: string; actor: AuditActor; requestId: string; now: Date };
@@ -108,7 +108,7 @@ export async function finishConnect(deps: CallbackDeps, query: URLSearchParams, 
 }
 
 /**
- * The persona name from the profile cache, fetched when missing or old (DESIGN 11 profiles). The
+ * The persona name from the profile cache, fetched when missing or old (docs/design.md §11 profiles). The
  * name is a courtesy: when profiles cannot answer (no Web API key, Steam down, no such profile)
  * the account is connected with a null name rather than refused.
  */
@@ -130,7 +130,7 @@ async function whyStateRefused(db: Queryable, state: string, now: Date): Promise
   return found && !found.used_at && found.expires_at <= now ? 'expired_state' : 'unknown_or_used_state';
 }
 
-/** DESIGN 7: a refused callback is recorded on the workspace that started the flow, when known. */
+/** docs/design.md §7: a refused callback is recorded on the workspace that started the flow, when known. */
 async function recordRejection(deps: CallbackDeps, flow: OpenIdState | null, reason: OpenIdRejection, meta: { requestId: string; now: Date }): Promise<void> {
   deps.log.info({ reason, request_id: meta.requestId, known_state: flow !== null }, 'OpenID callback refused');
   if (!flow) return;
@@ -151,7 +151,7 @@ export type CancelDrafts = (tx: Queryable, accountId: string, meta: RequestMeta)
 /**
  * Ends a live connection of the workspace (404 otherwise, another workspace's included), cancels
  * its draft trade intents and releases their reservations, destroys its owner token and deletes
- * its stored trade history (DESIGN 17), and records `account.disconnected`, all in one transaction.
+ * its stored trade history (docs/design.md §17), and records `account.disconnected`, all in one transaction.
  */
 export async function disconnectAccount(sql: Sql, accountId: string, cancelDrafts: CancelDrafts, meta: RequestMeta): Promise<void> {
   await sql.begin(async (tx) => {
@@ -160,7 +160,7 @@ export async function disconnectAccount(sql: Sql, accountId: string, cancelDraft
     const cancelled = await cancelDrafts(tx, accountId, meta);
     // Named without "token": audit listings redact any metadata key containing it.
     const tokenDestroyed = await destroyTokenOfAccount(tx, accountId);
-    // DESIGN 17: the trade history only the token could read goes with it.
+    // docs/design.md §17: the trade history only the token could read goes with it.
     const tradesDeleted = await deleteTradesOfAccount(tx, accountId);
     await insertAuditEvent(tx, {
       workspaceId: meta.workspaceId, source: 'gameplatform', eventType: 'account.disconnected', resourceType: 'gameplatform_account',

@@ -8,7 +8,7 @@ import type { Queryable } from '../platform/db.ts';
  * have a repository of their own (steam-token-repository.ts); accounts read only their expiry.
  */
 
-/** A connected account as the API answers it (DESIGN 11). */
+/** A connected account as the API answers it (docs/design.md §11). */
 export const connectedAccountSchema = z.object({
   account_id: z.number().int().describe('Integer id of the connection'),
   steam_id: z.string().describe('SteamID64'),

@@ -3,7 +3,7 @@ import type { EventType } from '../events/outbox.ts';
 import type { StoredAsset } from './inventory/asset-record.ts';
 
 /**
- * Repository of the inventory watch (DESIGN 15; tables inventory_watches and
+ * Repository of the inventory watch (docs/design.md §15; tables inventory_watches and
  * inventory_tradable_events, sql/0017_inventory_watch.sql). Snapshots themselves live in
  * inventory_snapshots / inventory_assets like every other inventory read (shared/gameplatform/inventory/snapshots.ts).
  */

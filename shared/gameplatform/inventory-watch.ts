@@ -30,7 +30,7 @@ import { SteamNotFoundError, SteamPrivateError, SteamUnavailableError } from './
 import { acquireSteamBudget, BudgetDeferred, steamBudgetMetrics, steamBudgetSettings, steamRequestBudget, type SteamBudgetSettings } from './steam-budget.ts';
 
 /**
- * DESIGN 15 inventory watch. While a workspace has a live endpoint subscribed to inventory.changed
+ * docs/design.md §15 inventory watch. While a workspace has a live endpoint subscribed to inventory.changed
  * or item.tradable, each of its connected accounts has a watch (inventory_watches). Runs of the
  * `inventory_watch.read` job (maintenance pool) claim due watches, oldest snapshot first, and read
  * each inventory from Steam, one unit of ONE global budget per page request (Redis sliding window,
@@ -88,7 +88,7 @@ export function watchBudgetSettings(deps: Pick<InventoryWatchDeps, 'config' | 'b
   return steamBudgetSettings(deps.config, deps.budget);
 }
 
-/** The job id of an asset's item.tradable job (STYLE: from business keys, no `:`). */
+/** The job id of an asset's item.tradable job (docs/conventions.md: from business keys, no `:`). */
 export function tradableJobId(accountId: number | string, assetId: string): string {
   return `inventory-tradable-${accountId}-${assetId}`;
 }
@@ -142,7 +142,7 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
   };
   let read: InventoryRead;
   try {
-    // DESIGN 17: with the account's live owner token, both contexts (protected items included); a
+    // docs/design.md §17: with the account's live owner token, both contexts (protected items included); a
     // token Steam refuses is dropped (audited) and this read falls back to the public one.
     const owner = await liveTokenFor(deps.sql, keyringOf(deps), watch.account_id, deps.now());
     read = owner === null ? publicRead(await fetchInventoryPages(deps, watch.steam_id, READ_BUDGET_MS, fetchOptions)) : await ownerReadOrPublic(deps, watch, owner, fetchOptions, log);
@@ -165,7 +165,7 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
 
   const fetchedAt = deps.now();
   const prepared = await prepareInventorySnapshot(deps.sql, watch.steam_id, read, fetchedAt, deps.config);
-  // DESIGN 17: text no form reads is not an error; the read says how many assets kept a null hold.
+  // docs/design.md §17: text no form reads is not an error; the read says how many assets kept a null hold.
   if (prepared.unreadableHolds > 0) log.warn({ unreadable_holds: prepared.unreadableHolds }, 'watched inventory hold text without a readable instant');
   const stored = await deps.sql.begin(async (tx) => {
     const locked = await lockClaimedWatch(tx, watch.account_id, token);
@@ -191,7 +191,7 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
               steam_id: watch.steam_id,
               snapshot_id: prepared.snapshot.id,
               previous_snapshot_id: locked.snapshot_id,
-              // The inventory endpoint's record (DESIGN 11/14); value needs a marketplace, so null.
+              // The inventory endpoint's record (docs/design.md §11/§14); value needs a marketplace, so null.
               added: added.map((record) => ({ ...record, value: null })),
               removed,
             },
@@ -231,14 +231,14 @@ async function ownerReadOrPublic(deps: InventoryWatchDeps, watch: ClaimedWatch, 
 
 const keyringOf = (deps: InventoryWatchDeps): SecretKeyring => deps.keyring ?? SecretKeyring.ofConfig(deps.config);
 
-/** The job id of an asset's item.protection_ended job (STYLE: from business keys, no `:`). */
+/** The job id of an asset's item.protection_ended job (docs/conventions.md: from business keys, no `:`). */
 export function protectionEndedJobId(accountId: number | string, assetId: string): string {
   return `inventory-protection-ended-${accountId}-${assetId}`;
 }
 
 /**
- * One delayed job per protected asset whose protection ends in the future, at that instant (DESIGN
- * 17: item.protection_ended, like item.tradable). After the commit; a lost job is added again by the
+ * One delayed job per protected asset whose protection ends in the future, at that instant (docs/design.md
+ * §17: item.protection_ended, like item.tradable). After the commit; a lost job is added again by the
  * next read, same id.
  */
 async function scheduleProtectionEndedJobs(deps: InventoryWatchDeps, accountId: number, records: readonly StoredAsset[], now: Date): Promise<void> {

@@ -1,7 +1,7 @@
 import { parseSteamId } from './steam-id.ts';
 
 /**
- * Steam OpenID 2.0 as a relying party (DESIGN 11; OpenID Authentication 2.0, sections 9–11):
+ * Steam OpenID 2.0 as a relying party (docs/design.md §11; OpenID Authentication 2.0, sections 9–11):
  * building the checkid_setup redirect, checking a positive assertion, and asking the provider to
  * verify its signature (`check_authentication`, the stateless mode Steam supports). Nothing here
  * touches the database; shared/gameplatform/accounts-service.ts adds the state and nonce checks.
@@ -9,7 +9,7 @@ import { parseSteamId } from './steam-id.ts';
 
 export const OPENID_NS = 'http://specs.openid.net/auth/2.0';
 const IDENTIFIER_SELECT = 'http://specs.openid.net/auth/2.0/identifier_select';
-/** Steam's claimed ids always carry this prefix, wherever the provider is reached (DESIGN 11). */
+/** Steam's claimed ids always carry this prefix, wherever the provider is reached (docs/design.md §11). */
 export const STEAM_CLAIMED_ID_PREFIX = 'https://steamcommunity.com/openid/id/';
 export const CALLBACK_PATH = '/v2/gameplatform/openid/callback';
 /** Fields the provider must have signed, or a forger could swap them (spec 11.2 lists the first five for 2.0). */
@@ -116,8 +116,8 @@ export function nonceTime(nonce: string): Date | null {
 }
 
 /**
- * The checks of a positive assertion that need no database and no network (spec 11.1–11.2, DESIGN
- * 11), in the order a forger is most cheaply turned away: mode and namespace, the op endpoint, the
+ * The checks of a positive assertion that need no database and no network (spec 11.1–11.2, docs/design.md
+ * §11), in the order a forger is most cheaply turned away: mode and namespace, the op endpoint, the
  * exact return_to with the state the callback was reached with, the claimed id form, the signed
  * field list, and a recent nonce. Throws OpenIdRejectedError naming the first failure.
  */

@@ -6,7 +6,7 @@ import type { Logger } from '../platform/logger.ts';
 import { fetchPlayerSummary, SteamUnavailableError, steamApiError, type PlayerSummary } from './steam-client.ts';
 import { steamIdsOf, type SteamIds } from './steam-id.ts';
 
-/** DESIGN 11: a public Steam profile, cached in steam_profiles for PROFILE_TTL_SECONDS. */
+/** docs/design.md §11: a public Steam profile, cached in steam_profiles for PROFILE_TTL_SECONDS. */
 export const profileSchema = z.object({
   steam_id: z.string().describe('SteamID64'),
   steam_id2: z.string(),

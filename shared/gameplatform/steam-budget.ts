@@ -5,7 +5,7 @@ import { createRequestBudget, type RequestBudget } from '../sources/budget.ts';
 import { SourceRateLimitedError } from '../sources/types.ts';
 
 /**
- * The one Steam Web budget every owner-side reader shares (DESIGN 15 and 17): the inventory watch's
+ * The one Steam Web budget every owner-side reader shares (docs/design.md §15 and §17): the inventory watch's
  * page reads and the trade-history polls each spend one unit per request of a Redis sliding window
  * (shared/sources/budget.ts), so every process together stays within
  * STEAM_INVENTORY_REQUESTS_PER_MINUTE. A 429 from Steam blocks the window for its Retry-After.

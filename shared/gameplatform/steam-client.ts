@@ -4,7 +4,7 @@ import { parseRetryAfter } from '../sources/upstream.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * HTTP to Steam (DESIGN 11): the request, its typed errors and the Web API (GetPlayerSummaries), at
+ * HTTP to Steam (docs/design.md §11): the request, its typed errors and the Web API (GetPlayerSummaries), at
  * STEAM_API_URL / STEAM_COMMUNITY_URL exactly as configured (the community inventory read is
  * inventory/steam-community.ts). Every call has a timeout, and every
  * upstream behaviour (status, timeout, reset, garbage body) ends in one of the typed errors below,
@@ -112,7 +112,7 @@ export async function fetchPlayerSummary(config: Config, apiKey: string, steamId
 }
 
 /**
- * The API answer for a Steam failure (DESIGN 11): private → 403 inventory_private, not found → 404
+ * The API answer for a Steam failure (docs/design.md §11): private → 403 inventory_private, not found → 404
  * (the caller's code), unavailable or throttled → 503 upstream_unavailable with Retry-After. Anything
  * else is ours, not upstream behaviour, and is rethrown as is.
  */

@@ -1,6 +1,6 @@
 import SteamID from 'steamid';
 
-/** A parsed Steam account in the three notations every game-platform response carries (DESIGN 11). */
+/** A parsed Steam account in the three notations every game-platform response carries (docs/design.md §11). */
 export type SteamIds = { steam_id: string; steam_id2: string; steam_id3: string };
 
 /**

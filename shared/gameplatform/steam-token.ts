@@ -15,7 +15,7 @@ import {
 } from './steam-token-repository.ts';
 
 /**
- * Owner access tokens (DESIGN 17): the Steam web API token (`webapi_token`, a JWT) an account's
+ * Owner access tokens (docs/design.md §17): the Steam web API token (`webapi_token`, a JWT) an account's
  * owner gives us so that reads can see what only the owner sees. Checked (shape, `sub`, `exp`),
  * sealed at rest under WEBHOOK_SECRET_KEY, and never returned, logged, put in a job payload or in
  * audit metadata: functions here hand the plaintext only to `liveTokenFor`'s caller.
@@ -188,7 +188,7 @@ export async function liveTokenFor(db: Queryable, keyring: SecretKeyring, accoun
 /**
  * The live token a workspace holds for this SteamID (through its live connected account), with
  * that account's id, or null: the workspace has no such account, or no live token for it. A token
- * serves only its own workspace (DESIGN 17): callers pass the workspace of the request or watch.
+ * serves only its own workspace (docs/design.md §17): callers pass the workspace of the request or watch.
  */
 export async function ownerTokenFor(db: Queryable, keyring: SecretKeyring, workspaceId: string, steamId: string, now: Date): Promise<{ accountId: string; token: string } | null> {
   const accountId = await findTokenAccountOf(db, workspaceId, steamId);
@@ -197,7 +197,7 @@ export async function ownerTokenFor(db: Queryable, keyring: SecretKeyring, works
   return token === null ? null : { accountId, token };
 }
 
-/** Inside a disconnect's transaction: destroys the account's token (DESIGN 17); whether there was one. */
+/** Inside a disconnect's transaction: destroys the account's token (docs/design.md §17); whether there was one. */
 export async function destroyTokenOfAccount(tx: Queryable, accountId: string): Promise<boolean> {
   return (await deleteSealedToken(tx, accountId)) !== null;
 }

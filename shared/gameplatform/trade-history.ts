@@ -28,7 +28,7 @@ import {
 } from './trades-repository.ts';
 
 /**
- * Reversal tracking (DESIGN 17). For every live connected account with a live owner token whose
+ * Reversal tracking (docs/design.md §17). For every live connected account with a live owner token whose
  * workspace subscribes to trade.reversed or item.protection_ended, runs of the `trade_history.read`
  * job (maintenance pool) read Steam's `IEconService/GetTradeHistory/v1` every
  * TRADE_HISTORY_INTERVAL_SECONDS, one unit of the shared Steam budget per page (steam-budget.ts, the
@@ -72,7 +72,7 @@ for (const event of ['sent', 'not_sent']) tradeReversalsRecorded.inc({ event }, 
 /** The shared budget's counters are registered with the inventory watch's metrics. */
 export const tradeHistoryMetrics = [tradeHistoryReads, tradeHistorySteamRequests, tradeHistorySkipped, tradeReversalsRecorded];
 
-/** Steam's cap per page, and the page size we ask for (DESIGN 17's request). */
+/** Steam's cap per page, and the page size we ask for (docs/design.md §17's request). */
 export const TRADE_HISTORY_PAGE_SIZE = 100;
 /**
  * Pages are read back to trades this old: a trade can be reversed only during its 7-day protection,
@@ -317,7 +317,7 @@ async function readTradeHistory(
       return { outcome: 'deferred', reversals: 0 };
     }
     if (error instanceof TradeHistoryRefusedError) {
-      // DESIGN 17: a refused token is dropped (audited); the next sync ends the poll.
+      // docs/design.md §17: a refused token is dropped (audited); the next sync ends the poll.
       await dropToken(deps.sql, poll.account_id, 'refused', { now: deps.now() });
       await recordTradePollFailure(deps.sql, poll.account_id, claim, nextReadAt, `token refused (HTTP ${error.status})`);
       log.warn({ status: error.status }, 'Steam refused the owner token for the trade history; token dropped');
@@ -390,7 +390,7 @@ export type TradeReversedPayload = {
 };
 
 /**
- * trade.reversed from this account's point of view (DESIGN 17): what came back to it (the return
+ * trade.reversed from this account's point of view (docs/design.md §17): what came back to it (the return
  * trade's received assets under their new ids) and what left it (the return trade's given assets,
  * as its inventory had them). Without the return trade (not in the history after the grace period):
  * what the reversed trade had brought it is what it lost, and what comes back is not known yet.

@@ -3,7 +3,7 @@ import { ensureInventorySnapshot, findSnapshotAssets, type InventoryDeps, type S
 import { steamApiError } from './steam-client.ts';
 
 /**
- * What the trade-intent asset check needs from inventories (DESIGN 11): the assets of an owner's
+ * What the trade-intent asset check needs from inventories (docs/design.md §11): the assets of an owner's
  * latest snapshot, fetched again when missing or older than `maxAgeSeconds`. A seam, so the check
  * reads as rules while the fetching stays in inventory/snapshots.ts (and a benchmark can count fetches).
  */
@@ -15,7 +15,7 @@ export type OwnerAssets =
   | { kind: 'upstream_down'; retryAfterSeconds: number };
 
 export type TradeInventory = {
-  /** `workspaceId`: the workspace asking; its owner token for `steamId`, when it holds one, reads the snapshot (DESIGN 17). */
+  /** `workspaceId`: the workspace asking; its owner token for `steamId`, when it holds one, reads the snapshot (docs/design.md §17). */
   ownerAssets(steamId: string, assetIds: readonly string[], maxAgeSeconds: number, workspaceId: string): Promise<OwnerAssets>;
 };
 

@@ -5,7 +5,7 @@ import { SOURCE_NAMES, type SourceName } from '../platform/source-names.ts';
 import { itemImageSchema } from '../media/images/item-image-schema.ts';
 
 /**
- * Trade intents (DESIGN 11, spec 2.8 / 3): the stored row, the JSON clients see and the rules that
+ * Trade intents (docs/design.md §11, docs/interface.md §2.8 / §3): the stored row, the JSON clients see and the rules that
  * need no database. A draft reserves its outgoing assets; cancel and expiry release them.
  */
 export const TRADE_INTENT_KINDS = ['create_offer', 'accept_offer'] as const;
@@ -13,9 +13,9 @@ export type TradeIntentKind = (typeof TRADE_INTENT_KINDS)[number];
 export const TRADE_INTENT_STATES = ['draft', 'cancelled', 'expired'] as const;
 export type TradeIntentState = (typeof TRADE_INTENT_STATES)[number];
 
-/** DESIGN 11: a draft lives at most 14 days. */
+/** docs/design.md §11: a draft lives at most 14 days. */
 export const TRADE_INTENT_MAX_LIFETIME_MS = 14 * 86_400_000;
-/** DESIGN 11: an owner's inventory snapshot older than this is fetched again before the asset check. */
+/** docs/design.md §11: an owner's inventory snapshot older than this is fetched again before the asset check. */
 export const TRADE_INVENTORY_MAX_AGE_SECONDS = 600;
 export const TRADE_ASSETS_PER_SIDE_MAX = 256;
 /** Steam's own limit on a trade offer message. */
@@ -43,7 +43,7 @@ export type TradeIntentRow = {
   /** created_at with microseconds, for cursor positions. */
   created_at_text: string;
   reservations: { asset_id: string; expires_at: Date; released_at: Date | null }[];
-  /** DESIGN 17: the partner's counts over the workspace's stored trades (trades-repository.ts partnerRiskColumns). */
+  /** docs/design.md §17: the partner's counts over the workspace's stored trades (trades-repository.ts partnerRiskColumns). */
   partner_trades: number;
   partner_reversals: number;
 };
@@ -52,7 +52,7 @@ export type TradeIntentPosition = { created_at: string; id: string };
 
 export const valuationSchema = z.object({
   marketplace: z.enum(SOURCE_NAMES),
-  give_total: z.string().describe('Sum of the given assets’ values (DESIGN 14: item at its phase version, no fallback, plus its stickers and charms), a decimal string'),
+  give_total: z.string().describe('Sum of the given assets’ values (docs/design.md §14: item at its phase version, no fallback, plus its stickers and charms), a decimal string'),
   receive_total: z.string().describe('Sum of the received assets’ values, a decimal string'),
   currency: z.string().describe('USD as stored, or the `?currency=` asked for'),
   unpriced_asset_ids: z.array(z.string()).describe('Assets of either side whose item has no price at this marketplace (its stickers and charms still count)'),
@@ -70,7 +70,7 @@ export const tradeIntentAssetSchema = z.object({
   image: itemImageSchema
     .nullable()
     .describe(
-      'DESIGN 18: the asset’s inventory record’s `image` when the intent was created (the icon its own Steam description carries, else cs2-lib’s image of the skin by wear), kept with the intent and not refreshed; null when the record had none, or for intents created before this field existed',
+      'docs/design.md §18: the asset’s inventory record’s `image` when the intent was created (the icon its own Steam description carries, else cs2-lib’s image of the skin by wear), kept with the intent and not refreshed; null when the record had none, or for intents created before this field existed',
     ),
 });
 export type TradeIntentAsset = z.infer<typeof tradeIntentAssetSchema>;
@@ -87,7 +87,7 @@ export const tradeIntentSchema = z.object({
   receive: z.array(z.string()).describe('Asset ids this account receives (for accept_offer: the target offer’s give)'),
   assets: z
     .array(tradeIntentAssetSchema)
-    .describe('Every asset of `give` then of `receive`, in their order, with its name, catalog id and image (DESIGN 18) as its owner’s inventory record showed them when the asset check passed'),
+    .describe('Every asset of `give` then of `receive`, in their order, with its name, catalog id and image (docs/design.md §18) as its owner’s inventory record showed them when the asset check passed'),
   partner_steam_id: z.string().nullable().describe('SteamID64 of the other side'),
   target_trade_id: z.uuid().nullable(),
   valuation: valuationSchema,
@@ -103,7 +103,7 @@ export const tradeIntentSchema = z.object({
       partner_reversals: z.number().int().describe("Trades the partner reversed during their trade protection, over this workspace's connected accounts"),
       partner_trades: z.number().int().describe("Trades between the partner and this workspace's connected accounts (as GET /v2/gameplatform/counterparties/{id} counts them)"),
     })
-    .describe("DESIGN 17: the partner's history with this workspace, from the trades read while accounts have owner tokens; counted when the intent is read"),
+    .describe("docs/design.md §17: the partner's history with this workspace, from the trades read while accounts have owner tokens; counted when the intent is read"),
   created_at: z.string(),
   updated_at: z.string(),
   currency: z.string().optional().describe('With `?currency=` other than USD: the currency of the valuation'),
@@ -149,7 +149,7 @@ export function assetsOf(row: Pick<TradeIntentRow, 'give' | 'receive' | 'assets'
   );
 }
 
-/** 400 invalid_intent naming the field(s) of the first check that failed (DESIGN 11 order). */
+/** 400 invalid_intent naming the field(s) of the first check that failed (docs/design.md §11 order). */
 export function invalidIntent(message: string, details: ErrorDetail[]): ApiError {
   return new ApiError(400, 'invalid_intent', message, details);
 }

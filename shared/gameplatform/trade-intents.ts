@@ -58,7 +58,7 @@ class AssetsReserved extends Error {}
 
 const duplicatesOf = (ids: readonly string[]) => [...new Set(ids.filter((id, index) => ids.indexOf(id) !== index))];
 
-/** Check 1 (DESIGN 11): the kind, and the fields that kind needs and forbids. */
+/** Check 1 (docs/design.md §11): the kind, and the fields that kind needs and forbids. */
 function checkKind(input: TradeIntentInput): { kind: TradeIntentKind; partnerSteamId: string | null } {
   if (!(TRADE_INTENT_KINDS as readonly string[]).includes(input.kind)) {
     throw invalidIntent('Unknown kind.', [{ field: 'body.kind', message: `must be one of ${TRADE_INTENT_KINDS.join(', ')}` }]);
@@ -101,8 +101,8 @@ type PricedAsset = { asset_id: string } & ValuationInput;
 /**
  * Check 4: every asset is in its owner's latest snapshot (fetched when missing or older than 10
  * minutes; read with the owner token when this workspace holds one for that SteamID, so protected
- * items in context 16 are seen and refused rather than missing), not protected (DESIGN 17: detail code `asset_protected`), and tradable now (tradable, and
- * no trade hold still running). Returns what valuation needs, and the intent's `assets` (DESIGN 18:
+ * items in context 16 are seen and refused rather than missing), not protected (docs/design.md §17: detail code `asset_protected`), and tradable now (tradable, and
+ * no trade hold still running). Returns what valuation needs, and the intent's `assets` (docs/design.md §18:
  * name, catalog id and image from the records this check already read, so no query is added;
  * give then receive, in request order; docs/decisions.md "Trade intents' assets").
  */
@@ -163,7 +163,7 @@ function checkPolicy(valuation: Valuation, maxValueUsd: number, fields: Record<S
 }
 
 async function recordRejection(sql: Sql, meta: TradeIntentMeta, operation: string, reason: string, metadata: Record<string, unknown>): Promise<void> {
-  // DESIGN 7: a 409 is recorded as a rejected request, in its own statement (the change rolled back).
+  // docs/design.md §7: a 409 is recorded as a rejected request, in its own statement (the change rolled back).
   await insertAuditEvent(sql, {
     workspaceId: meta.workspaceId, source: 'gameplatform', eventType: 'request.denied', resourceType: 'operation', resourceId: operation,
     outcome: 'rejected', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now, metadata: { status: 409, reason, ...metadata },
@@ -189,7 +189,7 @@ async function recordEnded(db: Queryable, ended: readonly EndedIntent[], state: 
 const SYSTEM_ACTOR: AuditActor = { type: 'system', id: null };
 
 /**
- * POST /v2/trade-intents (DESIGN 11): the checks in their documented order (kind, account, expiry,
+ * POST /v2/trade-intents (docs/design.md §11): the checks in their documented order (kind, account, expiry,
  * target, assets, policy), each a 400 invalid_intent naming the field, then one transaction that
  * writes the draft, one reservation per outgoing asset, the audit event and the outbox event.
  */

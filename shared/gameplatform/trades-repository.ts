@@ -2,7 +2,7 @@ import type { EventType } from '../events/outbox.ts';
 import type { Queryable, TransactionSql } from '../platform/db.ts';
 
 /**
- * Repository of connected accounts' Steam trades (DESIGN 17; tables gameplatform_trades,
+ * Repository of connected accounts' Steam trades (docs/design.md §17; tables gameplatform_trades,
  * gameplatform_trade_reversals and gameplatform_trade_polls, sql/0022_trades.sql), one function per
  * query. The poll (trade-history.ts) writes them; the API (trades.ts) and trade intents read them.
  */
@@ -256,7 +256,7 @@ export async function listTradesOfAccount(
 export type CounterpartyCounts = { trades: number; reversals: number; last_reversal_at: Date | null };
 
 /**
- * A counterparty's history with one workspace (DESIGN 17: its own accounts only): trades that moved
+ * A counterparty's history with one workspace (docs/design.md §17: its own accounts only): trades that moved
  * items (return trades and failed ones are not counted), of which reversed, and the last reversal.
  */
 export async function countCounterparty(db: Queryable, workspaceId: string, steamId: string): Promise<CounterpartyCounts> {

@@ -13,7 +13,7 @@ import {
 } from './trades-repository.ts';
 
 /**
- * The API's reads of connected accounts' Steam trades (DESIGN 17): an account's stored trades and a
+ * The API's reads of connected accounts' Steam trades (docs/design.md §17): an account's stored trades and a
  * counterparty's history with the workspace. The poll that stores them is trade-history.ts.
  */
 

@@ -6,7 +6,7 @@ import { phaseVersionOfPaint } from '../inspect/insights.ts';
 import { SOURCE_NAMES } from '../platform/source-names.ts';
 
 /**
- * The one valuation rule (DESIGN 14), used by inventories (`valuation=`) and trade intents: an item
+ * The one valuation rule (docs/design.md §14), used by inventories (`valuation=`) and trade intents: an item
  * is worth the requested marketplace's latest price of (its catalog item, its Doppler phase version
  * when its paint index has one, else `default`), with no fallback from a phase to `default` (a Ruby
  * is not worth a plain Doppler's price). The stickers and charms applied to it are valued as their
@@ -26,7 +26,7 @@ export const assetValueSchema = z
     total: z.string().describe('price + stickers_total + charms_total, over the priced parts'),
     unpriced: z.array(z.string()).describe('Parts without a price: `item`, `sticker:<sticker_id>`, `charm:<charm_id>`'),
   })
-  .describe('The asset’s value at the requested marketplace (DESIGN 14: one rule for inventories and trade intents)');
+  .describe('The asset’s value at the requested marketplace (docs/design.md §14: one rule for inventories and trade intents)');
 
 export type AssetValue = z.infer<typeof assetValueSchema>;
 
@@ -129,7 +129,7 @@ export function valuationInputOf(catalogId: string | null, record: unknown): Val
 }
 
 /**
- * A trade intent's valuation (DESIGN 14): each side the exact sum of its assets' `total`s; the
+ * A trade intent's valuation (docs/design.md §14): each side the exact sum of its assets' `total`s; the
  * assets whose item itself has no price are listed (their stickers and charms still count).
  */
 export async function valueTradeSides(

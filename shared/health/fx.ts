@@ -3,11 +3,11 @@ import type { Queryable } from '../platform/db.ts';
 import { findFxSourceState, FX_SOURCE } from '../fx/repository.ts';
 
 /**
- * The fx source in GET /health and GET /v2/status (DESIGN 14). Its freshness is the age of the
+ * The fx source in GET /health and GET /v2/status (docs/design.md §14). Its freshness is the age of the
  * rates, not of the last fetch: the ECB publishes on working days only, so a fetch every 6 h that
  * finds the same file is still fresh, and rates whose ECB date is more than FX_STALE_AFTER_DAYS
  * calendar days before today (UTC) are stale (still used for conversions, their date shown as
- * `fx.as_of`). Like an enabled marketplace (DESIGN 9), a stale or never-succeeded fx source makes
+ * `fx.as_of`). Like an enabled marketplace (docs/design.md §9), a stale or never-succeeded fx source makes
  * /health answer 503 and is listed in /v2/status's `degraded`: fx is always on, and prices in
  * other currencies depend on it.
  */

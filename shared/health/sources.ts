@@ -14,7 +14,7 @@ export const sourceStatesSchema = z.record(z.string(), sourceStateSchema);
 export const healthReportSchema = z.object({
   status: z.enum(['up', 'degraded']),
   sources: sourceStatesSchema,
-  fx: fxStateSchema.describe('The exchange rates (DESIGN 14): always on; stale or never succeeded makes this answer 503, like a source'),
+  fx: fxStateSchema.describe('The exchange rates (docs/design.md §14): always on; stale or never succeeded makes this answer 503, like a source'),
   stats: z.object({ items: z.number().int().describe('Catalog items held') }),
 });
 export type HealthReport = z.infer<typeof healthReportSchema>;
@@ -32,7 +32,7 @@ export async function sourceRowsByName(db: Queryable, names: readonly string[]):
 }
 
 /**
- * spec 2.1: each enabled source's last success against its stale threshold (the one freshness rule,
+ * docs/interface.md §2.1: each enabled source's last success against its stale threshold (the one freshness rule,
  * shared/prices/freshness.ts, which also decides each of its prices), and the fx source's rates
  * against theirs (shared/health/fx.ts); `up` only when every one of them is fresh.
  */

@@ -13,7 +13,7 @@ import { salesReaderStates, salesReadersSchema } from '../prices/sales.ts';
 
 /**
  * Each source as /v2/status shows it: every enabled one as on GET /health, and each source SOURCES
- * names that cannot run (DESIGN 14: skinbaron without SOURCE_SKINBARON_KEY) as `unavailable` with the
+ * names that cannot run (docs/design.md §14: skinbaron without SOURCE_SKINBARON_KEY) as `unavailable` with the
  * reason. An unavailable source is a configuration choice, not a failure: it is not in `degraded`.
  */
 const statusSourcesSchema = z.record(
@@ -68,7 +68,7 @@ export const platformStatusSchema = z.object({
           .nullable()
           .describe('Names seen on two price sources (or on Steam) that the catalog lacks and that do not parse unambiguously into one item, so they are not priced'),
       })
-      .describe('New items (DESIGN 19): market names the catalog lacks become provisional items; those that cannot be read are counted here. Unparsed names do not make the status degraded.'),
+      .describe('New items (docs/design.md §19): market names the catalog lacks become provisional items; those that cannot be read are counted here. Unparsed names do not make the status degraded.'),
     gameplatform: z
       .object({
         steam_web_api: z.object({
@@ -84,7 +84,7 @@ export const platformStatusSchema = z.object({
           reason: z.string(),
         }),
       })
-      .describe('Steam upstreams and game-platform automation (DESIGN 11: trade offers are drafted and reserved here, never sent to Steam)'),
+      .describe('Steam upstreams and game-platform automation (docs/design.md §11: trade offers are drafted and reserved here, never sent to Steam)'),
     media: z
       .object({
         item_files: z.object({
@@ -99,13 +99,13 @@ export const platformStatusSchema = z.object({
           .object({
             mode: z
               .enum(['3d', 'card', 'mixed'])
-              .describe('How renders and viewer sessions draw items (DESIGN 18): `card` (item cards) when no model in ITEM_FILES_DIR is a real 3D model (generated stand-ins only, or none), `3d` when every model is real, `mixed` when some are (those definitions in 3D, the others as cards)'),
+              .describe('How renders and viewer sessions draw items (docs/design.md §18): `card` (item cards) when no model in ITEM_FILES_DIR is a real 3D model (generated stand-ins only, or none), `3d` when every model is real, `mixed` when some are (those definitions in 3D, the others as cards)'),
             real_models: z.number().int().describe('Models that are not generated stand-ins (fetched by npm run item-files:fetch, or extracted game files)'),
             stand_in_models: z.number().int(),
           })
           .describe('The renders and viewer sessions component'),
       })
-      .describe('What renders and the viewer need (DESIGN 10, 18); without Chromium renders answer 503 renderer_unavailable, and without real models items are drawn as cards'),
+      .describe('What renders and the viewer need (docs/design.md §10, §18); without Chromium renders answer 503 renderer_unavailable, and without real models items are drawn as cards'),
   }),
 });
 export type PlatformStatus = z.infer<typeof platformStatusSchema>;
@@ -133,7 +133,7 @@ async function timed<T>(check: () => Promise<T>): Promise<{ ok: true; value: T; 
 /**
  * Database, Redis, every queue's depth and failures, and live workers per pool, each check bounded
  * in time. Returns null when the database (which holds heartbeats) cannot be reached: without it
- * no status can be assembled (spec 4: 503).
+ * no status can be assembled (docs/interface.md §4: 503).
  */
 export async function platformStatus(input: {
   sql: Queryable;

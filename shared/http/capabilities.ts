@@ -14,7 +14,7 @@ export const capabilitySchema = z.object({
 export type Capability = z.infer<typeof capabilitySchema>;
 
 /**
- * spec 3 "Feature (capabilities)": not yet built → planned; built but a runtime dependency is
+ * docs/interface.md §3 "Feature (capabilities)": not yet built → planned; built but a runtime dependency is
  * missing → unavailable (naming it); otherwise production.
  */
 export function capabilities(dependencyAvailable: (dependency: Dependency) => boolean): Capability[] {

@@ -4,7 +4,7 @@ import { constantTimeEqual, hmacSha256, sha256Hex } from '../util/crypto.ts';
 import { errors } from './errors.ts';
 
 /**
- * Opaque keyset cursors (DESIGN 6): `base64url(payload).base64url(hmac)`. The payload carries the
+ * Opaque keyset cursors (docs/design.md §6): `base64url(payload).base64url(hmac)`. The payload carries the
  * position and a digest of the filters that produced it, so a cursor replayed with other filters,
  * from another list, or edited by hand is a 400 invalid_cursor.
  */

@@ -3,7 +3,7 @@
 export type ErrorDetail = { field: string; message: string; code?: string };
 
 /**
- * An error with a public status, code and message (DESIGN 6). Anything thrown that is not an
+ * An error with a public status, code and message (docs/design.md §6). Anything thrown that is not an
  * ApiError is an internal fault: logged with the request id, answered as a bare 500.
  */
 export class ApiError extends Error {

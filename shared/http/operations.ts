@@ -1,7 +1,7 @@
 import type { Scope } from './scopes.ts';
 
 /**
- * Every operation of the interface (spec 4), with its scope, its unit weight (DESIGN 5: a table in
+ * Every operation of the interface (docs/interface.md §4), with its scope, its unit weight (docs/design.md §5: a table in
  * code, exposed by GET /v2/usage) and whether this deployment serves it yet. Capabilities, metering
  * and route guards all read this one table.
  */
@@ -39,11 +39,11 @@ export const OPERATIONS = [
   op('platform.status', 'GET', '/v2/status', 'public', [], 0, 'production'),
   op('meta.capabilities', 'GET', '/v2/meta/capabilities', 'public', [], 0, 'production'),
   op('meta.scopes', 'GET', '/v2/meta/scopes', 'public', [], 0, 'production'),
-  // DESIGN 19: the currencies `?currency=` converts to, with their source (public, like its siblings).
+  // docs/design.md §19: the currencies `?currency=` converts to, with their source (public, like its siblings).
   op('meta.currencies', 'GET', '/v2/meta/currencies', 'public', [], 0, 'production'),
   op('prices.public.list', 'GET', '/v1/prices', 'public', [], 0, 'production'),
   op('prices.public.get', 'GET', '/v1/prices/{market_hash_name}', 'public', [], 0, 'production'),
-  // DESIGN 18: keyless, limited per client address like the keyless prices.
+  // docs/design.md §18: keyless, limited per client address like the keyless prices.
   op('images.get', 'GET', '/v2/images/{catalog_id}', 'public', [], 0, 'production'),
   op('accounts.create', 'POST', '/v1/accounts', 'public', [], 0, 'production'),
   op('sessions.create', 'POST', '/v1/sessions', 'public', [], 0, 'production'),
@@ -68,7 +68,7 @@ export const OPERATIONS = [
   op('webhooks.get', 'GET', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:read'], 1, 'production', ['redis']),
   op('webhooks.delete', 'DELETE', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:write'], 1, 'production', ['redis']),
   op('webhooks.deliveries.list', 'GET', '/v2/webhooks/{webhook_id}/deliveries', 'api_key', ['webhooks:read'], 2, 'production', ['redis']),
-  // DESIGN 15: management. Only a rotation seals a new secret, so only it needs the secret key.
+  // docs/design.md §15: management. Only a rotation seals a new secret, so only it needs the secret key.
   op('webhooks.update', 'PATCH', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:write'], 1, 'production', ['redis']),
   op('webhooks.rotate_secret', 'POST', '/v2/webhooks/{webhook_id}/rotate-secret', 'api_key', ['webhooks:write'], 2, 'production', ['redis', 'webhook_secret_key']),
   op('webhooks.test', 'POST', '/v2/webhooks/{webhook_id}/test', 'api_key', ['webhooks:write'], 2, 'production', ['redis']),
@@ -76,12 +76,12 @@ export const OPERATIONS = [
   op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'production', ['redis', 'chromium']),
   op('renders.get', 'GET', '/v2/renders/{render_id}', 'api_key', ['media:read'], 1, 'production', ['redis']),
   op('trade_intents.create', 'POST', '/v2/trade-intents', 'api_key', ['trade:write'], 5, 'production', ['redis']),
-  // DESIGN 10: media:write creates and updates scenes, renders and viewer sessions.
+  // docs/design.md §10: media:write creates and updates scenes, renders and viewer sessions.
   op('viewer_sessions.create', 'POST', '/v2/viewer/sessions', 'api_key', ['media:write'], 2, 'production', ['redis']),
   op('inspect.decode', 'POST', '/v2/inspect/decode', 'api_key', ['inspect:read'], 1, 'production', ['redis']),
   op('prices.get', 'GET', '/v2/prices/{catalog_id}', 'api_key', ['prices:read'], 1, 'production', ['redis']),
   op('prices.history', 'GET', '/v2/prices/{catalog_id}/history', 'api_key', ['prices:read'], 3, 'production', ['redis']),
-  // DESIGN 15: the price stream, metered once per connection; both read the Redis stream.
+  // docs/design.md §15: the price stream, metered once per connection; both read the Redis stream.
   op('prices.stream', 'GET', '/v2/prices/stream', 'api_key', ['prices:read'], 5, 'production', ['redis']),
   op('prices.public.stream', 'GET', '/v1/prices/stream', 'public', [], 0, 'production', ['redis']),
   op('catalog.items.list', 'GET', '/v2/catalog/items', 'api_key', ['catalog:read'], 2, 'production', ['redis']),
@@ -94,10 +94,10 @@ export const OPERATIONS = [
   op('gameplatform_accounts.list', 'GET', '/v2/gameplatform/accounts', 'api_key', ['accounts:read'], 1, 'production', ['redis']),
   op('gameplatform_accounts.connect', 'POST', '/v2/gameplatform/accounts/connect', 'api_key', ['accounts:write'], 2, 'production', ['redis']),
   op('gameplatform_accounts.delete', 'DELETE', '/v2/gameplatform/accounts/{account_id}', 'api_key', ['accounts:write'], 1, 'production', ['redis']),
-  // DESIGN 17: owner tokens. Only setting one seals, so only it needs the secret key.
+  // docs/design.md §17: owner tokens. Only setting one seals, so only it needs the secret key.
   op('gameplatform_accounts.steam_token.set', 'PUT', '/v2/gameplatform/accounts/{account_id}/steam-token', 'api_key', ['accounts:write'], 1, 'production', ['redis', 'webhook_secret_key']),
   op('gameplatform_accounts.steam_token.delete', 'DELETE', '/v2/gameplatform/accounts/{account_id}/steam-token', 'api_key', ['accounts:write'], 1, 'production', ['redis']),
-  // DESIGN 17: trades stored by the trade-history poll, and a counterparty's counts over the workspace's accounts.
+  // docs/design.md §17: trades stored by the trade-history poll, and a counterparty's counts over the workspace's accounts.
   op('gameplatform_accounts.trades.list', 'GET', '/v2/gameplatform/accounts/{account_id}/trades', 'api_key', ['accounts:read'], 1, 'production', ['redis']),
   op('gameplatform_counterparties.get', 'GET', '/v2/gameplatform/counterparties/{gameplatform_id}', 'api_key', ['accounts:read'], 1, 'production', ['redis']),
   op('gameplatform.openid.callback', 'GET', '/v2/gameplatform/openid/callback', 'public', [], 0, 'production'),

@@ -1,4 +1,4 @@
-// DESIGN 5: every recognised scope, in this stable order (GET /v2/meta/scopes).
+// docs/design.md §5: every recognised scope, in this stable order (GET /v2/meta/scopes).
 export const SCOPES = [
   'catalog:read',
   'prices:read',
@@ -15,7 +15,7 @@ export const SCOPES = [
   'audit:read',
   'audit:export',
   'usage:read',
-  // Appended (DESIGN 5: new scopes go last so the order clients saw never changes).
+  // Appended (docs/design.md §5: new scopes go last so the order clients saw never changes).
   'accounts:write',
   'trade:read',
 ] as const;
@@ -48,7 +48,7 @@ export function normaliseScopes(scopes: readonly Scope[]): Scope[] {
 
 /**
  * Whether `granted` covers `required`: the scope itself, or its `:write` sibling for a `:read`
- * (DESIGN 10 and 11: a write scope also grants the matching read, e.g. trade:write reads intents).
+ * (docs/design.md §10 and §11: a write scope also grants the matching read, e.g. trade:write reads intents).
  */
 export function grantsScope(granted: readonly string[], required: Scope): boolean {
   if (granted.includes(required)) return true;

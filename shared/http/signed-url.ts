@@ -2,7 +2,7 @@ import { constantTimeEqual, hmacSha256 } from '../util/crypto.ts';
 
 /**
  * Signed URLs that work without an API key (audit export downloads, render images, webhook event
- * pages; DESIGN 7, 8 and 10):
+ * pages; docs/design.md §7, §8 and §10):
  *
  *   <base><path>?expires=<unix seconds>&signature=<base64url HMAC-SHA256>
  *

@@ -71,7 +71,7 @@ export function pageLimit(bounds: { max: number; default: number }) {
   return z.coerce.number().int().min(1).max(bounds.max).default(bounds.default).describe(`Page size, 1 to ${bounds.max} (default ${bounds.default})`);
 }
 
-/** The opaque `cursor` of a list (DESIGN 6); its content is checked by shared/http/cursor.ts. */
+/** The opaque `cursor` of a list (docs/design.md §6); its content is checked by shared/http/cursor.ts. */
 export const pageCursor = text({ min: 1, max: 2048 }).optional().describe('The next_cursor of the previous page, passed back unchanged');
 
 /** An instant inside a signed cursor position: kept as text, but only one Postgres can hold. */

@@ -3,7 +3,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { hmacSha256, sha256Hex } from '../util/crypto.ts';
 import type { Queryable } from '../platform/db.ts';
 
-// DESIGN 6: records are kept 24 h; an in-flight claim whose owner died is taken over after a minute.
+// docs/design.md §6: records are kept 24 h; an in-flight claim whose owner died is taken over after a minute.
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_LOCK_MS = 60 * 1000;
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;

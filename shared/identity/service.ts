@@ -109,7 +109,7 @@ export async function createKey(sql: Sql, session: SessionPrincipal, input: { la
       outcome: 'succeeded', actor: { type: 'account', id: session.accountId }, requestId: meta.requestId, occurredAt: meta.now,
       metadata: { label: key.label, prefix: key.prefix, scopes },
     });
-    // The raw key appears in this response only (DESIGN 5).
+    // The raw key appears in this response only (docs/design.md §5).
     const { revoked_at: _revoked, ...created } = publicKey(key);
     return { ...created, key: key.key };
   });

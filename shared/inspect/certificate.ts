@@ -10,13 +10,13 @@ import {
 } from './selector.ts';
 
 /**
- * The offline item-certificate decoder of DESIGN 10 "Inspect decode": the hex of an inspect link, or
- * asset property 6 of a Steam inventory (DESIGN 11). Layout: byte 0 is an XOR key, every later byte is
+ * The offline item-certificate decoder of docs/design.md §10 "Inspect decode": the hex of an inspect link, or
+ * asset property 6 of a Steam inventory (docs/design.md §11). Layout: byte 0 is an XOR key, every later byte is
  * XORed with it; the last 4 bytes (big-endian) are a checksum of the payload between them, which is a
  * `CEconItemPreviewDataBlock`. The protobuf is read with @csfloat/cs2-inspect-serializer's message
  * type, except the plain encoding the game writes, which readPlainBlock reads to the same values
  * faster; the unmasking and the checksum are ours because the library skips the checksum on masked
- * links (key ≠ 0) and DESIGN 10 says we do not.
+ * links (key ≠ 0) and docs/design.md §10 says we do not.
  */
 
 export type DecodedItem = {
@@ -43,14 +43,14 @@ export class CertificateError extends Error {
 const MIN_CERTIFICATE_BYTES = 6;
 /** Real certificates are under 300 bytes (five stickers, a charm, a name tag); this bounds the work. */
 export const MAX_CERTIFICATE_BYTES = 2048;
-/** DESIGN 10: the selector carries at most this many stickers and charms. */
+/** docs/design.md §10: the selector carries at most this many stickers and charms. */
 const MAX_STICKERS = 32;
 const MAX_CHARMS = 8;
 
 const HEX = /^[0-9A-Fa-f]*$/;
 
 /**
- * DESIGN 10: `(crc & 0xFFFF) ^ (len × crc) mod 2³²` with crc the CRC-32 of the key byte followed by
+ * docs/design.md §10: `(crc & 0xFFFF) ^ (len × crc) mod 2³²` with crc the CRC-32 of the key byte followed by
  * the unmasked payload. Math.imul keeps the product exact mod 2³² whatever the length.
  */
 export function certificateChecksum(key: number, payload: Uint8Array): number {
@@ -305,7 +305,7 @@ export function decodeCertificate(hex: string): DecodedItem {
 }
 
 /**
- * The selector state of a block, range-checked so the answer always passes itemStateSchema (DESIGN 10:
+ * The selector state of a block, range-checked so the answer always passes itemStateSchema (docs/design.md §10:
  * out-of-range state is `invalid_item` downstream, so we refuse it here as a bad certificate).
  * Hand-written rather than a zod parse: inventories decode thousands of certificates per page.
  */

@@ -1,4 +1,4 @@
-/** Offline item certificates (DESIGN 10 "Inspect decode", DESIGN 11 inventories): plain functions, no HTTP. */
+/** Offline item certificates (docs/design.md §10 "Inspect decode", docs/design.md §11 inventories): plain functions, no HTTP. */
 export {
   certificateChecksum,
   CertificateError,

@@ -8,18 +8,18 @@ import { EXTERIOR_NAMES, EXTERIOR_WEAR_RANGES, EXTERIORS, PHASE_VERSIONS, versio
 import type { ItemIdentity, ItemState } from './selector.ts';
 
 /**
- * DESIGN 14 "Item insights": what an item's state means for its price, computed from the selector
+ * docs/design.md §14 "Item insights": what an item's state means for its price, computed from the selector
  * alone (no I/O), so the inspect-decode answer and inventory records explain the same item the
  * same way. `insights` always travels beside `item` and `state`, never inside `state`: the selector
  * still passes to renders and viewer sessions unchanged.
  *
- *  - phase: the Doppler / Gamma Doppler phase of the paint index, as DESIGN 9's price versions.
+ *  - phase: the Doppler / Gamma Doppler phase of the paint index, as docs/design.md §9's price versions.
  *  - fade_percentage: csgo-fade-percentage-calculator's percentage for the paint seed (Fade, Amber
  *    Fade, Acid Fade on the weapons it covers; it covers no gloves), rounded half-even to one place.
  *  - float: the exterior of the wear and where the wear sits in the skin's own range (cs2-lib),
  *    computed exactly on the decimal text of the numbers (never a float division or float rounding).
  *
- * Decisions DESIGN leaves open, documented in the schema below:
+ * Decisions docs/design.md leaves open, documented in the schema below:
  *  - `float` is null when the state has no wear, and also when cs2-lib knows no wear range for the
  *    (definition, paint) pair (vanilla knives, unknown paints): a percentile needs the range.
  *  - `percentile` is clamped to 0…1. A float32 wear at the very bottom of a range is a hair below the
@@ -54,7 +54,7 @@ export const insightsSchema = z
       .describe('Fade, Amber Fade and Acid Fade on the weapons csgo-fade-percentage-calculator covers (no gloves): its percentage for the paint seed, rounded half-even to one decimal ("93.4"); else null'),
     float: floatInsightSchema.nullable(),
   })
-  .describe('DESIGN 14 item insights, derived from item and state; never part of the item selector');
+  .describe('docs/design.md §14 item insights, derived from item and state; never part of the item selector');
 
 export type FloatInsight = z.infer<typeof floatInsightSchema>;
 export type ItemInsights = { phase: PhaseVersion | null; fade_percentage: string | null; float: FloatInsight | null };
@@ -150,7 +150,7 @@ function fadeSkinOf(definitionIndex: number, paintIndex: number): FadeSkin | und
   return fadeSkins.get(skinKey(definitionIndex, paintIndex));
 }
 
-/** DESIGN 14: half-even to one place, from the number's shortest round-trip text (decimal.js reads it so). */
+/** docs/design.md §14: half-even to one place, from the number's shortest round-trip text (decimal.js reads it so). */
 function fadePercentagesOf(skin: FadeSkin): string[] {
   let byWeapon = roundedPercentages.get(skin.calculator);
   if (!byWeapon) roundedPercentages.set(skin.calculator, (byWeapon = new Map()));
@@ -264,7 +264,7 @@ function floatOf(item: ItemIdentity | null, state: ItemState): FloatInsight | nu
 }
 
 /**
- * DESIGN 14 insights of an item selector. `item` may be null (an inventory asset neither the
+ * docs/design.md §14 insights of an item selector. `item` may be null (an inventory asset neither the
  * certificate nor the catalog identifies): the phase still follows the paint index; fade and float
  * need the definition and are null.
  */

@@ -4,11 +4,11 @@ import type { ErrorDetail } from '../http/errors.ts';
 import { FAMILY_BY_LIB_TYPE, ITEM_FAMILIES, MAX_NAME_TAG_LENGTH, type ItemFamily, type ItemSelector } from './selector.ts';
 
 /**
- * The `item` of a render or viewer-session request (DESIGN 10 "Item selector"), checked against the
+ * The `item` of a render or viewer-session request (docs/design.md §10 "Item selector"), checked against the
  * catalog library so a renderer never receives an item it cannot draw. Renders and viewer sessions
  * call validateItemSelector and answer 400 `invalid_item` with its details.
  *
- * Bounds DESIGN 10 leaves to us (documented in the OpenAPI schema below and docs/decisions.md):
+ * Bounds docs/design.md §10 leaves to us (documented in the OpenAPI schema below and docs/decisions.md):
  *  - sticker `scale` 0 < s ≤ 10 (a multiplier of the slot's size; 0 would draw nothing);
  *  - sticker `rotation` −360…360 degrees;
  *  - sticker `offset_x`/`offset_y` −2…2 (slot-relative texture units; real links stay within ±0.5);
@@ -65,7 +65,7 @@ const stateRequestSchema = z
 
 /**
  * The request shape of an item selector, for OpenAPI and the first validation pass. The outer object
- * is not strict: DESIGN 10 lets a client pass a whole inspect-decode answer (with rarity, quality,
+ * is not strict: docs/design.md §10 lets a client pass a whole inspect-decode answer (with rarity, quality,
  * origin, item_id, certificate), and only `item` and `state` are read. Inside them unknown fields are
  * refused, so a misspelt field (`paintseed`) is a 400, not a silently default render.
  */
@@ -79,7 +79,7 @@ export const itemSelectorRequestSchema = z
       .strict(),
     state: stateRequestSchema,
   })
-  .describe('DESIGN 10 item selector; an inspect-decode answer can be passed unchanged (other fields are ignored)');
+  .describe('docs/design.md §10 item selector; an inspect-decode answer can be passed unchanged (other fields are ignored)');
 
 export type ItemValidationResult = { ok: true; selector: ItemSelector } | { ok: false; details: ErrorDetail[] };
 
@@ -125,7 +125,7 @@ function fieldOf(prefix: string, path: readonly PropertyKey[]): string {
 }
 
 /**
- * DESIGN 10: unknown definition, a paint not valid for the definition, or out-of-range state →
+ * docs/design.md §10: unknown definition, a paint not valid for the definition, or out-of-range state →
  * `invalid_item`. Details name fields as the request spells them, under `options.field` (default
  * `body.item`, where renders and viewer sessions carry the selector). The selector returned holds
  * only `item` and `state`, whatever else the input had.

@@ -12,7 +12,7 @@ export class InspectLinkError extends Error {
 /** Room for the longest certificate plus the `steam://rungame/730/<SteamID64>/+…%20` prefix. */
 const MAX_LINK_LENGTH = MAX_CERTIFICATE_BYTES * 2 + 128;
 
-// DESIGN 10: the two Steam link forms, `%20` or a space before the certificate.
+// docs/design.md §10: the two Steam link forms, `%20` or a space before the certificate.
 const PREVIEW_LINK = /^steam:\/\/(?:rungame\/730\/\d+\/|run\/730\/\/)\+csgo_econ_action_preview(?:%20| )(.*)$/s;
 const BARE_HEX = /^[0-9A-Fa-f]+$/;
 // S<owner SteamID64> / M<market listing id>, A<asset id>, D<…>: only the game coordinator can answer.
@@ -22,7 +22,7 @@ const LEGACY = /^[SM]\d+A\d+D[0-9A-Fa-f]+$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
- * Returns the certificate of an inspect link (DESIGN 10 "Inspect decode"), uppercased when it is hex.
+ * Returns the certificate of an inspect link (docs/design.md §10 "Inspect decode"), uppercased when it is hex.
  * A recognised link whose certificate is not valid hex is returned as it is, so decodeCertificate
  * answers it with `invalid_certificate` like any other bad certificate.
  */

@@ -2,8 +2,8 @@ import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import { z } from 'zod';
 
 /**
- * DESIGN 10 "Item selector" (spec 2.5): `{item: {family, definition_index}, state}`. It is also the
- * inspect-decode answer and the item state of inventory assets (DESIGN 11), so renders and viewer
+ * docs/design.md §10 "Item selector" (docs/interface.md §2.5): `{item: {family, definition_index}, state}`. It is also the
+ * inspect-decode answer and the item state of inventory assets (docs/design.md §11), so renders and viewer
  * sessions can take a decoded certificate unchanged.
  */
 
@@ -15,7 +15,7 @@ const uint32 = z.number().int().min(0).max(0xffff_ffff);
 const finite = z.number();
 
 export const stickerSchema = z.object({
-  slot: z.number().int().min(0).max(7), // DESIGN 10: slots 0–7, and slots may repeat
+  slot: z.number().int().min(0).max(7), // docs/design.md §10: slots 0–7, and slots may repeat
   sticker_id: uint32,
   wear: z.number().min(0).max(1).optional(),
   scale: finite.optional(),
@@ -40,7 +40,7 @@ export const itemStateSchema = z.object({
   paint_index: uint32.optional(),
   paint_seed: z.number().int().min(0).max(1000).optional(),
   wear: z.number().min(0).max(1).optional(),
-  // DESIGN 10: present whenever the item has a kill counter, even at 0.
+  // docs/design.md §10: present whenever the item has a kill counter, even at 0.
   stattrak: z.object({ value: uint32 }).optional(),
   name_tag: z.string().min(1).max(MAX_NAME_TAG_LENGTH).optional(),
   stickers: z.array(stickerSchema).max(32).optional(),

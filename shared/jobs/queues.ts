@@ -3,7 +3,7 @@ import { Queue, type JobsOptions } from 'bullmq';
 import { SOURCE_NAMES } from '../platform/source-names.ts';
 
 /**
- * The job registry (STYLE "one job registry"): every job's queue, payload schema and default
+ * The job registry (docs/conventions.md "one job registry"): every job's queue, payload schema and default
  * options. Queue names are the contract between the API (producer) and the worker pools.
  */
 export const POOLS = ['ingest', 'index', 'render', 'exports', 'webhooks', 'maintenance'] as const;
@@ -25,7 +25,7 @@ export const JOBS = {
   },
   'fx.refresh': {
     queue: 'ingest',
-    // DESIGN 14/19: the ECB reference rates, every SOURCE_FX_INTERVAL_SECONDS (scheduler `ingest-fx`)
+    // docs/design.md §14/§19: the ECB reference rates, every SOURCE_FX_INTERVAL_SECONDS (scheduler `ingest-fx`)
     // and once at start-up (jobId `ingest-fx-startup-<minute>`). A failed fetch is recorded, keeps the
     // last good rates, and adds its own retry (jobId `fx-retry-<failures in a row>`, after 60 s doubling
     // up to the interval) until one succeeds: BullMQ's attempts would stop after a few.
@@ -34,7 +34,7 @@ export const JOBS = {
   },
   'sales.skinport': {
     queue: 'ingest',
-    // DESIGN 19: skinport's sales history (workers/ingest/sales.ts), scheduled every
+    // docs/design.md §19: skinport's sales history (workers/ingest/sales.ts), scheduled every
     // SOURCE_SKINPORT_SALES_INTERVAL_SECONDS while skinport is enabled; a slot is claimed once in
     // Postgres and the next scheduled read is the retry.
     payload: z.object({}).strict(),
@@ -42,7 +42,7 @@ export const JOBS = {
   },
   'fx.steam_implied': {
     queue: 'ingest',
-    // DESIGN 19: rates implied by Steam's prices for the wallet currencies the ECB lacks
+    // docs/design.md §19: rates implied by Steam's prices for the wallet currencies the ECB lacks
     // (shared/fx/steam-implied.ts), every SOURCE_FX_INTERVAL_SECONDS while steam is enabled (scheduler
     // `ingest-fx-steam`) and once at start-up (which, with steam disabled, marks them not offered). A run
     // cut short by a 429 or an outage adds its own retry (jobId `fx-steam-retry-<failures in a row>`).
@@ -113,14 +113,14 @@ export const JOBS = {
   },
   'trade_intents.expire': {
     queue: 'maintenance',
-    // Drafts past expires_at become expired and release their reservations (DESIGN 11). Every
+    // Drafts past expires_at become expired and release their reservations (docs/design.md §11). Every
     // 30 s; a create also ends the expired drafts holding its own assets, so none waits on this.
     payload: z.object({}).strict(),
     options: { ...defaultOptions, attempts: 1, removeOnComplete: true, removeOnFail: { age: 86_400, count: 100 } },
   },
   'inventory_watch.read': {
     queue: 'maintenance',
-    // DESIGN 15 (shared/gameplatform/inventory-watch.ts): starts and ends watches, then reads due
+    // docs/design.md §15 (shared/gameplatform/inventory-watch.ts): starts and ends watches, then reads due
     // watched inventories, oldest snapshot first, within the global Steam budget, for at most a
     // bounded time. Scheduled (`maintenance-inventory-watch`); runs of several processes claim
     // different accounts in Postgres. The next run is the retry.
@@ -137,14 +137,14 @@ export const JOBS = {
   },
   'inventory_watch.protection_ended': {
     queue: 'maintenance',
-    // DESIGN 17: delayed to the asset's protection instant; jobId `inventory-protection-ended-<account>-<asset>`
+    // docs/design.md §17: delayed to the asset's protection instant; jobId `inventory-protection-ended-<account>-<asset>`
     // (one per asset: a later read re-adds the same id). Sends item.protection_ended once per asset.
     payload: z.object({ account_id: z.number().int().positive(), asset_id: z.string().regex(/^[0-9]{1,20}$/), protected_until: z.iso.datetime() }).strict(),
     options: { ...defaultOptions, attempts: 3, removeOnComplete: true, removeOnFail: { age: 7 * 86_400 } },
   },
   'trade_history.read': {
     queue: 'maintenance',
-    // DESIGN 17 (shared/gameplatform/trade-history.ts): starts and ends trade-history polls, then reads
+    // docs/design.md §17 (shared/gameplatform/trade-history.ts): starts and ends trade-history polls, then reads
     // due accounts' Steam trade history within the shared Steam budget, for at most a bounded time,
     // and records reversals (trade.reversed). Scheduled (`maintenance-trade-history`); runs of several
     // processes claim different accounts in Postgres. No token in the payload: it is read from
@@ -222,7 +222,7 @@ function queueFor(queues: JobQueues, name: JobName): Queue {
 }
 
 function jobOptions(name: JobName, options: EnqueueOptions): JobsOptions {
-  // BullMQ reserves `:` in custom ids (STYLE: ids from business keys, no `:`).
+  // BullMQ reserves `:` in custom ids (docs/conventions.md: ids from business keys, no `:`).
   if (options.jobId.includes(':')) throw new Error(`job id ${options.jobId} of ${name} contains ':'`);
   return { ...JOBS[name].options, jobId: options.jobId, ...(options.delay === undefined ? {} : { delay: options.delay }) };
 }

@@ -1,7 +1,7 @@
 import { formatUnscaled, parseUnscaled } from '../util/decimal.ts';
 
 /**
- * Market index methodology `cs2.chain-equal-weight.v1` (DESIGN 9), as exact decimal arithmetic so
+ * Market index methodology `cs2.chain-equal-weight.v1` (docs/design.md §9), as exact decimal arithmetic so
  * that anyone holding a calculation's published constituents and previous level gets the published
  * level to the last digit:
  *

@@ -1,7 +1,7 @@
 import { EXTERIORS, ITEM_TYPES, RARITIES } from '../catalog/identity.ts';
 
 /**
- * Market segments (spec 4, market index and market summary): a segment is one catalog attribute,
+ * Market segments (docs/interface.md §4, market index and market summary): a segment is one catalog attribute,
  * its value an exact attribute value. Items without the attribute (a sticker has no weapon or
  * exterior) belong to no value of that segment. The whole market is no segment.
  */

@@ -8,9 +8,9 @@ import { itemFilePath, itemFilePaths } from './item-files.ts';
 import { itemFileSourceKey, readItemFilesSource, writeItemFilesSource, type ItemFilesSource } from './item-files-source.ts';
 
 /**
- * DESIGN 18 `npm run item-files:fetch`: @ianlucas/cs2-lib's models (GLB) and paint textures for every
+ * docs/design.md §18 `npm run item-files:fetch`: @ianlucas/cs2-lib's models (GLB) and paint textures for every
  * weapon, knife and glove definition, downloaded from ITEM_ASSETS_URL into ITEM_FILES_DIR in the
- * layout of DESIGN 10 (models/<definition_index>.glb, paints/<paint_index>.png), and recorded in
+ * layout of docs/design.md §10 (models/<definition_index>.glb, paints/<paint_index>.png), and recorded in
  * ITEM_FILES_DIR/.source.json (item-files-source.ts). Never run by `npm start` or the tests' setup.
  *
  * Each file appears whole or not at all: the body is read into memory (capped), checked (a GLB that
@@ -364,7 +364,7 @@ function checkedModel(bytes: Uint8Array): Uint8Array {
 }
 
 /**
- * DESIGN 10 names paints `.png` and the viewer serves them as image/png, while cs2-lib's textures are
+ * docs/design.md §10 names paints `.png` and the viewer serves them as image/png, while cs2-lib's textures are
  * WebP: converted losslessly (PNG keeps every decoded pixel), larger on disk than the download.
  */
 async function pngOfTexture(bytes: Uint8Array): Promise<Uint8Array> {

@@ -17,7 +17,7 @@ export type KindCounts = { written: number; skipped: number };
 export type GenerateReport = Record<ItemFileKind, KindCounts> & { ms: number };
 
 /**
- * Writes the DESIGN 10 stand-ins under `dir`, never replacing a file that is there (real extracted
+ * Writes the docs/design.md §10 stand-ins under `dir`, never replacing a file that is there (real extracted
  * game files win, and a second run only fills gaps). Each file appears whole or not at all: written
  * to a temporary name, then hard-linked into place, which fails if the name exists (two concurrent
  * runs cannot clobber each other either). Models are written last, so a directory with models (what

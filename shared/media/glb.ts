@@ -1,5 +1,5 @@
 /**
- * A minimal glTF 2.0 binary (GLB) writer for the stand-in models of DESIGN 10: one mesh built from
+ * A minimal glTF 2.0 binary (GLB) writer for the stand-in models of docs/design.md §10: one mesh built from
  * axis-aligned boxes (positions, normals, UVs, 16-bit indices), one material named `paint` whose
  * baseColorTexture the viewer replaces with the paint (the texture repeats, so a seed offset wraps),
  * and empty marker nodes (sticker slots, charm attachment) the viewer can place things on.

@@ -9,7 +9,7 @@ import type { ItemCard, ViewerItem } from './viewer/contract.ts';
 import { viewerImagePath } from './viewer/images.ts';
 
 /**
- * DESIGN 18: the item card of a definition without a real 3D model. Its name, rarity and catalog id
+ * docs/design.md §18: the item card of a definition without a real 3D model. Its name, rarity and catalog id
  * come from the catalog (the market item the selector is: definition, paint, exterior by wear,
  * StatTrak), else from cs2-lib; its images are paths on our own origin (shared/media/viewer/images.ts)
  * that resolve through the same image cache as GET /v2/images.

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { modelFamilyOf, type ModelFamily } from './stand-ins.ts';
 
 /**
- * What the item files cover, read from @ianlucas/cs2-lib (the catalog's library, DESIGN 9): every
+ * What the item files cover, read from @ianlucas/cs2-lib (the catalog's library, docs/design.md §9): every
  * definition index, every paint kit of weapons, knives and gloves, every sticker kit (stickers and
  * patches share that numbering) and every charm. Built once per process on first use.
  */

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { itemFilePath, type ItemFileKind } from './item-files.ts';
 
 /**
- * Which item files came from cs2-lib (DESIGN 18): `npm run item-files:fetch` records every file it
+ * Which item files came from cs2-lib (docs/design.md §18): `npm run item-files:fetch` records every file it
  * wrote in ITEM_FILES_DIR/.source.json, and a re-run skips exactly what is recorded and unchanged
  * (docs/decisions.md "Item files from cs2-lib"). Renders choose 3D or a card by the model itself
  * (item-files.ts modelSource: any GLB without the stand-in mark is real); the manifest also covers

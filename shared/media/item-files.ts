@@ -3,7 +3,7 @@ import path from 'node:path';
 import { STAND_IN_GENERATOR } from './glb.ts';
 
 /**
- * DESIGN 10: the item files the viewer and renders draw, under ITEM_FILES_DIR:
+ * docs/design.md §10: the item files the viewer and renders draw, under ITEM_FILES_DIR:
  *   models/<definition_index>.glb   paints/<paint_index>.png   stickers/<sticker_id>.png   charms/<charm_id>.glb
  * Stand-ins come from `npm run item-files:generate`; real extracted game files placed there win
  * (the generator never overwrites a file).
@@ -83,7 +83,7 @@ export function itemFilesStatus(dir: string): ItemFilesStatus {
 }
 
 /**
- * DESIGN 18: a real 3D model is drawn in 3D; a generated stand-in (or no model) is drawn as an item
+ * docs/design.md §18: a real 3D model is drawn in 3D; a generated stand-in (or no model) is drawn as an item
  * card. A stand-in is told by the `asset.generator` our generator writes into every GLB it makes
  * (glb.ts STAND_IN_GENERATOR): any other GLB, whoever made it, is real. Only the GLB header and its
  * JSON chunk are read, and the answer is kept per file until its size or mtime changes.
@@ -130,7 +130,7 @@ export function modelSource(dir: string, definitionIndex: number): ModelSource |
   return source;
 }
 
-/** DESIGN 18: how renders and viewer sessions draw a definition: 3D with a real model, else an item card. */
+/** docs/design.md §18: how renders and viewer sessions draw a definition: 3D with a real model, else an item card. */
 export function renderModeFor(dir: string, definitionIndex: number): RenderMode {
   return modelSource(dir, definitionIndex) === 'real' ? '3d' : 'card';
 }

@@ -5,7 +5,7 @@ import { paintInfo } from './item-catalog.ts';
 import { applySeedAndWear, paintBaseTexture, type RawImage } from './stand-ins.ts';
 
 /**
- * DESIGN 10: the paint texture of one item (paint, seed, wear) as a PNG. The base is the file
+ * docs/design.md §10: the paint texture of one item (paint, seed, wear) as a PNG. The base is the file
  * paints/<paint_index>.png when `dir` holds one (a real extracted texture wins), else the procedural
  * stand-in; the seed places it and the wear adds grime (stand-ins.ts applySeedAndWear). The viewer
  * may instead load the base file and apply paintSeedTransform / paintRoughness itself.

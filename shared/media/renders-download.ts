@@ -1,7 +1,7 @@
 import { checkSignedUrl, signUrl, type SignedUrl, type SignedUrlCheck } from '../http/signed-url.ts';
 
 /**
- * Signed image URLs of succeeded renders (DESIGN 10; shared/http/signed-url.ts): each read mints a
+ * Signed image URLs of succeeded renders (docs/design.md §10; shared/http/signed-url.ts): each read mints a
  * new one, valid 5 minutes, that works without an API key:
  *
  *   <base>/v2/renders/<render_id>/image?expires=<unix seconds>&signature=<base64url HMAC-SHA256>

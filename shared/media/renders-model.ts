@@ -7,7 +7,7 @@ import type { ItemSelector } from '../inspect/selector.ts';
 import { canonicalJson } from '../util/canonical-json.ts';
 
 /**
- * Renders (DESIGN 10): the stored row, the request's checks, the JSON clients see and the event
+ * Renders (docs/design.md §10): the stored row, the request's checks, the JSON clients see and the event
  * payloads. The row is the system of record (renders-repository.ts); a BullMQ job only wakes a
  * `render` worker, which must win the row's lease before it draws anything (renders-service.ts).
  */
@@ -16,7 +16,7 @@ export type RenderState = (typeof RENDER_STATES)[number];
 export const RENDER_FORMATS = ['png', 'webp'] as const;
 export type RenderFormat = (typeof RENDER_FORMATS)[number];
 export const RENDER_SIZE = { min: 64, max: 2048 } as const;
-/** DESIGN 18: `3d` with a real model of the definition, `card` (the item card) without one. */
+/** docs/design.md §18: `3d` with a real model of the definition, `card` (the item card) without one. */
 export const RENDER_MODES = ['3d', 'card'] as const;
 export type RenderMode = (typeof RENDER_MODES)[number];
 
@@ -108,7 +108,7 @@ function issueDetails(prefix: string, issues: readonly z.core.$ZodIssue[]): Erro
 }
 
 export const renderErrors = {
-  invalidItem: (details: ErrorDetail[]) => new ApiError(400, 'invalid_item', 'The item selector is invalid (DESIGN 10 "Item selector").', details),
+  invalidItem: (details: ErrorDetail[]) => new ApiError(400, 'invalid_item', 'The item selector is invalid (docs/design.md §10 "Item selector").', details),
   invalidOutput: (details: ErrorDetail[]) =>
     new ApiError(400, 'invalid_output', 'The output is invalid: width and height 64–2048, format png or webp, background transparent or #rrggbb.', details),
   rendererUnavailable: (missing: string[]) =>
@@ -117,7 +117,7 @@ export const renderErrors = {
 };
 
 /**
- * DESIGN 10: only `item.item` and `item.state` are read (other fields of the object are dropped);
+ * docs/design.md §10: only `item.item` and `item.state` are read (other fields of the object are dropped);
  * an unknown definition, a paint the definition does not have or out-of-range state → 400 invalid_item.
  */
 export function parseRenderItem(value: unknown): ItemSelector {
@@ -133,7 +133,7 @@ export function parseRenderOutput(value: unknown): RenderOutput {
 }
 
 /**
- * DESIGN 10: the same item (canonical JSON), scene revision and output is one request. Keys are
+ * docs/design.md §10: the same item (canonical JSON), scene revision and output is one request. Keys are
  * sorted and the parsed values re-serialised, so key order and spacing in the client's body do not matter.
  */
 export function renderRequestKey(input: { item: ItemSelector; sceneId: string; sceneRevision: number; output: RenderOutput; mode: RenderMode }): string {

@@ -15,7 +15,7 @@ import {
 } from './renders-repository.ts';
 
 /**
- * The render lifecycle (DESIGN 10, DESIGN 7): each transition clients can observe records its audit
+ * The render lifecycle (docs/design.md §10, docs/design.md §7): each transition clients can observe records its audit
  * event (and, when it ends the render, its outbox event for webhooks) in the same transaction; jobs
  * are enqueued after commit and a sweeper re-enqueues any that went missing.
  */
@@ -32,7 +32,7 @@ export async function enqueueRender(queues: JobQueues, row: Pick<RenderRow, 'ren
 
 /**
  * A new queued render with its `render.requested` audit event, or the workspace's live render of the
- * same request (`created: false`; DESIGN 10 answers it with 200). The unique partial index decides
+ * same request (`created: false`; docs/design.md §10 answers it with 200). The unique partial index decides
  * between concurrent identical requests; a render that turned `failed` meanwhile frees the key, so
  * the loop tries again.
  */

@@ -5,7 +5,7 @@ import { jcsCanonicalize } from '../util/jcs.ts';
 import { text } from '../http/validation.ts';
 
 /**
- * The viewer scene, schema 3 (spec 2.4, DESIGN 10): presentation settings only. Every object is
+ * The viewer scene, schema 3 (docs/interface.md §2.4, docs/design.md §10): presentation settings only. Every object is
  * strict, so an unknown field anywhere (and with it any item identity or item state) is refused.
  */
 
@@ -63,7 +63,7 @@ const sceneFields = {
 /** The body of POST /v2/scenes and PUT /v2/scenes/{scene_id}. */
 export const sceneBodySchema = z.strictObject({
   ...sceneFields,
-  // DESIGN 10: optional and ignored; the server assigns 1, then n+1.
+  // docs/design.md §10: optional and ignored; the server assigns 1, then n+1.
   revision: z.number().int().min(1).optional().describe('Ignored: the server assigns the revision'),
 });
 export type SceneBody = z.output<typeof sceneBodySchema>;
@@ -92,12 +92,12 @@ export function sceneDocument(sceneId: string, revision: number, body: SceneBody
   };
 }
 
-/** DESIGN 10: `"` + lowercase hex SHA-256 of the RFC 8785 canonical JSON of the exact body + `"`. */
+/** docs/design.md §10: `"` + lowercase hex SHA-256 of the RFC 8785 canonical JSON of the exact body + `"`. */
 export function etagOf(body: unknown): string {
   return `"${sha256Hex(jcsCanonicalize(body))}"`;
 }
 
-// Names of item identity and item state (the item selector of DESIGN 10, inventory and catalog
+// Names of item identity and item state (the item selector of docs/design.md §10, inventory and catalog
 // fields): a scene is reused across items, so these get a message saying why, not just "unknown".
 const ITEM_FIELDS = new Set([
   'item', 'items', 'state', 'family', 'definition_index', 'defindex', 'paint_index', 'paintindex', 'paint_seed', 'paintseed',
@@ -151,7 +151,7 @@ export function parseSceneBody(body: unknown): SceneBody {
 /**
  * Whether a conditional header's list names `etag` (RFC 9110 13.1). If-Match compares strongly (a
  * weak `W/` tag never matches); If-None-Match weakly, and its `*` matches any current scene. `*` is
- * not accepted for If-Match: an update must name the revision it was made from (DESIGN 10: 412 when
+ * not accepted for If-Match: an update must name the revision it was made from (docs/design.md §10: 412 when
  * it is not the latest), or two writers could overwrite each other.
  */
 export function conditionNames(header: string, etag: string, comparison: 'strong' | 'weak'): boolean {

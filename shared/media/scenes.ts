@@ -7,7 +7,7 @@ import { findRevision, insertScene, insertSceneRevision, lockSceneForUpdate, set
 
 export { sceneDocumentSchema, type SceneDocument, type SceneChrome, type ScenePresentation } from './scenes-model.ts';
 
-/** Scenes with immutable revisions (DESIGN 10): the service the routes, viewer sessions and renders call. */
+/** Scenes with immutable revisions (docs/design.md §10): the service the routes, viewer sessions and renders call. */
 
 type RequestMeta = { workspaceId: string; actor: AuditActor; requestId: string; now: Date };
 export type SceneAnswer = { document: SceneDocument; etag: string; revision: number };
@@ -34,7 +34,7 @@ export async function findSceneRevision(db: Queryable, workspaceId: string, scen
   return { ok: true, ...found.stored };
 }
 
-/** Creates a scene at revision 1 and records `scene.created` in the same transaction (DESIGN 7). */
+/** Creates a scene at revision 1 and records `scene.created` in the same transaction (docs/design.md §7). */
 export async function createScene(sql: Sql, body: SceneBody, meta: RequestMeta): Promise<SceneAnswer> {
   const sceneId = newId();
   const document = sceneDocument(sceneId, 1, body, meta.now);
@@ -54,7 +54,7 @@ export async function createScene(sql: Sql, body: SceneBody, meta: RequestMeta):
 /**
  * Writes revision n+1 when `ifMatch` names revision n's ETag, recording `scene.updated` in the same
  * transaction. The scene row is locked first, so of two updates made from the same revision one
- * wins and the other, comparing against the winner's ETag, gets 412 (recorded as rejected, DESIGN 7).
+ * wins and the other, comparing against the winner's ETag, gets 412 (recorded as rejected, docs/design.md §7).
  */
 export async function updateScene(sql: Sql, sceneId: string, ifMatch: string, body: SceneBody, meta: RequestMeta): Promise<SceneAnswer> {
   const outcome = await sql.begin(async (tx) => {

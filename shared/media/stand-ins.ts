@@ -2,7 +2,7 @@ import type { Box, Marker, StandInModel } from './glb.ts';
 import { mulberry32 } from '../util/random.ts';
 
 /**
- * DESIGN 10 stand-ins: a distinct low-poly shape per item family, procedural paint textures and
+ * docs/design.md §10 stand-ins: a distinct low-poly shape per item family, procedural paint textures and
  * sticker images. Everything here is pure and deterministic (the same ids give the same bytes), so
  * generated files and textures served at request time agree.
  */

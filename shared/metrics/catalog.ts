@@ -5,7 +5,7 @@ import type { Logger } from '../platform/logger.ts';
 import { bounded } from './bounded.ts';
 
 /**
- * DESIGN 19: `cs2_catalog_provisional_items` (items added from market names before the library knew
+ * docs/design.md §19: `cs2_catalog_provisional_items` (items added from market names before the library knew
  * them) and `cs2_catalog_unparsed_names` (names seen on two sources, or on Steam, that do not parse
  * into one item and so are not priced), read from Postgres when scraped. The database unreachable:
  * no series for that scrape, one warning line.

@@ -20,7 +20,7 @@ export type HttpRequestMetrics = {
 type Series = { method: string; status: number; labels: { method: string; route: string; status: string }; counts: Float64Array; sum: number; count: number };
 
 /**
- * `cs2_http_request_duration_seconds{method,route,status}` (DESIGN 12: HTTP latency by route), in
+ * `cs2_http_request_duration_seconds{method,route,status}` (docs/design.md §12: HTTP latency by route), in
  * Prometheus text through the process registry exactly as a prom-client Histogram would write it.
  * Not a prom-client Histogram because this runs on every request: prom-client validates the label
  * object and builds a string key for it on each observation (~0.3 µs); here the series of a route

@@ -32,7 +32,7 @@ export function registerIngestMetrics(registry: Registry, input: { sql: Queryabl
       }
     },
   });
-  // DESIGN 13: names an upstream sent that the catalog does not know, and rows it sent that could not
+  // docs/design.md §13: names an upstream sent that the catalog does not know, and rows it sent that could not
   // be read (bad price, wrong types), in each source's last successful run. Never fatal; watched here.
   const lastRun = (name: string, help: string, column: 'last_unknown_names' | 'last_rows_skipped') =>
     new Gauge({

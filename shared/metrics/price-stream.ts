@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /**
- * The price stream of this API process (DESIGN 15): open Server-Sent Events connections, read at
+ * The price stream of this API process (docs/design.md §15): open Server-Sent Events connections, read at
  * scrape time, and connections cut off for not keeping up (they resume with Last-Event-ID).
  */
 export function registerPriceStreamMetrics(registry: Registry, openConnections: () => number): { cutOff: () => void; fannedOut: (seconds: number) => void } {

@@ -6,7 +6,7 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 /**
- * The local blob store (DESIGN 4 `BLOB_DIR`): files under one directory, addressed by keys such as
+ * The local blob store (docs/design.md §4 `BLOB_DIR`): files under one directory, addressed by keys such as
  * `audit-exports/<workspace>/<export>/<name>`. Writes stream into a temp file beside the final one
  * and are renamed into place, so a reader never sees a half-written blob and a crash leaves only a
  * `.tmp` file behind.

@@ -13,7 +13,7 @@ export function createSql(databaseUrl: string, options: { max?: number; applicat
     onnotice: () => undefined,
     connection: { application_name: options.application ?? 'cs2-platform' },
     types: {
-      // Keep bigint and numeric as strings: money is never a JS float (DESIGN 3).
+      // Keep bigint and numeric as strings: money is never a JS float (docs/design.md §3).
       bigint: postgres.BigInt,
     },
     transform: { undefined: null },

@@ -4,7 +4,7 @@ import { logContextFields } from './log-context.ts';
 
 export type { Logger };
 
-// Keys whose values never reach a log line (DESIGN 6: no secrets in logs).
+// Keys whose values never reach a log line (docs/design.md §6: no secrets in logs).
 const redactPaths = [
   'password',
   'token',

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { compareDecimals, multiplyDecimal, summarizeDecimals, type PriceSummary } from '../util/decimal.ts';
 
 /**
- * The cross-market consensus of one item and version (DESIGN 13), from the sources' latest prices:
+ * The cross-market consensus of one item and version (docs/design.md §13), from the sources' latest prices:
  *
  *   m0 = median of the fresh sources' `price` (the lowest asks);
  *   with 3 or more fresh sources, a source whose price p has p > 3 × m0 or 3 × p < m0 is an outlier;
@@ -26,7 +26,7 @@ export const consensusSchema = z
     spread: z.string().nullable().describe('(best_ask − best_bid) / best_ask, half-even to 4 places; null without a bid'),
   })
   .nullable()
-  .describe('Cross-market consensus of the fresh sources (DESIGN 13); null when no source is fresh');
+  .describe('Cross-market consensus of the fresh sources (docs/design.md §13); null when no source is fresh');
 
 export type Consensus = NonNullable<z.infer<typeof consensusSchema>>;
 
@@ -44,7 +44,7 @@ export function spreadOf(ask: string, bid: string): string {
   return spread.isZero() ? '0.0000' : spread.toFixed(4);
 }
 
-/** Which of `prices` are outliers against m0, their median (DESIGN 13's 3× rule); none with fewer than three. */
+/** Which of `prices` are outliers against m0, their median (docs/design.md §13's 3× rule); none with fewer than three. */
 function outlierFlags(prices: readonly string[], summary: PriceSummary): boolean[] {
   if (prices.length < MIN_SOURCES_FOR_OUTLIERS) return prices.map(() => false);
   const m0 = summary.median;

@@ -6,7 +6,7 @@ import { loadCurrencyTable, offeredCurrencies, resolveCurrency, type CurrencyTab
 import type { FxRates } from '../fx/repository.ts';
 
 /**
- * Prices in the user's currency (DESIGN 14): stored prices stay USD; an answer asked for with
+ * Prices in the user's currency (docs/design.md §14): stored prices stay USD; an answer asked for with
  * `?currency=X` has every money field converted from USD (shared/fx), its top-level `currency` set to
  * X and a top-level `fx` saying how. This module is the part every price-bearing route shares: the
  * query parameter and the conversion of an answer's money fields.
@@ -14,7 +14,7 @@ import type { FxRates } from '../fx/repository.ts';
 
 /**
  * `?currency=`: an upper-case ISO 4217 code. Whether the code is supported (EUR or a currency of the
- * newest ECB file, or a Steam wallet currency with a Steam-implied rate: DESIGN 19) is decided against
+ * newest ECB file, or a Steam wallet currency with a Steam-implied rate: docs/design.md §19) is decided against
  * the stored rates, after this format check.
  */
 export const currencyParam = z
@@ -47,7 +47,7 @@ export type Conversion = { currency: string; fx: FxInfo; convert: (usd: string) 
 
 /**
  * The money fields of the price documents (keyed and keyless prices, history points, summaries):
- * each is a USD decimal string or null (`mean`: a sales window's, DESIGN 19). Other fields (counts, `spread`, which is a ratio, names) are
+ * each is a USD decimal string or null (`mean`: a sales window's, docs/design.md §19). Other fields (counts, `spread`, which is a ratio, names) are
  * left alone, and so is anything under `original` (a source's own price in its own currency, never
  * converted).
  */
@@ -126,7 +126,7 @@ export async function latestCurrencyTable(db: Queryable): Promise<CurrencyTable>
  * An unknown code is a 400 naming it and the supported ones; no ECB rates stored yet is a 503
  * `fx_unavailable` for everything but a Steam-implied currency with a rate; a Steam wallet currency
  * that is not offered now (too few basket prices, never read, steam disabled) is a 503
- * `fx_unavailable` naming the reason (DESIGN 19: never guessed).
+ * `fx_unavailable` naming the reason (docs/design.md §19: never guessed).
  */
 export async function resolveConversion(db: Queryable, currency: string | undefined, field = 'query.currency'): Promise<Conversion | null> {
   if (currency === undefined || currency === 'USD') return null;

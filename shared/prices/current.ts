@@ -10,7 +10,7 @@ import { itemImages, itemImageSchema, type ImageHosts, type ItemImage } from '..
 import { findItemSales, liquidityOf, liquiditySchema, salesOrEmpty, salesSchema, type Liquidity, type Sales } from './sales.ts';
 
 /**
- * DESIGN 14: a source that prices in another currency (skinbaron, EUR) is stored in USD; its own
+ * docs/design.md §14: a source that prices in another currency (skinbaron, EUR) is stored in USD; its own
  * price is shown as it wrote it, and `?currency=` never converts it (shared/prices/currency.ts).
  */
 export const originalPriceSchema = z
@@ -39,12 +39,12 @@ const sourcePriceSchema = z.object({
     .int()
     .describe('Whole seconds since the price was observed: since `source_time`, or since we read it when that is earlier (an upstream clock ahead of ours)'),
   stale_after_seconds: z.number().int().describe('The source’s stale threshold'),
-  outlier: z.literal(true).optional().describe('Present when this fresh source is an outlier of the consensus (DESIGN 13)'),
+  outlier: z.literal(true).optional().describe('Present when this fresh source is an outlier of the consensus (docs/design.md §13)'),
 });
 
 const versionPricesSchema = z.object({
   version: z.string().describe('`default`, a phase, `pattern-<seed>` or `tier-<n>`'),
-  image: itemImageSchema.nullable().describe('DESIGN 18: the image of this version (a Doppler phase shows that phase)'),
+  image: itemImageSchema.nullable().describe('docs/design.md §18: the image of this version (a Doppler phase shows that phase)'),
   // Across this version's sources (stale ones included; each source says its freshness).
   min: z.string(),
   median: z.string(),
@@ -52,7 +52,7 @@ const versionPricesSchema = z.object({
   consensus: consensusSchema,
   sales: salesSchema,
   liquidity: liquiditySchema.describe(
-    'DESIGN 19: `listings` the sum of the fresh sources’ `quantity`, `sales_7d` the 7-day sales volume, `days_to_sell` = listings × 7 / sales_7d to one decimal (how long today’s supply lasts at last week’s pace; not a score)',
+    'docs/design.md §19: `listings` the sum of the fresh sources’ `quantity`, `sales_7d` the 7-day sales volume, `days_to_sell` = listings × 7 / sales_7d to one decimal (how long today’s supply lasts at last week’s pace; not a score)',
   ),
   sources: z.array(sourcePriceSchema),
 });
@@ -88,7 +88,7 @@ type PreparedVersion = {
   version: string;
   /** `{"version":…,"image":…,"min":…,"median":…,"max":…,"consensus":` */
   head: string;
-  /** The version's sales windows (DESIGN 19), stored: the same for every request. */
+  /** The version's sales windows (docs/design.md §19), stored: the same for every request. */
   sales: Sales;
   /** `,"sales":{…},"liquidity":` */
   salesJson: string;
@@ -139,7 +139,7 @@ function prepareSource(row: CurrentPriceRow): PreparedSource {
 
 /**
  * The rows of findItemWithCurrentPrices (every version), prepared for renderItemPrices; null for an
- * unknown item. `images`: the item's image and each version's (DESIGN 18), null for none.
+ * unknown item. `images`: the item's image and each version's (docs/design.md §18), null for none.
  */
 export function prepareItemPrices(
   found: ItemWithPrices,
@@ -247,7 +247,7 @@ export class ItemPriceReader {
   constructor(
     private readonly db: Queryable,
     private readonly runs: PriceRunWatch | null,
-    /** Where item images are (DESIGN 18): images are read with the prices and kept as long. */
+    /** Where item images are (docs/design.md §18): images are read with the prices and kept as long. */
     private readonly images: ImageHosts,
     private readonly maxEntries = 20_000,
   ) {}
@@ -275,7 +275,7 @@ export class ItemPriceReader {
 }
 
 /**
- * What GET /v1/prices/{market_hash_name} adds to a list item (DESIGN 18 and 19), read once per
+ * What GET /v1/prices/{market_hash_name} adds to a list item (docs/design.md §18 and §19), read once per
  * snapshot and item (PriceSnapshotCache keeps the body): the item's image, each version's sales
  * windows, and each version's liquidity with the listings of the sources fresh at `now`.
  */

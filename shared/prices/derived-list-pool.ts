@@ -6,7 +6,7 @@ import type { SnapshotIndex } from './snapshot-index.ts';
 /**
  * Builds derived keyless lists (per source, per currency: derived-list.ts) and new snapshots'
  * indexes (snapshot-index.ts) in worker threads, so the API's event loop only waits for them
- * (DESIGN 21, docs/architecture.md). Bounded: at most `threads` threads (default 1: the builds
+ * (docs/design.md §21, docs/architecture.md). Bounded: at most `threads` threads (default 1: the builds
  * compete with the event loop for the machine's cores, and one at a time keeps at most one parse's
  * garbage alive); the rest wait in a queue in arrival order, a snapshot's index ahead of the lists.
  * A thread left idle for `idleMs` is ended (its heap goes with it) and started again at the next job.

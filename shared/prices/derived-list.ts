@@ -3,7 +3,7 @@ import { convertMoneyFields, withCurrency, type FxInfo } from './currency.ts';
 import { etagOf, filterPriceListBySource, type PublicPriceList } from './public-document.ts';
 
 /**
- * A keyless list derived from a snapshot's full list (DESIGN 9 and 14): restricted to one source
+ * A keyless list derived from a snapshot's full list (docs/design.md §9 and §14): restricted to one source
  * and/or in another currency. Pure: it runs in the derived-list thread (derived-list-thread.ts,
  * driven by DerivedListPool), never on the API's event loop, where parsing ~20 MB, converting every
  * money field and writing the JSON again held every other request for seconds (issue 29).

@@ -7,7 +7,7 @@ type Fragment = postgres.Fragment;
 export const DEFAULT_STALE_AFTER_SECONDS = 600;
 
 /**
- * The one freshness rule (DESIGN 9 and 13; docs/decisions.md "Freshness"). Everything that says
+ * The one freshness rule (docs/design.md §9 and §13; docs/decisions.md "Freshness"). Everything that says
  * "fresh" uses it: GET /health and GET /v2/status (a source), each source entry of GET /v2/prices/{id}
  * and of the keyless lists (a price), the consensus (its fresh sources), the market summary's
  * `fresh_only` and the market index's constituents ("priced fresh by that marketplace").
@@ -45,13 +45,13 @@ function withinThreshold(atMs: number, staleAfterSeconds: number, nowMs: number)
   return nowMs - atMs < (staleAfterSeconds + 1) * 1000;
 }
 
-/** DESIGN 9: fresh while the last success is at most the stale threshold old. */
+/** docs/design.md §9: fresh while the last success is at most the stale threshold old. */
 export function sourceState(source: SourceClock, nowMs: number): SourceState {
   if (source.lastSuccessMs === null) return 'never_succeeded';
   return withinThreshold(source.lastSuccessMs, source.staleAfterSeconds, nowMs) ? 'fresh' : 'stale';
 }
 
-/** DESIGN 13: a price observed at `observedMs` is fresh iff its source is fresh and it is at most the threshold old. */
+/** docs/design.md §13: a price observed at `observedMs` is fresh iff its source is fresh and it is at most the threshold old. */
 export function priceIsFresh(observedMs: number, source: SourceClock, nowMs: number): boolean {
   return sourceState(source, nowMs) === 'fresh' && withinThreshold(observedMs, source.staleAfterSeconds, nowMs);
 }

@@ -5,7 +5,7 @@ import { windowStart } from '../util/time.ts';
 import { findCatalogItemById, listHistoryPoints, type Granularity, type HistoryPosition } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
 
-/** DESIGN 9: history granularities, stored as price_rollups.granularity. */
+/** docs/design.md §9: history granularities, stored as price_rollups.granularity. */
 export const GRANULARITIES = ['10m', 'hourly', 'daily'] as const satisfies readonly Granularity[];
 export const DEFAULT_GRANULARITY: Granularity = 'hourly';
 
@@ -22,7 +22,7 @@ export const HISTORY_DEFAULT_RANGE_DAYS: Record<Granularity, number> = { '10m': 
 export type HistoryWindow = { from: Date; to: Date };
 
 /**
- * A time window: `from` inclusive, `to` exclusive (spec 8's convention). Omitted `to` is now;
+ * A time window: `from` inclusive, `to` exclusive (docs/interface.md §8's convention). Omitted `to` is now;
  * omitted `from` is `defaultDays` before `to`. from < to and to − from ≤ `maxDays`, else 400 naming
  * the field; `granularity`, when given, is named in the message. Price and index history share it.
  */

@@ -20,7 +20,7 @@ export type StagedObservation = {
   volume_7d?: number | null;
   quantity: number | null;
   source_time: Date;
-  /** The upstream's own price and currency when it is not USD (DESIGN 14: skinbaron's EUR); absent means null. */
+  /** The upstream's own price and currency when it is not USD (docs/design.md §14: skinbaron's EUR); absent means null. */
   original_price?: string | null;
   original_currency?: string | null;
 };
@@ -106,7 +106,7 @@ export async function stalestNamesForSource(db: Queryable, source: string, limit
 }
 
 /**
- * prices.updated (DESIGN 8) from the run's `ingest_changed`: one outbox event holding the first
+ * prices.updated (docs/design.md §8) from the run's `ingest_changed`: one outbox event holding the first
  * PRICES_UPDATED_PAGE_SIZE items and one price_event_pages row per further page, numbered over a
  * single order (catalog id, version) so pages never skip or repeat an item. Stored once per run,
  * whoever subscribes: fan-out is one delivery per endpoint of this one event.

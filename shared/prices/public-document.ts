@@ -12,7 +12,7 @@ import { itemImageSchema, type ItemImage } from '../media/images/item-image-sche
 import { liquiditySchema, sales7dSchema, salesSchema, type Liquidity, type Sales } from './sales.ts';
 
 /**
- * The keyless price documents (DESIGN 9): `GET /v1/prices` (every priced item, optionally one
+ * The keyless price documents (docs/design.md §9): `GET /v1/prices` (every priced item, optionally one
  * source) and `GET /v1/prices/{market_hash_name}`. Pure functions: the snapshot builder assembles
  * the full list from the database; the API derives the per-source lists and per-item bodies from it.
  */
@@ -32,7 +32,7 @@ const publicVersionPricesShape = {
   min: z.string().nullable(),
   median: z.string().nullable(),
   max: z.string().nullable(),
-  consensus: consensusSchema.describe('Cross-market consensus of the sources fresh when the list was built (DESIGN 13); null when none was'),
+  consensus: consensusSchema.describe('Cross-market consensus of the sources fresh when the list was built (docs/design.md §13); null when none was'),
   sales_7d: sales7dSchema.optional(),
 };
 const publicVersionPricesSchema = z.object(publicVersionPricesShape);
@@ -65,7 +65,7 @@ export const publicItemPricesSchema = z.object({
   image: itemImageSchema
     .nullable()
     .optional()
-    .describe('DESIGN 18: the item’s image (its `default` version’s), as of the snapshot: the newest icon Steam showed it with, else cs2-lib’s, else null. The art is Valve’s'),
+    .describe('docs/design.md §18: the item’s image (its `default` version’s), as of the snapshot: the newest icon Steam showed it with, else cs2-lib’s, else null. The art is Valve’s'),
   currency: z.string().describe('USD, or the `?currency=` asked for'),
   fx: fxSchema.optional(),
   versions: z
@@ -98,7 +98,7 @@ const NO_SUCCESS: SourceClock = { lastSuccessMs: null, staleAfterSeconds: 0 };
 
 /**
  * One version's prices; `observedMs` holds each source's observed time (SnapshotInputRow.observed_ms),
- * `sales7d` its 7-day sales window (DESIGN 19), left out when no source has one.
+ * `sales7d` its 7-day sales window (docs/design.md §19), left out when no source has one.
  */
 function versionPrices(
   sources: Record<string, PublicSourcePrice>,
@@ -285,7 +285,7 @@ export function filterPriceListBySource(list: PublicPriceList, source: string): 
 
 /**
  * What GET /v1/prices/{market_hash_name} adds to an item of the list, looked up once per snapshot and
- * item: its image (DESIGN 18) and per version its sales windows and liquidity (DESIGN 19).
+ * item: its image (docs/design.md §18) and per version its sales windows and liquidity (docs/design.md §19).
  */
 export type ItemExtras = { image: ItemImage | null; sales: ReadonlyMap<string, Sales>; liquidity: ReadonlyMap<string, Liquidity> };
 

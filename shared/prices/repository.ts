@@ -33,7 +33,7 @@ export type CurrentPriceRow = {
   stale_after_seconds: number;
   /** The source's last successful run: a price is never fresh while its source is stale. */
   last_success_at: Date | null;
-  /** DESIGN 14: the upstream's own price and currency where it is not USD (skinbaron's EUR), else null. */
+  /** docs/design.md §14: the upstream's own price and currency where it is not USD (skinbaron's EUR), else null. */
   original_price: string | null;
   original_currency: string | null;
 };
@@ -73,7 +73,7 @@ export async function findIngestRunMarker(db: Queryable): Promise<string> {
     from (
       select name, last_success_at from price_sources where last_success_at is not null
       union all
-      -- DESIGN 19: a sales read (shared/prices/sales.ts) changes the keyed answers' sales windows.
+      -- docs/design.md §19: a sales read (shared/prices/sales.ts) changes the keyed answers' sales windows.
       select 'sales:' || name, last_success_at from sales_readers where last_success_at is not null
     ) runs`;
   return row?.marker ?? '';
@@ -216,10 +216,10 @@ export type SnapshotInputRow = {
   source_time: string;
   /** When we last saw the price at this value, ms since epoch (shared/prices/freshness.ts): what the list's freshness is judged on. */
   observed_ms: number;
-  /** DESIGN 14: the upstream's own price and currency where it is not USD (skinbaron's EUR); null (or absent) otherwise. */
+  /** docs/design.md §14: the upstream's own price and currency where it is not USD (skinbaron's EUR); null (or absent) otherwise. */
   original_price?: string | null;
   original_currency?: string | null;
-  /** DESIGN 19: the version's combined 7-day sales window (item_sales), on each of its rows; null without one. */
+  /** docs/design.md §19: the version's combined 7-day sales window (item_sales), on each of its rows; null without one. */
   sales_7d_median?: string | null;
   /** Not in the list; read for the drop-in formats gathered in the same pass (shared/compat/dataset.ts). */
   median_price?: string | null;

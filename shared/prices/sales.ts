@@ -5,7 +5,7 @@ import { SALES_WINDOWS, type SalesObservation, type SalesWindowName } from '../s
 import { catalogItemFor, type CatalogNameMap } from './ingest.ts';
 
 /**
- * Sales windows (DESIGN 19; docs/decisions.md "Sales windows"): what items sold for over the last
+ * Sales windows (docs/design.md §19; docs/decisions.md "Sales windows"): what items sold for over the last
  * 24 hours, 7, 30 and 90 days, per item and version, from the sources that publish sales (skinport's
  * sales history, steam's priceoverview). Each source's latest window is stored (source_sales), each
  * change of it appended to the history (sales_observations), and the windows combined over sources
@@ -35,10 +35,10 @@ export const salesWindowSchema = z
 export const salesSchema = z
   .object({ '24h': salesWindowSchema, '7d': salesWindowSchema, '30d': salesWindowSchema, '90d': salesWindowSchema })
   .describe(
-    'DESIGN 19: what the item sold for (not what it is listed at) over the last 24 hours, 7, 30 and 90 days, combined over the sources that publish sales (skinport’s sales history; steam’s priceoverview, 24 h only). A window no source has is null',
+    'docs/design.md §19: what the item sold for (not what it is listed at) over the last 24 hours, 7, 30 and 90 days, combined over the sources that publish sales (skinport’s sales history; steam’s priceoverview, 24 h only). A window no source has is null',
   );
 
-/** `{median, volume}` of the 7-day window in the keyless list (DESIGN 19): absent when no source has one. */
+/** `{median, volume}` of the 7-day window in the keyless list (docs/design.md §19): absent when no source has one. */
 export const sales7dSchema = z
   .object({ median: z.string().nullable(), volume: z.number().int() })
   .describe('Sales in the last 7 days: the combined median sale price and the units sold (see `sales` on GET /v1/prices/{market_hash_name}); absent when no source publishes a 7-day window');
@@ -52,7 +52,7 @@ export const liquiditySchema = z
       .nullable()
       .describe('listings × 7 / sales_7d, one decimal: how many days today’s supply lasts at last week’s pace of sales. Not a score. Null without listings or sales'),
   })
-  .describe('DESIGN 19: supply against the pace of sales');
+  .describe('docs/design.md §19: supply against the pace of sales');
 
 export type SalesWindow = NonNullable<z.infer<typeof salesWindowSchema>>;
 export type Sales = Record<SalesWindowName, SalesWindow | null>;
@@ -264,7 +264,7 @@ export async function findItemSales(db: Queryable, catalogId: string): Promise<M
 export const salesOrEmpty = (sales: Sales | undefined): Sales => sales ?? emptySales();
 
 /**
- * DESIGN 19's liquidity: `listings` the sum of the fresh sources' quantities (null when no fresh
+ * docs/design.md §19's liquidity: `listings` the sum of the fresh sources' quantities (null when no fresh
  * source reports one), `sales_7d` the 7-day volume, `days_to_sell` = listings × 7 / sales_7d to one
  * decimal, half-even (integer arithmetic: exact), null without listings or sales.
  */
@@ -298,7 +298,7 @@ export const salesReadersSchema = z
       unknown_names: z.number().int(),
     }),
   )
-  .describe('DESIGN 19: each sales reader (skinport’s sales history, steam’s priceoverview) with its last success and error. Informative: not part of `degraded`');
+  .describe('docs/design.md §19: each sales reader (skinport’s sales history, steam’s priceoverview) with its last success and error. Informative: not part of `degraded`');
 
 /** Each sales reader's health row, for GET /v2/status. */
 export async function salesReaderStates(db: Queryable): Promise<z.infer<typeof salesReadersSchema>> {

@@ -109,11 +109,11 @@ export class LoadedPriceSnapshot {
   }
 
   /**
-   * The list restricted to one source and/or in another currency (DESIGN 9 and 14), derived at its
+   * The list restricted to one source and/or in another currency (docs/design.md §9 and §14), derived at its
    * first request, then reused while the snapshot is current; the full USD list is `body`. A new set
    * of exchange rates makes a new body. The list is built in a derived-list thread and each encoding
    * is compressed on the thread pool when first asked for (LazyEncodedBody): the event loop only
-   * waits (DESIGN 21), and the first client waits only for its own encoding. Concurrent requests for
+   * waits (docs/design.md §21), and the first client waits only for its own encoding. Concurrent requests for
    * one body share its build; a failed build is forgotten, so the next request tries again.
    */
   lazyDerivedBody(source: string | undefined, conversion: Conversion | null): Promise<EncodedBody | LazyEncodedBody> {
@@ -155,8 +155,8 @@ export class LoadedPriceSnapshot {
 
   /**
    * Every stored version of one item (in the conversion's currency), or null when the snapshot has no
-   * price for that name. With `extrasOf` (GET /v1/prices/{name}) the item's `image` (DESIGN 18) and
-   * each version's sales windows and liquidity (DESIGN 19) follow its catalog_id, looked up once per
+   * price for that name. With `extrasOf` (GET /v1/prices/{name}) the item's `image` (docs/design.md §18) and
+   * each version's sales windows and liquidity (docs/design.md §19) follow its catalog_id, looked up once per
    * snapshot and name (the body is kept with them), so a repeated request costs no query; without it
    * the body has no `image` and no sales.
    */
@@ -200,7 +200,7 @@ export class LoadedPriceSnapshot {
 }
 
 /**
- * The newest price snapshot of this API process (DESIGN 9: keyless prices are served from memory,
+ * The newest price snapshot of this API process (docs/design.md §9: keyless prices are served from memory,
  * never by a per-request query over all items). Loaded at first use; afterwards a request that finds
  * the last check older than the poll interval starts a background `select max(id)` and is served
  * the snapshot in hand. `notify()` (Redis pub/sub from the builder) checks at once. Owns the threads

@@ -77,7 +77,7 @@ export async function buildPriceSnapshot(sql: Sql, now: Date, options: BuildPric
     await tx`select pg_advisory_xact_lock(${BUILD_LOCK_KEY})`;
     // Rows are read through a cursor and turned into each item's JSON as they come: the build never
     // holds every row or every item object (~110 000 rows made a worker's RSS peak ~250 MB higher).
-    // Freshness (and so the consensus) as of this build (DESIGN 13), by the rule of GET /health.
+    // Freshness (and so the consensus) as of this build (docs/design.md §13), by the rule of GET /health.
     const builder = new PriceListJsonBuilder({ now, sources: await findSourceClocks(tx) }, options.onItem);
     await streamSnapshotInputs(tx, SNAPSHOT_ROWS_PER_FETCH, (rows) => builder.add(rows));
     lap('query');

@@ -3,7 +3,7 @@ import type { Logger } from '../platform/logger.ts';
 import { compareStreamIds, parseStreamEntry, type PriceChange, type PriceStreamEvent, type StreamEntry } from './stream.ts';
 
 /**
- * The API side of the price stream (DESIGN 15): each API process reads the Redis stream once, with
+ * The API side of the price stream (docs/design.md §15): each API process reads the Redis stream once, with
  * XREAD BLOCK on a connection of its own, and fans every entry out in memory to its open
  * Server-Sent Events connections, filtered per connection. Resumes (Last-Event-ID) are replayed
  * with XRANGE on the process's ordinary Redis connection, then joined to the live fan-out with
@@ -13,11 +13,11 @@ import { compareStreamIds, parseStreamEntry, type PriceChange, type PriceStreamE
  * keyless stream and unfiltered keyed streams all write the same bytes.
  */
 
-/** DESIGN 15: the first message tells clients to reconnect after 3 s. */
+/** docs/design.md §15: the first message tells clients to reconnect after 3 s. */
 export const RETRY_MS = 3_000;
-/** DESIGN 15: a comment line whenever a connection has been silent this long. */
+/** docs/design.md §15: a comment line whenever a connection has been silent this long. */
 export const HEARTBEAT_MS = 15_000;
-/** DESIGN 15: a client with more than this queued in the process (beyond what its socket took) is cut off; it resumes. */
+/** docs/design.md §15: a client with more than this queued in the process (beyond what its socket took) is cut off; it resumes. */
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
 /**
  * Issue 29: at most this much queued for all of a process's stream clients together
@@ -409,7 +409,7 @@ export class PriceStreamHub {
     connection.lastWriteAt = performance.now();
     this.queuedEstimate += queued - connection.queued;
     connection.queued = queued;
-    // DESIGN 15: a client that does not keep up is disconnected; it resumes from its last id.
+    // docs/design.md §15: a client that does not keep up is disconnected; it resumes from its last id.
     if (queued > this.maxBufferedBytes) this.cut(connection);
   }
 

@@ -23,7 +23,7 @@ import type { Redis } from '../platform/redis.ts';
  *  - `at`: when its run committed, in Unix milliseconds (for the fan-out latency metric).
  */
 
-/** DESIGN 15: at most this many changes per stream entry (and so per `prices` event). */
+/** docs/design.md §15: at most this many changes per stream entry (and so per `prices` event). */
 export const STREAM_BATCH_SIZE = 500;
 
 /** One changed price, as the stream carries it; prices are decimal strings, never floats. */

@@ -31,7 +31,7 @@ export type PartitionedTable = {
 
 export const PARTITIONED_TABLES: readonly PartitionedTable[] = [
   { table: 'price_observations', column: 'ingested_at', key: 'time', step: 'day', retentionDays: (policy) => policy.observations },
-  // DESIGN 19: every change of a source's sales window (sql/0026); skinport's hourly read changes most of them.
+  // docs/design.md §19: every change of a source's sales window (sql/0026); skinport's hourly read changes most of them.
   { table: 'sales_observations', column: 'ingested_at', key: 'time', step: 'day', retentionDays: (policy) => policy.observations },
   {
     table: 'event_outbox',

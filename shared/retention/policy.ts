@@ -2,7 +2,7 @@ import type { Config } from '../platform/config.ts';
 import type { Granularity } from '../prices/repository.ts';
 
 /**
- * How long each kind of time-partitioned data is kept (issue 13, DESIGN 12), in days, from config.
+ * How long each kind of time-partitioned data is kept (issue 13, docs/design.md §12), in days, from config.
  * docs/operations.md "Retention" lists the defaults and what they cost at the simulator's pace.
  */
 export type RetentionPolicy = {

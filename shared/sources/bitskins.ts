@@ -6,7 +6,7 @@ import { fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * BitSkins `GET /market/insell/730` (DESIGN 13): one keyless request answers the whole market as
+ * BitSkins `GET /market/insell/730` (docs/design.md §13): one keyless request answers the whole market as
  * `{list:[{skin_id, name, price_min, price_max, price_avg, quantity}]}`, prices in integer thousandths
  * of USD, turned into USD with exactly three decimals ("12340" → "12.340", see decimalFromThousandths).
  * - `price` = `price_min` (the lowest ask); `quantity` = `quantity` (listings).

@@ -3,7 +3,7 @@ import { SourceRateLimitedError } from './types.ts';
 import { type SourceName } from '../platform/source-names.ts';
 
 /**
- * A per-source request budget shared by every worker process through Redis (DESIGN 9: "the adapter
+ * A per-source request budget shared by every worker process through Redis (docs/design.md §9: "the adapter
  * must respect a per-source request budget and Retry-After").
  *
  * Sliding window log: a sorted set holds one member per request admitted in the last `windowSeconds`

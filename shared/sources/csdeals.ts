@@ -5,7 +5,7 @@ import { fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * CS.DEALS `GET /API/IPricing/GetLowestPrices/v1?appid=730` (DESIGN 13): one keyless request answers
+ * CS.DEALS `GET /API/IPricing/GetLowestPrices/v1?appid=730` (docs/design.md §13): one keyless request answers
  * the whole market as `{success:true, response:{items:[{marketname, lowest_price}]}}`, the lowest ask
  * in USD as a decimal string (a JSON number is accepted, its text being the value). That is all it
  * says: `median_price`, `bid`, `volume_7d` and `quantity` are null, and every row is `default`

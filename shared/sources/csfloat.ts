@@ -12,7 +12,7 @@ import { getJson, isRecord, JsonNumber, withPartial } from './upstream.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * CSFloat market `GET /api/v1/listings?limit=…&cursor=…` (DESIGN 9) → `{data: [listing], cursor}`,
+ * CSFloat market `GET /api/v1/listings?limit=…&cursor=…` (docs/design.md §9) → `{data: [listing], cursor}`,
  * prices in integer US cents. The adapter pages through `cursor` up to a page cap and aggregates the
  * listings it saw into one observation per (market_hash_name, version): price = cheapest listing,
  * quantity = listings seen, median_price = median listing price, where an even count takes the LOWER

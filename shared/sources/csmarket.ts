@@ -5,13 +5,13 @@ import { countOf, getJson, isRecord, numberText } from './upstream.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * market.csgo.com `GET /api/v2/prices/class_instance/USD.json` (DESIGN 13): one keyless request
+ * market.csgo.com `GET /api/v2/prices/class_instance/USD.json` (docs/design.md §13): one keyless request
  * answers the whole market as `{success:true, time, currency:"USD", items:{"<classid>_<instanceid>":
  * row}}`, prices in USD as decimal strings (up to three places). One market_hash_name can sit under
  * several class/instance keys (different stickers, name tags, …); they fold into one observation:
  * - `price` = the lowest `price`; `median_price` = the `avg_price` of the row giving that lowest ask
  *   (csmarket's average sale price, the closest it publishes to a median), null when that row has none;
- * - `bid` = the highest `buy_order` (the only keyless buy order of DESIGN 13);
+ * - `bid` = the highest `buy_order` (the only keyless buy order of docs/design.md §13);
  * - `volume_7d` = the sum of `popularity_7d` (sales in 7 days), null when no key of the name has it;
  * - `quantity` null: csmarket publishes no listing count;
  * - `source_time` = the top-level `time` (unix seconds) when present and sane, else the fetch time.

@@ -3,7 +3,7 @@ import type { SourceName } from '../platform/source-names.ts';
 import type { SourceCursor } from './types.ts';
 
 /**
- * A paging source's resume position (steam's search/render `start`, DESIGN 19) in Redis, under the
+ * A paging source's resume position (steam's search/render `start`, docs/design.md §19) in Redis, under the
  * deployment's QUEUE_PREFIX (`<QUEUE_PREFIX>:source-cursor:{<source>}`), so every worker of one
  * deployment continues where the last run stopped and two deployments on one Redis never share it.
  * No expiry: a lost key only means the next run starts again at the beginning of the market.

@@ -5,7 +5,7 @@ import { stalestNamesForSource } from '../prices/ingest.ts';
 import type { SourceName } from '../platform/source-names.ts';
 
 /**
- * Which names a per-item source reads (DESIGN 19: steam's priceoverview, "names seen in keyed price
+ * Which names a per-item source reads (docs/design.md §19: steam's priceoverview, "names seen in keyed price
  * reads and inventories first"; docs/decisions.md "Steam in bulk").
  *
  * Demand: a Redis sorted set, `<QUEUE_PREFIX>:price-demand`, of catalog ids scored by when they were

@@ -12,7 +12,7 @@ import { waxpeer } from './waxpeer.ts';
 import { whitemarket } from './whitemarket.ts';
 
 /**
- * Every adapter by source name (DESIGN 9, 13 and 14); `SOURCES` chooses which ones run (skinbaron only
+ * Every adapter by source name (docs/design.md §9, §13 and §14); `SOURCES` chooses which ones run (skinbaron only
  * with its key: shared/sources/settings.ts enabledSources).
  */
 export const ADAPTERS: Record<SourceName, SourceAdapter> = { skinport, steam, csfloat, csmarket, lisskins, waxpeer, whitemarket, bitskins, csdeals, skinbaron };

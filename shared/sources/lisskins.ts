@@ -5,7 +5,7 @@ import { bareArray, fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * LIS-SKINS' public export `GET /market_export_json/csgo.json` (DESIGN 13): one request answers the
+ * LIS-SKINS' public export `GET /market_export_json/csgo.json` (docs/design.md §13): one request answers the
  * whole market as a bare array, one row per market_hash_name, prices in USD as JSON numbers (read as
  * their source text; a string is accepted too). The ask is `price`, the price of items that can be
  * traded now; `unlocked_price` (trade-locked items excluded, or null) is not read. `quantity` =

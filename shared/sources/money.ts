@@ -1,7 +1,7 @@
 import { compareDecimals } from '../util/decimal.ts';
 
 /**
- * Upstream money text → decimal strings, by string and integer operations only (DESIGN 3: money is
+ * Upstream money text → decimal strings, by string and integer operations only (docs/design.md §3: money is
  * never a JS float). Every function answers null for anything it does not accept; callers count
  * such rows as malformed.
  */
@@ -90,7 +90,7 @@ export function withThousands(integer: string): string {
 }
 
 /**
- * DESIGN 13: an ask or bid above this many USD is absurd whatever the upstream says (the dearest CS2
+ * docs/design.md §13: an ask or bid above this many USD is absurd whatever the upstream says (the dearest CS2
  * items trade far below it), and is skipped like a price that does not parse.
  */
 export const MAX_PRICE_USD = '10000000';

@@ -22,7 +22,7 @@ export type SourceSettings = {
   localDefaultInterval: boolean;
 };
 
-// Against a local simulator prices move within a minute (DESIGN 4) through the per-item source (steam,
+// Against a local simulator prices move within a minute (docs/design.md §4) through the per-item source (steam,
 // a slice of the market's search pages every 30 s); sources whose run reads the whole market (one body, or every listing
 // page) keep a real upstream's pace (docs/performance.md "bench:idle"). Real upstreams get their own pace.
 const LOCAL_INTERVAL_SECONDS = 30;
@@ -62,14 +62,14 @@ export function sourceApiKey(config: Config, name: SourceName): string | undefin
 }
 
 /**
- * Why a source SOURCES names cannot run: today only a missing required key (DESIGN 14: skinbaron
+ * Why a source SOURCES names cannot run: today only a missing required key (docs/design.md §14: skinbaron
  * without SOURCE_SKINBARON_KEY). Null when it can, or when it is not a known source (the ingest pool
  * refuses to boot on those).
  */
 export function unavailableReason(config: Config, name: string): string | null {
   if (!isKnownSource(name)) return null;
   const required = ADAPTERS[name].requiredKey;
-  if (required && config[required] === undefined) return `${required} is not set: ${name} needs a key (DESIGN 14), so it is not enabled`;
+  if (required && config[required] === undefined) return `${required} is not set: ${name} needs a key (docs/design.md §14), so it is not enabled`;
   return null;
 }
 

@@ -7,7 +7,7 @@ import { bareArray, fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * SkinBaron (DESIGN 14), the one source priced in EUR and the one that needs a key: `POST
+ * SkinBaron (docs/design.md §14), the one source priced in EUR and the one that needs a key: `POST
  * ${SOURCE_SKINBARON_URL}/GetExtendedPriceList` with the JSON body `{apikey, appId: 730}` and the
  * header `x-requested-with: XMLHttpRequest` answers the whole market as a bare array of
  * `{marketHashName, lowestPrice, minWear, maxWear, imageUrl, dopplerClassName}`, `lowestPrice` the
@@ -26,7 +26,7 @@ import { joinUrl } from '../util/url.ts';
  * - SkinBaron publishes no median, buy order, sales count or listing count here: `median_price`, `bid`,
  *   `volume_7d` and `quantity` are null. `minWear`, `maxWear` and `imageUrl` are not read.
  * - The key (SOURCE_SKINBARON_KEY) travels only in the request body, which is never logged, and is
- *   scrubbed from error messages. Budget: 1 request per 60 s (DESIGN 13's rule for the marketplaces
+ *   scrubbed from error messages. Budget: 1 request per 60 s (docs/design.md §13's rule for the marketplaces
  *   whose limits are not published).
  */
 
@@ -45,7 +45,7 @@ export function parseSkinbaronRow(row: unknown, now: Date, rates: FxRates): Sour
   if (typeof name !== 'string' || name.trim() === '') return 'malformed';
   const doppler = row.dopplerClassName;
   if (doppler !== null && doppler !== undefined && typeof doppler !== 'string') return 'malformed';
-  // A phase's own price (DESIGN 14: skinbaron prices only `default`).
+  // A phase's own price (docs/design.md §14: skinbaron prices only `default`).
   if (typeof doppler === 'string' && doppler.trim() !== '') return 'unpriced';
   if (row.lowestPrice === null) return 'unpriced';
   const eurText = numberText(row.lowestPrice);

@@ -5,7 +5,7 @@ import { getJson, integerOf, isRecord, JsonNumber } from './upstream.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * Skinport's public sales history, `GET /v1/sales/history?app_id=730&currency=USD` (DESIGN 19): one
+ * Skinport's public sales history, `GET /v1/sales/history?app_id=730&currency=USD` (docs/design.md §19): one
  * request answers every item as a bare array of
  * `{market_hash_name, version, currency, item_page, market_page, last_24_hours, last_7_days,
  * last_30_days, last_90_days}`, each window `{min, max, avg, median, volume}` (JSON numbers; null

@@ -6,7 +6,7 @@ import { bareArray, fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * Skinport's public `GET /v1/items?app_id=730&currency=USD` (DESIGN 9): one request answers the whole
+ * Skinport's public `GET /v1/items?app_id=730&currency=USD` (docs/design.md §9): one request answers the whole
  * market as a bare array of rows, one per (market_hash_name, version). Prices are JSON numbers, read
  * as their source text; rows with `quantity` 0 carry null prices and are simply not priced (not
  * malformed). The real API requires `Accept-Encoding: br` and allows 8 requests per 5 minutes.

@@ -14,7 +14,7 @@ import { getJson, integerOf, isRecord, withPartial } from './upstream.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * The Steam Community Market (DESIGN 9 and 19; docs/decisions.md "Steam in bulk"). One run reads, within
+ * The Steam Community Market (docs/design.md §9 and §19; docs/decisions.md "Steam in bulk"). One run reads, within
  * the source's request budget:
  *
  * 1. Pages of the whole market, `GET /market/search/render/?appid=730&norender=1&count=100&start=<n>

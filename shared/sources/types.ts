@@ -2,7 +2,7 @@ import type { FxRates } from '../fx/repository.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { SourceName } from '../platform/source-names.ts';
 
-/** One normalised upstream price: decimal strings only, never JS numbers (DESIGN 3). */
+/** One normalised upstream price: decimal strings only, never JS numbers (docs/design.md §3). */
 export type SourceObservation = {
   market_hash_name: string;
   /** `default` or a phase version (`phase-2`, `ruby`, …), see shared/catalog/identity.ts. */
@@ -10,19 +10,19 @@ export type SourceObservation = {
   /** The lowest ask (skinport min_price, steam search's sell_price, csfloat cheapest listing), e.g. "2.30". */
   price: string;
   median_price: string | null;
-  /** The highest buy order, a decimal string (DESIGN 13: csmarket's `buy_order`); null where the source has none. */
+  /** The highest buy order, a decimal string (docs/design.md §13: csmarket's `buy_order`); null where the source has none. */
   bid: string | null;
   /** Sales in the last 7 days (csmarket `popularity_7d`), null where the source does not say. */
   volume_7d: number | null;
   /**
    * Units behind the price, listings: skinport `quantity`, csfloat listings seen, steam search's
-   * `sell_listings` (DESIGN 19: priceoverview's `volume` is sales, a sales window). Null when not given.
+   * `sell_listings` (docs/design.md §19: priceoverview's `volume` is sales, a sales window). Null when not given.
    */
   quantity: number | null;
   /** When the upstream says the price was observed (or the fetch time when it says nothing). */
   source_time: Date;
   /**
-   * The upstream's own price when it is not in USD (DESIGN 14: skinbaron's EUR), exactly as written;
+   * The upstream's own price when it is not in USD (docs/design.md §14: skinbaron's EUR), exactly as written;
    * `price` is then its USD conversion. Absent (or null) for sources that price in USD.
    */
   original?: OriginalPrice | null;
@@ -31,12 +31,12 @@ export type SourceObservation = {
 /** A price in the currency the upstream wrote it in: `{price: "12.5", currency: "EUR"}`. */
 export type OriginalPrice = { price: string; currency: string };
 
-/** DESIGN 19's sales windows: sales in the last 24 hours, 7, 30 and 90 days. */
+/** docs/design.md §19's sales windows: sales in the last 24 hours, 7, 30 and 90 days. */
 export const SALES_WINDOWS = ['24h', '7d', '30d', '90d'] as const;
 export type SalesWindowName = (typeof SALES_WINDOWS)[number];
 
 /**
- * One source's sales of one item and version over one window (DESIGN 19), normalised: decimal USD
+ * One source's sales of one item and version over one window (docs/design.md §19), normalised: decimal USD
  * strings, `volume` the number of units sold. A source that publishes only some statistics leaves the
  * others null (Steam's priceoverview: `median` and `volume` over 24 h, no mean, min or max); prices are
  * null when `volume` is 0 (nothing sold: the window is known and empty).
@@ -126,7 +126,7 @@ export type FetchContext = {
   /** Market hash names to ask for, for sources that read one item per request (steam's priceoverview). Ignored by the others. */
   names: string[];
   /**
-   * Where a paging source resumes between runs (steam's search/render `start`, DESIGN 19): read at the
+   * Where a paging source resumes between runs (steam's search/render `start`, docs/design.md §19): read at the
    * start of a run, written after every page read. Absent: every run starts at the beginning.
    */
   cursor?: SourceCursor;
@@ -155,31 +155,31 @@ export type SourceCursor = { read(): Promise<number | null>; write(position: num
 
 export interface SourceAdapter {
   name: SourceName;
-  /** Requests allowed per window against the real upstream (DESIGN 9), used as the default budget. */
+  /** Requests allowed per window against the real upstream (docs/design.md §9), used as the default budget. */
   defaultBudget: { requests: number; windowSeconds: number };
   /** Default schedule against the real upstream, in seconds. */
   defaultIntervalSeconds: number;
   /** Whether the adapter reads a given list of names (steam) rather than the whole market at once. */
   needsNames: boolean;
   /**
-   * For a source that reads names and pages (steam, DESIGN 19): the share of each run's requests spent
+   * For a source that reads names and pages (steam, docs/design.md §19): the share of each run's requests spent
    * on pages (search/render, FetchContext.maxPages), the rest on its names (shared/sources/settings.ts).
    */
   searchShare?: number;
   /**
-   * Whether one successful fetch lists everything the source has for sale, with no per-row time (DESIGN
-   * 13's marketplaces). A run then confirms every listed price at once (price_sources.listed_at) and
+   * Whether one successful fetch lists everything the source has for sale, with no per-row time (docs/design.md
+   * §13's marketplaces). A run then confirms every listed price at once (price_sources.listed_at) and
    * marks only the rows that left the listing, instead of rewriting every row's source_time.
    */
   listsWholeMarket: boolean;
   /**
-   * The currency the upstream prices in when it is not USD (DESIGN 14: skinbaron, EUR): its prices are
+   * The currency the upstream prices in when it is not USD (docs/design.md §14: skinbaron, EUR): its prices are
    * stored in USD at the newest stored rates, the original kept beside them, and a run without rates
    * fails (the source turns stale) rather than store EUR as USD. Absent: USD.
    */
   priceCurrency?: 'EUR';
   /**
-   * The variable holding a key without which the source cannot run at all (DESIGN 14: skinbaron's
+   * The variable holding a key without which the source cannot run at all (docs/design.md §14: skinbaron's
    * SOURCE_SKINBARON_KEY). Named in SOURCES without it, the source is not enabled and /v2/status says
    * why (shared/sources/settings.ts enabledSources).
    */

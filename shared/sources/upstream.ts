@@ -152,7 +152,7 @@ export function integerOf(value: unknown): number | null {
 }
 
 /**
- * The text of a JSON number (its source text) or of a string: DESIGN 13 accepts either where the
+ * The text of a JSON number (its source text) or of a string: docs/design.md §13 accepts either where the
  * upstream documents the other. Null for anything else.
  */
 export function numberText(value: unknown): string | null {

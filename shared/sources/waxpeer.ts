@@ -5,7 +5,7 @@ import { getJson, isRecord, numberText, optionalCountOf } from './upstream.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * Waxpeer (DESIGN 13), two requests per run, both needed: a run stores nothing unless both succeed
+ * Waxpeer (docs/design.md §13), two requests per run, both needed: a run stores nothing unless both succeed
  * (either failing throws, without a partial result).
  * - `GET /v1/prices?game=csgo&minified=0` → `{success:true, items:[{name, count, min, …}]}`: one row per
  *   market_hash_name, `min` the lowest ask in thousandths of USD; the row of a Doppler name is its

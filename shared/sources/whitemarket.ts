@@ -5,7 +5,7 @@ import { bareArray, fetchWholeMarket } from './whole-market.ts';
 import { joinUrl } from '../util/url.ts';
 
 /**
- * White.market's public export `GET /export/v1/prices/730.json` (DESIGN 13): one request answers the
+ * White.market's public export `GET /export/v1/prices/730.json` (docs/design.md §13): one request answers the
  * whole market as a bare array, one row per market_hash_name, `price` in USD written as a string
  * ("1.23") or a JSON number (1.23), both read as their text (exponent forms such as 1.5e1 expanded,
  * "15"). `quantity` = `market_product_count` (listings). No median, buy order, sales count or phase

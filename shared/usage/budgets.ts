@@ -1,6 +1,6 @@
 import type { Tier } from '../identity/workspaces.ts';
 
-// DESIGN 5 defaults; enterprise workspaces carry their own budgets (admin CLI), else these.
+// docs/design.md §5 defaults; enterprise workspaces carry their own budgets (admin CLI), else these.
 export const TIER_BUDGETS: Record<Tier, { minute: number; day: number }> = {
   free: { minute: 120, day: 20_000 },
   pro: { minute: 1_200, day: 1_000_000 },

@@ -1,7 +1,7 @@
 import type { CounterRedis } from '../platform/redis-counters.ts';
 
 /**
- * Per-client-address request budget of the keyless endpoints (DESIGN 9): a fixed one-minute window
+ * Per-client-address request budget of the keyless endpoints (docs/design.md §9): a fixed one-minute window
  * per address, one INCR (with its expiry set when the counter is created) per request.
  */
 const HIT_SCRIPT = `

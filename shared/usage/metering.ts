@@ -3,7 +3,7 @@ import type { Budgets } from './budgets.ts';
 
 /**
  * Debits weighted units from a workspace's minute and UTC-day windows and counts the request for
- * the calling key, atomically per request (DESIGN 5): either both windows are debited or neither;
+ * the calling key, atomically per request (docs/design.md §5): either both windows are debited or neither;
  * a refused request still counts as a request and an error for its key. The script takes a batch of
  * such debits (those that arrived while the previous call was out) and applies them one after the
  * other, each exactly as if it had its own call, in one round trip.

@@ -1,6 +1,6 @@
 /**
  * Decimal strings as Postgres `numeric::text` writes them ("2.30", "0.0001", "123456789.12").
- * Money is never a JS float (DESIGN 3): comparison and the mean of two values are done on BigInt
+ * Money is never a JS float (docs/design.md §3): comparison and the mean of two values are done on BigInt
  * unscaled integers, and stored values are passed through as the exact strings they came in as.
  */
 const DECIMAL_PATTERN = /^(-?)(\d+)(?:\.(\d+))?$/;

@@ -1,6 +1,6 @@
 /**
  * RFC 8785 JSON Canonicalization Scheme (JCS), for hashes that clients must be able to recompute
- * (scene ETags, DESIGN 10). shared/util/canonical-json.ts is not JCS: it rebuilds objects, and a JS
+ * (scene ETags, docs/design.md §10). shared/util/canonical-json.ts is not JCS: it rebuilds objects, and a JS
  * object enumerates integer-like keys ("9" before "10") ahead of the others whatever order they were
  * inserted in, and drops a "__proto__" key; JCS orders every key by UTF-16 code units.
  *

@@ -1,4 +1,4 @@
-// DESIGN 7: any object key naming a secret is redacted at any depth, arrays included.
+// docs/design.md §7: any object key naming a secret is redacted at any depth, arrays included.
 const secretKeyPattern = /secret|token|password|api_key|authorization|signature|private_key/i;
 
 export const REDACTED = '[REDACTED]';

@@ -62,7 +62,7 @@ function openCached(deps: DeliveryDeps, endpointId: string, ciphertext: Buffer, 
 
 /**
  * The secrets to sign with: the current one, then, during a rotation's 24 h overlap, the previous
- * one (DESIGN 15). A previous secret that cannot be opened is left out (logged): the current
+ * one (docs/design.md §15). A previous secret that cannot be opened is left out (logged): the current
  * signature still verifies.
  */
 function openSecrets(deps: DeliveryDeps, delivery: ClaimedDelivery): string[] | { error: string } {
@@ -84,7 +84,7 @@ function openSecrets(deps: DeliveryDeps, delivery: ClaimedDelivery): string[] | 
   }
 }
 
-/** Checks the target again on the address actually dialled, signs, and POSTs (DESIGN 8). */
+/** Checks the target again on the address actually dialled, signs, and POSTs (docs/design.md §8). */
 async function exchange(deps: DeliveryDeps, delivery: ClaimedDelivery, secrets: readonly string[]): Promise<Exchange> {
   const started = performance.now();
   let url: URL;
@@ -156,7 +156,7 @@ async function send(deps: DeliveryDeps, claimed: ClaimedDelivery, startedAt: Dat
     nextAttemptAt: delayMs === null ? null : new Date(finishedAt.getTime() + delayMs),
     finishedAt,
   };
-  // DESIGN 8: 410 Gone disables at once; DESIGN 15: so does a failure ending five days in which every
+  // docs/design.md §8: 410 Gone disables at once; docs/design.md §15: so does a failure ending five days in which every
   // attempt failed (the run's start as the claim read it; one starting meanwhile counts from the next).
   const failingFor = claimed.failing_since ? finishedAt.getTime() - claimed.failing_since.getTime() : 0;
   const disableFor = gone
@@ -219,7 +219,7 @@ function resultOf(deps: DeliveryDeps, attempted: Attempted, endpointDisabled: bo
  * statement, saying when each next one is due. 2xx succeeds; 410 fails the delivery and disables
  * the endpoint; anything else (3xx, 4xx, 5xx, timeouts, refused targets) is retried on the schedule,
  * no sooner than a 429/503's Retry-After; after the last attempt the delivery fails. A failure that
- * ends five days of nothing but failures disables the endpoint (DESIGN 15). Attempts that disable
+ * ends five days of nothing but failures disables the endpoint (docs/design.md §15). Attempts that disable
  * an endpoint are recorded each in its own transaction with the disabling. The caller enqueues the
  * retries. Results are in the order of `deliveryIds`.
  */

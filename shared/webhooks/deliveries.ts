@@ -37,7 +37,7 @@ export async function dispatchOutboxBatch(
        and w.deleted_at is null and w.disabled_at is null
        and w.created_at <= c.created_at
       union all
-      -- Events for one endpoint (webhook.test, DESIGN 15): that endpoint, whatever its event_types.
+      -- Events for one endpoint (webhook.test, docs/design.md §15): that endpoint, whatever its event_types.
       select c.id, c.event_type, w.id
       from claimed c
       join webhook_endpoints w
@@ -131,7 +131,7 @@ export type NewAttempt = {
  * Records attempts and moves their deliveries on (to pending with `nextAttemptAt`, or settled), all
  * in one statement. Every attempt row is written; a delivery only moves if this attempt still holds
  * it (a lease that ran out may have been taken over). An endpoint's run of failures starts at its
- * first failed attempt and ends at any success (DESIGN 15: five days of it disable the endpoint);
+ * first failed attempt and ends at any success (docs/design.md §15: five days of it disable the endpoint);
  * its row is written only when that changes. Returns the ids of the deliveries that moved.
  */
 export async function recordAttempts(db: Queryable, attempts: readonly NewAttempt[]): Promise<Set<string>> {
@@ -195,7 +195,7 @@ export async function cancelDelivery(db: Queryable, id: string, reason: string, 
 
 export type DeliveryForRetry = { id: string; event_id: string; state: DeliveryState; attempt_count: number; event_exists: boolean };
 
-/** A delivery of this endpoint, locked for a manual retry (DESIGN 15), or null. */
+/** A delivery of this endpoint, locked for a manual retry (docs/design.md §15), or null. */
 export async function findDeliveryForRetry(db: Queryable, endpointId: string, deliveryId: string): Promise<DeliveryForRetry | null> {
   const [row] = await db<DeliveryForRetry[]>`
     select d.id, d.event_id, d.state, d.attempt_count, exists (select 1 from event_outbox o where o.id = d.event_id) as event_exists

@@ -92,7 +92,7 @@ export async function dispatchOutbox(
 }
 
 /**
- * Postgres is the source of truth for deliveries (STYLE: a sweeper re-enqueues rows whose job went
+ * Postgres is the source of truth for deliveries (docs/conventions.md: a sweeper re-enqueues rows whose job went
  * missing): attempts whose worker died go back to pending, pending deliveries well past due are
  * enqueued again (an existing job with the same id makes that a no-op), old settled
  * deliveries are dropped, and so are rotated-out secrets past their overlap (events and their prices.updated pages go with their outbox partitions,
@@ -110,7 +110,7 @@ export async function sweepDeliveries(
   const jobs = [...retry, ...overdue].map((delivery) => ({ deliveryId: delivery.id, attemptsMade: delivery.attempt_count, delayMs: 0 }));
   if (jobs.length > 0) await enqueue(jobs);
   const expired = await deleteExpiredDeliveries(db, new Date(now.getTime() - DELIVERY_RETENTION_MS));
-  // A rotation's previous secret is destroyed once its 24 h are over (DESIGN 15).
+  // A rotation's previous secret is destroyed once its 24 h are over (docs/design.md §15).
   const previousSecretsDropped = await dropExpiredPreviousSecrets(db, now);
   return { reclaimed: reclaimed.length, requeued: overdue.length, expired, previousSecretsDropped };
 }

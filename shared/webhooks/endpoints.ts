@@ -7,7 +7,7 @@ export type WebhookEndpoint = {
   url: string;
   description: string | null;
   event_types: EventType[];
-  /** DESIGN 15: false once disabled (by PATCH, a 410 Gone, or five days of failed attempts) until re-enabled. */
+  /** docs/design.md §15: false once disabled (by PATCH, a 410 Gone, or five days of failed attempts) until re-enabled. */
   enabled: boolean;
   status: 'enabled' | 'disabled';
   disabled_reason: string | null;
@@ -54,7 +54,7 @@ function toEndpoint(row: EndpointRow): WebhookEndpoint {
   };
 }
 
-/** DESIGN 8: live (not deleted) endpoints a workspace may have, so fan-out stays proportionate. */
+/** docs/design.md §8: live (not deleted) endpoints a workspace may have, so fan-out stays proportionate. */
 export const MAX_ENDPOINTS_PER_WORKSPACE = 20;
 
 /**
@@ -147,7 +147,7 @@ export type EndpointChanges = { url?: string; eventTypes?: EventType[]; descript
 export const DISABLED_BY_REQUEST = 'disabled by request (PATCH enabled: false)';
 
 /**
- * PATCH (DESIGN 15): applies the given fields to a live endpoint of the workspace, or null when it
+ * PATCH (docs/design.md §15): applies the given fields to a live endpoint of the workspace, or null when it
  * has none with this id. Disabling cancels its pending deliveries (as a 410 Gone does); enabling
  * clears the reason and the run of failures, so the five days count again from the next failure.
  * Returns the endpoint before and after, so the caller can audit what changed.
@@ -182,7 +182,7 @@ export async function updateWebhookEndpoint(
 }
 
 /**
- * Rotation (DESIGN 15): the current secret becomes the previous one, valid for signatures until
+ * Rotation (docs/design.md §15): the current secret becomes the previous one, valid for signatures until
  * `previousExpiresAt` (replacing any earlier previous secret), and `sealed` becomes current. The
  * previous ciphertext moves as it is: it stays sealed under the key that sealed it.
  */
@@ -213,7 +213,7 @@ export async function dropExpiredPreviousSecrets(db: Queryable, now: Date): Prom
   return rows.length;
 }
 
-/** The run of failed attempts after which an endpoint is disabled (DESIGN 15). */
+/** The run of failed attempts after which an endpoint is disabled (docs/design.md §15). */
 export const DISABLE_AFTER_FAILING_MS = 5 * 86_400_000;
 export const FAILING_DISABLED_REASON = 'every delivery attempt failed for 5 days';
 

@@ -3,7 +3,7 @@ import type { Queryable } from '../platform/db.ts';
 import type { ChangedPrice, EventType } from '../events/outbox.ts';
 
 /**
- * The pages of a prices.updated event past its first (DESIGN 8). The event carries the first 1 000
+ * The pages of a prices.updated event past its first (docs/design.md §8). The event carries the first 1 000
  * changed items; `next_url` leads to the next page, which carries the next `next_url`, null on the
  * last page:
  *

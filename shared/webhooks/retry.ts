@@ -1,5 +1,5 @@
 /**
- * The retry schedule (DESIGN 8). `delaysMs[n]` is the wait before attempt n + 1, so the default
+ * The retry schedule (docs/design.md §8). `delaysMs[n]` is the wait before attempt n + 1, so the default
  * [0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h] makes eight attempts over about a day. Waits get
  * ±10 % jitter so deliveries that failed together (an endpoint's outage) do not return together.
  */

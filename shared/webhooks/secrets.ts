@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { Config } from '../platform/config.ts';
 
-/** DESIGN 8: a signing secret is `whsec_` + base64 of 32 random bytes (Standard Webhooks' form). */
+/** docs/design.md §8: a signing secret is `whsec_` + base64 of 32 random bytes (Standard Webhooks' form). */
 export const SIGNING_SECRET_PREFIX = 'whsec_';
 
 export function generateSigningSecret(): string {
@@ -35,7 +35,7 @@ const TAG_BYTES = 16;
 const associatedData = (endpointId: string) => Buffer.from(`webhook-endpoint-secret\n${endpointId}`);
 
 /**
- * Secrets at rest (DESIGN 8): AES-256-GCM under the current WEBHOOK_SECRET_KEY, stored as
+ * Secrets at rest (docs/design.md §8): AES-256-GCM under the current WEBHOOK_SECRET_KEY, stored as
  * iv ‖ tag ‖ ciphertext beside the key id. Keys listed in WEBHOOK_SECRET_KEYS_PREVIOUS still open
  * what they sealed, so a rotation is: make the new key current, list the old one as previous,
  * run the rewrap command, then drop the old key.
@@ -69,7 +69,7 @@ export class SecretKeyring {
     return new SecretKeyring(config.WEBHOOK_SECRET_KEY ? decode(config.WEBHOOK_SECRET_KEY) : null, config.WEBHOOK_SECRET_KEYS_PREVIOUS.map(decode));
   }
 
-  /** Whether new secrets can be stored (spec 6: otherwise creation answers 503). */
+  /** Whether new secrets can be stored (docs/interface.md §6: otherwise creation answers 503). */
   get canSeal(): boolean {
     return this.current !== null;
   }
@@ -87,7 +87,7 @@ export class SecretKeyring {
   }
 
   /**
-   * Seals any other secret under the same keys (a Steam owner token, DESIGN 17). `binding` is the
+   * Seals any other secret under the same keys (a Steam owner token, docs/design.md §17). `binding` is the
    * associated data: name the purpose and the row (e.g. `gameplatform-steam-token\n<account_id>`),
    * so a ciphertext opens only where it was sealed.
    */

@@ -35,14 +35,14 @@ export async function checkWebhookUrl(raw: string, policy: TargetPolicy): Promis
   }
 }
 
-/** Each type once, in the order of the DESIGN 8 list, so equal subscriptions look equal. */
+/** Each type once, in the order of the docs/design.md §8 list, so equal subscriptions look equal. */
 function normaliseEventTypes(eventTypes: readonly EventType[]): EventType[] {
   return EVENT_TYPES.filter((type) => eventTypes.includes(type));
 }
 
 /**
  * Creates an endpoint with a new signing secret, sealed under the current WEBHOOK_SECRET_KEY, and
- * records `webhook_endpoint.created` in the same transaction (DESIGN 7). A workspace that already
+ * records `webhook_endpoint.created` in the same transaction (docs/design.md §7). A workspace that already
  * has MAX_ENDPOINTS_PER_WORKSPACE live endpoints gets 409 `webhook_limit_reached` instead. The clear secret exists
  * only in the returned object: this response is the one time the client sees it.
  */
@@ -53,7 +53,7 @@ export async function createWebhookEndpoint(
   input: { url: string; eventTypes: readonly EventType[]; description?: string },
   meta: RequestMeta,
 ): Promise<WebhookEndpoint & { secret: string }> {
-  // spec 6: creation fails with 503 when encrypted secret storage is not configured.
+  // docs/interface.md §6: creation fails with 503 when encrypted secret storage is not configured.
   if (!keyring.canSeal) {
     throw errors.unavailable('secret_storage_unavailable', 'Webhook signing secrets cannot be stored: encrypted secret storage (WEBHOOK_SECRET_KEY) is not configured.');
   }
@@ -83,7 +83,7 @@ export async function createWebhookEndpoint(
     return { ...endpoint, secret };
   });
   if (created) return created;
-  // DESIGN 7: a 409 is recorded as a rejected request, as the idempotency conflicts are.
+  // docs/design.md §7: a 409 is recorded as a rejected request, as the idempotency conflicts are.
   await insertAuditEvent(sql, {
     workspaceId: meta.workspaceId, eventType: 'request.denied', resourceType: 'operation', resourceId: 'webhooks.create',
     outcome: 'rejected', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
@@ -97,7 +97,7 @@ export async function createWebhookEndpoint(
 
 const endpointNotFound = () => errors.notFound('No webhook endpoint with this id in your workspace.');
 
-/** DESIGN 7: a 409 is recorded as a rejected request (outside the failed transaction). */
+/** docs/design.md §7: a 409 is recorded as a rejected request (outside the failed transaction). */
 async function recordConflict(sql: Sql, operation: string, reason: string, meta: RequestMeta, extra: Record<string, unknown> = {}): Promise<void> {
   await insertAuditEvent(sql, {
     workspaceId: meta.workspaceId, eventType: 'request.denied', resourceType: 'operation', resourceId: operation,
@@ -110,7 +110,7 @@ const endpointDisabled = (endpoint: WebhookEndpoint) =>
   errors.conflict('webhook_disabled', `This webhook endpoint is disabled (${endpoint.disabled_reason ?? 'no reason recorded'}); re-enable it with PATCH {"enabled": true} first.`);
 
 /**
- * PATCH /v2/webhooks/{id} (DESIGN 15): changes the url (checked as at creation: https, public
+ * PATCH /v2/webhooks/{id} (docs/design.md §15): changes the url (checked as at creation: https, public
  * addresses only), the event types, the description (null clears it) or whether it is enabled,
  * and records `webhook_endpoint.updated` naming the changed fields. Deliveries not yet made go to
  * the new url; the new event types apply to events written from now on.
@@ -142,11 +142,11 @@ export async function updateEndpoint(
   });
 }
 
-/** How long deliveries are also signed with the secret a rotation replaced (DESIGN 15). */
+/** How long deliveries are also signed with the secret a rotation replaced (docs/design.md §15). */
 export const PREVIOUS_SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 /**
- * POST /v2/webhooks/{id}/rotate-secret (DESIGN 15): a new signing secret, sealed under the current
+ * POST /v2/webhooks/{id}/rotate-secret (docs/design.md §15): a new signing secret, sealed under the current
  * WEBHOOK_SECRET_KEY; the one it replaces keeps signing deliveries (second in webhook-signature)
  * for 24 h, and a previous one from an earlier rotation is dropped. The clear secret exists only in
  * the returned object: never logged, never stored in clear, never returned again.
@@ -176,7 +176,7 @@ export async function rotateEndpointSecret(
 }
 
 /**
- * POST /v2/webhooks/{id}/test (DESIGN 15): a `webhook.test` event for this endpoint only, whatever
+ * POST /v2/webhooks/{id}/test (docs/design.md §15): a `webhook.test` event for this endpoint only, whatever
  * its event_types, through the outbox like any other event (so it is signed, retried and listed
  * among the deliveries). A disabled endpoint receives nothing: 409 `webhook_disabled`.
  */
@@ -208,7 +208,7 @@ export async function sendTestEvent(sql: Sql, id: string, meta: RequestMeta): Pr
 }
 
 /**
- * POST /v2/webhooks/{id}/deliveries/{delivery_id}/retry (DESIGN 15): one attempt now, outside the
+ * POST /v2/webhooks/{id}/deliveries/{delivery_id}/retry (docs/design.md §15): one attempt now, outside the
  * schedule, of a delivery whose last attempt failed, whether it waits for its next scheduled retry
  * (`pending`) or has none left (`failed`). If the attempt fails, the delivery goes back to what it
  * was: its scheduled retry keeps its time, a failed one stays failed. 409 `delivery_succeeded` for

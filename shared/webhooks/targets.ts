@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
- * SSRF guard for webhook targets (DESIGN 8). A URL is refused when its host, or any address its
+ * SSRF guard for webhook targets (docs/design.md §8). A URL is refused when its host, or any address its
  * name resolves to, is anything but public unicast: loopback, private, link-local, carrier-grade
  * NAT, multicast, unspecified, broadcast, benchmarking, documentation and other reserved ranges,
  * and the cloud metadata services. IPv6 forms that carry an IPv4 address (v4-mapped, v4-translated,

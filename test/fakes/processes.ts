@@ -44,7 +44,7 @@ export async function runSimulatorFromEnv(): Promise<RunningFake> {
     worker.addEventListener('close', () => Bun.gc(true));
     worker.onerror = (event) => reject(new Error(`catalog worker failed: ${event.message}`));
   });
-  // DESIGN 19: a few real items the catalog lacks come on the market minutes after start (new-items.ts).
+  // docs/design.md §19: a few real items the catalog lacks come on the market minutes after start (new-items.ts).
   const simulator = startMarketSimulator({ port, seed, items: catalog, newItems: DEFAULT_NEW_ITEMS });
   log.info(
     {
@@ -100,7 +100,7 @@ export async function runSteamFakeFromEnv(): Promise<RunningFake> {
 }
 
 /**
- * The image fake (DESIGN 18): Steam's icon CDN and cs2-lib's asset host on one origin, IMAGE_FAKE_PORT
+ * The image fake (docs/design.md §18): Steam's icon CDN and cs2-lib's asset host on one origin, IMAGE_FAKE_PORT
  * (default 4030). Point the service at it with STEAM_IMAGE_URL=<url> and ITEM_ASSETS_URL=<url>.
  */
 export async function runImageFakeFromEnv(): Promise<RunningFake> {

@@ -15,7 +15,7 @@ import { holdLease, LeaseLostError, lostLease, sweepLeases } from '../lease.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 
 /**
- * The `exports` pool (DESIGN 7): `audit_export.run` leases one job and streams its file;
+ * The `exports` pool (docs/design.md §7): `audit_export.run` leases one job and streams its file;
  * `audit_export.sweep` (scheduled) returns expired leases to `queued` (or `failed` on the last
  * attempt), re-enqueues queued jobs whose BullMQ job went missing, and deletes files past retention.
  */

@@ -14,7 +14,7 @@ export const indexPool: PoolDefinition = {
   pool: 'index',
   handlers: ({ sql, redis, log, now, config }) => [
     handle('prices.snapshot', async () => {
-      // DESIGN 20: the drop-in formats' documents of a new snapshot, built here (off the request path)
+      // docs/design.md §20: the drop-in formats' documents of a new snapshot, built here (off the request path)
       // while someone reads them (a /compat request within the hour), from prices gathered in the
       // snapshot's own pass; otherwise at the first request.
       const wanted = (await redis.exists(compatWantedKey(config.QUEUE_PREFIX)).catch(() => 0)) === 1;

@@ -23,7 +23,7 @@ const STREAM_RELAY_INTERVAL_MS = 5_000;
 
 /**
  * Each enabled source (SOURCES less any missing its required key: enabledSources) is a job scheduler
- * on the ingest queue (DESIGN 9), and so is the fx source (DESIGN 14), which is always on and also runs once at start-up (its scheduler, surviving a
+ * on the ingest queue (docs/design.md §9), and so is the fx source (docs/design.md §14), which is always on and also runs once at start-up (its scheduler, surviving a
  * restart, would otherwise leave a new deployment without rates for up to 6 h).
  */
 export const ingestPool: PoolDefinition = {
@@ -31,17 +31,17 @@ export const ingestPool: PoolDefinition = {
   concurrency: 3,
   startupJobs: [
     { id: 'ingest-fx-startup', job: 'fx.refresh' },
-    // DESIGN 19: Steam-implied rates at start-up too (with steam disabled: every such currency marked not offered).
+    // docs/design.md §19: Steam-implied rates at start-up too (with steam disabled: every such currency marked not offered).
     { id: 'ingest-fx-steam-startup', job: 'fx.steam_implied' },
   ],
   metrics: [streamRelayFailures],
   schedules: (config) => [
-    // DESIGN 14/19: the ECB publishes once a working day; four reads a day (the default) see each file within hours.
+    // docs/design.md §14/§19: the ECB publishes once a working day; four reads a day (the default) see each file within hours.
     { id: 'ingest-fx', job: 'fx.refresh' as const, everyMs: config.SOURCE_FX_INTERVAL_SECONDS * 1000 },
     { id: 'ingest-stream-relay', job: 'prices.stream_relay' as const, everyMs: STREAM_RELAY_INTERVAL_MS },
-    // DESIGN 19: Steam-implied rates on the fx interval, through the steam source (so only while it is enabled).
+    // docs/design.md §19: Steam-implied rates on the fx interval, through the steam source (so only while it is enabled).
     ...(enabledSources(config).includes('steam') ? [{ id: 'ingest-fx-steam', job: 'fx.steam_implied' as const, everyMs: config.SOURCE_FX_INTERVAL_SECONDS * 1000 }] : []),
-    // DESIGN 19: skinport's sales history, hourly (its own schedule, skinport's request budget).
+    // docs/design.md §19: skinport's sales history, hourly (its own schedule, skinport's request budget).
     ...(enabledSources(config).includes('skinport')
       ? [{ id: 'ingest-skinport-sales', job: 'sales.skinport' as const, everyMs: skinportSalesIntervalSeconds(config) * 1000 }]
       : []),
@@ -97,7 +97,7 @@ export const ingestPool: PoolDefinition = {
       handle('fx.refresh', async () => {
         const outcome = await refreshFxRates({ sql, config, log, now });
         if (outcome.status === 'failed') {
-          // Recorded already (the last good rates stay in use). DESIGN 19: retried after 60 s, the wait
+          // Recorded already (the last good rates stay in use). docs/design.md §19: retried after 60 s, the wait
           // doubling with each failure in a row up to the interval, until a fetch succeeds; one retry job
           // per failure count, so a retry and the schedule failing together add one, not two.
           const delay = fxRetryDelayMs(outcome.consecutiveFailures, config.SOURCE_FX_INTERVAL_SECONDS * 1000);

@@ -3,7 +3,7 @@ import type { Logger } from '../../shared/platform/logger.ts';
 import type { Sql } from '../../shared/platform/db.ts';
 
 /**
- * DESIGN 19, after an ingest run has written its prices: the names it could not map are recorded for
+ * docs/design.md §19, after an ingest run has written its prices: the names it could not map are recorded for
  * its source, and those now seen on two sources (or on steam) become provisional catalog items.
  * Returns true when the catalog changed under this process's name map (an item added here or by
  * another process or catalog sync), so the caller reloads the map and the next run prices the item.

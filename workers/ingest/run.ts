@@ -180,7 +180,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
   try {
     const blockedMs = await budget.blockedFor();
     if (blockedMs > 0) return fail(`rate-limited upstream: waiting ${Math.ceil(blockedMs / 1000)} s (Retry-After)`);
-    // DESIGN 14: a source priced in another currency is stored in USD at the newest stored rates;
+    // docs/design.md §14: a source priced in another currency is stored in USD at the newest stored rates;
     // without any, the run fails (the source turns stale) and nothing is stored, never EUR as USD.
     let rates: FxRates | undefined;
     if (adapter.priceCurrency) {
@@ -243,13 +243,13 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       listing: unseen.listing,
       relay: deps.relay,
     });
-    // DESIGN 19: the item images steam's search rows carry (Steam has no phase versions: `default`).
+    // docs/design.md §19: the item images steam's search rows carry (Steam has no phase versions: `default`).
     if (fetched.icons && fetched.icons.length > 0) {
       const icons = fetched.icons.map((icon) => ({ ...icon, version: 'default' }));
       await recordSeenIcons(deps.sql, icons, ingestedAt).catch((error: Error) => log.warn({ err: error.message, icons: icons.length }, 'could not record item icons; the next run will'));
     }
     rememberRows(deps.sql, adapter, unseen, ingestedAt);
-    // DESIGN 19: sales windows the fetch read (steam's priceoverview: 24 h) are their own write, after
+    // docs/design.md §19: sales windows the fetch read (steam's priceoverview: 24 h) are their own write, after
     // the prices: a failure there is logged and leaves the prices written.
     if (fetched.sales && fetched.sales.length > 0) {
       const sales = mapSalesToCatalog(fetched.sales, await catalogNames(deps.sql));
@@ -258,7 +258,7 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
       );
     }
     const writtenAt = performance.now();
-    // DESIGN 19: names the catalog lacks, per source; one seen on two sources (or steam) becomes a
+    // docs/design.md §19: names the catalog lacks, per source; one seen on two sources (or steam) becomes a
     // provisional item, and the name map is reloaded so the next run prices it.
     if (await learnNewItems(deps.sql, { source: adapter.name, names: mapped.unknownNames, at: ingestedAt, log })) catalogCaches.delete(deps.sql);
     // The keyless price list is rebuilt from a snapshot after each run that changed a price.

@@ -17,7 +17,7 @@ const REAL_INTERVAL_SECONDS = 3_600;
 const LOCAL_INTERVAL_SECONDS = 300;
 
 /**
- * DESIGN 19: skinport's sales history is cached upstream for an hour, so it is read hourly
+ * docs/design.md §19: skinport's sales history is cached upstream for an hour, so it is read hourly
  * (SOURCE_SKINPORT_SALES_INTERVAL_SECONDS), against a local simulator at the local bulk pace (300 s).
  */
 export function skinportSalesIntervalSeconds(config: Config): number {

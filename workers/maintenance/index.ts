@@ -15,14 +15,14 @@ import { handle, type PoolDefinition } from '../pool.ts';
 const TRADABLE_RECORDS_DAYS = 30;
 
 /**
- * How often a run of the inventory watch starts (DESIGN 15): every 10 s, or the watch interval when
+ * How often a run of the inventory watch starts (docs/design.md §15): every 10 s, or the watch interval when
  * shorter. A run lasts at most this long (a read it began is finished), so runs rarely overlap.
  */
 export function inventoryWatchRunEveryMs(config: Config): number {
   return Math.min(10_000, config.INVENTORY_WATCH_INTERVAL_SECONDS * 1000);
 }
 
-/** How often a run of the trade-history poll starts (DESIGN 17): as the inventory watch's, from its own interval. */
+/** How often a run of the trade-history poll starts (docs/design.md §17): as the inventory watch's, from its own interval. */
 export function tradeHistoryRunEveryMs(config: Config): number {
   return Math.min(10_000, config.TRADE_HISTORY_INTERVAL_SECONDS * 1000);
 }
@@ -31,8 +31,8 @@ export function tradeHistoryRunEveryMs(config: Config): number {
  * Housekeeping: drops idempotency records past 24 h, expired sessions and old sign-in failures;
  * expires trade-intent drafts past their expires_at; keeps the time partitions of the growing
  * tables (created ahead, dropped past their retention: shared/retention/). And the inventory watch
- * (DESIGN 15, shared/gameplatform/inventory-watch.ts): watched inventories re-read within the global
- * Steam budget, and item.tradable when a trade hold ends. And the trade-history poll (DESIGN 17,
+ * (docs/design.md §15, shared/gameplatform/inventory-watch.ts): watched inventories re-read within the global
+ * Steam budget, and item.tradable when a trade hold ends. And the trade-history poll (docs/design.md §17,
  * shared/gameplatform/trade-history.ts): accounts with owner tokens read within the same budget, and
  * trade.reversed when a trade is reversed.
  */

@@ -18,7 +18,7 @@ import type { DrawnPixels } from './image.ts';
 import { chromiumArgs } from '../../shared/media/chromium.ts';
 
 /**
- * The render pool's browser (DESIGN 10): one Chromium with at most `pages` warm pages. Each page
+ * The render pool's browser (docs/design.md §10): one Chromium with at most `pages` warm pages. Each page
  * loads the viewer's pool page once from a private server on 127.0.0.1 inside this process (a worker
  * must not need the API to be up) and then draws render after render through
  * `window.renderViewerItem`, without navigating: the script, the WebGL context, its compiled shaders
@@ -36,7 +36,7 @@ export class BrowserCrashedError extends Error {
 
 /**
  * The viewer page reported an error (a file it could not load or draw). `code` names a failure the
- * render reports as its own (DESIGN 18: `item_image_unavailable`, which a later attempt may not meet).
+ * render reports as its own (docs/design.md §18: `item_image_unavailable`, which a later attempt may not meet).
  */
 export class ViewerPageError extends Error {
   constructor(
@@ -53,7 +53,7 @@ export type RenderEngineOptions = {
   itemFilesDir: string;
   timeoutMs: number;
   log: Logger;
-  /** DESIGN 18: the item card's images (`/viewer/images/…`, shared/media/viewer/images.ts) for the pool pages. */
+  /** docs/design.md §18: the item card's images (`/viewer/images/…`, shared/media/viewer/images.ts) for the pool pages. */
   images?: (path: string, search: URLSearchParams) => Promise<Response>;
 };
 

@@ -8,7 +8,7 @@ import type { RenderOutput } from '../../shared/media/renders-model.ts';
 export type DrawnPixels = { data: Buffer; width: number; height: number; encoding?: 'rgba-bottom-up' | 'png' };
 
 /**
- * Post-processing (DESIGN 10), one sharp pipeline: rows top to bottom (WebGL's are flipped), exactly the requested size,
+ * Post-processing (docs/design.md §10), one sharp pipeline: rows top to bottom (WebGL's are flipped), exactly the requested size,
  * sRGB, PNG or WebP. A transparent background keeps the canvas' alpha; a colour is flattened onto
  * it, so the file is opaque.
  */

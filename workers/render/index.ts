@@ -13,7 +13,7 @@ import { BrowserCrashedError, RenderEngine, ViewerPageError } from './engine.ts'
 import { finishImage, storeImage, type DrawnPixels } from './image.ts';
 
 /**
- * The `render` pool (DESIGN 10): `renders.render` leases one render, draws it on a warm Chromium
+ * The `render` pool (docs/design.md §10): `renders.render` leases one render, draws it on a warm Chromium
  * page already showing the viewer in render mode, post-processes with sharp and stores the image, then commits the row under the
  * lease with render.completed (audit + outbox). `renders.sweep` (scheduled) returns expired leases
  * to `queued` (or `failed` on the last attempt) and re-enqueues queued renders whose job went missing.
@@ -24,7 +24,7 @@ const CRASH_RETRIES = 2;
 // A released (retryable) attempt waits this long before its next job, so a sick browser is not hammered.
 const RETRY_DELAY_MS = 1_000;
 
-/** DESIGN 12 render durations: drawing on the page plus sharp's post-processing, by format and outcome. */
+/** docs/design.md §12 render durations: drawing on the page plus sharp's post-processing, by format and outcome. */
 const renderDurations = new Histogram({
   name: 'cs2_render_duration_seconds',
   help: 'Time to draw one render on a Chromium page and post-process it with sharp, by output format and outcome (succeeded or failed)',
@@ -65,7 +65,7 @@ async function drawWithRecovery(engine: RenderEngine, request: ViewerRenderReque
   }
 }
 
-/** The page's request: the 3D item files, or (DESIGN 18, `mode: card`) the item card. */
+/** The page's request: the 3D item files, or (docs/design.md §18, `mode: card`) the item card. */
 async function renderRequestOf(context: PoolContext, row: RenderRow, scene: Parameters<typeof viewerRenderRequest>[0]['scene']): Promise<ViewerRenderRequest> {
   const { width, height, background } = row.output;
   if (row.mode === 'card') {
@@ -91,7 +91,7 @@ async function drawRender(context: PoolContext, engine: RenderEngine, row: Rende
     outcome = 'succeeded';
     return image;
   } catch (error) {
-    // DESIGN 18: an item image that cannot be fetched may come back; the next attempt tries again, the last one fails with this code.
+    // docs/design.md §18: an item image that cannot be fetched may come back; the next attempt tries again, the last one fails with this code.
     if (error instanceof ViewerPageError && error.code === 'item_image_unavailable') {
       throw new RenderFailure('item_image_unavailable', "The item's image could not be fetched from its upstream; the card was not drawn.", false);
     }

@@ -7,7 +7,7 @@ import { nudgeOnNotify } from '../nudge.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
 
 /**
- * DESIGN 12: what each `webhooks.deliver` job came to. `succeeded`; `retry` (the attempt failed and
+ * docs/design.md §12: what each `webhooks.deliver` job came to. `succeeded`; `retry` (the attempt failed and
  * another is scheduled); `failed` (the last attempt failed, or the receiver answered 410);
  * `cancelled` (the endpoint is gone); `skipped` (not due, or another worker holds it).
  */
@@ -21,7 +21,7 @@ const deliveryOutcomes = new Counter({
 for (const outcome of ['succeeded', 'retry', 'failed', 'cancelled', 'skipped'] satisfies AttemptResult['kind'][]) deliveryOutcomes.inc({ outcome }, 0);
 
 /**
- * DESIGN 8 delivery: `webhooks.dispatch` fans outbox events out to delivery rows (every second and
+ * docs/design.md §8 delivery: `webhooks.dispatch` fans outbox events out to delivery rows (every second and
  * on NOTIFY), `webhooks.deliver` makes one signed attempt and schedules the next, `webhooks.sweep`
  * recovers attempts of dead workers and deliveries whose job was lost.
  */

@@ -19,7 +19,7 @@ function isCrossSite(request: Request): boolean {
 
 /**
  * The queue dashboard (Bull Board) at /admin/queues over every pool's queue, for operators only
- * (DESIGN 12). Every path under it (the page, its API and its files) needs OPERATOR_TOKEN as
+ * (docs/design.md §12). Every path under it (the page, its API and its files) needs OPERATOR_TOKEN as
  * `Authorization: Bearer <token>` or as the password of HTTP Basic (any user name), so a browser
  * can open it after its sign-in prompt; without OPERATOR_TOKEN nobody gets in. Anything else is a
  * 401 with the shared error body and a Basic challenge. The operator's requests go to Bull Board

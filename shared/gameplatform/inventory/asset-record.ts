@@ -6,7 +6,7 @@ import { PROTECTION_REASONS } from './holds.ts';
 import { INVENTORY_CONTEXTS } from './steam-community.ts';
 
 /**
- * Our inventory records (DESIGN 11): one asset as GET /v2/inventories shows it, and the page. What a
+ * Our inventory records (docs/design.md §11): one asset as GET /v2/inventories shows it, and the page. What a
  * snapshot stores per asset is the record without its valuation (StoredAsset).
  */
 
@@ -19,7 +19,7 @@ export const protectionSchema = z
     until: z.string().nullable().describe('When protection ends (ISO 8601), read from Steam’s text as for trade_hold_until; null when not protected or when Steam gives no instant'),
     context: z.union(INVENTORY_CONTEXTS.map((context) => z.literal(context)) as [z.ZodLiteral<2>, z.ZodLiteral<16>]).describe('The Steam inventory context the asset was read from: 2, or 16 (protected items, read with the owner’s token)'),
   })
-  .describe('Trade protection (DESIGN 17). Snapshots stored before this field existed show it as read from context 2, not protected');
+  .describe('Trade protection (docs/design.md §17). Snapshots stored before this field existed show it as read from context 2, not protected');
 
 export const inventoryAssetSchema = z.object({
   asset_id: z.string(),
@@ -48,9 +48,9 @@ export const inventoryAssetSchema = z.object({
   image: itemImageSchema
     .nullable()
     .describe(
-      'DESIGN 18: the icon this asset’s own Steam description carries (exactly what Steam shows it with: `source: "steam"`), else cs2-lib’s image of the skin by wear, else null. Snapshots stored before this field existed show cs2-lib’s image',
+      'docs/design.md §18: the icon this asset’s own Steam description carries (exactly what Steam shows it with: `source: "steam"`), else cs2-lib’s image of the skin by wear, else null. Snapshots stored before this field existed show cs2-lib’s image',
     ),
-  value: assetValueSchema.nullable().describe('With `valuation=<marketplace>`: the item and its stickers and charms at that marketplace (DESIGN 14), else null'),
+  value: assetValueSchema.nullable().describe('With `valuation=<marketplace>`: the item and its stickers and charms at that marketplace (docs/design.md §14), else null'),
 });
 export type InventoryAsset = z.infer<typeof inventoryAssetSchema>;
 /** What inventory_assets.record holds: the asset without its valuation (added when read). */

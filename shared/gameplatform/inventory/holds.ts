@@ -2,7 +2,7 @@ import { isObject } from '../steam-client.ts';
 import { flag, stringOf, type InventoryContext } from './steam-community.ts';
 
 /**
- * Trade holds and trade protection as Steam writes them on an asset's description (DESIGN 17): the
+ * Trade holds and trade protection as Steam writes them on an asset's description (docs/design.md §17): the
  * instant the item becomes tradable again, and whether it is protected and why.
  *
  * Raw lines this reads (owner view; `owner_descriptions` and `descriptions`, any `value`):
@@ -129,7 +129,7 @@ function textsOf(description: Record<string, unknown>): string[] {
   return texts;
 }
 
-/** The instant the texts give, the forms tried in DESIGN 17's order (each over every line before the next). */
+/** The instant the texts give, the forms tried in docs/design.md §17's order (each over every line before the next). */
 function holdInstantOf(texts: readonly string[], readAt: number): number | null {
   for (const text of texts) {
     const at = fromDateToken(text);
@@ -166,7 +166,7 @@ export function readHold(description: Record<string, unknown>, context: Inventor
   };
 }
 
-/** The instant of the first line with a hold (forms 1–3 of DESIGN 17), else null. */
+/** The instant of the first line with a hold (forms 1–3 of docs/design.md §17), else null. */
 export function parseTradeHold(lines: unknown[], readAt: Date = new Date()): string | null {
   const at = holdInstantOf(textsOf({ owner_descriptions: lines }), readAt.getTime());
   return at === null ? null : new Date(at).toISOString();

@@ -18,7 +18,7 @@ import { readHold, type HoldReading } from './holds.ts';
 import { ASSET_ID, flag, stringOf, type InventoryContext, type InventoryPage } from './steam-community.ts';
 
 /**
- * Steam community inventory pages → our asset records (DESIGN 11, 14): one record per asset with
+ * Steam community inventory pages → our asset records (docs/design.md §11, §14): one record per asset with
  * its item, state (certificate first, then the asset properties), insights, hold and inspect link.
  */
 
@@ -27,7 +27,7 @@ import { ASSET_ID, flag, stringOf, type InventoryContext, type InventoryPage } f
  * seed, 2 wear, 3 charm pattern, 4 sticker wear, 5 name tag, 6 item certificate. Since 2025 the
  * certificate usually lacks the name tag and the charm patterns, which come as property 5, as
  * property 3 of a standalone charm, and as property 3 in the `standalone_properties` of the charm's
- * entry in `asset_accessories` (DESIGN 14). Every entry also has a `name`, localized with `l=`:
+ * entry in `asset_accessories` (docs/design.md §14). Every entry also has a `name`, localized with `l=`:
  * only `propertyid` is read, never the name.
  */
 type AssetProperties = {
@@ -97,7 +97,7 @@ function readProperties(entry: unknown, looseAccessories: unknown[] = []): Asset
 
 /**
  * The state with what the properties add where the certificate (or the catalog) left a gap: the
- * certificate wins where it has the value (DESIGN 14). A charm pattern needs a charm to go to, and
+ * certificate wins where it has the value (docs/design.md §14). A charm pattern needs a charm to go to, and
  * only the certificate names charm ids (an accessory carries a class id, not the charm id), so
  * patterns fill charms the certificate lists without one: property 3 of a standalone charm its
  * charms[0], the accessories' patterns the weapon's charms in order.
@@ -139,11 +139,11 @@ function inspectLinkOf(template: string | null, steamId64: string, assetId: stri
 export type CatalogMatch = { catalog_id: string; definition_index: number | null; paint_index: number | null };
 
 export type NormaliseOptions = {
-  /** The context the pages were read from (DESIGN 17: 16 holds protected items); default 2. */
+  /** The context the pages were read from (docs/design.md §17: 16 holds protected items); default 2. */
   context?: InventoryContext;
   /** When the pages were read: a year-less hold date is resolved against it; default now. */
   readAt?: Date;
-  /** Where item images are (DESIGN 18); default the configuration's defaults (Steam's CDN, cs2-lib's host). */
+  /** Where item images are (docs/design.md §18); default the configuration's defaults (Steam's CDN, cs2-lib's host). */
   images?: ImageHosts;
 };
 
@@ -156,7 +156,7 @@ export type NormalisedInventory = { records: StoredAsset[]; unreadableHolds: num
 export const DEFAULT_IMAGE_HOSTS: ImageHosts = { STEAM_IMAGE_URL: 'https://community.cloudflare.steamstatic.com', ITEM_ASSETS_URL: 'https://cdn.cstrike.app' };
 
 /**
- * DESIGN 18: the asset's image is the icon its own description carries (what Steam shows it with);
+ * docs/design.md §18: the asset's image is the icon its own description carries (what Steam shows it with);
  * a description without one falls back to cs2-lib's image of the skin (by wear), else null.
  */
 export function assetImageOf(hosts: ImageHosts, iconUrl: string | null, item: StoredAsset['item'], state: ItemState): ItemImage | null {
@@ -276,7 +276,7 @@ export function normaliseInventory(steamId64: string, pages: InventoryPage[], ca
         protection: hold.protection,
         item,
         state,
-        // Computed once here and stored with the record (DESIGN 14), so reading a page never recomputes it.
+        // Computed once here and stored with the record (docs/design.md §14), so reading a page never recomputes it.
         insights: itemInsights(item, state),
         certificate: props.certificate,
         inspect_link: inspectLinkOf(fact.inspectTemplate, steamId64, assetId, props.certificate),

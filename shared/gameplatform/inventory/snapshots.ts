@@ -18,20 +18,20 @@ import { dropToken, ownerTokenFor } from '../steam-token.ts';
 import { SecretKeyring } from '../../webhooks/secrets.ts';
 
 /**
- * The inventory snapshot store (DESIGN 11): fetched pages normalised and stored as an immutable
+ * The inventory snapshot store (docs/design.md §11): fetched pages normalised and stored as an immutable
  * snapshot (inventory_snapshots + inventory_assets), the latest one reused while fresh, and pages of
  * one snapshot read back and rendered from Postgres, pinned to that snapshot.
  */
 
 /**
  * A stored snapshot. `workspace_id` null: the public read, shared by every workspace; else an
- * owner-token read, seen only by that workspace (DESIGN 17). `contexts`: [2], or [2, 16] with a token.
+ * owner-token read, seen only by that workspace (docs/design.md §17). `contexts`: [2], or [2, 16] with a token.
  */
 export type InventorySnapshot = { id: string; steam_id: string; fetched_at: Date; total_assets: number; workspace_id: string | null; contexts: InventoryContext[] };
 
 /**
  * `keyring` opens owner tokens (default: built from the configuration's WEBHOOK_SECRET_KEY); `demand`
- * hears the catalog items of each snapshot stored (DESIGN 19: steam's sales read them first).
+ * hears the catalog items of each snapshot stored (docs/design.md §19: steam's sales read them first).
  */
 export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date; keyring?: SecretKeyring; demand?: { record(catalogIds: Iterable<string>): void } };
 
@@ -73,7 +73,7 @@ export type PreparedSnapshot = {
   upstreamTotal: number | null;
   /** Assets whose hold or protection text no form could read (their hold stays null; logged by the caller). */
   unreadableHolds: number;
-  /** The distinct icons the read carried (DESIGN 18), recorded in item_icons with the snapshot. */
+  /** The distinct icons the read carried (docs/design.md §18), recorded in item_icons with the snapshot. */
   icons: SeenIcon[];
 };
 
@@ -172,7 +172,7 @@ export const snapshotVisibleTo = (snapshot: InventorySnapshot, workspaceId: stri
  * with `stale: true`. Throws SteamPrivateError, SteamNotFoundError, or SteamUnavailableError (no
  * snapshot to fall back on); see steamApiError for their API answers.
  *
- * With `workspaceId` (DESIGN 17): when that workspace holds a live owner token for the SteamID, the
+ * With `workspaceId` (docs/design.md §17): when that workspace holds a live owner token for the SteamID, the
  * snapshot is its own (contexts 2 and 16, read with the token); a token Steam refuses is dropped
  * (audited) and the public read serves. Without one, the public read, shared by every workspace.
  */
@@ -217,7 +217,7 @@ async function ensureScopedSnapshot(
     throw error;
   }
   const prepared = await prepareInventorySnapshot(deps.sql, steamId64, fetched, deps.now(), deps.config);
-  // DESIGN 17: text no form reads is not an error; the read says how many assets kept a null hold.
+  // docs/design.md §17: text no form reads is not an error; the read says how many assets kept a null hold.
   if (prepared.unreadableHolds > 0) deps.log.warn({ steam_id: steamId64, unreadable_holds: prepared.unreadableHolds }, 'inventory hold text without a readable instant');
   await deps.sql.begin((tx) => insertInventorySnapshot(tx, prepared));
   deps.demand?.record(prepared.records.flatMap((record) => (record.catalog_id ? [record.catalog_id] : [])));
@@ -256,7 +256,7 @@ export async function findSnapshotAssets(db: Queryable, snapshotId: string, asse
 }
 
 /**
- * Records stored before insights (DESIGN 14), protection (DESIGN 17) or image (DESIGN 18) existed lack
+ * Records stored before insights (docs/design.md §14), protection (docs/design.md §17) or image (docs/design.md §18) existed lack
  * them; a snapshot can outlive its TTL (a cursor pins it, and Steam failing serves it stale), so such a
  * record gets them when read (insights computed, protection UNKNOWN_PROTECTION, image cs2-lib's of the
  * skin: the description's icon was not kept), never stored back (snapshots are immutable). Records
@@ -327,7 +327,7 @@ export async function renderInventoryPage(
   const values = new Map<number, string>();
   const conversion = options.conversion ?? null;
   if (options.valuation) {
-    // DESIGN 14's one rule (valuation.ts): phase version without fallback, stickers and charms as their own items.
+    // docs/design.md §14's one rule (valuation.ts): phase version without fallback, stickers and charms as their own items.
     const valued = await valueAssets(
       db,
       options.valuation,

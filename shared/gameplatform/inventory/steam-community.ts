@@ -13,7 +13,7 @@ import {
 import { joinUrl } from '../../util/url.ts';
 
 /**
- * The Steam community inventory (DESIGN 11): the page format as Steam sends it, one page's raw read,
+ * The Steam community inventory (docs/design.md §11): the page format as Steam sends it, one page's raw read,
  * and the read of every page of an inventory within a time budget. Nothing here knows our records:
  * normalise.ts turns pages into them.
  */
@@ -41,7 +41,7 @@ export const INVENTORY_PAGE_SIZE = 2000;
 export const INVENTORY_CONTEXTS = [2, 16] as const;
 export type InventoryContext = (typeof INVENTORY_CONTEXTS)[number];
 
-/** The pages of one inventory context (DESIGN 17: 2 the tradable inventory, 16 protected items and market listings). */
+/** The pages of one inventory context (docs/design.md §17: 2 the tradable inventory, 16 protected items and market listings). */
 export type ContextPages = { context: InventoryContext; pages: InventoryPage[] };
 
 /**
@@ -58,7 +58,7 @@ export const publicRead = (pages: InventoryPage[]): InventoryRead => ({ workspac
  * 403 → SteamPrivateError, 404 → SteamNotFoundError, 429/5xx/garbage → SteamUnavailableError.
  */
 export async function fetchInventoryPage(config: Config, steamId64: string, startAssetId: string | null, options: SteamRequestOptions): Promise<InventoryPage> {
-  // preserve_bbcode=1 (DESIGN 17): hold and protection text keeps Steam's `[date]<unix>[/date]` token,
+  // preserve_bbcode=1 (docs/design.md §17): hold and protection text keeps Steam's `[date]<unix>[/date]` token,
   // the exact instant, instead of a date rendered in a format Steam changes (it did on 2026-06-24).
   const query = new URLSearchParams({ l: 'english', count: String(INVENTORY_PAGE_SIZE), preserve_bbcode: '1' });
   if (startAssetId !== null) query.set('start_assetid', startAssetId);

@@ -25,7 +25,7 @@ import {
 } from './steam-community.ts';
 
 /**
- * The owner's inventory read (DESIGN 17): `IEconService/GetInventoryItemsWithDescriptions/v1` with
+ * The owner's inventory read (docs/design.md §17): `IEconService/GetInventoryItemsWithDescriptions/v1` with
  * the account's owner access token, one context (2, or 16: trade-protected items and Community
  * Market listings) at a time. Its records are the community inventory's, wrapped in `response`:
  *   {"response":{"assets":[{"appid":730,"contextid":"16","assetid":"…",…}],"descriptions":[…],

@@ -8,7 +8,7 @@ import { pinnedUrl } from '../../webhooks/send.ts';
 import { hostOf, parseWebhookUrl, refusalReason, resolveTarget, TargetRefusedError, type Lookup } from '../../webhooks/targets.ts';
 
 /**
- * Resized item images kept in the blob store (DESIGN 18; docs/decisions.md "Item images"). An
+ * Resized item images kept in the blob store (docs/design.md §18; docs/decisions.md "Item images"). An
  * upstream image is fetched once per (url, size, format): checked like a webhook target, never
  * through a redirect, within IMAGE_FETCH_TIMEOUT_MS and IMAGE_MAX_BYTES, decoded by sharp (anything
  * it cannot decode is not an image), fitted into size×size on a transparent background, sRGB, and
@@ -214,7 +214,7 @@ async function makeImage(deps: ImageCacheDeps, state: ImageCacheState, root: str
 }
 
 
-/** The origins an operator configured for images (DESIGN 18: STEAM_IMAGE_URL, ITEM_ASSETS_URL). */
+/** The origins an operator configured for images (docs/design.md §18: STEAM_IMAGE_URL, ITEM_ASSETS_URL). */
 function configuredOrigins(config: ImageCacheDeps['config']): Set<string> {
   const origins = new Set<string>();
   for (const raw of [config.STEAM_IMAGE_URL, config.ITEM_ASSETS_URL]) {
@@ -235,7 +235,7 @@ function isExplicitlyPrivateHost(url: URL): boolean {
 }
 
 /**
- * Where the url may be fetched from, as webhooks judge targets (DESIGN 8), with one allowance
+ * Where the url may be fetched from, as webhooks judge targets (docs/design.md §8), with one allowance
  * (docs/decisions.md "Item images"): an origin exactly STEAM_IMAGE_URL's or ITEM_ASSETS_URL's may be
  * http, and when the operator wrote that origin as a loopback or private address (the local image
  * fake) that address is accepted. A configured name is still judged by what it resolves to, and

@@ -5,7 +5,7 @@ import { cachedImage, type CachedImage, type ImageCacheDeps, type ImageFormat } 
 import { itemImage, type ItemImage } from './item-images.ts';
 
 /**
- * GET /v2/images/{catalog_id} without HTTP (DESIGN 18): which image a catalog item and version has,
+ * GET /v2/images/{catalog_id} without HTTP (docs/design.md §18): which image a catalog item and version has,
  * and its resized bytes through the image cache, or a 302 target when IMAGE_PROXY is false.
  */
 

@@ -1,9 +1,9 @@
 import type { Queryable } from '../../platform/db.ts';
 
 /**
- * item_icons (sql/0023, DESIGN 18): the icons Steam showed items with, per market_hash_name and price
+ * item_icons (sql/0023, docs/design.md §18): the icons Steam showed items with, per market_hash_name and price
  * version, with when each was first and last seen. Written by every stored inventory snapshot and by
- * steam's search pages (DESIGN 19); read by item-images.ts.
+ * steam's search pages (docs/design.md §19); read by item-images.ts.
  */
 
 /** An icon Steam showed an item with, per name and price version: what item_icons records. */

@@ -6,7 +6,7 @@ import type { Queryable } from '../../platform/db.ts';
 import type { ItemImage } from './item-image-schema.ts';
 
 /**
- * Item images (DESIGN 18; docs/decisions.md "Item images"). An item's image, per catalog item and
+ * Item images (docs/design.md §18; docs/decisions.md "Item images"). An item's image, per catalog item and
  * price version, is the Steam icon first seen most recently for its market_hash_name and version
  * (item_icons, filled from every stored inventory snapshot and steam's search pages) on STEAM_IMAGE_URL, else
  * @ianlucas/cs2-lib's image path on ITEM_ASSETS_URL (its `_light`/`_medium`/`_heavy` variant by wear,
@@ -105,7 +105,7 @@ export type CatalogImageFacts = {
 };
 
 /**
- * The phase item of a merged Doppler catalog item (paint index null, DESIGN 9) for a version. A knife
+ * The phase item of a merged Doppler catalog item (paint index null, docs/design.md §9) for a version. A knife
  * has a Doppler and a Gamma Doppler family sharing the phase names: a Gamma Doppler's paints sit next
  * to its Emerald's (568–572, 1119–1123), a Doppler's do not.
  */

@@ -1,5 +1,5 @@
 /**
- * The item card (DESIGN 18), drawn on a 2D canvas by the viewer page when the definition has no real
+ * The item card (docs/design.md §18), drawn on a 2D canvas by the viewer page when the definition has no real
  * 3D model: the item's image over a glow of its rarity colour, its stickers at their slots, its
  * charms hanging from the top edge, and a panel with the name, rarity and exterior, the name tag, the
  * StatTrak counter, a wear bar with the float marked and the scene's watermark, on the scene's

@@ -1,5 +1,5 @@
 /**
- * The viewer page's browser script (DESIGN 10), bundled with three by page.ts and served from our
+ * The viewer page's browser script (docs/design.md §10), bundled with three by page.ts and served from our
  * own origin. It reads ViewerPageData from the page, loads the item files it names, draws the item
  * with the scene's settings and sets `window.viewerReady = true` once a frame with every file
  * applied has been drawn (the render worker and the tests wait on it).
@@ -52,7 +52,7 @@ declare const window: {
 };
 declare function requestAnimationFrame(callback: () => void): number;
 
-/** What drawing one item answers: `code` names a failure the render reports as its own (DESIGN 18 `item_image_unavailable`). */
+/** What drawing one item answers: `code` names a failure the render reports as its own (docs/design.md §18 `item_image_unavailable`). */
 type RenderOutcome = { error: string | null; code?: string };
 
 const QUALITY: Record<ViewerQuality, { antialias: boolean; maxPixelRatio: number; shadowMapSize: number | null }> = {
@@ -463,7 +463,7 @@ function renderModeRenderer(antialias: boolean): THREE.WebGLRenderer {
 let activeRenderer: THREE.WebGLRenderer | null = null;
 
 /**
- * Render mode, DESIGN 18: item cards are drawn on one 2D canvas of their own, reused for every card
+ * Render mode, docs/design.md §18: item cards are drawn on one 2D canvas of their own, reused for every card
  * (its pixels read back each render, so the context is kept on the CPU: willReadFrequently).
  */
 let cardSurface: { canvas: Canvas; context: Canvas2D } | null = null;
@@ -541,7 +541,7 @@ function renderItem(request: ViewerRenderRequest): Promise<RenderOutcome> {
   const result = drawing.then(async (): Promise<RenderOutcome> => {
     try {
       if (request.card) {
-        // DESIGN 18: no real model, an item card. The last 3D item's resources stay until the next 3D item.
+        // docs/design.md §18: no real model, an item card. The last 3D item's resources stay until the next 3D item.
         const surface = renderModeCardSurface(request.width, request.height);
         const { itemImageMissing } = await drawItemCard(surface.context, { card: request.card, background: request.background, watermark: request.scene.chrome.watermark }, { margin: 0 });
         if (itemImageMissing) return { error: 'the item image could not be loaded', code: 'item_image_unavailable' };
@@ -651,7 +651,7 @@ async function main() {
 }
 
 /**
- * DESIGN 18, interactive: the item card fills the window (redrawn at its size and pixel ratio on
+ * docs/design.md §18, interactive: the item card fills the window (redrawn at its size and pixel ratio on
  * resize) and `viewerReady` is set once it is drawn with every image loaded or given up. An item
  * image that cannot be loaded leaves a frame saying so; the rest of the card is still shown.
  */

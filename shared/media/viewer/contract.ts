@@ -1,5 +1,5 @@
 /**
- * What the viewer page's server side hands its browser script (DESIGN 10 "Viewer sessions"): the
+ * What the viewer page's server side hands its browser script (docs/design.md §10 "Viewer sessions"): the
  * item selector, the scene settings the page draws with, and the URLs of the item files that exist.
  * Imported by both shared/media/viewer/page.ts (Bun) and client.ts (browser), so it holds types and
  * constants only: no Node, Bun or DOM code.
@@ -13,7 +13,7 @@ export type ViewerFileKind = (typeof VIEWER_FILE_KINDS)[number];
 
 export const VIEWER_ASSETS_PATH = '/viewer/assets';
 export const VIEWER_FILES_PATH = '/viewer/files';
-/** Card images (DESIGN 18): `/viewer/images/<item|sticker|charm>/<id>?size=…`, served from our own origin. */
+/** Card images (docs/design.md §18): `/viewer/images/<item|sticker|charm>/<id>?size=…`, served from our own origin. */
 export const VIEWER_IMAGES_PATH = '/viewer/images';
 export const VIEWER_IMAGE_KINDS = ['item', 'sticker', 'charm'] as const;
 export type ViewerImageKind = (typeof VIEWER_IMAGE_KINDS)[number];
@@ -27,7 +27,7 @@ export type CameraPreset = 'inspect' | 'front' | 'back' | 'left' | 'right' | 'to
 export type ViewerQuality = 'draft' | 'interactive' | 'high';
 export type ViewerLighting = 'studio' | 'soft' | 'dramatic';
 
-/** The part of a scene document (DESIGN 10) the page reads; the scene's other fields are ignored. */
+/** The part of a scene document (docs/design.md §10) the page reads; the scene's other fields are ignored. */
 export type ViewerSceneSettings = {
   name: string;
   presentation: {
@@ -39,7 +39,7 @@ export type ViewerSceneSettings = {
   chrome: { showControls: boolean; allowFullscreen: boolean; watermark: string | null };
 };
 
-/** The item selector's fields the page draws (DESIGN 10: `item.item` and `item.state`). */
+/** The item selector's fields the page draws (docs/design.md §10: `item.item` and `item.state`). */
 export type ViewerItem = {
   item: { family: string; definition_index: number };
   state: {
@@ -66,7 +66,7 @@ export type ViewerFiles = {
 };
 
 /**
- * DESIGN 18: what an item card shows when the definition has no real 3D model. Built on the server
+ * docs/design.md §18: what an item card shows when the definition has no real 3D model. Built on the server
  * (shared/media/item-card.ts) from the catalog and cs2-lib; every image is a root-relative URL under
  * VIEWER_IMAGES_PATH (null: the item has no image), so the page loads nothing from another origin.
  */
@@ -97,7 +97,7 @@ export type ViewerPageData = {
   scene: ViewerSceneSettings;
   /** 3D: the item files (a real model). Exactly one of `files` and `card` is set. */
   files: ViewerFiles | null;
-  /** DESIGN 18: no real model, so the page draws this item card instead. */
+  /** docs/design.md §18: no real model, so the page draws this item card instead. */
   card: ItemCard | null;
 };
 

@@ -7,7 +7,7 @@ import { charmImageUrl, itemImages, stickerImageUrl } from '../images/item-image
 import { VIEWER_IMAGE_KINDS, VIEWER_IMAGES_PATH, type ViewerImageKind } from './contract.ts';
 
 /**
- * The item card's images (DESIGN 18) on the origin that serves the page: `/viewer/images/item/<catalog
+ * The item card's images (docs/design.md §18) on the origin that serves the page: `/viewer/images/item/<catalog
  * id>?version=&wear=&size=` (the wear picks cs2-lib's wear variant where the item has no Steam icon), `/viewer/images/sticker/<sticker id>?size=` and `/viewer/images/charm/<charm
  * id>?size=`. Each resolves its upstream url the way the catalog does (shared/media/images/item-images.ts)
  * and answers the resized PNG from the image cache (shared/media/images/image-cache.ts: SSRF rules,

@@ -1,4 +1,4 @@
-/** The viewer page (DESIGN 10) for the API's session URLs and the render worker: plain functions, no HTTP framework. */
+/** The viewer page (docs/design.md §10) for the API's session URLs and the render worker: plain functions, no HTTP framework. */
 export {
   itemFileResponse,
   itemFileResponseForPath,

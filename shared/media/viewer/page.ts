@@ -19,7 +19,7 @@ import {
 } from './contract.ts';
 
 /**
- * The viewer page (DESIGN 10) as plain functions with no HTTP framework, so the API (session URLs)
+ * The viewer page (docs/design.md §10) as plain functions with no HTTP framework, so the API (session URLs)
  * and the render worker (its own private Bun.serve) serve the very same page, script and item files.
  * Every URL the page uses is root-relative: whatever origin serves the page serves all it loads.
  */
@@ -135,7 +135,7 @@ export type ViewerPageOptions = {
   scene: ViewerSceneSettings;
   /** 3D: from resolveViewerFiles (a real model). Null when the page draws `card`. */
   files: ViewerFiles | null;
-  /** DESIGN 18: the item card drawn instead of a model (shared/media/item-card.ts); null or absent in 3D. */
+  /** docs/design.md §18: the item card drawn instead of a model (shared/media/item-card.ts); null or absent in 3D. */
   card?: ItemCard | null;
   mode: ViewerMode;
   /** Render mode: the canvas size in CSS pixels (the renders' output size). */

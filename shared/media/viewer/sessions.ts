@@ -9,7 +9,7 @@ import { findSceneRevision, sceneErrors, type SceneDocument } from '../scenes.ts
 import { renderModeFor } from '../item-files.ts';
 
 /**
- * Viewer sessions (DESIGN 10): a random token in the page URL, stored only as its SHA-256, pinned to
+ * Viewer sessions (docs/design.md §10): a random token in the page URL, stored only as its SHA-256, pinned to
  * one scene revision and one item. No API key ever appears in the URL: the token is the only
  * credential and opens this one page until it expires.
  */
@@ -23,7 +23,7 @@ export const viewerSessionReceiptSchema = z.object({
   item: itemSelectorSchema.describe('The item as it will be drawn: its item and state only'),
   mode: z
     .enum(['3d', 'card'])
-    .describe('How the page draws the item (DESIGN 18): `3d` with a real 3D model of the definition in this deployment, else `card` (the item card). Read when the session is made; the page follows the item files it finds when opened.'),
+    .describe('How the page draws the item (docs/design.md §18): `3d` with a real 3D model of the definition in this deployment, else `card` (the item card). Read when the session is made; the page follows the item files it finds when opened.'),
   scene: z
     .object({
       scene_id: z.uuid(),
@@ -48,7 +48,7 @@ export const viewerErrors = {
 /**
  * Checks the item (400 invalid_item), then the scene revision (404 scene_not_found /
  * revision_not_found, another workspace's scene included), and stores the session. A definition
- * without a real model is shown as an item card (DESIGN 18), so no item is refused for its files. `baseUrl` is PUBLIC_BASE_URL or the request's origin.
+ * without a real model is shown as an item card (docs/design.md §18), so no item is refused for its files. `baseUrl` is PUBLIC_BASE_URL or the request's origin.
  */
 export async function createViewerSession(
   deps: ViewerSessionDeps,

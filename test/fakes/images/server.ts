@@ -1,5 +1,5 @@
 /**
- * The local image fake (DESIGN 18): Steam's icon CDN and the host of @ianlucas/cs2-lib's assets on one
+ * The local image fake (docs/design.md §18): Steam's icon CDN and the host of @ianlucas/cs2-lib's assets on one
  * origin, so tests and `npm start` set STEAM_IMAGE_URL = ITEM_ASSETS_URL = fake.url.
  *
  *   GET /economy/image/<icon_url>                     Steam's icon CDN form: PNG (image/png), 256×192

@@ -1,5 +1,5 @@
 /**
- * BitSkins in the market simulator, one of DESIGN 13's six marketplaces (marketplaces.ts):
+ * BitSkins in the market simulator, one of docs/design.md §13's six marketplaces (marketplaces.ts):
  *
  *   /bitskins/market/insell/730                      {list:[{skin_id, name, price_min, price_max, price_avg, quantity}]}
  *

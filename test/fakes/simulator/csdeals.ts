@@ -1,5 +1,5 @@
 /**
- * CS.DEALS in the market simulator, one of DESIGN 13's six marketplaces (marketplaces.ts):
+ * CS.DEALS in the market simulator, one of docs/design.md §13's six marketplaces (marketplaces.ts):
  *
  *   /csdeals/API/IPricing/GetLowestPrices/v1?appid=730  {success, response:{items:[{marketname, lowest_price}]}}
  *

@@ -1,5 +1,5 @@
 /**
- * csmarket (market.csgo.com) in the market simulator, one of DESIGN 13's six marketplaces (marketplaces.ts):
+ * csmarket (market.csgo.com) in the market simulator, one of docs/design.md §13's six marketplaces (marketplaces.ts):
  *
  *   /csmarket/api/v2/prices/class_instance/USD.json  {success, time, currency, items:{"<classid>_<instanceid>":…}}
  *

@@ -1,5 +1,5 @@
 /**
- * The exchange-rate file in the market simulator (DESIGN 14): the ECB's daily reference rates.
+ * The exchange-rate file in the market simulator (docs/design.md §14): the ECB's daily reference rates.
  *
  *   /fx/stats/eurofxref/eurofxref-daily.xml          `gesmes:Envelope` XML
  *

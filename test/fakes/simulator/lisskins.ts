@@ -1,5 +1,5 @@
 /**
- * LIS-SKINS in the market simulator, one of DESIGN 13's six marketplaces (marketplaces.ts):
+ * LIS-SKINS in the market simulator, one of docs/design.md §13's six marketplaces (marketplaces.ts):
  *
  *   /lisskins/market_export_json/csgo.json           bare array [{name, price, unlocked_price, count, url}]
  *

@@ -1,5 +1,5 @@
 /**
- * The market simulator's shared market (DESIGN 9 and 13): the catalog's entries (each item's default
+ * The market simulator's shared market (docs/design.md §9 and §13): the catalog's entries (each item's default
  * and one per phase) and the price walk every upstream reads. Each upstream's file writes these
  * prices in its own format.
  *
@@ -322,7 +322,7 @@ export function createMarket(options: MarketSimulatorOptions): Market {
     return source === 'csfloat' ? 1 + Math.floor(v * v * 5) : 1 + Math.floor(v * v * v * cap);
   }
 
-  // ---- the six marketplaces (DESIGN 13) and skinbaron (DESIGN 14) ---------------------------
+  // ---- the six marketplaces (docs/design.md §13) and skinbaron (docs/design.md §14) ---------------------------
 
   /** Each marketplace's fixed per-item bias, at most ±4 % (log), beside its level and its own drift. */
   const ITEM_BIAS = 0.04;

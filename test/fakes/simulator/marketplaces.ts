@@ -1,7 +1,7 @@
 /**
  * The bodies of the sources that list the whole market in one answer from the shared marketplace
- * model (market.ts marketAsk): DESIGN 13's six marketplaces (csmarket.ts, lisskins.ts, waxpeer.ts,
- * whitemarket.ts, bitskins.ts, csdeals.ts) and skinbaron (skinbaron.ts, DESIGN 14). Each lists only
+ * model (market.ts marketAsk): docs/design.md §13's six marketplaces (csmarket.ts, lisskins.ts, waxpeer.ts,
+ * whitemarket.ts, bitskins.ts, csdeals.ts) and skinbaron (skinbaron.ts, docs/design.md §14). Each lists only
  * what is for sale (its seeded absent share left out).
  *
  * One body per endpoint, built once per (bucket, mode) and served to every request of that bucket.

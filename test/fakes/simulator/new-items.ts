@@ -1,7 +1,7 @@
 import type { SimulatorItem } from './types.ts';
 
 /**
- * DESIGN 19: "every so often a new item that the catalog lacks". A new item is a simulator item that
+ * docs/design.md §19: "every so often a new item that the catalog lacks". A new item is a simulator item that
  * is off the market until its time, then listed like any other: in skinport's /v1/items, in steam's
  * priceoverview, and in the marketplace bodies (where, as for any item, each marketplace's seeded
  * absent share may leave it out; a pinned price lists it everywhere). CSFloat's listings are laid out

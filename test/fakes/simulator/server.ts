@@ -1,5 +1,5 @@
 /**
- * Local market simulator (DESIGN 9, 13 and 14, test/fakes/): one Bun.serve speaking the ten upstream
+ * Local market simulator (docs/design.md §9, §13 and §14, test/fakes/): one Bun.serve speaking the ten upstream
  * formats the adapters read, over a given item list, so tests and `npm start` run with no internet.
  * Each source lives under a path prefix equal to its name (an adapter's base URL is `<url>/<source>`),
  * and each upstream's routes and body format are in its own file:
@@ -14,7 +14,7 @@
  *   bitskins.ts     /bitskins/market/insell/730
  *   csdeals.ts      /csdeals/API/IPricing/GetLowestPrices/v1
  *   skinbaron.ts    POST /skinbaron/GetExtendedPriceList
- *   fx.ts           /fx/stats/eurofxref/eurofxref-daily.xml (the ECB's daily reference rates, DESIGN 14)
+ *   fx.ts           /fx/stats/eurofxref/eurofxref-daily.xml (the ECB's daily reference rates, docs/design.md §14)
  *   POST /_control/<source|fx|all>/<mode>          switch a source's mode from another process
  *   GET  /_control                                 current modes, and the marketplace bodies' sizes and build times
  *
@@ -31,7 +31,7 @@
  * `{"amount":…}` on even rows and `true` on odd rows, and counts are strings (`"quantity":"3"`;
  * steam's `volume` a number, csmarket's `popularity_7d` an object); names are kept, so an adapter
  * sees only malformed rows). The "wrong type" of partial is one no reading accepts: an object
- * `{"amount":…}` where the upstream writes a string or a number (DESIGN 13 lets adapters take either),
+ * `{"amount":…}` where the upstream writes a string or a number (docs/design.md §13 lets adapters take either),
  * a string for skinport and csfloat (which only write numbers) and a number for steam.
  * A mode applies to every endpoint of its source (both of waxpeer's).
  */

@@ -1,5 +1,5 @@
 /**
- * Skinbaron in the market simulator (DESIGN 14): its one price list, a POST, from the shared
+ * Skinbaron in the market simulator (docs/design.md §14): its one price list, a POST, from the shared
  * marketplace model (marketplaces.ts) in EUR.
  *
  *   POST /skinbaron/GetExtendedPriceList            bare array [{marketHashName, lowestPrice, minWear, maxWear, imageUrl, dopplerClassName}], EUR
@@ -22,7 +22,7 @@ import type { SimulatorMode, Upstream } from './types.ts';
 const dopplerClassName = (version: string) => version.replaceAll('-', '');
 
 /**
- * Skinbaron (DESIGN 14): the shared market's USD ask in EUR at the day's USD rate, to the euro cent
+ * Skinbaron (docs/design.md §14): the shared market's USD ask in EUR at the day's USD rate, to the euro cent
  * (EUR cents = USD mills × 10^d / (10 × rate units), integer arithmetic then one rounding); a
  * `sources.skinbaron` pin is EUR already. Doppler names: the plain row, then a row per listed phase.
  */
@@ -54,7 +54,7 @@ function skinbaronBody(market: Market, bucket: number, mode: SimulatorMode, rows
   }
 }
 
-/** Skinbaron's request checks (DESIGN 14): the header, then the JSON body `{apikey, appId: 730}`; any non-empty key passes. */
+/** Skinbaron's request checks (docs/design.md §14): the header, then the JSON body `{apikey, appId: 730}`; any non-empty key passes. */
 async function skinbaronRefusal(request: Request): Promise<Response | null> {
   const refuse = (status: number, message: string) => Response.json({ message }, { status });
   if (request.headers.get('x-requested-with') !== 'XMLHttpRequest') return refuse(400, 'x-requested-with: XMLHttpRequest is required');

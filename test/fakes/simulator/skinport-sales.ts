@@ -1,5 +1,5 @@
 /**
- * Skinport's sales history in the market simulator (DESIGN 19): `GET /skinport/v1/sales/history?
+ * Skinport's sales history in the market simulator (docs/design.md §19): `GET /skinport/v1/sales/history?
  * app_id=730&currency=USD`, a bare array with one row per (name, version) the simulator lists on
  * skinport, each `{market_hash_name, version, currency, item_page, market_page, last_24_hours,
  * last_7_days, last_30_days, last_90_days}` and each window `{min, max, avg, median, volume}`: JSON

@@ -112,7 +112,7 @@ function create(state: SimulatorState): Handler {
     return new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'br', 'cache-control': 'public, max-age=300' } });
   }
 
-  /** DESIGN 19: skinport's sales history (skinport-sales.ts), over what skinport lists, one body per hour and mode. */
+  /** docs/design.md §19: skinport's sales history (skinport-sales.ts), over what skinport lists, one body per hour and mode. */
   let salesCache: { hour: number; body: Uint8Array } | undefined;
   async function skinportSales(url: URL): Promise<Response> {
     if (url.searchParams.get('app_id') !== '730' || url.searchParams.get('currency') !== 'USD') {

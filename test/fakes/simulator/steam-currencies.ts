@@ -1,7 +1,7 @@
 import { formatSteamMoney, hundredthsOf, parseSteamMoney, steamWalletCurrencyById, type SteamWalletCurrency } from '../../../shared/fx/steam-currencies.ts';
 
 /**
- * The simulator's priceoverview in every Steam wallet currency (DESIGN 19): `currency=<steam id>`
+ * The simulator's priceoverview in every Steam wallet currency (docs/design.md §19): `currency=<steam id>`
  * other than 1 answers what `currency=1` answers, each money field converted at a deterministic rate
  * of that currency and written as Steam writes it there (`"1 234,56 pуб."`, `"CLP$ 1.234"`,
  * `"12.34 KD"`: shared/fx/steam-currencies.ts formatSteamMoney). Whole-unit currencies (all but RUB

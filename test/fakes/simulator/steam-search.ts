@@ -3,7 +3,7 @@ import type { SimulatorMode } from './types.ts';
 
 /**
  * Steam's market search, `GET /steam/market/search/render/?appid=730&norender=1&count=…&start=…
- * &sort_column=name&sort_dir=asc&currency=1` (DESIGN 19), for the market simulator: the JSON Steam
+ * &sort_column=name&sort_dir=asc&currency=1` (docs/design.md §19), for the market simulator: the JSON Steam
  * answers with `norender=1`, `{success, start, pagesize, total_count, searchdata, results:[…]}`, one
  * row per item (Steam has no phase rows: a Doppler's row is its cheapest phase), sorted by name. Each
  * row's `sell_price` is the simulator's steam ask in integer cents (priceoverview's `lowest_price`),

@@ -28,7 +28,7 @@ function create(state: SimulatorState): Handler {
   const { seed, now, bucketOf, defaults, byName, newItems, ask, generatedQuantity } = market;
 
   function steam(url: URL): Response | Promise<Response> {
-    // DESIGN 19: another wallet currency answers the USD answer in its money (steam-currencies.ts).
+    // docs/design.md §19: another wallet currency answers the USD answer in its money (steam-currencies.ts).
     if (otherSteamCurrency(url)) return steamInOtherCurrency(url, steam, seed, now());
     const json = (text: string, status = 200) => new Response(text, { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
     const name = url.searchParams.get('market_hash_name');

@@ -8,10 +8,10 @@ export type SimulatedSource = SourceName;
 /** What /_control switches: every price source and the exchange-rate file. */
 export const SIMULATOR_TARGETS = [...SOURCE_NAMES, 'fx'] as const;
 export type SimulatorTarget = (typeof SIMULATOR_TARGETS)[number];
-/** The six marketplaces of DESIGN 13. */
+/** The six marketplaces of docs/design.md §13. */
 export const MARKETPLACE_SOURCES = ['csmarket', 'lisskins', 'waxpeer', 'whitemarket', 'bitskins', 'csdeals'] as const satisfies readonly SourceName[];
 export type MarketplaceSource = (typeof MARKETPLACE_SOURCES)[number];
-/** The sources whose one body lists the whole market from the shared marketplace model: DESIGN 13's six and skinbaron (DESIGN 14). */
+/** The sources whose one body lists the whole market from the shared marketplace model: docs/design.md §13's six and skinbaron (docs/design.md §14). */
 export const BODY_SOURCES = [...MARKETPLACE_SOURCES, 'skinbaron'] as const satisfies readonly SourceName[];
 export type BodySource = (typeof BODY_SOURCES)[number];
 export const SIMULATOR_MODES = ['ok', 'fail', 'stall', 'rate_limit', 'malformed', 'partial', 'wrong_types'] as const;
@@ -76,7 +76,7 @@ export type MarketSimulatorOptions = {
   prices?: Record<string, Record<string, FixedPrice>>;
   /** Length of a price bucket (default 30 s). */
   bucketSeconds?: number;
-  /** DESIGN 19: items off the market until their time (test/fakes/simulator/new-items.ts). */
+  /** docs/design.md §19: items off the market until their time (test/fakes/simulator/new-items.ts). */
   newItems?: readonly NewSimulatorItem[];
 };
 

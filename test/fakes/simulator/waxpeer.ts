@@ -1,5 +1,5 @@
 /**
- * Waxpeer in the market simulator, one of DESIGN 13's six marketplaces (marketplaces.ts), with two endpoints:
+ * Waxpeer in the market simulator, one of docs/design.md §13's six marketplaces (marketplaces.ts), with two endpoints:
  *
  *   /waxpeer/v1/prices?game=csgo&minified=0          {success, items:[{name, count, min, steam_price?, img?, type?, rarity_color?}]}
  *   /waxpeer/v1/prices/dopplers?game=csgo&phase=any  {success, items:[{name, phase, price, paint_index, item_id, float?}]}, one per listing

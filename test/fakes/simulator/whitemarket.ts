@@ -1,5 +1,5 @@
 /**
- * White.market in the market simulator, one of DESIGN 13's six marketplaces (marketplaces.ts):
+ * White.market in the market simulator, one of docs/design.md §13's six marketplaces (marketplaces.ts):
  *
  *   /whitemarket/export/v1/prices/730.json           bare array [{market_hash_name, price, market_product_link, market_product_count}]
  *

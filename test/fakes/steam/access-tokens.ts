@@ -1,5 +1,5 @@
 /**
- * Owner access tokens as the Steam fake issues and checks them (DESIGN 17). Steam's `webapi_token`
+ * Owner access tokens as the Steam fake issues and checks them (docs/design.md §17). Steam's `webapi_token`
  * is a JWT signed by Steam: `{iss: "steam", sub: <SteamID64>, aud: ["web", …], exp, nbf, iat, jti,
  * oat, per, ip_subject, ip_confirmer}`; the IEconService reads that take `access_token=` answer 401
  * with an HTML page for a token Steam did not sign, one that has expired or been revoked, and for a

@@ -1,11 +1,11 @@
 /**
- * steamcommunity.com/inventory/{steamid}/730/2 (DESIGN 11): pages of `count` (≤ 2000) assets after
+ * steamcommunity.com/inventory/{steamid}/730/2 (docs/design.md §11): pages of `count` (≤ 2000) assets after
  * `start_assetid`, with the descriptions and asset_properties of that page only (bbcode lines kept
- * with `preserve_bbcode=1`, else rendered as Steam renders them: DESIGN 17); `more_items: 1`
+ * with `preserve_bbcode=1`, else rendered as Steam renders them: docs/design.md §17); `more_items: 1`
  * and `last_assetid` while more remain. Errors carry the body `null`, as Steam's do: 403 private,
  * 400 bad count, 429 throttled, 500. An unknown account is 404 `null` (the status the service maps
  * to 404; Steam's own answer for a missing account has varied between 400, 403 and 404 over time).
- * Only context 2 is served here: assets in context 16 (protected, listed: DESIGN 17) are left out,
+ * Only context 2 is served here: assets in context 16 (protected, listed: docs/design.md §17) are left out,
  * as Steam leaves them out of the public read; econ-inventory.ts serves both to the owner's token.
  */
 import type { InventoryState } from './data.ts';
@@ -45,7 +45,7 @@ function renderedLines(lines: SteamDescriptionLine[] | undefined): SteamDescript
 }
 
 /**
- * A description as Steam sends it without preserve_bbcode=1 (DESIGN 17): bbcode lines rendered as
+ * A description as Steam sends it without preserve_bbcode=1 (docs/design.md §17): bbcode lines rendered as
  * HTML, their `[date]<unix>[/date]` tokens as the year-less "29 Jun @ 7:00am" (GMT here).
  */
 function withoutBbcode(description: SteamDescription): SteamDescription {
@@ -122,7 +122,7 @@ export function inventoryPage(state: FakeState, steamId64: string, url: URL): Re
   const inventory = resolveInventory(state, steamId64);
   if (inventory === 'private') return nullBody(403);
   if (inventory === undefined || inventory === 'not_found') return nullBody(404);
-  // The public read shows context 2 only: protected items and market listings (context 16) are absent (DESIGN 17).
+  // The public read shows context 2 only: protected items and market listings (context 16) are absent (docs/design.md §17).
   const body = pageBody(contextView(inventory, '2'), count, url.searchParams.get('start_assetid'), url.searchParams.get('preserve_bbcode') === '1');
   return Response.json({ ...body, success: 1, rwgrsn: -2 });
 }

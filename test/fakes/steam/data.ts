@@ -113,7 +113,7 @@ export function richInventorySpecs(now: Date): ItemSpec[] {
 }
 
 /**
- * The inventory as Steam sends it since 2025 (DESIGN 14), every seed given so an owner's asset ids
+ * The inventory as Steam sends it since 2025 (docs/design.md §14), every seed given so an owner's asset ids
  * change nothing but ids and certificates. In order:
  *  0. a Redline with two stickers and a charm whose pattern is only in asset_accessories;
  *  1. a StatTrak Printstream whose name tag is only property 5;
@@ -154,7 +154,7 @@ export function steam2026InventorySpecs(): ItemSpec[] {
 }
 
 /**
- * Every hold and protection form of DESIGN 17, each instant a different number of days after `now`
+ * Every hold and protection form of docs/design.md §17, each instant a different number of days after `now`
  * at 07:00 GMT (dates below are examples of the form). In order:
  *  0. protected (sealed 1), "⇆ … transferred until [date]…[/date]" (bbcode; year-less without preserve_bbcode=1);
  *  1. a hold, "Tradable/Marketable After [date]…[/date]";
@@ -210,7 +210,7 @@ function firstAssetIdFor(steamId64: string, salt: number): bigint {
   return 40_000_000_000n + (BigInt(steamId64) % 100_000n) * 100_000n + BigInt(salt) * 10_000n + 9_999n;
 }
 
-/** Hold and protection variants bigInventory's `holds` option cycles through (DESIGN 17): every text form, protection and a listing. */
+/** Hold and protection variants bigInventory's `holds` option cycles through (docs/design.md §17): every text form, protection and a listing. */
 const BIG_HOLD_CYCLE: Pick<ItemSpec, 'holdForm' | 'marketListing'>[] = [
   {},
   { holdForm: 'bbcode' },

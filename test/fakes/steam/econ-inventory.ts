@@ -1,6 +1,6 @@
 /**
  * IEconService/GetInventoryItemsWithDescriptions/v1 as api.steampowered.com answers an owner's
- * access token (DESIGN 17): `?access_token=…&steamid=…&appid=730&contextid=2|16&get_descriptions=true
+ * access token (docs/design.md §17): `?access_token=…&steamid=…&appid=730&contextid=2|16&get_descriptions=true
  * &get_asset_properties=true&count=…&start_assetid=…` → `{"response": {assets, descriptions,
  * asset_properties, total_inventory_count, more_items?, last_assetid?}}`, the community page's
  * records wrapped in `response`, for one context. The owner sees a private inventory too. A bad,

@@ -1,9 +1,9 @@
 /**
- * Changes to a fake inventory between reads, as they happen on Steam (DESIGN 15's inventory watch
+ * Changes to a fake inventory between reads, as they happen on Steam (docs/design.md §15's inventory watch
  * is tested against them): items arrive (a drop, a purchase, a trade received: new asset ids,
  * listed first, as Steam lists newest first), leave (sold, traded away), come back from a trade
  * under a new asset id (Steam gives every traded item a new one, and the certificate's item id with
- * it), items come under trade protection (DESIGN 17), and holds and protection end (the description
+ * it), items come under trade protection (docs/design.md §17), and holds and protection end (the description
  * loses its "Tradable/Marketable After" or protection line and `sealed`, and the item becomes
  * tradable and marketable, under a new instance id as Steam gives every distinct description).
  *
@@ -113,7 +113,7 @@ export function tradeItems(state: FakeState, steamId64: string, assetIds: readon
 }
 
 /**
- * Items put under trade protection until `until` (DESIGN 17; default 7 days from now, as a trade
+ * Items put under trade protection until `until` (docs/design.md §17; default 7 days from now, as a trade
  * received today): moved to context 16 (gone from the public read, seen with the owner's token),
  * `sealed: 1`, untradable, with the protection line; asset ids stay, each gets a new instance id (Steam gives every distinct description one). endTradeHolds lifts it.
  */

@@ -4,7 +4,7 @@
  * certificates serialised with @csfloat/cs2-inspect-serializer, so the certificate, the asset
  * properties (seed, wear) and market_hash_name always agree.
  *
- * Since 2025 Steam sends more than the certificate says (DESIGN 14): the name tag as property 5,
+ * Since 2025 Steam sends more than the certificate says (docs/design.md §14): the name tag as property 5,
  * a standalone charm's pattern as property 3, and stickers and charms in `asset_accessories` (the
  * charm's pattern as property 3 of its standalone_properties), while the certificate usually lacks
  * the name tag and the patterns. Specs choose where each value goes (propertyNameTag,
@@ -56,7 +56,7 @@ export type ItemSpec = {
   /** Trade hold: tradable 0 with a "Tradable/Marketable After …" owner description (in `holdForm`). */
   tradeHoldUntil?: Date;
   /**
-   * Trade protection (DESIGN 17: received in a trade): `sealed: 1`, tradable 0, and an owner
+   * Trade protection (docs/design.md §17: received in a trade): `sealed: 1`, tradable 0, and an owner
    * description "⇆ This item is trade-protected and cannot be consumed, modified, or transferred
    * until …" (in `holdForm`).
    */
@@ -195,7 +195,7 @@ export function certificateHex(block: Partial<CEconItemPreviewDataBlock> & { pai
 }
 
 /**
- * The forms Steam has written hold instants in (DESIGN 17), with strings client libraries recorded:
+ * The forms Steam has written hold instants in (docs/design.md §17), with strings client libraries recorded:
  *  bbcode              "… [date]1786384800[/date]" (type "bbcode"; rendered year-less without preserve_bbcode=1)
  *  month_first         "Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT"
  *  day_first           "Tradable/Marketable After 27 Aug, 2026 (14:00:00) GMT"

@@ -1,6 +1,6 @@
 /**
  * Steam's OpenID 2.0 provider (steamcommunity.com/openid/login), enough for the connect flow of
- * DESIGN 11: checkid_setup redirects the "signed-in user" back with a signed id_res; a direct
+ * docs/design.md §11: checkid_setup redirects the "signed-in user" back with a signed id_res; a direct
  * check_authentication answers is_valid:true once per nonce when the signature verifies (Steam also
  * refuses a replayed nonce). The HMAC secret never leaves the fake.
  */

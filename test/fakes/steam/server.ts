@@ -1,5 +1,5 @@
 /**
- * The local Steam fake (DESIGN 11, issue 11): one Bun.serve speaking the Web API, the community
+ * The local Steam fake (docs/design.md §11, issue 11): one Bun.serve speaking the Web API, the community
  * inventory and the OpenID 2.0 provider in Steam's real formats, from one origin, so tests and
  * `npm start` set STEAM_API_URL = STEAM_COMMUNITY_URL = fake.url. It can fail, throttle and page
  * on demand.
@@ -23,16 +23,16 @@
  *   fake.inventoryRequests                   inventory requests (community and owner reads): { steamId, at (ms), status },
  *                                            oldest first (the last 10 000): what the inventory watch's
  *                                            Steam budget is measured against
- * Inventory changes between reads (inventory-changes.ts; DESIGN 15's watch is tested against them):
+ * Inventory changes between reads (inventory-changes.ts; docs/design.md §15's watch is tested against them):
  *   fake.assetIds(steamId64)                 asset ids, newest first
  *   fake.addItems(steamId64, specs)          new items (new asset ids, listed first) → their ids
  *   fake.removeItems(steamId64, assetIds)    items gone (sold, traded away)
  *   fake.tradeItems(steamId64, assetIds)     the same items back under new asset ids → the new ids
  *   fake.endTradeHolds(steamId64, assetIds)  holds and protection over: tradable and marketable, same asset ids
- *   fake.protectItems(steamId64, assetIds, until?)  trade protection (DESIGN 17) until `until` (default 7 days):
+ *   fake.protectItems(steamId64, assetIds, until?)  trade protection (docs/design.md §17) until `until` (default 7 days):
  *                                            sealed 1, untradable, the "⇆ … trade-protected … until [date]…[/date]" line
  *   fake.setInventoryVisibility(steamId64, 'private' | 'public')   403 null while private, items kept
- * Trade history (DESIGN 17; trade-history.ts): GET /IEconService/GetTradeHistory/v1/?access_token=… as Steam
+ * Trade history (docs/design.md §17; trade-history.ts): GET /IEconService/GetTradeHistory/v1/?access_token=… as Steam
  * answers it (the token's account's trades, newest first, paged by start_after_time/start_after_tradeid;
  * failNext('trade_history', …), `steamId` = the token's account). Statuses are Steam's ETradeStatus
  * (2 Committed while protected, 3 Complete, 12 TradeProtectionRollback).
@@ -47,10 +47,10 @@
  * Over HTTP: POST /_control/trades {steam_id, partner, give?, receive?, at?} → the recorded trade;
  * POST /_control/trades/<tradeid>/settle | /reverse {at?}; GET /_control/trades/<steamid> → {trades};
  * POST /_control/trades {fail: {status, retry_after?, times?, stall_ms?, steam_id?}}.
- * Owner inventory (DESIGN 17; econ-inventory.ts): GET /IEconService/GetInventoryItemsWithDescriptions/v1/
+ * Owner inventory (docs/design.md §17; econ-inventory.ts): GET /IEconService/GetInventoryItemsWithDescriptions/v1/
  * ?access_token=…&steamid=…&appid=730&contextid=2|16 → {response: {…one context's page…}}; the public
  * community read serves context 2 only, so protectItems' items (moved to context 16) are absent from it.
- * Owner access tokens (DESIGN 17; access-tokens.ts): fake.issueAccessToken(steamId64, expiresAt?) → a JWT
+ * Owner access tokens (docs/design.md §17; access-tokens.ts): fake.issueAccessToken(steamId64, expiresAt?) → a JWT
  * the fake honours; fake.revokeAccessToken(token). Over HTTP: POST /_control/access-tokens
  * {steam_id, expires_at?} → {token}, or {revoke: token}.
  * The same over HTTP, for `npm start` (another process): GET /_control/inventories/<steamid> → {asset_ids};
@@ -58,7 +58,7 @@
  * protect?, end_holds?: asset ids, protect_until?: ISO date, fail?: {status, retry_after?, times?, stall_ms?},
  * visibility?: "public" | "private"} → {asset_ids, added, traded} (public first, then add, trade, protect,
  * end_holds, remove, then private and fail).
- * Hold and protection text (DESIGN 17): with preserve_bbcode=1 as stored (type "bbcode" lines with
+ * Hold and protection text (docs/design.md §17): with preserve_bbcode=1 as stored (type "bbcode" lines with
  * `[date]<unix>[/date]`), without it rendered as Steam renders it since 2026-06-24 ("29 Jun @ 7:00am");
  * ItemSpec.holdForm writes an item's instant in any other form (items.ts HOLD_TEXT_FORMS).
  * Fixtures (data.ts): PUBLIC_STEAM_ID, PRIVATE_STEAM_ID, FRIENDS_ONLY_STEAM_ID, EMPTY_STEAM_ID,

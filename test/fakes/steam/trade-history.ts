@@ -1,6 +1,6 @@
 /**
  * IEconService/GetTradeHistory/v1 as api.steampowered.com answers it to an owner access token
- * (DESIGN 17), and the trades behind it: a trade between an account and a partner, settled when its
+ * (docs/design.md §17), and the trades behind it: a trade between an account and a partner, settled when its
  * protection ends, or reversed before (trade protection, July 2025).
  *
  *   GET /IEconService/GetTradeHistory/v1/?access_token=…&max_trades=100&include_failed=true&get_descriptions=false
@@ -52,7 +52,7 @@ export const TRADE_STATUS = {
   TradeProtectionRollback: 12,
 } as const;
 
-/** DESIGN 17: items received in a trade are protected, and the trade reversible, for 7 days. */
+/** docs/design.md §17: items received in a trade are protected, and the trade reversible, for 7 days. */
 export const PROTECTION_MS = 7 * 86_400_000;
 /** Steam's own cap on max_trades. */
 const MAX_TRADES = 500;
@@ -230,7 +230,7 @@ function restore(state: FakeState, steamId64: string, items: readonly Stashed[])
 }
 
 /**
- * The trade is reversed within its protection (DESIGN 17): its status becomes 12 and a new trade
+ * The trade is reversed within its protection (docs/design.md §17): its status becomes 12 and a new trade
  * (status 3, `rollback_trade` = its id) moves every item back: what the account received leaves it,
  * what it gave comes back under new asset ids.
  */

@@ -1,5 +1,5 @@
 /**
- * The Steam formats the fake speaks (DESIGN 11), typed as Steam sends them: numbers that Steam
+ * The Steam formats the fake speaks (docs/design.md §11), typed as Steam sends them: numbers that Steam
  * sends as strings (asset ids, amounts, float values) stay strings here.
  */
 
@@ -29,7 +29,7 @@ export type PlayerSummary = {
 
 export type SteamAsset = {
   appid: 730;
-  /** '16': trade-protected or listed on the Community Market (DESIGN 17); absent from the public read. */
+  /** '16': trade-protected or listed on the Community Market (docs/design.md §17); absent from the public read. */
   contextid: '2' | '16';
   assetid: string;
   classid: string;
@@ -70,7 +70,7 @@ export type SteamDescription = {
   market_marketable_restriction?: number;
   marketable: 0 | 1;
   tags: SteamTag[];
-  /** 1 while the item is protected (DESIGN 17: trade protection, or a Community Market listing). */
+  /** 1 while the item is protected (docs/design.md §17: trade protection, or a Community Market listing). */
   sealed?: number;
   /** 1: listed on the Community Market. */
   sealed_type?: number;
