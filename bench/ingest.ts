@@ -80,7 +80,7 @@ import { buildPriceSnapshot, SNAPSHOT_BROTLI_QUALITY } from '../shared/prices/sn
 import { ADAPTERS } from '../shared/sources/index.ts';
 import { STEAM_SEARCH_PAGE_SIZE } from '../shared/sources/steam.ts';
 import { sourceSettings } from '../shared/sources/settings.ts';
-import { type FetchContext } from '../shared/sources/types.ts';
+import type { FetchContext } from '../shared/sources/types.ts';
 import { SOURCE_NAMES, type SourceName } from '../shared/platform/source-names.ts';
 import { startMarketSimulator } from '../test/fakes/simulator/server.ts';
 import { measureSales, salesChecks, type SalesFigures } from './ingest-sales.ts';

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test';
 import { canonicalJson } from '../shared/util/canonical-json.ts';
 import { ConfigError, parseConfig } from '../shared/platform/config.ts';
 import { decodeCursor, encodeCursor } from '../shared/http/cursor.ts';
-import { ApiError } from '../shared/http/errors.ts';
+import type { ApiError } from '../shared/http/errors.ts';
 import { redactSecrets } from '../shared/util/redact.ts';
 import { requestFingerprint } from '../shared/idempotency/records.ts';
 import { budgetsFor } from '../shared/usage/budgets.ts';

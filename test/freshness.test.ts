@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
 import { createRequestRedis } from '../shared/platform/redis.ts';

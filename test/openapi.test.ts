@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { brotliDecompressSync } from 'node:zlib';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import Ajv2020 from 'ajv/dist/2020';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { openApiPath, requestJsonSchema } from '../api/openapi.ts';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';

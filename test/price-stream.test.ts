@@ -11,7 +11,7 @@ import { createLogger } from '../shared/platform/logger.ts';
 import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
 import { appendToPriceStreamLog, compareStreamIds, priceStreamKey, PriceStreamRelay, type PriceChange, type PriceStreamEvent } from '../shared/prices/stream.ts';
 import { PriceStreamHub, type StreamSink } from '../shared/prices/stream-hub.ts';
-import { createRequestRedis, Redis } from '../shared/platform/redis.ts';
+import { createRequestRedis, type Redis } from '../shared/platform/redis.ts';
 import { createTestApp, errorOf, eventually, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from './helpers.ts';
 import { freePort, startPrivateRedis, type PrivateRedis } from './private-redis.ts';
 import { spawnedProcesses, waitForHttp } from './spawned.ts';

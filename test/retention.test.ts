@@ -116,7 +116,7 @@ describe('retention over a simulated month and a half', () => {
   test('tables end at a constant size, partitions are dropped whole, and reads inside the windows do not change', async () => {
     const daily: Sizes[] = [];
     let run = 0;
-    let reads = { before: '', after: '' };
+    const reads = { before: '', after: '' };
     let finalReport: RetentionReport = {};
     for (let day = 0; day < DAYS; day += 1) {
       for (let index = 0; index < RUNS_PER_DAY; index += 1) {

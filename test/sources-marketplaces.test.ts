@@ -14,7 +14,7 @@ import {
   priceFromUsdText,
 } from '../shared/sources/money.ts';
 import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../shared/sources/types.ts';
-import { type SourceName } from '../shared/platform/source-names.ts';
+import type { SourceName } from '../shared/platform/source-names.ts';
 import { failure, capturingLog } from './helpers.ts';
 import { countOf, JsonNumber, numberText } from '../shared/sources/upstream.ts';
 

@@ -98,6 +98,7 @@ export function wearRangeOf(definitionIndex: number, paintIndex: number): WearRa
 
 /** The package's public surface, shared by its three calculators. */
 type FadeCalculatorModule = {
+  // biome-ignore lint/complexity/noBannedTypes: the library declares String[]; the structural type must say the same to accept it
   getSupportedWeapons(): Array<String>;
   getFadePercentages(weapon: string): Array<{ seed: number; percentage: number }>;
 };

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { SourceRateLimitedError } from './types.ts';
-import { type SourceName } from '../platform/source-names.ts';
+import type { SourceName } from '../platform/source-names.ts';
 
 /**
  * A per-source request budget shared by every worker process through Redis (docs/design.md §9: "the adapter

@@ -1,7 +1,7 @@
 import type { Config } from '../platform/config.ts';
 import { sourceBudgetPrefix, type RequestBudgetSettings } from './budget.ts';
 import { ADAPTERS } from './index.ts';
-import { type SourceAdapter } from './types.ts';
+import type { SourceAdapter } from './types.ts';
 import { SOURCE_NAMES, type SourceName } from '../platform/source-names.ts';
 
 export type SourceSettings = {

@@ -62,7 +62,7 @@ function embeddedIpv4(address: ipaddr.IPv6): ipaddr.IPv4 | null {
 export function refusalReason(address: string): string | null {
   const literal = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
   if (isIP(literal) === 0) return 'not an IP address';
-  let parsed: ipaddr.IPv4 | ipaddr.IPv6 = ipaddr.parse(literal);
+  const parsed: ipaddr.IPv4 | ipaddr.IPv6 = ipaddr.parse(literal);
   const metadata = METADATA_ADDRESSES.get(parsed.toString()) ?? METADATA_ADDRESSES.get(parsed.toNormalizedString());
   if (metadata) return `a ${metadata} address`;
   if (parsed.kind() === 'ipv6') {

@@ -5,7 +5,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import type { AppControllerRoute, AppViewRoute, BullBoardRequest, UIConfig } from '@bull-board/api/typings/app';
 import { ElysiaAdapter } from '@bull-board/elysia';
 import type { Queue } from 'bullmq';
-import { Elysia } from 'elysia';
+import type { Elysia } from 'elysia';
 import { ApiError, errors } from '../../../shared/http/errors.ts';
 import { checkDashboardRequest } from './requests.ts';
 

@@ -89,7 +89,7 @@ export function exteriorOf(name: string): string | null {
 /** A plausible USD level for an item, by kind (from its market_hash_name), before drift. */
 export function basePrice(name: string, h: number, version: string): number {
   const u = unit(h);
-  const logUniform = (lo: number, hi: number, skew: number) => lo * Math.pow(hi / lo, Math.pow(u, skew));
+  const logUniform = (lo: number, hi: number, skew: number) => lo * (hi / lo) ** u ** skew;
   const exterior = exteriorOf(name);
   let base: number;
   if (name.startsWith('★') && /Gloves|Wraps/.test(name)) base = logUniform(70, 3000, 1.4);
