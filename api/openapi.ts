@@ -74,7 +74,7 @@ export function routeResponses(success: Record<number, SuccessResponse>, ...erro
       typeof response === 'string'
         ? { description: response }
         : // Documented, not enforced at run time (that would cost every request a parse of its body):
-          // test/openapi.test.ts checks real answers against these schemas instead.
+          // test/http/openapi.test.ts checks real answers against these schemas instead.
           { description: response.description, content: { 'application/json': { schema: responseJsonSchema(response.body) } } },
     ]),
   );
@@ -201,7 +201,7 @@ export function buildOpenApiDocument(app: AnyElysia, documentation: OpenApiDocum
     operation.description = operation.description ? `${operation.description}\n\n${access}` : access;
   }
   const used = new Set(Object.values(generated.paths).flatMap((operations) => Object.values(operations).flatMap((operation) => operation.tags ?? [])));
-  // Tags the front matter does not describe still appear (test/openapi.test.ts requires a description for each).
+  // Tags the front matter does not describe still appear (test/http/openapi.test.ts requires a description for each).
   const undescribed = [...used].filter((tag) => !documentation.tags.some((described) => described.name === tag)).map((name) => ({ name }));
   return {
     openapi: OPENAPI_VERSION,

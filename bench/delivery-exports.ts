@@ -28,7 +28,7 @@ import { newId } from '../shared/util/ids.ts';
 import { migrate } from '../shared/platform/migrate.ts';
 import { queueName } from '../shared/jobs/queues.ts';
 import { createWorkerRedis } from '../shared/platform/redis.ts';
-import { insertGeneratedAuditEvents } from '../test/audit-exports-fixtures.ts';
+import { insertGeneratedAuditEvents } from '../test/audit/audit-exports-fixtures.ts';
 import {
   exitedEarly,
   onCleanup,

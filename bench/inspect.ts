@@ -45,7 +45,7 @@ import {
 const TARGETS = { decodesPerSecond: 100_000, decodeShareOfMe: 0.6, insightsShare: 0.8 };
 const DECODE_MS = positiveInt('BENCH_DECODE_MS', 2_000);
 
-// vlydev/cs2-masked-inspect vector 1 (test/inspect-certificate.test.ts): key byte 0xE3, five stickers.
+// vlydev/cs2-masked-inspect vector 1 (test/inspect/inspect-certificate.test.ts): key byte 0xE3, five stickers.
 const CERTIFICATE =
   'E3F3367440334DE2FBE4C345E0CBE0D3E7DB6943400AE0A379E481ECEBE2F36FD9DE2BDB515EA6E30D74D981ECEBE3F37BCBDE640D475DA6E35EFCD881ECEBE3F359D5DE37E9D75DA6436DD3DD81ECEBE3F366DCDE3F8F9BDDA69B43B6DE81ECEBE3F33BC8DEBB1CA3DFA623F7DDDF8B71E293EBFD43382B';
 const LINK = `steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20${CERTIFICATE}`;

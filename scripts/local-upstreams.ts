@@ -4,7 +4,7 @@
  * for the exchange rates when FX_URL is unset (either starts it), the Steam fake for each Steam
  * upstream whose URL is unset, and the image fake for STEAM_IMAGE_URL / ITEM_ASSETS_URL when unset (docs/design.md §18)
  * (a set URL is used as given). Pure, so it is tested without starting
- * anything (test/local-upstreams.test.ts).
+ * anything (test/sources/local-upstreams.test.ts).
  */
 import { SOURCE_NAMES } from '../shared/platform/source-names.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from '../test/fakes/steam/defaults.ts';

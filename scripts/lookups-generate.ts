@@ -3,7 +3,7 @@
  * to load those names (~0.1 s, ~20 MB) to value an inventory or compute its insights:
  *   shared/inspect/fade-skins.json      Fade / Amber Fade / Acid Fade skins csgo-fade-percentage-calculator covers
  *   shared/catalog/kit-catalog-ids.json  sticker kit and charm ids → catalog ids
- * Run after upgrading either package (`npm run lookups:generate`); test/generated-lookups.test.ts
+ * Run after upgrading either package (`npm run lookups:generate`); test/catalog/generated-lookups.test.ts
  * fails while the files are out of date.
  */
 import { join } from 'node:path';

@@ -14,7 +14,7 @@ let kits: KitCatalog | undefined;
 /** The lookup, built on first use from kit-catalog-ids.json (see computeKitCatalogIds). */
 export function kitCatalog(): KitCatalog {
   if (kits) return kits;
-  // Generated from the lib (computeKitCatalogIds, `npm run lookups:generate`; test/generated-lookups.test.ts
+  // Generated from the lib (computeKitCatalogIds, `npm run lookups:generate`; test/catalog/generated-lookups.test.ts
   // checks it): loading the lib's English names here would cost ~0.1 s and ~20 MB.
   const ids = JSON.parse(readFileSync(new URL('./kit-catalog-ids.json', import.meta.url), 'utf8')) as KitCatalogIds;
   kits = { stickers: new Map(ids.stickers), charms: new Map(ids.charms) };

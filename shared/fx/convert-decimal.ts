@@ -3,7 +3,7 @@ import Decimal from 'decimal.js';
 /**
  * The decimal.js form of the exact conversion A × r / u, half-even to `places` decimals (docs/design.md §14),
  * as shared/fx/convert.ts computed it before it moved to integer arithmetic. Kept as the reference
- * that convert.ts is compared with (the property test in test/fx-convert.test.ts, bench/fx-convert.ts) and
+ * that convert.ts is compared with (the property test in test/fx/fx-convert.test.ts, bench/fx-convert.ts) and
  * for rates that are not plain decimal text (never the case for rates read from Postgres).
  */
 

@@ -63,7 +63,7 @@ const AMOUNT = /^-?[0-9]+(\.[0-9]+)?$/;
  * remainder gives the quotient Q and remainder R; half-even rounds up when 2R > D, or when 2R = D
  * and Q is odd. Nothing is rounded before that, so the result is the exact quotient's half-even
  * rounding, as decimal.js gave it (shared/fx/convert-decimal.ts, the reference the property test of
- * test/fx-convert.test.ts compares this with). The rates' integers are made once per converter.
+ * test/fx/fx-convert.test.ts compares this with). The rates' integers are made once per converter.
  *
  * When a·x·10^max(e,0) and D stay below 2^53 the same integers are exact in JS numbers, and `%` of
  * two integral doubles is exact too, so that case (nearly every price) skips BigInt; larger ones use it.

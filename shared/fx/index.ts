@@ -19,7 +19,7 @@
  * - Conversion (convert.ts): A × rate(X) / rate(USD) exactly in integer arithmetic (one
  *   multiplication, one division with remainder), rounded once half-even to X's ISO 4217 minor units;
  *   the same results as the decimal.js form it replaced (convert-decimal.ts, compared by
- *   test/fx-convert.test.ts). USD → USD is the identity. Routes (`?currency=`) are built on supportedCurrencies, quoteFor and
+ *   test/fx/fx-convert.test.ts). USD → USD is the identity. Routes (`?currency=`) are built on supportedCurrencies, quoteFor and
  *   usdConverter / convertUsd over findLatestRates.
  * - Steam-implied rates (docs/design.md §19, steam-implied.ts, steam-currencies.ts, steam-implied-repository.ts,
  *   sql/0028): the Steam wallet currencies the ECB lacks, at the median over a fixed basket of local /

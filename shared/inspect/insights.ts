@@ -125,7 +125,7 @@ export type FadeSkinRow = [definitionIndex: number, paintIndex: number, finish: 
  * "SSG 08") and the Fade paint index differs per weapon (38 on knives, 1026 on the AWP), so both come
  * from cs2-lib's English names, "<weapon> | Fade|Amber Fade|Acid Fade". Loading those names costs
  * ~0.1 s and ~20 MB, so the rows are generated once into fade-skins.json (`npm run lookups:generate`)
- * and test/generated-lookups.test.ts checks the file against this function.
+ * and test/catalog/generated-lookups.test.ts checks the file against this function.
  */
 export function computeFadeSkins(): FadeSkinRow[] {
   const rows: FadeSkinRow[] = [];
@@ -213,7 +213,7 @@ function exactRangeOf(range: WearRange): ExactRange {
 
 /**
  * (wear − min) / (max − min), rounded half-even to 4 places and clamped to 0…1, exactly as decimal
- * arithmetic on the numbers' shortest texts gives it (test/insights.test.ts checks it against
+ * arithmetic on the numbers' shortest texts gives it (test/inspect/insights.test.ts checks it against
  * decimal.js on many wears). Computed in doubles first: their error here is below 1e-10 of a
  * 0.0001 step (a few ulps of a value under 10 000, plus half an ulp of the wear between the double
  * and its text, widened by 1 / span for spans of at least 1e-4), so whenever the scaled value is not
@@ -238,7 +238,7 @@ export function wearPercentile(wear: number, range: WearRange): string {
  * and the range ends become BigInt integers at one scale and the integer quotient's remainder decides
  * the rounding, as shared/util/decimal.ts compares money. Never a float division (a tie such as
  * 0.00125 must give "0.0012"). Not decimal.js here: its division costs more than decoding the whole
- * certificate (issue 20's bench); test/insights.test.ts checks this against decimal.js on many wears.
+ * certificate (issue 20's bench); test/inspect/insights.test.ts checks this against decimal.js on many wears.
  */
 function exactWearPercentile(wear: number, range: WearRange): string {
   const exact = exactRangeOf(range);

@@ -27,7 +27,7 @@ export const DEFAULT_STALE_AFTER_SECONDS = 600;
  * is exactly `age_seconds <= stale_after_seconds` while its source is fresh. The threshold is the source's `price_sources.stale_after_seconds`, written by
  * each of its runs from SOURCE_<NAME>_STALE_SECONDS (DEFAULT_STALE_AFTER_SECONDS without a row), for
  * every reader alike. Stored times are whole milliseconds (written from JS Dates), so the SQL form
- * below decides exactly as the TypeScript one; test/freshness.test.ts holds them to it.
+ * below decides exactly as the TypeScript one; test/prices/freshness.test.ts holds them to it.
  */
 
 export type SourceState = 'fresh' | 'stale' | 'never_succeeded';
