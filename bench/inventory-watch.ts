@@ -63,7 +63,9 @@ async function seed(sql: Sql, fake: SteamFake): Promise<{ workspaceId: string; s
     insert into webhook_endpoints (id, workspace_id, url, event_types, secret_ciphertext, secret_key_id, created_at)
     values (gen_random_uuid(), ${workspaceId}, 'https://hook.test/inventory-watch-bench', ${['inventory.changed', 'item.tradable']}::text[], '\\x00', 'bench', now())`;
   const steamIds = Array.from({ length: ACCOUNTS }, (_, index) => steamIdOf(index));
-  steamIds.forEach((steamId, index) => fake.setInventory(steamId, inventoryOf(steamId, SPECS, 70_000_000_000n + BigInt(index) * 100n)));
+  steamIds.forEach((steamId, index) => {
+    fake.setInventory(steamId, inventoryOf(steamId, SPECS, 70_000_000_000n + BigInt(index) * 100n));
+  });
   await sql`
     insert into gameplatform_accounts (workspace_id, steam_id, persona_name, connected_at)
     select ${workspaceId}, steam_id, null, now() from unnest(${steamIds}::text[]) as t(steam_id)`;

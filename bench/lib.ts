@@ -380,7 +380,19 @@ export type LoadOptions = {
   seconds?: number;
 };
 
-export async function autocannon(url: string, seconds: number, headers: Record<string, string>, options: LoadOptions = {}): Promise<Record<string, any>> {
+/** The part of autocannon's `--json` result that load() reads. */
+export type AutocannonResult = {
+  duration: number;
+  requests: { total: number; average: number };
+  latency: { p50: number; p90: number; p99: number; max: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  throughput?: { average: number };
+  statusCodeStats?: Record<string, { count: number }>;
+};
+
+export async function autocannon(url: string, seconds: number, headers: Record<string, string>, options: LoadOptions = {}): Promise<AutocannonResult> {
   const args = [autocannonScript, '--json', '--no-progress', '-c', String(options.connections ?? CONNECTIONS), '-d', String(seconds)];
   for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`);
   if (options.har) args.push('--har', options.har);
@@ -391,7 +403,7 @@ export async function autocannon(url: string, seconds: number, headers: Record<s
     if (code !== 0) throw new Error(`autocannon exited with ${code}: ${stderr.trim()}`);
     const lastLine = stdout.trim().split('\n').at(-1);
     if (!lastLine) throw new Error(`autocannon printed no result: ${stderr.trim()}`);
-    return JSON.parse(lastLine) as Record<string, any>;
+    return JSON.parse(lastLine) as AutocannonResult;
   } finally {
     untrack(proc);
   }

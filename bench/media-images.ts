@@ -33,7 +33,6 @@ import {
   positiveInt,
   removeQueueKeysAtCleanup,
   reportQuietness,
-  say,
   spawnApi,
   table,
   waitReady,

@@ -30,7 +30,6 @@ import postgres from 'postgres';
 import { HISTORY_LIMIT_MAX, HISTORY_MAX_RANGE_DAYS, itemHistoryPage } from '../shared/prices/history.ts';
 import {
   CONNECTIONS,
-  cpuMsOf,
   drainedCpu,
   DURATION_S,
   freePort,
@@ -55,6 +54,7 @@ import {
 import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices, timed } from './price-fixtures.ts';
 import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
 import { ensureCompatDocuments } from '../shared/compat/store.ts';
+import { createWorkerRedis } from '../shared/platform/redis.ts';
 import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 
 // Issue 13: item p99 < 10 ms and history p99 < 200 ms, both at 50 connections; the earlier
@@ -95,7 +95,7 @@ async function explainHistoryPage(url: string, catalogId: string, from: Date, da
     const planLines = (notice: string) => {
       const lines = notice.split('\n').filter((line) => line.trim() !== '');
       const start = lines.findIndex((line) => /^\s*(Limit|CTE Scan|Index|Seq Scan|Append|Sort)\b/.test(line));
-      return lines.slice(start < 0 ? 0 : start);
+      return lines.slice(Math.max(start, 0));
     };
     return { ms: elapsed, plan: plans.flatMap((notice, index) => [`-- statement ${index + 1} of ${plans.length}`, ...planLines(notice).slice(0, 8)]) };
   } catch {
@@ -170,15 +170,18 @@ async function main(): Promise<void> {
   await recordFxSuccess(sql, now, 0);
   const snapshot = await buildSnapshot(sql, now);
   const [snapshotRow] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${snapshot.id}`;
-  const compatBuild = await ensureCompatDocuments(sql, { id: snapshot.id, created_at: snapshotRow!.created_at }, COMPAT_BUILDERS);
+  // The API started below reads the documents under the same prefix.
+  const queuePrefix = `bench${process.pid}`;
+  removeQueueKeysAtCleanup(redisUrl, queuePrefix);
+  const compatRedis = createWorkerRedis(redisUrl, 'bench-prices');
+  onCleanup(() => compatRedis.quit());
+  const compatBuild = await ensureCompatDocuments({ sql, redis: compatRedis, prefix: queuePrefix }, { id: snapshot.id, created_at: snapshotRow!.created_at }, COMPAT_BUILDERS);
   say(`compat documents of snapshot ${snapshot.id}: ${ms(compatBuild.ms)} ${JSON.stringify(compatBuild.phases_ms)}; bytes ${JSON.stringify(compatBuild.bytes)}`);
 
   // 5. Workspace and key.
   const { key, itemIds } = await keyAndPricedItems(sql, 'bench-prices', now, ITEM_IDS);
 
   // 6. The API and the bare baseline, each in its own process.
-  const queuePrefix = `bench${process.pid}`;
-  removeQueueKeysAtCleanup(redisUrl, queuePrefix);
   const [apiPort, barePort] = [await freePort(), await freePort()];
   const api = spawnApi(apiPort, {
     DATABASE_URL: dbUrl,

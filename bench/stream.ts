@@ -528,7 +528,7 @@ async function streamBench(): Promise<boolean> {
     const committed = committedAt.get(runId)!;
     const arrivals = (report.arrivals[runId] ?? []).map((at) => at - committed).sort((a, b) => a - b);
     const changed = changedIds.get(runId)!;
-    const delivered = filters.reduce((sum, filter, index) => sum + (report.counts[index]?.[runId] ?? 0), 0);
+    const delivered = filters.reduce((sum, _filter, index) => sum + (report.counts[index]?.[runId] ?? 0), 0);
     return {
       kind, runId, changes: changed.length, events: arrivals.length,
       p50: percentile(arrivals, 50), p99: percentile(arrivals, 99), max: arrivals.at(-1) ?? Number.NaN,

@@ -167,7 +167,8 @@ function useDevWebhookKey(env: Record<string, string>, options: { create: boolea
       log(`WEBHOOK_SECRET_KEY not set: created a development key in ${shown} (kept for later starts; set WEBHOOK_SECRET_KEY in production)`);
     } catch (error) {
       if ((error as { code?: string }).code !== 'EEXIST') throw error;
-      return useDevWebhookKey(env, options);
+      useDevWebhookKey(env, options);
+      return;
     }
   } else if (options.create) {
     log(`WEBHOOK_SECRET_KEY not set: using the development key in ${shown}`);

@@ -43,25 +43,26 @@ function usage(message: string): never {
   process.exit(2);
 }
 
-let parsed;
-try {
-  parsed = parseArgs({
-    options: {
-      'max-bytes': { type: 'string' },
-      'max-file-bytes': { type: 'string' },
-      concurrency: { type: 'string' },
-      'timeout-ms': { type: 'string' },
-      retries: { type: 'string' },
-      definitions: { type: 'string' },
-      kinds: { type: 'string' },
-      'keep-existing': { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-} catch (error) {
-  usage((error as Error).message);
-}
+const parsed = (() => {
+  try {
+    return parseArgs({
+      options: {
+        'max-bytes': { type: 'string' },
+        'max-file-bytes': { type: 'string' },
+        concurrency: { type: 'string' },
+        'timeout-ms': { type: 'string' },
+        retries: { type: 'string' },
+        definitions: { type: 'string' },
+        kinds: { type: 'string' },
+        'keep-existing': { type: 'boolean' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    return usage((error as Error).message);
+  }
+})();
 const flags = parsed.values;
 if (flags.help) {
   process.stdout.write(`${HELP}\n`);

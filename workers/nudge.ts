@@ -16,7 +16,8 @@ export function nudgeOnNotify(context: PoolContext, log: Logger, nudge: { channe
     enqueue(context.queue, nudge.job, {}, { jobId: nudge.jobId }).catch((error: Error) => log.warn({ err: error.message, job: nudge.job }, 'could not nudge a job after a notification'));
   };
   return () => {
-    listening ??= context.sql.listen(nudge.channel, wake).catch((error: Error) => {
+    if (listening !== null) return;
+    listening = context.sql.listen(nudge.channel, wake).catch((error: Error) => {
       listening = null;
       log.warn({ err: error.message, channel: nudge.channel }, 'could not listen for notifications');
     });

@@ -11,7 +11,7 @@ import { MemoryReleaser } from '../shared/platform/memory.ts';
 import { jobMetrics, type JobMetrics, type JobOutcome } from '../shared/metrics/jobs.ts';
 import { registerQueueDepth } from '../shared/metrics/queues.ts';
 import { Registry } from '../shared/metrics/registry.ts';
-import { checkHandlers, enqueue as enqueueOn, enqueueStartupJob, JOBS, parseJobPayload, queueName, upsertSchedule, type Enqueue, type JobName, type JobSchedule, type Pool } from '../shared/jobs/queues.ts';
+import { checkHandlers, enqueue as enqueueOn, enqueueStartupJob, JOBS, parseJobPayload, queueName, upsertSchedule, type Enqueue, type JobName, type JobPayload, type JobSchedule, type Pool } from '../shared/jobs/queues.ts';
 import { createRequestRedis, createWorkerRedis } from '../shared/platform/redis.ts';
 import type { PoolDefinition } from './pool.ts';
 
@@ -126,7 +126,7 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
         observed(pool, jobs, memory, async (job) => {
           const handler = handlers.get(job.name as JobName);
           if (!handler) throw new UnrecoverableError(`no handler for job ${job.name} in pool ${pool}`);
-          let payload;
+          let payload: JobPayload<JobName>;
           try {
             payload = parseJobPayload(job.name as JobName, job.data);
           } catch (error) {

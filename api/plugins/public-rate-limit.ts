@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia';
 import { errors } from '../../shared/http/errors.ts';
-import { IpRateLimiter, ipRateLimitHeaders } from '../../shared/usage/ip-limits.ts';
+import { type IpLimitResult, IpRateLimiter, ipRateLimitHeaders } from '../../shared/usage/ip-limits.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses } from '../openapi.ts';
 import { clientIp } from './client-ip.ts';
@@ -34,7 +34,7 @@ export function publicRateLimitPlugin(deps: PublicRateLimitPluginDeps) {
     publicRateLimit: (name: string) => ({
       detail: { responses: errorResponses(429) },
       async resolve({ request, server, set }) {
-        let result;
+        let result: IpLimitResult;
         try {
           result = await limiterFor(name).hit(clientIp(deps, request, server), deps.now());
         } catch (error) {

@@ -4,7 +4,7 @@ import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
 import { text } from '../../shared/http/validation.ts';
 import { IMAGE_FORMATS, ImageUnavailableError, MAX_IMAGE_SIZE, MIN_IMAGE_SIZE } from '../../shared/media/images/image-cache.ts';
-import { ItemImageService } from '../../shared/media/images/image-service.ts';
+import { type ItemImageAnswer, ItemImageService } from '../../shared/media/images/image-service.ts';
 import { ifNoneMatchMatches } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses, type ResponsesObject } from '../openapi.ts';
@@ -78,7 +78,7 @@ export function imageRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'
     .get(
       '/v2/images/:catalog_id',
       async ({ params, query, request, set }) => {
-        let answer;
+        let answer: ItemImageAnswer;
         try {
           answer = await images.answer({ catalogId: params.catalog_id, version: query.version, size: query.size, format: query.format });
         } catch (error) {

@@ -271,7 +271,7 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
       async ({ params, query, principal }) => {
         const calculation = await findCalculation(deps.sql, params.calculation_id);
         // Only successful calculations are published; a failed one has no constituents by definition.
-        if (!calculation || calculation.status !== 'succeeded') throw errors.notFound('No successful index calculation has this id.');
+        if (calculation?.status !== 'succeeded') throw errors.notFound('No successful index calculation has this id.');
         if (calculation.calculated_at < publishedSince(deps)) {
           const days = deps.config.RETENTION_INDEX_VECTORS_DAYS;
           throw new ApiError(

@@ -4,7 +4,7 @@ import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import { TIERS } from '../../shared/identity/workspaces.ts';
 import { unitWeights } from '../../shared/http/operations.ts';
 import { SCOPES } from '../../shared/http/scopes.ts';
-import type { WindowState } from '../../shared/usage/metering.ts';
+import type { CounterRow, WindowState } from '../../shared/usage/metering.ts';
 import { errors } from '../../shared/http/errors.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
@@ -78,7 +78,7 @@ export function meRoutes(deps: Pick<AppDeps, 'meter' | 'now'> & ApiKeyPluginDeps
     .get(
       '/v2/usage',
       async ({ principal, usage }) => {
-        let counters;
+        let counters: { day: string; counters: CounterRow[] };
         try {
           counters = await deps.meter.keyCounters({ workspaceId: principal.workspace.id, keyId: principal.keyId, now: deps.now() });
         } catch {

@@ -122,6 +122,7 @@ export function parseMarketHashName(name: string, knowledge: MarketNameKnowledge
   const skinKinds = knowledge.skinKinds ?? DEFAULT_SKIN_KINDS;
   const factions = knowledge.agentFactions ?? DEFAULT_AGENT_FACTIONS;
   // Steam's names are trimmed and printable (some old ones hold a double space: `Sticker | niko  | Paris 2023`).
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to refuse names holding control characters (NUL to US, DEL)
   if (name.length === 0 || name.length > 256 || name !== name.trim() || /[\u0000-\u001f\u007f]/.test(name)) {
     return refuse('unrecognised', 'not a market name (empty, too long, untrimmed or with control characters)');
   }

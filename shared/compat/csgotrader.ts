@@ -164,7 +164,9 @@ export const buildCsgotraderPrices: CompatBuilder = (dataset: CompatDataset): Bu
     const row = providers.map((provider) => entryOf(provider, item));
     if (row.every((entry) => entry === null)) continue;
     names.push(item.market_hash_name);
-    row.forEach((entry, index) => columns[index]!.push(entry));
+    row.forEach((entry, index) => {
+      columns[index]!.push(entry);
+    });
     const itemOldest = oldestSourceOf(item, providers.filter((_, index) => row[index] !== null));
     if (itemOldest !== null && (oldest === null || itemOldest < oldest)) oldest = itemOldest;
   }

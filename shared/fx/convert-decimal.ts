@@ -26,12 +26,12 @@ function decimalPlaces(decimal: string): number {
 const decimalsByPrecision = new Map<number, typeof Decimal>();
 
 function decimalWithPrecision(precision: number): typeof Decimal {
-  let constructor = decimalsByPrecision.get(precision);
-  if (!constructor) {
-    constructor = Decimal.clone({ precision, rounding: Decimal.ROUND_HALF_EVEN });
-    decimalsByPrecision.set(precision, constructor);
+  let decimal = decimalsByPrecision.get(precision);
+  if (!decimal) {
+    decimal = Decimal.clone({ precision, rounding: Decimal.ROUND_HALF_EVEN });
+    decimalsByPrecision.set(precision, decimal);
   }
-  return constructor;
+  return decimal;
 }
 
 /**

@@ -138,7 +138,7 @@ export function computeFadeSkins(): FadeSkinRow[] {
     const finish = name.slice(separator + 3);
     const weapon = name.slice(0, separator);
     const calculator = FADE_CALCULATORS[finish];
-    if (calculator && calculator.getSupportedWeapons().includes(weapon)) rows.push([item.def, item.index, finish, weapon]);
+    if (calculator?.getSupportedWeapons().includes(weapon)) rows.push([item.def, item.index, finish, weapon]);
   }
   return rows.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
 }

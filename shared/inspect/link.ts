@@ -18,7 +18,7 @@ const BARE_HEX = /^[0-9A-Fa-f]+$/;
 // S<owner SteamID64> / M<market listing id>, A<asset id>, D<…>: only the game coordinator can answer.
 const LEGACY = /^[SM]\d+A\d+D[0-9A-Fa-f]+$/;
 // Control characters (NUL included) never belong in a link or a certificate.
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the point is to refuse input holding control characters (NUL to US, DEL)
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**

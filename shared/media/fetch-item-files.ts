@@ -356,7 +356,7 @@ function isComplete(task: FetchTask, manifest: ItemFilesSource, keepExisting: bo
 function checkedModel(bytes: Uint8Array): Uint8Array {
   try {
     const { json } = parseGlb(bytes);
-    if (json?.asset?.version !== '2.0') throw new Error('asset.version is not 2.0');
+    if ((json as { asset?: { version?: unknown } } | null)?.asset?.version !== '2.0') throw new Error('asset.version is not 2.0');
   } catch (error) {
     throw new Error(`not a GLB model: ${(error as Error).message}`);
   }

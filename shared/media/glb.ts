@@ -130,7 +130,9 @@ export function buildGlb(model: StandInModel, image: Uint8Array, generator = STA
     binLength = padTo4(binLength + part.byteLength);
   }
   const bin = new Uint8Array(binLength);
-  parts.forEach((part, i) => bin.set(part, offsets[i]));
+  parts.forEach((part, i) => {
+    bin.set(part, offsets[i]);
+  });
   const vertexCount = geometry.positions.length / 3;
   const markers = model.markers ?? [];
   const json = {
@@ -183,15 +185,15 @@ export function buildGlb(model: StandInModel, image: Uint8Array, generator = STA
   return out;
 }
 
-/** Parses a GLB's header and two chunks (for tests and for checking dropped-in files). */
-export function parseGlb(bytes: Uint8Array): { json: any; bin: Uint8Array } {
+/** Parses a GLB's header and two chunks (for tests and for checking dropped-in files); `json` is the JSON chunk as parsed, unchecked. */
+export function parseGlb(bytes: Uint8Array): { json: unknown; bin: Uint8Array } {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (bytes.byteLength < 28 || view.getUint32(0, true) !== GLB_MAGIC) throw new Error('not a GLB');
   if (view.getUint32(4, true) !== 2) throw new Error('not glTF 2.0');
   if (view.getUint32(8, true) !== bytes.byteLength) throw new Error('GLB length does not match');
   const jsonLength = view.getUint32(12, true);
   if (view.getUint32(16, true) !== CHUNK_JSON) throw new Error('first chunk is not JSON');
-  const json = JSON.parse(new TextDecoder().decode(bytes.subarray(20, 20 + jsonLength)));
+  const json: unknown = JSON.parse(new TextDecoder().decode(bytes.subarray(20, 20 + jsonLength)));
   const binStart = 20 + jsonLength;
   if (binStart + 8 > bytes.byteLength) return { json, bin: new Uint8Array() };
   const binLength = view.getUint32(binStart, true);

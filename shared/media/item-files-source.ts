@@ -1,4 +1,4 @@
-import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { itemFilePath, type ItemFileKind } from './item-files.ts';
@@ -56,7 +56,7 @@ const cache = new Map<string, Cached>();
  */
 export function readItemFilesSource(dir: string): ItemFilesSource {
   const file = itemFilesSourcePath(dir);
-  let stat;
+  let stat: Stats;
   try {
     stat = statSync(file);
   } catch {

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { STAND_IN_GENERATOR } from './glb.ts';
 
@@ -116,7 +116,7 @@ function readModelSource(file: string, size: number): ModelSource {
 export function modelSource(dir: string, definitionIndex: number): ModelSource | null {
   const file = itemFilePath(dir, 'model', definitionIndex);
   if (file === null) return null;
-  let stats;
+  let stats: Stats;
   try {
     stats = statSync(file);
   } catch {

@@ -18,7 +18,7 @@ export function registerIngestMetrics(registry: Registry, input: { sql: Queryabl
     async collect() {
       this.reset();
       if (input.sources.length === 0) return;
-      let rows;
+      let rows: Awaited<ReturnType<typeof sourceRowsByName>>;
       try {
         rows = await bounded(sourceRowsByName(input.sql, input.sources));
       } catch (error) {
@@ -43,7 +43,7 @@ export function registerIngestMetrics(registry: Registry, input: { sql: Queryabl
       async collect() {
         this.reset();
         if (input.sources.length === 0) return;
-        let rows;
+        let rows: Awaited<ReturnType<typeof lastRunCounts>>;
         try {
           rows = await bounded(lastRunCounts(input.sql, input.sources));
         } catch (error) {

@@ -7,7 +7,6 @@ import { DerivedListPool } from './derived-list-pool.ts';
 import { findNewestPriceSnapshot, findNewestPriceSnapshotId, type PriceSnapshotRecord } from './repository.ts';
 import { SNAPSHOT_BROTLI_QUALITY } from './snapshot.ts';
 import type { SnapshotIndex } from './snapshot-index.ts';
-import type { ItemImage } from '../media/images/item-image-schema.ts';
 
 /** What indexes a snapshot and builds its derived lists: a DerivedListPool (tests may stand in for it). */
 export type DerivedListBuilder = Pick<DerivedListPool, 'build' | 'index'>;

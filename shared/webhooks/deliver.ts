@@ -7,7 +7,7 @@ import { nextRetryDelay, parseRetryAfter } from './retry.ts';
 import { SecretKeyUnavailableError, type SecretKeyring } from './secrets.ts';
 import { postWebhook } from './send.ts';
 import { signWebhook, webhookBody } from './signature.ts';
-import { hostOf, parseWebhookUrl, resolveTarget, RESOLVE_TIMEOUT_MS, TargetRefusedError, type Lookup } from './targets.ts';
+import { hostOf, parseWebhookUrl, resolveTarget, RESOLVE_TIMEOUT_MS, TargetRefusedError, type Lookup, type ResolvedAddress } from './targets.ts';
 
 /** Past the request timeout, how long a lease lasts before the attempt's worker is presumed dead. */
 export const LEASE_MARGIN_MS = 5_000;
@@ -88,7 +88,7 @@ function openSecrets(deps: DeliveryDeps, delivery: ClaimedDelivery): string[] | 
 async function exchange(deps: DeliveryDeps, delivery: ClaimedDelivery, secrets: readonly string[]): Promise<Exchange> {
   const started = performance.now();
   let url: URL;
-  let address;
+  let address: ResolvedAddress;
   try {
     url = parseWebhookUrl(delivery.url, { allowPrivate: deps.allowPrivate });
     address = await resolveTarget(url, { allowPrivate: deps.allowPrivate, lookup: deps.lookup, resolveTimeoutMs: Math.min(RESOLVE_TIMEOUT_MS, deps.timeoutMs) });

@@ -5,7 +5,7 @@ import { mapSalesToCatalog, recordSalesFailure, writeSalesWindows } from '../../
 import { createRequestBudget } from '../../shared/sources/budget.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { sourceSettings } from '../../shared/sources/settings.ts';
-import { fetchSkinportSales } from '../../shared/sources/skinport-sales.ts';
+import { fetchSkinportSales, type SalesFetchResult } from '../../shared/sources/skinport-sales.ts';
 import { SourceRateLimitedError } from '../../shared/sources/types.ts';
 import { catalogNames } from './run.ts';
 
@@ -57,7 +57,7 @@ export async function runSkinportSales(deps: WorkerResources & { requestSnapshot
   try {
     const blockedMs = await budget.blockedFor();
     if (blockedMs > 0) return await fail(`rate-limited upstream: waiting ${Math.ceil(blockedMs / 1000)} s (Retry-After)`);
-    let fetched;
+    let fetched: SalesFetchResult;
     try {
       fetched = await fetchSkinportSales({ baseUrl: settings.baseUrl, log, timeoutMs: REQUEST_TIMEOUT_MS, acquire: () => budget.acquire(), now: deps.now });
     } catch (error) {

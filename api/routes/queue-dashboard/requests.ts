@@ -1,7 +1,7 @@
 import type { BullBoardRequest } from '@bull-board/api/typings/app';
 import { z } from 'zod';
 import { errors, type ErrorDetail } from '../../../shared/http/errors.ts';
-import { JOBS, parseJobPayload, POOLS, type JobName, type Pool } from '../../../shared/jobs/queues.ts';
+import { JOBS, parseJobPayload, POOLS, type JobName, type JobPayload, type Pool } from '../../../shared/jobs/queues.ts';
 import { text } from '../../../shared/http/validation.ts';
 
 /**
@@ -66,7 +66,7 @@ export function checkDashboardRequest(route: string, request: BullBoardRequest):
     if (!(POOLS as readonly string[]).includes(pool) || !Object.hasOwn(JOBS, name) || JOBS[name as JobName].queue !== pool) {
       throw errors.invalidRequest('The job is not one of this queue.', [{ field: 'body.name', message: `one of the ${pool} pool's jobs` }]);
     }
-    let payload;
+    let payload: JobPayload<JobName>;
     try {
       payload = parseJobPayload(name as JobName, data);
     } catch (error) {

@@ -109,7 +109,11 @@ export async function prepareInventorySnapshot(
   }
   if (read.contexts.length > 1) {
     const seen = new Set<string>();
-    records = records.filter((record) => !seen.has(record.asset_id) && (seen.add(record.asset_id), true));
+    records = records.filter((record) => {
+      if (seen.has(record.asset_id)) return false;
+      seen.add(record.asset_id);
+      return true;
+    });
   }
   return {
     snapshot: {
