@@ -290,7 +290,7 @@ describe('paging', () => {
       const id = crypto.randomUUID();
       await t.deps.sql`
         insert into audit_events (id, workspace_id, occurred_at, source, event_type, resource_type, outcome, actor_type, actor_id, metadata)
-        values (${id}, ${ws.workspace.id}, ${'2021-03-04T05:00:00.000' + String(i % 4).padStart(3, '0') + 'Z'}::timestamptz,
+        values (${id}, ${ws.workspace.id}, ${`2021-03-04T05:00:00.000${String(i % 4).padStart(3, '0')}Z`}::timestamptz,
                 'platform', 'thing.created', 'thing', 'succeeded', 'system', null, '{}'::jsonb)`;
       inserted.push(id);
     }

@@ -132,11 +132,11 @@ describe('steamapis /market/items/730', () => {
   });
 
   test('a consumer reads it the way csgotrader’s price generator did: data[].prices.safe_ts and sold by market_hash_name', () => {
-    const response = JSON.parse(text('730')) as { data: { market_hash_name: string; prices: Record<string, any> }[] };
-    const steamPrices: Record<string, Record<string, any>> = {};
+    const response = JSON.parse(text('730')) as { data: { market_hash_name: string; prices: Record<string, Record<string, number | null>> }[] };
+    const steamPrices: Record<string, Record<string, Record<string, number | null>>> = {};
     for (const entry of response.data) steamPrices[entry.market_hash_name] = entry.prices;
-    expect(steamPrices[REDLINE]!.safe_ts.last_24h).toBe(12.34);
-    expect(steamPrices[REDLINE]!.sold.last_24h).toBe(1234);
+    expect(steamPrices[REDLINE]!.safe_ts!.last_24h).toBe(12.34);
+    expect(steamPrices[REDLINE]!.sold!.last_24h).toBe(1234);
     expect('safe_ts' in steamPrices[CASE]!).toBe(true);
     expect(steamPrices[KARAMBIT]).toBeUndefined();
   });

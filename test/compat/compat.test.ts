@@ -4,7 +4,7 @@ import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { compatWantedKey } from '../../shared/compat/documents.ts';
 import { CompatPriceGatherer, gatheredCompatDataset, readCompatDataset } from '../../shared/compat/dataset.ts';
 import { COMPAT_BUILDERS } from '../../shared/compat/registry.ts';
-import { ensureCompatDocuments } from '../../shared/compat/store.ts';
+import { COMPAT_SNAPSHOTS_KEPT, type CompatStore, ensureCompatDocuments, findCompatDocument } from '../../shared/compat/store.ts';
 import { COMPAT_DOCUMENTS } from '../../shared/compat/types.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { errorOf, eventually, scratchTestApp, seedFreshFxRates, type TestApp } from '../helpers.ts';
@@ -20,6 +20,7 @@ import { errorOf, eventually, scratchTestApp, seedFreshFxRates, type TestApp } f
 const NAME = 'AK-47 | Redline (Field-Tested)';
 const DOPPLER = '★ Karambit | Doppler (Factory New)';
 let t: TestApp;
+const store = (): CompatStore => ({ sql: t.deps.sql, redis: t.deps.redis, prefix: PREFIX });
 // Its own Redis keys: the per-address budget this suite spends (up to 429) is no other suite's.
 const PREFIX = `compattest${process.pid}`;
 
@@ -118,8 +119,7 @@ describe('with a snapshot', () => {
   });
 
   test('the documents are built once per snapshot and carry our prices; br decodes to the same JSON', async () => {
-    const [stored] = await t.deps.sql<{ n: number }[]>`select count(*)::int as n from compat_documents where snapshot_id = ${snapshotId}`;
-    expect(stored!.n).toBe(COMPAT_DOCUMENTS.length);
+    for (const name of COMPAT_DOCUMENTS) expect((await findCompatDocument(store(), snapshotId, name))?.body.length, name).toBeGreaterThan(0);
     const plain = await (await t.request('/compat/csgotrader/latest/prices_v6.json')).text();
     expect(JSON.parse(plain)[NAME]).toBeDefined();
     const br = await t.request('/compat/csgotrader/latest/prices_v6.json', { headers: { 'accept-encoding': 'br' } });
@@ -172,10 +172,10 @@ describe('with a snapshot', () => {
     await setPrice(NAME, 'steam', '13.10', { quantity: 41 });
     const build = await buildPriceSnapshot(t.deps.sql, new Date());
     const [snapshot] = await t.deps.sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${build.id}`;
-    const first = await ensureCompatDocuments(t.deps.sql, { id: build.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS);
+    const first = await ensureCompatDocuments(store(), { id: build.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS);
     expect(first.built).toBe(true);
     // A second asker (an API process) finds them built.
-    expect((await ensureCompatDocuments(t.deps.sql, { id: build.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS)).built).toBe(false);
+    expect((await ensureCompatDocuments(store(), { id: build.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS)).built).toBe(false);
   });
 
   test('a document built from the sales windows alone is kept while no window changes, and built again when one does', async () => {
@@ -191,14 +191,15 @@ describe('with a snapshot', () => {
       await setPrice(NAME, 'steam', price, { quantity: 41 });
       const made = await buildPriceSnapshot(sql, new Date());
       const [snapshot] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${made.id}`;
-      const report = await ensureCompatDocuments(sql, { id: made.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS);
-      const [stored] = await sql<{ body: Buffer; inputs: string }[]>`select body, inputs from compat_documents where snapshot_id = ${made.id} and name = 'skinport-sales'`;
-      return { report, body: stored!.body.toString(), inputs: stored!.inputs };
+      const report = await ensureCompatDocuments(store(), { id: made.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS);
+      const stored = await findCompatDocument(store(), made.id, 'skinport-sales');
+      const key = await t.deps.redis.hget(`${PREFIX}:compat:meta:${made.id}`, 'skinport-sales');
+      return { report, body: stored!.body.toString(), key: (JSON.parse(key!) as { key: string }).key };
     };
     await window(40);
     const first = await build('13.20');
     expect(first.report.phases_ms['skinport-sales']).toBeNumber();
-    expect(first.inputs).toBe(`sales:${await generation()}`);
+    expect(first.key).toBe(`${PREFIX}:compat:sales:${await generation()}:skinport-sales`);
     expect(first.body).toContain('"volume":40');
 
     // A price run and no sales change: the next snapshot's document is the same bytes, copied.
@@ -209,6 +210,7 @@ describe('with a snapshot', () => {
     expect(second.report.phases_ms['skinport-sales (kept)']).toBeNumber();
     expect(second.report.phases_ms['skinport-sales']).toBeUndefined();
     expect(second.body).toBe(first.body);
+    expect(second.key).toBe(first.key);
 
     // A changed window moves the generation: the document is built again, from the new windows.
     await window(55);
@@ -217,6 +219,28 @@ describe('with a snapshot', () => {
     expect(third.report.phases_ms['skinport-sales']).toBeNumber();
     expect(third.body).toContain('"volume":55');
     expect(third.body).not.toContain('"volume":40');
+  });
+
+  test('only the newest built snapshots keep their documents; a sales document stays while a kept snapshot points at it', async () => {
+    const ids: number[] = [];
+    for (const price of ['14.10', '14.20', '14.30', '14.40', '14.50']) {
+      await setPrice(NAME, 'steam', price, { quantity: 40 });
+      const made = await buildPriceSnapshot(t.deps.sql, new Date());
+      const [snapshot] = await t.deps.sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${made.id}`;
+      if (!snapshot) continue; // deleted already: only the newest few snapshots are kept
+      expect((await ensureCompatDocuments(store(), { id: made.id, created_at: snapshot.created_at }, COMPAT_BUILDERS)).built).toBe(true);
+      ids.push(made.id);
+    }
+    const built = (await t.deps.redis.zrange(`${PREFIX}:compat:built`, '0', '-1')).map(Number);
+    expect(built).toEqual(ids.slice(-COMPAT_SNAPSHOTS_KEPT));
+    const dropped = ids[0]!;
+    expect(await t.deps.redis.exists(`${PREFIX}:compat:meta:${dropped}`)).toBe(0);
+    expect(await t.deps.redis.exists(`${PREFIX}:compat:doc:${dropped}:csgotrader-prices`)).toBe(0);
+    expect(await findCompatDocument(store(), dropped, 'csgotrader-prices')).toBeNull();
+    // The windows did not change over these builds: every kept snapshot points at one sales document, still there.
+    const sales = await Promise.all(built.map((id) => findCompatDocument(store(), id, 'skinport-sales')));
+    expect(sales.every((document) => document !== null && document.body.equals(sales[0]!.body))).toBe(true);
+    for (const id of built) expect((await findCompatDocument(store(), id, 'steamapis-items'))?.body.length).toBeGreaterThan(0);
   });
 
   test('the prices gathered in the snapshot’s own pass make the same dataset as reading them afresh', async () => {

@@ -329,7 +329,8 @@ describe('reading GetTradeHistory', () => {
           good,
           { ...good, tradeid: '1' },
           { ...good, tradeid: 'x\u0000' },
-          { ...good, tradeid: '2', steamid_other: 76561198299999999 },
+          // A SteamID sent as a JSON number (76561198299999999 parses to this double: the precision is gone).
+          { ...good, tradeid: '2', steamid_other: 76561198300000000 },
           { ...good, tradeid: '3', time_init: 'yesterday' },
           { ...good, tradeid: '4', status: '12' },
           { ...good, tradeid: '5', assets_given: 'none' },

@@ -86,8 +86,10 @@ describe('GET /docs', () => {
 
     await page.setViewport({ width: 1400, height: 1000 });
     await page.goto(`${origin}/docs`, { waitUntil: 'load', timeout: 20_000 });
+    // biome-ignore lint/performance/useDomNodeTextContent: innerText, not textContent: only rendered text counts, not script or style source nor hidden nodes
     const missing = () => page.evaluate((needles: string[]) => needles.filter((needle) => !document.body.innerText.includes(needle)), expected);
     await page
+      // biome-ignore lint/performance/useDomNodeTextContent: innerText, not textContent: only rendered text counts, not script or style source nor hidden nodes
       .waitForFunction((needles: string[]) => needles.every((needle) => document.body.innerText.includes(needle)), { timeout: 20_000, polling: 100 }, expected)
       .catch(async (err: unknown) => {
         throw new Error(`/docs did not render ${JSON.stringify(await missing())}: ${String(err)}`);

@@ -8,7 +8,7 @@ test('a key reads its workspace on /v2/me', async () => {
   const ws = await workspaceWithKey(t);
   const response = await t.request('/v2/me', { headers: ws.keyHeaders });
   expect(response.status).toBe(200);
-  const body = ((await response.json()) as any);
+  const body = (await response.json()) as { workspace: { id: string } };
   expect(body.workspace.id).toBe(ws.workspace.id);
   expect(response.headers.get('ratelimit-policy')).toContain('"minute";q=120');
   const denied = await t.request('/v2/me');

@@ -6,14 +6,14 @@ import { createTestApp, eventually } from '../helpers.ts';
 const t = createTestApp();
 afterAll(() => t.close());
 
-async function admin(...args: string[]): Promise<{ code: number; json: any; stderr: string }> {
+async function admin(...args: string[]): Promise<{ code: number; json: Record<string, unknown> | null; stderr: string }> {
   const child = Bun.spawn(['bun', join(import.meta.dir, '..', '..', 'scripts', 'admin.ts'), ...args], {
     env: { ...process.env, LOG_LEVEL: 'silent' },
     stdout: 'pipe',
     stderr: 'pipe',
   });
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  return { code, json: code === 0 ? JSON.parse(stdout) : null, stderr };
+  return { code, json: code === 0 ? (JSON.parse(stdout) as Record<string, unknown>) : null, stderr };
 }
 
 test('creates a workspace, account and key, changes tier and budgets, suspends and revokes', async () => {
@@ -21,16 +21,16 @@ test('creates a workspace, account and key, changes tier and budgets, suspends a
   const workspace = await admin('create-workspace', '--name', 'Ops test', '--tier', 'pro');
   expect(workspace.code).toBe(0);
   expect(workspace.json).toMatchObject({ name: 'Ops test', tier: 'pro' });
-  const id = workspace.json.id as string;
+  const id = workspace.json!.id as string;
 
   const account = await admin('create-account', '--workspace', id, '--email', `ops-${Date.now()}@example.test`, '--password', 'a long password');
   expect(account.code).toBe(0);
 
   const key = await admin('create-key', '--workspace', id, '--label', 'ops', '--scopes', 'usage:read,audit:read');
   expect(key.code).toBe(0);
-  const headers = { 'x-api-key': key.json.key as string };
+  const headers = { 'x-api-key': key.json!.key as string };
   const me = await t.request('/v2/me', { headers });
-  expect(((await me.json()) as any).workspace.tier).toBe('pro');
+  expect(((await me.json()) as { workspace: { tier: string } }).workspace.tier).toBe('pro');
 
   expect((await admin('set-budgets', '--workspace', id, '--minute', '7', '--day', 'default')).code).toBe(0);
   // The CLI announces the change; the running app drops its cached key and sees the new budget.
@@ -45,7 +45,7 @@ test('creates a workspace, account and key, changes tier and budgets, suspends a
   expect((await admin('unsuspend', '--workspace', id)).code).toBe(0);
   await eventually(async () => ((await t.request('/v2/me', { headers })).status === 200 ? true : undefined));
 
-  expect((await admin('revoke-key', '--key', key.json.id)).code).toBe(0);
+  expect((await admin('revoke-key', '--key', key.json!.id as string)).code).toBe(0);
   await eventually(async () => ((await t.request('/v2/me', { headers })).status === 401 ? true : undefined));
 
   const all = await t.deps.sql`select event_type, actor_type from audit_events where workspace_id = ${id} order by occurred_at`;

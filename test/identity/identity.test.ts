@@ -16,7 +16,7 @@ describe('POST /v1/accounts', () => {
     const email = uniqueEmail('Signup');
     const response = await t.request('/v1/accounts', { method: 'POST', json: { email, password: TEST_PASSWORD, workspace_name: 'Skin shop' } });
     expect(response.status).toBe(201);
-    const body = ((await response.json()) as any);
+    const body = (await response.json()) as { account: { id: string; email: string }; workspace: unknown; session: { token: string; expires_at: string } };
     expect(body.account.email).toBe(email.toLowerCase());
     expect(body.workspace).toMatchObject({ name: 'Skin shop', tier: 'free' });
     expect(body.session.token).toStartWith('sess_');
@@ -52,7 +52,7 @@ describe('POST /v1/sessions', () => {
     const user = await signUp(t);
     const ok = await signIn(user.email, TEST_PASSWORD, '198.51.100.10');
     expect(ok.status).toBe(201);
-    expect((((await ok.json()) as any)).session.token).toStartWith('sess_');
+    expect(((await ok.json()) as { session: { token: string } }).session.token).toStartWith('sess_');
     const wrong = await signIn(user.email, 'wrong password!!', '198.51.100.10');
     expect(wrong.status).toBe(401);
     expect((await errorOf(wrong)).code).toBe('invalid_credentials');
@@ -185,8 +185,8 @@ describe('/v1/me/keys', () => {
     const denied = await t.request('/v2/me', { headers: { 'x-api-key': created.key } });
     expect(denied.status).toBe(401);
     expect((await errorOf(denied)).message).toContain('revoked');
-    const listed = ((await (await t.request('/v1/me/keys', { headers: user.auth })).json()) as any);
-    expect(listed.keys[0].revoked_at).not.toBeNull();
+    const listed = (await (await t.request('/v1/me/keys', { headers: user.auth })).json()) as { keys: { revoked_at: string | null }[] };
+    expect(listed.keys[0]!.revoked_at).not.toBeNull();
     const again = await t.request(`/v1/me/keys/${created.id}`, { method: 'DELETE', headers: user.auth });
     expect(again.status).toBe(404);
   });
@@ -195,7 +195,7 @@ describe('/v1/me/keys', () => {
     const a = await signUp(t);
     const b = await signUp(t);
     const keyOfA = await createKey(t, a.token);
-    const listedByB = ((await (await t.request('/v1/me/keys', { headers: b.auth })).json()) as any);
+    const listedByB = (await (await t.request('/v1/me/keys', { headers: b.auth })).json()) as { keys: unknown[] };
     expect(listedByB.keys).toEqual([]);
     const revokeByB = await t.request(`/v1/me/keys/${keyOfA.id}`, { method: 'DELETE', headers: b.auth });
     expect(revokeByB.status).toBe(404);
@@ -210,7 +210,7 @@ describe('GET /v2/me', () => {
     const created = await createKey(t, user.token, { label: 'tracker', scopes: ['catalog:read'] });
     const response = await t.request('/v2/me', { headers: { 'x-api-key': created.key } });
     expect(response.status).toBe(200);
-    expect(((await response.json()) as any)).toEqual({
+    expect(await response.json()).toEqual({
       workspace: { id: user.workspace.id, name: 'Inventory tracker', tier: 'free' },
       key: { id: created.id, label: 'tracker', prefix: created.prefix, scopes: ['catalog:read'] },
     });

@@ -90,6 +90,7 @@ describe('readPlainBlock', () => {
     const plainMessage = block.map((message) => ({
       ...message,
       ...(message.itemid === undefined ? {} : { itemid: message.itemid % 2n ** 49n }),
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: the class is every non-ASCII character, so its range starts at NUL
       ...(message.customname === undefined ? {} : { customname: message.customname.replace(/[^\x00-\x7f]/g, '?') }),
       ...(message.entindex === undefined ? {} : { entindex: Math.abs(message.entindex) % 2 ** 31 }),
     }));

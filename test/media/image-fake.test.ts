@@ -65,7 +65,7 @@ describe('image fake', () => {
   test('a model is a valid GLB; the same path gives the same bytes', async () => {
     const first = new Uint8Array(await (await fetch(`${fake.url}/models/0123abcd.glb`)).arrayBuffer());
     const second = new Uint8Array(await (await fetch(`${fake.url}/models/0123abcd.glb`)).arrayBuffer());
-    expect(parseGlb(first).json.asset.version).toBe('2.0');
+    expect((parseGlb(first).json as { asset: { version: string } }).asset.version).toBe('2.0');
     expect(Buffer.from(first).equals(Buffer.from(second))).toBe(true);
   });
 

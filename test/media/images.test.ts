@@ -384,7 +384,12 @@ describe('GET /v2/images/{catalog_id}', () => {
     const before = requestsTo(steam.path);
     const files = storedFiles(blobDir).length;
     const responses = await Promise.all(Array.from({ length: 12 }, () => get(`/v2/images/${steam.id}?size=1000&format=webp`)));
-    const etags = await Promise.all(responses.map(async (response) => (await response.arrayBuffer(), `${response.status} ${response.headers.get('etag')}`)));
+    const etags = await Promise.all(
+      responses.map(async (response) => {
+        await response.arrayBuffer();
+        return `${response.status} ${response.headers.get('etag')}`;
+      }),
+    );
     expect(new Set(etags).size).toBe(1);
     expect(etags[0]!.startsWith('200 ')).toBe(true);
     expect(requestsTo(steam.path)).toBe(before + 1);

@@ -55,7 +55,7 @@ async function expectNothingPartial(dir: string): Promise<void> {
     for (const name of names) {
       expect(name).toMatch(/^\d+\.(glb|png)$/);
       const bytes = readFileSync(path.join(dir, folder, name));
-      if (name.endsWith('.glb')) expect(parseGlb(new Uint8Array(bytes)).json.asset.version).toBe('2.0');
+      if (name.endsWith('.glb')) expect((parseGlb(new Uint8Array(bytes)).json as { asset: { version: string } }).asset.version).toBe('2.0');
       else expect((await sharp(bytes).metadata()).format).toBe('png');
       const entry = manifest.files[`${folder}/${name}`];
       expect(entry?.bytes).toBe(bytes.byteLength);
@@ -96,7 +96,7 @@ describe('npm run item-files:fetch', () => {
 
     for (const task of models) {
       const bytes = new Uint8Array(readFileSync(fileOf(dir, task)));
-      expect(parseGlb(bytes).json.asset.version).toBe('2.0');
+      expect((parseGlb(bytes).json as { asset: { version: string } }).asset.version).toBe('2.0');
       const served = new Uint8Array(await (await fetch(`${fake.url}${task.upstream}`)).arrayBuffer());
       expect(Buffer.from(bytes).equals(Buffer.from(served))).toBe(true); // a model is stored as served
     }

@@ -31,10 +31,25 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const FLOAT_COMPONENTS: Record<string, number> = { SCALAR: 1, VEC2: 2, VEC3: 3, VEC4: 4 };
 const BYTES_PER_COMPONENT: Record<number, number> = { 5126: 4, 5123: 2, 5125: 4 };
 
+/** The part of a stand-in's glTF JSON these tests read (as the generator writes it). */
+type StandInGltf = {
+  asset: { version: string };
+  nodes: { name: string; extras?: { family?: string } }[];
+  meshes: { primitives: { attributes: { POSITION: number; NORMAL: number; TEXCOORD_0: number }; indices: number }[] }[];
+  materials: { pbrMetallicRoughness: { baseColorTexture: { index: number } } }[];
+  textures: { source: number }[];
+  images: { bufferView: number; mimeType: string }[];
+  accessors: { bufferView: number; componentType: number; count: number; type: string; min?: number[]; max?: number[] }[];
+  bufferViews: { byteOffset: number; byteLength: number }[];
+  buffers: { byteLength: number }[];
+};
+
 /** Checks a GLB as a loader would and returns its position data. */
-function checkGlb(file: string): { json: any; positions: Float32Array } {
+function checkGlb(file: string): { json: StandInGltf; positions: Float32Array } {
   const bytes = new Uint8Array(readFileSync(file));
-  const { json, bin } = parseGlb(bytes);
+  const parsed = parseGlb(bytes);
+  const json = parsed.json as StandInGltf;
+  const bin = parsed.bin;
   expect(json.asset.version).toBe('2.0');
   expect(json.buffers).toEqual([{ byteLength: bin.byteLength }]);
   for (const view of json.bufferViews) {
@@ -42,29 +57,29 @@ function checkGlb(file: string): { json: any; positions: Float32Array } {
     expect(view.byteOffset + view.byteLength).toBeLessThanOrEqual(bin.byteLength);
   }
   for (const accessor of json.accessors) {
-    const view = json.bufferViews[accessor.bufferView];
+    const view = json.bufferViews[accessor.bufferView]!;
     expect(accessor.count * FLOAT_COMPONENTS[accessor.type]! * BYTES_PER_COMPONENT[accessor.componentType]!).toBe(view.byteLength);
   }
-  const primitive = json.meshes[0].primitives[0];
-  const position = json.accessors[primitive.attributes.POSITION];
-  expect(json.accessors[primitive.attributes.NORMAL].count).toBe(position.count);
-  expect(json.accessors[primitive.attributes.TEXCOORD_0].count).toBe(position.count);
-  const indexView = json.bufferViews[json.accessors[primitive.indices].bufferView];
+  const primitive = json.meshes[0]!.primitives[0]!;
+  const position = json.accessors[primitive.attributes.POSITION]!;
+  expect(json.accessors[primitive.attributes.NORMAL]!.count).toBe(position.count);
+  expect(json.accessors[primitive.attributes.TEXCOORD_0]!.count).toBe(position.count);
+  const indexView = json.bufferViews[json.accessors[primitive.indices]!.bufferView]!;
   const indices = new Uint16Array(bin.buffer.slice(bin.byteOffset + indexView.byteOffset, bin.byteOffset + indexView.byteOffset + indexView.byteLength));
   expect(Math.max(...indices)).toBeLessThan(position.count);
   expect(indices.length % 3).toBe(0);
   // One material whose base colour texture (the paint goes there) is an embedded PNG.
   expect(json.materials).toHaveLength(1);
-  const texture = json.textures[json.materials[0].pbrMetallicRoughness.baseColorTexture.index];
-  const image = json.images[texture.source];
+  const texture = json.textures[json.materials[0]!.pbrMetallicRoughness.baseColorTexture.index]!;
+  const image = json.images[texture.source]!;
   expect(image.mimeType).toBe('image/png');
-  const imageView = json.bufferViews[image.bufferView];
+  const imageView = json.bufferViews[image.bufferView]!;
   expect([...bin.subarray(imageView.byteOffset + 1, imageView.byteOffset + 4)]).toEqual([0x50, 0x4e, 0x47]); // "PNG"
-  const positionView = json.bufferViews[position.bufferView];
+  const positionView = json.bufferViews[position.bufferView]!;
   const positions = new Float32Array(bin.buffer.slice(bin.byteOffset + positionView.byteOffset, bin.byteOffset + positionView.byteOffset + positionView.byteLength));
   for (let i = 0; i < positions.length; i++) {
-    expect(positions[i]!).toBeGreaterThanOrEqual(position.min[i % 3] - 1e-6);
-    expect(positions[i]!).toBeLessThanOrEqual(position.max[i % 3] + 1e-6);
+    expect(positions[i]!).toBeGreaterThanOrEqual(position.min![i % 3]! - 1e-6);
+    expect(positions[i]!).toBeLessThanOrEqual(position.max![i % 3]! + 1e-6);
   }
   return { json, positions };
 }
@@ -78,7 +93,7 @@ describe('item files generator', () => {
       expect(file).toBe(path.join(dir, 'models', `${definitionIndex}.glb`));
       expect(readFileSync(file).byteLength).toBeLessThan(16 * 1024);
       const { json, positions } = checkGlb(file);
-      expect(json.nodes[0].extras.family).toBe(family);
+      expect(json.nodes[0]!.extras?.family).toBe(family);
       shapes.add(Buffer.from(positions.buffer).toString('base64'));
     }
     expect(shapes.size).toBe(definitionsByFamily.size);
@@ -87,7 +102,7 @@ describe('item files generator', () => {
 
   test('rifles carry sticker slot and charm markers', () => {
     const { json } = checkGlb(itemFileFor(dir, 'model', AK47) ?? itemFileFor(dir, 'model', definitionsByFamily.get('rifle')!)!);
-    const names = json.nodes.map((node: { name: string }) => node.name);
+    const names = json.nodes.map((node) => node.name);
     expect(names).toContain('sticker_slot_0');
     expect(names).toContain('charm_attachment');
   });

@@ -68,6 +68,7 @@ describe('RFC 8785 canonical JSON (shared/util/jcs.ts)', () => {
     expect(jcsCanonicalize(sorting)).toBe(
       '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis","\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
     );
+    // biome-ignore lint/correctness/noPrecisionLoss: RFC 8785's own example: 333333333.33333329 has more digits than a double holds and must serialise as 333333333.3333333
     expect(jcsCanonicalize({ b: 1, '10': 2, '9': 3, a: [1e21, 1e-7, -0, 0.1 + 0.2, 333333333.33333329, 4.5, 2e-3] })).toBe(
       '{"10":2,"9":3,"a":[1e+21,1e-7,0,0.30000000000000004,333333333.3333333,4.5,0.002],"b":1}',
     );

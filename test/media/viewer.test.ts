@@ -55,7 +55,9 @@ function boxGlb(sx: number, sy: number, sz: number, color: [number, number, numb
     offset += Math.ceil(part.byteLength / 4) * 4;
   }
   const bin = new Uint8Array(offset);
-  parts.forEach((part, index) => bin.set(new Uint8Array(part.buffer), views[index]!.byteOffset));
+  parts.forEach((part, index) => {
+    bin.set(new Uint8Array(part.buffer), views[index]!.byteOffset);
+  });
   const json = {
     asset: { version: '2.0' },
     scene: 0,
@@ -185,7 +187,7 @@ describe('POST /v2/viewer/sessions', () => {
     expect(receipt.scene).toEqual({ scene_id: scene.document.scene_id, revision: 1, etag });
     const [row] = await t.deps.sql<{ token_hash: string; scene_revision: number }[]>`select token_hash, scene_revision from viewer_sessions where session_id = ${receipt.session_id}`;
     expect(row).toEqual({ token_hash: sha256Hex(token), scene_revision: 1 });
-    const [holding] = await t.deps.sql<{ count: number }[]>`select count(*)::int as count from viewer_sessions where token_hash = ${token} or item::text like ${'%' + token + '%'}`;
+    const [holding] = await t.deps.sql<{ count: number }[]>`select count(*)::int as count from viewer_sessions where token_hash = ${token} or item::text like ${`%${token}%`}`;
     expect(holding?.count).toBe(0);
   });
 

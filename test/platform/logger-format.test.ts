@@ -24,6 +24,7 @@ describe('log format', () => {
     const out = capture();
     const log = createLogger({ level: 'info', name: 'api', format: 'pretty' }, out.stream);
     log.info({ snapshot_id: 7, token: 'sk_live_secret' }, 'price snapshot built');
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: strips ANSI colour codes, which start with ESC
     const text = out.text().replace(/\u001b\[[0-9;]*m/g, '');
     expect(text.startsWith('{')).toBe(false);
     expect(text).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO \(api\): price snapshot built\n/);

@@ -347,7 +347,12 @@ function childPids(root: number): number[] {
   const queue = [root];
   while (queue.length > 0) {
     const parent = queue.shift()!;
-    for (const [pid, ppid] of parents) if (ppid === parent) (found.push(pid), queue.push(pid));
+    for (const [pid, ppid] of parents) {
+      if (ppid === parent) {
+        found.push(pid);
+        queue.push(pid);
+      }
+    }
   }
   return found;
 }

@@ -250,7 +250,7 @@ describe('the derived-list pool', () => {
     const index = indexPriceList(Buffer.from(spaced));
     expect(index.items).not.toBeNull();
     const items = Buffer.from(index.items!);
-    expect(names.map((name, position) => items.toString('utf8', index.starts[position], index.ends[position]))).toEqual(
+    expect(names.map((_name, position) => items.toString('utf8', index.starts[position], index.ends[position]))).toEqual(
       names.map((name) => JSON.stringify({ market_hash_name: name, catalog_id: name.length, sources: {} })),
     );
     expect(index.names).toBe(names.join(''));

@@ -98,7 +98,7 @@ function overview(name: string): Response {
 /** A page of `rows` (raw JSON texts) at `start` out of `total`. */
 const page = (start: number, total: number, rows: string[]) =>
   json(`{"success":true,"start":${start},"pagesize":100,"total_count":${total},"searchdata":{"query":"","search_descriptions":false,"total_count":${total},"pagesize":100,"prefix":"searchResults","class_prefix":"market"},"results":[${rows.join(',')}]}`);
-const row = (name: string, cents: string, listings: string, icon = '"iconOf_' + name.length + '"') =>
+const row = (name: string, cents: string, listings: string, icon = `"iconOf_${name.length}"`) =>
   `{"name":${JSON.stringify(name)},"hash_name":${JSON.stringify(name)},"sell_listings":${listings},"sell_price":${cents},"sell_price_text":"$1.00","app_name":"Counter-Strike 2","asset_description":{"appid":730,"icon_url":${icon},"market_hash_name":${JSON.stringify(name)}},"sale_price_text":"$0.96"}`;
 
 describe('search/render rows', () => {

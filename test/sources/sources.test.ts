@@ -691,14 +691,14 @@ describe('simulator formats', () => {
   const ENDPOINTS = Object.keys(PATHS) as Endpoint[];
   const sourceOf = (endpoint: Endpoint): SourceName => (endpoint === 'waxpeer-dopplers' ? 'waxpeer' : endpoint);
   /** Each endpoint's rows, its name field and its price field. */
-  const SHAPE: Record<Endpoint, { rows: (body: any) => Row[]; name: string; price: string }> = {
-    csmarket: { rows: (body) => Object.values(body.items), name: 'market_hash_name', price: 'price' },
-    lisskins: { rows: (body) => body, name: 'name', price: 'price' },
-    waxpeer: { rows: (body) => body.items, name: 'name', price: 'min' },
-    'waxpeer-dopplers': { rows: (body) => body.items, name: 'name', price: 'price' },
-    whitemarket: { rows: (body) => body, name: 'market_hash_name', price: 'price' },
-    bitskins: { rows: (body) => body.list, name: 'name', price: 'price_min' },
-    csdeals: { rows: (body) => body.response.items, name: 'marketname', price: 'lowest_price' },
+  const SHAPE: Record<Endpoint, { rows: (body: unknown) => Row[]; name: string; price: string }> = {
+    csmarket: { rows: (body) => Object.values((body as { items: Record<string, Row> }).items), name: 'market_hash_name', price: 'price' },
+    lisskins: { rows: (body) => body as Row[], name: 'name', price: 'price' },
+    waxpeer: { rows: (body) => (body as { items: Row[] }).items, name: 'name', price: 'min' },
+    'waxpeer-dopplers': { rows: (body) => (body as { items: Row[] }).items, name: 'name', price: 'price' },
+    whitemarket: { rows: (body) => body as Row[], name: 'market_hash_name', price: 'price' },
+    bitskins: { rows: (body) => (body as { list: Row[] }).list, name: 'name', price: 'price_min' },
+    csdeals: { rows: (body) => (body as { response: { items: Row[] } }).response.items, name: 'marketname', price: 'lowest_price' },
   };
 
   let market: MarketSimulator;
@@ -839,7 +839,9 @@ describe('simulator formats', () => {
   test('whitemarket: prices as strings on even rows and JSON numbers on odd rows, both exact', async () => {
     const { text, rows } = await rowsOf(market, 'whitemarket');
     expect([...byName(rows, 'market_hash_name').keys()].sort()).toEqual([KARAMBIT, AK, CASE, AWP].sort());
-    rows.forEach((row, index) => expect(typeof row.price).toBe(index % 2 === 0 ? 'string' : 'number'));
+    rows.forEach((row, index) => {
+      expect(typeof row.price).toBe(index % 2 === 0 ? 'string' : 'number');
+    });
     const prices = [AK, AWP, KARAMBIT, CASE].map((name) => member(text, `"market_hash_name":${JSON.stringify(name)}`, 'price'));
     expect(prices.map((price) => price!.replaceAll('"', ''))).toEqual(['2.30', '1234.56', '612.00', '0.7']);
     expect(text).toMatch(/"price":(?:"2\.30"|2\.30),/);

@@ -84,7 +84,7 @@ export function richInventorySpecs(now: Date): ItemSpec[] {
   return [
     {
       item: 'AK-47 | Redline',
-      wear: 0.2538402974605560303,
+      wear: 0.25384029746055603,
       seed: 661,
       stickers: [
         { item: 'Sticker | Crown (Foil)', slot: 0, offsetX: 0.1234, offsetY: -0.0456 },
@@ -128,7 +128,7 @@ export function steam2026InventorySpecs(): ItemSpec[] {
   return [
     {
       item: 'AK-47 | Redline',
-      wear: 0.2538402974605560303,
+      wear: 0.25384029746055603,
       seed: 661,
       stickers: [
         { item: 'Sticker | Crown (Foil)', slot: 0, wear: 0.125 },
