@@ -11,11 +11,18 @@ import { saveRateDays, recordFxSuccess } from '../shared/fx/repository.ts';
 import type { PriceListItemObserver } from '../shared/prices/public-document.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { catalogDatabase, ms, seedLatestPrices } from './price-fixtures.ts';
-import { runBench, say } from './lib.ts';
+import { createWorkerRedis } from '../shared/platform/redis.ts';
+import { onCleanup, removeQueueKeysAtCleanup, runBench, say } from './lib.ts';
 
 async function main(): Promise<void> {
   let now = new Date();
   const { sql } = await catalogDatabase('bench-compat-build');
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const prefix = `benchcompat${process.pid}`;
+  removeQueueKeysAtCleanup(redisUrl, prefix);
+  const redis = createWorkerRedis(redisUrl, 'bench-compat-build');
+  onCleanup(() => redis.quit());
+  const store = { sql, redis, prefix };
   await seedLatestPrices(sql, now);
   await sql`
     insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
@@ -48,7 +55,7 @@ async function main(): Promise<void> {
     const build = await buildPriceSnapshot(sql, now, { onItem });
     const listMs = build.duration_ms - gatherMs;
     const [row] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${build.id}`;
-    const compat = await ensureCompatDocuments(sql, { id: build.id, created_at: row!.created_at }, COMPAT_BUILDERS, undefined, () => gatheredCompatDataset(sql, gatherer, row!.created_at));
+    const compat = await ensureCompatDocuments(store, { id: build.id, created_at: row!.created_at }, COMPAT_BUILDERS, undefined, () => gatheredCompatDataset(sql, gatherer, row!.created_at));
     const total = gatherMs + compat.ms;
     say(
       `${label}: list ${ms(listMs)} ${JSON.stringify(build.phases_ms)}; formats ${ms(total)} = ${((total / listMs) * 100).toFixed(0)} % of the list ` +

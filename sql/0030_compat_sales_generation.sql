@@ -33,12 +33,7 @@ create trigger item_sales_updated after update on item_sales referencing new tab
 create trigger item_sales_deleted after delete on item_sales referencing old table as changed_rows for each statement execute function bump_sales_generation();
 create trigger item_sales_truncated after truncate on item_sales for each statement execute function bump_sales_generation_truncate();
 
--- The inputs a stored document was built from, beyond its snapshot: `sales:<generation>` for a
--- document built from the sales windows alone, which the next snapshot's build copies while the
--- generation has not moved; null for documents built from the snapshot's prices.
-alter table compat_documents add column inputs text;
-
--- Every document can be built again from the prices and windows it came from (the first request
--- after a loss builds it): unlogged, a build's ~30-50 MB skip the write-ahead log. A crash empties
--- the table; a standby does not have it (its API processes build on first request, as here).
-alter table compat_documents set unlogged;
+-- The documents themselves move to Redis (shared/compat/store.ts): they are a cache that can be
+-- built again from the prices and windows, and writing ~30 MB a snapshot to Redis costs a tenth of
+-- writing it into a row here.
+drop table compat_documents;

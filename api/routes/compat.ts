@@ -34,7 +34,7 @@ const unavailable = () =>
  */
 export function compatRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'priceSnapshots' | 'log'> & PublicRateLimitPluginDeps) {
   const maxAge = deps.config.INGEST_INTERVAL_SECONDS ?? 30;
-  const documents = new CompatDocuments(deps.sql, COMPAT_BUILDERS, deps.log);
+  const documents = new CompatDocuments({ sql: deps.sql, redis: deps.redis, prefix: deps.config.QUEUE_PREFIX }, COMPAT_BUILDERS, deps.log);
   let wantedAt = Number.NEGATIVE_INFINITY;
   const noteWanted = () => {
     if (performance.now() - wantedAt < WANTED_RENEW_MS) return;

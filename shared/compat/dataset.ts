@@ -5,7 +5,7 @@ import { observedAtSql, priceIsFresh, type SourceClock } from '../prices/freshne
 import type { PriceListItemObserver } from '../prices/public-document.ts';
 import { findSourceClocks } from '../prices/repository.ts';
 import type { SalesWindowName } from '../sources/types.ts';
-import type { CompatDataset, CompatItem, CompatSalesWindow, CompatVersion } from './types.ts';
+import type { CompatDataset, CompatItem, CompatSalesWindow, CompatSourcePrice, CompatVersion } from './types.ts';
 
 type SalesRow = {
   market_hash_name: string;
@@ -36,7 +36,7 @@ const salesReads = new WeakMap<object, SalesRead>();
 
 /**
  * Every source's sales windows and every combined window, read again only when the sales generation
- * has moved (a trigger moves it with any change to source_sales or item_sales): most snapshots follow
+ * has moved (sql/0030: triggers move it with any change to source_sales or item_sales): most snapshots follow
  * a price run that left ~340 000 windows as they were, whose read was most of a build. The generation
  * is read before the windows, so a change committed during the read makes the next build read again.
  * The entries are shared between builds: builders read them and never change them.
@@ -86,8 +86,60 @@ function versionOf(items: ItemsByName, name: string, catalogId: string, version:
   let item = items.get(name);
   if (!item) items.set(name, (item = { market_hash_name: name, catalog_id: catalogId, first_seen_ms: null, versions: {} }));
   let entry = item.versions[version];
-  if (!entry) item.versions[version] = entry = { sources: {}, consensus: null, sales: {}, combined: {} };
+  if (!entry) item.versions[version] = entry = { sources: {}, consensus: null, sales: NO_SALES, combined: NO_COMBINED };
   return entry;
+}
+
+/** A version without windows: one shared object each (never changed), so an unchanged item compares equal by reference. */
+const NO_SALES: CompatVersion['sales'] = Object.freeze({});
+const NO_COMBINED: CompatVersion['combined'] = Object.freeze({});
+
+function samePrice(a: CompatSourcePrice, b: CompatSourcePrice): boolean {
+  return (
+    a.price === b.price &&
+    a.median_price === b.median_price &&
+    a.bid === b.bid &&
+    a.volume_7d === b.volume_7d &&
+    a.quantity === b.quantity &&
+    a.source_time_ms === b.source_time_ms &&
+    a.fresh === b.fresh
+  );
+}
+
+/** Whether two builds' items carry the same data (their windows are the same objects while the sales generation stands). */
+function sameItem(a: CompatItem, b: CompatItem): boolean {
+  if (a.catalog_id !== b.catalog_id || a.first_seen_ms !== b.first_seen_ms) return false;
+  const versions = Object.keys(a.versions);
+  if (versions.length !== Object.keys(b.versions).length) return false;
+  for (const name of versions) {
+    const x = a.versions[name]!;
+    const y = b.versions[name];
+    if (!y || x.consensus !== y.consensus || x.sales !== y.sales || x.combined !== y.combined) return false;
+    const sources = Object.keys(x.sources);
+    if (sources.length !== Object.keys(y.sources).length) return false;
+    for (const source of sources) {
+      const other = y.sources[source];
+      if (!other || !samePrice(x.sources[source]!, other)) return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * The last build's items by name, per database client: an item whose data did not change keeps the
+ * object it had, so the format builders, which keep each item's text by object (WeakMap), write only
+ * the items that changed (most snapshots follow a run that changed a fraction of one source's prices).
+ */
+const lastItems = new WeakMap<object, Map<string, CompatItem>>();
+
+function settleItems(db: Queryable, items: CompatItem[]): CompatItem[] {
+  const previous = lastItems.get(db);
+  const settled = previous ? items.map((item) => {
+    const before = previous.get(item.market_hash_name);
+    return before && sameItem(before, item) ? before : item;
+  }) : items;
+  lastItems.set(db, new Map(settled.map((item) => [item.market_hash_name, item])));
+  return settled;
 }
 
 const NEVER: SourceClock = { lastSuccessMs: null, staleAfterSeconds: 0 };
@@ -130,7 +182,10 @@ async function completeCompatDataset(db: Queryable, items: ItemsByName, now: Dat
     entry.sales = cached.sales;
     entry.combined = cached.combined;
   }
-  const ordered = [...items.values()].sort((a, b) => (a.market_hash_name < b.market_hash_name ? -1 : a.market_hash_name > b.market_hash_name ? 1 : 0));
+  const ordered = settleItems(
+    db,
+    [...items.values()].sort((a, b) => (a.market_hash_name < b.market_hash_name ? -1 : a.market_hash_name > b.market_hash_name ? 1 : 0)),
+  );
   return {
     built_at_ms: now.getTime(),
     sales_generation: salesRead.generation,

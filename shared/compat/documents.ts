@@ -1,10 +1,9 @@
-import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import { usdConverter } from '../fx/convert.ts';
 import type { FxRates } from '../fx/repository.ts';
 import { offeredCurrencies, resolveCurrency, type CurrencyTable } from '../fx/currencies.ts';
 import { encodeSmallBody, etagOf, lazyEncodedBody, type EncodedBody, type LazyEncodedBody } from '../prices/public-document.ts';
-import { ensureCompatDocuments, findCompatDocument, type CompatBuilders } from './store.ts';
+import { type CompatBuilders, type CompatStore, ensureCompatDocuments, findCompatDocument } from './store.ts';
 import type { CompatContext, CompatDocumentName } from './types.ts';
 
 /** Redis key (under QUEUE_PREFIX) saying someone read a drop-in format lately: the index pool then builds each snapshot's documents ahead. */
@@ -23,7 +22,7 @@ export type LoadedCompatDocument = { parsed: unknown; oldestSourceMs: number | n
 
 /**
  * An API process's view of the drop-in formats' documents (docs/design.md §20): each document of the current
- * snapshot read from Postgres at its first request and parsed once (built first if no process has
+ * snapshot read from the store (Redis) at its first request and parsed once (built first if no process has
  * built it yet: shared/compat/store.ts), and each answer derived from it encoded once per snapshot
  * (`memoKey`). Everything of an older snapshot is dropped when a newer one is seen.
  */
@@ -33,7 +32,7 @@ export class CompatDocuments {
   private readonly answers = new Map<string, EncodedBody | LazyEncodedBody>();
 
   constructor(
-    private readonly sql: Sql,
+    private readonly store: CompatStore,
     private readonly builders: CompatBuilders,
     private readonly log: Logger,
   ) {}
@@ -51,13 +50,13 @@ export class CompatDocuments {
     let loading = this.documents.get(name);
     if (!loading) {
       loading = (async () => {
-        let stored = await findCompatDocument(this.sql, snapshot.id, name);
+        let stored = await findCompatDocument(this.store, snapshot.id, name);
         if (!stored) {
-          await ensureCompatDocuments(this.sql, { id: snapshot.id, created_at: snapshot.createdAt }, this.builders, this.log);
-          stored = await findCompatDocument(this.sql, snapshot.id, name);
+          await ensureCompatDocuments(this.store, { id: snapshot.id, created_at: snapshot.createdAt }, this.builders, this.log);
+          stored = await findCompatDocument(this.store, snapshot.id, name);
         }
         if (!stored) throw new Error(`compat document ${name} of snapshot ${snapshot.id} could not be built (the snapshot was replaced)`);
-        return { parsed: JSON.parse(stored.body.toString('utf8')) as unknown, oldestSourceMs: stored.oldest_source_at?.getTime() ?? null };
+        return { parsed: JSON.parse(stored.body.toString('utf8')) as unknown, oldestSourceMs: stored.oldest_source_ms };
       })();
       const attempt = loading;
       // A failed load is forgotten: the next request tries again.

@@ -1,77 +1,116 @@
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
+import type { Redis } from '../platform/redis.ts';
 import { readCompatDataset } from './dataset.ts';
 import { COMPAT_DOCUMENTS, COMPAT_SALES_DOCUMENTS, type CompatBuilder, type CompatDataset, type CompatDocumentName } from './types.ts';
 
 /**
- * The drop-in formats' documents of one snapshot (docs/design.md §20), stored in compat_documents: built once
- * per snapshot from a CompatDataset read as of the snapshot's build time (so every document agrees
- * with the keyless list it goes with), by whichever process asks first (the index pool right after a
- * snapshot, or an API process whose request finds none), under a lock per snapshot: concurrent askers
- * wait for one build. A document built from the sales windows alone (COMPAT_SALES_DOCUMENTS) is
- * copied from a kept snapshot while the windows are unchanged (sql/0030). A builder's `value` that is a string is taken as its JSON text (formats that
- * write exact JSON numbers from decimal text); anything else is JSON.stringify'd.
+ * The drop-in formats' documents of one snapshot (docs/design.md §20): built once per snapshot from a
+ * CompatDataset as of the snapshot's build time (so every document agrees with the keyless list it
+ * goes with), by whichever process asks first (the index pool right after a snapshot, or an API
+ * process whose request finds none), under a Postgres lock per snapshot: concurrent askers wait for
+ * one build. A builder's `value` that is a string is taken as its JSON text (formats that write exact
+ * JSON numbers from decimal text); anything else is JSON.stringify'd.
+ *
+ * Stored in Redis, as a cache (docs/decisions.md "Drop-in formats"): every document can be built again
+ * from Postgres, and writing ~30 MB a snapshot to Redis costs ~2 ms/MB against ~13-19 ms/MB into a
+ * Postgres row. A snapshot's index (`…:compat:meta:<snapshot>`, a hash of document name → where its
+ * bytes are, its oldest source time) points at the bytes: a price document under the snapshot's id,
+ * a document built from the sales windows alone (COMPAT_SALES_DOCUMENTS) under the sales generation
+ * (sql/0030), so a snapshot whose windows did not change points at the bytes already there. The
+ * documents of the newest COMPAT_SNAPSHOTS_KEPT built snapshots are kept; every key also expires
+ * after COMPAT_DOCUMENT_TTL_SECONDS, and an API process keeps what it loaded.
  */
 export type CompatBuilders = Record<CompatDocumentName, CompatBuilder>;
 
-export type StoredCompatDocument = { name: CompatDocumentName; body: Buffer; oldest_source_at: Date | null; built_at: Date };
+/** Where the documents live: the database (the lock, the snapshot's existence, the data) and Redis (the bytes). */
+export type CompatStore = { sql: Sql; redis: Redis; prefix: string };
+
+export type StoredCompatDocument = { name: CompatDocumentName; body: Buffer; oldest_source_ms: number | null; built_at_ms: number };
 
 export type CompatBuildReport = { built: boolean; ms: number; phases_ms: Record<string, number>; bytes: Record<string, number> };
 
+/** Built snapshots whose documents are kept (the API serves the newest; the others cover a process still on an older one). */
+export const COMPAT_SNAPSHOTS_KEPT = 3;
+/** A backstop: every document key expires after this, whatever the trimming did. */
+export const COMPAT_DOCUMENT_TTL_SECONDS = 3_600;
+
+type DocumentEntry = { key: string; oldest_source_ms: number | null; built_at_ms: number; bytes: number };
+
+const metaKey = (prefix: string, snapshotId: number) => `${prefix}:compat:meta:${snapshotId}`;
+const builtKey = (prefix: string) => `${prefix}:compat:built`;
+const priceDocumentKey = (prefix: string, snapshotId: number, name: CompatDocumentName) => `${prefix}:compat:doc:${snapshotId}:${name}`;
+const salesDocumentKey = (prefix: string, generation: string, name: CompatDocumentName) => `${prefix}:compat:sales:${generation}:${name}`;
+
+async function storedEntries(store: CompatStore, snapshotId: number): Promise<Map<CompatDocumentName, DocumentEntry>> {
+  const fields = await store.redis.hgetall(metaKey(store.prefix, snapshotId));
+  return new Map(Object.entries(fields).map(([name, value]) => [name as CompatDocumentName, JSON.parse(value) as DocumentEntry]));
+}
+
 /** Builds and stores the snapshot's documents unless they are stored already. */
 export async function ensureCompatDocuments(
-  sql: Sql,
+  store: CompatStore,
   snapshot: { id: number; created_at: Date },
   builders: CompatBuilders,
   log?: Logger,
   /** The snapshot's dataset where its prices were gathered in its build (gatheredCompatDataset); read afresh otherwise. */
-  dataset: () => Promise<CompatDataset> = () => readCompatDataset(sql, snapshot.created_at),
+  dataset: () => Promise<CompatDataset> = () => readCompatDataset(store.sql, snapshot.created_at),
 ): Promise<CompatBuildReport> {
+  const { sql, redis, prefix } = store;
   const started = performance.now();
   const phases: Record<string, number> = {};
   const bytes: Record<string, number> = {};
   const built = await sql.begin(async (tx) => {
     // One build per snapshot: the second asker waits here, then finds the documents stored.
     await tx`select pg_advisory_xact_lock(${0x636f6d70}, ${snapshot.id % 2_147_483_647})`;
-    const [stored] = await tx<{ n: number }[]>`select count(*)::int as n from compat_documents where snapshot_id = ${snapshot.id}`;
-    if (stored!.n >= COMPAT_DOCUMENTS.length) return false;
+    const stored = await storedEntries(store, snapshot.id);
+    if (COMPAT_DOCUMENTS.every((name) => stored.has(name))) {
+      // Stored, unless a key expired meanwhile (then this build writes them again).
+      const present = await redis.exists(...COMPAT_DOCUMENTS.map((name) => stored.get(name)!.key));
+      if (present === COMPAT_DOCUMENTS.length) return false;
+    }
     const [exists] = await tx`select 1 from price_snapshots where id = ${snapshot.id}`;
     // A snapshot deleted meanwhile (only the newest few are kept) needs no documents.
     if (!exists) return false;
     let mark = performance.now();
-    // Read over the pool, not this transaction's one connection: the three queries run at once (the
-    // lock held here still makes this the only build of the snapshot).
     const data = await dataset();
     phases.dataset = Math.round(performance.now() - mark);
+    const entries: Record<string, string> = {};
     for (const name of COMPAT_DOCUMENTS) {
       mark = performance.now();
-      const inputs = COMPAT_SALES_DOCUMENTS.has(name) ? `sales:${data.sales_generation}` : null;
-      if (inputs !== null) {
-        // The windows have not changed since a kept snapshot's document was built from them: the
-        // same bytes, copied inside the database rather than built and sent again (~19 MB at full catalog).
-        const [copied] = await tx<{ bytes: number }[]>`
-          insert into compat_documents (snapshot_id, name, body, oldest_source_at, built_at, build_ms, inputs)
-          select ${snapshot.id}, name, body, oldest_source_at, ${new Date()}, 0, inputs
-          from compat_documents where name = ${name} and inputs = ${inputs} and snapshot_id <> ${snapshot.id}
-          order by snapshot_id desc limit 1
-          on conflict (snapshot_id, name) do nothing
-          returning length(body) as bytes`;
-        if (copied) {
+      const sales = COMPAT_SALES_DOCUMENTS.has(name);
+      const key = sales ? salesDocumentKey(prefix, data.sales_generation, name) : priceDocumentKey(prefix, snapshot.id, name);
+      if (sales) {
+        // The windows have not changed since a kept snapshot's document was built from them: the same
+        // bytes (~19 MB at full catalog), pointed at rather than built and written again.
+        const kept = await redis.hget(`${key}:entry`, 'entry');
+        if (kept !== null && (await redis.expire(key, COMPAT_DOCUMENT_TTL_SECONDS)) === 1) {
+          await redis.expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS);
+          entries[name] = kept;
           phases[`${name} (kept)`] = Math.round(performance.now() - mark);
-          bytes[name] = copied.bytes;
+          bytes[name] = (JSON.parse(kept) as DocumentEntry).bytes;
           continue;
         }
       }
       const document = builders[name](data);
       const body = Buffer.from(typeof document.value === 'string' ? document.value : JSON.stringify(document.value));
-      const ms = Math.round(performance.now() - mark);
-      phases[name] = ms;
+      phases[name] = Math.round(performance.now() - mark);
       bytes[name] = body.length;
-      await tx`
-        insert into compat_documents (snapshot_id, name, body, oldest_source_at, built_at, build_ms, inputs)
-        values (${snapshot.id}, ${name}, ${body}, ${document.oldest_source_ms === null ? null : new Date(document.oldest_source_ms)}, ${new Date()}, ${ms}, ${inputs})
-        on conflict (snapshot_id, name) do nothing`;
+      const entry = JSON.stringify({ key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length } satisfies DocumentEntry);
+      mark = performance.now();
+      const write = redis.multi().set(key, body, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
+      if (sales) write.hset(`${key}:entry`, 'entry', entry).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS);
+      await write.exec();
+      phases.store = (phases.store ?? 0) + Math.round(performance.now() - mark);
+      entries[name] = entry;
     }
+    await redis
+      .multi()
+      .hset(metaKey(prefix, snapshot.id), entries)
+      .expire(metaKey(prefix, snapshot.id), COMPAT_DOCUMENT_TTL_SECONDS)
+      .zadd(builtKey(prefix), snapshot.id, String(snapshot.id))
+      .exec();
+    await trimBuiltSnapshots(store);
     return true;
   });
   const report = { built, ms: Math.round(performance.now() - started), phases_ms: phases, bytes };
@@ -79,9 +118,33 @@ export async function ensureCompatDocuments(
   return report;
 }
 
-/** One stored document of a snapshot, or null when it has not been built. */
-export async function findCompatDocument(sql: Sql, snapshotId: number, name: CompatDocumentName): Promise<StoredCompatDocument | null> {
-  const [row] = await sql<{ body: Buffer; oldest_source_at: Date | null; built_at: Date }[]>`
-    select body, oldest_source_at, built_at from compat_documents where snapshot_id = ${snapshotId} and name = ${name}`;
-  return row ? { name, body: row.body, oldest_source_at: row.oldest_source_at, built_at: row.built_at } : null;
+/** Deletes the documents of built snapshots beyond the newest COMPAT_SNAPSHOTS_KEPT (a sales document only when no kept snapshot points at it). */
+async function trimBuiltSnapshots(store: CompatStore): Promise<void> {
+  const { redis, prefix } = store;
+  const ids = (await redis.zrange(builtKey(prefix), '0', '-1')).map(Number);
+  if (ids.length <= COMPAT_SNAPSHOTS_KEPT) return;
+  const dropped = ids.slice(0, ids.length - COMPAT_SNAPSHOTS_KEPT);
+  const kept = ids.slice(ids.length - COMPAT_SNAPSHOTS_KEPT);
+  const keptKeys = new Set<string>();
+  for (const id of kept) for (const entry of (await storedEntries(store, id)).values()) keptKeys.add(entry.key);
+  const doomed: string[] = [];
+  for (const id of dropped) {
+    for (const entry of (await storedEntries(store, id)).values()) {
+      if (keptKeys.has(entry.key)) continue;
+      doomed.push(entry.key, `${entry.key}:entry`);
+    }
+    doomed.push(metaKey(prefix, id));
+  }
+  const write = redis.multi().zrem(builtKey(prefix), ...dropped.map(String));
+  if (doomed.length > 0) write.unlink(...doomed);
+  await write.exec();
+}
+
+/** One stored document of a snapshot, or null when it has not been built (or has expired). */
+export async function findCompatDocument(store: CompatStore, snapshotId: number, name: CompatDocumentName): Promise<StoredCompatDocument | null> {
+  const value = await store.redis.hget(metaKey(store.prefix, snapshotId), name);
+  if (value === null) return null;
+  const entry = JSON.parse(value) as DocumentEntry;
+  const body = await store.redis.getBuffer(entry.key);
+  return body ? { name, body, oldest_source_ms: entry.oldest_source_ms, built_at_ms: entry.built_at_ms } : null;
 }

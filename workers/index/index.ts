@@ -24,7 +24,7 @@ export const indexPool: PoolDefinition = {
       if (!build.unchanged && gatherer) {
         const [snapshot] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${build.id}`;
         if (snapshot) {
-          compat = await ensureCompatDocuments(sql, { id: build.id, created_at: snapshot.created_at }, COMPAT_BUILDERS, log, () =>
+          compat = await ensureCompatDocuments({ sql, redis, prefix: config.QUEUE_PREFIX }, { id: build.id, created_at: snapshot.created_at }, COMPAT_BUILDERS, log, () =>
             gatheredCompatDataset(sql, gatherer, snapshot.created_at),
           );
         }
