@@ -1,5 +1,6 @@
 import Decimal from 'decimal.js';
 import { PHASE_LABELS as CATALOG_PHASE_LABELS, PHASE_VERSIONS, type PhaseVersion } from '../catalog/identity.ts';
+import { ItemTexts, olderOf } from './item-texts.ts';
 import type { SalesWindowName } from '../sources/types.ts';
 import { jsonDecimalString, jsonNumber, jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatVersion } from './types.ts';
@@ -56,13 +57,13 @@ const PROVIDER_NAME = /^[a-z0-9]+$/;
 export type CsgotraderDocument = {
   /** prices_v6's providers, in its key order: ours always, any other source once it has an entry. */
   providers: string[];
-  /** Every name of prices_v6, in byte order. */
-  names: string[];
-  /** Per provider, per name (aligned with `names`): the entry's JSON text, or null where it has none. */
-  entries: Record<string, (string | null)[]>;
+  /** Every provider a row has a cell for, in cell order (a superset of `providers`). */
+  columns: string[];
+  /** One row per name of prices_v6, in byte order: the name, then per column the entry's JSON text or null. */
+  rows: [name: string, ...cells: (string | null)[]][];
   /** exchange_rates.json's text. */
   exchange_rates: string;
-};
+}
 
 const STEAM_WINDOWS: readonly [string, SalesWindowName][] = [
   ['last_90d', '90d'],
@@ -157,55 +158,74 @@ export const buildCsgotraderPrices: CompatBuilder = (dataset: CompatDataset): Bu
     }
   }
   const providers: Provider[] = [...FIXED_PROVIDERS, ...[...extraSources].sort().map((source): Provider => ({ file: source, kind: 'doppler', source }))];
-  const names: string[] = [];
-  const columns = providers.map(() => [] as (string | null)[]);
+  const columns = providers.map((provider) => provider.file);
+  const stamp = columns.join(',');
+  const rows: string[] = [];
+  const listed = new Set<number>();
   let oldest: number | null = null;
   for (const item of dataset.items) {
-    const row = providers.map((provider) => entryOf(provider, item));
-    if (row.every((entry) => entry === null)) continue;
-    names.push(item.market_hash_name);
-    row.forEach((entry, index) => {
-      columns[index]!.push(entry);
+    // Each name's row as JSON text, kept between builds while the item and the providers stand (ItemTexts).
+    const written = rowTexts.of(item, stamp, () => {
+      const row = providers.map((provider) => entryOf(provider, item));
+      if (row.every((entry) => entry === null)) return { text: null, oldest: null, usedStamp: true };
+      const present: number[] = [];
+      row.forEach((entry, index) => {
+        if (entry !== null) present.push(index);
+      });
+      return {
+        text: { row: JSON.stringify([item.market_hash_name, ...row]), present },
+        oldest: oldestSourceOf(item, providers.filter((_, index) => row[index] !== null)),
+        usedStamp: true,
+      };
     });
-    const itemOldest = oldestSourceOf(item, providers.filter((_, index) => row[index] !== null));
-    if (itemOldest !== null && (oldest === null || itemOldest < oldest)) oldest = itemOldest;
+    if (written.text === null) continue;
+    rows.push(written.text.row);
+    for (const index of written.text.present) listed.add(index);
+    oldest = olderOf(oldest, written.oldest);
   }
-  const document: CsgotraderDocument = { providers: [], names, entries: {}, exchange_rates: exchangeRatesJson(dataset.rates) };
-  providers.forEach((provider, index) => {
-    // Our providers are keys of every name whether or not their source has a price now (the upstream wrote
-    // every provider on every name, null where it lacked one), so a consumer's shape does not change with
-    // the sources enabled; a source beyond them appears once it has an entry.
-    if (!FIXED_FILES.has(provider.file) && columns[index]!.every((entry) => entry === null)) return;
-    document.providers.push(provider.file);
-    document.entries[provider.file] = columns[index]!;
-  });
-  return { value: document, oldest_source_ms: oldest };
+  // Our providers are keys of every name whether or not their source has a price now (the upstream wrote
+  // every provider on every name, null where it lacked one), so a consumer's shape does not change with
+  // the sources enabled; a source beyond them appears once it has an entry.
+  const shown = columns.filter((file, index) => FIXED_FILES.has(file) || listed.has(index));
+  const text =
+    `{"providers":${JSON.stringify(shown)},"columns":${JSON.stringify(columns)},"rows":[${rows.join(',')}],` +
+    `"exchange_rates":${JSON.stringify(exchangeRatesJson(dataset.rates))}}`;
+  return { value: text, oldest_source_ms: oldest };
 };
+
+const rowTexts = new ItemTexts<{ row: string; present: number[] }>();
 
 function isCsgotraderDocument(value: unknown): value is CsgotraderDocument {
   const candidate = value as CsgotraderDocument | null;
-  return typeof candidate === 'object' && candidate !== null && Array.isArray(candidate.names) && Array.isArray(candidate.providers) && typeof candidate.exchange_rates === 'string';
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    Array.isArray(candidate.rows) &&
+    Array.isArray(candidate.columns) &&
+    Array.isArray(candidate.providers) &&
+    typeof candidate.exchange_rates === 'string'
+  );
 }
 
 /** prices_v6.json: every name with every provider of the document (null where it has none; steam's four nulls). */
 function pricesV6Json(document: CsgotraderDocument): string {
   const parts: string[] = [];
-  const columns = document.providers.map((provider) => [provider, document.entries[provider]!] as const);
-  for (let index = 0; index < document.names.length; index += 1) {
-    const fields = columns.map(([provider, entries]) => `"${provider}":${entries[index] ?? (provider === 'steam' ? STEAM_WITHOUT_DATA : 'null')}`);
-    parts.push(`${JSON.stringify(document.names[index])}:{${fields.join(',')}}`);
+  const cells = document.providers.map((provider) => [provider, 1 + document.columns.indexOf(provider)] as const);
+  for (const row of document.rows) {
+    const fields = cells.map(([provider, at]) => `"${provider}":${row[at] ?? (provider === 'steam' ? STEAM_WITHOUT_DATA : 'null')}`);
+    parts.push(`${JSON.stringify(row[0])}:{${fields.join(',')}}`);
   }
   return `{${parts.join(',')}}`;
 }
 
 /** `<provider>.json`: the names the provider has an entry for. */
 function providerJson(document: CsgotraderDocument, provider: string): string {
-  const entries = document.entries[provider];
-  if (!entries) return '{}';
+  if (!document.providers.includes(provider)) return '{}';
+  const at = 1 + document.columns.indexOf(provider);
   const parts: string[] = [];
-  for (let index = 0; index < document.names.length; index += 1) {
-    const entry = entries[index];
-    if (entry !== null && entry !== undefined) parts.push(`${JSON.stringify(document.names[index])}:${entry}`);
+  for (const row of document.rows) {
+    const entry = row[at];
+    if (entry !== null && entry !== undefined) parts.push(`${JSON.stringify(row[0])}:${entry}`);
   }
   return `{${parts.join(',')}}`;
 }

@@ -94,55 +94,62 @@ function versionOf(items: ItemsByName, name: string, catalogId: string, version:
 const NO_SALES: CompatVersion['sales'] = Object.freeze({});
 const NO_COMBINED: CompatVersion['combined'] = Object.freeze({});
 
+const NEVER: SourceClock = { lastSuccessMs: null, staleAfterSeconds: 0 };
+
 function samePrice(a: CompatSourcePrice, b: CompatSourcePrice): boolean {
   return (
     a.price === b.price &&
+    a.source_time_ms === b.source_time_ms &&
+    a.fresh === b.fresh &&
+    a.quantity === b.quantity &&
     a.median_price === b.median_price &&
     a.bid === b.bid &&
-    a.volume_7d === b.volume_7d &&
-    a.quantity === b.quantity &&
-    a.source_time_ms === b.source_time_ms &&
-    a.fresh === b.fresh
+    a.volume_7d === b.volume_7d
   );
 }
 
 /** Whether two builds' items carry the same data (their windows are the same objects while the sales generation stands). */
 function sameItem(a: CompatItem, b: CompatItem): boolean {
   if (a.catalog_id !== b.catalog_id || a.first_seen_ms !== b.first_seen_ms) return false;
-  const versions = Object.keys(a.versions);
-  if (versions.length !== Object.keys(b.versions).length) return false;
-  for (const name of versions) {
+  let versions = 0;
+  for (const name in a.versions) {
     const x = a.versions[name]!;
     const y = b.versions[name];
     if (!y || x.consensus !== y.consensus || x.sales !== y.sales || x.combined !== y.combined) return false;
-    const sources = Object.keys(x.sources);
-    if (sources.length !== Object.keys(y.sources).length) return false;
-    for (const source of sources) {
+    let sources = 0;
+    for (const source in x.sources) {
       const other = y.sources[source];
       if (!other || !samePrice(x.sources[source]!, other)) return false;
+      sources += 1;
     }
+    for (const _ in y.sources) sources -= 1;
+    if (sources !== 0) return false;
+    versions += 1;
   }
-  return true;
+  for (const _ in b.versions) versions -= 1;
+  return versions === 0;
 }
 
 /**
- * The last build's items by name, per database client: an item whose data did not change keeps the
- * object it had, so the format builders, which keep each item's text by object (WeakMap), write only
- * the items that changed (most snapshots follow a run that changed a fraction of one source's prices).
+ * The last build's items by name, per database client: an item whose prices and windows did not
+ * change keeps the object it had, so the format builders, which keep each item's text by object
+ * (shared/compat/item-texts.ts), write only the items that changed (most snapshots follow a run
+ * that changed a fraction of one source's prices).
  */
 const lastItems = new WeakMap<object, Map<string, CompatItem>>();
 
 function settleItems(db: Queryable, items: CompatItem[]): CompatItem[] {
   const previous = lastItems.get(db);
-  const settled = previous ? items.map((item) => {
-    const before = previous.get(item.market_hash_name);
-    return before && sameItem(before, item) ? before : item;
-  }) : items;
-  lastItems.set(db, new Map(settled.map((item) => [item.market_hash_name, item])));
+  const next = new Map<string, CompatItem>();
+  const settled = items.map((item) => {
+    const before = previous?.get(item.market_hash_name);
+    const kept = before !== undefined && sameItem(before, item) ? before : item;
+    next.set(item.market_hash_name, kept);
+    return kept;
+  });
+  lastItems.set(db, next);
   return settled;
 }
-
-const NEVER: SourceClock = { lastSuccessMs: null, staleAfterSeconds: 0 };
 
 /**
  * The dataset's prices gathered while the keyless snapshot is built (buildPriceSnapshot's `onItem`),
@@ -236,6 +243,7 @@ export async function readCompatDataset(db: Queryable, now: Date): Promise<Compa
   const nowMs = now.getTime();
   const items: ItemsByName = new Map();
   for (const row of prices) {
+    const fresh = priceIsFresh(row.observed_ms, clocks.get(row.source) ?? NEVER, nowMs);
     versionOf(items, row.market_hash_name, row.catalog_id, row.version).sources[row.source] = {
       price: row.price,
       median_price: row.median_price,
@@ -243,7 +251,7 @@ export async function readCompatDataset(db: Queryable, now: Date): Promise<Compa
       volume_7d: row.volume_7d,
       quantity: row.quantity,
       source_time_ms: row.source_time_ms,
-      fresh: priceIsFresh(row.observed_ms, clocks.get(row.source) ?? NEVER, nowMs),
+      fresh,
     };
   }
   for (const item of items.values()) {

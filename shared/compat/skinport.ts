@@ -1,5 +1,6 @@
 import Decimal from 'decimal.js';
 import { PHASE_LABELS } from '../catalog/identity.ts';
+import { ItemTexts, olderOf } from './item-texts.ts';
 import type { SalesWindowName } from '../sources/types.ts';
 import { jsonNumber } from './json-number.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, CompatDataset, CompatHandler, CompatSalesWindow, CompatVersion } from './types.ts';
@@ -112,49 +113,69 @@ class OldestSourceTime {
  * the fresh sources; what we do not have is `null`, as Skinport writes it.
  */
 export const buildSkinportItems: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
-  const oldest = new OldestSourceTime();
-  const rows: SkinportItemRow[] = [];
+  let oldest: number | null = null;
+  const parts: string[] = [];
+  const builtAt = seconds(dataset.built_at_ms);
   for (const item of dataset.items) {
-    const createdAt = item.first_seen_ms === null ? null : seconds(item.first_seen_ms);
-    for (const [, label, data] of skinportVersions(item.versions)) {
-      const skinport = data.sources.skinport;
-      const row: SkinportItemRow = {
-        market_hash_name: item.market_hash_name,
-        version: label,
-        suggested_price: data.consensus,
-        item_page: null,
-        min_price: null,
-        median_price: null,
-        quantity: 0,
-        created_at: createdAt,
-        updated_at: seconds(dataset.built_at_ms),
-      };
-      if (skinport?.fresh) {
-        row.item_page = skinportItemPage(item.market_hash_name, label);
-        row.min_price = skinport.price;
-        row.median_price = skinport.median_price;
-        row.quantity = skinport.quantity;
-        row.updated_at = seconds(skinport.source_time_ms);
-        oldest.add(skinport.source_time_ms);
-      } else if (data.consensus !== null) {
-        // Listings across the fresh markets behind the consensus (docs/design.md §19's liquidity.listings).
-        let listings: number | null = null;
-        let newest: number | null = null;
-        for (const source of Object.values(data.sources)) {
-          if (!source.fresh) continue;
-          oldest.add(source.source_time_ms);
-          if (newest === null || source.source_time_ms > newest) newest = source.source_time_ms;
-          if (source.quantity !== null) listings = (listings ?? 0) + source.quantity;
+    // Written as JSON text, item by item (ItemTexts keeps an unchanged item's text between builds).
+    const written = itemTexts.of(item, String(builtAt), () => {
+      const oldestOfItem = new OldestSourceTime();
+      const createdAt = item.first_seen_ms === null ? null : seconds(item.first_seen_ms);
+      const rows: string[] = [];
+      let usedBuildTime = false;
+      for (const [, label, data] of skinportVersions(item.versions)) {
+        const skinport = data.sources.skinport;
+        const row: SkinportItemRow = {
+          market_hash_name: item.market_hash_name,
+          version: label,
+          suggested_price: data.consensus,
+          item_page: null,
+          min_price: null,
+          median_price: null,
+          quantity: 0,
+          created_at: createdAt,
+          updated_at: builtAt,
+        };
+        let updated = false;
+        if (skinport?.fresh) {
+          row.item_page = skinportItemPage(item.market_hash_name, label);
+          row.min_price = skinport.price;
+          row.median_price = skinport.median_price;
+          row.quantity = skinport.quantity;
+          row.updated_at = seconds(skinport.source_time_ms);
+          updated = true;
+          oldestOfItem.add(skinport.source_time_ms);
+        } else if (data.consensus !== null) {
+          // Listings across the fresh markets behind the consensus (docs/design.md §19's liquidity.listings).
+          let listings: number | null = null;
+          let newest: number | null = null;
+          for (const source of Object.values(data.sources)) {
+            if (!source.fresh) continue;
+            oldestOfItem.add(source.source_time_ms);
+            if (newest === null || source.source_time_ms > newest) newest = source.source_time_ms;
+            if (source.quantity !== null) listings = (listings ?? 0) + source.quantity;
+          }
+          row.min_price = data.consensus;
+          row.quantity = listings === 0 ? null : listings;
+          if (newest !== null) {
+            row.updated_at = seconds(newest);
+            updated = true;
+          }
         }
-        row.min_price = data.consensus;
-        row.quantity = listings === 0 ? null : listings;
-        if (newest !== null) row.updated_at = seconds(newest);
+        if (!updated) usedBuildTime = true;
+        rows.push(JSON.stringify(row));
       }
-      rows.push(row);
-    }
+      return { text: rows.length === 0 ? null : rows.join(','), oldest: oldestOfItem.value, usedStamp: usedBuildTime };
+    });
+    if (written.text === null) continue;
+    parts.push(written.text);
+    oldest = olderOf(oldest, written.oldest);
   }
-  return { value: { rows } satisfies SkinportItemsDocument, oldest_source_ms: oldest.value };
+  // The text of SkinportItemsDocument.
+  return { value: `{"rows":[${parts.join(',')}]}`, oldest_source_ms: oldest };
 };
+
+const itemTexts = new ItemTexts();
 
 function salesWindowRow(window: CompatSalesWindow): SkinportSalesWindowRow {
   // Skinport writes null prices when nothing sold, whatever else it has.

@@ -1,5 +1,6 @@
 import Decimal from 'decimal.js';
 import { formatSteamMoney, hundredthsOf, steamWalletCurrencyById } from '../fx/steam-currencies.ts';
+import { ItemTexts, olderOf } from './item-texts.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, CompatDataset, CompatHandler } from './types.ts';
 
 /**
@@ -26,23 +27,34 @@ const CS2_APP_ID = '730';
 /** Steam's ECurrencyCode for USD: what priceoverview answers in without a usable `currency`. */
 const USD_STEAM_ID = 1;
 
-/** Every catalog name (Steam lists no phases: the default version), with what our steam source has for it. */
+const texts = new ItemTexts();
+
+/**
+ * Every catalog name (Steam lists no phases: the default version), with what our steam source has for
+ * it. Written as JSON text, item by item (ItemTexts keeps an unchanged item's text between builds).
+ */
 export const buildSteamOverview: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
   let oldest: number | null = null;
-  const entries: [string, SteamOverviewEntry][] = [];
+  const parts: string[] = [];
   for (const item of dataset.items) {
-    const data = item.versions.default;
-    const steam = data?.sources.steam;
-    // A stale ask is not served as Steam's lowest price now.
-    const lowest = steam?.fresh ? steam.price : null;
-    if (steam?.fresh && (oldest === null || steam.source_time_ms < oldest)) oldest = steam.source_time_ms;
-    const day = data?.sales.steam?.['24h'];
-    if (day?.source_time_ms !== undefined && (oldest === null || day.source_time_ms < oldest)) oldest = day.source_time_ms;
-    const sold = day && day.volume > 0 ? day : null;
-    entries.push([item.market_hash_name, [lowest, sold ? sold.volume : null, sold ? sold.median : null]]);
+    const written = texts.of(item, '', () => {
+      const data = item.versions.default;
+      const steam = data?.sources.steam;
+      let itemOldest: number | null = null;
+      // A stale ask is not served as Steam's lowest price now.
+      const lowest = steam?.fresh ? steam.price : null;
+      if (steam?.fresh) itemOldest = steam.source_time_ms;
+      const day = data?.sales.steam?.['24h'];
+      if (day?.source_time_ms !== undefined) itemOldest = olderOf(itemOldest, day.source_time_ms);
+      const sold = day && day.volume > 0 ? day : null;
+      const entry: SteamOverviewEntry = [lowest, sold ? sold.volume : null, sold ? sold.median : null];
+      return { text: `${JSON.stringify(item.market_hash_name)}:${JSON.stringify(entry)}`, oldest: itemOldest, usedStamp: false };
+    });
+    parts.push(written.text!);
+    oldest = olderOf(oldest, written.oldest);
   }
-  // fromEntries defines each name as an own property (a name such as `__proto__` stays a key).
-  return { value: { items: Object.fromEntries(entries) } satisfies SteamOverviewDocument, oldest_source_ms: oldest };
+  // The text of `{items: {name: entry, …}}` (SteamOverviewDocument), each name an own key when parsed.
+  return { value: `{"items":{${parts.join(',')}}}`, oldest_source_ms: oldest };
 };
 
 const FAILURE: CompatAnswer = { status: 200, body: { success: false } };

@@ -1,3 +1,4 @@
+import { ItemTexts, olderOf } from './item-texts.ts';
 import type { SalesWindowName } from '../sources/types.ts';
 import { jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatSalesWindow } from './types.ts';
@@ -117,22 +118,32 @@ function tokensOf(item: CompatItem): Record<TokenName, string> | null {
   return tokens;
 }
 
+const texts = new ItemTexts();
+
+/** Written as JSON text, item by item (ItemTexts keeps an unchanged item's text between builds). */
 export const buildSteamApisItems: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
-  const items: SteamApisRow[] = [];
+  const parts: string[] = [];
   let oldest: number | null = null;
   for (const item of dataset.items) {
-    const tokens = tokensOf(item);
-    if (tokens === null) continue;
-    const base = item.versions.default!;
-    const steam = base.sources.steam;
-    // Unix milliseconds, whole (Postgres' times carry microseconds).
-    items.push([item.market_hash_name, Math.trunc(steam?.source_time_ms ?? dataset.built_at_ms), ...TOKENS.map((name) => tokens[name])]);
-    // The steam source's time, or (a consensus safe price) the fresh sources' behind it.
-    const used = steam ? [steam] : Object.values(base.sources).filter((price) => price.fresh);
-    for (const price of used) if (oldest === null || price.source_time_ms < oldest) oldest = price.source_time_ms;
+    const written = texts.of(item, String(dataset.built_at_ms), () => {
+      const tokens = tokensOf(item);
+      if (tokens === null) return { text: null, oldest: null, usedStamp: false };
+      const base = item.versions.default!;
+      const steam = base.sources.steam;
+      // Unix milliseconds, whole (Postgres' times carry microseconds).
+      const row: SteamApisRow = [item.market_hash_name, Math.trunc(steam?.source_time_ms ?? dataset.built_at_ms), ...TOKENS.map((name) => tokens[name])];
+      // The steam source's time, or (a consensus safe price) the fresh sources' behind it.
+      const used = steam ? [steam] : Object.values(base.sources).filter((price) => price.fresh);
+      let itemOldest: number | null = null;
+      for (const price of used) itemOldest = olderOf(itemOldest, price.source_time_ms);
+      return { text: JSON.stringify(row), oldest: itemOldest, usedStamp: !steam };
+    });
+    if (written.text === null) continue;
+    parts.push(written.text);
+    oldest = olderOf(oldest, written.oldest);
   }
-  const document: SteamApisDocument = { app_id: 730, items };
-  return { value: document, oldest_source_ms: oldest };
+  // The text of SteamApisDocument.
+  return { value: `{"app_id":730,"items":[${parts.join(',')}]}`, oldest_source_ms: oldest };
 };
 
 function isSteamApisDocument(value: unknown): value is SteamApisDocument {

@@ -2,7 +2,7 @@ import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
 import { readCompatDataset } from './dataset.ts';
-import { COMPAT_DOCUMENTS, COMPAT_SALES_DOCUMENTS, type CompatBuilder, type CompatDataset, type CompatDocumentName } from './types.ts';
+import { COMPAT_DOCUMENTS, COMPAT_SALES_DOCUMENTS, type CompatBuilder, type CompatDataset, type CompatDocumentName, documentText } from './types.ts';
 
 /**
  * The drop-in formats' documents of one snapshot (docs/design.md §20): built once per snapshot from a
@@ -93,14 +93,13 @@ export async function ensureCompatDocuments(
         }
       }
       const document = builders[name](data);
-      const body = Buffer.from(typeof document.value === 'string' ? document.value : JSON.stringify(document.value));
+      const body = Buffer.from(documentText(document));
       phases[name] = Math.round(performance.now() - mark);
       bytes[name] = body.length;
       const entry = JSON.stringify({ key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length } satisfies DocumentEntry);
       mark = performance.now();
-      const write = redis.multi().set(key, body, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
-      if (sales) write.hset(`${key}:entry`, 'entry', entry).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS);
-      await write.exec();
+      await redis.set(key, body, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
+      if (sales) await redis.multi().hset(`${key}:entry`, 'entry', entry).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS).exec();
       phases.store = (phases.store ?? 0) + Math.round(performance.now() - mark);
       entries[name] = entry;
     }

@@ -81,6 +81,11 @@ export const COMPAT_SALES_DOCUMENTS: ReadonlySet<CompatDocumentName> = new Set([
 /** A stored document: its JSON-able value, and the oldest source time it used (`X-Source-Age`). */
 export type BuiltCompatDocument = { value: unknown; oldest_source_ms: number | null };
 
+/** A built document's JSON text: a string `value` is its text already (the builders write their text item by item). */
+export function documentText(document: BuiltCompatDocument): string {
+  return typeof document.value === 'string' ? document.value : JSON.stringify(document.value);
+}
+
 /** A format module's builder: pure, from the dataset. */
 export type CompatBuilder = (dataset: CompatDataset) => BuiltCompatDocument;
 

@@ -1,3 +1,4 @@
+import { documentText } from '../../shared/compat/types.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { z } from 'zod';
@@ -90,7 +91,7 @@ const dataset: CompatDataset = {
 
 const built = buildCsgotraderPrices(dataset);
 // As the route has it: stored as JSON, parsed once per snapshot.
-const stored = JSON.parse(JSON.stringify(built.value)) as unknown;
+const stored = JSON.parse(documentText(built)) as unknown;
 
 function file(name: string) {
   const answer = csgotraderFile(stored, { params: { file: name }, query: new URLSearchParams() }, context);
@@ -245,14 +246,14 @@ describe('csgotrader exchange_rates.json', () => {
   });
 
   test('without rates only USD is known', () => {
-    const document = JSON.parse(JSON.stringify(buildCsgotraderPrices({ ...dataset, rates: null }).value)) as unknown;
+    const document = JSON.parse(documentText(buildCsgotraderPrices({ ...dataset, rates: null }))) as unknown;
     const answer = csgotraderFile(document, { params: { file: 'exchange_rates.json' }, query: new URLSearchParams() }, context);
     expect(answer).toMatchObject({ status: 200, body: '{"USD":1}' });
   });
 });
 
 test('an empty dataset gives empty files', () => {
-  const document = JSON.parse(JSON.stringify(buildCsgotraderPrices({ built_at_ms: BUILT_AT, sales_generation: '0', items: [], rates: null }).value)) as unknown;
+  const document = JSON.parse(documentText(buildCsgotraderPrices({ built_at_ms: BUILT_AT, sales_generation: '0', items: [], rates: null }))) as unknown;
   const answer = csgotraderFile(document, { params: { file: 'prices_v6.json' }, query: new URLSearchParams() }, context);
   expect(answer).toMatchObject({ status: 200, body: '{}' });
 });
@@ -308,7 +309,7 @@ describe('end to end through GET /compat/csgotrader/latest/…', () => {
 test('a file is written once per stored document: later requests get the same text', () => {
   const first = file('prices_v6.json').text;
   expect(file('prices_v6.json').text).toBe(first);
-  const other = JSON.parse(JSON.stringify(built.value)) as unknown;
+  const other = JSON.parse(documentText(built)) as unknown;
   const answer = csgotraderFile(other, { params: { file: 'prices_v6.json' }, query: new URLSearchParams() }, context);
   expect(answer).toMatchObject({ status: 200, body: first });
 });

@@ -1,3 +1,4 @@
+import { documentText } from '../../shared/compat/types.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { catalogIdFor, versionFromPhaseLabel } from '../../shared/catalog/identity.ts';
@@ -173,8 +174,8 @@ function bodyOf(answer: CompatAnswer): unknown {
   return typeof answer.body === 'string' ? JSON.parse(answer.body) : answer.body;
 }
 
-const itemsDocument = () => JSON.parse(JSON.stringify(buildSkinportItems(DATASET).value)) as unknown;
-const salesDocument = () => JSON.parse(JSON.stringify(buildSkinportSales(DATASET).value)) as unknown;
+const itemsDocument = () => JSON.parse(documentText(buildSkinportItems(DATASET))) as unknown;
+const salesDocument = () => JSON.parse(documentText(buildSkinportSales(DATASET))) as unknown;
 
 // ---- /v1/items ------------------------------------------------------------------------------
 

@@ -1,3 +1,4 @@
+import { documentText } from '../../shared/compat/types.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
@@ -95,7 +96,7 @@ function testContext(currencies: readonly string[] = ['EUR', 'GBP', 'JPY', 'KWD'
   };
 }
 
-const document = () => JSON.parse(JSON.stringify(buildSteamOverview(DATASET).value)) as unknown;
+const document = () => JSON.parse(documentText(buildSteamOverview(DATASET))) as unknown;
 function overview(name: string, extra = 'appid=730&currency=1', context = testContext()): CompatAnswer {
   return steamOverview(document(), { params: {}, query: new URLSearchParams(`${extra}&market_hash_name=${encodeURIComponent(name)}`) }, context);
 }

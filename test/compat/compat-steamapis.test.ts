@@ -1,3 +1,4 @@
+import { documentText } from '../../shared/compat/types.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { z } from 'zod';
@@ -80,7 +81,7 @@ const dataset: CompatDataset = {
 };
 
 const built = buildSteamApisItems(dataset);
-const stored = JSON.parse(JSON.stringify(built.value)) as unknown;
+const stored = JSON.parse(documentText(built)) as unknown;
 
 function request(appId: string, query = '') {
   return steamapisItems(stored, { params: { app_id: appId }, query: new URLSearchParams(query) }, context);

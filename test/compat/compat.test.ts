@@ -258,6 +258,29 @@ describe('with a snapshot', () => {
     expect(gathered).toEqual(read);
   });
 
+  test('between builds an unchanged item keeps its object (its texts are kept), a changed one does not', async () => {
+    const build = async () => {
+      const gatherer = new CompatPriceGatherer();
+      const now = new Date();
+      const made = await buildPriceSnapshot(t.deps.sql, now, { onItem: gatherer.onItem });
+      expect(made.unchanged).toBe(false);
+      const dataset = await gatheredCompatDataset(t.deps.sql, gatherer, now);
+      const [snapshot] = await t.deps.sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${made.id}`;
+      await ensureCompatDocuments(store(), { id: made.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS, undefined, async () => dataset);
+      return { id: made.id, dataset, byName: new Map(dataset.items.map((item) => [item.market_hash_name, item])) };
+    };
+    await setPrice(NAME, 'steam', '15.10', { quantity: 40 });
+    const first = await build();
+    await setPrice(NAME, 'steam', '15.20', { quantity: 40 });
+    const second = await build();
+    expect(second.byName.get(DOPPLER)).toBe(first.byName.get(DOPPLER)!);
+    expect(second.byName.get(NAME)).not.toBe(first.byName.get(NAME)!);
+    // The documents carry the change and keep the rest.
+    const steam = JSON.parse((await findCompatDocument(store(), second.id, 'steam-overview'))!.body.toString()) as { items: Record<string, unknown[]> };
+    expect(steam.items[NAME]![0]).toBe('15.20');
+    expect(steam.items[DOPPLER]![0]).toBe('1020.00');
+  });
+
   test('over the per-minute budget an address gets 429 with Retry-After; the budget is the formats’ own', async () => {
     let limited: Response | undefined;
     for (let attempt = 0; attempt < 200 && !limited; attempt += 1) {
