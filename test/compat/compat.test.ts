@@ -239,7 +239,7 @@ describe('with a snapshot', () => {
     expect(await findCompatDocument(store(), dropped, 'csgotrader-prices')).toBeNull();
     // The windows did not change over these builds: every kept snapshot points at one sales document, still there.
     const sales = await Promise.all(built.map((id) => findCompatDocument(store(), id, 'skinport-sales')));
-    expect(sales.every((document) => document !== null && document.body.equals(sales[0]!.body))).toBe(true);
+    expect(sales.every((document) => document?.body.equals(sales[0]!.body) === true)).toBe(true);
     for (const id of built) expect((await findCompatDocument(store(), id, 'steamapis-items'))?.body.length).toBeGreaterThan(0);
   });
 
