@@ -1,30 +1,30 @@
-import { Elysia, type AnyElysia } from 'elysia';
+import { type AnyElysia, Elysia } from 'elysia';
 import type { AppDeps } from './deps.ts';
+import { buildOpenApiDocument } from './openapi.ts';
 import { apiKeyAuthenticator } from './plugins/api-key.ts';
 import { errorsPlugin, MAX_BODY_BYTES, withoutParsingOnReads } from './plugins/errors.ts';
 import { requestContextPlugin } from './plugins/request-context.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { auditExportRoutes } from './routes/audit-exports.ts';
 import { catalogRoutes } from './routes/catalog.ts';
+import { compatRoutes } from './routes/compat.ts';
+import { docsRoutes } from './routes/docs.ts';
 import { gameplatformAccountRoutes } from './routes/gameplatform-accounts.ts';
 import { gameplatformTradeRoutes } from './routes/gameplatform-trades.ts';
-import { buildOpenApiDocument } from './openapi.ts';
-import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
 import { identityRoutes } from './routes/identity.ts';
 import { imageRoutes } from './routes/images.ts';
 import { inspectRoutes } from './routes/inspect.ts';
 import { inventoryRoutes } from './routes/inventories.ts';
-import { marketSummaryRoutes } from './routes/market-summary.ts';
 import { marketIndexRoutes } from './routes/market-index.ts';
+import { marketSummaryRoutes } from './routes/market-summary.ts';
 import { meRoutes } from './routes/me.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { metricsRoutes } from './routes/metrics.ts';
-import { priceRoutes } from './routes/prices.ts';
 import { priceStreamRoutes } from './routes/price-stream.ts';
+import { priceRoutes } from './routes/prices.ts';
 import { profileRoutes } from './routes/profiles.ts';
 import { publicPriceRoutes } from './routes/public-prices.ts';
-import { compatRoutes } from './routes/compat.ts';
 import { queueDashboardRoutes } from './routes/queue-dashboard/index.ts';
 import { renderRoutes } from './routes/renders.ts';
 import { sceneRoutes } from './routes/scenes.ts';
@@ -36,13 +36,13 @@ import { webhookRoutes } from './routes/webhooks.ts';
 const INTRODUCTION = [
   'CS2 item prices from several marketplaces & a platform around them: keyless prices under `/v1`, and keyed APIs under `/v2` ("X-API-Key") for the catalog, price history and live prices, the market index, webhooks, Steam profiles and inventories, trade intents, scenes, renders and inspect links.',
   '## Keyless prices (/v1)',
-  '`GET /v1/prices` (every priced item), `GET /v1/prices/{market_hash_name}` (one item) and `GET /v1/prices/stream` (every live price change) need no key and are not metered. The two reads are limited per client address (`PUBLIC_PRICES_RATE_LIMIT`, default 60 requests per minute: 429 `rate_limited`), answer with an `ETag` (`If-None-Match` gives a 304) and are compressed with gzip or brotli when the client accepts it; at most 2 streams may be open at once per client address. `GET /v2/images/{catalog_id}` (an item\'s image, resized) needs no key either, with a per-address budget of its own. Filtered reads, history and more need a key.',
+  "`GET /v1/prices` (every priced item), `GET /v1/prices/{market_hash_name}` (one item) and `GET /v1/prices/stream` (every live price change) need no key and are not metered. The two reads are limited per client address (`PUBLIC_PRICES_RATE_LIMIT`, default 60 requests per minute: 429 `rate_limited`), answer with an `ETag` (`If-None-Match` gives a 304) and are compressed with gzip or brotli when the client accepts it; at most 2 streams may be open at once per client address. `GET /v2/images/{catalog_id}` (an item's image, resized) needs no key either, with a per-address budget of its own. Filtered reads, history and more need a key.",
   '## Get an API key in two steps',
   '1. `POST /v1/accounts` with `{"email": "…", "password": "…"}` (password 10 to 256 characters; optional `workspace_name`) creates an account and its workspace and answers 201 with `session.token`. Later, `POST /v1/sessions` signs in again.',
   '2. `POST /v1/me/keys` with `Authorization: Bearer <session token>` and `{"label": "…", "scopes": […]}` answers 201 with `key`, shown in this response only. Without `scopes` the key gets the read-only defaults (`GET /v2/meta/scopes` lists every scope and the defaults).',
   'Send the key as the `X-API-Key` header. Each operation below ends with what it needs (**Access**): a key and which scopes (a `:write` scope also grants the matching `:read`), a session, or nothing.',
   '## Metering',
-  'Keyed requests are metered in weighted units against budgets shared by every key of the workspace: **free** 120 units per minute and 20 000 per UTC day, **pro** 1 200 and 1 000 000 (enterprise budgets are set per workspace). Each operation below states its weight; `GET /v2/usage` lists all weights (`unit_weights`), the budgets left and the calling key\'s counters. Every metered answer carries `RateLimit-Policy` and `RateLimit` headers. Over budget: 429 `usage_limit_exceeded` with `Retry-After`. When usage metering is unavailable, keyed requests get 503 `usage_unavailable` while keyless ones keep working.',
+  "Keyed requests are metered in weighted units against budgets shared by every key of the workspace: **free** 120 units per minute and 20 000 per UTC day, **pro** 1 200 and 1 000 000 (enterprise budgets are set per workspace). Each operation below states its weight; `GET /v2/usage` lists all weights (`unit_weights`), the budgets left and the calling key's counters. Every metered answer carries `RateLimit-Policy` and `RateLimit` headers. Over budget: 429 `usage_limit_exceeded` with `Retry-After`. When usage metering is unavailable, keyed requests get 503 `usage_unavailable` while keyless ones keep working.",
   '## Errors',
   'Every error has one body, `{"error": {"code", "message", "request_id", "details?"}}` (schema `Error`); `code` is stable, `details` names each bad field, and `request_id` is also the `X-Request-Id` header of every answer. Codes any operation may answer: 400 `invalid_request` (a parameter or body field, with details) or `malformed_json`; 401 `unauthorized` (missing, unknown or revoked key or session); 403 `insufficient_scope` or `workspace_suspended`; 404 `not_found`; 413 `payload_too_large` (bodies are limited to 1 MiB); 415 `unsupported_media_type` (bodies are JSON); 429 `usage_limit_exceeded`; 503 `usage_unavailable` or `database_unavailable` (retry shortly); 500 `internal_error` (quote the request id). Each operation lists its own codes besides these.',
   '## Lists and pagination',
@@ -63,11 +63,19 @@ const documentation = {
   tags: [
     { name: 'status', description: 'Health, platform status, scopes and capabilities. No credentials.' },
     { name: 'identity', description: 'Accounts, sessions and API keys; the calling key, its workspace and its usage.' },
-    { name: 'audit', description: 'The workspace\'s audit events and their exports as NDJSON.gz.' },
+    { name: 'audit', description: "The workspace's audit events and their exports as NDJSON.gz." },
     { name: 'catalog', description: 'Every CS2 item the service prices, with its catalog id.' },
     { name: 'prices', description: 'Current prices, price history and the live price stream of catalog items (API key).' },
-    { name: 'keyless', description: 'The keyless API: the /v1 price list, one item and the live stream, and item images (GET /v2/images/{catalog_id}), limited per client address.' },
-    { name: 'compat', description: 'Drop-in formats: the price files and endpoints existing tools read (csgotrader, Skinport, Steam priceoverview, SteamApis), served from this service\'s data under /compat. Keyless, cached per price snapshot, limited per client address. Mappings: docs/compat/.' },
+    {
+      name: 'keyless',
+      description:
+        'The keyless API: the /v1 price list, one item and the live stream, and item images (GET /v2/images/{catalog_id}), limited per client address.',
+    },
+    {
+      name: 'compat',
+      description:
+        "Drop-in formats: the price files and endpoints existing tools read (csgotrader, Skinport, Steam priceoverview, SteamApis), served from this service's data under /compat. Keyless, cached per price snapshot, limited per client address. Mappings: docs/compat/.",
+    },
     { name: 'market', description: 'The cs2.chain-equal-weight.v1 market index and current market totals.' },
     { name: 'webhooks', description: 'Webhook endpoints, their deliveries and signing secrets, and the pages of large events.' },
     { name: 'game platform', description: 'Steam profiles and inventories, and Steam accounts connected to the workspace.' },

@@ -1,17 +1,20 @@
 import { Queue } from 'bullmq';
-import type { Config } from '../shared/platform/config.ts';
-import { createSql, type Sql } from '../shared/platform/db.ts';
+import { InventoryReader } from '../shared/gameplatform/inventory-cache.ts';
 import { ApiKeyCache } from '../shared/identity/key-cache.ts';
 import { subscribeToKeyInvalidations } from '../shared/identity/key-invalidation.ts';
-import { InventoryReader } from '../shared/gameplatform/inventory-cache.ts';
-import { createLogger, type Logger } from '../shared/platform/logger.ts';
+import { POOLS, type Pool, queueName } from '../shared/jobs/queues.ts';
 import { MarketSummaryReader } from '../shared/market/summary.ts';
-import { httpRequestMetrics, type HttpRequestMetrics } from '../shared/metrics/http.ts';
-import { registerIngestMetrics } from '../shared/metrics/ingest.ts';
 import { registerCatalogMetrics } from '../shared/metrics/catalog.ts';
+import { type HttpRequestMetrics, httpRequestMetrics } from '../shared/metrics/http.ts';
+import { registerIngestMetrics } from '../shared/metrics/ingest.ts';
 import { registerPriceStreamMetrics } from '../shared/metrics/price-stream.ts';
 import { registerQueueDepth } from '../shared/metrics/queues.ts';
 import { Registry } from '../shared/metrics/registry.ts';
+import type { Config } from '../shared/platform/config.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
+import { createLogger, type Logger } from '../shared/platform/logger.ts';
+import { createRequestRedis, type Redis } from '../shared/platform/redis.ts';
+import { CounterRedis } from '../shared/platform/redis-counters.ts';
 import { ItemPriceReader } from '../shared/prices/current.ts';
 import { HistoryPageReader } from '../shared/prices/history.ts';
 import { PriceRunWatch } from '../shared/prices/run-watch.ts';
@@ -19,11 +22,8 @@ import { PriceSnapshotCache } from '../shared/prices/snapshot-cache.ts';
 import { subscribeToPriceSnapshots } from '../shared/prices/snapshot-subscription.ts';
 import { priceStreamKey } from '../shared/prices/stream.ts';
 import { PriceStreamHub, type PriceStreamHubOptions } from '../shared/prices/stream-hub.ts';
-import { POOLS, queueName, type Pool } from '../shared/jobs/queues.ts';
-import { createRequestRedis, type Redis } from '../shared/platform/redis.ts';
-import { enabledSources } from '../shared/sources/settings.ts';
 import { PriceDemand } from '../shared/sources/demand.ts';
-import { CounterRedis } from '../shared/platform/redis-counters.ts';
+import { enabledSources } from '../shared/sources/settings.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
 
 /** Process plumbing most routes use. */
@@ -140,7 +140,11 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     onFannedOut: streamMetrics.fannedOut,
     ...overrides.priceStream,
   });
-  registerQueueDepth(registry, POOLS.map((pool) => ({ pool, queue: queues[pool] })), log);
+  registerQueueDepth(
+    registry,
+    POOLS.map((pool) => ({ pool, queue: queues[pool] })),
+    log,
+  );
   registerIngestMetrics(registry, { sql, sources: enabledSources(config), now, log });
   registerCatalogMetrics(registry, { sql, log });
 

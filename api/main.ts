@@ -1,6 +1,6 @@
+import { collectProcessMetrics } from '../shared/metrics/registry.ts';
 import { loadConfigOrExit } from '../shared/platform/config.ts';
 import { createLogger } from '../shared/platform/logger.ts';
-import { collectProcessMetrics } from '../shared/metrics/registry.ts';
 import { createApp } from './app.ts';
 import { createDeps } from './deps.ts';
 
@@ -8,7 +8,8 @@ const config = loadConfigOrExit();
 const log = createLogger({ level: config.LOG_LEVEL, name: 'api', format: config.LOG_FORMAT });
 const deps = createDeps(config, { log });
 collectProcessMetrics(deps.metrics.registry);
-if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN) log.info('GET /metrics is open to anyone who reaches this port: set METRICS_TOKEN to require a bearer token');
+if (config.NODE_ENV === 'production' && !config.METRICS_TOKEN)
+  log.info('GET /metrics is open to anyone who reaches this port: set METRICS_TOKEN to require a bearer token');
 // Serve once Redis is connected, so the first metered calls are not 503s; public routes work either way.
 if (!(await deps.ready(5_000))) log.warn('Redis is not reachable yet: metered endpoints answer 503 until it is');
 const app = createApp(deps).listen({ port: config.PORT, hostname: '0.0.0.0' });

@@ -25,7 +25,10 @@ const errorBodySchema = z
           z.object({
             field: z.string(),
             message: z.string(),
-            code: z.string().optional().describe('Machine-readable snake_case code of this detail, where an operation documents one (e.g. `asset_protected` on trade intents)'),
+            code: z
+              .string()
+              .optional()
+              .describe('Machine-readable snake_case code of this detail, where an operation documents one (e.g. `asset_protected` on trade intents)'),
           }),
         )
         .optional(),
@@ -185,10 +188,7 @@ export function buildOpenApiDocument(app: AnyElysia, documentation: OpenApiDocum
     // every route answers a 400 when it has inputs, and bodies add their size and type checks.
     const success = Object.fromEntries(Object.entries(operation.responses ?? {}).filter(([status]) => status.startsWith('2') || status === '304'));
     const declared = hooks.detail?.responses ?? {};
-    const inputErrors = [
-      ...(isZod(hooks.query) || isZod(hooks.params) || body ? [400] : []),
-      ...(body ? [413, 415] : []),
-    ];
+    const inputErrors = [...(isZod(hooks.query) || isZod(hooks.params) || body ? [400] : []), ...(body ? [413, 415] : [])];
     const responses: ResponsesObject = { ...errorResponses(...inputErrors), ...declared, ...success };
     if (!Object.keys(responses).some((status) => status.startsWith('2'))) responses['200'] = { description: 'Success' };
     operation.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));

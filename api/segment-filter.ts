@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { errors } from '../shared/http/errors.ts';
+import { text } from '../shared/http/validation.ts';
 import { FIXED_SEGMENT_VALUES, SEGMENTS, type SegmentFilter } from '../shared/market/segments.ts';
 import { SOURCE_NAMES } from '../shared/platform/source-names.ts';
-import { text } from '../shared/http/validation.ts';
 import type { AppDeps } from './deps.ts';
 import { weaponNameCheck } from './weapon-names.ts';
 
@@ -16,9 +16,11 @@ export const marketplaceField = z.enum(SOURCE_NAMES, {
 
 /** Query fields of a segment filter (market index and market summary). */
 export const segmentQueryFields = {
-  segment: z.enum(SEGMENTS, {
-    error: (issue) => `unknown segment ${JSON.stringify(issue.input)}; one of ${SEGMENTS.join(', ')}`,
-  }).optional(),
+  segment: z
+    .enum(SEGMENTS, {
+      error: (issue) => `unknown segment ${JSON.stringify(issue.input)}; one of ${SEGMENTS.join(', ')}`,
+    })
+    .optional(),
   value: text({ min: 1, max: 80 }).optional().describe('Exact value of the segment attribute, e.g. segment=weapon&value=AK-47; required with segment'),
 };
 
@@ -30,7 +32,8 @@ export function segmentFilterParser(deps: Pick<AppDeps, 'sql'>) {
   const checkWeapon = weaponNameCheck(deps);
   return async function parseSegmentFilter(query: { segment?: (typeof SEGMENTS)[number]; value?: string }): Promise<SegmentFilter> {
     if (query.segment === undefined) {
-      if (query.value !== undefined) throw errors.invalidRequest('`value` needs a `segment`.', [{ field: 'query.value', message: 'only allowed with segment' }]);
+      if (query.value !== undefined)
+        throw errors.invalidRequest('`value` needs a `segment`.', [{ field: 'query.value', message: 'only allowed with segment' }]);
       return null;
     }
     if (query.value === undefined) {

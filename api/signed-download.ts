@@ -42,7 +42,8 @@ export type SignedDownload<Row> = {
 export function signedDownload<Row>(spec: SignedDownload<Row>): (id: string, query: SignedUrlQuery) => Promise<Response> {
   return async (id, query) => {
     const check = spec.check(id, query);
-    if (check === 'invalid') throw errors.forbidden('invalid_download_url', `The ${spec.url} URL is not valid; fetch the ${spec.resource} again for a new one.`);
+    if (check === 'invalid')
+      throw errors.forbidden('invalid_download_url', `The ${spec.url} URL is not valid; fetch the ${spec.resource} again for a new one.`);
     if (check === 'expired') throw errors.forbidden('download_url_expired', `The ${spec.url} URL has expired; fetch the ${spec.resource} again for a new one.`);
     const row = await spec.find(id);
     const file = row ? spec.file(row) : null;

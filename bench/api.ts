@@ -20,8 +20,9 @@
  * BENCH_API_CHECKOUT (measure another checkout's API, e.g. a `git worktree` of an older commit),
  * BENCH_CPU_PROF (a directory: the API writes a CPU profile there when it exits).
  */
-import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
+
 import { SCOPES } from '../shared/http/scopes.ts';
+import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import {
   CONNECTIONS,
   DURATION_S,
@@ -30,6 +31,7 @@ import {
   loadRuntimeName,
   positiveInt,
   printChecks,
+  type Result,
   removeQueueKeysAtCleanup,
   reportQuietness,
   rssOf,
@@ -39,9 +41,8 @@ import {
   spawnApi,
   spawnServer,
   table,
-  type Result,
-  waitReady,
   WARMUP_S,
+  waitReady,
   warnAbnormal,
 } from './lib.ts';
 import { catalogDatabase, seedLatestPrices } from './price-fixtures.ts';
@@ -92,7 +93,11 @@ async function main(): Promise<void> {
   const identifiedUrl = `http://127.0.0.1:${identifiedPort}/`;
   const apiBase = `http://127.0.0.1:${apiPort}`;
   const bareUrl = `http://127.0.0.1:${barePort}/`;
-  await Promise.all([waitReady('API', api, `${apiBase}/v2/health`), waitReady('bare server', bare, bareUrl), waitReady('bare server with request ids', identified, identifiedUrl)]);
+  await Promise.all([
+    waitReady('API', api, `${apiBase}/v2/health`),
+    waitReady('bare server', bare, bareUrl),
+    waitReady('bare server with request ids', identified, identifiedUrl),
+  ]);
   say(`API pid ${api.proc.pid} on :${apiPort}, bare server pid ${bare.proc.pid} on :${barePort}`);
 
   // Fail fast (with the body) if the key does not work, rather than benchmarking error responses.
@@ -155,7 +160,15 @@ async function main(): Promise<void> {
   const after = await rssOf(api.proc.pid);
 
   // 7. Report.
-  const [bareResult, identifiedResult, meteredResult, elysiaResult, health, meResult, priceResult] = results as [Result, Result, Result, Result, Result, Result, Result];
+  const [bareResult, identifiedResult, meteredResult, elysiaResult, health, meResult, priceResult] = results as [
+    Result,
+    Result,
+    Result,
+    Result,
+    Result,
+    Result,
+    Result,
+  ];
   const share = (result: Result) => result.rps / bareResult.rps;
   const timesBare = (result: Result) => result.cpuUsPerRequest / bareResult.cpuUsPerRequest;
   const timesMetered = (result: Result) => result.cpuUsPerRequest / meteredResult.cpuUsPerRequest;
@@ -163,10 +176,25 @@ async function main(): Promise<void> {
     `\n${CONNECTIONS} connections, ${DURATION_S} s per target after ${WARMUP_S} s warm-up, ${ROUNDS} round(s), each row its median round; loopback; ` +
       `load generator: autocannon on ${loadRuntimeName} (1 thread); latency resolution 1 ms\n`,
   );
-  process.stdout.write(`server CPU µs/req by round: ${rounds.map((runs) => `${runs[0]!.name} ${runs.map((run) => run.cpuUsPerRequest.toFixed(1)).join(' / ')}`).join('; ')}\n\n`);
+  process.stdout.write(
+    `server CPU µs/req by round: ${rounds.map((runs) => `${runs[0]!.name} ${runs.map((run) => run.cpuUsPerRequest.toFixed(1)).join(' / ')}`).join('; ')}\n\n`,
+  );
   process.stdout.write(
     `${table([
-      ['target', 'req/s (avg)', 'p50 ms', 'p99 ms', 'req/s % of bare', 'requests', 'non-2xx', 'errors', 'server CPU µs/req', '× bare (CPU)', '× bare+id+debit', 'server CPU'],
+      [
+        'target',
+        'req/s (avg)',
+        'p50 ms',
+        'p99 ms',
+        'req/s % of bare',
+        'requests',
+        'non-2xx',
+        'errors',
+        'server CPU µs/req',
+        '× bare (CPU)',
+        '× bare+id+debit',
+        'server CPU',
+      ],
       ...results.map((result) => [
         result.name,
         result.rps.toFixed(0),

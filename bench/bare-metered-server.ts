@@ -37,8 +37,16 @@ const server = Bun.serve({
     const requestId = requestIdFor(request);
     const raw = request.headers.get('x-api-key');
     const found = raw === null ? undefined : keys.get(hashKey(raw));
-    if (!found) return new Response('{"error":{"code":"unauthorized"}}', { status: 401, headers: { 'content-type': 'application/json', 'x-request-id': requestId } });
-    const usage = await meter.debit({ workspaceId: found.workspaceId, keyId: found.keyId, operation: 'me.get', units: 1, budgets: found.budgets, now: new Date() });
+    if (!found)
+      return new Response('{"error":{"code":"unauthorized"}}', { status: 401, headers: { 'content-type': 'application/json', 'x-request-id': requestId } });
+    const usage = await meter.debit({
+      workspaceId: found.workspaceId,
+      keyId: found.keyId,
+      operation: 'me.get',
+      units: 1,
+      budgets: found.budgets,
+      now: new Date(),
+    });
     return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8', 'x-request-id': requestId, ...rateLimitHeaders(usage) } });
   },
 });

@@ -5,8 +5,8 @@
 // vary and last-modified. PORT and DATABASE_URL are required.
 import { createSql } from '../shared/platform/db.ts';
 import { DerivedListPool } from '../shared/prices/derived-list-pool.ts';
-import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
 import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
+import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
 
 const port = Number(process.env.PORT);
 if (!Number.isInteger(port) || port <= 0) throw new Error('bench/bare-prices-server.ts: PORT must be set');

@@ -7,12 +7,12 @@
 import { CompatPriceGatherer, gatheredCompatDataset } from '../shared/compat/dataset.ts';
 import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
 import { ensureCompatDocuments } from '../shared/compat/store.ts';
-import { saveRateDays, recordFxSuccess } from '../shared/fx/repository.ts';
+import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
+import { createWorkerRedis } from '../shared/platform/redis.ts';
 import type { PriceListItemObserver } from '../shared/prices/public-document.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
-import { catalogDatabase, ms, seedLatestPrices } from './price-fixtures.ts';
-import { createWorkerRedis } from '../shared/platform/redis.ts';
 import { onCleanup, removeQueueKeysAtCleanup, runBench, say } from './lib.ts';
+import { catalogDatabase, ms, seedLatestPrices } from './price-fixtures.ts';
 
 async function main(): Promise<void> {
   let now = new Date();
@@ -38,7 +38,20 @@ async function main(): Promise<void> {
     insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at)
     select catalog_id, version, sales_window, min(median), min(mean), min(min), max(max), sum(volume)::int, array_agg(source order by source), ${now}
     from source_sales group by catalog_id, version, sales_window`;
-  await saveRateDays(sql, [{ date: now.toISOString().slice(0, 10), rates: new Map([['USD', '1.0834'], ['GBP', '0.84290'], ['PLN', '4.2875']]) }], now);
+  await saveRateDays(
+    sql,
+    [
+      {
+        date: now.toISOString().slice(0, 10),
+        rates: new Map([
+          ['USD', '1.0834'],
+          ['GBP', '0.84290'],
+          ['PLN', '4.2875'],
+        ]),
+      },
+    ],
+    now,
+  );
   await recordFxSuccess(sql, now, 0);
   await sql`vacuum analyze`;
 
@@ -55,7 +68,9 @@ async function main(): Promise<void> {
     const build = await buildPriceSnapshot(sql, now, { onItem });
     const listMs = build.duration_ms - gatherMs;
     const [row] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${build.id}`;
-    const compat = await ensureCompatDocuments(store, { id: build.id, created_at: row!.created_at }, COMPAT_BUILDERS, undefined, () => gatheredCompatDataset(sql, gatherer, row!.created_at));
+    const compat = await ensureCompatDocuments(store, { id: build.id, created_at: row!.created_at }, COMPAT_BUILDERS, undefined, () =>
+      gatheredCompatDataset(sql, gatherer, row!.created_at),
+    );
     const total = gatherMs + compat.ms;
     say(
       `${label}: list ${ms(listMs)} ${JSON.stringify(build.phases_ms)}; formats ${ms(total)} = ${((total / listMs) * 100).toFixed(0)} % of the list ` +

@@ -54,7 +54,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { convertUsd, recordFxSuccess, saveRateDays, type FxRates } from '../shared/fx/index.ts';
+import { convertUsd, type FxRates, recordFxSuccess, saveRateDays } from '../shared/fx/index.ts';
 import {
   CONNECTIONS,
   cpuMsOf,
@@ -66,6 +66,7 @@ import {
   onCleanup,
   positiveInt,
   printChecks,
+  type Result,
   removeQueueKeysAtCleanup,
   reportQuietness,
   rssOf,
@@ -74,9 +75,8 @@ import {
   sleep,
   spawnApi,
   table,
-  type Result,
-  waitReady,
   WARMUP_S,
+  waitReady,
   warnAbnormal,
 } from './lib.ts';
 import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices } from './price-fixtures.ts';
@@ -110,8 +110,6 @@ const ECB_RATES: [string, string][] = [
   ['CHF', '0.9412'],
   ['SEK', '11.2345'],
 ];
-
-
 
 type Fetched = { status: number; etag: string | null; lastModified: string | null; bytes: number; wallMs: number };
 
@@ -160,7 +158,16 @@ async function measured(label: string, pid: number, url: string, probeUrl: strin
   })();
   const [fetched] = await Promise.all([request, probes]);
   const [after, cpuAfter] = [await rssOf(pid), await cpuMsOf(pid)];
-  return { label, fetched, cpuMs: cpuAfter - cpuBefore, rssBefore: before.rss, rssAfter: after.rss, peakBefore: before.peak, peakAfter: after.peak, probeMaxMs };
+  return {
+    label,
+    fetched,
+    cpuMs: cpuAfter - cpuBefore,
+    rssBefore: before.rss,
+    rssAfter: after.rss,
+    peakBefore: before.peak,
+    peakAfter: after.peak,
+    probeMaxMs,
+  };
 }
 
 /** Nearest-rank percentile of `values` (ms). */
@@ -281,7 +288,8 @@ async function main(): Promise<void> {
   if (eurFirst.fetched.etag === usdAgain.fetched.etag || plnFirst.fetched.etag === eurFirst.fetched.etag) {
     throw new Error(`the currency lists share an ETag: USD ${usdAgain.fetched.etag}, EUR ${eurFirst.fetched.etag}, PLN ${plnFirst.fetched.etag}`);
   }
-  if (eurAgain.fetched.etag !== eurFirst.fetched.etag) throw new Error(`the EUR list changed between two requests: ${eurFirst.fetched.etag} → ${eurAgain.fetched.etag}`);
+  if (eurAgain.fetched.etag !== eurFirst.fetched.etag)
+    throw new Error(`the EUR list changed between two requests: ${eurFirst.fetched.etag} → ${eurAgain.fetched.etag}`);
 
   // The converted list says what it is, and its prices are the exact conversions of the USD ones.
   type ListJson = { currency: string; fx?: Record<string, string>; items: { market_hash_name: string; min: string | null; max: string | null }[] };
@@ -290,10 +298,13 @@ async function main(): Promise<void> {
   const rates: FxRates = { as_of: today, rates: new Map([['EUR', '1'], ...ECB_RATES]), fetched_at: now };
   const sample = usdList.items.find((item) => item.min !== null)!;
   const eurSample = eurList.items.find((item) => item.market_hash_name === sample.market_hash_name)!;
-  if (eurList.currency !== 'EUR' || eurList.fx?.quote !== 'EUR' || eurList.fx.as_of !== today) throw new Error(`EUR list: currency ${eurList.currency}, fx ${JSON.stringify(eurList.fx)}`);
+  if (eurList.currency !== 'EUR' || eurList.fx?.quote !== 'EUR' || eurList.fx.as_of !== today)
+    throw new Error(`EUR list: currency ${eurList.currency}, fx ${JSON.stringify(eurList.fx)}`);
   if (eurList.items.length !== usdList.items.length) throw new Error(`EUR list has ${eurList.items.length} items, USD ${usdList.items.length}`);
   if (eurSample.min !== convertUsd(sample.min!, rates, 'EUR') || eurSample.max !== convertUsd(sample.max!, rates, 'EUR')) {
-    throw new Error(`${sample.market_hash_name}: USD min/max ${sample.min}/${sample.max}, EUR ${eurSample.min}/${eurSample.max}, expected ${convertUsd(sample.min!, rates, 'EUR')}/${convertUsd(sample.max!, rates, 'EUR')}`);
+    throw new Error(
+      `${sample.market_hash_name}: USD min/max ${sample.min}/${sample.max}, EUR ${eurSample.min}/${eurSample.max}, expected ${convertUsd(sample.min!, rates, 'EUR')}/${convertUsd(sample.max!, rates, 'EUR')}`,
+    );
   }
   say(`EUR list: ${eurList.items.length} items, fx ${JSON.stringify(eurList.fx)}; ${sample.market_hash_name}: min ${sample.min} USD = ${eurSample.min} EUR`);
 
@@ -353,7 +364,9 @@ async function main(): Promise<void> {
   const mb = (value: number) => value.toFixed(1);
   const signed = (value: number) => `${value >= 0 ? '+' : ''}${value.toFixed(1)}`;
   const firsts = [usdFirst, usdAgain, eurFirst, eurAgain, plnFirst, eurSecondSnapshot];
-  process.stdout.write(`\nFirst requests (one client, accept-encoding: br; RSS of the API process in MB; idle API before any price request: ${mb(idle.rss)} MB)\n\n`);
+  process.stdout.write(
+    `\nFirst requests (one client, accept-encoding: br; RSS of the API process in MB; idle API before any price request: ${mb(idle.rss)} MB)\n\n`,
+  );
   process.stdout.write(
     `${table([
       ['request', 'wall ms', 'API CPU ms', 'others waited ms', 'br body', 'RSS before', 'RSS after', 'extra RSS', 'peak before', 'peak after'],
@@ -378,7 +391,8 @@ async function main(): Promise<void> {
       `GET /v2/health sent one after another during the request (the time the API's event loop was busy with it rather than anyone else).\n\n`,
   );
 
-  const stats = (values: number[]) => `${percentile(values, 0.5).toFixed(0)} / ${percentile(values, 0.99).toFixed(0)} / ${Math.max(...values).toFixed(0)} (${values.length})`;
+  const stats = (values: number[]) =>
+    `${percentile(values, 0.5).toFixed(0)} / ${percentile(values, 0.99).toFixed(0)} / ${Math.max(...values).toFixed(0)} (${values.length})`;
   const building = [chfAlone, threeAtOnce];
   process.stdout.write(
     `While currency lists build (issue 29): GET /v2/health and GET /v1/prices/{name} each sent every ${PROBE_EVERY_MS} ms (not waiting for earlier answers) until every list has answered\n\n`,
@@ -403,7 +417,20 @@ async function main(): Promise<void> {
   const drainedOf = (index: number) => (drained && index < 2 ? drained[index === 0 ? 'USD' : 'EUR']!.toFixed(0) : '');
   process.stdout.write(
     `${table([
-      ['target', 'req/s (avg)', 'p50 ms', 'p99 ms', 'requests', 'non-2xx', 'errors', 'MB/s', 'server CPU µs/req', 'drained server CPU µs/req', 'server CPU', 'server RSS / peak MB'],
+      [
+        'target',
+        'req/s (avg)',
+        'p50 ms',
+        'p99 ms',
+        'requests',
+        'non-2xx',
+        'errors',
+        'MB/s',
+        'server CPU µs/req',
+        'drained server CPU µs/req',
+        'server CPU',
+        'server RSS / peak MB',
+      ],
       ...results.map((result, index) => [
         result.name,
         result.rps.toFixed(0),

@@ -22,20 +22,20 @@ import { createGunzip } from 'node:zlib';
 import { Queue } from 'bullmq';
 import type { AuditExportRow } from '../shared/audit/exports-model.ts';
 import { createAuditExport, enqueueAuditExport } from '../shared/audit/exports-service.ts';
+import { queueName } from '../shared/jobs/queues.ts';
 import { blobPath } from '../shared/platform/blob-store.ts';
 import { createSql } from '../shared/platform/db.ts';
-import { newId } from '../shared/util/ids.ts';
 import { migrate } from '../shared/platform/migrate.ts';
-import { queueName } from '../shared/jobs/queues.ts';
 import { createWorkerRedis } from '../shared/platform/redis.ts';
+import { newId } from '../shared/util/ids.ts';
 import { insertGeneratedAuditEvents } from '../test/audit/audit-exports-fixtures.ts';
 import {
   exitedEarly,
   onCleanup,
   printChecks,
   removeQueueKeysAtCleanup,
-  reportQuietness,
   repoRoot,
+  reportQuietness,
   rssOf,
   runBench,
   say,
@@ -194,9 +194,12 @@ export async function benchExports(): Promise<[string, boolean, string][]> {
       ['wall: enqueue → row completed', secs(wallMs)],
       ['worker: lease → completed (its log)', workerMs === null ? 'n/a' : secs(workerMs)],
       ['events/s (wall)', ((eventCount * 1000) / wallMs).toFixed(0)],
-      ['NDJSON MiB/s (wall)', ((file.ndjsonBytes / 1024 / 1024) / (wallMs / 1000)).toFixed(1)],
+      ['NDJSON MiB/s (wall)', (file.ndjsonBytes / 1024 / 1024 / (wallMs / 1000)).toFixed(1)],
       ['worker peak RSS (VmHWM)', `${memory.peak.toFixed(1)} MB`],
-      ['worker RSS: after boot / max of 50 ms samples / at the end', `${bootRss.rss.toFixed(1)} / ${Math.max(0, ...samples).toFixed(1)} / ${memory.rss.toFixed(1)} MB`],
+      [
+        'worker RSS: after boot / max of 50 ms samples / at the end',
+        `${bootRss.rss.toFixed(1)} / ${Math.max(0, ...samples).toFixed(1)} / ${memory.rss.toFixed(1)} MB`,
+      ],
       ['read back in the bench (gunzip + sha256 + lines)', secs(readMs)],
     ])}\n\n`,
   );
@@ -205,7 +208,11 @@ export async function benchExports(): Promise<[string, boolean, string][]> {
   return [
     [`export of ${EVENTS} events < ${TARGETS.wallS} s`, wallMs < TARGETS.wallS * 1000, secs(wallMs)],
     [`exports worker peak RSS < ${TARGETS.peakRssMb} MB`, peakMb < TARGETS.peakRssMb, `${peakMb.toFixed(1)} MB`],
-    ['file = the range, redacted, bytes and sha256 as the job says', intact, `${file.lines} lines, sha256 ${file.sha256 === done.sha256 ? 'matches' : 'differs'}`],
+    [
+      'file = the range, redacted, bytes and sha256 as the job says',
+      intact,
+      `${file.lines} lines, sha256 ${file.sha256 === done.sha256 ? 'matches' : 'differs'}`,
+    ],
   ];
 }
 

@@ -20,9 +20,9 @@
  */
 import { join } from 'node:path';
 import { createSql, type Sql } from '../shared/platform/db.ts';
-import { newId } from '../shared/util/ids.ts';
 import { migrate } from '../shared/platform/migrate.ts';
-import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
+import { claimIngestRun, type StagedObservation, writeIngestRun } from '../shared/prices/ingest.ts';
+import { newId } from '../shared/util/ids.ts';
 import { dispatchOutbox } from '../shared/webhooks/dispatch.ts';
 import { MAX_ENDPOINTS_PER_WORKSPACE } from '../shared/webhooks/endpoints.ts';
 import { SecretKeyring } from '../shared/webhooks/secrets.ts';
@@ -55,7 +55,17 @@ async function bytesToSend(sql: Sql, since: Date): Promise<number> {
   return Number(row!.bytes ?? 0);
 }
 
-type RunFigures = { mode: Mode; run: string; changed: number; deliveries: number; jobs: number; rows: Counts; bytes: number; writeMs: number; dispatchMs: number };
+type RunFigures = {
+  mode: Mode;
+  run: string;
+  changed: number;
+  deliveries: number;
+  jobs: number;
+  rows: Counts;
+  bytes: number;
+  writeMs: number;
+  dispatchMs: number;
+};
 
 export async function benchFanout(): Promise<[string, boolean, string][]> {
   const db = await scratchDatabase('fanout');
@@ -68,7 +78,10 @@ export async function benchFanout(): Promise<[string, boolean, string][]> {
   await sql`
     insert into catalog_items (catalog_id, market_hash_name, type)
     select id, 'Bench Fanout ' || id, 'sticker' from unnest(${ids}::text[]) as id`;
-  const keyring = SecretKeyring.fromConfig({ WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64'), WEBHOOK_SECRET_KEYS_PREVIOUS: [] });
+  const keyring = SecretKeyring.fromConfig({
+    WEBHOOK_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64'),
+    WEBHOOK_SECRET_KEYS_PREVIOUS: [],
+  });
   const meta = () => ({ workspaceId, actor: { type: 'admin' as const, id: 'bench' }, requestId: 'bench', now: new Date() });
   say(`${ITEMS} items, ${ENDPOINTS} endpoints per mode`);
 
@@ -77,7 +90,9 @@ export async function benchFanout(): Promise<[string, boolean, string][]> {
     // Nothing here dials the endpoints: only the rows delivery would work from are written.
     const endpoints = [];
     for (let index = 0; index < ENDPOINTS; index += 1) {
-      endpoints.push(await createWebhookEndpoint(sql, keyring, { allowPrivate: true }, { url: `https://127.0.0.1:9/${mode}/${index}`, eventTypes: [mode] }, meta()));
+      endpoints.push(
+        await createWebhookEndpoint(sql, keyring, { allowPrivate: true }, { url: `https://127.0.0.1:9/${mode}/${index}`, eventTypes: [mode] }, meta()),
+      );
     }
     const source = `fanout_${mode.replace('.', '_')}`;
     const runs: [string, (index: number) => boolean][] = [
@@ -87,22 +102,56 @@ export async function benchFanout(): Promise<[string, boolean, string][]> {
     for (const [slot, [name, moves]] of runs.entries()) {
       const at = new Date();
       const rows: StagedObservation[] = ids.flatMap((id, index) =>
-        moves(index) ? [{ catalog_id: id, version: 'default', price: `${1 + (index % 500)}.${String(slot * 7 + 10).padStart(2, '0')}`, median_price: null, quantity: 3, source_time: at }] : [],
+        moves(index)
+          ? [
+              {
+                catalog_id: id,
+                version: 'default',
+                price: `${1 + (index % 500)}.${String(slot * 7 + 10).padStart(2, '0')}`,
+                median_price: null,
+                quantity: 3,
+                source_time: at,
+              },
+            ]
+          : [],
       );
       const before = await counts(sql);
       const runId = (await claimIngestRun(sql, source, slot + 1, at))!;
       let started = performance.now();
-      const written = await writeIngestRun(sql, { runId, source, rows, ingestedAt: at, staleAfterSeconds: 600, received: rows.length, skipped: 0, unknownNames: 0 });
+      const written = await writeIngestRun(sql, {
+        runId,
+        source,
+        rows,
+        ingestedAt: at,
+        staleAfterSeconds: 600,
+        received: rows.length,
+        skipped: 0,
+        unknownNames: 0,
+      });
       const writeMs = performance.now() - started;
       let jobs = 0;
       started = performance.now();
-      const dispatched = await dispatchOutbox(sql, () => new Date(), async (batch) => {
-        jobs += batch.length;
-      });
+      const dispatched = await dispatchOutbox(
+        sql,
+        () => new Date(),
+        async (batch) => {
+          jobs += batch.length;
+        },
+      );
       const dispatchMs = performance.now() - started;
       const after = await counts(sql);
       const delta = Object.fromEntries(Object.entries(after).map(([key, value]) => [key, value - before[key as keyof Counts]])) as Counts;
-      figures.push({ mode, run: name, changed: written.changed, deliveries: dispatched.deliveries, jobs, rows: delta, bytes: await bytesToSend(sql, at), writeMs, dispatchMs });
+      figures.push({
+        mode,
+        run: name,
+        changed: written.changed,
+        deliveries: dispatched.deliveries,
+        jobs,
+        rows: delta,
+        bytes: await bytesToSend(sql, at),
+        writeMs,
+        dispatchMs,
+      });
       say(`${mode}, ${name}: ${written.changed} changed, ${dispatched.deliveries} deliveries`);
     }
     for (const endpoint of endpoints) await removeWebhookEndpoint(sql, endpoint.id, meta());
@@ -115,7 +164,17 @@ export async function benchFanout(): Promise<[string, boolean, string][]> {
   process.stdout.write('\n');
   process.stdout.write(
     `${table([
-      ['per ingest run', 'changed', 'deliveries (BullMQ jobs, 25 first attempts each)', 'outbox price.updated / prices.updated', 'pages', 'delivery + attempt rows', 'webhook rows in all', 'event data to send', 'ingest write / dispatch'],
+      [
+        'per ingest run',
+        'changed',
+        'deliveries (BullMQ jobs, 25 first attempts each)',
+        'outbox price.updated / prices.updated',
+        'pages',
+        'delivery + attempt rows',
+        'webhook rows in all',
+        'event data to send',
+        'ingest write / dispatch',
+      ],
       ...figures.map((f) => [
         `${ENDPOINTS} × ${f.mode}, ${f.run}`,
         String(f.changed),
@@ -130,7 +189,12 @@ export async function benchFanout(): Promise<[string, boolean, string][]> {
     ])}\n`,
   );
   // Net new rows: a steady run updates latest prices and rollup buckets in place.
-  process.stdout.write(`ingest's own new rows per run, either mode (observations + latest prices + rollups): ${figures.map((f) => `${f.run} ${f.rows.ingestRows}`).slice(0, 2).join(', ')}\n`);
+  process.stdout.write(
+    `ingest's own new rows per run, either mode (observations + latest prices + rollups): ${figures
+      .map((f) => `${f.run} ${f.rows.ingestRows}`)
+      .slice(0, 2)
+      .join(', ')}\n`,
+  );
   process.stdout.write('prices.updated event data is the first 1 000 items per endpoint; receivers fetch further pages through next_url\n\n');
 
   const single = figures.filter((f) => f.mode === 'price.updated');

@@ -24,9 +24,9 @@
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { createSql, type Sql } from '../shared/platform/db.ts';
-import { newId } from '../shared/util/ids.ts';
 import { migrate } from '../shared/platform/migrate.ts';
 import { claimIngestRun, writeIngestRun } from '../shared/prices/ingest.ts';
+import { newId } from '../shared/util/ids.ts';
 import { SecretKeyring } from '../shared/webhooks/secrets.ts';
 import { createWebhookEndpoint, removeWebhookEndpoint } from '../shared/webhooks/service.ts';
 import {
@@ -37,16 +37,16 @@ import {
   positiveInt,
   printChecks,
   removeQueueKeysAtCleanup,
-  reportQuietness,
   repoRoot,
+  reportQuietness,
   rssOf,
   runBench,
+  type Spawned,
   say,
   scratchDatabase,
   sleep,
   spawnBun,
   table,
-  type Spawned,
 } from './lib.ts';
 
 // Issue 21: ≥ 2 000 deliveries/s with 2 workers (was 500; 1 580 measured before batch claiming and recording).
@@ -122,7 +122,12 @@ async function cpuOf(pids: number[]): Promise<number> {
 }
 
 async function cpuSnapshot(workers: Spawned[]) {
-  return { workers: await cpuOf(workers.map((worker) => worker.proc.pid)), postgres: await cpuMsOfCommand('postgres'), redis: await cpuMsOfCommand('redis-server'), bench: process.cpuUsage() };
+  return {
+    workers: await cpuOf(workers.map((worker) => worker.proc.pid)),
+    postgres: await cpuMsOfCommand('postgres'),
+    redis: await cpuMsOfCommand('redis-server'),
+    bench: process.cpuUsage(),
+  };
 }
 
 type CpuSnapshot = Awaited<ReturnType<typeof cpuSnapshot>>;
@@ -263,16 +268,23 @@ export async function benchWebhooks(): Promise<[string, boolean, string][]> {
   await waitFor('the latency phase', () => latencyReceipts().length >= expectedLatency, workers);
   const receipts = latencyReceipts();
   const eventTimes = new Map(
-    (await sql<{ id: string; created_at: Date }[]>`select id, created_at from event_outbox where id in ${sql(receipts.map((receipt) => receipt.eventId))}`).map((row) => [row.id, row.created_at.getTime()]),
+    (await sql<{ id: string; created_at: Date }[]>`select id, created_at from event_outbox where id in ${sql(receipts.map((receipt) => receipt.eventId))}`).map(
+      (row) => [row.id, row.created_at.getTime()],
+    ),
   );
   const latencies = receipts.map((receipt) => receipt.at - commits.get(eventTimes.get(receipt.eventId)!)!).sort((a, b) => a - b);
   const p = (q: number) => percentile(latencies, q);
 
   // 5. Every delivery settled as succeeded, none twice.
-  await waitFor('deliveries to settle', async () => {
-    const [open] = await sql<{ count: number }[]>`select count(*)::int as count from webhook_deliveries where state in ('pending', 'delivering')`;
-    return open!.count === 0;
-  }, workers, 30_000);
+  await waitFor(
+    'deliveries to settle',
+    async () => {
+      const [open] = await sql<{ count: number }[]>`select count(*)::int as count from webhook_deliveries where state in ('pending', 'delivering')`;
+      return open!.count === 0;
+    },
+    workers,
+    30_000,
+  );
   const states = await sql<{ state: string; count: number }[]>`select state, count(*)::int as count from webhook_deliveries group by state order by state`;
   const succeeded = states.find((row) => row.state === 'succeeded')?.count ?? 0;
   const stats = receiver.stats();
@@ -286,9 +298,15 @@ export async function benchWebhooks(): Promise<[string, boolean, string][]> {
       [`throughput: ${THROUGHPUT.events} price.updated × ${THROUGHPUT.endpoints} endpoints`, `${expectedThroughput} deliveries`],
       ['  commit → last delivery received', secs(throughputMs)],
       ['  deliveries/s', throughputRate.toFixed(0)],
-      ['  CPU cores: workers / postgres / redis / receiver', `${throughputCores.workers.toFixed(2)} / ${throughputCores.postgres.toFixed(2)} / ${throughputCores.redis.toFixed(2)} / ${throughputCores.bench.toFixed(2)}`],
+      [
+        '  CPU cores: workers / postgres / redis / receiver',
+        `${throughputCores.workers.toFixed(2)} / ${throughputCores.postgres.toFixed(2)} / ${throughputCores.redis.toFixed(2)} / ${throughputCores.bench.toFixed(2)}`,
+      ],
       ['  worker CPU per delivery', `${((throughputCores.workers * throughputMs * 1000) / expectedThroughput).toFixed(0)} µs`],
-      [`  worker RSS during the phase, median / max (every ${RSS_SAMPLE_MS} ms)`, rssDuring.map((rss) => `${rss.median.toFixed(0)} / ${rss.max.toFixed(0)} MB`).join(', ')],
+      [
+        `  worker RSS during the phase, median / max (every ${RSS_SAMPLE_MS} ms)`,
+        rssDuring.map((rss) => `${rss.median.toFixed(0)} / ${rss.max.toFixed(0)} MB`).join(', '),
+      ],
       ['  worker RSS after the phase / peak (VmHWM)', workerRss.map((memory) => `${memory.rss.toFixed(0)} / ${memory.peak.toFixed(0)} MB`).join(', ')],
       [`latency: ${LATENCY.runs} ingest runs × ${LATENCY.changedPerRun} changed prices × ${LATENCY.endpoints} endpoints`, `${expectedLatency} deliveries`],
       ['  ingest commit → receipt p50 / p90 / p99 / max', `${p(50)} / ${p(90)} / ${p(99)} / ${latencies.at(-1)} ms`],
@@ -300,10 +318,22 @@ export async function benchWebhooks(): Promise<[string, boolean, string][]> {
   if (problems.length > 0) say(`warning: the workers logged ${problems.length} warning/error line(s); the last ones:\n${problems.slice(-5).join('\n')}`);
 
   return [
-    [`webhook deliveries ≥ ${TARGETS.deliveriesPerSecond}/s (${WORKERS} workers, local receiver)`, throughputRate >= TARGETS.deliveriesPerSecond, `${throughputRate.toFixed(0)}/s`],
+    [
+      `webhook deliveries ≥ ${TARGETS.deliveriesPerSecond}/s (${WORKERS} workers, local receiver)`,
+      throughputRate >= TARGETS.deliveriesPerSecond,
+      `${throughputRate.toFixed(0)}/s`,
+    ],
     [`price.updated ingest commit → receipt p99 < ${TARGETS.latencyP99Ms} ms`, p(99) < TARGETS.latencyP99Ms, `p99 ${p(99)} ms, p50 ${p(50)} ms`],
-    [`webhooks worker RSS during a full fan-out (median of samples) < ${TARGETS.steadyRssMb} MB`, steadyRss < TARGETS.steadyRssMb, rssDuring.map((rss) => `median ${rss.median.toFixed(0)} MB, max ${rss.max.toFixed(0)} MB`).join('; ')],
-    ['every delivery succeeded once, signatures valid', allDelivered, `${succeeded} succeeded, ${stats.duplicates} duplicates, ${stats.badSignatures} bad signatures`],
+    [
+      `webhooks worker RSS during a full fan-out (median of samples) < ${TARGETS.steadyRssMb} MB`,
+      steadyRss < TARGETS.steadyRssMb,
+      rssDuring.map((rss) => `median ${rss.median.toFixed(0)} MB, max ${rss.max.toFixed(0)} MB`).join('; '),
+    ],
+    [
+      'every delivery succeeded once, signatures valid',
+      allDelivered,
+      `${succeeded} succeeded, ${stats.duplicates} duplicates, ${stats.badSignatures} bad signatures`,
+    ],
   ];
 }
 

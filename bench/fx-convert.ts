@@ -10,12 +10,19 @@ import { decimalJsConverter, decimalJsRatio } from '../shared/fx/convert-decimal
 
 const COUNT = 100_000;
 let seed = 29;
-const random = () => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32);
+const random = () => (seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32;
 const amounts = new Set<string>();
 while (amounts.size < COUNT) {
   const value = Math.exp(random() * Math.log(5_000_000)); // cents, 1 … 5e6, log-uniform
   const cents = Math.max(1, Math.round(value));
-  amounts.add(random() < 0.05 ? (cents * 10 + Math.floor(random() * 10)).toString().padStart(4, '0').replace(/(\d{3})$/, '.$1') : (cents / 100).toFixed(2));
+  amounts.add(
+    random() < 0.05
+      ? (cents * 10 + Math.floor(random() * 10))
+          .toString()
+          .padStart(4, '0')
+          .replace(/(\d{3})$/, '.$1')
+      : (cents / 100).toFixed(2),
+  );
 }
 const list = [...amounts];
 
@@ -37,7 +44,17 @@ function best(run: () => void): number {
 
 console.log(`${list.length} distinct amounts, ns per amount (best of 5 passes)`);
 for (const { label, currency, rate, usdRate, places } of cases) {
-  const convert = usdConverter({ as_of: '2026-11-24', rates: new Map([['USD', usdRate], [currency, rate]]), fetched_at: new Date(0) }, currency);
+  const convert = usdConverter(
+    {
+      as_of: '2026-11-24',
+      rates: new Map([
+        ['USD', usdRate],
+        [currency, rate],
+      ]),
+      fetched_at: new Date(0),
+    },
+    currency,
+  );
   for (const usd of list) if (convert(usd) !== decimalJsRatio(usd, rate, usdRate, places)) throw new Error(`mismatch at ${usd}`);
   const reference = decimalJsConverter(rate, usdRate, places);
   let sink = 0;

@@ -14,11 +14,12 @@
  * fresh fetch stored as a new snapshot; the judged figure is their median. Prints one JSON line.
  * Started by bench/gameplatform.ts.
  */
-import { parseConfig } from '../shared/platform/config.ts';
-import { createSql } from '../shared/platform/db.ts';
+
 import { insertInventorySnapshot, prepareInventorySnapshot } from '../shared/gameplatform/inventory/snapshots.ts';
 import { fetchInventoryPages } from '../shared/gameplatform/inventory/steam-community.ts';
 import { valuationInputOf, valueAssets } from '../shared/gameplatform/valuation.ts';
+import { parseConfig } from '../shared/platform/config.ts';
+import { createSql } from '../shared/platform/db.ts';
 import { rssOf } from './lib.ts';
 
 /** Judged rounds after the warm-up. */
@@ -65,7 +66,11 @@ async function round(owner: string, fetched?: () => Promise<void>): Promise<Norm
   started = performance.now();
   const rows = await sql<{ catalog_id: string | null; record: unknown }[]>`
     select catalog_id, record from inventory_assets where snapshot_id = ${prepared.snapshot.id} order by position`;
-  const values = await valueAssets(sql, 'skinport', rows.map((row) => valuationInputOf(row.catalog_id, row.record)));
+  const values = await valueAssets(
+    sql,
+    'skinport',
+    rows.map((row) => valuationInputOf(row.catalog_id, row.record)),
+  );
   const valueMs = performance.now() - started;
   return {
     steamId: owner,

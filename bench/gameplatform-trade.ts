@@ -12,12 +12,12 @@
  * `benchTradeIntents(sql, apiBase)` is what bench/gameplatform.ts calls with its own database and API.
  */
 import { join } from 'node:path';
-import { createSql, type Sql } from '../shared/platform/db.ts';
-import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
-import { migrate } from '../shared/platform/migrate.ts';
 import { SCOPES } from '../shared/http/scopes.ts';
-import { freePort, onCleanup, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, spawnApi, table, waitReady } from './lib.ts';
+import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 import { mulberry32 as seeded } from '../shared/util/random.ts';
+import { freePort, onCleanup, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, spawnApi, table, waitReady } from './lib.ts';
 
 const REQUESTS = 100;
 const ROUNDS = 3;
@@ -32,7 +32,6 @@ const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
-
 
 async function insertSnapshot(sql: Sql, steamId: string, assetIds: string[], catalogIds: (string | null)[]): Promise<void> {
   const id = crypto.randomUUID();
@@ -78,17 +77,31 @@ export async function benchTradeIntents(sql: Sql, apiBase: string): Promise<{ re
     const base = 90_000_000_000 + round * 1_000;
     const assetIds = Array.from({ length: ASSETS }, (_, i) => String(base + i));
     const partnerAssets = Array.from({ length: 10 }, (_, i) => String(base + 500 + i));
-    await insertSnapshot(sql, steamId, assetIds, assetIds.map((_, i) => catalogIds[i % catalogIds.length]!));
-    await insertSnapshot(sql, partner, partnerAssets, partnerAssets.map(() => null));
+    await insertSnapshot(
+      sql,
+      steamId,
+      assetIds,
+      assetIds.map((_, i) => catalogIds[i % catalogIds.length]!),
+    );
+    await insertSnapshot(
+      sql,
+      partner,
+      partnerAssets,
+      partnerAssets.map(() => null),
+    );
     const bodies = Array.from({ length: REQUESTS }, (_, i) => {
       const give = new Set<string>();
       while (give.size < GIVE_PER_REQUEST) give.add(assetIds[Math.floor(random() * ASSETS)]!);
       return {
         key: keys[i % 2]!,
         body: {
-          kind: 'create_offer', account_id: accounts[i % 2]!, external_reference: `bench-${round}-${i}`,
-          expires_at: new Date(Date.now() + 3_600_000).toISOString(), partner_steam_id: partner,
-          give: [...give], receive: [partnerAssets[i % partnerAssets.length]!],
+          kind: 'create_offer',
+          account_id: accounts[i % 2]!,
+          external_reference: `bench-${round}-${i}`,
+          expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+          partner_steam_id: partner,
+          give: [...give],
+          receive: [partnerAssets[i % partnerAssets.length]!],
         },
       };
     });
@@ -139,7 +152,10 @@ export async function benchTradeIntents(sql: Sql, apiBase: string): Promise<{ re
       ['round', 'statuses', 'wall ms', 'p50 ms', 'p99 ms', 'p50 ms (201)', 'p99 ms (201)', 'double-booked assets'],
       ...rounds.map((round, i) => [
         String(i + 1),
-        Object.entries(round.statuses).sort().map(([label, count]) => `${label}: ${count}`).join(', '),
+        Object.entries(round.statuses)
+          .sort()
+          .map(([label, count]) => `${label}: ${count}`)
+          .join(', '),
         fmt(round.wallMs),
         fmt(percentile(round.latenciesMs, 50)),
         fmt(percentile(round.latenciesMs, 99)),
@@ -147,12 +163,25 @@ export async function benchTradeIntents(sql: Sql, apiBase: string): Promise<{ re
         fmt(percentile(round.createdLatenciesMs, 99)),
         String(doubleBooked[i]),
       ]),
-      ['all', `${all.length} requests`, '', fmt(percentile(all, 50)), fmt(percentile(all, 99)), fmt(percentile(createdAll, 50)), fmt(percentile(createdAll, 99)), String(doubleBooked.reduce((a, b) => a + b, 0))],
+      [
+        'all',
+        `${all.length} requests`,
+        '',
+        fmt(percentile(all, 50)),
+        fmt(percentile(all, 99)),
+        fmt(percentile(createdAll, 50)),
+        fmt(percentile(createdAll, 99)),
+        String(doubleBooked.reduce((a, b) => a + b, 0)),
+      ],
     ])}\n\n`;
   const unexpected = rounds.flatMap((round) => Object.keys(round.statuses)).filter((label) => label !== '201' && label !== '409 asset_reserved');
   const checks: Check[] = [
     ['no asset held by two active reservations (SQL)', doubleBooked.every((count) => count === 0), `${doubleBooked.reduce((a, b) => a + b, 0)} double-booked`],
-    ['each 201 holds exactly its assets; refused requests left nothing', mismatched.every((count) => count === 0), `${mismatched.reduce((a, b) => a + b, 0)} mismatches`],
+    [
+      'each 201 holds exactly its assets; refused requests left nothing',
+      mismatched.every((count) => count === 0),
+      `${mismatched.reduce((a, b) => a + b, 0)} mismatches`,
+    ],
     ['only 201 and 409 asset_reserved answers', unexpected.length === 0, unexpected.length === 0 ? 'none other' : [...new Set(unexpected)].join(', ')],
   ];
   return { report, checks };

@@ -13,16 +13,17 @@
  *
  * Environment: DATABASE_URL and REDIS_URL (scripts/dev.ts), BENCH_DURATION, BENCH_WARMUP (seconds).
  */
-import { benchTradeIntents } from './gameplatform-trade.ts';
-import type { NormaliseRound } from './gameplatform-normalise.ts';
+
 import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import { createSql, type Sql } from '../shared/platform/db.ts';
-import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
-import { migrate } from '../shared/platform/migrate.ts';
 import { SCOPES } from '../shared/http/scopes.ts';
-import { BIG_STEAM_ID, bigInventory, startSteamFake, type SteamFake } from '../test/fakes/steam/server.ts';
+import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
+import { migrate } from '../shared/platform/migrate.ts';
+import { BIG_STEAM_ID, bigInventory, type SteamFake, startSteamFake } from '../test/fakes/steam/server.ts';
+import type { NormaliseRound } from './gameplatform-normalise.ts';
+import { benchTradeIntents } from './gameplatform-trade.ts';
 import {
   CONNECTIONS,
   DURATION_S,
@@ -31,6 +32,7 @@ import {
   loadRuntimeName,
   onCleanup,
   printChecks,
+  type Result,
   removeQueueKeysAtCleanup,
   repoRoot,
   reportQuietness,
@@ -40,9 +42,8 @@ import {
   spawnApi,
   spawnBun,
   table,
-  type Result,
-  waitReady,
   WARMUP_S,
+  waitReady,
   warnAbnormal,
 } from './lib.ts';
 
@@ -100,7 +101,9 @@ async function main(): Promise<void> {
   const total = (round: NormaliseRound) => round.storeMs + round.valueMs;
   const row = (name: string, pick: (values: number[]) => number) => [
     name,
-    ...[(r: NormaliseRound) => r.prepareMs, (r: NormaliseRound) => r.insertMs, (r: NormaliseRound) => r.storeMs, (r: NormaliseRound) => r.valueMs, total].map((field) => pick(of(field)).toFixed(1)),
+    ...[(r: NormaliseRound) => r.prepareMs, (r: NormaliseRound) => r.insertMs, (r: NormaliseRound) => r.storeMs, (r: NormaliseRound) => r.valueMs, total].map(
+      (field) => pick(of(field)).toFixed(1),
+    ),
   ];
   const storeMedian = median(of((round) => round.storeMs));
   const totalMedian = median(of(total));
@@ -110,7 +113,14 @@ async function main(): Promise<void> {
       `   judged: the median of ${rounds.length} rounds on one inventory, each a fresh fetch stored as a new snapshot, after a warm-up round on another inventory\n` +
       `${table([
         ['round', 'prepare ms (catalog + normalise)', 'insert ms (JSON + COPY + commit)', 'normalise+store ms', 'valuation ms (issue 20)', 'total ms'],
-        ['warm-up, other inventory (first in the process: JIT, lookup tables; not judged)', warmup.prepareMs.toFixed(1), warmup.insertMs.toFixed(1), warmup.storeMs.toFixed(1), warmup.valueMs.toFixed(1), total(warmup).toFixed(1)],
+        [
+          'warm-up, other inventory (first in the process: JIT, lookup tables; not judged)',
+          warmup.prepareMs.toFixed(1),
+          warmup.insertMs.toFixed(1),
+          warmup.storeMs.toFixed(1),
+          warmup.valueMs.toFixed(1),
+          total(warmup).toFixed(1),
+        ],
         row(`median of ${rounds.length} (judged)`, median),
         row(`min of ${rounds.length}`, (values) => Math.min(...values)),
         row(`max of ${rounds.length}`, (values) => Math.max(...values)),
@@ -131,9 +141,13 @@ async function main(): Promise<void> {
     totalMedian < TARGETS.normaliseMs,
     `${totalMedian.toFixed(1)} ms (valuation ${median(of((round) => round.valueMs)).toFixed(1)}); warm-up round ${total(warmup).toFixed(1)} ms, not judged`,
   ]);
-  checks.push([`extra RSS < ${TARGETS.normaliseExtraRssMb} MB (the first normalisation in the process)`, extraRss < TARGETS.normaliseExtraRssMb, `${extraRss.toFixed(1)} MB`]);
+  checks.push([
+    `extra RSS < ${TARGETS.normaliseExtraRssMb} MB (the first normalisation in the process)`,
+    extraRss < TARGETS.normaliseExtraRssMb,
+    `${extraRss.toFixed(1)} MB`,
+  ]);
   // 6 of every 8 assets carry a hold in one of the six forms, 1 a listing (no instant): every hold read.
-  const expectedHeld = Math.ceil(sample.assets * 6 / 8);
+  const expectedHeld = Math.ceil((sample.assets * 6) / 8);
   checks.push([
     `every hold form read (${expectedHeld} holds, none unreadable)`,
     [warmup, ...rounds].every((round) => Math.abs(round.held - expectedHeld) <= 6 && round.unreadable === 0),

@@ -18,11 +18,15 @@
  * IDLE_SECONDS (measured window, default 300: one cycle of the marketplaces' local 300 s schedule), IDLE_SAMPLE_SECONDS (default 3), and any of the
  * stack's own settings (e.g. `npm run bench:idle -- --procfile` measures one process per Procfile entry).
  */
-import { readdir } from 'node:fs/promises';
+
 import { mkdtempSync, rmSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSql, type Sql } from '../shared/platform/db.ts';
+import { SOURCE_NAMES } from '../shared/platform/source-names.ts';
+import { ADAPTERS } from '../shared/sources/index.ts';
+import { isKnownSource } from '../shared/sources/settings.ts';
 import {
   freePort,
   onCleanup,
@@ -37,9 +41,6 @@ import {
   spawnBun,
   table,
 } from './lib.ts';
-import { ADAPTERS } from '../shared/sources/index.ts';
-import { isKnownSource } from '../shared/sources/settings.ts';
-import { SOURCE_NAMES } from '../shared/platform/source-names.ts';
 
 const WARMUP_RUNS = positiveInt('IDLE_WARMUP_RUNS', 3);
 const SETTLE_S = positiveInt('IDLE_SETTLE_SECONDS', 30);
@@ -146,7 +147,8 @@ async function main(): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
     if (stack.proc.exitCode !== null) throw new Error(`npm start exited (${stack.proc.exitCode}):\n${stack.output.last.join('\n')}`);
-    if (Date.now() > deadline) throw new Error(`sources did not succeed ${WARMUP_RUNS} times within ${START_TIMEOUT_MS / 1000} s:\n${stack.output.last.join('\n')}`);
+    if (Date.now() > deadline)
+      throw new Error(`sources did not succeed ${WARMUP_RUNS} times within ${START_TIMEOUT_MS / 1000} s:\n${stack.output.last.join('\n')}`);
     // Price sources only: readers with runs of their own (skinport's sales history) are not counted.
     const runs = (
       await sql<{ source: string; succeeded: number }[]>`
@@ -242,11 +244,21 @@ async function main(): Promise<void> {
       ['postgres backends, total', String(backends.size), `${(dbCpu * 100).toFixed(1)} %`, '', ''],
     ])}\n\n`,
   );
-  say(`in the window: ${ingest.map((row) => `${row.source} ${row.runs} runs / ${row.changed} rows written`).join(', ')}; ${snapshotsAfter!.id - snapshotsBefore!.id} price snapshots stored`);
+  say(
+    `in the window: ${ingest.map((row) => `${row.source} ${row.runs} runs / ${row.changed} rows written`).join(', ')}; ${snapshotsAfter!.id - snapshotsBefore!.id} price snapshots stored`,
+  );
   printChecks([
-    [`own processes' CPU < ${TARGETS.cpuCores * 100} % of a core`, ownCpu < TARGETS.cpuCores, `${(ownCpu * 100).toFixed(1)} %; Postgres backends ${(dbCpu * 100).toFixed(1)} % more`],
+    [
+      `own processes' CPU < ${TARGETS.cpuCores * 100} % of a core`,
+      ownCpu < TARGETS.cpuCores,
+      `${(ownCpu * 100).toFixed(1)} %; Postgres backends ${(dbCpu * 100).toFixed(1)} % more`,
+    ],
     // Judged on the sum averaged over the window: a snapshot build or an ingest run lifts the worker for a second or two.
-    [`own processes' RSS < ${TARGETS.rssMb} MB (sum, averaged over the window)`, rssAvg < TARGETS.rssMb, `avg ${rssAvg.toFixed(0)} MB, highest sample ${rssPeak.toFixed(0)} MB, over ${own.size} processes`],
+    [
+      `own processes' RSS < ${TARGETS.rssMb} MB (sum, averaged over the window)`,
+      rssAvg < TARGETS.rssMb,
+      `avg ${rssAvg.toFixed(0)} MB, highest sample ${rssPeak.toFixed(0)} MB, over ${own.size} processes`,
+    ],
   ]);
 }
 

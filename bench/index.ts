@@ -20,13 +20,13 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import { createSql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
-import { computeMarketSummary, type MarketSummaryQuery } from '../shared/market/summary.ts';
-import { migrate } from '../shared/platform/migrate.ts';
-import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
 import { enqueue, JOBS, queueName } from '../shared/jobs/queues.ts';
+import { computeMarketSummary, type MarketSummaryQuery } from '../shared/market/summary.ts';
+import { createSql } from '../shared/platform/db.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 import { createWorkerRedis } from '../shared/platform/redis.ts';
+import { claimIngestRun, type StagedObservation, writeIngestRun } from '../shared/prices/ingest.ts';
 import {
   CONNECTIONS,
   exitedEarly,
@@ -68,7 +68,17 @@ function cents(index: number, run: number): number {
 }
 const money = (value: number) => `${Math.floor(value / 100)}.${String(value % 100).padStart(2, '0')}`;
 
-type LogLine = { msg?: string; ms?: number; succeeded?: number; failed?: number; inceptions?: number; priced?: number; timings?: Record<string, number>; after_run?: string; level?: number };
+type LogLine = {
+  msg?: string;
+  ms?: number;
+  succeeded?: number;
+  failed?: number;
+  inceptions?: number;
+  priced?: number;
+  timings?: Record<string, number>;
+  after_run?: string;
+  level?: number;
+};
 
 async function main(): Promise<void> {
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -127,7 +137,8 @@ async function main(): Promise<void> {
     await enqueue(queue, 'market_index.calculate', { marketplace: 'skinport', after_run: runId }, { jobId: `index-${runId}` });
     while (!done.has(runId)) {
       if (exitedEarly(worker)) throw new Error(`the index worker exited:\n${worker.output.last.join('\n')}`);
-      if (performance.now() - enqueued > JOB_TIMEOUT_MS) throw new Error(`no index calculation for run ${run} within ${JOB_TIMEOUT_MS / 1000} s:\n${worker.output.last.join('\n')}`);
+      if (performance.now() - enqueued > JOB_TIMEOUT_MS)
+        throw new Error(`no index calculation for run ${run} within ${JOB_TIMEOUT_MS / 1000} s:\n${worker.output.last.join('\n')}`);
       await sleep(10);
     }
     const finished = done.get(runId)!;
@@ -166,7 +177,11 @@ async function main(): Promise<void> {
     if (response.status !== 200) throw new Error(`${url} answered ${response.status}: ${await response.text()}`);
   }
   const har = await harFile(join('/tmp', `bench-index-${process.pid}.har`), urls, keyed);
-  onCleanup(() => Bun.file(har).delete().catch(() => undefined));
+  onCleanup(() =>
+    Bun.file(har)
+      .delete()
+      .catch(() => undefined),
+  );
   const summary = await load(`GET /v2/market/summary (${urls.length} queries)`, api.proc.pid, urls[0]!, keyed, { har });
   warnAbnormal([summary]);
 
@@ -194,7 +209,9 @@ async function main(): Promise<void> {
         String(entry.line.inceptions),
         entry.jobMs.toFixed(0),
         entry.waitMs.toFixed(0),
-        Object.entries(entry.line.timings ?? {}).map(([name, value]) => `${name} ${value}`).join(', '),
+        Object.entries(entry.line.timings ?? {})
+          .map(([name, value]) => `${name} ${value}`)
+          .join(', '),
         entry.rss.toFixed(1),
         entry.peak.toFixed(1),
       ]),
@@ -206,20 +223,30 @@ async function main(): Promise<void> {
     `  ${summary.rps.toFixed(0)} req/s, p50 ${summary.p50} ms, p90 ${summary.p90} ms, p99 ${summary.p99} ms, max ${summary.max} ms; server CPU ${summary.cpuUsPerRequest.toFixed(0)} µs/req\n\n`,
   );
   process.stdout.write(`the summary query uncached (computeMarketSummary in this process, ${SUMMARY_REPEATS} times each, sequential):\n\n`);
-  process.stdout.write(`${table([['query', 'p50 ms', 'p99 ms', 'max ms'], ...uncached.map((entry) => [entry.query, entry.p50.toFixed(1), entry.p99.toFixed(1), entry.max.toFixed(1)])])}\n\n`);
+  process.stdout.write(
+    `${table([['query', 'p50 ms', 'p99 ms', 'max ms'], ...uncached.map((entry) => [entry.query, entry.p50.toFixed(1), entry.p99.toFixed(1), entry.max.toFixed(1)])])}\n\n`,
+  );
   if (problems.length > 0) say(`warning: the worker logged ${problems.length} warning/error/unparsed line(s):\n${problems.slice(-5).join('\n')}`);
 
   const linkRuns = runs.slice(1);
   const slowest = Math.max(...runs.map((entry) => entry.jobMs));
   const growth = runs.at(-1)!.rss - runs[1]!.rss;
   printChecks([
-    [`index run < ${TARGETS.runWallMs} ms (slowest of ${RUNS}, inception included)`, slowest < TARGETS.runWallMs, `slowest ${ms(slowest)}; link runs ${linkRuns.map((entry) => entry.jobMs.toFixed(0)).join(', ')} ms`],
+    [
+      `index run < ${TARGETS.runWallMs} ms (slowest of ${RUNS}, inception included)`,
+      slowest < TARGETS.runWallMs,
+      `slowest ${ms(slowest)}; link runs ${linkRuns.map((entry) => entry.jobMs.toFixed(0)).join(', ')} ms`,
+    ],
     [
       `flat memory: worker RSS after run ${RUNS} within ${TARGETS.rssGrowthMb} MB of after run 2`,
       growth < TARGETS.rssGrowthMb,
       `${runs[1]!.rss.toFixed(1)} → ${runs.at(-1)!.rss.toFixed(1)} MB (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MB); peak ${Math.max(...runs.map((entry) => entry.peak)).toFixed(1)} MB`,
     ],
-    [`GET /v2/market/summary p99 < ${TARGETS.summaryP99Ms} ms at ${CONNECTIONS} connections`, summary.p99 < TARGETS.summaryP99Ms && summary.non2xx === 0, `p99 ${summary.p99} ms`],
+    [
+      `GET /v2/market/summary p99 < ${TARGETS.summaryP99Ms} ms at ${CONNECTIONS} connections`,
+      summary.p99 < TARGETS.summaryP99Ms && summary.non2xx === 0,
+      `p99 ${summary.p99} ms`,
+    ],
   ]);
 }
 

@@ -12,16 +12,17 @@
  *  (4) GET /v2/prices/{id} with sales windows: an API process over the same database (its latest
  *      prices from part 2), 50 connections over 200 items that have windows, p99 < 10 ms.
  */
-import { claimIngestRun, type CatalogNameMap } from '../shared/prices/ingest.ts';
-import { mapSalesToCatalog, writeSalesWindows, type StagedSales } from '../shared/prices/sales.ts';
-import { createLogger } from '../shared/platform/logger.ts';
-import type { Sql } from '../shared/platform/db.ts';
-import { fetchSkinportSales } from '../shared/sources/skinport-sales.ts';
-import { copyIn, copyOut, freePort, harFile, load, onCleanup, say, spawnApi, stopChild, waitReady, type Result } from './lib.ts';
-import { keyAndPricedItems } from './price-fixtures.ts';
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Sql } from '../shared/platform/db.ts';
+import { createLogger } from '../shared/platform/logger.ts';
+import { type CatalogNameMap, claimIngestRun } from '../shared/prices/ingest.ts';
+import { mapSalesToCatalog, type StagedSales, writeSalesWindows } from '../shared/prices/sales.ts';
+import { fetchSkinportSales } from '../shared/sources/skinport-sales.ts';
+import { copyIn, copyOut, freePort, harFile, load, onCleanup, type Result, say, spawnApi, stopChild, waitReady } from './lib.ts';
+import { keyAndPricedItems } from './price-fixtures.ts';
 
 export const SALES_TARGETS = { copyShare: 0.5, readP99Ms: 10 };
 const TABLES = ['source_sales', 'sales_observations', 'item_sales'] as const;
@@ -49,7 +50,14 @@ async function write(sql: Sql, source: string, rows: StagedSales[], slot: number
   return { ...result, runId, ms: performance.now() - started };
 }
 
-export async function measureSales(input: { sql: Sql; dbUrl: string; simulatorUrl: string; clock: { now: Date }; names: CatalogNameMap; read: boolean }): Promise<SalesFigures> {
+export async function measureSales(input: {
+  sql: Sql;
+  dbUrl: string;
+  simulatorUrl: string;
+  clock: { now: Date };
+  names: CatalogNameMap;
+  read: boolean;
+}): Promise<SalesFigures> {
   const { sql } = input;
   const log = createLogger({ level: 'silent', name: 'bench' });
   await sql.unsafe(`truncate ${TABLES.join(', ')}`);
@@ -67,10 +75,15 @@ export async function measureSales(input: { sql: Sql; dbUrl: string; simulatorUr
   const first = await write(sql, 'skinport', skinport, 2);
   const rows = Object.fromEntries(
     await Promise.all(
-      TABLES.map(async (table) => [table, (await sql.unsafe(`select count(*)::int as n from ${table} where ${table === 'item_sales' ? 'true' : `run_id = '${first.runId}'`}`))[0]!.n as number]),
+      TABLES.map(async (table) => [
+        table,
+        (await sql.unsafe(`select count(*)::int as n from ${table} where ${table === 'item_sales' ? 'true' : `run_id = '${first.runId}'`}`))[0]!.n as number,
+      ]),
     ),
   ) as SalesFigures['rows'];
-  say(`sales: skinport ${skinport.length} windows (${fetched.rows} rows upstream), write ${ms(first.ms)} ${JSON.stringify(first.timings)}; rows ${JSON.stringify(rows)}`);
+  say(
+    `sales: skinport ${skinport.length} windows (${fetched.rows} rows upstream), write ${ms(first.ms)} ${JSON.stringify(first.timings)}; rows ${JSON.stringify(rows)}`,
+  );
   // The same rows as a raw COPY: what the write left of its own run, and every combined window.
   const data = new Map<string, Buffer>([
     ['source_sales', await copyOut(sql, `select * from source_sales where run_id = '${first.runId}'`)],

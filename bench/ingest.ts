@@ -73,17 +73,17 @@ import { parseConfig } from '../shared/platform/config.ts';
 import { createSql, type Sql } from '../shared/platform/db.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 import { migrate } from '../shared/platform/migrate.ts';
-import { claimIngestRun, loadCatalogNameMap, mapToCatalog, writeIngestRun, type CatalogNameMap } from '../shared/prices/ingest.ts';
+import { SOURCE_NAMES, type SourceName } from '../shared/platform/source-names.ts';
+import { type CatalogNameMap, claimIngestRun, loadCatalogNameMap, mapToCatalog, writeIngestRun } from '../shared/prices/ingest.ts';
 import { encodeBody, type PublicPriceList, type PublicVersionPrices } from '../shared/prices/public-document.ts';
 import { findNewestPriceSnapshot } from '../shared/prices/repository.ts';
 import { buildPriceSnapshot, SNAPSHOT_BROTLI_QUALITY } from '../shared/prices/snapshot.ts';
 import { ADAPTERS } from '../shared/sources/index.ts';
-import { STEAM_SEARCH_PAGE_SIZE } from '../shared/sources/steam.ts';
 import { sourceSettings } from '../shared/sources/settings.ts';
+import { STEAM_SEARCH_PAGE_SIZE } from '../shared/sources/steam.ts';
 import type { FetchContext } from '../shared/sources/types.ts';
-import { SOURCE_NAMES, type SourceName } from '../shared/platform/source-names.ts';
 import { startMarketSimulator } from '../test/fakes/simulator/server.ts';
-import { measureSales, salesChecks, type SalesFigures } from './ingest-sales.ts';
+import { measureSales, type SalesFigures, salesChecks } from './ingest-sales.ts';
 import {
   copyIn,
   copyOut,
@@ -92,8 +92,8 @@ import {
   positiveInt,
   printChecks,
   removeQueueKeysAtCleanup,
-  reportQuietness,
   repoRoot,
+  reportQuietness,
   rssOf,
   runBench,
   say,
@@ -148,7 +148,15 @@ const ENDPOINTS: Record<WorkerSource, { path: string; encoding: 'br' | 'gzip' }[
   csdeals: [{ path: '/API/IPricing/GetLowestPrices/v1?appid=730', encoding: 'gzip' }],
 };
 /** Rows a first run must write to count as a full catalog (marketplaces list 50-85 % of it). */
-const MIN_ROWS: Record<WorkerSource, number> = { skinport: 30_000, csmarket: 10_000, lisskins: 10_000, waxpeer: 10_000, whitemarket: 10_000, bitskins: 10_000, csdeals: 10_000 };
+const MIN_ROWS: Record<WorkerSource, number> = {
+  skinport: 30_000,
+  csmarket: 10_000,
+  lisskins: 10_000,
+  waxpeer: 10_000,
+  whitemarket: 10_000,
+  bitskins: 10_000,
+  csdeals: 10_000,
+};
 
 const ms = (value: number) => `${value.toFixed(0)} ms`;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -161,7 +169,10 @@ function benchSources(): WorkerSource[] {
   const raw = process.env.BENCH_SOURCES?.trim();
   if (!raw) return [...MARKETPLACES, 'skinport'];
   if (raw === 'none') return [];
-  const names = raw.split(',').map((name) => name.trim()).filter(Boolean);
+  const names = raw
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
   for (const name of names) {
     if (!(WORKER_SOURCES as readonly string[]).includes(name)) {
       throw new Error(`BENCH_SOURCES names ${name}; part 1 measures ${WORKER_SOURCES.join(', ')} (steam and csfloat are written in part 2)`);
@@ -173,7 +184,10 @@ function benchSources(): WorkerSource[] {
 async function withTimeout<T>(label: string, work: Promise<T>, timeoutMs = STEP_TIMEOUT_MS): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${label} took more than ${timeoutMs / 1000} s`)), timeoutMs)))]);
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${label} took more than ${timeoutMs / 1000} s`)), timeoutMs))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -280,7 +294,11 @@ async function measureSource(bench: Bench, source: WorkerSource): Promise<Source
   // The simulator builds (and caches) the body of the current bucket now, before a run asks for it.
   const prefetch = async () => {
     for (const endpoint of ENDPOINTS[source]) {
-      const response = await fetch(`${baseUrl}${endpoint.path}`, { headers: { 'accept-encoding': endpoint.encoding }, decompress: false, signal: AbortSignal.timeout(60_000) });
+      const response = await fetch(`${baseUrl}${endpoint.path}`, {
+        headers: { 'accept-encoding': endpoint.encoding },
+        decompress: false,
+        signal: AbortSignal.timeout(60_000),
+      });
       await response.arrayBuffer();
       if (response.status !== 200) throw new Error(`simulator answered ${response.status} for ${baseUrl}${endpoint.path}`);
     }
@@ -328,9 +346,11 @@ async function measureSource(bench: Bench, source: WorkerSource): Promise<Source
   const waitForRuns = async (wanted: number) => {
     const deadline = performance.now() + RUN_TIMEOUT_MS;
     while (workerLog.runs.length < wanted) {
-      if (exitedEarly(worker)) throw new Error(`the ${source} ingest worker exited (${worker.proc.signalCode ?? `code ${worker.proc.exitCode}`}):\n${worker.output.last.join('\n')}`);
+      if (exitedEarly(worker))
+        throw new Error(`the ${source} ingest worker exited (${worker.proc.signalCode ?? `code ${worker.proc.exitCode}`}):\n${worker.output.last.join('\n')}`);
       if (workerLog.failures.length > 0) throw new Error(`a ${source} ingest run failed: ${workerLog.failures[0]}\n${worker.output.last.join('\n')}`);
-      if (performance.now() > deadline) throw new Error(`${source} run ${wanted} did not finish within ${RUN_TIMEOUT_MS / 1000} s:\n${worker.output.last.join('\n')}`);
+      if (performance.now() > deadline)
+        throw new Error(`${source} run ${wanted} did not finish within ${RUN_TIMEOUT_MS / 1000} s:\n${worker.output.last.join('\n')}`);
       await sleep(10);
     }
     return workerLog.runs[wanted - 1]!;
@@ -345,9 +365,12 @@ async function measureSource(bench: Bench, source: WorkerSource): Promise<Source
   try {
     // (1) The full catalog.
     const full = await waitForRuns(1);
-    if (full.written < MIN_ROWS[source]) throw new Error(`the first ${source} run wrote ${full.written} rows; the benchmark needs at least ${MIN_ROWS[source]}`);
+    if (full.written < MIN_ROWS[source])
+      throw new Error(`the first ${source} run wrote ${full.written} rows; the benchmark needs at least ${MIN_ROWS[source]}`);
     const fullWriteMs = writePhaseMs(full);
-    say(`${source} full catalog: received ${full.received}, written ${full.written}; run ${ms(full.ms)} (${JSON.stringify(full.phases)}), write phase ${ms(fullWriteMs)} (${JSON.stringify(full.timings)})`);
+    say(
+      `${source} full catalog: received ${full.received}, written ${full.written}; run ${ms(full.ms)} (${JSON.stringify(full.phases)}), write phase ${ms(fullWriteMs)} (${JSON.stringify(full.timings)})`,
+    );
 
     // (2) Raw COPY of the very rows the run left in its target tables, back into those tables.
     await settle();
@@ -373,7 +396,9 @@ async function measureSource(bench: Bench, source: WorkerSource): Promise<Source
       if (copyDiscarded > COPY_RETRIES) throw new Error(`${source}: ${copyDiscarded} COPY attempts overlapped a scheduled run`);
     }
     const copyMedianMs = median(copyMs);
-    say(`${source} COPY of the same rows (${rowCounts.join(', ')}): ${copyMs.map((value) => ms(value)).join(', ')} (median ${ms(copyMedianMs)})${copyDiscarded ? `; ${copyDiscarded} attempt(s) overlapped a run and were repeated` : ''}`);
+    say(
+      `${source} COPY of the same rows (${rowCounts.join(', ')}): ${copyMs.map((value) => ms(value)).join(', ')} (median ${ms(copyMedianMs)})${copyDiscarded ? `; ${copyDiscarded} attempt(s) overlapped a run and were repeated` : ''}`,
+    );
 
     // (3) Steady state: runs one bucket apart, then two buckets apart.
     const steady = new Map<SteadyKind, RunDone[]>();
@@ -402,7 +427,14 @@ async function measureSource(bench: Bench, source: WorkerSource): Promise<Source
     // (4) The adapter's share, reproduced in this process (same simulator body): fetch + parse, then mapping.
     const quietLog = createLogger({ level: 'silent', name: 'bench' });
     const fetchStarted = performance.now();
-    const fetched = await ADAPTERS[source].fetchSnapshot({ baseUrl, log: quietLog, timeoutMs: 60_000, acquire: async () => undefined, names: [], now: () => new Date() } satisfies FetchContext);
+    const fetched = await ADAPTERS[source].fetchSnapshot({
+      baseUrl,
+      log: quietLog,
+      timeoutMs: 60_000,
+      acquire: async () => undefined,
+      names: [],
+      now: () => new Date(),
+    } satisfies FetchContext);
     const fetchParseMs = performance.now() - fetchStarted;
     const mapStarted = performance.now();
     const mapped = mapToCatalog(fetched.observations, bench.names);
@@ -438,7 +470,10 @@ function sourceTable(result: SourceResult): string {
   const steadyRows = STEADY_KINDS.flatMap((kind) => {
     const runs = result.steady.get(kind)!;
     return [
-      [`steady, ${kind.label}: rows new / repeated (freshness only) / prices changed`, runs.map((run) => `${percent(run.written, run.received)} / ${percent(run.repeated, run.received)} / ${percent(run.changed, run.received)}`).join(', ')],
+      [
+        `steady, ${kind.label}: rows new / repeated (freshness only) / prices changed`,
+        runs.map((run) => `${percent(run.written, run.received)} / ${percent(run.repeated, run.received)} / ${percent(run.changed, run.received)}`).join(', '),
+      ],
       ['  rows skipped by the worker before staging (same as it last wrote)', runs.map((run) => percent(run.skipped, run.received)).join(', ')],
       ['  write phase, each / median', `${runs.map((run) => ms(writePhaseMs(run))).join(', ')} / ${ms(median(runs.map(writePhaseMs)))}`],
       ['  write steps, median each (ms, largest first)', stepMedians(runs)],
@@ -449,15 +484,24 @@ function sourceTable(result: SourceResult): string {
   return table([
     [`${result.source}: measure`, 'value'],
     ['full catalog: rows received / written (observations)', `${full.received} / ${full.written}`],
-    ['full catalog: run (start → done)', `${ms(full.ms)} (fetch ${ms(full.phases.fetch ?? 0)}, map ${ms(full.phases.map ?? 0)}, write ${ms(full.phases.write ?? 0)})`],
+    [
+      'full catalog: run (start → done)',
+      `${ms(full.ms)} (fetch ${ms(full.phases.fetch ?? 0)}, map ${ms(full.phases.map ?? 0)}, write ${ms(full.phases.write ?? 0)})`,
+    ],
     ['full catalog: write phase (writeIngestRun BEGIN → COMMIT)', ms(fullWriteMs)],
     ['  write steps (ms, largest first)', stepMedians([full])],
     [`raw COPY of the same rows into the same tables (median of ${COPY_RUNS})`, ms(copyMedianMs)],
     ['ratio: COPY time / write phase', percent(copyMedianMs, fullWriteMs)],
     ...steadyRows,
-    ['worker peak RSS (VmHWM) / max of 50 ms samples / at the end', `${result.memory.peak.toFixed(1)} / ${Math.max(0, ...result.samples).toFixed(1)} / ${result.memory.rss.toFixed(1)} MB`],
+    [
+      'worker peak RSS (VmHWM) / max of 50 ms samples / at the end',
+      `${result.memory.peak.toFixed(1)} / ${Math.max(0, ...result.samples).toFixed(1)} / ${result.memory.rss.toFixed(1)} MB`,
+    ],
     ["worker RSS, max of samples up to each run's end (full, then steady)", `${result.peakByRun.map((rss) => (rss ?? 0).toFixed(0)).join(' / ')} MB`],
-    ['in the bench process, same body: fetch + parse / catalog mapping', `${ms(result.fetchParseMs)} (${result.fetchedRows} rows) / ${ms(result.mapMs)} (${result.stagedRows} staged)`],
+    [
+      'in the bench process, same body: fetch + parse / catalog mapping',
+      `${ms(result.fetchParseMs)} (${result.fetchedRows} rows) / ${ms(result.mapMs)} (${result.stagedRows} staged)`,
+    ],
   ]);
 }
 
@@ -465,7 +509,11 @@ function sourceChecks(result: SourceResult): [string, boolean, string][] {
   const share = median(result.copyMs) / result.fullWriteMs;
   const peakMb = Math.max(result.memory.peak, ...result.samples);
   return [
-    [`${result.source}: first run wrote a full catalog (≥ ${count(MIN_ROWS[result.source])} rows)`, result.full.written >= MIN_ROWS[result.source], `${result.full.written} rows`],
+    [
+      `${result.source}: first run wrote a full catalog (≥ ${count(MIN_ROWS[result.source])} rows)`,
+      result.full.written >= MIN_ROWS[result.source],
+      `${result.full.written} rows`,
+    ],
     [
       `${result.source}: full-catalog write phase ≥ ${TARGETS.copyShare * 100} % of a raw COPY of the same rows into the same tables`,
       share >= TARGETS.copyShare,
@@ -487,7 +535,16 @@ function sourceChecks(result: SourceResult): [string, boolean, string][] {
 // ---------------------------------------------------------------------------------------------
 // Part 2: the keyless snapshot, three sources against nine.
 
-type SourceWrite = { source: SourceName; requests: number; observations: number; staged: number; written: number; fetchMs: number; writeMs: number; staleAfterSeconds: number };
+type SourceWrite = {
+  source: SourceName;
+  requests: number;
+  observations: number;
+  staged: number;
+  written: number;
+  fetchMs: number;
+  writeMs: number;
+  staleAfterSeconds: number;
+};
 
 type SnapshotFigures = {
   sources: readonly SourceName[];
@@ -635,11 +692,14 @@ async function measureSnapshot(bench: Bench, sources: readonly SourceName[], sta
           bump(figures.outliers, name);
           if (figures.outlierSamples.length < 6) {
             const versionName = version === item ? 'default' : Object.entries(item.versions ?? {}).find(([, other]) => other === version)?.[0];
-            figures.outlierSamples.push(`${item.market_hash_name} [${versionName}] ${name} ${price.price} (consensus ${version.consensus?.price}, min ${version.min}, max ${version.max})`);
+            figures.outlierSamples.push(
+              `${item.market_hash_name} [${versionName}] ${name} ${price.price} (consensus ${version.consensus?.price}, min ${version.min}, max ${version.max})`,
+            );
           }
         }
         // The list's own rule: whole seconds since source_time within the source's threshold.
-        if (Math.max(0, Math.floor((nowMs - Date.parse(price.source_time)) / 1000)) <= (staleAfter.get(name) ?? Number.POSITIVE_INFINITY)) bump(figures.fresh, name);
+        if (Math.max(0, Math.floor((nowMs - Date.parse(price.source_time)) / 1000)) <= (staleAfter.get(name) ?? Number.POSITIVE_INFINITY))
+          bump(figures.fresh, name);
       }
     }
     if (withConsensus) figures.itemsWithConsensus += 1;
@@ -683,8 +743,7 @@ async function measureSnapshots(bench: Bench, catalogNames: string[]): Promise<{
 
 function snapshotTable(three: SnapshotFigures, nine: SnapshotFigures, writes: SourceWrite[], steamNames: number): string {
   const both = (value: (figures: SnapshotFigures) => string) => [value(three), value(nine)];
-  const bySource = (figures: SnapshotFigures, map: Map<string, number>) =>
-    figures.sources.map((name) => `${name} ${count(map.get(name) ?? 0)}`).join(', ');
+  const bySource = (figures: SnapshotFigures, map: Map<string, number>) => figures.sources.map((name) => `${name} ${count(map.get(name) ?? 0)}`).join(', ');
   const outlierTotal = (figures: SnapshotFigures) => [...figures.outliers.values()].reduce((sum, value) => sum + value, 0);
   const entryTotal = (figures: SnapshotFigures) => [...figures.entries.values()].reduce((sum, value) => sum + value, 0);
   const rows: string[][] = [
@@ -694,17 +753,38 @@ function snapshotTable(three: SnapshotFigures, nine: SnapshotFigures, writes: So
     ['buildPriceSnapshot (query+JSON / join+hash / store)', ...both((f) => `${ms(f.buildMs)} (${f.phases.query} / ${f.phases.assemble} / ${f.phases.store})`)],
     ['body: JSON', ...both((f) => `${count(f.jsonBytes)} B (${mib(f.jsonBytes)})`)],
     [`body: brotli q${SNAPSHOT_BROTLI_QUALITY} (the API's)`, ...both((f) => `${count(f.brBytes)} B (${mib(f.brBytes)})`)],
-    [`body: brotli q${BROTLI_QUALITY_BEFORE_ISSUE_19} (the API's before issue 19)`, ...both((f) => `${count(f.brBytesServedBefore)} B (${mib(f.brBytesServedBefore)})`)],
+    [
+      `body: brotli q${BROTLI_QUALITY_BEFORE_ISSUE_19} (the API's before issue 19)`,
+      ...both((f) => `${count(f.brBytesServedBefore)} B (${mib(f.brBytesServedBefore)})`),
+    ],
     ['body: gzip -6', ...both((f) => `${count(f.gzipBytes)} B (${mib(f.gzipBytes)})`)],
     ['encodeBody (brotli + gzip, thread pool, wall)', ...both((f) => ms(f.encodeMs))],
-    ['versions with a non-null consensus / all versions', ...both((f) => `${count(f.versionsWithConsensus)} / ${count(f.versions)} (${percent(f.versionsWithConsensus, f.versions)})`)],
+    [
+      'versions with a non-null consensus / all versions',
+      ...both((f) => `${count(f.versionsWithConsensus)} / ${count(f.versions)} (${percent(f.versionsWithConsensus, f.versions)})`),
+    ],
     ['items with a non-null consensus (any version) / items', ...both((f) => `${count(f.itemsWithConsensus)} / ${count(f.items)}`)],
-    ['consensus sources per version with one, mean', ...both((f) => (f.versionsWithConsensus ? (f.consensusSources / f.versionsWithConsensus).toFixed(2) : 'n/a'))],
-    [`for reference: brotli q${SNAPSHOT_BROTLI_QUALITY} of the same list without docs/design.md §13's fields`, ...both((f) => `${count(f.brBytesWithout13)} B (${mib(f.brBytesWithout13)})`)],
-    ['outlier source entries / all source entries', ...both((f) => `${count(outlierTotal(f))} / ${count(entryTotal(f))} (${percent(outlierTotal(f), entryTotal(f))})`)],
+    [
+      'consensus sources per version with one, mean',
+      ...both((f) => (f.versionsWithConsensus ? (f.consensusSources / f.versionsWithConsensus).toFixed(2) : 'n/a')),
+    ],
+    [
+      `for reference: brotli q${SNAPSHOT_BROTLI_QUALITY} of the same list without docs/design.md §13's fields`,
+      ...both((f) => `${count(f.brBytesWithout13)} B (${mib(f.brBytesWithout13)})`),
+    ],
+    [
+      'outlier source entries / all source entries',
+      ...both((f) => `${count(outlierTotal(f))} / ${count(entryTotal(f))} (${percent(outlierTotal(f), entryTotal(f))})`),
+    ],
   ];
-  const lines = [table(rows), '', `nine / three sources: JSON ${(nine.jsonBytes / three.jsonBytes).toFixed(2)} ×, brotli ${(nine.brBytes / three.brBytes).toFixed(2)} ×, gzip ${(nine.gzipBytes / three.gzipBytes).toFixed(2)} ×, build ${(nine.buildMs / three.buildMs).toFixed(2)} ×`];
-  lines.push(`steam priced every catalog name (${count(steamNames)} names) from its search pages of ${STEAM_SEARCH_PAGE_SIZE}; csfloat: pages of 1000, at most 60`);
+  const lines = [
+    table(rows),
+    '',
+    `nine / three sources: JSON ${(nine.jsonBytes / three.jsonBytes).toFixed(2)} ×, brotli ${(nine.brBytes / three.brBytes).toFixed(2)} ×, gzip ${(nine.gzipBytes / three.gzipBytes).toFixed(2)} ×, build ${(nine.buildMs / three.buildMs).toFixed(2)} ×`,
+  ];
+  lines.push(
+    `steam priced every catalog name (${count(steamNames)} names) from its search pages of ${STEAM_SEARCH_PAGE_SIZE}; csfloat: pages of 1000, at most 60`,
+  );
   lines.push(
     '',
     table([
@@ -727,7 +807,11 @@ function snapshotTable(three: SnapshotFigures, nine: SnapshotFigures, writes: So
     `nine-source brotli body against the three-source one without docs/design.md §13's fields (consensus, bid, volume_7d): ${(nine.brBytes / three.brBytesWithout13).toFixed(2)} ×`,
   );
   for (const figures of [three, nine]) {
-    if (figures.outlierSamples.length > 0) lines.push(`outliers (${figures.sources.length} sources), first ${figures.outlierSamples.length}:`, ...figures.outlierSamples.map((sample) => `  ${sample}`));
+    if (figures.outlierSamples.length > 0)
+      lines.push(
+        `outliers (${figures.sources.length} sources), first ${figures.outlierSamples.length}:`,
+        ...figures.outlierSamples.map((sample) => `  ${sample}`),
+      );
   }
   return lines.join('\n');
 }
@@ -747,7 +831,9 @@ async function main(): Promise<void> {
   const catalog = generateCatalog();
   const synced = await syncCatalog(sql, catalog);
   const variants = catalog.length + catalog.reduce((sum, item) => sum + item.phases.length, 0);
-  say(`catalog: ${synced.total} items (${catalog.reduce((sum, item) => sum + item.phases.length, 0)} phase versions) synced in ${ms(performance.now() - catalogStarted)}`);
+  say(
+    `catalog: ${synced.total} items (${catalog.reduce((sum, item) => sum + item.phases.length, 0)} phase versions) synced in ${ms(performance.now() - catalogStarted)}`,
+  );
 
   // The simulator over the real catalog, its clock pinned (moved by hand).
   const clock = { now: new Date() };
@@ -786,9 +872,12 @@ async function main(): Promise<void> {
   process.stdout.write('\n');
   for (const result of results) {
     process.stdout.write(`${sourceTable(result)}\n\n`);
-    if (result.copyDiscarded > 0) process.stdout.write(`(${result.source}: ${result.copyDiscarded} COPY attempt(s) overlapped a scheduled run and were repeated)\n\n`);
+    if (result.copyDiscarded > 0)
+      process.stdout.write(`(${result.source}: ${result.copyDiscarded} COPY attempt(s) overlapped a scheduled run and were repeated)\n\n`);
     if (result.problems.length > 0) {
-      say(`warning: the ${result.source} worker logged ${result.problems.length} warning/error/unparsed line(s); the last ones:\n${result.problems.slice(-5).join('\n')}`);
+      say(
+        `warning: the ${result.source} worker logged ${result.problems.length} warning/error/unparsed line(s); the last ones:\n${result.problems.slice(-5).join('\n')}`,
+      );
     }
   }
   if (snapshots) process.stdout.write(`${snapshotTable(snapshots.three, snapshots.nine, snapshots.writes, catalogNames.length)}\n\n`);

@@ -17,10 +17,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeInspectLink } from '../api/routes/inspect.ts';
-import { createSql, type Sql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { decodeCertificate, validateItemSelector } from '../shared/inspect/index.ts';
 import { itemInsights } from '../shared/inspect/insights.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import { migrate } from '../shared/platform/migrate.ts';
 import {
   CONNECTIONS,
@@ -31,14 +31,14 @@ import {
   onCleanup,
   positiveInt,
   printChecks,
+  type Result,
   repoRoot,
   runBench,
   say,
   spawnApi,
   table,
-  type Result,
-  waitReady,
   WARMUP_S,
+  waitReady,
   warnAbnormal,
 } from './lib.ts';
 
@@ -84,10 +84,13 @@ async function main(): Promise<void> {
   if (itemInsights(fade.item, fade.state).fade_percentage === null) throw new Error('the Karambit Fade has no fade percentage');
   const inProcess: [string, number][] = [
     ['decodeCertificate (bare hex, 5 stickers, key 0xE3)', perSecond(() => decodeCertificate(CERTIFICATE))],
-    ['decodeCertificate + itemInsights (issue 20)', perSecond(() => {
-      const decoded = decodeCertificate(CERTIFICATE);
-      return itemInsights(decoded.item, decoded.state);
-    })],
+    [
+      'decodeCertificate + itemInsights (issue 20)',
+      perSecond(() => {
+        const decoded = decodeCertificate(CERTIFICATE);
+        return itemInsights(decoded.item, decoded.state);
+      }),
+    ],
     ['itemInsights of a Karambit Fade state alone', perSecond(() => itemInsights(fade.item, fade.state))],
     ['parse link + decode (the route’s decodeInspectLink)', perSecond(() => decodeInspectLink(LINK))],
     ['validateItemSelector of the answer', perSecond(() => validateItemSelector(answer))],

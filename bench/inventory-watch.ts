@@ -25,19 +25,38 @@
  * after the first cycle. BENCH_WATCH_PARTS=trades runs only these, =watch only the watch's.
  */
 import { join } from 'node:path';
-import { createSql, type Sql } from '../shared/platform/db.ts';
-import { adminCreateWorkspace } from '../shared/identity/admin.ts';
-import { migrate } from '../shared/platform/migrate.ts';
 import { sealSteamToken } from '../shared/gameplatform/steam-token.ts';
 import { upsertSealedToken } from '../shared/gameplatform/steam-token-repository.ts';
+import { adminCreateWorkspace } from '../shared/identity/admin.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
+import { migrate } from '../shared/platform/migrate.ts';
 import { SecretKeyring } from '../shared/webhooks/secrets.ts';
-import { inventoryOf, maxInSlidingWindow, startSteamFake, type ItemSpec, type SteamFake } from '../test/fakes/steam/server.ts';
-import { exitedEarly, onCleanup, positiveInt, printChecks, removeQueueKeysAtCleanup, repoRoot, runBench, say, scratchDatabase, sleep, spawnBun, stopChild, table, type Spawned } from './lib.ts';
+import { type ItemSpec, inventoryOf, maxInSlidingWindow, type SteamFake, startSteamFake } from '../test/fakes/steam/server.ts';
+import {
+  exitedEarly,
+  onCleanup,
+  positiveInt,
+  printChecks,
+  removeQueueKeysAtCleanup,
+  repoRoot,
+  runBench,
+  type Spawned,
+  say,
+  scratchDatabase,
+  sleep,
+  spawnBun,
+  stopChild,
+  table,
+} from './lib.ts';
 
 const ACCOUNTS = 500;
 const WINDOW_MS = 60_000;
 const PROCESSES = 2;
-const SPECS: ItemSpec[] = [{ item: 'AK-47 | Redline', wear: 0.2, seed: 1 }, { item: 'AWP | Asiimov', wear: 0.3, seed: 2 }, { item: 'Container | Revolution Case' }];
+const SPECS: ItemSpec[] = [
+  { item: 'AK-47 | Redline', wear: 0.2, seed: 1 },
+  { item: 'AWP | Asiimov', wear: 0.3, seed: 2 },
+  { item: 'Container | Revolution Case' },
+];
 
 type Check = [string, boolean, string];
 type CaseResult = {
@@ -73,9 +92,19 @@ async function seed(sql: Sql, fake: SteamFake): Promise<{ workspaceId: string; s
 }
 
 /** Runs the watch in PROCESSES worker processes for `seconds` with `budget` a minute; measured at the fake. */
-async function runCase(
-  options: { name: string; budget: number; seconds: number; intervalSeconds: number; dbUrl: string; redisUrl: string; fake: SteamFake; sql: Sql; steamIds: string[]; workspaceId: string; changeEveryMs?: number },
-): Promise<CaseResult> {
+async function runCase(options: {
+  name: string;
+  budget: number;
+  seconds: number;
+  intervalSeconds: number;
+  dbUrl: string;
+  redisUrl: string;
+  fake: SteamFake;
+  sql: Sql;
+  steamIds: string[];
+  workspaceId: string;
+  changeEveryMs?: number;
+}): Promise<CaseResult> {
   const { fake, sql } = options;
   // Fresh watches (a new baseline each case) and a queue prefix of its own (so its own budget key).
   await sql`delete from inventory_watches`;
@@ -103,7 +132,7 @@ async function runCase(
   const deadline = startedAt + options.seconds * 1000;
   let nextChange = startedAt + (options.changeEveryMs ?? Infinity);
   while (Date.now() < deadline) {
-    for (const worker of workers) if (exitedEarly(worker)) throw new Error(`a maintenance process exited early:\n${worker.output.last.join("\n")}`);
+    for (const worker of workers) if (exitedEarly(worker)) throw new Error(`a maintenance process exited early:\n${worker.output.last.join('\n')}`);
     if (Date.now() >= nextChange) {
       // Something happens in a few inventories: an item arrives in one (the watch must see and send it).
       fake.addItems(options.steamIds[(changes * 37) % options.steamIds.length]!, [{ item: 'Container | Revolution Case' }]);
@@ -116,9 +145,12 @@ async function runCase(
   const requests = fake.inventoryRequests.slice(firstRequest).filter((request) => mine.has(request.steamId));
   const times = requests.map((request) => request.at);
   const perMinute: number[] = [];
-  for (let from = startedAt; from < startedAt + options.seconds * 1000; from += WINDOW_MS) perMinute.push(times.filter((at) => at >= from && at < from + WINDOW_MS).length);
+  for (let from = startedAt; from < startedAt + options.seconds * 1000; from += WINDOW_MS)
+    perMinute.push(times.filter((at) => at >= from && at < from + WINDOW_MS).length);
   const [{ count: changedEvents }] = (await sql<{ count: number }[]>`
-    select count(*)::int as count from event_outbox where workspace_id = ${options.workspaceId} and event_type = 'inventory.changed' and created_at >= ${new Date(startedAt)}`) as unknown as [{ count: number }];
+    select count(*)::int as count from event_outbox where workspace_id = ${options.workspaceId} and event_type = 'inventory.changed' and created_at >= ${new Date(startedAt)}`) as unknown as [
+    { count: number },
+  ];
   return {
     name: options.name,
     budget: options.budget,
@@ -166,7 +198,12 @@ async function seedTrades(sql: Sql, fake: SteamFake): Promise<{ workspaceId: str
   const accounts = [];
   for (const row of rows.sort((a, b) => Number(a.account_id) - Number(b.account_id))) {
     const token = fake.issueAccessToken(row.steam_id, new Date(Date.now() + 86_400_000));
-    await upsertSealedToken(sql, row.account_id, { ...sealSteamToken(keyring, row.account_id, token), expiresAt: new Date(Date.now() + 86_400_000) }, new Date());
+    await upsertSealedToken(
+      sql,
+      row.account_id,
+      { ...sealSteamToken(keyring, row.account_id, token), expiresAt: new Date(Date.now() + 86_400_000) },
+      new Date(),
+    );
     const { trade_id } = fake.recordTrade(row.steam_id, { partner: TRADE_PARTNER, receive: [{ item: 'AK-47 | Redline', wear: 0.2, seed: 1 }] });
     accounts.push({ accountId: row.account_id, steamId: row.steam_id, tradeId: trade_id });
   }
@@ -212,7 +249,9 @@ async function runTradeCase(options: {
   const startedAt = Date.now();
   const workers: Spawned[] = [];
   for (let i = 0; i < PROCESSES; i += 1) workers.push(spawnBun(['workers/main.ts', 'maintenance'], env));
-  say(`${options.name}: ${PROCESSES} maintenance processes, budget ${options.budget}/min, trade-history interval ${options.intervalSeconds} s, ${options.seconds} s`);
+  say(
+    `${options.name}: ${PROCESSES} maintenance processes, budget ${options.budget}/min, trade-history interval ${options.intervalSeconds} s, ${options.seconds} s`,
+  );
   const planted = new Map<string, number>();
   const deadline = startedAt + options.seconds * 1000;
   while (Date.now() < deadline) {
@@ -246,7 +285,10 @@ async function runTradeCase(options: {
     seconds: options.seconds,
     intervalSeconds: options.intervalSeconds,
     requests: requests.length,
-    maxInWindow: maxInSlidingWindow(requests.map((request) => request.at), WINDOW_MS),
+    maxInWindow: maxInSlidingWindow(
+      requests.map((request) => request.at),
+      WINDOW_MS,
+    ),
     accountsRead: new Set(requests.map((request) => request.steamId)).size,
     planted: planted.size,
     reported: [...planted.keys()].filter((tradeId) => counts.has(tradeId)).length,
@@ -264,21 +306,56 @@ async function benchTradeHistory(sql: Sql, fake: SteamFake, dbUrl: string, redis
   say(`${ACCOUNTS} accounts with owner tokens and a trade each seeded`);
   const common = { dbUrl, redisUrl, fake, sql, workspaceId, accounts };
   const defaultCase = await runTradeCase({
-    ...common, name: 'trade history, default budget', budget: 20, seconds: positiveInt('BENCH_TRADES_DEFAULT_S', 150), intervalSeconds: 60,
+    ...common,
+    name: 'trade history, default budget',
+    budget: 20,
+    seconds: positiveInt('BENCH_TRADES_DEFAULT_S', 150),
+    intervalSeconds: 60,
     // Polls are claimed longest due first, then by account id: these are among the first read.
-    plantAfterSeconds: 5, plantIn: Array.from({ length: 10 }, (_, index) => 20 + index * 2),
+    plantAfterSeconds: 5,
+    plantIn: Array.from({ length: 10 }, (_, index) => 20 + index * 2),
   });
   const highCase = await runTradeCase({
-    ...common, name: 'trade history, high budget', budget: 1_200, seconds: positiveInt('BENCH_TRADES_HIGH_S', 90), intervalSeconds: 30,
-    plantAfterSeconds: 35, plantIn: Array.from({ length: 50 }, (_, index) => 1 + index * 10),
+    ...common,
+    name: 'trade history, high budget',
+    budget: 1_200,
+    seconds: positiveInt('BENCH_TRADES_HIGH_S', 90),
+    intervalSeconds: 30,
+    plantAfterSeconds: 35,
+    plantIn: Array.from({ length: 50 }, (_, index) => 1 + index * 10),
   });
   const results = [defaultCase, highCase];
-  const quantile = (values: number[], q: number) => (values.length === 0 ? '-' : [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))]!.toFixed(1));
+  const quantile = (values: number[], q: number) =>
+    values.length === 0 ? '-' : [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))]!.toFixed(1);
   process.stdout.write(
     `\nTrade history: ${ACCOUNTS} accounts with owner tokens, ${PROCESSES} maintenance processes, GetTradeHistory requests measured at the fake\n` +
       table([
-        ['case', 'budget /min', 'interval (s)', 'run (s)', 'requests', 'max in any 60 s', 'accounts read', 'reversals planted', 'reported once', 'reported twice or unplanted', 'latency p50 / max (s)'],
-        ...results.map((r) => [r.name, String(r.budget), String(r.intervalSeconds), String(r.seconds), String(r.requests), String(r.maxInWindow), String(r.accountsRead), String(r.planted), String(r.reported), String(r.reportedTwice), `${quantile(r.latencies, 0.5)} / ${quantile(r.latencies, 1)}`]),
+        [
+          'case',
+          'budget /min',
+          'interval (s)',
+          'run (s)',
+          'requests',
+          'max in any 60 s',
+          'accounts read',
+          'reversals planted',
+          'reported once',
+          'reported twice or unplanted',
+          'latency p50 / max (s)',
+        ],
+        ...results.map((r) => [
+          r.name,
+          String(r.budget),
+          String(r.intervalSeconds),
+          String(r.seconds),
+          String(r.requests),
+          String(r.maxInWindow),
+          String(r.accountsRead),
+          String(r.planted),
+          String(r.reported),
+          String(r.reportedTwice),
+          `${quantile(r.latencies, 0.5)} / ${quantile(r.latencies, 1)}`,
+        ]),
       ]) +
       '\n',
   );
@@ -286,7 +363,11 @@ async function benchTradeHistory(sql: Sql, fake: SteamFake, dbUrl: string, redis
     [`${r.name}: Steam requests in any 60 s window ≤ budget`, r.maxInWindow <= r.budget, `${r.maxInWindow} ≤ ${r.budget}`],
     [`${r.name}: every planted reversal reported`, r.reported === r.planted, `${r.reported} of ${r.planted}`],
     [`${r.name}: none reported twice (nor any not planted)`, r.reportedTwice === 0, `${r.reportedTwice}`],
-    [`${r.name}: each within two intervals of planting`, r.latencies.every((seconds) => seconds <= 2 * r.intervalSeconds), `max ${Math.max(0, ...r.latencies).toFixed(1)} s ≤ ${2 * r.intervalSeconds} s`],
+    [
+      `${r.name}: each within two intervals of planting`,
+      r.latencies.every((seconds) => seconds <= 2 * r.intervalSeconds),
+      `max ${Math.max(0, ...r.latencies).toFixed(1)} s ≤ ${2 * r.intervalSeconds} s`,
+    ],
   ]);
   checks.push([`trade history, high budget: every one of the ${ACCOUNTS} accounts read`, highCase.accountsRead === ACCOUNTS, `${highCase.accountsRead}`]);
   return { results, checks };
@@ -310,7 +391,14 @@ export async function benchInventoryWatch(): Promise<{ results: CaseResult[]; ch
   const results = parts.includes('watch')
     ? [
         await runCase({ ...common, name: 'default budget', budget: 20, seconds: positiveInt('BENCH_WATCH_DEFAULT_S', 150), intervalSeconds: 60 }),
-        await runCase({ ...common, name: 'high budget', budget: 600, seconds: positiveInt('BENCH_WATCH_HIGH_S', 75), intervalSeconds: 30, changeEveryMs: 2_000 }),
+        await runCase({
+          ...common,
+          name: 'high budget',
+          budget: 600,
+          seconds: positiveInt('BENCH_WATCH_HIGH_S', 75),
+          intervalSeconds: 30,
+          changeEveryMs: 2_000,
+        }),
       ]
     : [];
   const trades = parts.includes('trades') ? await benchTradeHistory(sql, fake, dbUrl, redisUrl) : { results: [], checks: [] };
@@ -321,8 +409,28 @@ export async function benchInventoryWatch(): Promise<{ results: CaseResult[]; ch
   process.stdout.write(
     `\nInventory watch: ${ACCOUNTS} connected accounts, ${PROCESSES} maintenance processes, Steam requests measured at the fake\n` +
       table([
-        ['case', 'budget /min', 'run (s)', 'requests', 'max in any 60 s', 'per minute (from start)', 'accounts read', 'inventories changed', 'inventory.changed sent'],
-        ...results.map((r) => [r.name, String(r.budget), String(r.seconds), String(r.requests), String(r.maxInWindow), r.perMinute.join(' / '), String(r.accountsRead), String(r.changes), String(r.changedEvents)]),
+        [
+          'case',
+          'budget /min',
+          'run (s)',
+          'requests',
+          'max in any 60 s',
+          'per minute (from start)',
+          'accounts read',
+          'inventories changed',
+          'inventory.changed sent',
+        ],
+        ...results.map((r) => [
+          r.name,
+          String(r.budget),
+          String(r.seconds),
+          String(r.requests),
+          String(r.maxInWindow),
+          r.perMinute.join(' / '),
+          String(r.accountsRead),
+          String(r.changes),
+          String(r.changedEvents),
+        ]),
       ]) +
       '\n',
   );
@@ -330,12 +438,20 @@ export async function benchInventoryWatch(): Promise<{ results: CaseResult[]; ch
     [`${r.name}: Steam requests in any 60 s window ≤ budget`, r.maxInWindow <= r.budget, `${r.maxInWindow} ≤ ${r.budget}`],
     // The watch spends what it may: saturated (every account due), the budget is used, not idle.
     [`${r.name}: the budget is used (≥ 90 % of it in the busiest window)`, r.maxInWindow >= Math.floor(r.budget * 0.9), `${r.maxInWindow} of ${r.budget}`],
-    [`${r.name}: oldest snapshot first (no account read twice before every account was read once)`, r.firstCycleDistinct === Math.min(r.requests, ACCOUNTS), `${r.firstCycleDistinct} distinct of the first ${Math.min(r.requests, ACCOUNTS)}`],
+    [
+      `${r.name}: oldest snapshot first (no account read twice before every account was read once)`,
+      r.firstCycleDistinct === Math.min(r.requests, ACCOUNTS),
+      `${r.firstCycleDistinct} distinct of the first ${Math.min(r.requests, ACCOUNTS)}`,
+    ],
   ]);
   const high = results[1]!;
   checks.push([`high budget: every one of the ${ACCOUNTS} accounts read`, high.accountsRead === ACCOUNTS, `${high.accountsRead}`]);
   // A change to an inventory already read once is sent at its next read (a change before the first read is in the baseline).
-  checks.push([`high budget: inventory changes during the run are sent`, high.changedEvents > 0, `${high.changedEvents} inventory.changed for ${high.changes} changed inventories`]);
+  checks.push([
+    `high budget: inventory changes during the run are sent`,
+    high.changedEvents > 0,
+    `${high.changedEvents} inventory.changed for ${high.changes} changed inventories`,
+  ]);
   checks.push(...trades.checks);
   printChecks(checks);
   return { results, checks };

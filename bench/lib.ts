@@ -89,7 +89,10 @@ export function cleanup(): Promise<void> {
   return cleaning;
 }
 
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
   process.on(signal, () => {
     if (interrupted) return;
     interrupted = true;
@@ -243,7 +246,13 @@ export function spawnApi(port: number, env: Record<string, string>): SpawnedServ
   const main = process.env.BENCH_API_CHECKOUT ? `${process.env.BENCH_API_CHECKOUT.replace(/\/+$/, '')}/api/main.ts` : 'api/main.ts';
   // BENCH_CPU_PROF=<dir>: the API writes a CPU profile there when it exits (.cpuprofile and a markdown summary).
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, '--cpu-prof-interval=100'] : [];
-  const spawned = spawnBun([...profile, main], { LOG_LEVEL: 'warn', NODE_ENV: 'production', SIGNING_KEY: 'bench-signing-key-0123456789', ...env, PORT: String(port) });
+  const spawned = spawnBun([...profile, main], {
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    SIGNING_KEY: 'bench-signing-key-0123456789',
+    ...env,
+    PORT: String(port),
+  });
   return { ...spawned, port };
 }
 
@@ -333,7 +342,9 @@ export async function machineBusy(ms = 1_000): Promise<number> {
 export async function reportQuietness(): Promise<void> {
   const busy = await machineBusy();
   const cores = navigator.hardwareConcurrency;
-  say(`machine: ${cores} cores, ${(busy * 100).toFixed(0)} % busy over 1 s before the load${busy > 0.15 ? ' — warning: something else is running; numbers will be noisy' : ''}`);
+  say(
+    `machine: ${cores} cores, ${(busy * 100).toFixed(0)} % busy over 1 s before the load${busy > 0.15 ? ' — warning: something else is running; numbers will be noisy' : ''}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -444,7 +455,9 @@ export async function load(name: string, serverPid: number, url: string, headers
 /** Writes a HAR file of GET requests (for `--har`: each autocannon connection cycles through them). */
 export async function harFile(path: string, urls: string[], headers: Record<string, string> = {}): Promise<string> {
   const headerList = Object.entries(headers).map(([name, value]) => ({ name, value }));
-  const har = { log: { version: '1.2', creator: { name: 'bench', version: '1' }, entries: urls.map((url) => ({ request: { method: 'GET', url, headers: headerList } })) } };
+  const har = {
+    log: { version: '1.2', creator: { name: 'bench', version: '1' }, entries: urls.map((url) => ({ request: { method: 'GET', url, headers: headerList } })) },
+  };
   await Bun.write(path, JSON.stringify(har));
   return path;
 }
@@ -453,7 +466,9 @@ export async function harFile(path: string, urls: string[], headers: Record<stri
 export function warnAbnormal(results: Result[]): void {
   for (const result of results) {
     if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
-      const codes = Object.entries(result.statusCodes).map(([code, stats]) => `${code}×${stats.count}`).join(', ');
+      const codes = Object.entries(result.statusCodes)
+        .map(([code, stats]) => `${code}×${stats.count}`)
+        .join(', ');
       say(`warning: ${result.name}: ${result.non2xx} non-2xx (${codes}), ${result.errors} errors, ${result.timeouts} timeouts`);
     }
   }

@@ -123,7 +123,9 @@ export async function benchCardRenders(context: CardBenchContext): Promise<[stri
   const afterWarm = at(0.1);
   const peak = samples.reduce((max, entry) => Math.max(max, entry.worker + entry.chromium), 0);
   const totalOf = (entry: { worker: number; chromium: number }) => entry.worker + entry.chromium;
-  say(`${total} card renders 512x384 PNG (AK-47 | Redline, 2 stickers, name tag, StatTrak) in ${seconds.toFixed(1)} s: ${rate.toFixed(1)} PNG/s (target >= 20)`);
+  say(
+    `${total} card renders 512x384 PNG (AK-47 | Redline, 2 stickers, name tag, StatTrak) in ${seconds.toFixed(1)} s: ${rate.toFixed(1)} PNG/s (target >= 20)`,
+  );
   const show = (entry: { worker: number; chromium: number }) => `${entry.worker.toFixed(0)} + ${entry.chromium.toFixed(0)} = ${totalOf(entry).toFixed(0)}`;
   say(
     `render pool memory, MB (worker RSS + its Chromium's PSS): start ${show(samples[0]!)}; after ${afterWarm.done} renders ${show(afterWarm)}; ` +

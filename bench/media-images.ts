@@ -20,12 +20,11 @@ import { join } from 'node:path';
 import { cachedImage, ImageCacheState, type ImageFormat } from '../shared/media/images/image-cache.ts';
 import { parseConfig } from '../shared/platform/config.ts';
 import { createLogger } from '../shared/platform/logger.ts';
-import { startImageFake, type ImageFake } from '../test/fakes/images/server.ts';
-import { buildSnapshot, catalogDatabase, seedLatestPrices } from './price-fixtures.ts';
+import { type ImageFake, startImageFake } from '../test/fakes/images/server.ts';
 import {
   CONNECTIONS,
-  drainedCpu,
   DURATION_S,
+  drainedCpu,
   freePort,
   load,
   loadRuntimeName,
@@ -35,10 +34,11 @@ import {
   reportQuietness,
   spawnApi,
   table,
-  waitReady,
   WARMUP_S,
+  waitReady,
   warnAbnormal,
 } from './lib.ts';
+import { buildSnapshot, catalogDatabase, seedLatestPrices } from './price-fixtures.ts';
 
 const TARGETS = { hitCpuShareOfPrice: 0.5, coldResizeMs: 50 };
 const COLD_RESIZES = positiveInt('BENCH_COLD_RESIZES', 40);
@@ -56,7 +56,11 @@ async function noisyPng(width: number, height: number): Promise<Uint8Array> {
     state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
     pixels[at] = state >>> 24;
   }
-  return new Uint8Array(await sharp(pixels, { raw: { width, height, channels: 4 } }).png().toBuffer());
+  return new Uint8Array(
+    await sharp(pixels, { raw: { width, height, channels: 4 } })
+      .png()
+      .toBuffer(),
+  );
 }
 
 export type ImagesBench = { report: string; checks: [string, boolean, string][] };
@@ -131,8 +135,18 @@ export async function benchImages(): Promise<ImagesBench> {
   // As browsers send them; the image is not compressed again, the price body may be.
   const headers = { 'accept-encoding': 'gzip, deflate, br' };
   const price = await load('GET /v1/prices/{name}', api.proc.pid, priceUrl, headers);
-  const image = await load(`GET /v2/images/{id}?size=${HIT_SIZE} (cached; the fake's ${(sizes[imageUrl]! / 1024).toFixed(1)} KiB PNG)`, api.proc.pid, imageUrl, headers);
-  const worst = await load(`GET /v2/images/{id}?size=${HIT_SIZE} (cached; random pixels, ${(sizes[noisyUrl]! / 1024).toFixed(0)} KiB PNG; not judged)`, api.proc.pid, noisyUrl, headers);
+  const image = await load(
+    `GET /v2/images/{id}?size=${HIT_SIZE} (cached; the fake's ${(sizes[imageUrl]! / 1024).toFixed(1)} KiB PNG)`,
+    api.proc.pid,
+    imageUrl,
+    headers,
+  );
+  const worst = await load(
+    `GET /v2/images/{id}?size=${HIT_SIZE} (cached; random pixels, ${(sizes[noisyUrl]! / 1024).toFixed(0)} KiB PNG; not judged)`,
+    api.proc.pid,
+    noisyUrl,
+    headers,
+  );
   // The same targets fetched by curl, which drains a body as fast as loopback allows (autocannon's
   // one thread reads a 177 KiB body slowly, in many small writes the server pays for).
   const scratch = mkdtempSync(join(tmpdir(), 'bench-images-curl-'));
@@ -189,7 +203,12 @@ export async function benchImages(): Promise<ImagesBench> {
     ['fake 512×384 PNG → 512×512 png (judged)', 512, 'png', (index) => `${fake.url}/economy/image/bench-cold-${process.pid}-${round}-${index}/512fx512f`],
     ['fake 512×384 PNG → 512×512 webp', 512, 'webp', (index) => `${fake.url}/economy/image/bench-cold-${process.pid}-${round}-${index}/512fx512f`],
     ['fake 512×384 PNG → 256×256 png', 256, 'png', (index) => `${fake.url}/economy/image/bench-cold-${process.pid}-${round}-${index}/512fx512f`],
-    [`random-pixel 512×384 PNG (${(noisy.byteLength / 1024).toFixed(0)} KiB) → 512×512 png`, 512, 'png', (index) => `${noisyOrigin}/noisy-${round}-${index}.png`],
+    [
+      `random-pixel 512×384 PNG (${(noisy.byteLength / 1024).toFixed(0)} KiB) → 512×512 png`,
+      512,
+      'png',
+      (index) => `${noisyOrigin}/noisy-${round}-${index}.png`,
+    ],
     ['random-pixel 512×384 PNG → 512×512 webp', 512, 'webp', (index) => `${noisyOrigin}/noisy-${round}-${index}.png`],
   ];
   for (const [label, size, format, urlOf] of cases) {
@@ -210,6 +229,10 @@ export async function benchImages(): Promise<ImagesBench> {
   report +=
     `\nimages b. cold resize: cachedImage on a miss (loopback fetch of a built 512×384 PNG, SSRF check, sharp decode + fit + encode, fsync'd blob write), one at a time after 2 warm-up misses\n` +
     `${table(rows)}\n`;
-  checks.push([`cold resize of a 512 px image < ${TARGETS.coldResizeMs} ms (median of ${COLD_RESIZES})`, judged < TARGETS.coldResizeMs, `${judged.toFixed(1)} ms`]);
+  checks.push([
+    `cold resize of a 512 px image < ${TARGETS.coldResizeMs} ms (median of ${COLD_RESIZES})`,
+    judged < TARGETS.coldResizeMs,
+    `${judged.toFixed(1)} ms`,
+  ]);
   return { report, checks };
 }

@@ -5,22 +5,22 @@
 // BENCH_CARD_RENDERS). Then the image endpoint (issue 31, bench/media-images.ts). BENCH_MEDIA_PARTS=renders|images runs one.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import puppeteer from 'puppeteer-core';
 import { join } from 'node:path';
+import puppeteer from 'puppeteer-core';
 import { createApp } from '../api/app.ts';
 import { createDeps } from '../api/deps.ts';
+import { generateCatalog } from '../shared/catalog/generate.ts';
+import { catalogIsLoaded, syncCatalog } from '../shared/catalog/repository.ts';
 import { adminCreateKey } from '../shared/identity/admin.ts';
-import { parseConfig } from '../shared/platform/config.ts';
-import { createLogger } from '../shared/platform/logger.ts';
+import { chromiumArgs } from '../shared/media/chromium.ts';
+import { generateItemFiles } from '../shared/media/generate-item-files.ts';
 import { createScene } from '../shared/media/scenes.ts';
 import { parseSceneBody } from '../shared/media/scenes-model.ts';
-import { catalogIsLoaded, syncCatalog } from '../shared/catalog/repository.ts';
-import { generateCatalog } from '../shared/catalog/generate.ts';
-import { generateItemFiles } from '../shared/media/generate-item-files.ts';
+import { parseConfig } from '../shared/platform/config.ts';
+import { createLogger } from '../shared/platform/logger.ts';
 import { startImageFake } from '../test/fakes/images/server.ts';
-import { benchCardRenders, CARD_ITEM } from './media-cards.ts';
 import { positiveInt, printChecks, repoRoot, runBench, say, sleep } from './lib.ts';
-import { chromiumArgs } from '../shared/media/chromium.ts';
+import { benchCardRenders, CARD_ITEM } from './media-cards.ts';
 import { benchImages } from './media-images.ts';
 
 const MEDIA_PARTS = process.env.BENCH_MEDIA_PARTS ?? 'renders,images';
@@ -62,7 +62,11 @@ await deps.ready();
 // Cards name the catalog item and find its image through it.
 if (!(await catalogIsLoaded(deps.sql))) await syncCatalog(deps.sql, generateCatalog());
 
-const worker = Bun.spawn(['bun', join(repoRoot, 'workers/main.ts'), 'render'], { env: { ...env, WORKER_METRICS_PORT: '0' }, stdout: 'inherit', stderr: 'inherit' });
+const worker = Bun.spawn(['bun', join(repoRoot, 'workers/main.ts'), 'render'], {
+  env: { ...env, WORKER_METRICS_PORT: '0' },
+  stdout: 'inherit',
+  stderr: 'inherit',
+});
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 // Budgets far above the run (a render costs 20 units), so metering never throttles the benchmark.
@@ -72,7 +76,9 @@ const { key } = await adminCreateKey(deps.sql, { workspaceId: workspace!.id, lab
 const scene = await createScene(
   deps.sql,
   parseSceneBody({
-    schema: 3, kind: 'service-viewer-scene', name: 'bench',
+    schema: 3,
+    kind: 'service-viewer-scene',
+    name: 'bench',
     presentation: { background: { type: 'transparent', value: null }, camera: { preset: 'inspect' }, quality: 'interactive' },
     chrome: { showControls: false, allowFullscreen: false, watermark: null },
   }),
@@ -88,7 +94,13 @@ async function accept(): Promise<{ id: string; acceptedAt: number }> {
     scene_id: scene.document.scene_id,
     output: { width: 512, height: 384, format: 'png', background: 'transparent' },
   };
-  const response = await app.handle(new Request('http://bench/v2/renders', { method: 'POST', headers: { ...headers, 'idempotency-key': `bench-${process.pid}-${seed}` }, body: JSON.stringify(body) }));
+  const response = await app.handle(
+    new Request('http://bench/v2/renders', {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': `bench-${process.pid}-${seed}` },
+      body: JSON.stringify(body),
+    }),
+  );
   if (response.status !== 202) throw new Error(`POST /v2/renders answered ${response.status}: ${await response.text()}`);
   return { id: ((await response.json()) as { render_id: string }).render_id, acceptedAt: performance.now() };
 }
@@ -173,7 +185,9 @@ try {
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   say(`${RENDERS} renders 512x384 PNG in ${seconds.toFixed(2)} s: ${(RENDERS / seconds).toFixed(2)} PNG/s (target >= 4)`);
-  say(`accept -> succeeded: p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms (all ${RENDERS} accepted at once, so latency includes queueing)`);
+  say(
+    `accept -> succeeded: p50 ${percentile(latencies, 50).toFixed(0)} ms, p99 ${percentile(latencies, 99).toFixed(0)} ms (all ${RENDERS} accepted at once, so latency includes queueing)`,
+  );
   say(`render worker RSS (bun process; Chromium's own processes not included): ${rssMb().toFixed(0)} MB now, ${peakRss.toFixed(0)} MB peak`);
   await viewerReadyTimes();
   // docs/design.md §18: item cards on the same warm pool.
@@ -184,8 +198,18 @@ try {
     workerPid: worker.pid,
     accept: async (index) => {
       // Each render its own StatTrak count: a distinct request drawing the same images, as a showcase of one item would.
-      const body = { item: { ...CARD_ITEM, state: { ...CARD_ITEM.state, stattrak: { value: index } } }, scene_id: scene.document.scene_id, output: { width: 512, height: 384, format: 'png', background: '#1d232b' } };
-      const response = await app.handle(new Request('http://bench/v2/renders', { method: 'POST', headers: { ...headers, 'idempotency-key': `bench-card-${process.pid}-${(cardSeed += 1)}` }, body: JSON.stringify(body) }));
+      const body = {
+        item: { ...CARD_ITEM, state: { ...CARD_ITEM.state, stattrak: { value: index } } },
+        scene_id: scene.document.scene_id,
+        output: { width: 512, height: 384, format: 'png', background: '#1d232b' },
+      };
+      const response = await app.handle(
+        new Request('http://bench/v2/renders', {
+          method: 'POST',
+          headers: { ...headers, 'idempotency-key': `bench-card-${process.pid}-${(cardSeed += 1)}` },
+          body: JSON.stringify(body),
+        }),
+      );
       if (response.status !== 202 && response.status !== 200) throw new Error(`POST /v2/renders answered ${response.status}: ${await response.text()}`);
       return ((await response.json()) as { render_id: string }).render_id;
     },

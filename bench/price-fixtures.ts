@@ -7,8 +7,8 @@
 import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
-import { createSql, type Sql } from '../shared/platform/db.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
+import { createSql, type Sql } from '../shared/platform/db.ts';
 import { migrate } from '../shared/platform/migrate.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { onCleanup, repoRoot, say, scratchDatabase } from './lib.ts';

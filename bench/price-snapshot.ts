@@ -9,15 +9,15 @@
  */
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
+import { brotliCompress, gzip, constants as zlibConstants } from 'node:zlib';
+import { databaseName, dropDatabase, recreateDatabase } from '../scripts/services.ts';
 import { createSql } from '../shared/platform/db.ts';
 import { migrate } from '../shared/platform/migrate.ts';
+import { DerivedListPool } from '../shared/prices/derived-list-pool.ts';
 import { assemblePriceList } from '../shared/prices/public-document.ts';
 import { findNewestPriceSnapshot, findSourceClocks, readSnapshotInputs } from '../shared/prices/repository.ts';
-import { DerivedListPool } from '../shared/prices/derived-list-pool.ts';
-import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
 import { buildPriceSnapshot, SNAPSHOT_BROTLI_QUALITY } from '../shared/prices/snapshot.ts';
-import { databaseName, dropDatabase, recreateDatabase } from '../scripts/services.ts';
+import { LoadedPriceSnapshot } from '../shared/prices/snapshot-cache.ts';
 
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 40_000);
 const RUNS = 3;
@@ -106,10 +106,14 @@ try {
   const lists = new DerivedListPool();
   const [loaded, loadMs] = await timed(() => LoadedPriceSnapshot.load(record!, lists));
   const [full, compressMs] = await timed(() => loaded.body);
-  say(`API: compress the full list ${compressMs.toFixed(0)} ms wall on the thread pool (gzip -6 ${kib(full.gzip.length)}, brotli q${SNAPSHOT_BROTLI_QUALITY} ${kib(full.br.length)})`);
+  say(
+    `API: compress the full list ${compressMs.toFixed(0)} ms wall on the thread pool (gzip -6 ${kib(full.gzip.length)}, brotli q${SNAPSHOT_BROTLI_QUALITY} ${kib(full.br.length)})`,
+  );
   const [skinport, deriveMs] = await timed(() => loaded.derivedBody('skinport', null));
   const [, itemMs] = await timed(() => loaded.itemBody(list.items[123]!.market_hash_name));
-  say(`API: fetch snapshot ${fetchMs.toFixed(0)} ms, index in a thread ${loadMs.toFixed(0)} ms wall, derive ?source=skinport ${deriveMs.toFixed(0)} ms (JSON ${kib(skinport.json.length)}, br ${kib(skinport.br.length)}), one item body ${itemMs.toFixed(2)} ms`);
+  say(
+    `API: fetch snapshot ${fetchMs.toFixed(0)} ms, index in a thread ${loadMs.toFixed(0)} ms wall, derive ?source=skinport ${deriveMs.toFixed(0)} ms (JSON ${kib(skinport.json.length)}, br ${kib(skinport.br.length)}), one item body ${itemMs.toFixed(2)} ms`,
+  );
   say(`API heap after load: ${(process.memoryUsage().heapUsed / 1024 / 1024).toFixed(0)} MiB`);
   await lists.close();
 

@@ -17,8 +17,8 @@
  * Environment: DATABASE_URL and REDIS_URL (scripts/dev.ts), BENCH_READERS.
  */
 import { connect, type Socket } from 'node:net';
-import { buildSnapshot, catalogDatabase, kib, seedLatestPrices } from './price-fixtures.ts';
 import { freePort, positiveInt, printChecks, removeQueueKeysAtCleanup, reportQuietness, rssOf, runBench, say, sleep, spawnApi, waitReady } from './lib.ts';
+import { buildSnapshot, catalogDatabase, kib, seedLatestPrices } from './price-fixtures.ts';
 
 const READERS = positiveInt('BENCH_READERS', 200);
 const TARGET_GROWTH_MB = 100;
@@ -37,7 +37,12 @@ function slowReader(port: number, path: string, address: string, headers: Record
   const socket = connect(port, '127.0.0.1');
   const status = new Promise<number>((resolve, reject) => {
     socket.once('connect', () => {
-      const lines = [`GET ${path} HTTP/1.1`, 'host: bench', `x-forwarded-for: ${address}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
+      const lines = [
+        `GET ${path} HTTP/1.1`,
+        'host: bench',
+        `x-forwarded-for: ${address}`,
+        ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+      ];
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
     });
     socket.once('data', (chunk: Buffer) => {
@@ -69,7 +74,10 @@ async function settledRss(pid: number): Promise<{ rss: number; max: number }> {
 const tally = (statuses: number[]) => {
   const counts = new Map<number, number>();
   for (const status of statuses) counts.set(status, (counts.get(status) ?? 0) + 1);
-  return [...counts].sort(([a], [b]) => a - b).map(([status, count]) => `${count} × ${status || 'closed'}`).join(', ');
+  return [...counts]
+    .sort(([a], [b]) => a - b)
+    .map(([status, count]) => `${count} × ${status || 'closed'}`)
+    .join(', ');
 };
 
 async function main(): Promise<void> {
@@ -96,10 +104,13 @@ async function main(): Promise<void> {
   // Every variant once, so derived bodies (per source) exist before the baseline is taken.
   for (const query of ['', '?source=skinport', '?source=steam', '?source=csfloat']) {
     for (const encoding of ['identity', 'gzip', 'br']) {
-      const response = await fetch(`${base}/v1/prices${query}`, { headers: { 'accept-encoding': encoding, 'x-forwarded-for': '192.0.2.1' }, decompress: false });
+      const response = await fetch(`${base}/v1/prices${query}`, {
+        headers: { 'accept-encoding': encoding, 'x-forwarded-for': '192.0.2.1' },
+        decompress: false,
+      });
       const bytes = (await response.arrayBuffer()).byteLength;
       if (response.status !== 200) throw new Error(`GET /v1/prices${query} (${encoding}) answered ${response.status}`);
-      if (query === '' ) say(`GET /v1/prices ${encoding}: ${kib(bytes)}`);
+      if (query === '') say(`GET /v1/prices ${encoding}: ${kib(bytes)}`);
     }
   }
   await reportQuietness();
@@ -143,8 +154,16 @@ async function main(): Promise<void> {
   if (api.output.lines > 0) say(`warning: the API logged ${api.output.lines} line(s) at warn or above; the last ones:\n${api.output.last.join('\n')}`);
   const admitted = crowdStatuses.filter((status) => status === 200).length;
   printChecks([
-    [`${READERS} slow readers add < ${TARGET_GROWTH_MB} MB RSS`, growth < TARGET_GROWTH_MB && statuses.every((status) => status === 200), `${growth.toFixed(1)} MB; ${tally(statuses)}`],
-    [`at most ${CAP} concurrent downloads per address, the rest 429`, admitted === CAP && crowdStatuses.filter((status) => status === 429).length === 2, tally(crowdStatuses)],
+    [
+      `${READERS} slow readers add < ${TARGET_GROWTH_MB} MB RSS`,
+      growth < TARGET_GROWTH_MB && statuses.every((status) => status === 200),
+      `${growth.toFixed(1)} MB; ${tally(statuses)}`,
+    ],
+    [
+      `at most ${CAP} concurrent downloads per address, the rest 429`,
+      admitted === CAP && crowdStatuses.filter((status) => status === 429).length === 2,
+      tally(crowdStatuses),
+    ],
     ['slots are released when readers disconnect', again === 200, `next request: ${again}`],
   ]);
 }

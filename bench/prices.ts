@@ -27,17 +27,22 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
+import { ensureCompatDocuments } from '../shared/compat/store.ts';
+import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
+import { createWorkerRedis } from '../shared/platform/redis.ts';
 import { HISTORY_LIMIT_MAX, HISTORY_MAX_RANGE_DAYS, itemHistoryPage } from '../shared/prices/history.ts';
 import {
   CONNECTIONS,
-  drainedCpu,
   DURATION_S,
+  drainedCpu,
   freePort,
   harFile,
   load,
   loadRuntimeName,
   onCleanup,
   printChecks,
+  type Result,
   removeQueueKeysAtCleanup,
   reportQuietness,
   rssOf,
@@ -46,16 +51,11 @@ import {
   spawnApi,
   spawnServer,
   table,
-  type Result,
-  waitReady,
   WARMUP_S,
+  waitReady,
   warnAbnormal,
 } from './lib.ts';
 import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices, timed } from './price-fixtures.ts';
-import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
-import { ensureCompatDocuments } from '../shared/compat/store.ts';
-import { createWorkerRedis } from '../shared/platform/redis.ts';
-import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 
 // Issue 13: item p99 < 10 ms and history p99 < 200 ms, both at 50 connections; the earlier
 // one-client history target (p99 < 50 ms) is kept, on the uncached API.
@@ -88,7 +88,9 @@ async function explainHistoryPage(url: string, catalogId: string, from: Date, da
     await probe.unsafe('set auto_explain.log_analyze = on');
     await probe.unsafe('set client_min_messages = log');
     const window = { from, to: new Date(from.getTime() + days * DAY_MS) };
-    const [, elapsed] = await timed(() => itemHistoryPage(probe, { catalogId, marketplace: 'skinport', granularity: '10m', version: null, window }, null, HISTORY_LIMIT_MAX));
+    const [, elapsed] = await timed(() =>
+      itemHistoryPage(probe, { catalogId, marketplace: 'skinport', granularity: '10m', version: null, window }, null, HISTORY_LIMIT_MAX),
+    );
     const plans = notices.filter((notice) => notice.includes('price_rollups'));
     if (plans.length === 0) return null;
     // Each plan from its top node (after auto_explain's duration and query text).
@@ -108,7 +110,6 @@ async function explainHistoryPage(url: string, catalogId: string, from: Date, da
 const DRAINED_REQUESTS = 2_000;
 const DRAINED_PARALLEL = 20;
 const DRAINED_ROUNDS = 3;
-
 
 async function main(): Promise<void> {
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -166,7 +167,20 @@ async function main(): Promise<void> {
     select catalog_id, version, sales_window, min(median), min(mean), min(min), max(max), sum(volume)::int, array_agg(source order by source), ${now}
     from source_sales group by catalog_id, version, sales_window`;
   // Exchange rates as the fx source stores them: Skinport's items answer in EUR by default.
-  await saveRateDays(sql, [{ date: now.toISOString().slice(0, 10), rates: new Map([['USD', '1.0834'], ['GBP', '0.84290'], ['PLN', '4.2875']]) }], now);
+  await saveRateDays(
+    sql,
+    [
+      {
+        date: now.toISOString().slice(0, 10),
+        rates: new Map([
+          ['USD', '1.0834'],
+          ['GBP', '0.84290'],
+          ['PLN', '4.2875'],
+        ]),
+      },
+    ],
+    now,
+  );
   await recordFxSuccess(sql, now, 0);
   const snapshot = await buildSnapshot(sql, now);
   const [snapshotRow] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${snapshot.id}`;
@@ -175,8 +189,14 @@ async function main(): Promise<void> {
   removeQueueKeysAtCleanup(redisUrl, queuePrefix);
   const compatRedis = createWorkerRedis(redisUrl, 'bench-prices');
   onCleanup(() => compatRedis.quit());
-  const compatBuild = await ensureCompatDocuments({ sql, redis: compatRedis, prefix: queuePrefix }, { id: snapshot.id, created_at: snapshotRow!.created_at }, COMPAT_BUILDERS);
-  say(`compat documents of snapshot ${snapshot.id}: ${ms(compatBuild.ms)} ${JSON.stringify(compatBuild.phases_ms)}; bytes ${JSON.stringify(compatBuild.bytes)}`);
+  const compatBuild = await ensureCompatDocuments(
+    { sql, redis: compatRedis, prefix: queuePrefix },
+    { id: snapshot.id, created_at: snapshotRow!.created_at },
+    COMPAT_BUILDERS,
+  );
+  say(
+    `compat documents of snapshot ${snapshot.id}: ${ms(compatBuild.ms)} ${JSON.stringify(compatBuild.phases_ms)}; bytes ${JSON.stringify(compatBuild.bytes)}`,
+  );
 
   // 5. Workspace and key.
   const { key, itemIds } = await keyAndPricedItems(sql, 'bench-prices', now, ITEM_IDS);
@@ -211,7 +231,9 @@ async function main(): Promise<void> {
     waitReady('API without caches', uncached, `${uncachedBase}/v2/health`),
     waitReady('bare server', bare, bareUrl, { headers: br }),
   ]);
-  say(`API pid ${api.proc.pid} on :${apiPort}, API with PRICE_CACHE_MS=0 pid ${uncached.proc.pid} on :${uncachedPort}, bare server pid ${bare.proc.pid} on :${barePort}`);
+  say(
+    `API pid ${api.proc.pid} on :${apiPort}, API with PRICE_CACHE_MS=0 pid ${uncached.proc.pid} on :${uncachedPort}, bare server pid ${bare.proc.pid} on :${barePort}`,
+  );
 
   // Same bytes and headers from both, or the comparison means nothing.
   const raw = async (url: string) => {
@@ -233,7 +255,9 @@ async function main(): Promise<void> {
   const probe = await fetch(itemUrls[0]!, { headers: keyed });
   if (probe.status !== 200) throw new Error(`GET /v2/prices/{id} answered ${probe.status}: ${await probe.text()}`);
   const probeBody = (await probe.json()) as { versions: { sources: unknown[] }[] };
-  say(`GET /v2/prices/{id}: ${itemUrls.length} ids in rotation (first: ${probeBody.versions.length} version(s), ${probeBody.versions[0]?.sources.length ?? 0} source(s))`);
+  say(
+    `GET /v2/prices/{id}: ${itemUrls.length} ids in rotation (first: ${probeBody.versions.length} version(s), ${probeBody.versions[0]?.sources.length ?? 0} source(s))`,
+  );
 
   // History: a year at 10m is refused (the widest 10m range is HISTORY_MAX_RANGE_DAYS['10m'] days),
   // so each window is that wide, spread across the year, and every page of it is reached by cursor.
@@ -286,12 +310,16 @@ async function main(): Promise<void> {
   results.push(await load('bare Bun.serve (same br body)', bare.proc.pid, bareUrl, br));
   results.push(await load('GET /v1/prices (br)', api.proc.pid, `${apiBase}/v1/prices`, br));
   results.push(await load(`GET /v2/prices/{id} (${itemUrls.length} ids)`, api.proc.pid, itemUrls[0]!, keyed, { har: itemHar }));
-  results.push(await load(`GET …/history 10m limit ${HISTORY_LIMIT_MAX} (${historyUrls.length} pages)`, api.proc.pid, historyUrls[0]!, keyed, { har: historyHar }));
+  results.push(
+    await load(`GET …/history 10m limit ${HISTORY_LIMIT_MAX} (${historyUrls.length} pages)`, api.proc.pid, historyUrls[0]!, keyed, { har: historyHar }),
+  );
   results.push(await load(`GET …/history, PRICE_CACHE_MS=0`, uncached.proc.pid, uncachedHistoryUrls[0]!, keyed, { har: uncachedHistoryHar }));
   // Informational: the same two keyed targets at one connection, i.e. service time without queueing
   // (history on the uncached API: a page read from Postgres).
   results.push(await load(`GET /v2/prices/{id}, 1 connection`, api.proc.pid, itemUrls[0]!, keyed, { har: itemHar, connections: 1 }));
-  results.push(await load(`GET …/history, PRICE_CACHE_MS=0, 1 connection`, uncached.proc.pid, uncachedHistoryUrls[0]!, keyed, { har: uncachedHistoryHar, connections: 1 }));
+  results.push(
+    await load(`GET …/history, PRICE_CACHE_MS=0, 1 connection`, uncached.proc.pid, uncachedHistoryUrls[0]!, keyed, { har: uncachedHistoryHar, connections: 1 }),
+  );
   const memory = await rssOf(api.proc.pid);
   // The list again with clients that drain as fast as loopback allows (curl, 20 transfers at once):
   // autocannon's one thread reads ~80 MB/s, so each 2 MB body trickles out over a second in many
@@ -310,15 +338,11 @@ async function main(): Promise<void> {
     if (response.status !== 200) throw new Error(`${name} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
     say(`${name}: ${kib((await response.arrayBuffer()).byteLength)} ${response.headers.get('content-encoding') ?? 'identity'}`);
   }
-  const drained = await drainedCpu(
-    [
-      ['bare', bare.proc.pid, bareUrl],
-      ['API', api.proc.pid, `${apiBase}/v1/prices`],
-      ...compatTargets,
-    ],
-    scratch,
-    { requests: DRAINED_REQUESTS, parallel: DRAINED_PARALLEL, rounds: DRAINED_ROUNDS },
-  );
+  const drained = await drainedCpu([['bare', bare.proc.pid, bareUrl], ['API', api.proc.pid, `${apiBase}/v1/prices`], ...compatTargets], scratch, {
+    requests: DRAINED_REQUESTS,
+    parallel: DRAINED_PARALLEL,
+    rounds: DRAINED_ROUNDS,
+  });
 
   // 8. Report.
   const [bareResult, list, item, historyLoaded, historyUncached, , history] = results as [Result, Result, Result, Result, Result, Result, Result];
@@ -329,7 +353,23 @@ async function main(): Promise<void> {
   );
   process.stdout.write(
     `${table([
-      ['target', 'conns', 'req/s (avg)', 'p50 ms', 'p90 ms', 'p99 ms', '% of bare', 'requests', 'non-2xx', 'errors', 'MB/s', 'server CPU µs/req', 'server CPU', 'Postgres CPU', 'server RSS / peak MB'],
+      [
+        'target',
+        'conns',
+        'req/s (avg)',
+        'p50 ms',
+        'p90 ms',
+        'p99 ms',
+        '% of bare',
+        'requests',
+        'non-2xx',
+        'errors',
+        'MB/s',
+        'server CPU µs/req',
+        'server CPU',
+        'Postgres CPU',
+        'server RSS / peak MB',
+      ],
       ...results.map((result, index) => [
         result.name,
         String(result.connections),
@@ -377,8 +417,12 @@ async function main(): Promise<void> {
   process.stdout.write(`API RSS after load: ${memory.rss.toFixed(1)} MB (peak ${memory.peak.toFixed(1)} MB)\n\n`);
 
   warnAbnormal(results);
-  for (const [name, server] of [['API', api], ['API with PRICE_CACHE_MS=0', uncached]] as const) {
-    if (server.output.lines > 0) say(`warning: the ${name} logged ${server.output.lines} line(s) at warn or above; the last ones:\n${server.output.last.join('\n')}`);
+  for (const [name, server] of [
+    ['API', api],
+    ['API with PRICE_CACHE_MS=0', uncached],
+  ] as const) {
+    if (server.output.lines > 0)
+      say(`warning: the ${name} logged ${server.output.lines} line(s) at warn or above; the last ones:\n${server.output.last.join('\n')}`);
   }
 
   const clean = (result: Result) => result.non2xx === 0 && result.errors === 0 && result.timeouts === 0;
@@ -386,7 +430,9 @@ async function main(): Promise<void> {
   const compatChecks: [string, boolean, string][] = compatTargets.map(([name]) => [
     `${name} >= ${TARGETS.compatShare * 100} % of GET /v1/prices's throughput by server CPU per request (draining clients, same run)`,
     drained !== null && drained.API! / drained[name]! >= TARGETS.compatShare,
-    drained === null ? 'curl missing' : `${((drained.API! / drained[name]!) * 100).toFixed(0)} %: ${drained[name]!.toFixed(0)} µs against the list's ${drained.API!.toFixed(0)} µs`,
+    drained === null
+      ? 'curl missing'
+      : `${((drained.API! / drained[name]!) * 100).toFixed(0)} %: ${drained[name]!.toFixed(0)} µs against the list's ${drained.API!.toFixed(0)} µs`,
   ]);
   compatChecks.push([
     `compat documents built per snapshot in < ${TARGETS.compatBuildShare * 100} % of the keyless list's build time`,
@@ -398,7 +444,9 @@ async function main(): Promise<void> {
     [
       `GET /v1/prices (br) >= ${TARGETS.listShare * 100} % of bare by server CPU per request (draining clients)`,
       drained !== null && drained.bare! / drained.API! >= TARGETS.listShare,
-      drained ? `bare/API ${((drained.bare! / drained.API!) * 100).toFixed(1)} %; with autocannon ${(cpuShare * 100).toFixed(1)} %${extra(list)}` : 'curl not found',
+      drained
+        ? `bare/API ${((drained.bare! / drained.API!) * 100).toFixed(1)} %; with autocannon ${(cpuShare * 100).toFixed(1)} %${extra(list)}`
+        : 'curl not found',
     ],
     [
       `GET /v2/prices/{id} p99 < ${TARGETS.itemP99Ms} ms at ${item.connections} connections`,

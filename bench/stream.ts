@@ -31,12 +31,12 @@
  */
 import { existsSync } from 'node:fs';
 import net from 'node:net';
-import { StringDecoder } from 'node:string_decoder';
 import { join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { createLogger } from '../shared/platform/logger.ts';
-import { claimIngestRun, writeIngestRun, type StagedObservation } from '../shared/prices/ingest.ts';
-import { compareStreamIds, priceStreamKey, PriceStreamRelay, type PriceStreamEvent } from '../shared/prices/stream.ts';
 import { createRequestRedis } from '../shared/platform/redis.ts';
+import { claimIngestRun, type StagedObservation, writeIngestRun } from '../shared/prices/ingest.ts';
+import { compareStreamIds, type PriceStreamEvent, PriceStreamRelay, priceStreamKey } from '../shared/prices/stream.ts';
 import {
   cpuMsOf,
   freePort,
@@ -106,7 +106,11 @@ async function clientsMain(configPath: string): Promise<void> {
    * Resolves with the status code, then calls `onText` with the body's text as it arrives, and
    * `onEnd` when the server closes or resets the connection.
    */
-  function rawStream(path: string, headers: Record<string, string>, onText: (text: string, at: number) => void): Promise<{ status: number; ended: Promise<void> }> {
+  function rawStream(
+    path: string,
+    headers: Record<string, string>,
+    onText: (text: string, at: number) => void,
+  ): Promise<{ status: number; ended: Promise<void> }> {
     return new Promise((resolve) => {
       const socket = net.connect(Number(target.port), target.hostname);
       const decoder = new StringDecoder('utf8');
@@ -127,7 +131,9 @@ async function clientsMain(configPath: string): Promise<void> {
       socket.on('error', finish);
       socket.on('close', finish);
       socket.on('connect', () => {
-        const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+        const lines = Object.entries(headers)
+          .map(([name, value]) => `${name}: ${value}\r\n`)
+          .join('');
         socket.write(`GET ${path} HTTP/1.1\r\nHost: ${target.host}\r\n${lines}\r\n`);
       });
       socket.on('data', (data: Buffer) => {
@@ -251,7 +257,8 @@ async function clientsMain(configPath: string): Promise<void> {
   process.stdout.write(`ready ${report.connected} ${report.failed}\n`);
   for (let next = await input.next(); !next.done; next = await input.next()) {
     const line = next.value as string;
-    if (line.trim() === 'status') process.stdout.write(`status ${JSON.stringify(Object.fromEntries([...arrivals].map(([run, times]) => [run, times.length])))}\n`);
+    if (line.trim() === 'status')
+      process.stdout.write(`status ${JSON.stringify(Object.fromEntries([...arrivals].map(([run, times]) => [run, times.length])))}\n`);
     if (line.trim() !== 'report') continue;
     stopping = true;
     report.arrivals = Object.fromEntries(arrivals);
@@ -274,7 +281,8 @@ class TimedRelay extends PriceStreamRelay {
   }
 }
 
-const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!);
+const percentile = (sorted: number[], p: number) =>
+  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const mb = (value: number) => `${value.toFixed(0)} MB`;
 const msText = (value: number) => `${value.toFixed(0)} ms`;
 
@@ -310,7 +318,11 @@ async function streamBench(): Promise<boolean> {
   const { key } = await keyAndPricedItems(sql, 'bench-stream', new Date(), 0);
   const catalog = (await sql<{ catalog_id: string }[]>`select catalog_id from catalog_items order by catalog_id`).map((row) => row.catalog_id);
   say(`catalog: ${catalog.length} items; ${CLIENTS} clients: ${FIREHOSE} unfiltered, ${CLIENTS - FIREHOSE} watching ${WATCH} catalog ids each`);
-  say(PIN ? 'pinned: the API on CPU 0, the load generators on CPU 1 (Postgres and Redis float)' : 'not pinned: the API, the load generators, Postgres and Redis share the cores (BENCH_STREAM_PIN=1 separates the first two)');
+  say(
+    PIN
+      ? 'pinned: the API on CPU 0, the load generators on CPU 1 (Postgres and Redis float)'
+      : 'not pinned: the API, the load generators, Postgres and Redis share the cores (BENCH_STREAM_PIN=1 separates the first two)',
+  );
   say(
     `why not ${CLIENTS} unfiltered: each would read ~6 MB per full-catalog run (~0.6 MB per steady run), ${((CLIENTS * 6) / 1000).toFixed(0)} GB in all, ` +
       `parsed by ${GENERATORS} load-generator process(es) sharing these 2 cores with the API, Postgres and Redis (BENCH_STREAM_FIREHOSE sets the count)`,
@@ -330,13 +342,15 @@ async function streamBench(): Promise<boolean> {
   const apiPid = api.proc.pid;
   if (PIN) await Bun.$`taskset -a -p -c 0 ${apiPid}`.quiet();
   // A first stream starts the API's reader; its RSS before the clients is the baseline.
-  await (await fetch(`${apiUrl}/v2/prices/stream`, { headers: { 'x-api-key': key }, signal: AbortSignal.timeout(500) }).catch(() => null))?.body?.cancel().catch(() => undefined);
+  await (await fetch(`${apiUrl}/v2/prices/stream`, { headers: { 'x-api-key': key }, signal: AbortSignal.timeout(500) }).catch(() => null))?.body
+    ?.cancel()
+    .catch(() => undefined);
   await sleep(500);
   const baseline = await rssOf(apiPid);
 
   // Filters: deterministic pseudo-random catalog ids per client.
   let seed = 42;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648);
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
   const filters: (string[] | null)[] = Array.from({ length: CLIENTS }, (_, index) =>
     index < FIREHOSE ? null : Array.from({ length: WATCH }, () => catalog[Math.floor(random() * catalog.length)]!),
   );
@@ -353,12 +367,23 @@ async function streamBench(): Promise<boolean> {
   const loadGenerators = await Promise.all(
     generators.map(async ({ from, configPath }) => {
       const proc = track(
-        Bun.spawn(['sh', '-c', `ulimit -n ${fdLimit} 2>/dev/null; exec ${PIN ? 'taskset -c 1 ' : ''}"$0" "$@"`, process.execPath, join(import.meta.dir, 'stream.ts'), '--clients', configPath], {
-          env: { ...process.env },
-          stdin: 'pipe',
-          stdout: 'pipe',
-          stderr: 'inherit',
-        }),
+        Bun.spawn(
+          [
+            'sh',
+            '-c',
+            `ulimit -n ${fdLimit} 2>/dev/null; exec ${PIN ? 'taskset -c 1 ' : ''}"$0" "$@"`,
+            process.execPath,
+            join(import.meta.dir, 'stream.ts'),
+            '--clients',
+            configPath,
+          ],
+          {
+            env: { ...process.env },
+            stdin: 'pipe',
+            stdout: 'pipe',
+            stderr: 'inherit',
+          },
+        ),
       );
       const lines: string[] = [];
       const waiters: (() => void)[] = [];
@@ -424,15 +449,31 @@ async function streamBench(): Promise<boolean> {
     const at = new Date();
     const runId = (await claimIngestRun(sql, SOURCE, slot, at))!;
     const rows: StagedObservation[] = items.map((catalogId) => ({
-      catalog_id: catalogId, version: 'default', price: price(catalogIndex.get(catalogId)!, generation), median_price: null, quantity: 1, source_time: at,
+      catalog_id: catalogId,
+      version: 'default',
+      price: price(catalogIndex.get(catalogId)!, generation),
+      median_price: null,
+      quantity: 1,
+      source_time: at,
     }));
     const result = await writeIngestRun(sql, {
-      runId, source: SOURCE, rows, ingestedAt: at, staleAfterSeconds: 3_600, received: rows.length, skipped: 0, unknownNames: 0, relay,
+      runId,
+      source: SOURCE,
+      rows,
+      ingestedAt: at,
+      staleAfterSeconds: 3_600,
+      received: rows.length,
+      skipped: 0,
+      unknownNames: 0,
+      relay,
     });
     committedAt.set(runId, relay.calledAt);
     // The run's changes as its stream entries hold them, in order (for the loss check).
     const entries = await sql<{ data: string }[]>`select data from price_stream where run_id = ${runId} order by position`;
-    changedIds.set(runId, entries.flatMap((entry) => (JSON.parse(entry.data) as PriceStreamEvent).changes.map((change) => change.catalog_id)));
+    changedIds.set(
+      runId,
+      entries.flatMap((entry) => (JSON.parse(entry.data) as PriceStreamEvent).changes.map((change) => change.catalog_id)),
+    );
     say(`${kind} run: ${result.changed} changes written (${JSON.stringify(result.timings)})`);
     return { kind, runId };
   };
@@ -475,7 +516,12 @@ async function streamBench(): Promise<boolean> {
     const [cpuBefore, clientCpuBefore, fanOutBefore] = [await cpuMsOf(apiPid), await generatorCpuMs(), await fanOutBuckets(apiUrl)];
     const run = await runOnce(kind, items, generation);
     await settle(run.runId, expectedEvents(run.runId));
-    runs.push({ ...run, cpuMs: (await cpuMsOf(apiPid)) - cpuBefore, clientCpuMs: (await generatorCpuMs()) - clientCpuBefore, fanOut: [fanOutBefore, await fanOutBuckets(apiUrl)] });
+    runs.push({
+      ...run,
+      cpuMs: (await cpuMsOf(apiPid)) - cpuBefore,
+      clientCpuMs: (await generatorCpuMs()) - clientCpuBefore,
+      fanOut: [fanOutBefore, await fanOutBuckets(apiUrl)],
+    });
   };
 
   await measured('full catalog', catalog, 1);
@@ -530,17 +576,41 @@ async function streamBench(): Promise<boolean> {
     const changed = changedIds.get(runId)!;
     const delivered = filters.reduce((sum, _filter, index) => sum + (report.counts[index]?.[runId] ?? 0), 0);
     return {
-      kind, runId, changes: changed.length, events: arrivals.length,
-      p50: percentile(arrivals, 50), p99: percentile(arrivals, 99), max: arrivals.at(-1) ?? Number.NaN,
-      spanMs: arrivals.at(-1) ?? Number.NaN, cpuMs, clientCpuMs, deliveredChanges: delivered,
-      fanOutP50: bucketQuantile(fanOut[0], fanOut[1], 0.5), fanOutP99: bucketQuantile(fanOut[0], fanOut[1], 0.99),
+      kind,
+      runId,
+      changes: changed.length,
+      events: arrivals.length,
+      p50: percentile(arrivals, 50),
+      p99: percentile(arrivals, 99),
+      max: arrivals.at(-1) ?? Number.NaN,
+      spanMs: arrivals.at(-1) ?? Number.NaN,
+      cpuMs,
+      clientCpuMs,
+      deliveredChanges: delivered,
+      fanOutP50: bucketQuantile(fanOut[0], fanOut[1], 0.5),
+      fanOutP99: bucketQuantile(fanOut[0], fanOut[1], 0.99),
     };
   });
 
-  process.stdout.write(`\nprice stream: ${connected} clients on one API process (${FIREHOSE} unfiltered, ${CLIENTS - FIREHOSE} × ${WATCH} catalog ids), ${catalog.length} catalog items\n`);
+  process.stdout.write(
+    `\nprice stream: ${connected} clients on one API process (${FIREHOSE} unfiltered, ${CLIENTS - FIREHOSE} × ${WATCH} catalog ids), ${catalog.length} catalog items\n`,
+  );
   process.stdout.write(
     `${table([
-      ['run', 'changes', 'events delivered', 'p50', 'p99', 'last event', 'events/s', 'changes/s delivered', 'API CPU', 'load generator CPU', 'server fan-out p50', 'p99'],
+      [
+        'run',
+        'changes',
+        'events delivered',
+        'p50',
+        'p99',
+        'last event',
+        'events/s',
+        'changes/s delivered',
+        'API CPU',
+        'load generator CPU',
+        'server fan-out p50',
+        'p99',
+      ],
       ...figures.map((figure) => [
         figure.kind,
         String(figure.changes),
@@ -558,7 +628,7 @@ async function streamBench(): Promise<boolean> {
     ])}\n`,
   );
   process.stdout.write(
-    'p50/p99: commit to the client reading the event (includes the load generators sharing the cores); server fan-out: the entry\'s append to its frames queued on every connection (cs2_price_stream_fanout_seconds, bucket bound)\n',
+    "p50/p99: commit to the client reading the event (includes the load generators sharing the cores); server fan-out: the entry's append to its frames queued on every connection (cs2_price_stream_fanout_seconds, bucket bound)\n",
   );
   process.stdout.write(
     `API RSS: ${mb(baseline.rss)} before the clients, ${mb(withClients.rss)} with ${connected} open (+${mb(withClients.rss - baseline.rss)}), ${mb(after.rss)} after the runs (peak ${mb(after.peak)}, +${mb(after.peak - baseline.rss)})\n`,
@@ -570,7 +640,11 @@ async function streamBench(): Promise<boolean> {
   const steadyP99 = Math.max(...steady.map((figure) => figure.p99));
   const checks: [string, boolean, string][] = [
     [`steady runs: commit-to-client p99 < ${TARGETS.steadyP99Ms} ms`, steadyP99 < TARGETS.steadyP99Ms, msText(steadyP99)],
-    [`API RSS growth with ${CLIENTS} clients < ${TARGETS.rssGrowthMb} MB`, after.peak - baseline.rss < TARGETS.rssGrowthMb, `+${mb(after.peak - baseline.rss)} peak`],
+    [
+      `API RSS growth with ${CLIENTS} clients < ${TARGETS.rssGrowthMb} MB`,
+      after.peak - baseline.rss < TARGETS.rssGrowthMb,
+      `+${mb(after.peak - baseline.rss)} peak`,
+    ],
     [`${CLIENTS} clients connected`, connected === CLIENTS, `${connected}`],
     ['nothing lost or repeated', lossyClients === 0 && report.duplicates === 0 && deliveredChanges === expectedChanges, `${lossyClients} clients off`],
   ];

@@ -1,21 +1,15 @@
 // Operator CLI: `npm run admin -- <command> [options]`. Run without arguments for help.
 import { parseArgs } from 'node:util';
-import { loadConfigOrExit } from '../shared/platform/config.ts';
-import { createSql } from '../shared/platform/db.ts';
-import {
-  adminCreateAccount,
-  adminCreateKey,
-  adminCreateWorkspace,
-  adminRevokeKey,
-  adminUpdateWorkspace,
-} from '../shared/identity/admin.ts';
+import { rewrapSteamTokens } from '../shared/gameplatform/steam-token.ts';
+import { isScope, type Scope } from '../shared/http/scopes.ts';
+import { adminCreateAccount, adminCreateKey, adminCreateWorkspace, adminRevokeKey, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { KEY_INVALIDATION_CHANNEL } from '../shared/identity/key-cache.ts';
 import { TIERS, type Tier } from '../shared/identity/workspaces.ts';
-import { isScope, type Scope } from '../shared/http/scopes.ts';
+import { loadConfigOrExit } from '../shared/platform/config.ts';
+import { createSql } from '../shared/platform/db.ts';
+import { createRequestRedis } from '../shared/platform/redis.ts';
 import { SecretKeyring } from '../shared/webhooks/secrets.ts';
 import { rewrapWebhookSecrets } from '../shared/webhooks/service.ts';
-import { rewrapSteamTokens } from '../shared/gameplatform/steam-token.ts';
-import { createRequestRedis } from '../shared/platform/redis.ts';
 
 const help = `usage: npm run admin -- <command> [options]
 

@@ -1,8 +1,9 @@
 // `npm run catalog:sync`: load the catalog generated from @ianlucas/cs2-lib into catalog_items.
 // Idempotent: a second run reports every item unchanged and writes nothing.
-import { loadConfigOrExit } from '../shared/platform/config.ts';
+
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
+import { loadConfigOrExit } from '../shared/platform/config.ts';
 import { createSql } from '../shared/platform/db.ts';
 import { createLogger } from '../shared/platform/logger.ts';
 

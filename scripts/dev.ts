@@ -17,11 +17,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { databaseName, dataDir, dropDatabase, ensureChromium, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
-import type { Services } from './services.ts';
-import { FAKES_SCRIPT, localUpstreamsPlan } from './local-upstreams.ts';
-import { argumentsOf, mergeEntries, mergeWorkerEntries, readProcfile, type ProcfileEntry } from './procfile.ts';
 import { itemFilesStatus } from '../shared/media/item-files.ts';
+import { FAKES_SCRIPT, localUpstreamsPlan } from './local-upstreams.ts';
+import { argumentsOf, mergeEntries, mergeWorkerEntries, type ProcfileEntry, readProcfile } from './procfile.ts';
+import type { Services } from './services.ts';
+import { databaseName, dataDir, dropDatabase, ensureChromium, ensureServices, freePort, recreateDatabase, repoRoot } from './services.ts';
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
 const COLORS = [36, 33, 32, 35, 34, 91, 92, 93, 94, 95, 96];
@@ -54,7 +54,6 @@ function childEnv(services: Services, extra: Record<string, string> = {}): Recor
   env.MIMALLOC_PURGE_DELAY ??= '0';
   return { ...env, ...extra };
 }
-
 
 /** Per-test limit of `npm test` (bunfig.toml says the same for a plain `bun test`). */
 const TEST_TIMEOUT_MS = 30_000;
@@ -218,10 +217,7 @@ function spawnEntry(entry: ProcfileEntry, prefix: string, env: Record<string, st
     stderr: 'pipe',
     detached: true,
   });
-  const output = Promise.all([
-    pipeLines(proc.stdout, prefix, process.stdout),
-    pipeLines(proc.stderr, prefix, process.stderr),
-  ]).catch(() => undefined);
+  const output = Promise.all([pipeLines(proc.stdout, prefix, process.stdout), pipeLines(proc.stderr, prefix, process.stderr)]).catch(() => undefined);
   return { name: entry.name, proc, output, done: false };
 }
 
@@ -346,7 +342,8 @@ async function start(services: Services, options: { procfile: boolean }): Promis
     const fakes = argumentsOf(entry, FAKES_SCRIPT) ?? [];
     if (fakes.includes('steam-fake')) await waitForHttp(`http://127.0.0.1:${env.STEAM_FAKE_PORT}/openid/login`, 30_000);
     if (fakes.includes('image-fake')) await waitForHttp(`http://127.0.0.1:${env.IMAGE_FAKE_PORT}/_control/requests`, 30_000);
-    if (fakes.includes('simulator')) await waitForHttp(`http://127.0.0.1:${env.SIMULATOR_PORT}/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=x`, 30_000);
+    if (fakes.includes('simulator'))
+      await waitForHttp(`http://127.0.0.1:${env.SIMULATOR_PORT}/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=x`, 30_000);
   }
 
   const port = process.env.PORT || '3000';
@@ -440,9 +437,7 @@ async function main(): Promise<void> {
           const args = rest.some((arg) => arg.startsWith('--timeout')) ? rest : ['--timeout', String(TEST_TIMEOUT_MS), ...rest];
           // A JUnit report on the side (bun's console reporter still prints) gives the summary's
           // per-file times; a caller's own --reporter… wins, and then only the total time is printed.
-          const junitFile = rest.some((arg) => arg.startsWith('--reporter'))
-            ? undefined
-            : path.join(os.tmpdir(), `npm-test-${process.pid}.junit.xml`);
+          const junitFile = rest.some((arg) => arg.startsWith('--reporter')) ? undefined : path.join(os.tmpdir(), `npm-test-${process.pid}.junit.xml`);
           const reportArgs = junitFile ? ['--reporter=junit', `--reporter-outfile=${junitFile}`] : [];
           log(`running: bun test ${args.join(' ')}`.trimEnd());
           const startedAt = performance.now();

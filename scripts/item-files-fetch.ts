@@ -2,9 +2,9 @@
 // ITEM_ASSETS_URL into ITEM_FILES_DIR, replacing stand-ins; see docs/operations.md "Real 3D item
 // files". Needs no services, so it runs with plain bun; never run by `npm start` or the tests.
 import { parseArgs } from 'node:util';
-import { loadConfigOrExit } from '../shared/platform/config.ts';
-import { FETCH_DEFAULTS, fetchItemFiles, formatProgress, formatSummary, type FetchKind, type FetchProgress } from '../shared/media/fetch-item-files.ts';
+import { FETCH_DEFAULTS, type FetchKind, type FetchProgress, fetchItemFiles, formatProgress, formatSummary } from '../shared/media/fetch-item-files.ts';
 import { itemFilePaths } from '../shared/media/item-files.ts';
+import { loadConfigOrExit } from '../shared/platform/config.ts';
 
 const HELP = `npm run item-files:fetch -- [options]
 

@@ -137,10 +137,7 @@ export function redactUrl(url: string): string {
 // ---------------------------------------------------------------------------
 // binaries and apt
 
-const PG_TOOLS = new Set([
-  'initdb', 'pg_ctl', 'postgres', 'psql', 'pg_isready', 'createdb', 'dropdb',
-  'pg_dump', 'pg_restore', 'pg_controldata',
-]);
+const PG_TOOLS = new Set(['initdb', 'pg_ctl', 'postgres', 'psql', 'pg_isready', 'createdb', 'dropdb', 'pg_dump', 'pg_restore', 'pg_controldata']);
 
 function isExecutable(file: string): boolean {
   try {
@@ -247,8 +244,18 @@ function quoteIdent(name: string): string {
 }
 
 const PG_CONNECTION_ERRORS = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
-  'ENOENT', 'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENOENT',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
 ]);
 
 function maintenanceClient(url: string): postgres.Sql {
@@ -405,8 +412,7 @@ async function startLocalPostgres(dbName: string, log: Log): Promise<{ url: stri
     const access = await run(asUser(['test', '-w', pgData, '-a', '-w', runDir]));
     if (access.code !== 0) {
       throw new Error(
-        `user "${user.name}" cannot write to ${pgData} / ${runDir}; ` +
-          `every parent directory of the repository must be traversable (o+x) by that user`,
+        `user "${user.name}" cannot write to ${pgData} / ${runDir}; every parent directory of the repository must be traversable (o+x) by that user`,
       );
     }
   }
@@ -416,10 +422,7 @@ async function startLocalPostgres(dbName: string, log: Log): Promise<{ url: stri
       throw new Error(`${pgData} is not empty but holds no initialised cluster; remove it and retry`);
     }
     log(`initialising project-local Postgres cluster in .data/postgres (${initdb})`);
-    await runChecked(
-      asUser([initdb, '-D', pgData, '--auth=trust', '-U', 'postgres', '--encoding=UTF8', `--locale=${initdbLocale()}`]),
-      'initdb',
-    );
+    await runChecked(asUser([initdb, '-D', pgData, '--auth=trust', '-U', 'postgres', '--encoding=UTF8', `--locale=${initdbLocale()}`]), 'initdb');
   }
 
   let port: number | null = null;
@@ -597,8 +600,23 @@ async function startLocalRedis(dbPath: string, log: Log): Promise<{ url: string;
     log(`starting project-local Redis on 127.0.0.1:${port} (dir .data/redis)`);
     // prettier-ignore
     const r = await run([
-      bin, '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-      '--dir', dir, '--daemonize', 'yes', '--pidfile', pidFile, '--logfile', logFile,
+      bin,
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--daemonize',
+      'yes',
+      '--pidfile',
+      pidFile,
+      '--logfile',
+      logFile,
     ]);
     if (r.code !== 0) {
       throw new Error(`redis-server failed to start (exit ${r.code}):\n${r.output}\n--- .data/redis/redis.log ---\n${tailFile(logFile)}`);

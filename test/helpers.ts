@@ -1,21 +1,21 @@
-import { Writable } from 'node:stream';
-import pino from 'pino';
-import type { FetchContext } from '../shared/sources/types.ts';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import type { AnyElysia } from 'elysia';
+import pino from 'pino';
 import postgres from 'postgres';
 import { createApp } from '../api/app.ts';
-import { createDeps, type AppDeps } from '../api/deps.ts';
-import { parseConfig, type Config } from '../shared/platform/config.ts';
-import { createLogger } from '../shared/platform/logger.ts';
-import type { Sql } from '../shared/platform/db.ts';
+import { type AppDeps, createDeps } from '../api/deps.ts';
 import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 import { fxFreshness } from '../shared/health/fx.ts';
-import { migrate } from '../shared/platform/migrate.ts';
 import type { Scope } from '../shared/http/scopes.ts';
 import { adminCreateKey, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import type { Tier } from '../shared/identity/workspaces.ts';
-import { startImageFake, type ImageFake } from './fakes/images/server.ts';
+import { type Config, parseConfig } from '../shared/platform/config.ts';
+import type { Sql } from '../shared/platform/db.ts';
+import { createLogger } from '../shared/platform/logger.ts';
+import { migrate } from '../shared/platform/migrate.ts';
+import type { FetchContext } from '../shared/sources/types.ts';
+import { type ImageFake, startImageFake } from './fakes/images/server.ts';
 
 /**
  * Test harness: a real app over the real Postgres and Redis that `npm test` prepared
@@ -53,7 +53,16 @@ export function sharedImageFake(): ImageFake {
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const images = sharedImageFake().url;
   // Suites write prices straight into Postgres, so the per-process item price cache is off unless asked for.
-  return parseConfig({ ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', TRUST_PROXY: 'true', PRICE_CACHE_MS: '0', STEAM_IMAGE_URL: images, ITEM_ASSETS_URL: images, ...overrides });
+  return parseConfig({
+    ...process.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    TRUST_PROXY: 'true',
+    PRICE_CACHE_MS: '0',
+    STEAM_IMAGE_URL: images,
+    ITEM_ASSETS_URL: images,
+    ...overrides,
+  });
 }
 
 export type TestApp = {
@@ -84,9 +93,7 @@ export function createTestApp(
       const { json, ...rest } = init;
       const headers = new Headers(rest.headers);
       if (json !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
-      return app.handle(
-        new Request(`http://localhost${path}`, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body }),
-      );
+      return app.handle(new Request(`http://localhost${path}`, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body }));
     },
     close: () => deps.close(),
   };
@@ -148,7 +155,9 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
   }
 }
 
-export async function errorOf(response: Response): Promise<{ code: string; message: string; request_id: string; details?: { field: string; message: string; code?: string }[] }> {
+export async function errorOf(
+  response: Response,
+): Promise<{ code: string; message: string; request_id: string; details?: { field: string; message: string; code?: string }[] }> {
   const body = (await response.json()) as { error: { code: string; message: string; request_id: string } };
   return body.error;
 }
@@ -186,7 +195,20 @@ export async function scratchTestApp(options: Parameters<typeof createTestApp>[0
  */
 export async function seedFreshFxRates(sql: Sql, at: Date = new Date()): Promise<void> {
   if ((await fxFreshness(sql, at)).status === 'fresh') return;
-  await saveRateDays(sql, [{ date: at.toISOString().slice(0, 10), rates: new Map([['USD', '1.0834'], ['GBP', '0.84290'], ['JPY', '162.41']]) }], at);
+  await saveRateDays(
+    sql,
+    [
+      {
+        date: at.toISOString().slice(0, 10),
+        rates: new Map([
+          ['USD', '1.0834'],
+          ['GBP', '0.84290'],
+          ['JPY', '162.41'],
+        ]),
+      },
+    ],
+    at,
+  );
   await recordFxSuccess(sql, at, 0);
 }
 

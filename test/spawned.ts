@@ -24,12 +24,16 @@ export function spawnedProcesses() {
 
 /** Resolves once `url` answers at all (any status), within 30 s. */
 export async function waitForHttp(url: string): Promise<void> {
-  await eventually(async () => {
-    try {
-      await fetch(url, { signal: AbortSignal.timeout(1_000) });
-      return true;
-    } catch {
-      return undefined;
-    }
-  }, 30_000, 100);
+  await eventually(
+    async () => {
+      try {
+        await fetch(url, { signal: AbortSignal.timeout(1_000) });
+        return true;
+      } catch {
+        return undefined;
+      }
+    },
+    30_000,
+    100,
+  );
 }

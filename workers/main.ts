@@ -1,9 +1,10 @@
 // Usage: bun workers/main.ts <pool> [<pool> …]   (Procfile entries run one pool each)
+
+import { POOLS, type Pool } from '../shared/jobs/queues.ts';
+import { collectProcessMetrics } from '../shared/metrics/registry.ts';
 import { loadConfigOrExit } from '../shared/platform/config.ts';
 import { createLogger } from '../shared/platform/logger.ts';
-import { collectProcessMetrics } from '../shared/metrics/registry.ts';
-import { POOLS, type Pool } from '../shared/jobs/queues.ts';
-import { startMetricsServer, workerMetricsPort, type MetricsServer } from './metrics-server.ts';
+import { type MetricsServer, startMetricsServer, workerMetricsPort } from './metrics-server.ts';
 import { loadPools } from './pools.ts';
 import { startPools } from './runtime.ts';
 
@@ -20,7 +21,13 @@ const running = await startPools(await loadPools(names as Pool[]), config, log);
 collectProcessMetrics(running.metrics);
 let metricsServer: MetricsServer;
 try {
-  metricsServer = startMetricsServer({ registry: running.metrics, port: workerMetricsPort(config, names as Pool[]), hostname: config.WORKER_METRICS_HOST, token: config.METRICS_TOKEN, log });
+  metricsServer = startMetricsServer({
+    registry: running.metrics,
+    port: workerMetricsPort(config, names as Pool[]),
+    hostname: config.WORKER_METRICS_HOST,
+    token: config.METRICS_TOKEN,
+    log,
+  });
 } catch (error) {
   // Not a busy port (that falls back to a free one): a port this process may not use, say.
   log.fatal({ err: error }, 'cannot serve metrics; check WORKER_METRICS_PORT');

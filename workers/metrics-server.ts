@@ -1,10 +1,10 @@
-import type { Config } from '../shared/platform/config.ts';
 import { ApiError, errorBody } from '../shared/http/errors.ts';
 import { credentialOf, tokenCheck } from '../shared/identity/operator-tokens.ts';
-import { newId } from '../shared/util/ids.ts';
-import type { Logger } from '../shared/platform/logger.ts';
-import type { Registry } from '../shared/metrics/registry.ts';
 import { POOLS, type Pool } from '../shared/jobs/queues.ts';
+import type { Registry } from '../shared/metrics/registry.ts';
+import type { Config } from '../shared/platform/config.ts';
+import type { Logger } from '../shared/platform/logger.ts';
+import { newId } from '../shared/util/ids.ts';
 
 /** The first default port; each pool's is this plus its position in POOLS (docs/operations.md "Metrics"). */
 export const WORKER_METRICS_BASE_PORT = 9464;
@@ -43,7 +43,9 @@ export function startMetricsServer(options: { registry: Registry; port: number; 
       return errorResponse(new ApiError(405, 'method_not_allowed', 'GET /metrics only.', undefined, { allow: 'GET, HEAD' }));
     }
     if (token !== undefined && !matches(credentialOf(request.headers.get('authorization')))) {
-      return errorResponse(new ApiError(401, 'unauthorized', 'Metrics need Authorization: Bearer <METRICS_TOKEN>.', undefined, { 'www-authenticate': 'Bearer realm="metrics"' }));
+      return errorResponse(
+        new ApiError(401, 'unauthorized', 'Metrics need Authorization: Bearer <METRICS_TOKEN>.', undefined, { 'www-authenticate': 'Bearer realm="metrics"' }),
+      );
     }
     return new Response(await registry.metrics(), { headers: { 'content-type': registry.contentType, 'cache-control': 'no-store' } });
   };

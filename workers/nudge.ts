@@ -1,5 +1,5 @@
-import type { Logger } from '../shared/platform/logger.ts';
 import { enqueue } from '../shared/jobs/queues.ts';
+import type { Logger } from '../shared/platform/logger.ts';
 import type { PoolContext } from './pool.ts';
 
 /**
@@ -10,10 +10,16 @@ import type { PoolContext } from './pool.ts';
  * a pool has no side effects), and a failed LISTEN is tried again by the next job while the job's
  * schedule covers the time between.
  */
-export function nudgeOnNotify(context: PoolContext, log: Logger, nudge: { channel: string; job: 'webhooks.dispatch' | 'prices.stream_relay'; jobId: string }): () => void {
+export function nudgeOnNotify(
+  context: PoolContext,
+  log: Logger,
+  nudge: { channel: string; job: 'webhooks.dispatch' | 'prices.stream_relay'; jobId: string },
+): () => void {
   let listening: Promise<unknown> | null = null;
   const wake = () => {
-    enqueue(context.queue, nudge.job, {}, { jobId: nudge.jobId }).catch((error: Error) => log.warn({ err: error.message, job: nudge.job }, 'could not nudge a job after a notification'));
+    enqueue(context.queue, nudge.job, {}, { jobId: nudge.jobId }).catch((error: Error) =>
+      log.warn({ err: error.message, job: nudge.job }, 'could not nudge a job after a notification'),
+    );
   };
   return () => {
     if (listening !== null) return;

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Metric } from 'prom-client';
-import type { Config } from '../shared/platform/config.ts';
 import type { Enqueue, JobHandlers, JobName, JobSchedule, Pool, StartupJob } from '../shared/jobs/queues.ts';
+import type { Config } from '../shared/platform/config.ts';
 import type { WorkerResources } from '../shared/platform/resources.ts';
 
 /** What a pool's module receives: the process's resources and its queues, never a request context. */

@@ -1,18 +1,31 @@
 import { hostname } from 'node:os';
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { type Job, Queue, UnrecoverableError, Worker } from 'bullmq';
 import { ZodError } from 'zod';
+import { deleteHeartbeat, HEARTBEAT_INTERVAL_MS, upsertHeartbeat } from '../shared/health/heartbeats.ts';
+import {
+  checkHandlers,
+  type Enqueue,
+  enqueue as enqueueOn,
+  enqueueStartupJob,
+  JOBS,
+  type JobName,
+  type JobPayload,
+  type JobSchedule,
+  type Pool,
+  parseJobPayload,
+  queueName,
+  upsertSchedule,
+} from '../shared/jobs/queues.ts';
+import { type JobMetrics, type JobOutcome, jobMetrics } from '../shared/metrics/jobs.ts';
+import { registerQueueDepth } from '../shared/metrics/queues.ts';
+import { Registry } from '../shared/metrics/registry.ts';
 import type { Config } from '../shared/platform/config.ts';
 import { createSql } from '../shared/platform/db.ts';
-import { deleteHeartbeat, HEARTBEAT_INTERVAL_MS, upsertHeartbeat } from '../shared/health/heartbeats.ts';
-import { newId } from '../shared/util/ids.ts';
 import { runWithLogContext } from '../shared/platform/log-context.ts';
 import type { Logger } from '../shared/platform/logger.ts';
 import { MemoryReleaser } from '../shared/platform/memory.ts';
-import { jobMetrics, type JobMetrics, type JobOutcome } from '../shared/metrics/jobs.ts';
-import { registerQueueDepth } from '../shared/metrics/queues.ts';
-import { Registry } from '../shared/metrics/registry.ts';
-import { checkHandlers, enqueue as enqueueOn, enqueueStartupJob, JOBS, parseJobPayload, queueName, upsertSchedule, type Enqueue, type JobName, type JobPayload, type JobSchedule, type Pool } from '../shared/jobs/queues.ts';
 import { createRequestRedis, createWorkerRedis } from '../shared/platform/redis.ts';
+import { newId } from '../shared/util/ids.ts';
 import type { PoolDefinition } from './pool.ts';
 
 /**
@@ -87,7 +100,9 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
     for (const { pool, queue, schedules, log: poolLog } of scheduled) {
       Promise.all(schedules.map((schedule) => upsertSchedule(queue, schedule)))
         .then(() => poolLog.info({ pool, schedules: schedules.map((schedule) => schedule.id) }, 'redis reconnected: job schedulers restored'))
-        .catch((error: Error) => poolLog.warn({ err: error.message }, 'redis reconnected but the job schedulers could not be restored; the next reconnect tries again'));
+        .catch((error: Error) =>
+          poolLog.warn({ err: error.message }, 'redis reconnected but the job schedulers could not be restored; the next reconnect tries again'),
+        );
     }
   });
   const metrics = new Registry();
@@ -136,7 +151,12 @@ export async function startPools(definitions: PoolDefinition[], config: Config, 
           const scheduledAt = new Date(job.timestamp + (job.opts.delay ?? 0));
           return handler(payload as never, { jobId: job.id, attempt: job.attemptsMade + 1, scheduledAt });
         }),
-        { connection, prefix: config.QUEUE_PREFIX, concurrency: typeof definition.concurrency === 'function' ? definition.concurrency(config) : (definition.concurrency ?? 1), autorun: true },
+        {
+          connection,
+          prefix: config.QUEUE_PREFIX,
+          concurrency: typeof definition.concurrency === 'function' ? definition.concurrency(config) : (definition.concurrency ?? 1),
+          autorun: true,
+        },
       );
       worker.on('error', (error) => poolLog.error({ err: error.message }, 'worker error'));
       worker.on('failed', (job, error) => poolLog.warn({ job_id: job?.id, job_name: job?.name, err: error.message }, 'job failed'));

@@ -1,14 +1,14 @@
 import { Elysia } from 'elysia';
 import { insertAuditEvent } from '../../shared/audit/events.ts';
 import { errors } from '../../shared/http/errors.ts';
-import { hashKey, type ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
 import { operation as findOperation, type OperationId } from '../../shared/http/operations.ts';
 import { grantsScope } from '../../shared/http/scopes.ts';
+import { type ApiKeyPrincipal, hashKey } from '../../shared/identity/api-keys.ts';
 import { budgetsFor } from '../../shared/usage/budgets.ts';
-import { rateLimitHeaders, type DebitResult } from '../../shared/usage/metering.ts';
+import { type DebitResult, rateLimitHeaders } from '../../shared/usage/metering.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses } from '../openapi.ts';
-import { requestIdOf, type FailedRequest } from './errors.ts';
+import { type FailedRequest, requestIdOf } from './errors.ts';
 
 const KEY_MAX_LENGTH = 200;
 
@@ -23,7 +23,14 @@ export type ApiKeyPluginDeps = Pick<AppDeps, 'sql' | 'log' | 'keys' | 'meter' | 
  * session (POST /v2/gameplatform/accounts/connect) and so cannot use the macro, which requires a key.
  */
 export function apiKeyAuthenticator(deps: ApiKeyPluginDeps) {
-  async function recordDenial(principal: ApiKeyPrincipal, operationId: string, status: number, reason: string, requestId: string, extra: Record<string, unknown> = {}) {
+  async function recordDenial(
+    principal: ApiKeyPrincipal,
+    operationId: string,
+    status: number,
+    reason: string,
+    requestId: string,
+    extra: Record<string, unknown> = {},
+  ) {
     try {
       await insertAuditEvent(deps.sql, {
         workspaceId: principal.workspace.id,
@@ -125,7 +132,6 @@ export function apiKeyPlugin(deps: ApiKeyPluginDeps) {
       // Only members of the context, never the context itself: Elysia reads which members a hook
       // uses from its source, and a hook that takes the whole context makes every request of the
       // route parse its cookies and query for it.
-
     }),
   });
 }

@@ -1,5 +1,5 @@
-import { Elysia, type AnyElysia } from 'elysia';
-import { ApiError, errorBody, type ErrorDetail } from '../../shared/http/errors.ts';
+import { type AnyElysia, Elysia } from 'elysia';
+import { ApiError, type ErrorDetail, errorBody } from '../../shared/http/errors.ts';
 import type { Logger } from '../../shared/platform/logger.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -33,7 +33,17 @@ function validationDetails(error: unknown): ErrorDetail[] {
   }
 }
 
-const connectionErrorCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', '57P01', '57P03', '53300']);
+const connectionErrorCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  '57P01',
+  '57P03',
+  '53300',
+]);
 
 function isDatabaseUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
@@ -81,13 +91,13 @@ export function errorsPlugin(log: Logger, options: { onFailure?: (request: Faile
       // A response that fails its own schema is our bug, not the client's: it falls through to the 500.
       else if (code === 'VALIDATION' && (error as { type?: string }).type !== 'response') {
         apiError = new ApiError(400, 'invalid_request', 'The request is invalid.', validationDetails(error));
-      }
-      else if (code === 'PARSE') apiError = new ApiError(400, 'malformed_json', 'The request body could not be parsed.');
+      } else if (code === 'PARSE') apiError = new ApiError(400, 'malformed_json', 'The request body could not be parsed.');
       else if (code === 'NOT_FOUND') apiError = new ApiError(404, 'not_found', 'No such route.');
       else if (isDatabaseUnavailable(error)) {
         log.error({ err: error, request_id: requestId }, 'database unavailable');
         apiError = new ApiError(503, 'database_unavailable', 'The database is unavailable; retry shortly.');
-      } else if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') apiError = new ApiError(400, 'invalid_request', 'The request is invalid.');
+      } else if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE')
+        apiError = new ApiError(400, 'invalid_request', 'The request is invalid.');
       else {
         log.error({ err: error, request_id: requestId, method: request.method, path: new URL(request.url).pathname }, 'unhandled error');
         apiError = new ApiError(500, 'internal_error', 'Something went wrong on our side; the request id identifies it.');

@@ -1,8 +1,7 @@
 import { Elysia, ElysiaCustomStatusResponse, status } from 'elysia';
 import { insertAuditEvent } from '../../shared/audit/events.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
-import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
-import type { SessionPrincipal } from '../../shared/identity/sessions.ts';
+import type { OperationId } from '../../shared/http/operations.ts';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -10,7 +9,8 @@ import {
   releaseIdempotencyKey,
   requestFingerprint,
 } from '../../shared/idempotency/records.ts';
-import type { OperationId } from '../../shared/http/operations.ts';
+import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import type { SessionPrincipal } from '../../shared/identity/sessions.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses } from '../openapi.ts';
 import { requestIdOf } from './errors.ts';
@@ -68,7 +68,9 @@ export function idempotencyPlugin(deps: IdempotencyPluginDeps) {
           return { idempotency: null as Claim | null };
         }
         if (!IDEMPOTENCY_KEY_PATTERN.test(key)) {
-          throw errors.invalidRequest('Idempotency-Key must be 1 to 255 visible ASCII characters.', [{ field: 'header.idempotency-key', message: 'invalid format' }]);
+          throw errors.invalidRequest('Idempotency-Key must be 1 to 255 visible ASCII characters.', [
+            { field: 'header.idempotency-key', message: 'invalid format' },
+          ]);
         }
         const claim: Claim = { workspaceId, operation: options.operation, key, settled: false };
         const fingerprint = requestFingerprint({ method: request.method, path: pathWithQuery(request.url), body });
@@ -108,9 +110,7 @@ export function idempotencyPlugin(deps: IdempotencyPluginDeps) {
       async afterResponse(context) {
         const claim = (context as { idempotency?: Claim | null }).idempotency;
         if (!claim || claim.settled) return;
-        await releaseIdempotencyKey(deps.sql, claim).catch((error: Error) =>
-          deps.log.error({ err: error.message }, 'could not release an idempotency claim'),
-        );
+        await releaseIdempotencyKey(deps.sql, claim).catch((error: Error) => deps.log.error({ err: error.message }, 'could not release an idempotency claim'));
       },
     }),
   });

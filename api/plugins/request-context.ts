@@ -52,7 +52,10 @@ export function requestContextPlugin(deps: { log: Logger; metrics: { http: HttpR
     const ms = performance.now() - arrived;
     metrics.observe(request.method, route, status, ms / 1000);
     if (accessLog) {
-      log.debug({ request_id: set.headers['x-request-id'], method: request.method, path: new URL(request.url).pathname, status, ms: Math.round(ms * 10) / 10 }, 'request');
+      log.debug(
+        { request_id: set.headers['x-request-id'], method: request.method, path: new URL(request.url).pathname, status, ms: Math.round(ms * 10) / 10 },
+        'request',
+      );
     }
   };
   return new Elysia({ name: 'request-context' })

@@ -1,18 +1,25 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { AUDIT_EXPORT_STATES, checkExportRange, isDownloadable, toAuditExportJob, type AuditExportPosition, type AuditExportRow } from '../../shared/audit/exports-model.ts';
+import { checkDownloadSignature, signDownloadUrl } from '../../shared/audit/exports-download.ts';
+import {
+  AUDIT_EXPORT_STATES,
+  type AuditExportPosition,
+  type AuditExportRow,
+  checkExportRange,
+  isDownloadable,
+  toAuditExportJob,
+} from '../../shared/audit/exports-model.ts';
 import { findAuditExport, findAuditExportById, listAuditExports } from '../../shared/audit/exports-repository.ts';
 import { createAuditExport, enqueueAuditExport } from '../../shared/audit/exports-service.ts';
-import { checkDownloadSignature, signDownloadUrl } from '../../shared/audit/exports-download.ts';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { errors } from '../../shared/http/errors.ts';
 import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
-import { signedDownload, signedUrlQuery } from '../signed-download.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
 import { requestIdOf } from '../plugins/errors.ts';
-import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
+import { type IdempotencyPluginDeps, idempotencyPlugin } from '../plugins/idempotency.ts';
+import { signedDownload, signedUrlQuery } from '../signed-download.ts';
 
 const createBody = z
   .object({
@@ -122,7 +129,7 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
         detail: {
           summary: 'Export the audit events of a time range',
           description: [
-            'Records an export of the workspace\'s audit events with `from` ≤ occurred_at < `to` and answers 201 with the job (`state: queued`). A worker writes the events, redacted as in GET /v2/audit/events, as gzip-compressed NDJSON and marks the job `completed` with `event_count`, `bytes`, `sha256` and `expires_at` (files are kept `EXPORT_RETENTION_HOURS`, default 24), or `failed` with `failure_reason` after `EXPORT_MAX_ATTEMPTS` (default 3). Read GET /v2/audit/exports/{export_id} for the download URL.',
+            "Records an export of the workspace's audit events with `from` ≤ occurred_at < `to` and answers 201 with the job (`state: queued`). A worker writes the events, redacted as in GET /v2/audit/events, as gzip-compressed NDJSON and marks the job `completed` with `event_count`, `bytes`, `sha256` and `expires_at` (files are kept `EXPORT_RETENTION_HOURS`, default 24), or `failed` with `failure_reason` after `EXPORT_MAX_ATTEMPTS` (default 3). Read GET /v2/audit/exports/{export_id} for the download URL.",
             'Requires an `Idempotency-Key`.',
             'Errors: 400 `invalid_request` (`from` not before `to`, `to` in the future, more than 32 days apart), 400 `idempotency_key_required`, 409 `idempotency_key_reused` or `idempotency_key_in_use`.',
           ].join('\n\n'),
@@ -146,11 +153,15 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
         operation: 'audit_exports.list',
         query: listQuery,
         response: { 200: z.object({ data: z.array(jobSchema), next_cursor: z.string().nullable() }) },
-        detail: { summary: 'Audit export jobs, newest first', description: [
+        detail: {
+          summary: 'Audit export jobs, newest first',
+          description: [
             'Export jobs of the workspace, newest first, optionally only those in `state`; a completed, unexpired job carries a newly signed `download_url`.',
             '`limit` 1 to 100 (default 25).',
             'Errors: 400 `invalid_cursor`.',
-          ].join('\n\n'), tags: ['audit'] },
+          ].join('\n\n'),
+          tags: ['audit'],
+        },
       },
     )
     .get(
@@ -165,27 +176,32 @@ export function auditExportRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' |
         operation: 'audit_exports.get',
         params: exportParams,
         response: { 200: jobSchema },
-        detail: { summary: 'One audit export job', description: [
+        detail: {
+          summary: 'One audit export job',
+          description: [
             'One export job. Every read of a completed, unexpired job signs a new `download_url`, valid for 5 minutes (`download_url_expires_at`), that works without an API key.',
             'Errors: 404 `not_found` (no such export in your workspace).',
-          ].join('\n\n'), tags: ['audit'], responses: routeResponses({}, 404) },
-      },
-    )
-    .get(
-      '/v2/audit/exports/:export_id/download',
-      async ({ params, query }) => download(params.export_id, query),
-      {
-        params: downloadParams,
-        query: signedUrlQuery,
-        detail: {
-          summary: 'Download a finished audit export',
-          description: [
-            'The export file as stored: gzip-compressed NDJSON, one audit event per line, sent as `application/gzip` without `Content-Encoding`, so the bytes saved are the ones `bytes` and `sha256` describe (the `ETag` is the SHA-256). The signed URL from GET /v2/audit/exports/{export_id} (`expires`, `signature`) is the only credential.',
-            'Errors: 403 `invalid_download_url`, 403 `download_url_expired` (read the export again for a new URL), 404 `not_found` (the file is past its retention).',
           ].join('\n\n'),
           tags: ['audit'],
-          responses: routeResponses({ 200: 'The export file as stored (application/gzip, NDJSON inside; no Content-Encoding): the bytes `bytes` and `sha256` describe' }, 403, 404),
+          responses: routeResponses({}, 404),
         },
       },
-    );
+    )
+    .get('/v2/audit/exports/:export_id/download', async ({ params, query }) => download(params.export_id, query), {
+      params: downloadParams,
+      query: signedUrlQuery,
+      detail: {
+        summary: 'Download a finished audit export',
+        description: [
+          'The export file as stored: gzip-compressed NDJSON, one audit event per line, sent as `application/gzip` without `Content-Encoding`, so the bytes saved are the ones `bytes` and `sha256` describe (the `ETag` is the SHA-256). The signed URL from GET /v2/audit/exports/{export_id} (`expires`, `signature`) is the only credential.',
+          'Errors: 403 `invalid_download_url`, 403 `download_url_expired` (read the export again for a new URL), 404 `not_found` (the file is past its retention).',
+        ].join('\n\n'),
+        tags: ['audit'],
+        responses: routeResponses(
+          { 200: 'The export file as stored (application/gzip, NDJSON inside; no Content-Encoding): the bytes `bytes` and `sha256` describe' },
+          403,
+          404,
+        ),
+      },
+    });
 }

@@ -1,16 +1,16 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { text } from '../../shared/http/validation.ts';
 import { COMPAT_WANTED_SECONDS, CompatDocuments, compatContext, compatWantedKey, currencyStamp } from '../../shared/compat/documents.ts';
 import { COMPAT_BUILDERS, COMPAT_ROUTES, type CompatRoute } from '../../shared/compat/registry.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
+import { text } from '../../shared/http/validation.ts';
 import { latestCurrencyTable } from '../../shared/prices/currency.ts';
 import type { EncodedBody, LazyEncodedBody } from '../../shared/prices/public-document.ts';
 import { ifNoneMatchMatches, negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { sharedBodyStream } from '../plugins/download-slots.ts';
-import { publicRateLimitPlugin, type PublicRateLimitPluginDeps } from '../plugins/public-rate-limit.ts';
+import { type PublicRateLimitPluginDeps, publicRateLimitPlugin } from '../plugins/public-rate-limit.ts';
 
 const WANTED_RENEW_MS = 60_000;
 /** Bodies larger than this are streamed from the kept bytes rather than copied into the response. */
@@ -95,7 +95,11 @@ export function compatRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'p
     if (coding !== 'identity') headers['content-encoding'] = coding;
     const bytes = coding === 'identity' ? body.json : 'encoded' in body ? await body.encoded(coding) : body[coding];
     // Bun copies a Buffer handed to a Response into every answer; views of the kept bytes are written from them (as the keyless list).
-    if (bytes.length > STREAM_ABOVE_BYTES) return new Response(sharedBodyStream(bytes, request.signal, () => undefined), { status: 200, headers });
+    if (bytes.length > STREAM_ABOVE_BYTES)
+      return new Response(
+        sharedBodyStream(bytes, request.signal, () => undefined),
+        { status: 200, headers },
+      );
     return new Response(bytes, { status: 200, headers });
   }
 

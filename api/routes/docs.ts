@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ElysiaOpenAPIConfig } from '@elysiajs/openapi/types';
 import { ScalarRender } from '@elysiajs/openapi/scalar';
+import type { ElysiaOpenAPIConfig } from '@elysiajs/openapi/types';
 import { Elysia } from 'elysia';
 
 /**
@@ -51,10 +51,7 @@ const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => 
  */
 export function docsRoutes(buildDocument: () => object, page: { title: string; description: string; version: string }, publicBaseUrl?: string) {
   let document: object | null = null;
-  const html = ScalarRender(
-    { ...page, title: escapeHtml(page.title), description: escapeHtml(page.description) },
-    { ...docsPageScalar, url: '/openapi.json' },
-  );
+  const html = ScalarRender({ ...page, title: escapeHtml(page.title), description: escapeHtml(page.description) }, { ...docsPageScalar, url: '/openapi.json' });
   return new Elysia({ name: 'docs-routes' })
     .get(
       '/openapi.json',
@@ -63,7 +60,12 @@ export function docsRoutes(buildDocument: () => object, page: { title: string; d
         const url = publicBaseUrl?.replace(/\/+$/, '') ?? new URL(request.url).origin;
         // `servers` follows `info` as in any OpenAPI document; the paths come after.
         const { openapi, info, ...rest } = document as { openapi: string; info: object };
-        return { openapi, info, servers: [{ url, description: publicBaseUrl ? 'This deployment (PUBLIC_BASE_URL)' : 'The origin this document was fetched from' }], ...rest };
+        return {
+          openapi,
+          info,
+          servers: [{ url, description: publicBaseUrl ? 'This deployment (PUBLIC_BASE_URL)' : 'The origin this document was fetched from' }],
+          ...rest,
+        };
       },
       { detail: { hide: true } },
     )

@@ -1,18 +1,18 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import type { AuditActor } from '../../shared/audit/events.ts';
-import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
-import { connectedAccountSchema, listLiveAccounts, type AccountPosition } from '../../shared/gameplatform/accounts.ts';
-import { disconnectAccount, finishConnect, personaNameFromProfiles, startConnect, type OpenIdSettings } from '../../shared/gameplatform/accounts-service.ts';
-import { removeSteamToken, setSteamToken, STEAM_TOKEN_MAX_LENGTH } from '../../shared/gameplatform/steam-token.ts';
+import { type AccountPosition, connectedAccountSchema, listLiveAccounts } from '../../shared/gameplatform/accounts.ts';
+import { disconnectAccount, finishConnect, type OpenIdSettings, personaNameFromProfiles, startConnect } from '../../shared/gameplatform/accounts-service.ts';
+import { removeSteamToken, STEAM_TOKEN_MAX_LENGTH, setSteamToken } from '../../shared/gameplatform/steam-token.ts';
 import { cancelDraftsOfAccount } from '../../shared/gameplatform/trade-intents.ts';
-import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
-import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import type { OperationId } from '../../shared/http/operations.ts';
 import { integerPathParam, noBody, pageCursor, pageLimit } from '../../shared/http/validation.ts';
+import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses, responseJsonSchema, routeResponses } from '../openapi.ts';
-import { apiKeyAuthenticator, apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { type ApiKeyPluginDeps, apiKeyAuthenticator, apiKeyPlugin } from '../plugins/api-key.ts';
 import { requestMetaPlugin } from '../plugins/request-meta.ts';
 import { authenticateSession, type SessionPluginDeps } from '../plugins/session.ts';
 
@@ -185,13 +185,13 @@ export function gameplatformAccountRoutes(deps: Pick<AppDeps, 'config' | 'sql' |
         query: listQuery,
         detail: {
           summary: 'Connected Steam accounts, newest first',
-          description: [
-            'Steam accounts connected to the workspace, newest first.',
-            '`limit` 1 to 100 (default 25).',
-            'Errors: 400 `invalid_cursor`.',
-          ].join('\n\n'),
+          description: ['Steam accounts connected to the workspace, newest first.', '`limit` 1 to 100 (default 25).', 'Errors: 400 `invalid_cursor`.'].join(
+            '\n\n',
+          ),
           tags: ['game platform'],
-          responses: routeResponses({ 200: { description: 'A page of connected accounts', body: z.object({ data: z.array(connectedAccountSchema), next_cursor: z.string().nullable() }) } }),
+          responses: routeResponses({
+            200: { description: 'A page of connected accounts', body: z.object({ data: z.array(connectedAccountSchema), next_cursor: z.string().nullable() }) },
+          }),
         },
       },
     )

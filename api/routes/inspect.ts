@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { ApiError } from '../../shared/http/errors.ts';
+import { text } from '../../shared/http/validation.ts';
 import {
   CertificateError,
   decodeCertificate,
@@ -12,9 +13,8 @@ import {
   MAX_CERTIFICATE_BYTES,
   parseInspectLink,
 } from '../../shared/inspect/index.ts';
-import { text } from '../../shared/http/validation.ts';
 import { routeResponses } from '../openapi.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
 
 /**
  * docs/design.md §10 "Inspect decode": an inspect link or bare certificate decoded offline (no game
@@ -62,19 +62,17 @@ export function decodeInspectLink(link: string): z.infer<typeof decodeAnswer> {
 }
 
 export function inspectRoutes(deps: ApiKeyPluginDeps) {
-  return new Elysia({ name: 'inspect-routes' })
-    .use(apiKeyPlugin(deps))
-    .post('/v2/inspect/decode', ({ body }) => decodeInspectLink(body.link), {
-      operation: 'inspect.decode',
-      body: decodeBody,
-      detail: {
-        summary: 'Decode an inspect link',
-        description: [
-          'Decodes an inspect link, or a bare item certificate (Steam inventory asset property 6), offline into the item selector (`item` and `state`: pass them unchanged to renders and viewer sessions), the item\'s insights, and the certificate\'s rarity, quality, origin and asset id. Legacy `S…A…D…` / `M…A…D…` links need the game coordinator, which this service does not use: they are refused as `invalid_link`. No Idempotency-Key: decoding is a pure function of the link.',
-          'Errors: 400 `invalid_link`, 400 `invalid_certificate`.',
-        ].join('\n\n'),
-        tags: ['media'],
-        responses: routeResponses({ 200: { description: 'The decoded item: item and state form the item selector', body: decodeAnswer } }),
-      },
-    });
+  return new Elysia({ name: 'inspect-routes' }).use(apiKeyPlugin(deps)).post('/v2/inspect/decode', ({ body }) => decodeInspectLink(body.link), {
+    operation: 'inspect.decode',
+    body: decodeBody,
+    detail: {
+      summary: 'Decode an inspect link',
+      description: [
+        "Decodes an inspect link, or a bare item certificate (Steam inventory asset property 6), offline into the item selector (`item` and `state`: pass them unchanged to renders and viewer sessions), the item's insights, and the certificate's rarity, quality, origin and asset id. Legacy `S…A…D…` / `M…A…D…` links need the game coordinator, which this service does not use: they are refused as `invalid_link`. No Idempotency-Key: decoding is a pure function of the link.",
+        'Errors: 400 `invalid_link`, 400 `invalid_certificate`.',
+      ].join('\n\n'),
+      tags: ['media'],
+      responses: routeResponses({ 200: { description: 'The decoded item: item and state form the item selector', body: decodeAnswer } }),
+    },
+  });
 }

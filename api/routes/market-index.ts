@@ -2,25 +2,25 @@ import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
-import { METHODOLOGIES, METHODOLOGY, ratioText, ROUNDING } from '../../shared/market-index/methodology.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
+import { SEGMENTS } from '../../shared/market/segments.ts';
+import { METHODOLOGIES, METHODOLOGY, ROUNDING, ratioText } from '../../shared/market-index/methodology.ts';
 import {
-  findCalculation,
-  findLatestCalculation,
-  listConstituents,
-  listLevelHistory,
   type Calculation,
   type ConstituentPosition,
+  findCalculation,
+  findLatestCalculation,
   type IndexQuery,
+  listConstituents,
+  listLevelHistory,
 } from '../../shared/market-index/repository.ts';
-import { SEGMENTS } from '../../shared/market/segments.ts';
 import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
-import type { AppDeps } from '../deps.ts';
-import { routeResponses } from '../openapi.ts';
 import { resolveWindow } from '../../shared/prices/history.ts';
 import { windowStart } from '../../shared/util/time.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import type { AppDeps } from '../deps.ts';
+import { routeResponses } from '../openapi.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
 import { marketplaceField, segmentFilterParser, segmentQueryFields } from '../segment-filter.ts';
-import { cursorInstant, dateTime, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
 
 /** History windows: omitted `from` is 30 days before `to` (default now); at most 366 days per request. */
 export const INDEX_HISTORY_DEFAULT_DAYS = 30;
@@ -67,11 +67,13 @@ const publishedCalculation = calculationSummarySchema.extend({
   calculated_at: z.string(),
   previous_calculation_id: z.uuid().nullable(),
   rounding: z.object({ scale: z.number().int(), mode: z.literal(ROUNDING.mode), rule: z.string() }),
-  links: z.object({
-    constituents: z.string(),
-    previous_constituents: z.string().nullable(),
-    history: z.string(),
-  }).describe('Request paths that reproduce the calculation'),
+  links: z
+    .object({
+      constituents: z.string(),
+      previous_constituents: z.string().nullable(),
+      history: z.string(),
+    })
+    .describe('Request paths that reproduce the calculation'),
 });
 const levelHistory = z.object({
   methodology: z.enum(METHODOLOGIES),
@@ -198,7 +200,8 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
             'The newest successful calculation of the `cs2.chain-equal-weight.v1` index (the only `methodology`) at `marketplace`, for the whole marketplace or one `segment` and its `value`: its level, previous level, link factor, constituent count and as-of time, and the inputs it used. Calculations are published with their constituents for `RETENTION_INDEX_VECTORS_DAYS`; older levels are in the history.',
             'Errors: 400 `invalid_request` (an unknown marketplace, segment or value; `value` without `segment` or the reverse), 404 `not_found` (no calculation matches, or the newest is older than the publication window).',
           ].join('\n\n'),
-          tags: ['market'], responses: routeResponses({ 200: { description: 'The calculation', body: publishedCalculation } }, 404),
+          tags: ['market'],
+          responses: routeResponses({ 200: { description: 'The calculation', body: publishedCalculation } }, 404),
         },
       },
     )
@@ -303,7 +306,8 @@ export function marketIndexRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> 
             '`limit` 1 to 1000 (default 100).',
             'Errors: 400 `invalid_cursor`, 404 `not_found` (no successful calculation has this id), 410 `constituents_expired` (constituents are kept `RETENTION_INDEX_VECTORS_DAYS` after a calculation).',
           ].join('\n\n'),
-          tags: ['market'], responses: routeResponses({ 200: { description: 'One page of constituents', body: constituentsPage } }, 404, 410),
+          tags: ['market'],
+          responses: routeResponses({ 200: { description: 'One page of constituents', body: constituentsPage } }, 404, 410),
         },
       },
     );

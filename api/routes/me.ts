@@ -1,14 +1,14 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
-import { TIERS } from '../../shared/identity/workspaces.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { unitWeights } from '../../shared/http/operations.ts';
 import { SCOPES } from '../../shared/http/scopes.ts';
+import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import { TIERS } from '../../shared/identity/workspaces.ts';
 import type { CounterRow, WindowState } from '../../shared/usage/metering.ts';
-import { errors } from '../../shared/http/errors.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
 
 const principalRecord = z.object({
   workspace: z.object({ id: z.uuid(), name: z.string(), tier: z.enum(['free', 'pro', 'enterprise']) }),
@@ -97,7 +97,7 @@ export function meRoutes(deps: Pick<AppDeps, 'meter' | 'now'> & ApiKeyPluginDeps
         detail: {
           summary: 'Budgets, unit weights and the calling key’s counters',
           description: [
-            'The workspace\'s per-minute and per-UTC-day budgets after this request\'s own unit (`limit`, `used`, `remaining`, `resets_at`), the calling key\'s counters for the current UTC day per operation (`requests`, `units`, `errors`), and `unit_weights`: the units every keyed operation costs, by operation id (the operation ids of this document).',
+            "The workspace's per-minute and per-UTC-day budgets after this request's own unit (`limit`, `used`, `remaining`, `resets_at`), the calling key's counters for the current UTC day per operation (`requests`, `units`, `errors`), and `unit_weights`: the units every keyed operation costs, by operation id (the operation ids of this document).",
             'Errors: 503 `usage_unavailable` (the counters cannot be read).',
           ].join('\n\n'),
           tags: ['identity'],

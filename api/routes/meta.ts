@@ -3,10 +3,10 @@ import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { currencyList } from '../../shared/fx/currencies.ts';
 import { capabilities, capabilitySchema } from '../../shared/http/capabilities.ts';
-import { latestCurrencyTable } from '../../shared/prices/currency.ts';
-import { itemFilesStatus } from '../../shared/media/item-files.ts';
 import type { Dependency } from '../../shared/http/operations.ts';
 import { DEFAULT_SCOPES, SCOPES } from '../../shared/http/scopes.ts';
+import { itemFilesStatus } from '../../shared/media/item-files.ts';
+import { latestCurrencyTable } from '../../shared/prices/currency.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 
@@ -31,7 +31,9 @@ const currencyListSchema = z.object({
     .describe('Every currency offered now, sorted by code'),
   unavailable: z
     .array(z.object({ code: z.string(), source: z.enum(['ecb', 'steam-implied']), reason: z.string().describe('Why it is not offered now') }))
-    .describe('Currencies `?currency=` knows but cannot convert to now (a 503 `fx_unavailable` names the same reason): a Steam wallet currency whose basket had fewer than three prices, that was never read, or whose steam source is disabled; EUR before any ECB rates'),
+    .describe(
+      'Currencies `?currency=` knows but cannot convert to now (a 503 `fx_unavailable` names the same reason): a Steam wallet currency whose basket had fewer than three prices, that was never read, or whose steam source is disabled; EUR before any ECB rates',
+    ),
 });
 
 export function metaRoutes(deps: Pick<AppDeps, 'config' | 'redis' | 'sql'>) {
@@ -52,7 +54,13 @@ export function metaRoutes(deps: Pick<AppDeps, 'config' | 'redis' | 'sql'>) {
   };
   return new Elysia({ name: 'meta-routes' })
     .get('/v2/meta/scopes', () => ({ scopes: [...SCOPES], default_scopes: [...DEFAULT_SCOPES] }), {
-      detail: { summary: 'Every recognised scope, in stable order', description: 'Every scope an API key can hold, in a stable order (new scopes are appended), and `default_scopes`: what POST /v1/me/keys grants when the request names none (read-only scopes only).', tags: ['status'], responses: routeResponses({ 200: { description: 'The scopes', body: scopeList } }) },
+      detail: {
+        summary: 'Every recognised scope, in stable order',
+        description:
+          'Every scope an API key can hold, in a stable order (new scopes are appended), and `default_scopes`: what POST /v1/me/keys grants when the request names none (read-only scopes only).',
+        tags: ['status'],
+        responses: routeResponses({ 200: { description: 'The scopes', body: scopeList } }),
+      },
     })
     .get('/v2/meta/currencies', async () => currencyList(await latestCurrencyTable(deps.sql)), {
       detail: {
@@ -66,7 +74,8 @@ export function metaRoutes(deps: Pick<AppDeps, 'config' | 'redis' | 'sql'>) {
     .get('/v2/meta/capabilities', () => ({ spec_version: '1.0.0', capabilities: capabilities(dependencyAvailable) }), {
       detail: {
         summary: 'Every operation and its availability here',
-        description: 'Every operation of the interface with its method, path, auth, scopes and unit weight, and its status here: `production`; `unavailable` when a runtime dependency is missing in this deployment (`unavailable_because` names it: `redis`, `webhook_secret_key`, `steam_web_api_key`, `chromium` or `item_files`); or `planned`.',
+        description:
+          'Every operation of the interface with its method, path, auth, scopes and unit weight, and its status here: `production`; `unavailable` when a runtime dependency is missing in this deployment (`unavailable_because` names it: `redis`, `webhook_secret_key`, `steam_web_api_key`, `chromium` or `item_files`); or `planned`.',
         tags: ['status'],
         responses: routeResponses({ 200: { description: 'Every operation of the interface', body: capabilityList } }),
       },

@@ -16,7 +16,9 @@ export function metricsRoutes(deps: Pick<AppDeps, 'config' | 'metrics'>) {
     '/metrics',
     async ({ request }) => {
       if (required && !matches(credentialOf(request.headers.get('authorization')))) {
-        throw new ApiError(401, 'unauthorized', 'Metrics need Authorization: Bearer <METRICS_TOKEN>.', undefined, { 'www-authenticate': 'Bearer realm="metrics"' });
+        throw new ApiError(401, 'unauthorized', 'Metrics need Authorization: Bearer <METRICS_TOKEN>.', undefined, {
+          'www-authenticate': 'Bearer realm="metrics"',
+        });
       }
       return new Response(await registry.metrics(), { headers: { 'content-type': registry.contentType, 'cache-control': 'no-store' } });
     },

@@ -2,13 +2,21 @@ import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
-import { isStreamId, STREAM_BATCH_SIZE } from '../../shared/prices/stream.ts';
-import { HEARTBEAT_MS, MAX_BUFFERED_BYTES, MAX_TOTAL_BUFFERED_BYTES, PriceStreamUnavailableError, RETRY_MS, type StreamFilter, type StreamSink } from '../../shared/prices/stream-hub.ts';
-import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
 import { text } from '../../shared/http/validation.ts';
+import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
+import { isStreamId, STREAM_BATCH_SIZE } from '../../shared/prices/stream.ts';
+import {
+  HEARTBEAT_MS,
+  MAX_BUFFERED_BYTES,
+  MAX_TOTAL_BUFFERED_BYTES,
+  PriceStreamUnavailableError,
+  RETRY_MS,
+  type StreamFilter,
+  type StreamSink,
+} from '../../shared/prices/stream-hub.ts';
 import type { AppDeps } from '../deps.ts';
 import { errorResponses, type ResponsesObject } from '../openapi.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
 import { clientIp } from '../plugins/client-ip.ts';
 import { DownloadSlots } from '../plugins/download-slots.ts';
 
@@ -169,7 +177,13 @@ const behaviour =
 export function priceStreamRoutes(deps: Pick<AppDeps, 'config' | 'priceStream'> & ApiKeyPluginDeps) {
   const slots = new DownloadSlots(PUBLIC_STREAMS_PER_CLIENT);
 
-  async function openStream(request: Request, server: { timeout(request: Request, seconds: number): void } | null, filter: StreamFilter, resume: string | null, release?: () => void) {
+  async function openStream(
+    request: Request,
+    server: { timeout(request: Request, seconds: number): void } | null,
+    filter: StreamFilter,
+    resume: string | null,
+    release?: () => void,
+  ) {
     let subscription: { close: () => void } | undefined;
     let closed = false;
     const { body, sink, close } = sseBody(() => {
@@ -184,7 +198,9 @@ export function priceStreamRoutes(deps: Pick<AppDeps, 'config' | 'priceStream'> 
     } catch (error) {
       close();
       if (error instanceof PriceStreamUnavailableError) {
-        throw new ApiError(503, 'price_stream_unavailable', 'The price stream cannot be read right now; retry shortly.', undefined, { 'retry-after': String(RETRY_MS / 1000) });
+        throw new ApiError(503, 'price_stream_unavailable', 'The price stream cannot be read right now; retry shortly.', undefined, {
+          'retry-after': String(RETRY_MS / 1000),
+        });
       }
       throw error;
     }

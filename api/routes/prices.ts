@@ -3,25 +3,25 @@ import { z } from 'zod';
 import { isCatalogId, isPriceVersion } from '../../shared/catalog/identity.ts';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
-import { currencyParam, convertDocumentText, fxSchema, resolveConversion } from '../../shared/prices/currency.ts';
+import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/http/validation.ts';
+import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
+import { convertDocumentText, currencyParam, fxSchema, resolveConversion } from '../../shared/prices/currency.ts';
 import { itemPricesSchema, renderItemPrices } from '../../shared/prices/current.ts';
 import {
   DEFAULT_GRANULARITY,
   GRANULARITIES,
   HISTORY_LIMIT_DEFAULT,
   HISTORY_LIMIT_MAX,
+  type HistoryPageInput,
   historyPageJson,
   historySeriesSchema,
   resolveHistoryWindow,
-  type HistoryPageInput,
 } from '../../shared/prices/history.ts';
 import type { HistoryPosition } from '../../shared/prices/repository.ts';
 import { retentionPolicy } from '../../shared/retention/policy.ts';
-import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
-import { cursorInstant, dateTime, pageCursor, pageLimit, text } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
 import { marketplaceField } from '../segment-filter.ts';
 
 const versionMessage = 'unknown version: default, phase-1…phase-4, ruby, sapphire, black-pearl, emerald, pattern-<0…1000> or tier-<n>';
@@ -99,10 +99,11 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
         detail: {
           summary: 'Current prices of a catalog item',
           description: [
-            'The item\'s latest price at every marketplace, per version (default, Doppler phases, patterns, …), with each price\'s age and freshness (stale once older than its source\'s stale threshold, and whenever the source itself is stale on GET /health), and min/median/max across marketplaces. `version` keeps one version; `currency` converts (see Conventions).',
+            "The item's latest price at every marketplace, per version (default, Doppler phases, patterns, …), with each price's age and freshness (stale once older than its source's stale threshold, and whenever the source itself is stale on GET /health), and min/median/max across marketplaces. `version` keeps one version; `currency` converts (see Conventions).",
             'Errors: 400 `invalid_catalog_id` (pass a catalog_id from the catalog unchanged), 400 `invalid_request` (an unknown version or currency), 404 `not_found` (no catalog item has this id), 503 `fx_unavailable`.',
           ].join('\n\n'),
-          tags: ['prices'], responses: routeResponses({ 200: { description: 'The item’s current prices', body: itemPricesSchema } }, 404, 503),
+          tags: ['prices'],
+          responses: routeResponses({ 200: { description: 'The item’s current prices', body: itemPricesSchema } }, 404, 503),
         },
       },
     )
@@ -165,7 +166,8 @@ export function priceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'item
             '`limit` counts buckets, 1 to 1000 (default 288); a series cut by the limit continues on the next page.',
             'Errors: 400 `invalid_catalog_id`, 400 `invalid_request` (unknown marketplace, version, granularity or currency; `from` not before `to`; a range too long or before the horizon), 400 `invalid_cursor`, 404 `not_found`, 503 `fx_unavailable`.',
           ].join('\n\n'),
-          tags: ['prices'], responses: routeResponses({ 200: { description: 'One page of buckets', body: historyPage } }, 404, 503),
+          tags: ['prices'],
+          responses: routeResponses({ 200: { description: 'One page of buckets', body: historyPage } }, 404, 503),
         },
       },
     );

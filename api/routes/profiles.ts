@@ -1,12 +1,12 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { ApiError } from '../../shared/http/errors.ts';
 import { getProfile, profileSchema } from '../../shared/gameplatform/profiles.ts';
 import { parseSteamId } from '../../shared/gameplatform/steam-id.ts';
+import { ApiError } from '../../shared/http/errors.ts';
 import { text } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
 
 export const gameplatformIdParams = z.object({
   gameplatform_id: text({ max: 64 }).describe('A public individual Steam account: SteamID64, SteamID2 (STEAM_0:1:…) or SteamID3 ([U:1:…])'),
@@ -20,9 +20,12 @@ export const gameplatformIdParams = z.object({
 export function checkGameplatformId({ params }: { params: Record<string, string | undefined> }) {
   const ids = parseSteamId(params.gameplatform_id ?? '');
   if (ids === null) {
-    throw new ApiError(400, 'invalid_gameplatform_id', 'Not a public individual Steam account id: pass a SteamID64, SteamID2 (STEAM_0:1:…) or SteamID3 ([U:1:…]).', [
-      { field: 'params.gameplatform_id', message: 'not a SteamID64, SteamID2 or SteamID3 of an individual account' },
-    ]);
+    throw new ApiError(
+      400,
+      'invalid_gameplatform_id',
+      'Not a public individual Steam account id: pass a SteamID64, SteamID2 (STEAM_0:1:…) or SteamID3 ([U:1:…]).',
+      [{ field: 'params.gameplatform_id', message: 'not a SteamID64, SteamID2 or SteamID3 of an individual account' }],
+    );
   }
   params.gameplatform_id = ids.steam_id;
 }

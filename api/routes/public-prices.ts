@@ -1,17 +1,17 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { ApiError, errors } from '../../shared/http/errors.ts';
+import { text } from '../../shared/http/validation.ts';
+import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
 import { currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import { loadPublicItemExtras } from '../../shared/prices/current.ts';
-import { publicItemPricesSchema, publicPriceListSchema, type EncodedBody, type LazyEncodedBody } from '../../shared/prices/public-document.ts';
-import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
-import { text } from '../../shared/http/validation.ts';
+import { type EncodedBody, type LazyEncodedBody, publicItemPricesSchema, publicPriceListSchema } from '../../shared/prices/public-document.ts';
 import { ifNoneMatchMatches, negotiateEncoding } from '../content-negotiation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
 import { clientIp } from '../plugins/client-ip.ts';
 import { DownloadSlots, sharedBodyStream } from '../plugins/download-slots.ts';
-import { publicRateLimitPlugin, type PublicRateLimitPluginDeps } from '../plugins/public-rate-limit.ts';
+import { type PublicRateLimitPluginDeps, publicRateLimitPlugin } from '../plugins/public-rate-limit.ts';
 
 const allowedSources = SOURCE_NAMES.join(', ');
 const listQuery = z
@@ -94,7 +94,8 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
             'Limited per client address: `PUBLIC_PRICES_RATE_LIMIT` requests per minute (429 `rate_limited`), and at most ' +
             '`PUBLIC_PRICES_MAX_DOWNLOADS_PER_CLIENT` (default 4) downloads running at once per API process; one more is answered ' +
             '429 `too_many_concurrent_downloads` with `Retry-After` and `Cache-Control: no-store`. A 304 does not take a download slot.',
-          tags: ['keyless'], responses: routeResponses(
+          tags: ['keyless'],
+          responses: routeResponses(
             { 200: { description: 'The price list of the current snapshot', body: publicPriceListSchema }, 304: 'Not modified (If-None-Match)' },
             400,
             429,
@@ -110,7 +111,9 @@ export function publicPriceRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'priceS
         const snapshot = await deps.priceSnapshots.current();
         if (!snapshot) throw unavailable();
         // docs/design.md §18 and §19: the item's image, sales windows and liquidity, looked up once per snapshot (kept with the body).
-        const body = await snapshot.itemBodyWithExtras(params.market_hash_name, conversion, (catalogId) => loadPublicItemExtras(deps.sql, deps.config, catalogId, new Date()));
+        const body = await snapshot.itemBodyWithExtras(params.market_hash_name, conversion, (catalogId) =>
+          loadPublicItemExtras(deps.sql, deps.config, catalogId, new Date()),
+        );
         if (!body) throw errors.notFound('No prices for an item of this market_hash_name.');
         return serve(request, body, snapshot.createdAt);
       },

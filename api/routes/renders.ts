@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Elysia } from 'elysia';
 import { z } from 'zod';
+import { text, uuid } from '../../shared/http/validation.ts';
 import { itemSelectorRequestSchema } from '../../shared/inspect/item-validation.ts';
 import { renderModeFor } from '../../shared/media/item-files.ts';
 import { checkImageSignature, signImageUrl } from '../../shared/media/renders-download.ts';
@@ -12,20 +13,19 @@ import {
   RENDER_MODES,
   RENDER_SIZE,
   RENDER_STATES,
+  type RenderRow,
   renderErrors,
   toRenderJson,
-  type RenderRow,
 } from '../../shared/media/renders-model.ts';
 import { findRender, findRenderById } from '../../shared/media/renders-repository.ts';
 import { createRender, enqueueRender } from '../../shared/media/renders-service.ts';
 import { findSceneRevision, sceneErrors } from '../../shared/media/scenes.ts';
-import { text, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
-import { signedDownload, signedUrlQuery } from '../signed-download.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
 import { requestIdOf } from '../plugins/errors.ts';
-import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
+import { type IdempotencyPluginDeps, idempotencyPlugin } from '../plugins/idempotency.ts';
+import { signedDownload, signedUrlQuery } from '../signed-download.ts';
 
 const outputSchema = z
   .object({
@@ -57,7 +57,9 @@ const renderSchema = z.object({
   output: outputSchema,
   mode: z
     .enum(RENDER_MODES)
-    .describe('How the item is drawn (docs/design.md §18): `3d` with a real 3D model of the definition in this deployment, `card` (an item card: the item image, stickers, name tag, StatTrak counter, wear bar) without one. Decided when the render is accepted.'),
+    .describe(
+      'How the item is drawn (docs/design.md §18): `3d` with a real 3D model of the definition in this deployment, `card` (an item card: the item image, stickers, name tag, StatTrak counter, wear bar) without one. Decided when the render is accepted.',
+    ),
   created_at: z.string(),
   completed_at: z.string().nullable(),
   image: z
@@ -166,27 +168,28 @@ export function renderRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'log' | 'now
         operation: 'renders.get',
         params: renderParams,
         response: { 200: renderSchema },
-        detail: { summary: 'One render', description: [
+        detail: {
+          summary: 'One render',
+          description: [
             'One render and its `state` (`queued`, `rendering`, `succeeded`, `failed`). Once succeeded, every read signs a new `image.url`, valid for 5 minutes, that works without an API key.',
             'Errors: 404 `not_found` (no such render in your workspace).',
-          ].join('\n\n'), tags: ['media'], responses: routeResponses({}, 404) },
-      },
-    )
-    .get(
-      '/v2/renders/:render_id/image',
-      async ({ params, query }) => image(params.render_id, query),
-      {
-        params: imageParams,
-        query: signedUrlQuery,
-        detail: {
-          summary: 'A render image',
-          description: [
-            'The rendered image as stored (`image/png` or `image/webp`). The signed URL from GET /v2/renders/{render_id} (`expires`, `signature`) is the only credential.',
-            'Errors: 403 `invalid_download_url`, 403 `download_url_expired` (read the render again for a new URL), 404 `not_found`.',
           ].join('\n\n'),
           tags: ['media'],
-          responses: routeResponses({ 200: 'The image as stored (image/png or image/webp)' }, 403, 404),
+          responses: routeResponses({}, 404),
         },
       },
-    );
+    )
+    .get('/v2/renders/:render_id/image', async ({ params, query }) => image(params.render_id, query), {
+      params: imageParams,
+      query: signedUrlQuery,
+      detail: {
+        summary: 'A render image',
+        description: [
+          'The rendered image as stored (`image/png` or `image/webp`). The signed URL from GET /v2/renders/{render_id} (`expires`, `signature`) is the only credential.',
+          'Errors: 403 `invalid_download_url`, 403 `download_url_expired` (read the render again for a new URL), 404 `not_found`.',
+        ].join('\n\n'),
+        tags: ['media'],
+        responses: routeResponses({ 200: 'The image as stored (image/png or image/webp)' }, 403, 404),
+      },
+    });
 }

@@ -1,16 +1,16 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
+import { cursorInstant, integerPathParam, pageCursor, pageLimit, uuid } from '../../shared/http/validation.ts';
 import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import { createScene, findSceneRevision, sceneErrors, updateScene } from '../../shared/media/scenes.ts';
 import { conditionNames, etagOf, parseSceneBody, sceneBodySchema, sceneDocumentSchema } from '../../shared/media/scenes-model.ts';
 import { listScenes, type ScenePosition } from '../../shared/media/scenes-repository.ts';
-import { createScene, findSceneRevision, sceneErrors, updateScene } from '../../shared/media/scenes.ts';
-import { cursorInstant, integerPathParam, pageCursor, pageLimit, uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { requestJsonSchema, routeResponses } from '../openapi.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
-import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
-import { requestMetaPlugin, type RequestMeta } from '../plugins/request-meta.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
+import { type IdempotencyPluginDeps, idempotencyPlugin } from '../plugins/idempotency.ts';
+import { type RequestMeta, requestMetaPlugin } from '../plugins/request-meta.ts';
 
 export const SCENE_PAGE_LIMIT = { default: 25, max: 100 } as const;
 
@@ -85,7 +85,7 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           detail: {
             summary: 'Create a scene',
             description: [
-              'Creates a scene at revision 1: how renders and viewer sessions present an item (background, camera, quality) and the viewer\'s chrome (controls, fullscreen, watermark). The `ETag` header is the quoted SHA-256 of the RFC 8785 canonical body; send it as `If-Match` to update the scene.',
+              "Creates a scene at revision 1: how renders and viewer sessions present an item (background, camera, quality) and the viewer's chrome (controls, fullscreen, watermark). The `ETag` header is the quoted SHA-256 of the RFC 8785 canonical body; send it as `If-Match` to update the scene.",
               'Requires an `Idempotency-Key` (a replay carries the ETag too).',
               'Errors: 400 `invalid_scene` (details name each field), 400 `idempotency_key_required`, 409 `idempotency_key_reused` or `idempotency_key_in_use`.',
             ].join('\n\n'),
@@ -106,11 +106,16 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           operation: 'scenes.list',
           query: listQuery,
           response: { 200: scenePage },
-          detail: { summary: 'Scenes, newest first', description: [
-              'Scenes of the workspace at their latest revision, newest first. `If-None-Match` with the answer\'s `ETag` gives a 304.',
+          detail: {
+            summary: 'Scenes, newest first',
+            description: [
+              "Scenes of the workspace at their latest revision, newest first. `If-None-Match` with the answer's `ETag` gives a 304.",
               '`limit` 1 to 100 (default 25).',
               'Errors: 400 `invalid_cursor`.',
-            ].join('\n\n'), tags: ['media'], responses: routeResponses(notModified) },
+            ].join('\n\n'),
+            tags: ['media'],
+            responses: routeResponses(notModified),
+          },
         },
       )
       .get(
@@ -124,10 +129,12 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           operation: 'scenes.get',
           params: sceneParams,
           response: { 200: sceneDocumentSchema },
-          detail: { summary: 'A scene\'s latest revision', description: [
-              'A scene\'s latest revision, with its `ETag`; `If-None-Match` with it gives a 304.',
-              'Errors: 404 `scene_not_found`.',
-            ].join('\n\n'), tags: ['media'], responses: routeResponses(notModified, 404) },
+          detail: {
+            summary: "A scene's latest revision",
+            description: ["A scene's latest revision, with its `ETag`; `If-None-Match` with it gives a 304.", 'Errors: 404 `scene_not_found`.'].join('\n\n'),
+            tags: ['media'],
+            responses: routeResponses(notModified, 404),
+          },
         },
       )
       .get(
@@ -141,10 +148,15 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           operation: 'scenes.revision',
           params: revisionParams,
           response: { 200: sceneDocumentSchema },
-          detail: { summary: 'One revision of a scene', description: [
+          detail: {
+            summary: 'One revision of a scene',
+            description: [
               'One revision of a scene, with its `ETag`; a revision never changes.',
               'Errors: 404 `scene_not_found`, 404 `revision_not_found`.',
-            ].join('\n\n'), tags: ['media'], responses: routeResponses(notModified, 404) },
+            ].join('\n\n'),
+            tags: ['media'],
+            responses: routeResponses(notModified, 404),
+          },
         },
       )
       .put(
@@ -161,9 +173,9 @@ export function sceneRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now'> & ApiK
           body: sceneRequestBody,
           response: { 200: sceneDocumentSchema },
           detail: {
-            summary: 'Write a scene\'s next revision',
+            summary: "Write a scene's next revision",
             description: [
-              'Writes the body as the scene\'s next revision and answers it with its new `ETag`. `If-Match` must name the latest revision\'s ETag, so two writers never overwrite each other unknowingly.',
+              "Writes the body as the scene's next revision and answers it with its new `ETag`. `If-Match` must name the latest revision's ETag, so two writers never overwrite each other unknowingly.",
               'Errors: 400 `invalid_scene`, 404 `scene_not_found`, 412 `etag_mismatch` (another revision was written since: read the scene again), 428 `precondition_required` (no If-Match).',
             ].join('\n\n'),
             tags: ['media'],

@@ -1,30 +1,30 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
-import { errors } from '../../shared/http/errors.ts';
+import { cancelTradeIntent, createTradeIntent } from '../../shared/gameplatform/trade-intents.ts';
 import { steamTradeInventory, type TradeInventory } from '../../shared/gameplatform/trade-intents-inventory.ts';
 import {
   DEFAULT_VALUATION_MARKETPLACE,
-  toTradeIntent,
   TRADE_ASSETS_PER_SIDE_MAX,
   TRADE_INTENT_KINDS,
   TRADE_INTENT_STATES,
   TRADE_MESSAGE_MAX_LENGTH,
-  tradeIntentSchema,
   type TradeIntent,
   type TradeIntentPosition,
+  toTradeIntent,
+  tradeIntentSchema,
 } from '../../shared/gameplatform/trade-intents-model.ts';
 import { findTradeIntent, listTradeIntents } from '../../shared/gameplatform/trade-intents-repository.ts';
-import { cancelTradeIntent, createTradeIntent } from '../../shared/gameplatform/trade-intents.ts';
-import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
-import { currencyParam, resolveConversion, type Conversion } from '../../shared/prices/currency.ts';
-import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
+import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
+import { errors } from '../../shared/http/errors.ts';
 import { cursorInstant, dateTime, noBody, pageCursor, pageLimit, text, uuid } from '../../shared/http/validation.ts';
+import type { ApiKeyPrincipal } from '../../shared/identity/api-keys.ts';
+import { SOURCE_NAMES } from '../../shared/platform/source-names.ts';
+import { type Conversion, currencyParam, resolveConversion } from '../../shared/prices/currency.ts';
 import type { AppDeps } from '../deps.ts';
 import { routeResponses } from '../openapi.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
-import { idempotencyPlugin, type IdempotencyPluginDeps } from '../plugins/idempotency.ts';
-import { requestMetaPlugin, type RequestMeta } from '../plugins/request-meta.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
+import { type IdempotencyPluginDeps, idempotencyPlugin } from '../plugins/idempotency.ts';
+import { type RequestMeta, requestMetaPlugin } from '../plugins/request-meta.ts';
 
 // Steam asset ids are unsigned 64-bit integers written in decimal.
 const assetId = z.string().regex(/^[0-9]{1,20}$/, 'must be a Steam asset id (decimal digits)');
@@ -45,7 +45,10 @@ const createBody = z
     give: assetList('gives'),
     receive: assetList('receives'),
     target_trade_id: uuid('accept_offer: a draft create_offer whose partner is this account').optional(),
-    valuation_marketplace: z.enum(SOURCE_NAMES).optional().describe(`Marketplace whose latest prices value both sides (default ${DEFAULT_VALUATION_MARKETPLACE})`),
+    valuation_marketplace: z
+      .enum(SOURCE_NAMES)
+      .optional()
+      .describe(`Marketplace whose latest prices value both sides (default ${DEFAULT_VALUATION_MARKETPLACE})`),
   })
   .strict();
 const listQuery = z
@@ -77,10 +80,12 @@ const position: z.ZodType<TradeIntentPosition> = z.object({ id: uuid('trade inte
 
 const notFound = () => errors.notFound('No trade intent with this id in your workspace.');
 
-export type TradeIntentRouteDeps = Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> & ApiKeyPluginDeps & IdempotencyPluginDeps & {
-  /** Where the asset check reads owners' inventories; inventory/snapshots.ts (stored, else Steam) when not given. */
-  tradeInventory?: TradeInventory;
-};
+export type TradeIntentRouteDeps = Pick<AppDeps, 'config' | 'sql' | 'log' | 'now'> &
+  ApiKeyPluginDeps &
+  IdempotencyPluginDeps & {
+    /** Where the asset check reads owners' inventories; inventory/snapshots.ts (stored, else Steam) when not given. */
+    tradeInventory?: TradeInventory;
+  };
 
 /** docs/design.md §11: trade intents, drafts that reserve their outgoing assets. */
 export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
@@ -100,11 +105,7 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
       '/v2/trade-intents',
       async ({ principal, body, query, set, requestMeta }) => {
         const conversion = await resolveConversion(deps.sql, query.currency);
-        const intent = await createTradeIntent(
-          { sql: deps.sql, inventory, maxValueUsd: deps.config.TRADE_MAX_VALUE_USD },
-          body,
-          meta(principal, requestMeta),
-        );
+        const intent = await createTradeIntent({ sql: deps.sql, inventory, maxValueUsd: deps.config.TRADE_MAX_VALUE_USD }, body, meta(principal, requestMeta));
         set.status = 201;
         return inCurrency(intent, conversion);
       },
@@ -119,10 +120,14 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
             'A draft trade between a connected account of the workspace and a partner, which reserves its outgoing assets until it expires or is cancelled. `kind` is `create_offer` (to `partner_steam_id`, with `give` and `receive`: up to 256 asset ids each) or `accept_offer` (`target_trade_id`: an open create_offer draft addressed to this account).',
             'The checks, in this order, each a 400 `invalid_intent` naming the field: the kind and its fields; the account; `expires_at` (in the future, at most 14 days ahead); the target; the assets (owned and tradable in an inventory at most 10 minutes old; a protected asset on either side, trade-protected or listed on the Community Market (docs/design.md §17), is refused with a detail of `code` `asset_protected`); the policy (neither side worth more than `TRADE_MAX_VALUE_USD`, default 10 000, at `valuation_marketplace`). The valuation is stored in USD.',
             'Requires an `Idempotency-Key`.',
-            'Errors: 400 `invalid_intent`, 400 `idempotency_key_required`, 409 `asset_reserved` (another draft reserves an outgoing asset), 409 `external_reference_conflict`, 409 `target_offer_conflict`, 409 `idempotency_key_reused` or `idempotency_key_in_use`, 503 `upstream_unavailable` (an owner\'s inventory cannot be fetched from Steam).',
+            "Errors: 400 `invalid_intent`, 400 `idempotency_key_required`, 409 `asset_reserved` (another draft reserves an outgoing asset), 409 `external_reference_conflict`, 409 `target_offer_conflict`, 409 `idempotency_key_reused` or `idempotency_key_in_use`, 503 `upstream_unavailable` (an owner's inventory cannot be fetched from Steam).",
           ].join('\n\n'),
           tags: ['trade'],
-          responses: routeResponses({ 201: { description: 'Draft created; its outgoing assets are reserved until it expires or is cancelled', body: tradeIntentSchema } }, 409, 503),
+          responses: routeResponses(
+            { 201: { description: 'Draft created; its outgoing assets are reserved until it expires or is cancelled', body: tradeIntentSchema } },
+            409,
+            503,
+          ),
         },
       },
     )
@@ -168,10 +173,15 @@ export function tradeIntentRoutes(deps: TradeIntentRouteDeps) {
         params: intentParams,
         query: currencyQuery,
         response: { 200: tradeIntentSchema },
-        detail: { summary: 'One trade intent', description: [
+        detail: {
+          summary: 'One trade intent',
+          description: [
             'One trade intent with its reservations and valuation; `currency` converts the valuation.',
             'Errors: 404 `not_found` (no such trade intent in your workspace), 503 `fx_unavailable`.',
-          ].join('\n\n'), tags: ['trade'], responses: routeResponses({}, 404, 503) },
+          ].join('\n\n'),
+          tags: ['trade'],
+          responses: routeResponses({}, 404, 503),
+        },
       },
     )
     .post(

@@ -1,15 +1,22 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
+import { uuid } from '../../shared/http/validation.ts';
 import { itemSelectorRequestSchema } from '../../shared/inspect/item-validation.ts';
-import { CARD_MAX_IMAGE_SIZE, buildItemCard } from '../../shared/media/item-card.ts';
+import { buildItemCard, CARD_MAX_IMAGE_SIZE } from '../../shared/media/item-card.ts';
 import { renderModeFor } from '../../shared/media/item-files.ts';
 import { viewerImageResponse } from '../../shared/media/viewer/images.ts';
-import { itemFileResponse, resolveViewerFiles, VIEWER_PAGE_HEADERS, viewerAssetResponse, viewerMessagePage, viewerPageHtml } from '../../shared/media/viewer/index.ts';
+import {
+  itemFileResponse,
+  resolveViewerFiles,
+  VIEWER_PAGE_HEADERS,
+  viewerAssetResponse,
+  viewerMessagePage,
+  viewerPageHtml,
+} from '../../shared/media/viewer/index.ts';
 import { createViewerSession, openViewerSession, viewerSessionReceiptSchema } from '../../shared/media/viewer/sessions.ts';
-import { uuid } from '../../shared/http/validation.ts';
 import type { AppDeps } from '../deps.ts';
 import { requestJsonSchema, routeResponses } from '../openapi.ts';
-import { apiKeyPlugin, type ApiKeyPluginDeps } from '../plugins/api-key.ts';
+import { type ApiKeyPluginDeps, apiKeyPlugin } from '../plugins/api-key.ts';
 
 // The item is checked by validateItemSelector (400 invalid_item naming the field), not by Elysia's
 // validation (which answers invalid_request), so it passes through here as it came.
@@ -70,10 +77,14 @@ export function viewerRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'now' | 'log
       },
       { detail: { hide: true } },
     )
-    .get('/viewer/images/:kind/:id', ({ request }) => {
-      const url = new URL(request.url);
-      return viewerImageResponse(deps, url.pathname, url.searchParams);
-    }, { detail: { hide: true } })
+    .get(
+      '/viewer/images/:kind/:id',
+      ({ request }) => {
+        const url = new URL(request.url);
+        return viewerImageResponse(deps, url.pathname, url.searchParams);
+      },
+      { detail: { hide: true } },
+    )
     .get('/viewer/assets/:file', ({ request }) => viewerAssetResponse(new URL(request.url).pathname), { detail: { hide: true } })
     .get('/viewer/files/:kind/:id', ({ params }) => itemFileResponse(itemFilesDir, params.kind, params.id), { detail: { hide: true } });
 }

@@ -50,8 +50,13 @@ export function webhookEventPageRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'n
       const links = { signingKey, baseUrl: deps.config.PUBLIC_BASE_URL ?? new URL(request.url).origin };
       // The signature is checked before any lookup: unsigned traffic costs one HMAC.
       const check = checkEventPageSignature(signingKey, params.event_id, params.page, query.expires, query.signature, now);
-      if (check === 'invalid') throw errors.forbidden('invalid_page_url', 'The page URL is not valid; follow the next_url of the event or of the previous page as it was given.');
-      if (check === 'expired') throw errors.forbidden('page_url_expired', 'The page URL has expired; next_url links are valid for 24 hours from the delivery or page that carried them.');
+      if (check === 'invalid')
+        throw errors.forbidden('invalid_page_url', 'The page URL is not valid; follow the next_url of the event or of the previous page as it was given.');
+      if (check === 'expired')
+        throw errors.forbidden(
+          'page_url_expired',
+          'The page URL has expired; next_url links are valid for 24 hours from the delivery or page that carried them.',
+        );
       const page = await findEventPage(deps.sql, params.event_id, params.page, links, now);
       if (!page) throw errors.notFound('This page of the event is no longer available.');
       set.headers['cache-control'] = 'private, no-store';
@@ -64,10 +69,11 @@ export function webhookEventPageRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'n
       detail: {
         summary: 'A further page of a prices.updated event',
         description: [
-          'A `prices.updated` delivery carries the first page of changed prices; when there are more, its `next_url` leads here, and each page carries the next one\'s. The signed URL (`expires`, `signature`) is the only credential; links are valid for 24 hours from the delivery or page that carried them.',
+          "A `prices.updated` delivery carries the first page of changed prices; when there are more, its `next_url` leads here, and each page carries the next one's. The signed URL (`expires`, `signature`) is the only credential; links are valid for 24 hours from the delivery or page that carried them.",
           'Errors: 403 `invalid_page_url` (follow `next_url` as given), 403 `page_url_expired`, 404 `not_found` (the page is no longer kept).',
         ].join('\n\n'),
-        tags: ['webhooks'], responses: routeResponses({}, 403, 404),
+        tags: ['webhooks'],
+        responses: routeResponses({}, 403, 404),
       },
     },
   );

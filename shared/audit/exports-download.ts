@@ -1,4 +1,4 @@
-import { checkSignedUrl, signUrl, type SignedUrl, type SignedUrlCheck } from '../http/signed-url.ts';
+import { checkSignedUrl, type SignedUrl, type SignedUrlCheck, signUrl } from '../http/signed-url.ts';
 
 /**
  * Signed download URLs of finished exports (docs/design.md §7; shared/http/signed-url.ts): each read of a

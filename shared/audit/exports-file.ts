@@ -3,7 +3,7 @@ import { createGzip } from 'node:zlib';
 import { writeBlob } from '../platform/blob-store.ts';
 import type { Sql } from '../platform/db.ts';
 import { MemoryReleaser } from '../platform/memory.ts';
-import { toAuditEvent, type StoredAuditEvent } from './events.ts';
+import { type StoredAuditEvent, toAuditEvent } from './events.ts';
 
 /**
  * The export file: the range's events as NDJSON (one event per line, the same fields and the same
@@ -58,7 +58,10 @@ export async function writeAuditExportFile(
   options: { signal?: AbortSignal; beforeCommit?: () => Promise<void> } = {},
 ): Promise<WrittenExport> {
   let eventCount = 0;
-  const source = Readable.from(auditExportChunks(sql, range, (events) => (eventCount += events)), { highWaterMark: READ_AHEAD_CHUNKS });
+  const source = Readable.from(
+    auditExportChunks(sql, range, (events) => (eventCount += events)),
+    { highWaterMark: READ_AHEAD_CHUNKS },
+  );
   const written = await writeBlob(blobRoot, key, source, {
     transforms: [createGzip({ level: GZIP_LEVEL })],
     signal: options.signal,

@@ -1,4 +1,4 @@
-import { errors, type ErrorDetail } from '../http/errors.ts';
+import { type ErrorDetail, errors } from '../http/errors.ts';
 import type { SignedUrl } from '../http/signed-url.ts';
 
 /**

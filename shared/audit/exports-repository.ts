@@ -73,10 +73,7 @@ export async function leaseAuditExport(
 }
 
 /** The heartbeat: extends the lease while this token still holds it; null means it was lost. */
-export async function renewAuditExportLease(
-  db: Queryable,
-  input: { exportId: string; token: string; now: Date; leaseMs: number },
-): Promise<Date | null> {
+export async function renewAuditExportLease(db: Queryable, input: { exportId: string; token: string; now: Date; leaseMs: number }): Promise<Date | null> {
   const [row] = await db<{ leased_until: Date }[]>`
     update audit_exports set leased_until = ${new Date(input.now.getTime() + input.leaseMs)}
     where id = ${input.exportId} and state = 'leased' and lease_token = ${input.token}

@@ -1,9 +1,9 @@
-import type { Queryable, Sql } from '../platform/db.ts';
 import { insertOutboxEvent } from '../events/outbox.ts';
-import { newId } from '../util/ids.ts';
 import { enqueue, type JobQueues } from '../jobs/queues.ts';
-import { insertAuditEvent, type AuditActor } from './events.ts';
-import { completedEventPayload, failedEventPayload, type AuditExportRow } from './exports-model.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
+import { type AuditActor, insertAuditEvent } from './events.ts';
+import { type AuditExportRow, completedEventPayload, failedEventPayload } from './exports-model.ts';
 import {
   failExpiredAuditExportLeases,
   insertAuditExport,

@@ -1,18 +1,18 @@
-import { CS2EconomyInstance, CS2_ITEMS, type CS2EconomyItem, type CS2ItemTranslationMap } from '@ianlucas/cs2-lib';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { CS2_ITEMS, CS2EconomyInstance, type CS2EconomyItem, type CS2ItemTranslationMap } from '@ianlucas/cs2-lib';
 import {
+  type CatalogItem,
   catalogIdFor,
   EXTERIOR_NAMES,
   EXTERIOR_WEAR_RANGES,
   EXTERIORS,
-  PHASE_VERSIONS,
-  versionFromPhaseLabel,
-  type CatalogItem,
   type Exterior,
   type ItemType,
+  PHASE_VERSIONS,
   type PhaseVersion,
   type Rarity,
+  versionFromPhaseLabel,
 } from './identity.ts';
 
 /**

@@ -1,4 +1,4 @@
-import { catalogIdFor, EXTERIOR_NAMES, type CatalogItem, type Exterior, type ItemType, type PhaseVersion } from './identity.ts';
+import { type CatalogItem, catalogIdFor, EXTERIOR_NAMES, type Exterior, type ItemType, type PhaseVersion } from './identity.ts';
 
 /**
  * docs/design.md §19 "New items": a Steam market_hash_name the catalog lacks, read into the attributes the
@@ -34,20 +34,87 @@ export type SkinKind = 'weapon' | 'knife' | 'gloves';
 
 /** The weapons, knives and gloves of @ianlucas/cs2-lib 7.33 by the name the market uses. */
 const GUNS = [
-  'AK-47', 'AUG', 'AWP', 'CZ75-Auto', 'Desert Eagle', 'Dual Berettas', 'FAMAS', 'Five-SeveN', 'G3SG1', 'Galil AR', 'Glock-18', 'M249',
-  'M4A1-S', 'M4A4', 'MAC-10', 'MAG-7', 'MP5-SD', 'MP7', 'MP9', 'Negev', 'Nova', 'P2000', 'P250', 'P90', 'PP-Bizon', 'R8 Revolver',
-  'SCAR-20', 'SG 553', 'SSG 08', 'Sawed-Off', 'Tec-9', 'UMP-45', 'USP-S', 'XM1014', 'Zeus x27',
+  'AK-47',
+  'AUG',
+  'AWP',
+  'CZ75-Auto',
+  'Desert Eagle',
+  'Dual Berettas',
+  'FAMAS',
+  'Five-SeveN',
+  'G3SG1',
+  'Galil AR',
+  'Glock-18',
+  'M249',
+  'M4A1-S',
+  'M4A4',
+  'MAC-10',
+  'MAG-7',
+  'MP5-SD',
+  'MP7',
+  'MP9',
+  'Negev',
+  'Nova',
+  'P2000',
+  'P250',
+  'P90',
+  'PP-Bizon',
+  'R8 Revolver',
+  'SCAR-20',
+  'SG 553',
+  'SSG 08',
+  'Sawed-Off',
+  'Tec-9',
+  'UMP-45',
+  'USP-S',
+  'XM1014',
+  'Zeus x27',
 ];
 const KNIVES = [
-  'Bayonet', 'Bowie Knife', 'Butterfly Knife', 'Classic Knife', 'Falchion Knife', 'Flip Knife', 'Gut Knife', 'Huntsman Knife', 'Karambit',
-  'Kukri Knife', 'M9 Bayonet', 'Navaja Knife', 'Nomad Knife', 'Paracord Knife', 'Shadow Daggers', 'Skeleton Knife', 'Stiletto Knife',
-  'Survival Knife', 'Talon Knife', 'Ursus Knife',
+  'Bayonet',
+  'Bowie Knife',
+  'Butterfly Knife',
+  'Classic Knife',
+  'Falchion Knife',
+  'Flip Knife',
+  'Gut Knife',
+  'Huntsman Knife',
+  'Karambit',
+  'Kukri Knife',
+  'M9 Bayonet',
+  'Navaja Knife',
+  'Nomad Knife',
+  'Paracord Knife',
+  'Shadow Daggers',
+  'Skeleton Knife',
+  'Stiletto Knife',
+  'Survival Knife',
+  'Talon Knife',
+  'Ursus Knife',
 ];
 const GLOVES = ['Bloodhound Gloves', 'Broken Fang Gloves', 'Driver Gloves', 'Hand Wraps', 'Hydra Gloves', 'Moto Gloves', 'Specialist Gloves', 'Sport Gloves'];
 /** Agent factions, the part after ` | ` of every agent's name. */
 const AGENT_FACTIONS = [
-  'Brazilian 1st Battalion', 'Elite Crew', 'FBI', 'FBI HRT', 'FBI SWAT', 'FBI Sniper', 'Gendarmerie Nationale', 'Guerrilla Warfare', 'KSK',
-  'NSWC SEAL', 'NZSAS', 'Phoenix', 'SAS', 'SEAL Frogman', 'SWAT', 'Sabre', 'Sabre Footsoldier', 'TACP Cavalry', 'The Professionals', 'USAF TACP',
+  'Brazilian 1st Battalion',
+  'Elite Crew',
+  'FBI',
+  'FBI HRT',
+  'FBI SWAT',
+  'FBI Sniper',
+  'Gendarmerie Nationale',
+  'Guerrilla Warfare',
+  'KSK',
+  'NSWC SEAL',
+  'NZSAS',
+  'Phoenix',
+  'SAS',
+  'SEAL Frogman',
+  'SWAT',
+  'Sabre',
+  'Sabre Footsoldier',
+  'TACP Cavalry',
+  'The Professionals',
+  'USAF TACP',
 ];
 
 export const DEFAULT_SKIN_KINDS: ReadonlyMap<string, SkinKind> = new Map<string, SkinKind>([
@@ -64,9 +131,7 @@ export type MarketNameKnowledge = {
   agentFactions?: ReadonlySet<string>;
 };
 
-export type MarketNameParse =
-  | { status: 'parsed'; item: CatalogItem }
-  | { status: 'unrecognised' | 'ambiguous'; reason: string };
+export type MarketNameParse = { status: 'parsed'; item: CatalogItem } | { status: 'unrecognised' | 'ambiguous'; reason: string };
 
 const STAR = '★ ';
 const STATTRAK = 'StatTrak™ ';
@@ -135,7 +200,8 @@ export function parseMarketHashName(name: string, knowledge: MarketNameKnowledge
   if (souvenir) rest = rest.slice(SOUVENIR.length);
   if (stattrak && souvenir) return refuse('unrecognised', 'StatTrak™ and Souvenir together');
   // Steam writes `★ StatTrak™ …`, never `StatTrak™ ★ …` or `Souvenir ★ …`.
-  if (rest.startsWith(STAR) || rest.startsWith(STATTRAK) || rest.startsWith(SOUVENIR)) return refuse('unrecognised', '★, StatTrak™ or Souvenir out of order or repeated');
+  if (rest.startsWith(STAR) || rest.startsWith(STATTRAK) || rest.startsWith(SOUVENIR))
+    return refuse('unrecognised', '★, StatTrak™ or Souvenir out of order or repeated');
 
   const exteriorMatch = EXTERIOR_SUFFIX.exec(rest);
   if (exteriorMatch) return skin(name, rest.slice(0, exteriorMatch.index), EXTERIOR_BY_NAME.get(exteriorMatch[1]!)!, { star, stattrak, souvenir }, skinKinds);
@@ -144,7 +210,8 @@ export function parseMarketHashName(name: string, knowledge: MarketNameKnowledge
     // Knives and gloves without an exterior: only a vanilla knife (`★ Karambit`, `★ StatTrak™ Karambit`).
     const kind = skinKinds.get(rest);
     if (kind === 'knife' && !souvenir) return item(name, 'knife', { weapon: rest, stattrak });
-    if (kind !== undefined || rest.includes(' | ') || souvenir) return refuse('unrecognised', '★ item that is neither a vanilla knife nor a skin with an exterior');
+    if (kind !== undefined || rest.includes(' | ') || souvenir)
+      return refuse('unrecognised', '★ item that is neither a vanilla knife nor a skin with an exterior');
     return refuse('ambiguous', `★ ${rest}: not a knife or gloves this catalog knows`);
   }
 
@@ -152,7 +219,8 @@ export function parseMarketHashName(name: string, knowledge: MarketNameKnowledge
   if (separator >= 0) {
     const prefixed = PREFIXED.find(({ prefix }) => rest.startsWith(prefix));
     if (prefixed) {
-      if ((stattrak && !prefixed.stattrak) || (souvenir && !prefixed.souvenir)) return refuse('unrecognised', `${stattrak ? 'StatTrak™' : 'Souvenir'} on a ${prefixed.prefix.slice(0, -3)}`);
+      if ((stattrak && !prefixed.stattrak) || (souvenir && !prefixed.souvenir))
+        return refuse('unrecognised', `${stattrak ? 'StatTrak™' : 'Souvenir'} on a ${prefixed.prefix.slice(0, -3)}`);
       if (rest.length === prefixed.prefix.length) return refuse('unrecognised', 'nothing after the prefix');
       return item(name, prefixed.type, { stattrak, souvenir });
     }

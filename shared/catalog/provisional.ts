@@ -1,7 +1,7 @@
 import { insertOutboxEvent, subscribedEventTypes } from '../events/outbox.ts';
 import type { Queryable, Sql } from '../platform/db.ts';
 import type { CatalogItem, CatalogRecord } from './identity.ts';
-import { DEFAULT_AGENT_FACTIONS, DEFAULT_SKIN_KINDS, parseMarketHashName, type MarketNameKnowledge, type SkinKind } from './market-name-parser.ts';
+import { DEFAULT_AGENT_FACTIONS, DEFAULT_SKIN_KINDS, type MarketNameKnowledge, parseMarketHashName, type SkinKind } from './market-name-parser.ts';
 
 /**
  * docs/design.md §19 "New items" (sql/0027): names an upstream lists that the catalog lacks are recorded per
@@ -110,8 +110,17 @@ async function recordUnparsedNames(db: Queryable, entries: { name: string; statu
   const rows = await db<{ market_hash_name: string; inserted: boolean }[]>`
     insert into unparsed_item_names as u (market_hash_name, status, reason, first_seen_at, last_seen_at)
     select name, status, reason, ${at}, ${at}
-    from unnest(${db.array(entries.map((e) => e.name), TEXT_OID)}::text[], ${db.array(entries.map((e) => e.status), TEXT_OID)}::text[],
-                ${db.array(entries.map((e) => e.reason), TEXT_OID)}::text[]) as e(name, status, reason)
+    from unnest(${db.array(
+      entries.map((e) => e.name),
+      TEXT_OID,
+    )}::text[], ${db.array(
+      entries.map((e) => e.status),
+      TEXT_OID,
+    )}::text[],
+                ${db.array(
+                  entries.map((e) => e.reason),
+                  TEXT_OID,
+                )}::text[]) as e(name, status, reason)
     on conflict (market_hash_name) do update set status = excluded.status, reason = excluded.reason, last_seen_at = excluded.last_seen_at
     where (u.status, u.reason) is distinct from (excluded.status, excluded.reason) or u.last_seen_at < excluded.last_seen_at - interval '10 minutes'
     returning u.market_hash_name, (xmax = 0) as inserted`;

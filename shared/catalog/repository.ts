@@ -170,7 +170,10 @@ export async function listCatalogItems(
     limit ${limit + 1}`;
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
-  return { items: page.map((row) => ({ ...toCatalogItem(row), provisional: row.provisional })), next: rows.length > limit && last ? { name: last.market_hash_name } : null };
+  return {
+    items: page.map((row) => ({ ...toCatalogItem(row), provisional: row.provisional })),
+    next: rows.length > limit && last ? { name: last.market_hash_name } : null,
+  };
 }
 
 export async function findCatalogItem(db: Queryable, catalogId: string): Promise<CatalogItem | null> {

@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 import { PHASE_LABELS as CATALOG_PHASE_LABELS, PHASE_VERSIONS, type PhaseVersion } from '../catalog/identity.ts';
-import { ItemTexts, olderOf } from './item-texts.ts';
 import type { SalesWindowName } from '../sources/types.ts';
+import { ItemTexts, olderOf } from './item-texts.ts';
 import { jsonDecimalString, jsonNumber, jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatVersion } from './types.ts';
 
@@ -63,7 +63,7 @@ export type CsgotraderDocument = {
   rows: [name: string, ...cells: (string | null)[]][];
   /** exchange_rates.json's text. */
   exchange_rates: string;
-}
+};
 
 const STEAM_WINDOWS: readonly [string, SalesWindowName][] = [
   ['last_90d', '90d'],
@@ -174,7 +174,10 @@ export const buildCsgotraderPrices: CompatBuilder = (dataset: CompatDataset): Bu
       });
       return {
         text: { row: JSON.stringify([item.market_hash_name, ...row]), present },
-        oldest: oldestSourceOf(item, providers.filter((_, index) => row[index] !== null)),
+        oldest: oldestSourceOf(
+          item,
+          providers.filter((_, index) => row[index] !== null),
+        ),
         usedStamp: true,
       };
     });
@@ -234,7 +237,10 @@ function providerJson(document: CsgotraderDocument, provider: string): string {
  * A file the original host did not have: 404, as a static file host answers (its own body is not JSON
  * a client reads), here with our shared error body like every other 404 of the API.
  */
-const NOT_FOUND: CompatAnswer = { status: 404, ours: { message: 'No such price file: prices_v6.json, exchange_rates.json or <provider>.json (see docs/compat/csgotrader.md).', field: 'path.file' } };
+const NOT_FOUND: CompatAnswer = {
+  status: 404,
+  ours: { message: 'No such price file: prices_v6.json, exchange_rates.json or <provider>.json (see docs/compat/csgotrader.md).', field: 'path.file' },
+};
 
 /**
  * Each file's text, written once per stored document (the parsed document is shared by every request of

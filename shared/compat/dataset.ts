@@ -1,5 +1,5 @@
-import type { Queryable } from '../platform/db.ts';
 import { findLatestRates } from '../fx/repository.ts';
+import type { Queryable } from '../platform/db.ts';
 import { computeConsensus } from '../prices/consensus.ts';
 import { observedAtSql, priceIsFresh, type SourceClock } from '../prices/freshness.ts';
 import type { PriceListItemObserver } from '../prices/public-document.ts';
@@ -61,7 +61,8 @@ export async function readCompatSales(db: Queryable): Promise<SalesRead> {
   const entryOf = (row: SalesRow): CachedSales => {
     const key = `${row.catalog_id}\u0000${row.version}`;
     let entry = entries.get(key);
-    if (!entry) entries.set(key, (entry = { market_hash_name: row.market_hash_name, catalog_id: row.catalog_id, version: row.version, sales: {}, combined: {} }));
+    if (!entry)
+      entries.set(key, (entry = { market_hash_name: row.market_hash_name, catalog_id: row.catalog_id, version: row.version, sales: {}, combined: {} }));
     return entry;
   };
   const window = (row: SalesRow): CompatSalesWindow => ({
@@ -257,7 +258,10 @@ export async function readCompatDataset(db: Queryable, now: Date): Promise<Compa
   for (const item of items.values()) {
     for (const entry of Object.values(item.versions)) {
       const names = Object.keys(entry.sources);
-      entry.consensus = computeConsensus(names.map((source) => ({ source, price: entry.sources[source]!.price, bid: entry.sources[source]!.bid, fresh: entry.sources[source]!.fresh }))).consensus?.price ?? null;
+      entry.consensus =
+        computeConsensus(
+          names.map((source) => ({ source, price: entry.sources[source]!.price, bid: entry.sources[source]!.bid, fresh: entry.sources[source]!.fresh })),
+        ).consensus?.price ?? null;
     }
   }
   return completeCompatDataset(db, items, now);

@@ -1,8 +1,8 @@
-import type { Logger } from '../platform/logger.ts';
 import { usdConverter } from '../fx/convert.ts';
+import { type CurrencyTable, offeredCurrencies, resolveCurrency } from '../fx/currencies.ts';
 import type { FxRates } from '../fx/repository.ts';
-import { offeredCurrencies, resolveCurrency, type CurrencyTable } from '../fx/currencies.ts';
-import { encodeSmallBody, etagOf, lazyEncodedBody, type EncodedBody, type LazyEncodedBody } from '../prices/public-document.ts';
+import type { Logger } from '../platform/logger.ts';
+import { type EncodedBody, encodeSmallBody, etagOf, type LazyEncodedBody, lazyEncodedBody } from '../prices/public-document.ts';
 import { type CompatBuilders, type CompatStore, ensureCompatDocuments, findCompatDocument } from './store.ts';
 import type { CompatContext, CompatDocumentName } from './types.ts';
 

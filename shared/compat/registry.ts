@@ -31,21 +31,24 @@ export const COMPAT_ROUTES: readonly CompatRoute[] = [
     document: 'skinport-items',
     handler: skinportItems,
     summary: 'Skinport /v1/items',
-    description: 'Skinport’s public items endpoint, its fields and types exactly (`app_id`, `currency` (default EUR), `tradable`). Mapping: docs/compat/skinport.md.',
+    description:
+      'Skinport’s public items endpoint, its fields and types exactly (`app_id`, `currency` (default EUR), `tradable`). Mapping: docs/compat/skinport.md.',
   },
   {
     path: '/compat/skinport/v1/sales/history',
     document: 'skinport-sales',
     handler: skinportSales,
     summary: 'Skinport /v1/sales/history',
-    description: 'Skinport’s sales history (24 h, 7, 30 and 90 days per item and version), `market_hash_name` a comma-joined list as real clients send it. Mapping: docs/compat/skinport.md.',
+    description:
+      'Skinport’s sales history (24 h, 7, 30 and 90 days per item and version), `market_hash_name` a comma-joined list as real clients send it. Mapping: docs/compat/skinport.md.',
   },
   {
     path: '/compat/steam/market/priceoverview',
     document: 'steam-overview',
     handler: steamOverview,
     summary: 'Steam Community Market priceoverview',
-    description: 'Steam’s `priceoverview` (`success`, `lowest_price`, `volume`, `median_price` as Steam’s localized strings) for `appid=730`, `currency=<Steam currency id>` and `market_hash_name`. Mapping: docs/compat/steam.md.',
+    description:
+      'Steam’s `priceoverview` (`success`, `lowest_price`, `volume`, `median_price` as Steam’s localized strings) for `appid=730`, `currency=<Steam currency id>` and `market_hash_name`. Mapping: docs/compat/steam.md.',
   },
   {
     path: '/compat/steamapis/market/items/:app_id',

@@ -1,9 +1,18 @@
 import Decimal from 'decimal.js';
 import { PHASE_LABELS } from '../catalog/identity.ts';
-import { ItemTexts, olderOf } from './item-texts.ts';
 import type { SalesWindowName } from '../sources/types.ts';
+import { ItemTexts, olderOf } from './item-texts.ts';
 import { jsonNumber } from './json-number.ts';
-import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, CompatDataset, CompatHandler, CompatSalesWindow, CompatVersion } from './types.ts';
+import type {
+  BuiltCompatDocument,
+  CompatAnswer,
+  CompatBuilder,
+  CompatContext,
+  CompatDataset,
+  CompatHandler,
+  CompatSalesWindow,
+  CompatVersion,
+} from './types.ts';
 
 /**
  * Skinport's public API as a drop-in format (docs/design.md §20; docs/compat/skinport.md):
@@ -29,7 +38,24 @@ import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, C
  */
 
 /** Skinport's currencies (its docs' list; skinport.py `Currency`, skinport-rs `Currency`). */
-export const SKINPORT_CURRENCIES: readonly string[] = ['AUD', 'BRL', 'CAD', 'CHF', 'CNY', 'CZK', 'DKK', 'EUR', 'GBP', 'HRK', 'NOK', 'PLN', 'RUB', 'SEK', 'TRY', 'USD'];
+export const SKINPORT_CURRENCIES: readonly string[] = [
+  'AUD',
+  'BRL',
+  'CAD',
+  'CHF',
+  'CNY',
+  'CZK',
+  'DKK',
+  'EUR',
+  'GBP',
+  'HRK',
+  'NOK',
+  'PLN',
+  'RUB',
+  'SEK',
+  'TRY',
+  'USD',
+];
 /** Skinport's default currency when `currency` is absent. */
 export const SKINPORT_DEFAULT_CURRENCY = 'EUR';
 const CS2_APP_ID = '730';
@@ -254,7 +280,8 @@ function moneyWriter(currency: string, context: CompatContext): MoneyWriter {
       if (converted === null) text = 'null';
       else {
         const point = converted.indexOf('.');
-        if (point >= 0 && converted.length - point - 1 > SKINPORT_PLACES) converted = new Decimal(converted).toDecimalPlaces(SKINPORT_PLACES, Decimal.ROUND_HALF_EVEN).toFixed();
+        if (point >= 0 && converted.length - point - 1 > SKINPORT_PLACES)
+          converted = new Decimal(converted).toDecimalPlaces(SKINPORT_PLACES, Decimal.ROUND_HALF_EVEN).toFixed();
         text = jsonNumber(converted);
       }
       written.set(usd, text);

@@ -1,5 +1,5 @@
-import { ItemTexts, olderOf } from './item-texts.ts';
 import type { SalesWindowName } from '../sources/types.ts';
+import { ItemTexts, olderOf } from './item-texts.ts';
 import { jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatSalesWindow } from './types.ts';
 

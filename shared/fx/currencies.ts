@@ -1,6 +1,6 @@
 import type { Queryable } from '../platform/db.ts';
 import { minorUnits, quoteFor } from './convert.ts';
-import { findLatestRates, FX_SOURCE, type FxRates, type FxSourceName } from './repository.ts';
+import { FX_SOURCE, type FxRates, type FxSourceName, findLatestRates } from './repository.ts';
 import { STEAM_IMPLIED_CURRENCIES } from './steam-currencies.ts';
 import { findSteamImpliedStates, STEAM_IMPLIED_SOURCE, type SteamImpliedState } from './steam-implied-repository.ts';
 
@@ -42,7 +42,15 @@ export function resolveCurrency(table: CurrencyTable, currency: string): Currenc
   if (!state || state.rate === null || state.as_of === null) return { kind: 'unavailable', reason: state?.reason ?? NOT_READ_YET_REASON };
   let rates = steamRateSets.get(state);
   if (!rates) {
-    rates = { as_of: state.as_of, rates: new Map([[currency, state.rate], ['USD', '1']]), fetched_at: state.read_at, source: STEAM_IMPLIED_SOURCE };
+    rates = {
+      as_of: state.as_of,
+      rates: new Map([
+        [currency, state.rate],
+        ['USD', '1'],
+      ]),
+      fetched_at: state.read_at,
+      source: STEAM_IMPLIED_SOURCE,
+    };
     steamRateSets.set(state, rates);
   }
   return { kind: 'rates', rates };
@@ -80,7 +88,11 @@ export function currencyList(table: CurrencyTable): { base: 'USD'; currencies: O
       currencies.push({ code, source: FX_SOURCE, minor_units: minorUnits(code), rate: quote.rate, as_of: quote.as_of });
     }
   } else {
-    unavailable.push({ code: 'EUR', source: FX_SOURCE, reason: 'no ECB reference rates have been fetched yet (EUR and the ECB currencies are offered once they are)' });
+    unavailable.push({
+      code: 'EUR',
+      source: FX_SOURCE,
+      reason: 'no ECB reference rates have been fetched yet (EUR and the ECB currencies are offered once they are)',
+    });
   }
   for (const code of STEAM_IMPLIED_CURRENCIES) {
     if (table.ecb?.rates.has(code)) continue;

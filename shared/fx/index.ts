@@ -26,7 +26,27 @@
  *   USD lowest prices read from Steam's priceoverview (the `fx.steam_implied` job); currencies.ts joins
  *   both into what `?currency=` converts to and GET /v2/meta/currencies lists (`fx.source`).
  */
-export { ECB_DAILY_PATH, fetchEcbDaily, FxUnavailableError, parseEcbRates, type EcbParseResult, type EcbRateDay } from './ecb.ts';
-export { convertToUsd, convertUsd, isSupportedCurrency, minorUnits, quoteFor, supportedCurrencies, UnsupportedCurrencyError, usdConverter, type FxQuote } from './convert.ts';
-export { refreshFxRates, fxRetryDelayMs, FX_FIRST_RETRY_MS, FX_REQUEST_TIMEOUT_MS, type FxRefreshOutcome } from './refresh.ts';
-export { findFxSourceState, findLatestRates, FX_SOURCE, recordFxFailure, recordFxSuccess, saveRateDays, type FxRates, type FxSourceState } from './repository.ts';
+
+export {
+  convertToUsd,
+  convertUsd,
+  type FxQuote,
+  isSupportedCurrency,
+  minorUnits,
+  quoteFor,
+  supportedCurrencies,
+  UnsupportedCurrencyError,
+  usdConverter,
+} from './convert.ts';
+export { ECB_DAILY_PATH, type EcbParseResult, type EcbRateDay, FxUnavailableError, fetchEcbDaily, parseEcbRates } from './ecb.ts';
+export { FX_FIRST_RETRY_MS, FX_REQUEST_TIMEOUT_MS, type FxRefreshOutcome, fxRetryDelayMs, refreshFxRates } from './refresh.ts';
+export {
+  FX_SOURCE,
+  type FxRates,
+  type FxSourceState,
+  findFxSourceState,
+  findLatestRates,
+  recordFxFailure,
+  recordFxSuccess,
+  saveRateDays,
+} from './repository.ts';

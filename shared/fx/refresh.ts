@@ -1,6 +1,6 @@
 import type { Config } from '../platform/config.ts';
 import type { WorkerResources } from '../platform/resources.ts';
-import { fetchEcbDaily, FxUnavailableError, parseEcbRates } from './ecb.ts';
+import { FxUnavailableError, fetchEcbDaily, parseEcbRates } from './ecb.ts';
 import { recordFxFailure, recordFxSuccess, saveRateDays } from './repository.ts';
 
 /**
@@ -34,7 +34,8 @@ export async function refreshFxRates(
   try {
     const body = await fetchEcbDaily({ baseUrl: deps.config.FX_URL, timeoutMs: options.timeoutMs ?? FX_REQUEST_TIMEOUT_MS, log });
     const parsed = parseEcbRates(body, started);
-    if (parsed.skipped > 0 || parsed.problems.length > 0) log.warn({ source: 'fx', skipped: parsed.skipped, problems: parsed.problems }, 'skipped malformed rates');
+    if (parsed.skipped > 0 || parsed.problems.length > 0)
+      log.warn({ source: 'fx', skipped: parsed.skipped, problems: parsed.problems }, 'skipped malformed rates');
     await saveRateDays(sql, parsed.days, started);
     await recordFxSuccess(sql, now(), parsed.skipped);
     const newest = parsed.days.reduce((latest, day) => (day.date > latest.date ? day : latest));

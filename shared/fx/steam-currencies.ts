@@ -104,7 +104,23 @@ export function steamWalletCurrencyById(steamId: number): SteamWalletCurrency | 
  * the others): these get rates implied by Steam's own prices (docs/design.md §19). Should the ECB ever publish
  * one of them, its ECB rate is the one used (shared/prices/currency.ts).
  */
-export const STEAM_IMPLIED_CURRENCIES: readonly string[] = ['RUB', 'VND', 'UAH', 'CLP', 'PEN', 'COP', 'TWD', 'SAR', 'AED', 'ARS', 'KZT', 'KWD', 'QAR', 'CRC', 'UYU'];
+export const STEAM_IMPLIED_CURRENCIES: readonly string[] = [
+  'RUB',
+  'VND',
+  'UAH',
+  'CLP',
+  'PEN',
+  'COP',
+  'TWD',
+  'SAR',
+  'AED',
+  'ARS',
+  'KZT',
+  'KWD',
+  'QAR',
+  'CRC',
+  'UYU',
+];
 
 // Whitespace Steam (or an HTML-escaped older answer) may put around or inside an amount.
 const SPACES = /[\u00a0\u202f]/g;

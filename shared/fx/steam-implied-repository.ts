@@ -34,7 +34,13 @@ export async function saveSteamImpliedRate(db: Queryable, currency: string, rate
 }
 
 /** Completed reads (or a configuration) that give no rate: each currency is not offered, with `reason`. */
-export async function saveSteamImpliedUnavailable(db: Queryable, currencies: readonly string[], reason: string, basket: readonly BasketPair[], readAt: Date): Promise<void> {
+export async function saveSteamImpliedUnavailable(
+  db: Queryable,
+  currencies: readonly string[],
+  reason: string,
+  basket: readonly BasketPair[],
+  readAt: Date,
+): Promise<void> {
   if (currencies.length === 0) return;
   await db`
     insert into fx_steam_implied_rates (currency, rate, as_of, reason, basket, read_at)

@@ -2,18 +2,18 @@ import type { Logger } from '../platform/logger.ts';
 import type { WorkerResources } from '../platform/resources.ts';
 import { createRequestBudget } from '../sources/budget.ts';
 import { ADAPTERS } from '../sources/index.ts';
-import { enabledSources, sourceSettings, type SourceSettings } from '../sources/settings.ts';
-import { SourceRateLimitedError, SourceUnavailableError, type FetchContext } from '../sources/types.ts';
+import { enabledSources, type SourceSettings, sourceSettings } from '../sources/settings.ts';
+import { type FetchContext, SourceRateLimitedError, SourceUnavailableError } from '../sources/types.ts';
 import { getJson, isRecord } from '../sources/upstream.ts';
 import { joinUrl } from '../util/url.ts';
 import { hundredthsOf, parseSteamMoney, STEAM_IMPLIED_CURRENCIES, steamWalletCurrency } from './steam-currencies.ts';
 import {
+  type BasketPair,
   findSteamImpliedStates,
   recordSteamImpliedFailure,
   recordSteamImpliedSuccess,
   saveSteamImpliedRate,
   saveSteamImpliedUnavailable,
-  type BasketPair,
 } from './steam-implied-repository.ts';
 
 /**
@@ -209,7 +209,10 @@ export async function refreshSteamImpliedRates(deps: WorkerResources, options: S
     const outcome = lowestPriceOf(body, code);
     if (outcome === 'malformed') {
       skipped += 1;
-      log.warn({ currency: code, market_hash_name: name, lowest_price: isRecord(body) ? String(body.lowest_price).slice(0, 40) : null }, 'priceoverview answer in an unknown form; skipped');
+      log.warn(
+        { currency: code, market_hash_name: name, lowest_price: isRecord(body) ? String(body.lowest_price).slice(0, 40) : null },
+        'priceoverview answer in an unknown form; skipped',
+      );
     }
     return typeof outcome === 'object' ? outcome.price : null;
   };
@@ -244,7 +247,10 @@ export async function refreshSteamImpliedRates(deps: WorkerResources, options: S
       }
     }
     await recordSteamImpliedSuccess(sql, now(), skipped);
-    log.info({ rated: rated.length, unavailable: unavailable.map((entry) => entry.currency), requests, skipped, ms: Math.round(performance.now() - started) }, 'Steam-implied rates stored');
+    log.info(
+      { rated: rated.length, unavailable: unavailable.map((entry) => entry.currency), requests, skipped, ms: Math.round(performance.now() - started) },
+      'Steam-implied rates stored',
+    );
     return { status: 'succeeded', rated, unavailable, requests, skipped };
   } catch (error) {
     let retryAfterMs: number | null = null;
@@ -257,7 +263,10 @@ export async function refreshSteamImpliedRates(deps: WorkerResources, options: S
     }
     const message = error.message;
     const consecutiveFailures = await recordSteamImpliedFailure(sql, now(), message);
-    log.warn({ err: message, retry_after_ms: retryAfterMs, rated: rated.length, requests, consecutive_failures: consecutiveFailures }, 'Steam-implied rate read cut short; the other currencies keep their last outcome');
+    log.warn(
+      { err: message, retry_after_ms: retryAfterMs, rated: rated.length, requests, consecutive_failures: consecutiveFailures },
+      'Steam-implied rate read cut short; the other currencies keep their last outcome',
+    );
     return { status: 'failed', error: message, retryAfterMs, consecutiveFailures, rated, unavailable, requests };
   } finally {
     // Only our own lock (a run past its expiry must not free the next run's).

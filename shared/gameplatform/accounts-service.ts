@@ -1,20 +1,17 @@
-import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import { randomToken } from '../util/crypto.ts';
-import type { Queryable, Sql } from '../platform/db.ts';
+import { type AuditActor, insertAuditEvent } from '../audit/events.ts';
 import { ApiError, errors } from '../http/errors.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import { getProfile, type ProfileDeps } from './profiles.ts';
-import { destroyTokenOfAccount } from './steam-token.ts';
-import { deleteTradesOfAccount } from './trades-repository.ts';
+import { randomToken } from '../util/crypto.ts';
 import {
+  type ConnectedAccount,
   consumeOpenIdState,
   disconnectLiveAccount,
   findOpenIdState,
   insertOpenIdState,
   insertOrFindLiveAccount,
-  recordOpenIdNonce,
-  type ConnectedAccount,
   type OpenIdState,
+  recordOpenIdNonce,
 } from './accounts.ts';
 import {
   callbackFields,
@@ -26,6 +23,9 @@ import {
   OpenIdRejectedError,
   type OpenIdRejection,
 } from './openid.ts';
+import { getProfile, type ProfileDeps } from './profiles.ts';
+import { destroyTokenOfAccount } from './steam-token.ts';
+import { deleteTradesOfAccount } from './trades-repository.ts';
 
 /**
  * Connected accounts (docs/design.md §11): starting a Steam OpenID flow, finishing it at the public
@@ -69,7 +69,12 @@ export type CallbackDeps = {
  * provider asked to confirm its signature. Any refusal is a 400 `invalid_openid_response` and no
  * account; a provider that cannot answer is a 503 `upstream_unavailable`.
  */
-export async function finishConnect(deps: CallbackDeps, query: URLSearchParams, baseUrl: string, meta: { requestId: string; now: Date }): Promise<ConnectedAccount> {
+export async function finishConnect(
+  deps: CallbackDeps,
+  query: URLSearchParams,
+  baseUrl: string,
+  meta: { requestId: string; now: Date },
+): Promise<ConnectedAccount> {
   const opEndpoint = loginUrl(deps.settings.steamCommunityUrl);
   let flow: OpenIdState | null = null;
   let stateText: string | null = null;
@@ -85,11 +90,21 @@ export async function finishConnect(deps: CallbackDeps, query: URLSearchParams, 
     const connectedFlow = flow;
     return await deps.sql.begin(async (tx) => {
       const { account, created } = await insertOrFindLiveAccount(tx, {
-        workspaceId: connectedFlow.workspace_id, steamId: assertion.steamId, personaName, connectedAt: meta.now,
+        workspaceId: connectedFlow.workspace_id,
+        steamId: assertion.steamId,
+        personaName,
+        connectedAt: meta.now,
       });
       await insertAuditEvent(tx, {
-        workspaceId: connectedFlow.workspace_id, source: 'gameplatform', eventType: 'account.connected', resourceType: 'gameplatform_account',
-        resourceId: String(account.account_id), outcome: 'succeeded', actor: connectedFlow.actor, requestId: meta.requestId, occurredAt: meta.now,
+        workspaceId: connectedFlow.workspace_id,
+        source: 'gameplatform',
+        eventType: 'account.connected',
+        resourceType: 'gameplatform_account',
+        resourceId: String(account.account_id),
+        outcome: 'succeeded',
+        actor: connectedFlow.actor,
+        requestId: meta.requestId,
+        occurredAt: meta.now,
         metadata: { steam_id: account.steam_id, already_connected: !created, connect_request_id: connectedFlow.request_id },
       });
       return account;
@@ -135,8 +150,14 @@ async function recordRejection(deps: CallbackDeps, flow: OpenIdState | null, rea
   deps.log.info({ reason, request_id: meta.requestId, known_state: flow !== null }, 'OpenID callback refused');
   if (!flow) return;
   await insertAuditEvent(deps.sql, {
-    workspaceId: flow.workspace_id, source: 'gameplatform', eventType: 'account.connected', resourceType: 'gameplatform_account',
-    outcome: 'rejected', actor: flow.actor, requestId: meta.requestId, occurredAt: meta.now,
+    workspaceId: flow.workspace_id,
+    source: 'gameplatform',
+    eventType: 'account.connected',
+    resourceType: 'gameplatform_account',
+    outcome: 'rejected',
+    actor: flow.actor,
+    requestId: meta.requestId,
+    occurredAt: meta.now,
     metadata: { status: 400, reason, connect_request_id: flow.request_id },
   });
 }
@@ -163,8 +184,15 @@ export async function disconnectAccount(sql: Sql, accountId: string, cancelDraft
     // docs/design.md §17: the trade history only the token could read goes with it.
     const tradesDeleted = await deleteTradesOfAccount(tx, accountId);
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, source: 'gameplatform', eventType: 'account.disconnected', resourceType: 'gameplatform_account',
-      resourceId: accountId, outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      source: 'gameplatform',
+      eventType: 'account.disconnected',
+      resourceType: 'gameplatform_account',
+      resourceId: accountId,
+      outcome: 'succeeded',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { steam_id: account.steam_id, cancelled_trade_intents: cancelled, steam_access_destroyed: tokenDestroyed, trades_deleted: tradesDeleted },
     });
   });

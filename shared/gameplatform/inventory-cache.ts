@@ -1,14 +1,14 @@
 import { brotliCompressSync, constants as zlibConstants } from 'node:zlib';
-import type { Conversion } from '../prices/currency.ts';
 import type { SourceName } from '../platform/source-names.ts';
+import type { Conversion } from '../prices/currency.ts';
 import {
   ensureInventorySnapshot,
   findSnapshot,
-  isFreshSnapshot,
-  renderInventoryPage,
   type InventoryDeps,
   type InventorySnapshot,
+  isFreshSnapshot,
   type RenderedInventoryPage,
+  renderInventoryPage,
 } from './inventory/snapshots.ts';
 
 const STALE_TRUE = Buffer.from('true');
@@ -32,7 +32,10 @@ export function encodedInventoryPage(page: RenderedInventoryPage, stale: boolean
   let body = page.encoded.get(key);
   if (!body) {
     // Quality 5 and level 6: most of the size win for a small share of the CPU of the maximum.
-    body = coding === 'br' ? brotliCompressSync(plain, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 5 } }) : Bun.gzipSync(plain as Uint8Array<ArrayBuffer>, { level: 6 });
+    body =
+      coding === 'br'
+        ? brotliCompressSync(plain, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 5 } })
+        : Bun.gzipSync(plain as Uint8Array<ArrayBuffer>, { level: 6 });
     page.encoded.set(key, body);
   }
   return body;
@@ -90,7 +93,10 @@ export class InventoryReader {
    * `stale` when Steam fails and an older one is served). A held snapshot serves only while fresh:
    * an old one is checked against Postgres before Steam is called.
    */
-  async latest(steamId64: string, options: { maxAgeSeconds: number; refresh?: boolean; workspaceId?: string | null }): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
+  async latest(
+    steamId64: string,
+    options: { maxAgeSeconds: number; refresh?: boolean; workspaceId?: string | null },
+  ): Promise<{ snapshot: InventorySnapshot; stale: boolean }> {
     const key = `${steamId64}\u0000${options.workspaceId ?? ''}`;
     const held = this.enabled && !options.refresh ? this.latestByReader.get(key) : undefined;
     if (held && held.expiresAt > this.clock()) {

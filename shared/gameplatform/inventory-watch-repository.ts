@@ -1,5 +1,5 @@
-import type { Queryable, TransactionSql } from '../platform/db.ts';
 import type { EventType } from '../events/outbox.ts';
+import type { Queryable, TransactionSql } from '../platform/db.ts';
 import type { StoredAsset } from './inventory/asset-record.ts';
 
 /**
@@ -26,7 +26,10 @@ export type ClaimedWatch = {
  * workspace no longer subscribes. Returns the snapshots the ended watches no longer need (their
  * previous one; the latest stays, as every inventory's latest does).
  */
-export async function syncWatches(db: Queryable, now: Date): Promise<{ started: number; ended: { account_id: string; previous_snapshot_id: string | null }[] }> {
+export async function syncWatches(
+  db: Queryable,
+  now: Date,
+): Promise<{ started: number; ended: { account_id: string; previous_snapshot_id: string | null }[] }> {
   const started = await db`
     insert into inventory_watches (account_id, workspace_id, steam_id, created_at, next_read_at)
     select a.account_id, a.workspace_id, a.steam_id, ${now}, ${now}
@@ -159,7 +162,13 @@ export async function findWatchedAsset(tx: TransactionSql, accountId: number, as
   const [asset] = await tx<{ record: StoredAsset }[]>`
     select record from inventory_assets where snapshot_id = ${watch.snapshot_id} and asset_id = ${assetId} limit 1`;
   if (!asset) return { kind: 'gone' };
-  return { kind: 'found', workspace_id: watch.workspace_id, steam_id: watch.steam_id, subscribed: await subscribedWatchTypes(tx, watch.workspace_id), record: asset.record };
+  return {
+    kind: 'found',
+    workspace_id: watch.workspace_id,
+    steam_id: watch.steam_id,
+    subscribed: await subscribedWatchTypes(tx, watch.workspace_id),
+    record: asset.record,
+  };
 }
 
 /** Records item.tradable as sent for (account, asset); false when it was sent before. */

@@ -1,18 +1,18 @@
 import { Counter } from 'prom-client';
 import { insertOutboxEvent } from '../events/outbox.ts';
-import { newId } from '../util/ids.ts';
 import type { Enqueue } from '../jobs/queues.ts';
+import type { Logger } from '../platform/logger.ts';
 import type { WorkerResources } from '../platform/resources.ts';
 import type { RequestBudget } from '../sources/budget.ts';
+import { newId } from '../util/ids.ts';
+import { SecretKeyring } from '../webhooks/secrets.ts';
 import type { StoredAsset } from './inventory/asset-record.ts';
 import { insertInventorySnapshot, prepareInventorySnapshot } from './inventory/snapshots.ts';
-import { fetchInventoryPages, publicRead, type FetchPagesOptions, type InventoryRead } from './inventory/steam-community.ts';
+import { type FetchPagesOptions, fetchInventoryPages, type InventoryRead, publicRead } from './inventory/steam-community.ts';
 import { ownerInventoryRead, SteamTokenRefusedError } from './inventory/steam-econ.ts';
-import { dropToken, liveTokenFor } from './steam-token.ts';
-import { SecretKeyring } from '../webhooks/secrets.ts';
-import type { Logger } from '../platform/logger.ts';
 import {
   advanceWatch,
+  type ClaimedWatch,
   claimDueWatch,
   deleteWatchSnapshots,
   extendWatchClaim,
@@ -24,10 +24,10 @@ import {
   releaseWatchClaim,
   snapshotAssetIds,
   syncWatches,
-  type ClaimedWatch,
 } from './inventory-watch-repository.ts';
+import { acquireSteamBudget, BudgetDeferred, type SteamBudgetSettings, steamBudgetMetrics, steamBudgetSettings, steamRequestBudget } from './steam-budget.ts';
 import { SteamNotFoundError, SteamPrivateError, SteamUnavailableError } from './steam-client.ts';
-import { acquireSteamBudget, BudgetDeferred, steamBudgetMetrics, steamBudgetSettings, steamRequestBudget, type SteamBudgetSettings } from './steam-budget.ts';
+import { dropToken, liveTokenFor } from './steam-token.ts';
 
 /**
  * docs/design.md §15 inventory watch. While a workspace has a live endpoint subscribed to inventory.changed
@@ -103,8 +103,12 @@ export type WatchRunReport = { started: number; ended: number; reads: Record<str
 export async function runInventoryWatch(deps: InventoryWatchDeps, options: { runForMs: number }): Promise<WatchRunReport> {
   const runEnds = Date.now() + options.runForMs;
   const synced = await syncWatches(deps.sql, deps.now());
-  await deleteWatchSnapshots(deps.sql, synced.ended.flatMap((watch) => (watch.previous_snapshot_id ? [watch.previous_snapshot_id] : [])));
-  if (synced.started > 0 || synced.ended.length > 0) deps.log.info({ started: synced.started, ended: synced.ended.length }, 'inventory watches started or ended');
+  await deleteWatchSnapshots(
+    deps.sql,
+    synced.ended.flatMap((watch) => (watch.previous_snapshot_id ? [watch.previous_snapshot_id] : [])),
+  );
+  if (synced.started > 0 || synced.ended.length > 0)
+    deps.log.info({ started: synced.started, ended: synced.ended.length }, 'inventory watches started or ended');
   const budget = steamRequestBudget(deps, deps.budget);
   const reads: Record<string, number> = {};
   while (Date.now() < runEnds) {
@@ -122,7 +126,14 @@ export async function runInventoryWatch(deps: InventoryWatchDeps, options: { run
 
 type ReadOutcome = 'baseline' | 'changed' | 'unchanged' | 'failed' | 'gone' | 'deferred';
 
-async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch: ClaimedWatch, token: string, claimedAt: Date, runEnds: number): Promise<ReadOutcome> {
+async function readWatch(
+  deps: InventoryWatchDeps,
+  budget: RequestBudget,
+  watch: ClaimedWatch,
+  token: string,
+  claimedAt: Date,
+  runEnds: number,
+): Promise<ReadOutcome> {
   const log = deps.log.child({ account_id: Number(watch.account_id), steam_id: watch.steam_id });
   const nextReadAt = new Date(claimedAt.getTime() + deps.config.INVENTORY_WATCH_INTERVAL_SECONDS * 1000);
   let firstPage = true;
@@ -145,7 +156,10 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
     // docs/design.md §17: with the account's live owner token, both contexts (protected items included); a
     // token Steam refuses is dropped (audited) and this read falls back to the public one.
     const owner = await liveTokenFor(deps.sql, keyringOf(deps), watch.account_id, deps.now());
-    read = owner === null ? publicRead(await fetchInventoryPages(deps, watch.steam_id, READ_BUDGET_MS, fetchOptions)) : await ownerReadOrPublic(deps, watch, owner, fetchOptions, log);
+    read =
+      owner === null
+        ? publicRead(await fetchInventoryPages(deps, watch.steam_id, READ_BUDGET_MS, fetchOptions))
+        : await ownerReadOrPublic(deps, watch, owner, fetchOptions, log);
   } catch (error) {
     if (error instanceof BudgetDeferred) {
       await releaseWatchClaim(deps.sql, watch.account_id, token);
@@ -202,7 +216,13 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
     }
     // A watch keeps two snapshots: this one (the next baseline) and the one it replaces.
     if (locked.previous_snapshot_id) await deleteWatchSnapshots(tx, [locked.previous_snapshot_id]);
-    await advanceWatch(tx, { accountId: watch.account_id, snapshotId: prepared.snapshot.id, previousSnapshotId: locked.snapshot_id, readAt: fetchedAt, nextReadAt });
+    await advanceWatch(tx, {
+      accountId: watch.account_id,
+      snapshotId: prepared.snapshot.id,
+      previousSnapshotId: locked.snapshot_id,
+      readAt: fetchedAt,
+      nextReadAt,
+    });
     return {
       baseline: locked.snapshot_id === null,
       changed,
@@ -218,7 +238,13 @@ async function readWatch(deps: InventoryWatchDeps, budget: RequestBudget, watch:
 }
 
 /** The owner read of both contexts; a refused token is dropped and the public read serves this read. */
-async function ownerReadOrPublic(deps: InventoryWatchDeps, watch: ClaimedWatch, token: string, fetchOptions: FetchPagesOptions, log: Logger): Promise<InventoryRead> {
+async function ownerReadOrPublic(
+  deps: InventoryWatchDeps,
+  watch: ClaimedWatch,
+  token: string,
+  fetchOptions: FetchPagesOptions,
+  log: Logger,
+): Promise<InventoryRead> {
   try {
     return await ownerInventoryRead(deps, watch.steam_id, { workspaceId: watch.workspace_id, token }, READ_BUDGET_MS, fetchOptions);
   } catch (error) {
@@ -274,12 +300,19 @@ export async function sendProtectionEnded(
     const protection = found.record.protection;
     const until = protection?.protected ? protection.until : null;
     if (until !== null && Date.parse(until) > Math.max(Date.parse(job.protected_until), now.getTime())) return 'still_protected';
-    if (!(await recordProtectionEndedSent(tx, { accountId: job.account_id, assetId: job.asset_id, protectedUntil: new Date(job.protected_until), at: now }))) return 'already_sent';
+    if (!(await recordProtectionEndedSent(tx, { accountId: job.account_id, assetId: job.asset_id, protectedUntil: new Date(job.protected_until), at: now })))
+      return 'already_sent';
     await insertOutboxEvent(tx, {
       type: 'item.protection_ended',
       workspaceId: found.workspace_id,
       at: now,
-      payload: { account_id: job.account_id, steam_id: found.steam_id, asset_id: job.asset_id, market_hash_name: found.record.market_hash_name, at: job.protected_until },
+      payload: {
+        account_id: job.account_id,
+        steam_id: found.steam_id,
+        asset_id: job.asset_id,
+        market_hash_name: found.record.market_hash_name,
+        at: job.protected_until,
+      },
     });
     return 'sent';
   });
@@ -322,12 +355,19 @@ export async function sendItemTradable(
     // The latest snapshot shows a later hold than the job was made for: that read scheduled it anew.
     const hold = found.record.trade_hold_until;
     if (hold !== null && Date.parse(hold) > Math.max(Date.parse(job.tradable_at), now.getTime())) return 'still_held';
-    if (!(await recordTradableSent(tx, { accountId: job.account_id, assetId: job.asset_id, tradableAt: new Date(job.tradable_at), at: now }))) return 'already_sent';
+    if (!(await recordTradableSent(tx, { accountId: job.account_id, assetId: job.asset_id, tradableAt: new Date(job.tradable_at), at: now })))
+      return 'already_sent';
     await insertOutboxEvent(tx, {
       type: 'item.tradable',
       workspaceId: found.workspace_id,
       at: now,
-      payload: { account_id: job.account_id, steam_id: found.steam_id, asset_id: job.asset_id, market_hash_name: found.record.market_hash_name, tradable_at: job.tradable_at },
+      payload: {
+        account_id: job.account_id,
+        steam_id: found.steam_id,
+        asset_id: job.asset_id,
+        market_hash_name: found.record.market_hash_name,
+        tradable_at: job.tradable_at,
+      },
     });
     return 'sent';
   });

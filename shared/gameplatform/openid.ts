@@ -95,7 +95,8 @@ export function callbackFields(query: URLSearchParams): { state: string | null; 
   let count = 0;
   for (const [name, value] of query) {
     count += 1;
-    if (count > MAX_FIELDS || value.length > MAX_FIELD_LENGTH || value.includes('\u0000') || !value.isWellFormed()) throw new OpenIdRejectedError('malformed_response');
+    if (count > MAX_FIELDS || value.length > MAX_FIELD_LENGTH || value.includes('\u0000') || !value.isWellFormed())
+      throw new OpenIdRejectedError('malformed_response');
     if (name === 'state') {
       if (state !== null) throw new OpenIdRejectedError('malformed_response');
       state = value;

@@ -1,10 +1,10 @@
 import { z } from 'zod';
+import { ApiError } from '../http/errors.ts';
 import type { Config } from '../platform/config.ts';
 import type { Queryable } from '../platform/db.ts';
-import { ApiError } from '../http/errors.ts';
 import type { Logger } from '../platform/logger.ts';
-import { fetchPlayerSummary, SteamUnavailableError, steamApiError, type PlayerSummary } from './steam-client.ts';
-import { steamIdsOf, type SteamIds } from './steam-id.ts';
+import { fetchPlayerSummary, type PlayerSummary, SteamUnavailableError, steamApiError } from './steam-client.ts';
+import { type SteamIds, steamIdsOf } from './steam-id.ts';
 
 /** docs/design.md §11: a public Steam profile, cached in steam_profiles for PROFILE_TTL_SECONDS. */
 export const profileSchema = z.object({

@@ -46,7 +46,10 @@ export type SteamBudgetSettings = {
   keyPrefix?: string;
 };
 
-export function steamBudgetSettings(config: Pick<Config, 'STEAM_INVENTORY_REQUESTS_PER_MINUTE' | 'QUEUE_PREFIX'>, budget?: SteamBudgetSettings): Required<SteamBudgetSettings> {
+export function steamBudgetSettings(
+  config: Pick<Config, 'STEAM_INVENTORY_REQUESTS_PER_MINUTE' | 'QUEUE_PREFIX'>,
+  budget?: SteamBudgetSettings,
+): Required<SteamBudgetSettings> {
   return {
     requests: budget?.requests ?? config.STEAM_INVENTORY_REQUESTS_PER_MINUTE,
     windowMs: budget?.windowMs ?? 60_000,
@@ -61,7 +64,12 @@ export function steamRequestBudget(
   budget?: SteamBudgetSettings,
 ): RequestBudget {
   const settings = steamBudgetSettings(deps.config, budget);
-  return createRequestBudget(deps.redis, 'steam', { requests: settings.requests, windowSeconds: (settings.windowMs + settings.marginMs) / 1000, keyPrefix: settings.keyPrefix }, { now: deps.now });
+  return createRequestBudget(
+    deps.redis,
+    'steam',
+    { requests: settings.requests, windowSeconds: (settings.windowMs + settings.marginMs) / 1000, keyPrefix: settings.keyPrefix },
+    { now: deps.now },
+  );
 }
 
 /** Thrown by acquireSteamBudget when the wait would pass the caller's limit: the read is deferred, not failed. */

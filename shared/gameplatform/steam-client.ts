@@ -1,5 +1,5 @@
-import type { Config } from '../platform/config.ts';
 import { ApiError } from '../http/errors.ts';
+import type { Config } from '../platform/config.ts';
 import { parseRetryAfter } from '../sources/upstream.ts';
 import { joinUrl } from '../util/url.ts';
 
@@ -119,12 +119,22 @@ export async function fetchPlayerSummary(config: Config, apiKey: string, steamId
 export function steamApiError(error: unknown, notFoundCode: 'profile_not_found' | 'inventory_not_found'): unknown {
   if (error instanceof SteamPrivateError) return new ApiError(403, 'inventory_private', 'This Steam inventory is not public.');
   if (error instanceof SteamNotFoundError) {
-    return new ApiError(404, notFoundCode, notFoundCode === 'profile_not_found' ? 'Steam has no profile with this id.' : 'Steam has no inventory with this id.');
+    return new ApiError(
+      404,
+      notFoundCode,
+      notFoundCode === 'profile_not_found' ? 'Steam has no profile with this id.' : 'Steam has no inventory with this id.',
+    );
   }
   if (error instanceof SteamUnavailableError) {
-    return new ApiError(503, 'upstream_unavailable', `Steam is ${error.throttled ? 'throttling our requests' : 'not answering'} and no cached copy exists; retry later.`, undefined, {
-      'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))),
-    });
+    return new ApiError(
+      503,
+      'upstream_unavailable',
+      `Steam is ${error.throttled ? 'throttling our requests' : 'not answering'} and no cached copy exists; retry later.`,
+      undefined,
+      {
+        'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))),
+      },
+    );
   }
   return error;
 }

@@ -51,10 +51,7 @@ export async function findTokenAccountOf(db: Queryable, workspaceId: string, ste
 }
 
 /** Deletes the account's token; what it held (never the ciphertext) when there was one. */
-export async function deleteSealedToken(
-  db: Queryable,
-  accountId: string,
-): Promise<{ expiresAt: Date; steamId: string; workspaceId: string } | null> {
+export async function deleteSealedToken(db: Queryable, accountId: string): Promise<{ expiresAt: Date; steamId: string; workspaceId: string } | null> {
   const [row] = await db<{ expires_at: Date; steam_id: string; workspace_id: string }[]>`
     delete from gameplatform_steam_tokens t using gameplatform_accounts a
     where t.account_id = ${accountId}::bigint and a.account_id = t.account_id

@@ -1,9 +1,9 @@
-import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
+import { type AuditActor, insertAuditEvent } from '../audit/events.ts';
 import { ApiError, errors } from '../http/errors.ts';
 import { DATE_TIME_MAX } from '../http/validation.ts';
 import type { Queryable, Sql } from '../platform/db.ts';
-import { SecretKeyUnavailableError, type SecretKeyring } from '../webhooks/secrets.ts';
-import { findAccountOfWorkspace, type ConnectedAccount } from './accounts.ts';
+import { type SecretKeyring, SecretKeyUnavailableError } from '../webhooks/secrets.ts';
+import { type ConnectedAccount, findAccountOfWorkspace } from './accounts.ts';
 import {
   deleteSealedToken,
   findSealedToken,
@@ -107,8 +107,15 @@ export async function setSteamToken(sql: Sql, keyring: SecretKeyring, accountId:
     const sealed = sealSteamToken(keyring, accountId, token as string);
     const { replaced } = await upsertSealedToken(tx, accountId, { ...sealed, expiresAt: check.expiresAt }, meta.now);
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, source: 'gameplatform', eventType: replaced ? 'steam_token.replaced' : 'steam_token.set',
-      resourceType: 'gameplatform_account', resourceId: accountId, outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      source: 'gameplatform',
+      eventType: replaced ? 'steam_token.replaced' : 'steam_token.set',
+      resourceType: 'gameplatform_account',
+      resourceId: accountId,
+      outcome: 'succeeded',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { steam_id: account.steam_id, expires_at: check.expiresAt.toISOString(), key_id: sealed.keyId },
     });
     return (await findAccountOfWorkspace(tx, meta.workspaceId, accountId))!;
@@ -127,8 +134,15 @@ export async function removeSteamToken(sql: Sql, accountId: string, meta: Reques
     const removed = await deleteSealedToken(tx, accountId);
     if (!removed) return;
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, source: 'gameplatform', eventType: 'steam_token.removed', resourceType: 'gameplatform_account',
-      resourceId: accountId, outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      source: 'gameplatform',
+      eventType: 'steam_token.removed',
+      resourceType: 'gameplatform_account',
+      resourceId: accountId,
+      outcome: 'succeeded',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { steam_id: account.steam_id, expires_at: removed.expiresAt.toISOString() },
     });
   });
@@ -154,8 +168,15 @@ export async function dropToken(
     const dropped = await deleteSealedToken(tx, accountId);
     if (!dropped) return false;
     await insertAuditEvent(tx, {
-      workspaceId: dropped.workspaceId, source: 'gameplatform', eventType: 'steam_token.dropped', resourceType: 'gameplatform_account',
-      resourceId: accountId, outcome: 'succeeded', actor: { type: 'system', id: null }, requestId: meta.requestId ?? null, occurredAt: meta.now ?? new Date(),
+      workspaceId: dropped.workspaceId,
+      source: 'gameplatform',
+      eventType: 'steam_token.dropped',
+      resourceType: 'gameplatform_account',
+      resourceId: accountId,
+      outcome: 'succeeded',
+      actor: { type: 'system', id: null },
+      requestId: meta.requestId ?? null,
+      occurredAt: meta.now ?? new Date(),
       metadata: { steam_id: dropped.steamId, reason, expires_at: dropped.expiresAt.toISOString() },
     });
     return true;
@@ -190,7 +211,13 @@ export async function liveTokenFor(db: Queryable, keyring: SecretKeyring, accoun
  * that account's id, or null: the workspace has no such account, or no live token for it. A token
  * serves only its own workspace (docs/design.md §17): callers pass the workspace of the request or watch.
  */
-export async function ownerTokenFor(db: Queryable, keyring: SecretKeyring, workspaceId: string, steamId: string, now: Date): Promise<{ accountId: string; token: string } | null> {
+export async function ownerTokenFor(
+  db: Queryable,
+  keyring: SecretKeyring,
+  workspaceId: string,
+  steamId: string,
+  now: Date,
+): Promise<{ accountId: string; token: string } | null> {
   const accountId = await findTokenAccountOf(db, workspaceId, steamId);
   if (!accountId) return null;
   const token = await liveTokenFor(db, keyring, accountId, now);
@@ -230,8 +257,14 @@ export async function rewrapSteamTokens(sql: Sql, keyring: SecretKeyring, actor:
       const replaced = await sql.begin(async (tx) => {
         if (!(await replaceTokenCiphertext(tx, row, sealSteamToken(keyring, row.account_id, token)))) return false;
         await insertAuditEvent(tx, {
-          workspaceId: row.workspace_id, source: 'gameplatform', eventType: 'steam_token.rewrapped', resourceType: 'gameplatform_account',
-          resourceId: row.account_id, outcome: 'succeeded', actor, metadata: { from_key_id: row.key_id, to_key_id: currentKeyId },
+          workspaceId: row.workspace_id,
+          source: 'gameplatform',
+          eventType: 'steam_token.rewrapped',
+          resourceType: 'gameplatform_account',
+          resourceId: row.account_id,
+          outcome: 'succeeded',
+          actor,
+          metadata: { from_key_id: row.key_id, to_key_id: currentKeyId },
         });
         return true;
       });

@@ -6,25 +6,25 @@ import type { RequestBudget } from '../sources/budget.ts';
 import { newId } from '../util/ids.ts';
 import { joinUrl } from '../util/url.ts';
 import { SecretKeyring } from '../webhooks/secrets.ts';
-import { DEFAULT_RETRY_AFTER_MS, isObject, parseSteamJson, steamFailure, steamGet, SteamUnavailableError, type SteamRequestOptions } from './steam-client.ts';
-import { acquireSteamBudget, BudgetDeferred, steamRequestBudget, type SteamBudgetSettings } from './steam-budget.ts';
+import { acquireSteamBudget, BudgetDeferred, type SteamBudgetSettings, steamRequestBudget } from './steam-budget.ts';
+import { DEFAULT_RETRY_AFTER_MS, isObject, parseSteamJson, type SteamRequestOptions, SteamUnavailableError, steamFailure, steamGet } from './steam-client.ts';
 import { dropToken, liveTokenFor } from './steam-token.ts';
 import {
   advanceTradePoll,
+  type ClaimedTradePoll,
   claimDueTradePoll,
   extendTradePollClaim,
   findUnrecordedReversals,
   insertReversal,
   lockClaimedTradePoll,
+  type ParsedTrade,
+  type PendingReversal,
   recordTradePollFailure,
   releaseTradePollClaim,
+  type StoredTradeAsset,
   setReversalEvent,
   syncTradePolls,
   upsertTrades,
-  type ClaimedTradePoll,
-  type ParsedTrade,
-  type PendingReversal,
-  type StoredTradeAsset,
 } from './trades-repository.ts';
 
 /**
@@ -131,7 +131,12 @@ function instantOf(value: unknown): Date | null {
  */
 function parseAsset(raw: unknown): StoredTradeAsset | null {
   if (!isObject(raw)) return null;
-  const appid = typeof raw.appid === 'number' && Number.isSafeInteger(raw.appid) && raw.appid >= 0 ? raw.appid : typeof raw.appid === 'string' && /^[0-9]{1,10}$/.test(raw.appid) ? Number(raw.appid) : null;
+  const appid =
+    typeof raw.appid === 'number' && Number.isSafeInteger(raw.appid) && raw.appid >= 0
+      ? raw.appid
+      : typeof raw.appid === 'string' && /^[0-9]{1,10}$/.test(raw.appid)
+        ? Number(raw.appid)
+        : null;
   const contextid = idOf(raw.contextid);
   const assetid = idOf(raw.assetid);
   const amount = idOf(raw.amount ?? '1');
@@ -224,7 +229,12 @@ export async function fetchTradeHistoryPage(
   position: { time: Date; tradeId: string } | null,
   options: SteamRequestOptions,
 ): Promise<TradeHistoryPage> {
-  const query = new URLSearchParams({ access_token: accessToken, max_trades: String(TRADE_HISTORY_PAGE_SIZE), include_failed: 'true', get_descriptions: 'false' });
+  const query = new URLSearchParams({
+    access_token: accessToken,
+    max_trades: String(TRADE_HISTORY_PAGE_SIZE),
+    include_failed: 'true',
+    get_descriptions: 'false',
+  });
   if (position) {
     query.set('start_after_time', String(Math.floor(position.time.getTime() / 1000)));
     query.set('start_after_tradeid', position.tradeId);
@@ -353,8 +363,14 @@ async function readTradeHistory(
       const reversal = reversalPayload(poll, pending);
       const announce = locked.sendsReversals && Date.parse(reversal.reversed_at) >= poll.created_at.getTime() - REVERSAL_CLOCK_SLACK_MS;
       const recorded = await insertReversal(tx, {
-        accountId: poll.account_id, workspaceId: poll.workspace_id, tradeId: pending.trade.trade_id, rollbackTradeId: reversal.rollback_trade_id,
-        counterpartySteamId: reversal.counterparty_steam_id, reversedAt: new Date(reversal.reversed_at), eventId: null, now: readAt,
+        accountId: poll.account_id,
+        workspaceId: poll.workspace_id,
+        tradeId: pending.trade.trade_id,
+        rollbackTradeId: reversal.rollback_trade_id,
+        counterpartySteamId: reversal.counterparty_steam_id,
+        reversedAt: new Date(reversal.reversed_at),
+        eventId: null,
+        now: readAt,
       });
       if (!recorded) continue;
       if (!announce) {

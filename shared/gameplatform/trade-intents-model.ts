@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { fxSchema } from '../prices/currency.ts';
-import { errors, ApiError, type ErrorDetail } from '../http/errors.ts';
-import { SOURCE_NAMES, type SourceName } from '../platform/source-names.ts';
+import { ApiError, type ErrorDetail, errors } from '../http/errors.ts';
 import { itemImageSchema } from '../media/images/item-image-schema.ts';
+import { SOURCE_NAMES, type SourceName } from '../platform/source-names.ts';
+import { fxSchema } from '../prices/currency.ts';
 
 /**
  * Trade intents (docs/design.md §11, docs/interface.md §2.8 / §3): the stored row, the JSON clients see and the rules that
@@ -52,7 +52,9 @@ export type TradeIntentPosition = { created_at: string; id: string };
 
 export const valuationSchema = z.object({
   marketplace: z.enum(SOURCE_NAMES),
-  give_total: z.string().describe('Sum of the given assets’ values (docs/design.md §14: item at its phase version, no fallback, plus its stickers and charms), a decimal string'),
+  give_total: z
+    .string()
+    .describe('Sum of the given assets’ values (docs/design.md §14: item at its phase version, no fallback, plus its stickers and charms), a decimal string'),
   receive_total: z.string().describe('Sum of the received assets’ values, a decimal string'),
   currency: z.string().describe('USD as stored, or the `?currency=` asked for'),
   unpriced_asset_ids: z.array(z.string()).describe('Assets of either side whose item has no price at this marketplace (its stickers and charms still count)'),
@@ -65,7 +67,12 @@ export type TradeIntentSide = (typeof TRADE_INTENT_SIDES)[number];
 export const tradeIntentAssetSchema = z.object({
   asset_id: z.string(),
   side: z.enum(TRADE_INTENT_SIDES).describe('`give`: this account gives it; `receive`: this account receives it'),
-  market_hash_name: z.string().nullable().describe('As the asset’s inventory record showed it when the intent was created; null when Steam gave none, or for intents created before this field existed'),
+  market_hash_name: z
+    .string()
+    .nullable()
+    .describe(
+      'As the asset’s inventory record showed it when the intent was created; null when Steam gave none, or for intents created before this field existed',
+    ),
   catalog_id: z.string().nullable().describe('null when the catalog does not know the item, or for intents created before this field existed'),
   image: itemImageSchema
     .nullable()
@@ -87,7 +94,9 @@ export const tradeIntentSchema = z.object({
   receive: z.array(z.string()).describe('Asset ids this account receives (for accept_offer: the target offer’s give)'),
   assets: z
     .array(tradeIntentAssetSchema)
-    .describe('Every asset of `give` then of `receive`, in their order, with its name, catalog id and image (docs/design.md §18) as its owner’s inventory record showed them when the asset check passed'),
+    .describe(
+      'Every asset of `give` then of `receive`, in their order, with its name, catalog id and image (docs/design.md §18) as its owner’s inventory record showed them when the asset check passed',
+    ),
   partner_steam_id: z.string().nullable().describe('SteamID64 of the other side'),
   target_trade_id: z.uuid().nullable(),
   valuation: valuationSchema,
@@ -101,9 +110,14 @@ export const tradeIntentSchema = z.object({
   risk: z
     .object({
       partner_reversals: z.number().int().describe("Trades the partner reversed during their trade protection, over this workspace's connected accounts"),
-      partner_trades: z.number().int().describe("Trades between the partner and this workspace's connected accounts (as GET /v2/gameplatform/counterparties/{id} counts them)"),
+      partner_trades: z
+        .number()
+        .int()
+        .describe("Trades between the partner and this workspace's connected accounts (as GET /v2/gameplatform/counterparties/{id} counts them)"),
     })
-    .describe("docs/design.md §17: the partner's history with this workspace, from the trades read while accounts have owner tokens; counted when the intent is read"),
+    .describe(
+      "docs/design.md §17: the partner's history with this workspace, from the trades read while accounts have owner tokens; counted when the intent is read",
+    ),
   created_at: z.string(),
   updated_at: z.string(),
   currency: z.string().optional().describe('With `?currency=` other than USD: the currency of the valuation'),
@@ -154,8 +168,11 @@ export function invalidIntent(message: string, details: ErrorDetail[]): ApiError
   return new ApiError(400, 'invalid_intent', message, details);
 }
 
-export function conflict(code: 'external_reference_conflict' | 'target_offer_conflict' | 'asset_reserved' | 'intent_not_cancellable', message: string, details?: ErrorDetail[]): ApiError {
+export function conflict(
+  code: 'external_reference_conflict' | 'target_offer_conflict' | 'asset_reserved' | 'intent_not_cancellable',
+  message: string,
+  details?: ErrorDetail[],
+): ApiError {
   const error = errors.conflict(code, message);
   return details ? new ApiError(error.status, error.code, error.message, details) : error;
 }
-

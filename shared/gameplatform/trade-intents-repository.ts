@@ -1,6 +1,6 @@
 import type { Queryable } from '../platform/db.ts';
-import { partnerRiskColumns } from './trades-repository.ts';
 import type { TradeIntentAsset, TradeIntentKind, TradeIntentPosition, TradeIntentRow, TradeIntentState, Valuation } from './trade-intents-model.ts';
+import { partnerRiskColumns } from './trades-repository.ts';
 
 /**
  * The `trade_intents` and `trade_reservations` tables (sql/0008; `assets` sql/0025), one function per query. Every
@@ -43,9 +43,20 @@ export async function findAcceptableTarget(db: Queryable, targetId: string, part
 export async function insertTradeIntent(
   db: Queryable,
   input: {
-    id: string; workspaceId: string; accountId: string; kind: TradeIntentKind; externalReference: string; message: string | null;
-    partnerSteamId: string | null; give: string[]; receive: string[]; assets: TradeIntentAsset[]; targetTradeId: string | null; valuation: Valuation;
-    expiresAt: Date; now: Date;
+    id: string;
+    workspaceId: string;
+    accountId: string;
+    kind: TradeIntentKind;
+    externalReference: string;
+    message: string | null;
+    partnerSteamId: string | null;
+    give: string[];
+    receive: string[];
+    assets: TradeIntentAsset[];
+    targetTradeId: string | null;
+    valuation: Valuation;
+    expiresAt: Date;
+    now: Date;
   },
 ): Promise<void> {
   await db`
@@ -137,7 +148,12 @@ export async function cancelDraft(db: Queryable, workspaceId: string, id: string
 export async function cancelDraftsOfAccountRows(db: Queryable, accountId: string | number, now: Date): Promise<EndedIntent[]> {
   const drafts = await db<{ id: string }[]>`
     select id from trade_intents where account_id = ${accountId} and state = 'draft' order by id for update`;
-  return endDrafts(db, drafts.map((draft) => draft.id), 'cancelled', now);
+  return endDrafts(
+    db,
+    drafts.map((draft) => draft.id),
+    'cancelled',
+    now,
+  );
 }
 
 /**
@@ -154,10 +170,19 @@ export async function expireDueDrafts(
   const due = await db<{ id: string }[]>`
     select i.id from trade_intents i
     where i.state = 'draft' and i.expires_at <= ${now}
-      ${assets ? db`and exists (select 1 from trade_reservations r where r.intent_id = i.id and r.released_at is null
-                                  and r.steam_id = ${assets.steamId} and r.asset_id = any(${assets.assetIds as string[]}::text[]))` : db``}
+      ${
+        assets
+          ? db`and exists (select 1 from trade_reservations r where r.intent_id = i.id and r.released_at is null
+                                  and r.steam_id = ${assets.steamId} and r.asset_id = any(${assets.assetIds as string[]}::text[]))`
+          : db``
+      }
     order by i.id
     limit ${limit}
     for update skip locked`;
-  return endDrafts(db, due.map((row) => row.id), 'expired', now);
+  return endDrafts(
+    db,
+    due.map((row) => row.id),
+    'expired',
+    now,
+  );
 }

@@ -1,29 +1,29 @@
-import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import type { Queryable, Sql } from '../platform/db.ts';
-import { ApiError, errors, type ErrorDetail } from '../http/errors.ts';
+import { type AuditActor, insertAuditEvent } from '../audit/events.ts';
 import { insertOutboxEvent } from '../events/outbox.ts';
-import { newId } from '../util/ids.ts';
-import { compareDecimals } from '../util/decimal.ts';
+import { ApiError, type ErrorDetail, errors } from '../http/errors.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
 import type { SourceName } from '../platform/source-names.ts';
+import { compareDecimals } from '../util/decimal.ts';
+import { newId } from '../util/ids.ts';
 import { parseSteamId } from './steam-id.ts';
-import { valuationInputOf, valueTradeSides, type ValuationInput } from './valuation.ts';
 import type { TradeInventory } from './trade-intents-inventory.ts';
 import {
   conflict,
   DEFAULT_VALUATION_MARKETPLACE,
   invalidIntent,
-  toTradeIntent,
   TRADE_INTENT_KINDS,
   TRADE_INTENT_MAX_LIFETIME_MS,
   TRADE_INVENTORY_MAX_AGE_SECONDS,
   type TradeIntent,
   type TradeIntentAsset,
   type TradeIntentKind,
+  toTradeIntent,
   type Valuation,
 } from './trade-intents-model.ts';
 import {
   cancelDraft,
   cancelDraftsOfAccountRows,
+  type EndedIntent,
   expireDueDrafts,
   findAcceptableTarget,
   findLiveAccount,
@@ -31,8 +31,8 @@ import {
   findTradeIntent,
   insertTradeIntent,
   reserveAssets,
-  type EndedIntent,
 } from './trade-intents-repository.ts';
+import { type ValuationInput, valuationInputOf, valueTradeSides } from './valuation.ts';
 
 export type TradeIntentMeta = { workspaceId: string; actor: AuditActor; requestId: string | null; now: Date };
 
@@ -65,25 +65,38 @@ function checkKind(input: TradeIntentInput): { kind: TradeIntentKind; partnerSte
   }
   const kind = input.kind as TradeIntentKind;
   if (kind === 'accept_offer') {
-    if (!input.target_trade_id) throw invalidIntent('An accept_offer names the offer it accepts.', [{ field: 'body.target_trade_id', message: 'required for accept_offer' }]);
+    if (!input.target_trade_id)
+      throw invalidIntent('An accept_offer names the offer it accepts.', [{ field: 'body.target_trade_id', message: 'required for accept_offer' }]);
     // The target fixes both sides and the partner: restating them could only disagree with it.
     for (const field of ['partner_steam_id', 'give', 'receive'] as const) {
-      if (input[field] !== undefined) throw invalidIntent(`An accept_offer takes its ${field} from the target offer.`, [{ field: `body.${field}`, message: 'not allowed with accept_offer' }]);
+      if (input[field] !== undefined)
+        throw invalidIntent(`An accept_offer takes its ${field} from the target offer.`, [
+          { field: `body.${field}`, message: 'not allowed with accept_offer' },
+        ]);
     }
     return { kind, partnerSteamId: null };
   }
-  if (input.target_trade_id !== undefined) throw invalidIntent('A create_offer has no target.', [{ field: 'body.target_trade_id', message: 'only allowed with accept_offer' }]);
-  if (input.partner_steam_id === undefined) throw invalidIntent('A create_offer names its partner.', [{ field: 'body.partner_steam_id', message: 'required for create_offer' }]);
+  if (input.target_trade_id !== undefined)
+    throw invalidIntent('A create_offer has no target.', [{ field: 'body.target_trade_id', message: 'only allowed with accept_offer' }]);
+  if (input.partner_steam_id === undefined)
+    throw invalidIntent('A create_offer names its partner.', [{ field: 'body.partner_steam_id', message: 'required for create_offer' }]);
   const partner = parseSteamId(input.partner_steam_id);
-  if (!partner) throw invalidIntent('The partner is not an individual Steam account.', [{ field: 'body.partner_steam_id', message: 'must be a SteamID64, SteamID2 or SteamID3 of an individual account' }]);
+  if (!partner)
+    throw invalidIntent('The partner is not an individual Steam account.', [
+      { field: 'body.partner_steam_id', message: 'must be a SteamID64, SteamID2 or SteamID3 of an individual account' },
+    ]);
   const give = input.give ?? [];
   const receive = input.receive ?? [];
   if (give.length === 0 && receive.length === 0) {
     throw invalidIntent('A create_offer gives or receives at least one asset.', [{ field: 'body.give', message: 'give and receive must not both be empty' }]);
   }
-  for (const [field, ids] of [['give', give], ['receive', receive]] as const) {
+  for (const [field, ids] of [
+    ['give', give],
+    ['receive', receive],
+  ] as const) {
     const repeated = duplicatesOf(ids);
-    if (repeated.length > 0) throw invalidIntent(`An asset appears twice in ${field}.`, [{ field: `body.${field}`, message: `repeated asset ids: ${repeated.join(', ')}` }]);
+    if (repeated.length > 0)
+      throw invalidIntent(`An asset appears twice in ${field}.`, [{ field: `body.${field}`, message: `repeated asset ids: ${repeated.join(', ')}` }]);
   }
   return { kind, partnerSteamId: partner.steam_id };
 }
@@ -157,16 +170,29 @@ async function checkAssets(
 function checkPolicy(valuation: Valuation, maxValueUsd: number, fields: Record<Side, string>): void {
   const limit = String(maxValueUsd);
   const details: ErrorDetail[] = [];
-  if (compareDecimals(valuation.give_total, limit) > 0) details.push({ field: fields.give, message: `given assets are worth ${valuation.give_total} USD at ${valuation.marketplace}; the limit is ${limit} USD` });
-  if (compareDecimals(valuation.receive_total, limit) > 0) details.push({ field: fields.receive, message: `received assets are worth ${valuation.receive_total} USD at ${valuation.marketplace}; the limit is ${limit} USD` });
+  if (compareDecimals(valuation.give_total, limit) > 0)
+    details.push({ field: fields.give, message: `given assets are worth ${valuation.give_total} USD at ${valuation.marketplace}; the limit is ${limit} USD` });
+  if (compareDecimals(valuation.receive_total, limit) > 0)
+    details.push({
+      field: fields.receive,
+      message: `received assets are worth ${valuation.receive_total} USD at ${valuation.marketplace}; the limit is ${limit} USD`,
+    });
   if (details.length > 0) throw invalidIntent(`A side of the trade is worth more than the policy limit of ${limit} USD.`, details);
 }
 
 async function recordRejection(sql: Sql, meta: TradeIntentMeta, operation: string, reason: string, metadata: Record<string, unknown>): Promise<void> {
   // docs/design.md §7: a 409 is recorded as a rejected request, in its own statement (the change rolled back).
   await insertAuditEvent(sql, {
-    workspaceId: meta.workspaceId, source: 'gameplatform', eventType: 'request.denied', resourceType: 'operation', resourceId: operation,
-    outcome: 'rejected', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now, metadata: { status: 409, reason, ...metadata },
+    workspaceId: meta.workspaceId,
+    source: 'gameplatform',
+    eventType: 'request.denied',
+    resourceType: 'operation',
+    resourceId: operation,
+    outcome: 'rejected',
+    actor: meta.actor,
+    requestId: meta.requestId,
+    occurredAt: meta.now,
+    metadata: { status: 409, reason, ...metadata },
   });
 }
 
@@ -176,11 +202,26 @@ function uniqueViolationOn(error: unknown): string | null {
 }
 
 /** Audit events for drafts that ended, in the transaction that ended them. */
-async function recordEnded(db: Queryable, ended: readonly EndedIntent[], state: 'cancelled' | 'expired', actor: AuditActor, requestId: string | null, now: Date, reason?: string) {
+async function recordEnded(
+  db: Queryable,
+  ended: readonly EndedIntent[],
+  state: 'cancelled' | 'expired',
+  actor: AuditActor,
+  requestId: string | null,
+  now: Date,
+  reason?: string,
+) {
   for (const intent of ended) {
     await insertAuditEvent(db, {
-      workspaceId: intent.workspace_id, source: 'gameplatform', eventType: `trade_intent.${state}`, resourceType: 'trade_intent', resourceId: intent.id,
-      outcome: 'succeeded', actor, requestId, occurredAt: now,
+      workspaceId: intent.workspace_id,
+      source: 'gameplatform',
+      eventType: `trade_intent.${state}`,
+      resourceType: 'trade_intent',
+      resourceId: intent.id,
+      outcome: 'succeeded',
+      actor,
+      requestId,
+      occurredAt: now,
       metadata: { external_reference: intent.external_reference, ...(reason ? { reason } : {}) },
     });
   }
@@ -202,7 +243,10 @@ export async function createTradeIntent(
   const { kind, partnerSteamId: requestedPartner } = checkKind(input);
 
   const account = await findLiveAccount(sql, meta.workspaceId, input.account_id);
-  if (!account) throw invalidIntent('No connected account with this id in your workspace.', [{ field: 'body.account_id', message: 'not a connected account of this workspace' }]);
+  if (!account)
+    throw invalidIntent('No connected account with this id in your workspace.', [
+      { field: 'body.account_id', message: 'not a connected account of this workspace' },
+    ]);
   if (requestedPartner === account.steam_id) {
     throw invalidIntent('An account cannot trade with itself.', [{ field: 'body.partner_steam_id', message: 'must differ from the account’s own SteamID' }]);
   }
@@ -235,7 +279,13 @@ export async function createTradeIntent(
   const { priced, assets } = await checkAssets(deps.inventory, sides, meta);
   const marketplace = input.valuation_marketplace ?? DEFAULT_VALUATION_MARKETPLACE;
   const totals = await valueTradeSides(sql, marketplace, priced);
-  const valuation: Valuation = { marketplace, give_total: totals.give_total, receive_total: totals.receive_total, currency: 'USD', unpriced_asset_ids: totals.unpriced };
+  const valuation: Valuation = {
+    marketplace,
+    give_total: totals.give_total,
+    receive_total: totals.receive_total,
+    currency: 'USD',
+    unpriced_asset_ids: totals.unpriced,
+  };
   checkPolicy(valuation, deps.maxValueUsd, { give: sides.give.field, receive: sides.receive.field });
 
   const outgoing = sides.give.ids;
@@ -252,9 +302,20 @@ export async function createTradeIntent(
   try {
     return await sql.begin(async (tx) => {
       await insertTradeIntent(tx, {
-        id, workspaceId: meta.workspaceId, accountId: account.account_id, kind, externalReference: input.external_reference,
-        message: input.message ?? null, partnerSteamId, give: sides.give.ids, receive: sides.receive.ids, assets,
-        targetTradeId: kind === 'accept_offer' ? input.target_trade_id! : null, valuation, expiresAt: input.expires_at, now: meta.now,
+        id,
+        workspaceId: meta.workspaceId,
+        accountId: account.account_id,
+        kind,
+        externalReference: input.external_reference,
+        message: input.message ?? null,
+        partnerSteamId,
+        give: sides.give.ids,
+        receive: sides.receive.ids,
+        assets,
+        targetTradeId: kind === 'accept_offer' ? input.target_trade_id! : null,
+        valuation,
+        expiresAt: input.expires_at,
+        now: meta.now,
       });
       const reserved = await reserveAssets(tx, id, account.steam_id, outgoing, input.expires_at);
       if (reserved.length !== outgoing.length) throw new AssetsReserved();
@@ -262,9 +323,23 @@ export async function createTradeIntent(
       // The webhook payload is the record as answered (its `assets` with their images included), less reservations.
       const { reservations: _reservations, updated_at: _updated, ...payload } = intent;
       await insertAuditEvent(tx, {
-        workspaceId: meta.workspaceId, source: 'gameplatform', eventType: 'trade_intent.created', resourceType: 'trade_intent', resourceId: id,
-        outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
-        metadata: { kind, account_id: intent.account_id, external_reference: intent.external_reference, give: intent.give, receive: intent.receive, target_trade_id: intent.target_trade_id },
+        workspaceId: meta.workspaceId,
+        source: 'gameplatform',
+        eventType: 'trade_intent.created',
+        resourceType: 'trade_intent',
+        resourceId: id,
+        outcome: 'succeeded',
+        actor: meta.actor,
+        requestId: meta.requestId,
+        occurredAt: meta.now,
+        metadata: {
+          kind,
+          account_id: intent.account_id,
+          external_reference: intent.external_reference,
+          give: intent.give,
+          receive: intent.receive,
+          target_trade_id: intent.target_trade_id,
+        },
       });
       await insertOutboxEvent(tx, { type: 'trade_intent.created', workspaceId: meta.workspaceId, payload, at: meta.now });
       return intent;
@@ -294,9 +369,10 @@ async function assetReservedConflict(sql: Sql, meta: TradeIntentMeta, steamId: s
   // Another workspace's intent id is not ours to show: only that it exists.
   const details: ErrorDetail[] = holders.map((holder) => ({
     field: field === 'body.give' ? `body.give[${outgoing.indexOf(holder.asset_id)}]` : field,
-    message: holder.workspace_id === meta.workspaceId
-      ? `asset ${holder.asset_id} is reserved by trade intent ${holder.intent_id}`
-      : `asset ${holder.asset_id} is reserved by a trade intent of another workspace`,
+    message:
+      holder.workspace_id === meta.workspaceId
+        ? `asset ${holder.asset_id} is reserved by trade intent ${holder.intent_id}`
+        : `asset ${holder.asset_id} is reserved by a trade intent of another workspace`,
   }));
   // The holder may have let go between our insert and this read: the conflict still happened.
   if (details.length === 0) details.push({ field, message: 'an asset was reserved by a concurrent draft; retry' });
@@ -319,7 +395,9 @@ export async function cancelTradeIntent(sql: Sql, id: string, meta: TradeIntentM
   if (outcome.cancelled) return toTradeIntent(outcome.intent);
   const state = outcome.intent.state === 'draft' ? 'expired' : outcome.intent.state;
   await recordRejection(sql, meta, 'trade_intents.cancel', 'intent_not_cancellable', { trade_intent_id: id, state });
-  throw conflict('intent_not_cancellable', `Only a draft can be cancelled; this intent is ${state}.`, [{ field: 'path.trade_intent_id', message: `state is ${state}` }]);
+  throw conflict('intent_not_cancellable', `Only a draft can be cancelled; this intent is ${state}.`, [
+    { field: 'path.trade_intent_id', message: `state is ${state}` },
+  ]);
 }
 
 /**

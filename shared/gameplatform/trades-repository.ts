@@ -139,7 +139,12 @@ export async function advanceTradePoll(tx: TransactionSql, accountId: string, re
  * (status, settlement, escrow, rollback link, assets). A trade first seen at status 12 or moving to
  * it gets `reversed_at` = now (the return trade's time replaces it when joined). One statement.
  */
-export async function upsertTrades(tx: TransactionSql, account: { accountId: string; workspaceId: string }, trades: readonly ParsedTrade[], now: Date): Promise<void> {
+export async function upsertTrades(
+  tx: TransactionSql,
+  account: { accountId: string; workspaceId: string },
+  trades: readonly ParsedTrade[],
+  now: Date,
+): Promise<void> {
   if (trades.length === 0) return;
   const rows = trades.map((trade) => ({
     trade_id: trade.trade_id,
@@ -179,7 +184,8 @@ export type PendingReversal = {
   back: TradeRow | null;
 };
 
-const TRADE_COLUMNS = (db: Queryable, alias: string) => db.unsafe(`
+const TRADE_COLUMNS = (db: Queryable, alias: string) =>
+  db.unsafe(`
   ${alias}.account_id::text as account_id, ${alias}.trade_id, ${alias}.counterparty_steam_id, ${alias}.status, ${alias}.initiated_at,
   ${alias}.escrow_ends_at, ${alias}.settled_at, ${alias}.rollback_trade_id, ${alias}.assets_given, ${alias}.assets_received, ${alias}.reversed_at,
   to_char(${alias}.initiated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as initiated_at_text`);
@@ -204,7 +210,10 @@ export async function findUnrecordedReversals(tx: TransactionSql, accountId: str
     settled_at: row.settled_at ? new Date(row.settled_at as string) : null,
     reversed_at: row.reversed_at ? new Date(row.reversed_at as string) : null,
   });
-  return rows.map((row) => ({ trade: revive(row.trade as unknown as Record<string, unknown>), back: row.back ? revive(row.back as unknown as Record<string, unknown>) : null }));
+  return rows.map((row) => ({
+    trade: revive(row.trade as unknown as Record<string, unknown>),
+    back: row.back ? revive(row.back as unknown as Record<string, unknown>) : null,
+  }));
 }
 
 /**
@@ -213,7 +222,16 @@ export async function findUnrecordedReversals(tx: TransactionSql, accountId: str
  */
 export async function insertReversal(
   tx: TransactionSql,
-  reversal: { accountId: string; workspaceId: string; tradeId: string; rollbackTradeId: string | null; counterpartySteamId: string; reversedAt: Date; eventId: string | null; now: Date },
+  reversal: {
+    accountId: string;
+    workspaceId: string;
+    tradeId: string;
+    rollbackTradeId: string | null;
+    counterpartySteamId: string;
+    reversedAt: Date;
+    eventId: string | null;
+    now: Date;
+  },
 ): Promise<boolean> {
   const rows = await tx`
     insert into gameplatform_trade_reversals (account_id, trade_id, workspace_id, rollback_trade_id, counterparty_steam_id, reversed_at, event_id, recorded_at)

@@ -6,8 +6,8 @@ import { steamIdsOf } from './steam-id.ts';
 import {
   countCounterparty,
   listTradesOfAccount,
-  TRADE_PROTECTION_ROLLBACK,
   type StoredTradeAsset,
+  TRADE_PROTECTION_ROLLBACK,
   type TradePosition,
   type TradeRow,
 } from './trades-repository.ts';
@@ -55,7 +55,11 @@ const tradeAssetSchema = z.object({
 export const tradeSchema = z.object({
   trade_id: z.string().describe("Steam's tradeid"),
   counterparty_steam_id: z.string().describe('SteamID64 of the other side'),
-  status: z.enum([...TRADE_STATUSES, 'unknown']).describe("Steam's trade status by name: `committed` while the received items are trade-protected, `complete` once settled, `trade_protection_rollback` when reversed, `failed`, …"),
+  status: z
+    .enum([...TRADE_STATUSES, 'unknown'])
+    .describe(
+      "Steam's trade status by name: `committed` while the received items are trade-protected, `complete` once settled, `trade_protection_rollback` when reversed, `failed`, …",
+    ),
   status_code: z.number().int().describe("Steam's ETradeStatus number (2 committed, 3 complete, 4 failed, 12 trade_protection_rollback, …)"),
   reversed: z.boolean().describe('The trade was reversed during its trade protection (status 12)'),
   reversed_at: z.string().nullable().describe('When it was reversed (its return trade began), or null'),

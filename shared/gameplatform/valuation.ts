@@ -1,8 +1,8 @@
 import Decimal from 'decimal.js';
 import { z } from 'zod';
 import { kitCatalog } from '../catalog/kit-catalog.ts';
-import type { Queryable } from '../platform/db.ts';
 import { phaseVersionOfPaint } from '../inspect/insights.ts';
+import type { Queryable } from '../platform/db.ts';
 import { SOURCE_NAMES } from '../platform/source-names.ts';
 
 /**
@@ -19,7 +19,10 @@ import { SOURCE_NAMES } from '../platform/source-names.ts';
 export const assetValueSchema = z
   .object({
     marketplace: z.enum(SOURCE_NAMES),
-    price: z.string().nullable().describe('The item’s own latest price at that marketplace (its Doppler phase when it has one; no fallback to `default`); null when it has none'),
+    price: z
+      .string()
+      .nullable()
+      .describe('The item’s own latest price at that marketplace (its Doppler phase when it has one; no fallback to `default`); null when it has none'),
     currency: z.string().describe('USD, or the `?currency=` asked for'),
     stickers_total: z.string().describe('The applied stickers, each valued as its own catalog item'),
     charms_total: z.string().describe('The attached charms, each valued as its own catalog item'),
@@ -49,7 +52,11 @@ const keyOf = (catalogId: string, version: string) => `${catalogId}\t${version}`
  * Latest prices of one marketplace for (catalog_id, version) pairs, in one query: a Map keyed
  * `catalog_id\tversion` to the decimal string.
  */
-export async function latestPricesOf(db: Queryable, marketplace: string, keys: readonly { catalog_id: string; version: string }[]): Promise<Map<string, string>> {
+export async function latestPricesOf(
+  db: Queryable,
+  marketplace: string,
+  keys: readonly { catalog_id: string; version: string }[],
+): Promise<Map<string, string>> {
   if (keys.length === 0) return new Map();
   const rows = await db<{ catalog_id: string; version: string; price: string }[]>`
     select p.catalog_id, p.version, p.price::text as price
@@ -118,8 +125,7 @@ export async function valueAssets(db: Queryable, marketplace: (typeof SOURCE_NAM
 /** The valuation input of a stored inventory record (its `state`: paint index, stickers, charms). */
 export function valuationInputOf(catalogId: string | null, record: unknown): ValuationInput {
   const state = (record as { state?: { paint_index?: unknown; stickers?: unknown; charms?: unknown } } | null)?.state;
-  const list = <T>(value: unknown, field: string): T[] =>
-    Array.isArray(value) ? (value.filter((entry) => typeof entry?.[field] === 'number') as T[]) : [];
+  const list = <T>(value: unknown, field: string): T[] => (Array.isArray(value) ? (value.filter((entry) => typeof entry?.[field] === 'number') as T[]) : []);
   return {
     catalog_id: catalogId,
     paint_index: typeof state?.paint_index === 'number' ? state.paint_index : null,
@@ -143,6 +149,9 @@ export async function valueTradeSides(
   return {
     give_total: totalOf(0, sides.give.length),
     receive_total: totalOf(sides.give.length, assets.length),
-    unpriced: assets.filter((_, index) => values[index]!.price === null).map((asset) => asset.asset_id).sort(),
+    unpriced: assets
+      .filter((_, index) => values[index]!.price === null)
+      .map((asset) => asset.asset_id)
+      .sort(),
   };
 }

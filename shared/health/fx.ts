@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { FX_SOURCE, findFxSourceState } from '../fx/repository.ts';
 import type { Queryable } from '../platform/db.ts';
-import { findFxSourceState, FX_SOURCE } from '../fx/repository.ts';
 
 /**
  * The fx source in GET /health and GET /v2/status (docs/design.md §14). Its freshness is the age of the
@@ -16,7 +16,9 @@ import { findFxSourceState, FX_SOURCE } from '../fx/repository.ts';
 export const FX_STALE_AFTER_DAYS = 4;
 
 export const fxStateSchema = z.object({
-  status: z.enum(['fresh', 'stale', 'never_succeeded']).describe(`stale: the newest rates are more than ${FX_STALE_AFTER_DAYS} days old (still used); never_succeeded: no rates stored yet`),
+  status: z
+    .enum(['fresh', 'stale', 'never_succeeded'])
+    .describe(`stale: the newest rates are more than ${FX_STALE_AFTER_DAYS} days old (still used); never_succeeded: no rates stored yet`),
   source: z.literal(FX_SOURCE),
   as_of: z.string().nullable().describe('ECB date (YYYY-MM-DD) of the rates in use; null before the first success'),
   updated_at: z.string().nullable().describe('End of the last successful fetch; null if none ever succeeded'),

@@ -19,7 +19,13 @@ export const healthReportSchema = z.object({
 });
 export type HealthReport = z.infer<typeof healthReportSchema>;
 
-type SourceRow = { name: string; last_success_at: Date | null; stale_after_seconds: number; last_unknown_names: number | null; last_rows_skipped: number | null };
+type SourceRow = {
+  name: string;
+  last_success_at: Date | null;
+  stale_after_seconds: number;
+  last_unknown_names: number | null;
+  last_rows_skipped: number | null;
+};
 
 /** The health rows of the given sources, by name (a source that never ran has none). */
 export async function sourceRowsByName(db: Queryable, names: readonly string[]): Promise<Map<string, SourceRow>> {

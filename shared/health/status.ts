@@ -1,15 +1,15 @@
-import type { Queue } from 'bullmq';
 import { accessSync, constants } from 'node:fs';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import type { Queryable } from '../platform/db.ts';
-import { itemFilesStatus, renderModeSummary } from '../media/item-files.ts';
-import { POOLS, type Pool } from '../jobs/queues.ts';
 import { provisionalSummary } from '../catalog/provisional.ts';
+import { POOLS, type Pool } from '../jobs/queues.ts';
+import { itemFilesStatus, renderModeSummary } from '../media/item-files.ts';
+import type { Queryable } from '../platform/db.ts';
+import { salesReaderStates, salesReadersSchema } from '../prices/sales.ts';
 import { fxStateSchema } from './fx.ts';
 import { liveWorkersByPool } from './heartbeats.ts';
 import { sourceFreshness, sourceStateSchema } from './sources.ts';
-import { salesReaderStates, salesReadersSchema } from '../prices/sales.ts';
 
 /**
  * Each source as /v2/status shows it: every enabled one as on GET /health, and each source SOURCES
@@ -36,23 +36,31 @@ const componentStatus = z.enum(['ok', 'degraded', 'down']);
 export const platformStatusSchema = z.object({
   status: z.enum(['ok', 'degraded']),
   checked_at: z.string(),
-  degraded: z.array(z.string()).describe('The components that are not ok, as dotted paths (`redis`, `queues.<pool>`, `workers.<pool>`, `sources.<name>`, `fx`, `catalog`)'),
+  degraded: z
+    .array(z.string())
+    .describe('The components that are not ok, as dotted paths (`redis`, `queues.<pool>`, `workers.<pool>`, `sources.<name>`, `fx`, `catalog`)'),
   components: z.object({
     database: z.object({ status: componentStatus, latency_ms: z.number() }),
     redis: z.object({ status: componentStatus, latency_ms: z.number().nullable().describe('Null when Redis did not answer') }),
-    queues: z.record(
-      z.string(),
-      z.object({
-        status: componentStatus,
-        // Null when the queue's counts could not be read.
-        waiting: z.number().int().nullable(),
-        active: z.number().int().nullable(),
-        delayed: z.number().int().nullable(),
-        failed: z.number().int().nullable(),
-      }),
-    ).describe('Job counts per worker pool; null counts when the queue could not be read'),
-    workers: z.record(z.string(), z.object({ status: componentStatus, live: z.number().int(), last_seen_at: z.string().nullable() })).describe('Live workers per pool, by heartbeat'),
-    sources: statusSourcesSchema.describe('Each enabled price source as on GET /health; a source SOURCES names that cannot run (skinbaron without its key) as `unavailable` with the reason'),
+    queues: z
+      .record(
+        z.string(),
+        z.object({
+          status: componentStatus,
+          // Null when the queue's counts could not be read.
+          waiting: z.number().int().nullable(),
+          active: z.number().int().nullable(),
+          delayed: z.number().int().nullable(),
+          failed: z.number().int().nullable(),
+        }),
+      )
+      .describe('Job counts per worker pool; null counts when the queue could not be read'),
+    workers: z
+      .record(z.string(), z.object({ status: componentStatus, live: z.number().int(), last_seen_at: z.string().nullable() }))
+      .describe('Live workers per pool, by heartbeat'),
+    sources: statusSourcesSchema.describe(
+      'Each enabled price source as on GET /health; a source SOURCES names that cannot run (skinbaron without its key) as `unavailable` with the reason',
+    ),
     /** The exchange rates, as on GET /health. */
     fx: fxStateSchema,
     sales: salesReadersSchema.nullable(),
@@ -66,9 +74,13 @@ export const platformStatusSchema = z.object({
             names: z.array(z.string()).describe('The first 20, newest first'),
           })
           .nullable()
-          .describe('Names seen on two price sources (or on Steam) that the catalog lacks and that do not parse unambiguously into one item, so they are not priced'),
+          .describe(
+            'Names seen on two price sources (or on Steam) that the catalog lacks and that do not parse unambiguously into one item, so they are not priced',
+          ),
       })
-      .describe('New items (docs/design.md §19): market names the catalog lacks become provisional items; those that cannot be read are counted here. Unparsed names do not make the status degraded.'),
+      .describe(
+        'New items (docs/design.md §19): market names the catalog lacks become provisional items; those that cannot be read are counted here. Unparsed names do not make the status degraded.',
+      ),
     gameplatform: z
       .object({
         steam_web_api: z.object({
@@ -99,13 +111,17 @@ export const platformStatusSchema = z.object({
           .object({
             mode: z
               .enum(['3d', 'card', 'mixed'])
-              .describe('How renders and viewer sessions draw items (docs/design.md §18): `card` (item cards) when no model in ITEM_FILES_DIR is a real 3D model (generated stand-ins only, or none), `3d` when every model is real, `mixed` when some are (those definitions in 3D, the others as cards)'),
+              .describe(
+                'How renders and viewer sessions draw items (docs/design.md §18): `card` (item cards) when no model in ITEM_FILES_DIR is a real 3D model (generated stand-ins only, or none), `3d` when every model is real, `mixed` when some are (those definitions in 3D, the others as cards)',
+              ),
             real_models: z.number().int().describe('Models that are not generated stand-ins (fetched by npm run item-files:fetch, or extracted game files)'),
             stand_in_models: z.number().int(),
           })
           .describe('The renders and viewer sessions component'),
       })
-      .describe('What renders and the viewer need (docs/design.md §10, §18); without Chromium renders answer 503 renderer_unavailable, and without real models items are drawn as cards'),
+      .describe(
+        'What renders and the viewer need (docs/design.md §10, §18); without Chromium renders answer 503 renderer_unavailable, and without real models items are drawn as cards',
+      ),
   }),
 });
 export type PlatformStatus = z.infer<typeof platformStatusSchema>;
@@ -193,7 +209,10 @@ export async function platformStatus(input: {
       sources: {
         ...sources.value.sources,
         ...Object.fromEntries(
-          (input.unavailableSources ?? []).map(({ name, reason }) => [name, { status: 'unavailable' as const, reason, updated_at: null, unknown_names: null, rows_skipped: null }]),
+          (input.unavailableSources ?? []).map(({ name, reason }) => [
+            name,
+            { status: 'unavailable' as const, reason, updated_at: null, unknown_names: null, rows_skipped: null },
+          ]),
         ),
       },
       fx: sources.value.fx,

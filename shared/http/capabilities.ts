@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEPENDENCIES, OPERATIONS, type Dependency } from './operations.ts';
+import { DEPENDENCIES, type Dependency, OPERATIONS } from './operations.ts';
 
 export const capabilitySchema = z.object({
   operation: z.string().describe('Operation id, as in usage counters and unit weights'),

@@ -24,7 +24,8 @@ export const errors = {
   invalidCursor: () => new ApiError(400, 'invalid_cursor', 'The cursor is malformed, was tampered with, or was issued for different filters.'),
   unauthorized: (message = 'A valid API key is required in the X-API-Key header.') => new ApiError(401, 'unauthorized', message),
   forbidden: (code: string, message: string) => new ApiError(403, code, message),
-  missingScope: (scope: string) => new ApiError(403, 'insufficient_scope', `This operation requires the "${scope}" scope.`, [{ field: 'scope', message: scope }]),
+  missingScope: (scope: string) =>
+    new ApiError(403, 'insufficient_scope', `This operation requires the "${scope}" scope.`, [{ field: 'scope', message: scope }]),
   notFound: (message = 'The resource does not exist.') => new ApiError(404, 'not_found', message),
   conflict: (code: string, message: string) => new ApiError(409, code, message),
   tooManyRequests: (code: string, message: string, retryAfterSeconds: number) =>

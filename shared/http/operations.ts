@@ -70,9 +70,14 @@ export const OPERATIONS = [
   op('webhooks.deliveries.list', 'GET', '/v2/webhooks/{webhook_id}/deliveries', 'api_key', ['webhooks:read'], 2, 'production', ['redis']),
   // docs/design.md §15: management. Only a rotation seals a new secret, so only it needs the secret key.
   op('webhooks.update', 'PATCH', '/v2/webhooks/{webhook_id}', 'api_key', ['webhooks:write'], 1, 'production', ['redis']),
-  op('webhooks.rotate_secret', 'POST', '/v2/webhooks/{webhook_id}/rotate-secret', 'api_key', ['webhooks:write'], 2, 'production', ['redis', 'webhook_secret_key']),
+  op('webhooks.rotate_secret', 'POST', '/v2/webhooks/{webhook_id}/rotate-secret', 'api_key', ['webhooks:write'], 2, 'production', [
+    'redis',
+    'webhook_secret_key',
+  ]),
   op('webhooks.test', 'POST', '/v2/webhooks/{webhook_id}/test', 'api_key', ['webhooks:write'], 2, 'production', ['redis']),
-  op('webhooks.deliveries.retry', 'POST', '/v2/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', 'api_key', ['webhooks:write'], 2, 'production', ['redis']),
+  op('webhooks.deliveries.retry', 'POST', '/v2/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', 'api_key', ['webhooks:write'], 2, 'production', [
+    'redis',
+  ]),
   op('renders.create', 'POST', '/v2/renders', 'api_key', ['media:write'], 20, 'production', ['redis', 'chromium']),
   op('renders.get', 'GET', '/v2/renders/{render_id}', 'api_key', ['media:read'], 1, 'production', ['redis']),
   op('trade_intents.create', 'POST', '/v2/trade-intents', 'api_key', ['trade:write'], 5, 'production', ['redis']),
@@ -87,7 +92,9 @@ export const OPERATIONS = [
   op('catalog.items.list', 'GET', '/v2/catalog/items', 'api_key', ['catalog:read'], 2, 'production', ['redis']),
   op('market_index.get', 'GET', '/v2/market-index/cs2', 'api_key', ['market:read'], 2, 'production', ['redis']),
   op('market_index.history', 'GET', '/v2/market-index/cs2/history', 'api_key', ['market:read'], 2, 'production', ['redis']),
-  op('market_index.constituents', 'GET', '/v2/market-index/cs2/calculations/{calculation_id}/constituents', 'api_key', ['market:read'], 2, 'production', ['redis']),
+  op('market_index.constituents', 'GET', '/v2/market-index/cs2/calculations/{calculation_id}/constituents', 'api_key', ['market:read'], 2, 'production', [
+    'redis',
+  ]),
   op('market.summary', 'GET', '/v2/market/summary', 'api_key', ['market:read'], 5, 'production', ['redis']),
   op('inventories.get', 'GET', '/v2/inventories/{gameplatform_id}', 'api_key', ['inventory:read'], 10, 'production', ['redis']),
   op('profiles.get', 'GET', '/v2/profiles/{gameplatform_id}', 'api_key', ['profiles:read'], 3, 'production', ['redis', 'steam_web_api_key']),
@@ -95,8 +102,20 @@ export const OPERATIONS = [
   op('gameplatform_accounts.connect', 'POST', '/v2/gameplatform/accounts/connect', 'api_key', ['accounts:write'], 2, 'production', ['redis']),
   op('gameplatform_accounts.delete', 'DELETE', '/v2/gameplatform/accounts/{account_id}', 'api_key', ['accounts:write'], 1, 'production', ['redis']),
   // docs/design.md §17: owner tokens. Only setting one seals, so only it needs the secret key.
-  op('gameplatform_accounts.steam_token.set', 'PUT', '/v2/gameplatform/accounts/{account_id}/steam-token', 'api_key', ['accounts:write'], 1, 'production', ['redis', 'webhook_secret_key']),
-  op('gameplatform_accounts.steam_token.delete', 'DELETE', '/v2/gameplatform/accounts/{account_id}/steam-token', 'api_key', ['accounts:write'], 1, 'production', ['redis']),
+  op('gameplatform_accounts.steam_token.set', 'PUT', '/v2/gameplatform/accounts/{account_id}/steam-token', 'api_key', ['accounts:write'], 1, 'production', [
+    'redis',
+    'webhook_secret_key',
+  ]),
+  op(
+    'gameplatform_accounts.steam_token.delete',
+    'DELETE',
+    '/v2/gameplatform/accounts/{account_id}/steam-token',
+    'api_key',
+    ['accounts:write'],
+    1,
+    'production',
+    ['redis'],
+  ),
   // docs/design.md §17: trades stored by the trade-history poll, and a counterparty's counts over the workspace's accounts.
   op('gameplatform_accounts.trades.list', 'GET', '/v2/gameplatform/accounts/{account_id}/trades', 'api_key', ['accounts:read'], 1, 'production', ['redis']),
   op('gameplatform_counterparties.get', 'GET', '/v2/gameplatform/counterparties/{gameplatform_id}', 'api_key', ['accounts:read'], 1, 'production', ['redis']),

@@ -23,11 +23,7 @@ function signature(signingKey: string, resource: SignedResource, expires: string
 }
 
 /** A new URL for `path` under `baseUrl`, valid `ttlSeconds` from `now` (whole seconds). */
-export function signUrl(
-  signingKey: string,
-  resource: SignedResource & { baseUrl: string; path: string; ttlSeconds: number },
-  now: Date,
-): SignedUrl {
+export function signUrl(signingKey: string, resource: SignedResource & { baseUrl: string; path: string; ttlSeconds: number }, now: Date): SignedUrl {
   const expires = String(Math.floor(now.getTime() / 1000) + resource.ttlSeconds);
   const query = new URLSearchParams({ expires, signature: signature(signingKey, resource, expires) });
   return { url: `${resource.baseUrl.replace(/\/+$/, '')}${resource.path}?${query}`, expiresAt: new Date(Number(expires) * 1000) };

@@ -75,7 +75,10 @@ export function pageLimit(bounds: { max: number; default: number }) {
 export const pageCursor = text({ min: 1, max: 2048 }).optional().describe('The next_cursor of the previous page, passed back unchanged');
 
 /** An instant inside a signed cursor position: kept as text, but only one Postgres can hold. */
-export const cursorInstant = z.string().max(40).refine((value) => parseDateTime(value) !== null);
+export const cursorInstant = z
+  .string()
+  .max(40)
+  .refine((value) => parseDateTime(value) !== null);
 
 /**
  * The body of an action that takes no input (connect, cancel, a webhook's test, rotate-secret and

@@ -1,7 +1,7 @@
-import { canonicalJson } from '../util/canonical-json.ts';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { hmacSha256, sha256Hex } from '../util/crypto.ts';
 import type { Queryable } from '../platform/db.ts';
+import { canonicalJson } from '../util/canonical-json.ts';
+import { hmacSha256, sha256Hex } from '../util/crypto.ts';
 
 // docs/design.md §6: records are kept 24 h; an in-flight claim whose owner died is taken over after a minute.
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -12,11 +12,7 @@ export function requestFingerprint(request: { method: string; path: string; body
   return sha256Hex(`${request.method.toUpperCase()} ${request.path}\n${canonicalJson(request.body ?? null)}`);
 }
 
-export type ClaimOutcome =
-  | { kind: 'claimed' }
-  | { kind: 'replay'; status: number; body: unknown }
-  | { kind: 'reused' }
-  | { kind: 'in_use' };
+export type ClaimOutcome = { kind: 'claimed' } | { kind: 'replay'; status: number; body: unknown } | { kind: 'reused' } | { kind: 'in_use' };
 
 type Scope = { workspaceId: string; operation: string; key: string };
 
@@ -47,13 +43,7 @@ function openResponse(secret: string, scope: Scope, sealed: Buffer): unknown {
  * Claims (workspace, operation, key) for one request. Exactly one of any number of concurrent
  * identical requests gets `claimed`; the others see `in_use`, or `replay` once it completed.
  */
-export async function claimIdempotencyKey(
-  db: Queryable,
-  scope: Scope,
-  fingerprint: string,
-  now: Date,
-  secret: string,
-): Promise<ClaimOutcome> {
+export async function claimIdempotencyKey(db: Queryable, scope: Scope, fingerprint: string, now: Date, secret: string): Promise<ClaimOutcome> {
   const lockedUntil = new Date(now.getTime() + IDEMPOTENCY_LOCK_MS);
   const expiresAt = new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS);
   // Insert, or take over a row that expired or whose in-flight owner's lock lapsed.

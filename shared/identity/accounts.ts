@@ -8,10 +8,7 @@ export function normaliseEmail(email: string): string {
 }
 
 /** Returns null when the email is taken (unique index on lower(email)). */
-export async function insertAccount(
-  db: Queryable,
-  input: { workspaceId: string; email: string; passwordHash: string },
-): Promise<Account | null> {
+export async function insertAccount(db: Queryable, input: { workspaceId: string; email: string; passwordHash: string }): Promise<Account | null> {
   const [row] = await db<Account[]>`
     insert into accounts (id, workspace_id, email, password_hash)
     values (${newId()}, ${input.workspaceId}, ${normaliseEmail(input.email)}, ${input.passwordHash})

@@ -1,7 +1,7 @@
-import { randomToken, sha256Hex } from '../util/crypto.ts';
-import type { Queryable } from '../platform/db.ts';
-import { newId } from '../util/ids.ts';
 import type { Scope } from '../http/scopes.ts';
+import type { Queryable } from '../platform/db.ts';
+import { randomToken, sha256Hex } from '../util/crypto.ts';
+import { newId } from '../util/ids.ts';
 import type { Tier } from './workspaces.ts';
 
 export const KEY_PREFIX_LENGTH = 12;
@@ -103,12 +103,7 @@ export async function listApiKeys(db: Queryable, workspaceId: string): Promise<A
 }
 
 /** Revokes a live key of the workspace; null when there is no such key (absent, foreign or revoked). */
-export async function revokeApiKey(
-  db: Queryable,
-  workspaceId: string,
-  keyId: string,
-  now: Date,
-): Promise<(ApiKeyMetadata & { key_hash: string }) | null> {
+export async function revokeApiKey(db: Queryable, workspaceId: string, keyId: string, now: Date): Promise<(ApiKeyMetadata & { key_hash: string }) | null> {
   const [row] = await db<(ApiKeyMetadata & { key_hash: string })[]>`
     update api_keys set revoked_at = ${now}
     where id = ${keyId} and workspace_id = ${workspaceId} and revoked_at is null

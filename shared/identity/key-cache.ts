@@ -1,5 +1,5 @@
 import type { Queryable } from '../platform/db.ts';
-import { findApiKeyByHash, type ApiKeyPrincipal } from './api-keys.ts';
+import { type ApiKeyPrincipal, findApiKeyByHash } from './api-keys.ts';
 
 /** Redis channel on which revocations and workspace changes are announced to every API process. */
 export const KEY_INVALIDATION_CHANNEL = 'api-keys:invalidate';

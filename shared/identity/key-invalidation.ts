@@ -1,6 +1,6 @@
 import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
-import { KEY_INVALIDATION_CHANNEL, type ApiKeyCache } from './key-cache.ts';
+import { type ApiKeyCache, KEY_INVALIDATION_CHANNEL } from './key-cache.ts';
 
 /**
  * Revocations and workspace changes announced by other processes (API replicas, admin CLI) on
@@ -11,7 +11,5 @@ export function subscribeToKeyInvalidations(subscriber: Redis, log: Logger, keys
   subscriber.on('message', (channel: string, message: string) => {
     if (channel === KEY_INVALIDATION_CHANNEL) keys.invalidate(message);
   });
-  subscriber
-    .subscribe(KEY_INVALIDATION_CHANNEL)
-    .catch((error: Error) => log.warn({ err: error.message }, 'could not subscribe to key invalidations'));
+  subscriber.subscribe(KEY_INVALIDATION_CHANNEL).catch((error: Error) => log.warn({ err: error.message }, 'could not subscribe to key invalidations'));
 }

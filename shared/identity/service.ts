@@ -1,13 +1,13 @@
 import { insertAuditEvent } from '../audit/events.ts';
-import type { Sql } from '../platform/db.ts';
 import { ApiError, errors } from '../http/errors.ts';
-import { insertAccount, findAccountByEmail } from './accounts.ts';
-import { insertApiKey, listApiKeys, revokeApiKey, type ApiKeyMetadata } from './api-keys.ts';
+import { DEFAULT_SCOPES, normaliseScopes, type Scope } from '../http/scopes.ts';
+import type { Sql } from '../platform/db.ts';
+import { findAccountByEmail, insertAccount } from './accounts.ts';
+import { type ApiKeyMetadata, insertApiKey, listApiKeys, revokeApiKey } from './api-keys.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 import { insertSession, revokeSession, type SessionPrincipal } from './sessions.ts';
 import { clearSignInFailures, recordSignInFailure, signInRetryAfter } from './sign-in-limits.ts';
 import { insertWorkspace } from './workspaces.ts';
-import { DEFAULT_SCOPES, normaliseScopes, type Scope } from '../http/scopes.ts';
 
 type RequestMeta = { requestId: string; now: Date };
 
@@ -24,12 +24,25 @@ export async function createAccount(
     const session = await insertSession(tx, account.id, input.sessionTtlSeconds, meta.now);
     const actor = { type: 'account' as const, id: account.id };
     await insertAuditEvent(tx, {
-      workspaceId: workspace.id, eventType: 'account.created', resourceType: 'account', resourceId: account.id,
-      outcome: 'succeeded', actor, requestId: meta.requestId, occurredAt: meta.now, metadata: { email: account.email },
+      workspaceId: workspace.id,
+      eventType: 'account.created',
+      resourceType: 'account',
+      resourceId: account.id,
+      outcome: 'succeeded',
+      actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
+      metadata: { email: account.email },
     });
     await insertAuditEvent(tx, {
-      workspaceId: workspace.id, eventType: 'session.created', resourceType: 'session', resourceId: session.id,
-      outcome: 'succeeded', actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: workspace.id,
+      eventType: 'session.created',
+      resourceType: 'session',
+      resourceId: session.id,
+      outcome: 'succeeded',
+      actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
     });
     return {
       account: { id: account.id, email: account.email },
@@ -40,11 +53,7 @@ export async function createAccount(
 }
 
 /** Signs in, refusing while the email or client IP is over its failed-attempt limit (429). */
-export async function signIn(
-  sql: Sql,
-  input: { email: string; password: string; clientIp: string | null; sessionTtlSeconds: number },
-  meta: RequestMeta,
-) {
+export async function signIn(sql: Sql, input: { email: string; password: string; clientIp: string | null; sessionTtlSeconds: number }, meta: RequestMeta) {
   const retryAfter = await signInRetryAfter(sql, input.email, input.clientIp, meta.now);
   if (retryAfter > 0) {
     throw errors.tooManyRequests('too_many_sign_in_attempts', 'Too many failed sign-ins for this email or address; try again later.', retryAfter);
@@ -56,8 +65,13 @@ export async function signIn(
       await recordSignInFailure(tx, input.email, input.clientIp, meta.now);
       if (account) {
         await insertAuditEvent(tx, {
-          workspaceId: account.workspace_id, eventType: 'session.created', resourceType: 'session', outcome: 'rejected',
-          actor: { type: 'account', id: account.id }, requestId: meta.requestId, occurredAt: meta.now,
+          workspaceId: account.workspace_id,
+          eventType: 'session.created',
+          resourceType: 'session',
+          outcome: 'rejected',
+          actor: { type: 'account', id: account.id },
+          requestId: meta.requestId,
+          occurredAt: meta.now,
           metadata: { reason: 'invalid_credentials', client_ip: input.clientIp },
         });
       }
@@ -68,8 +82,14 @@ export async function signIn(
     await clearSignInFailures(tx, input.email);
     const session = await insertSession(tx, account.id, input.sessionTtlSeconds, meta.now);
     await insertAuditEvent(tx, {
-      workspaceId: account.workspace_id, eventType: 'session.created', resourceType: 'session', resourceId: session.id,
-      outcome: 'succeeded', actor: { type: 'account', id: account.id }, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: account.workspace_id,
+      eventType: 'session.created',
+      resourceType: 'session',
+      resourceId: session.id,
+      outcome: 'succeeded',
+      actor: { type: 'account', id: account.id },
+      requestId: meta.requestId,
+      occurredAt: meta.now,
     });
     return { session: { token: session.token, expires_at: session.expiresAt.toISOString() } };
   });
@@ -79,8 +99,14 @@ export async function signOut(sql: Sql, session: SessionPrincipal, meta: Request
   await sql.begin(async (tx) => {
     await revokeSession(tx, session.sessionId, meta.now);
     await insertAuditEvent(tx, {
-      workspaceId: session.workspaceId, eventType: 'session.revoked', resourceType: 'session', resourceId: session.sessionId,
-      outcome: 'succeeded', actor: { type: 'account', id: session.accountId }, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: session.workspaceId,
+      eventType: 'session.revoked',
+      resourceType: 'session',
+      resourceId: session.sessionId,
+      outcome: 'succeeded',
+      actor: { type: 'account', id: session.accountId },
+      requestId: meta.requestId,
+      occurredAt: meta.now,
     });
   });
 }
@@ -102,11 +128,21 @@ export async function createKey(sql: Sql, session: SessionPrincipal, input: { la
   const scopes = normaliseScopes(input.scopes ?? DEFAULT_SCOPES);
   return sql.begin(async (tx) => {
     const key = await insertApiKey(tx, {
-      workspaceId: session.workspaceId, accountId: session.accountId, label: input.label ?? 'default', scopes, now: meta.now,
+      workspaceId: session.workspaceId,
+      accountId: session.accountId,
+      label: input.label ?? 'default',
+      scopes,
+      now: meta.now,
     });
     await insertAuditEvent(tx, {
-      workspaceId: session.workspaceId, eventType: 'api_key.created', resourceType: 'api_key', resourceId: key.id,
-      outcome: 'succeeded', actor: { type: 'account', id: session.accountId }, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: session.workspaceId,
+      eventType: 'api_key.created',
+      resourceType: 'api_key',
+      resourceId: key.id,
+      outcome: 'succeeded',
+      actor: { type: 'account', id: session.accountId },
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { label: key.label, prefix: key.prefix, scopes },
     });
     // The raw key appears in this response only (docs/design.md §5).
@@ -125,8 +161,14 @@ export async function revokeKey(sql: Sql, session: SessionPrincipal, keyId: stri
     const key = await revokeApiKey(tx, session.workspaceId, keyId, meta.now);
     if (!key) throw errors.notFound('No live API key with this id in your workspace.');
     await insertAuditEvent(tx, {
-      workspaceId: session.workspaceId, eventType: 'api_key.revoked', resourceType: 'api_key', resourceId: key.id,
-      outcome: 'succeeded', actor: { type: 'account', id: session.accountId }, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: session.workspaceId,
+      eventType: 'api_key.revoked',
+      resourceType: 'api_key',
+      resourceId: key.id,
+      outcome: 'succeeded',
+      actor: { type: 'account', id: session.accountId },
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { label: key.label, prefix: key.prefix },
     });
     return { key: publicKey(key), keyHash: key.key_hash };

@@ -1,5 +1,5 @@
-import { randomToken, sha256Hex } from '../util/crypto.ts';
 import type { Queryable } from '../platform/db.ts';
+import { randomToken, sha256Hex } from '../util/crypto.ts';
 import { newId } from '../util/ids.ts';
 
 export type SessionPrincipal = {
@@ -11,12 +11,7 @@ export type SessionPrincipal = {
 };
 
 /** Creates a session; the raw token is returned here only, the database keeps its SHA-256. */
-export async function insertSession(
-  db: Queryable,
-  accountId: string,
-  ttlSeconds: number,
-  now: Date,
-): Promise<{ id: string; token: string; expiresAt: Date }> {
+export async function insertSession(db: Queryable, accountId: string, ttlSeconds: number, now: Date): Promise<{ id: string; token: string; expiresAt: Date }> {
   const token = `sess_${randomToken(32)}`;
   const id = newId();
   const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);

@@ -1,5 +1,5 @@
-import { sha256Hex } from '../util/crypto.ts';
 import type { Queryable } from '../platform/db.ts';
+import { sha256Hex } from '../util/crypto.ts';
 import { normaliseEmail } from './accounts.ts';
 
 // Failed sign-ins allowed per window before further attempts are refused (correct password or not).

@@ -31,11 +31,7 @@ export async function updateWorkspaceTier(db: Queryable, id: string, tier: Tier)
   return rows.length === 1;
 }
 
-export async function updateWorkspaceBudgets(
-  db: Queryable,
-  id: string,
-  budgets: { minute: number | null; day: number | null },
-): Promise<boolean> {
+export async function updateWorkspaceBudgets(db: Queryable, id: string, budgets: { minute: number | null; day: number | null }): Promise<boolean> {
   const rows = await db`
     update workspaces set minute_budget = ${budgets.minute}, day_budget = ${budgets.day} where id = ${id} returning id`;
   return rows.length === 1;

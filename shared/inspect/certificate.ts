@@ -1,13 +1,6 @@
 import { CEconItemPreviewDataBlock } from '@csfloat/cs2-inspect-serializer';
 import { buf as crc32 } from 'crc-32';
-import {
-  familyOfDefinition,
-  MAX_NAME_TAG_LENGTH,
-  type CharmState,
-  type ItemFamily,
-  type ItemState,
-  type StickerState,
-} from './selector.ts';
+import { type CharmState, familyOfDefinition, type ItemFamily, type ItemState, MAX_NAME_TAG_LENGTH, type StickerState } from './selector.ts';
 
 /**
  * The offline item-certificate decoder of docs/design.md §10 "Inspect decode": the hex of an inspect link, or
@@ -146,15 +139,33 @@ export function readPlainBlock(bytes: Uint8Array): PreviewBlock | null {
     const value = reader.varint32();
     if (value < 0) return null;
     switch (field) {
-      case 3: block.defindex = value; break;
-      case 4: block.paintindex = value; break;
-      case 5: block.rarity = value; break;
-      case 6: block.quality = value; break;
-      case 7: block.paintwear = value; break;
-      case 8: block.paintseed = value; break;
-      case 9: block.killeaterscoretype = value; break;
-      case 10: block.killeatervalue = value; break;
-      case 14: block.origin = value; break;
+      case 3:
+        block.defindex = value;
+        break;
+      case 4:
+        block.paintindex = value;
+        break;
+      case 5:
+        block.rarity = value;
+        break;
+      case 6:
+        block.quality = value;
+        break;
+      case 7:
+        block.paintwear = value;
+        break;
+      case 8:
+        block.paintseed = value;
+        break;
+      case 9:
+        block.killeaterscoretype = value;
+        break;
+      case 10:
+        block.killeatervalue = value;
+        break;
+      case 14:
+        block.origin = value;
+        break;
       default: // 1, 13, 15–19: not kept
     }
   }
@@ -179,12 +190,23 @@ function readPlainSticker(reader: PlainReader): BlockSticker | null {
       if (wireType !== 5 || reader.pos + 4 > end) return null;
       const value = reader.float32();
       switch (field) {
-        case 3: sticker.wear = value; break;
-        case 4: sticker.scale = value; break;
-        case 5: sticker.rotation = value; break;
-        case 7: sticker.offsetX = value; break;
-        case 8: sticker.offsetY = value; break;
-        default: sticker.offsetZ = value;
+        case 3:
+          sticker.wear = value;
+          break;
+        case 4:
+          sticker.scale = value;
+          break;
+        case 5:
+          sticker.rotation = value;
+          break;
+        case 7:
+          sticker.offsetX = value;
+          break;
+        case 8:
+          sticker.offsetY = value;
+          break;
+        default:
+          sticker.offsetZ = value;
       }
       continue;
     }
@@ -341,7 +363,6 @@ function stateOf(block: PreviewBlock): ItemState {
   }
   return state;
 }
-
 
 function finiteFloat(value: number | undefined, what: string): number | undefined {
   if (value !== undefined && !Number.isFinite(value)) throw new CertificateError(`The ${what} is not a finite number.`);

@@ -3,8 +3,8 @@ import { AcidFadeCalculator, AmberFadeCalculator, FadeCalculator } from 'csgo-fa
 import Decimal from 'decimal.js';
 import { z } from 'zod';
 import { englishNames } from '../catalog/generate.ts';
+import { EXTERIOR_NAMES, EXTERIOR_WEAR_RANGES, EXTERIORS, PHASE_VERSIONS, type PhaseVersion, versionFromPhaseLabel } from '../catalog/identity.ts';
 import FADE_SKIN_ROWS from './fade-skins.json';
-import { EXTERIOR_NAMES, EXTERIOR_WEAR_RANGES, EXTERIORS, PHASE_VERSIONS, versionFromPhaseLabel, type PhaseVersion } from '../catalog/identity.ts';
 import type { ItemIdentity, ItemState } from './selector.ts';
 
 /**
@@ -33,7 +33,9 @@ import type { ItemIdentity, ItemState } from './selector.ts';
 
 export const floatInsightSchema = z
   .object({
-    wear_name: z.enum(EXTERIORS.map((exterior) => EXTERIOR_NAMES[exterior]) as [string, ...string[]]).describe('The English exterior of the wear: Factory New, Minimal Wear, Field-Tested, Well-Worn or Battle-Scarred'),
+    wear_name: z
+      .enum(EXTERIORS.map((exterior) => EXTERIOR_NAMES[exterior]) as [string, ...string[]])
+      .describe('The English exterior of the wear: Factory New, Minimal Wear, Field-Tested, Well-Worn or Battle-Scarred'),
     min: z.number().describe('The skin’s lowest possible wear (from @ianlucas/cs2-lib)'),
     max: z.number().describe('The skin’s highest possible wear (from @ianlucas/cs2-lib)'),
     percentile: z
@@ -47,11 +49,15 @@ export const insightsSchema = z
     phase: z
       .enum(PHASE_VERSIONS)
       .nullable()
-      .describe('The Doppler / Gamma Doppler phase of the paint index, as the price version names (phase-1…phase-4, ruby, sapphire, black-pearl, emerald); null for every other paint'),
+      .describe(
+        'The Doppler / Gamma Doppler phase of the paint index, as the price version names (phase-1…phase-4, ruby, sapphire, black-pearl, emerald); null for every other paint',
+      ),
     fade_percentage: z
       .string()
       .nullable()
-      .describe('Fade, Amber Fade and Acid Fade on the weapons csgo-fade-percentage-calculator covers (no gloves): its percentage for the paint seed, rounded half-even to one decimal ("93.4"); else null'),
+      .describe(
+        'Fade, Amber Fade and Acid Fade on the weapons csgo-fade-percentage-calculator covers (no gloves): its percentage for the paint seed, rounded half-even to one decimal ("93.4"); else null',
+      ),
     float: floatInsightSchema.nullable(),
   })
   .describe('docs/design.md §14 item insights, derived from item and state; never part of the item selector');
@@ -108,7 +114,6 @@ const FADE_CALCULATORS: Record<string, FadeCalculatorModule> = {
   'Acid Fade': AcidFadeCalculator,
 };
 
-
 type FadeSkin = { calculator: FadeCalculatorModule; weapon: string };
 let fadeSkins: Map<number, FadeSkin> | undefined;
 /**
@@ -146,7 +151,8 @@ export function computeFadeSkins(): FadeSkinRow[] {
 function fadeSkinOf(definitionIndex: number, paintIndex: number): FadeSkin | undefined {
   if (!fadeSkins) {
     fadeSkins = new Map();
-    for (const [def, paint, finish, weapon] of FADE_SKIN_ROWS as FadeSkinRow[]) fadeSkins.set(skinKey(def, paint), { calculator: FADE_CALCULATORS[finish]!, weapon });
+    for (const [def, paint, finish, weapon] of FADE_SKIN_ROWS as FadeSkinRow[])
+      fadeSkins.set(skinKey(def, paint), { calculator: FADE_CALCULATORS[finish]!, weapon });
   }
   return fadeSkins.get(skinKey(definitionIndex, paintIndex));
 }

@@ -1,7 +1,7 @@
 import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import { z } from 'zod';
 import type { ErrorDetail } from '../http/errors.ts';
-import { FAMILY_BY_LIB_TYPE, ITEM_FAMILIES, MAX_NAME_TAG_LENGTH, type ItemFamily, type ItemSelector } from './selector.ts';
+import { FAMILY_BY_LIB_TYPE, ITEM_FAMILIES, type ItemFamily, type ItemSelector, MAX_NAME_TAG_LENGTH } from './selector.ts';
 
 /**
  * The `item` of a render or viewer-session request (docs/design.md §10 "Item selector"), checked against the

@@ -1,5 +1,5 @@
+import { type JobsOptions, Queue } from 'bullmq';
 import { z } from 'zod';
-import { Queue, type JobsOptions } from 'bullmq';
 import { SOURCE_NAMES } from '../platform/source-names.ts';
 
 /**
@@ -180,7 +180,7 @@ export const JOBS = {
 
 export type JobName = keyof typeof JOBS;
 export type JobPayload<Name extends JobName> = z.infer<(typeof JOBS)[Name]['payload']>;
-export type JobContext = { jobId: string | undefined; attempt: number; /** When the job was due (scheduled jobs: its slot). */ scheduledAt: Date };
+export type JobContext = { jobId: string | undefined; attempt: number /** When the job was due (scheduled jobs: its slot). */; scheduledAt: Date };
 export type JobHandler<Name extends JobName> = (payload: JobPayload<Name>, context: JobContext) => Promise<unknown>;
 /** One handler per job, by construction: a missing or misspelt name is a type error. */
 export type JobHandlers = { [Name in JobName]: JobHandler<Name> };
@@ -264,7 +264,11 @@ export async function upsertSchedule(queues: JobQueues, schedule: JobSchedule): 
 /** Enqueues a pool's start-up job (see StartupJob). */
 export async function enqueueStartupJob(queues: JobQueues, startup: StartupJob, at: Date): Promise<void> {
   const name: JobName = startup.job;
-  await queueFor(queues, name).add(name, parseJobPayload(name, startup.data ?? {}), jobOptions(name, { jobId: `${startup.id}-${Math.floor(at.getTime() / 60_000)}` }));
+  await queueFor(queues, name).add(
+    name,
+    parseJobPayload(name, startup.data ?? {}),
+    jobOptions(name, { jobId: `${startup.id}-${Math.floor(at.getTime() / 60_000)}` }),
+  );
 }
 
 /**

@@ -1,9 +1,9 @@
-import { copyRows, type Sql, type TransactionSql } from '../platform/db.ts';
-import { newId } from '../util/ids.ts';
-import { freshPriceSql } from '../prices/freshness.ts';
 import { SEGMENTS } from '../market/segments.ts';
-import type { Calculation } from './repository.ts';
+import { copyRows, type Sql, type TransactionSql } from '../platform/db.ts';
+import { freshPriceSql } from '../prices/freshness.ts';
+import { newId } from '../util/ids.ts';
 import { chainLevel, formatScaled, INCEPTION_LEVEL, linkFromSum, METHODOLOGY, scaledRatio } from './methodology.ts';
+import type { Calculation } from './repository.ts';
 
 /** One fresh price of the marketplace at t, with the item's segment attributes and its price at t-1. */
 type VectorRow = {

@@ -1,5 +1,5 @@
-import type { Queryable } from '../platform/db.ts';
 import { SEGMENTS, type Segment, type SegmentFilter } from '../market/segments.ts';
+import type { Queryable } from '../platform/db.ts';
 
 /** A stored calculation as the API publishes it (segment/value null for the whole market). */
 export type Calculation = {
@@ -85,10 +85,7 @@ export async function listConstituents(
   return { items, next: rows.length > limit && last ? { catalog_id: last.catalog_id, version: last.version } : null };
 }
 
-export type LevelPoint = Pick<
-  Calculation,
-  'id' | 'as_of' | 'calculated_at' | 'level' | 'previous_level' | 'link_factor' | 'constituent_count' | 'inception'
->;
+export type LevelPoint = Pick<Calculation, 'id' | 'as_of' | 'calculated_at' | 'level' | 'previous_level' | 'link_factor' | 'constituent_count' | 'inception'>;
 export type LevelPosition = { as_of: string; id: string };
 
 /** Successful calculations of the query with from ≤ as_of < to, oldest first, keyset on (as_of, id). */

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { fxSchema } from '../prices/currency.ts';
 import type { Queryable } from '../platform/db.ts';
-import { freshPriceSql } from '../prices/freshness.ts';
 import { SOURCE_NAMES, type SourceName } from '../platform/source-names.ts';
+import { fxSchema } from '../prices/currency.ts';
+import { freshPriceSql } from '../prices/freshness.ts';
 import { SEGMENTS, type SegmentFilter } from './segments.ts';
 
 /**

@@ -1,11 +1,11 @@
-import { CS2_ITEMS } from '@ianlucas/cs2-lib';
-import sharp from 'sharp';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { CS2_ITEMS } from '@ianlucas/cs2-lib';
+import sharp from 'sharp';
 import { parseGlb } from './glb.ts';
 import { itemFilePath, itemFilePaths } from './item-files.ts';
-import { itemFileSourceKey, readItemFilesSource, writeItemFilesSource, type ItemFilesSource } from './item-files-source.ts';
+import { type ItemFilesSource, itemFileSourceKey, readItemFilesSource, writeItemFilesSource } from './item-files-source.ts';
 
 /**
  * docs/design.md §18 `npm run item-files:fetch`: @ianlucas/cs2-lib's models (GLB) and paint textures for every
@@ -500,7 +500,9 @@ export function formatSummary(summary: FetchSummary): string {
   if (summary.stopped === 'max-bytes') lines.push(`  stopped at the byte cap (--max-bytes): run again with a larger cap to continue`);
   if (summary.stopped === 'interrupted') lines.push(`  interrupted: run again to continue`);
   if (summary.unavailable.models.length > 0 || summary.unavailable.paints > 0) {
-    lines.push(`  not in cs2-lib: models of definitions ${summary.unavailable.models.join(',') || 'none'}; ${summary.unavailable.paints} paint textures (stand-ins or cards stay)`);
+    lines.push(
+      `  not in cs2-lib: models of definitions ${summary.unavailable.models.join(',') || 'none'}; ${summary.unavailable.paints} paint textures (stand-ins or cards stay)`,
+    );
   }
   for (const failure of summary.failures.slice(0, 20)) lines.push(`  failed ${failure.file}: ${failure.reason} (${failure.url})`);
   if (summary.failures.length > 20) lines.push(`  … and ${summary.failures.length - 20} more failures`);

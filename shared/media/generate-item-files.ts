@@ -1,11 +1,11 @@
-import sharp from 'sharp';
 import { existsSync, linkSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import sharp from 'sharp';
 import { buildGlb } from './glb.ts';
 import { itemFileCatalog } from './item-catalog.ts';
-import { itemFilePath, itemFilePaths, type ItemFileKind } from './item-files.ts';
+import { type ItemFileKind, itemFilePath, itemFilePaths } from './item-files.ts';
 import { encodePng } from './paint-texture.ts';
-import { hexColour, MODEL_FAMILIES, paintBaseTexture, standInModel, stickerImage, type ModelFamily } from './stand-ins.ts';
+import { hexColour, MODEL_FAMILIES, type ModelFamily, paintBaseTexture, standInModel, stickerImage } from './stand-ins.ts';
 
 export type GenerateOptions = {
   /** Kinds to write (all by default). */
@@ -39,17 +39,29 @@ export async function generateItemFiles(dir: string, options: GenerateOptions = 
   };
 
   // The placeholder texture inside every model (the viewer swaps in the paint): 4×4 white.
-  const white = await sharp({ create: { width: 4, height: 4, channels: 4, background: { r: 255, g: 255, b: 255, alpha: 1 } } }).png().toBuffer();
+  const white = await sharp({ create: { width: 4, height: 4, channels: 4, background: { r: 255, g: 255, b: 255, alpha: 1 } } })
+    .png()
+    .toBuffer();
   const concurrency = Math.max(2, availableParallelism() * 2);
 
-  const paints = pick('paint', catalog.paints, (p) => p.paintIndex, (paintIndex) => ({ paintIndex, name: undefined, rarity: undefined }));
+  const paints = pick(
+    'paint',
+    catalog.paints,
+    (p) => p.paintIndex,
+    (paintIndex) => ({ paintIndex, name: undefined, rarity: undefined }),
+  );
   await inBatches(paints, concurrency, async (paint) => {
     const file = itemFilePath(dir, 'paint', paint.paintIndex)!;
     if (existsSync(file)) return void report.paint.skipped++;
     count(report.paint, writeNew(file, await encodePng(paintBaseTexture(paint))));
   });
 
-  const stickers = pick('sticker', catalog.stickers, (s) => s.stickerId, (stickerId) => ({ stickerId, rarity: undefined }));
+  const stickers = pick(
+    'sticker',
+    catalog.stickers,
+    (s) => s.stickerId,
+    (stickerId) => ({ stickerId, rarity: undefined }),
+  );
   await inBatches(stickers, concurrency, async (sticker) => {
     const file = itemFilePath(dir, 'sticker', sticker.stickerId)!;
     if (existsSync(file)) return void report.sticker.skipped++;
@@ -58,7 +70,12 @@ export async function generateItemFiles(dir: string, options: GenerateOptions = 
 
   // Charms share one shape, tinted by rarity: built once per colour.
   const charmBytes = new Map<string, Uint8Array>();
-  for (const charm of pick('charm', catalog.charms, (c) => c.charmId, (charmId) => ({ charmId, rarity: undefined }))) {
+  for (const charm of pick(
+    'charm',
+    catalog.charms,
+    (c) => c.charmId,
+    (charmId) => ({ charmId, rarity: undefined }),
+  )) {
     const file = itemFilePath(dir, 'charm', charm.charmId)!;
     if (existsSync(file)) {
       report.charm.skipped++;
@@ -75,7 +92,12 @@ export async function generateItemFiles(dir: string, options: GenerateOptions = 
   }
 
   const modelBytes = new Map<ModelFamily, Uint8Array>(MODEL_FAMILIES.map((family) => [family, buildGlb(standInModel(family), white)]));
-  for (const model of pick('model', catalog.models, (m) => m.definitionIndex, (definitionIndex) => ({ definitionIndex, family: 'other' as ModelFamily }))) {
+  for (const model of pick(
+    'model',
+    catalog.models,
+    (m) => m.definitionIndex,
+    (definitionIndex) => ({ definitionIndex, family: 'other' as ModelFamily }),
+  )) {
     const file = itemFilePath(dir, 'model', model.definitionIndex)!;
     if (existsSync(file)) {
       report.model.skipped++;

@@ -85,8 +85,18 @@ export function boxGeometry(boxes: readonly Box[]): Geometry {
       vAxis[face.v] = 1;
       const flip = cross(uAxis, vAxis)[face.axis]! * face.sign < 0;
       const corners: Array<[number, number]> = flip
-        ? [[-1, -1], [-1, 1], [1, 1], [1, -1]]
-        : [[-1, -1], [1, -1], [1, 1], [-1, 1]];
+        ? [
+            [-1, -1],
+            [-1, 1],
+            [1, 1],
+            [1, -1],
+          ]
+        : [
+            [-1, -1],
+            [1, -1],
+            [1, 1],
+            [-1, 1],
+          ];
       const first = vertex;
       for (const [du, dv] of corners) {
         const p = [...centre];
@@ -147,7 +157,12 @@ export function buildGlb(model: StandInModel, image: Uint8Array, generator = STA
     materials: [
       {
         name: 'paint',
-        pbrMetallicRoughness: { baseColorFactor: [...(model.baseColor ?? [1, 1, 1, 1])], baseColorTexture: { index: 0 }, metallicFactor: 0.2, roughnessFactor: 0.6 },
+        pbrMetallicRoughness: {
+          baseColorFactor: [...(model.baseColor ?? [1, 1, 1, 1])],
+          baseColorTexture: { index: 0 },
+          metallicFactor: 0.2,
+          roughnessFactor: 0.6,
+        },
       },
     ],
     textures: [{ sampler: 0, source: 0 }],

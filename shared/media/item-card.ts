@@ -1,6 +1,6 @@
 import { CS2_ITEMS } from '@ianlucas/cs2-lib';
-import { EXTERIOR_NAMES, EXTERIOR_WEAR_RANGES, EXTERIORS, RARITIES, type Exterior, type Rarity } from '../catalog/identity.ts';
 import { englishNames } from '../catalog/generate.ts';
+import { EXTERIOR_NAMES, EXTERIOR_WEAR_RANGES, EXTERIORS, type Exterior, RARITIES, type Rarity } from '../catalog/identity.ts';
 import { phaseVersionOfPaint, wearRangeOf } from '../inspect/insights.ts';
 import type { Config } from '../platform/config.ts';
 import type { Queryable } from '../platform/db.ts';
@@ -107,7 +107,8 @@ export type ItemCardDeps = { sql: Queryable; config: Config };
  * the card asks for its image with the middle of the wear's third, so every float of a third shares
  * one image path (one entry in the page's and the cache's memory).
  */
-const wearVariant = (wear: number | undefined): number | null => (wear === undefined ? null : [1 / 6, 1 / 2, 5 / 6][Math.min(2, Math.floor(clampUnit(wear) * 3))]!);
+const wearVariant = (wear: number | undefined): number | null =>
+  wear === undefined ? null : [1 / 6, 1 / 2, 5 / 6][Math.min(2, Math.floor(clampUnit(wear) * 3))]!;
 const clampUnit = (value: number) => Math.min(1, Math.max(0, value));
 
 type CardFacts = { row: CardCatalogRow | null; image: string | null };
@@ -119,7 +120,15 @@ const factsCache = new Map<string, { until: number; facts: Promise<CardFacts> }>
 
 function cardFacts(
   deps: ItemCardDeps,
-  input: { definitionIndex: number; paintIndex: number | null; phase: string | null; exterior: Exterior | null; stattrak: boolean; wear: number | null; imageSize: number },
+  input: {
+    definitionIndex: number;
+    paintIndex: number | null;
+    phase: string | null;
+    exterior: Exterior | null;
+    stattrak: boolean;
+    wear: number | null;
+    imageSize: number;
+  },
 ): Promise<CardFacts> {
   const key = JSON.stringify(input);
   const now = Date.now();
@@ -171,7 +180,9 @@ export async function buildItemCard(deps: ItemCardDeps, item: ViewerItem, option
     image,
     stickers: (state.stickers ?? []).map((sticker) => ({
       slot: sticker.slot,
-      image: stickerImageUrl(deps.config, sticker.sticker_id) ? viewerImagePath({ kind: 'sticker', id: String(sticker.sticker_id), version: null, size: CARD_STICKER_IMAGE_SIZE }) : null,
+      image: stickerImageUrl(deps.config, sticker.sticker_id)
+        ? viewerImagePath({ kind: 'sticker', id: String(sticker.sticker_id), version: null, size: CARD_STICKER_IMAGE_SIZE })
+        : null,
       wear: sticker.wear ?? 0,
       scale: sticker.scale ?? 1,
       rotation: sticker.rotation ?? 0,
@@ -180,7 +191,9 @@ export async function buildItemCard(deps: ItemCardDeps, item: ViewerItem, option
     })),
     charms: (state.charms ?? []).map((charm) => ({
       slot: charm.slot,
-      image: charmImageUrl(deps.config, charm.charm_id) ? viewerImagePath({ kind: 'charm', id: String(charm.charm_id), version: null, size: CARD_STICKER_IMAGE_SIZE }) : null,
+      image: charmImageUrl(deps.config, charm.charm_id)
+        ? viewerImagePath({ kind: 'charm', id: String(charm.charm_id), version: null, size: CARD_STICKER_IMAGE_SIZE })
+        : null,
       offset_x: charm.offset_x ?? 0,
       offset_y: charm.offset_y ?? 0,
     })),

@@ -1,7 +1,7 @@
-import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { modelFamilyOf, type ModelFamily } from './stand-ins.ts';
+import { CS2_ITEMS } from '@ianlucas/cs2-lib';
+import { type ModelFamily, modelFamilyOf } from './stand-ins.ts';
 
 /**
  * What the item files cover, read from @ianlucas/cs2-lib (the catalog's library, docs/design.md §9): every

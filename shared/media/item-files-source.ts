@@ -1,7 +1,7 @@
-import { readFileSync, renameSync, statSync, writeFileSync, type Stats } from 'node:fs';
+import { readFileSync, renameSync, type Stats, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { itemFilePath, type ItemFileKind } from './item-files.ts';
+import { type ItemFileKind, itemFilePath } from './item-files.ts';
 
 /**
  * Which item files came from cs2-lib (docs/design.md §18): `npm run item-files:fetch` records every file it

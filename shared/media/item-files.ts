@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readdirSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync, type Stats, statSync } from 'node:fs';
 import path from 'node:path';
 import { STAND_IN_GENERATOR } from './glb.ts';
 

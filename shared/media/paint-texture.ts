@@ -1,7 +1,7 @@
-import sharp from 'sharp';
 import { readFile } from 'node:fs/promises';
-import { itemFileFor } from './item-files.ts';
+import sharp from 'sharp';
 import { paintInfo } from './item-catalog.ts';
+import { itemFileFor } from './item-files.ts';
 import { applySeedAndWear, paintBaseTexture, type RawImage } from './stand-ins.ts';
 
 /**
@@ -22,5 +22,7 @@ export async function decodeRgba(bytes: Uint8Array): Promise<RawImage> {
 }
 
 export function encodePng(image: RawImage): Promise<Buffer> {
-  return sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels } }).png({ compressionLevel: 6 }).toBuffer();
+  return sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels } })
+    .png({ compressionLevel: 6 })
+    .toBuffer();
 }

@@ -1,4 +1,4 @@
-import { checkSignedUrl, signUrl, type SignedUrl, type SignedUrlCheck } from '../http/signed-url.ts';
+import { checkSignedUrl, type SignedUrl, type SignedUrlCheck, signUrl } from '../http/signed-url.ts';
 
 /**
  * Signed image URLs of succeeded renders (docs/design.md §10; shared/http/signed-url.ts): each read mints a

@@ -26,7 +26,13 @@ export const renderOutputSchema = z.strictObject({
   height: side,
   format: z.enum(RENDER_FORMATS),
   // Lower-cased, so "#FFFFFF" and "#ffffff" are one request (and one image).
-  background: z.union([z.literal('transparent'), z.string().regex(/^#[0-9a-fA-F]{6}$/).transform((value) => value.toLowerCase())]),
+  background: z.union([
+    z.literal('transparent'),
+    z
+      .string()
+      .regex(/^#[0-9a-fA-F]{6}$/)
+      .transform((value) => value.toLowerCase()),
+  ]),
 });
 export type RenderOutput = z.output<typeof renderOutputSchema>;
 

@@ -1,6 +1,6 @@
+import type { ItemSelector } from '../inspect/selector.ts';
 import type { Queryable } from '../platform/db.ts';
 import type { RenderMode, RenderOutput, RenderRow } from './renders-model.ts';
-import type { ItemSelector } from '../inspect/selector.ts';
 
 /**
  * The `renders` table (sql/0009_media.sql), one function per query. The guarded updates (state and

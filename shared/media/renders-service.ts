@@ -1,10 +1,10 @@
-import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import type { Queryable, Sql } from '../platform/db.ts';
+import { type AuditActor, insertAuditEvent } from '../audit/events.ts';
 import { insertOutboxEvent } from '../events/outbox.ts';
-import { newId } from '../util/ids.ts';
 import type { ItemSelector } from '../inspect/selector.ts';
 import { enqueue, type JobQueues } from '../jobs/queues.ts';
-import { renderEventPayload, renderRequestKey, type RenderMode, type RenderOutput, type RenderRow } from './renders-model.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
+import { newId } from '../util/ids.ts';
+import { type RenderMode, type RenderOutput, type RenderRow, renderEventPayload, renderRequestKey } from './renders-model.ts';
 import {
   failExpiredRenderLeases,
   findLiveRenderByRequest,
@@ -49,7 +49,13 @@ export async function createRender(
     now: Date;
   },
 ): Promise<{ row: RenderRow; created: boolean }> {
-  const requestKey = renderRequestKey({ item: input.item, sceneId: input.scene.sceneId, sceneRevision: input.scene.revision, output: input.output, mode: input.mode });
+  const requestKey = renderRequestKey({
+    item: input.item,
+    sceneId: input.scene.sceneId,
+    sceneRevision: input.scene.revision,
+    output: input.output,
+    mode: input.mode,
+  });
   for (let tries = 0; tries < 3; tries += 1) {
     const outcome = await sql.begin(async (tx) => {
       const renderId = newId();
@@ -74,7 +80,13 @@ export async function createRender(
         outcome: 'accepted',
         actor: input.actor,
         requestId: input.requestId,
-        metadata: { scene_id: input.scene.sceneId, scene_revision: input.scene.revision, definition_index: input.item.item.definition_index, output: input.output, mode: input.mode },
+        metadata: {
+          scene_id: input.scene.sceneId,
+          scene_revision: input.scene.revision,
+          definition_index: input.item.item.definition_index,
+          output: input.output,
+          mode: input.mode,
+        },
         occurredAt: input.now,
       });
       return row;

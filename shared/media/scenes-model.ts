@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { sha256Hex } from '../util/crypto.ts';
 import { ApiError, type ErrorDetail } from '../http/errors.ts';
-import { jcsCanonicalize } from '../util/jcs.ts';
 import { text } from '../http/validation.ts';
+import { sha256Hex } from '../util/crypto.ts';
+import { jcsCanonicalize } from '../util/jcs.ts';
 
 /**
  * The viewer scene, schema 3 (docs/interface.md §2.4, docs/design.md §10): presentation settings only. Every object is
@@ -35,7 +35,12 @@ const background = z.discriminatedUnion(
 
 const camera = z.strictObject({
   preset: z.enum(CAMERA_PRESETS),
-  fov: z.number().min(CAMERA_FOV.min).max(CAMERA_FOV.max).default(CAMERA_FOV.default).describe(`Vertical field of view in degrees, ${CAMERA_FOV.min} to ${CAMERA_FOV.max} (default ${CAMERA_FOV.default})`),
+  fov: z
+    .number()
+    .min(CAMERA_FOV.min)
+    .max(CAMERA_FOV.max)
+    .default(CAMERA_FOV.default)
+    .describe(`Vertical field of view in degrees, ${CAMERA_FOV.min} to ${CAMERA_FOV.max} (default ${CAMERA_FOV.default})`),
   autoRotate: z.boolean().default(false).describe('Turn the item slowly (default false)'),
 });
 
@@ -100,10 +105,44 @@ export function etagOf(body: unknown): string {
 // Names of item identity and item state (the item selector of docs/design.md §10, inventory and catalog
 // fields): a scene is reused across items, so these get a message saying why, not just "unknown".
 const ITEM_FIELDS = new Set([
-  'item', 'items', 'state', 'family', 'definition_index', 'defindex', 'paint_index', 'paintindex', 'paint_seed', 'paintseed',
-  'seed', 'wear', 'float', 'paint_wear', 'stattrak', 'kill_count', 'killeatervalue', 'name_tag', 'nametag', 'custom_name',
-  'stickers', 'sticker', 'charms', 'charm', 'keychains', 'asset_id', 'assetid', 'item_id', 'itemid', 'catalog_id',
-  'market_hash_name', 'inspect_link', 'certificate', 'rarity', 'quality', 'origin', 'phase', 'exterior',
+  'item',
+  'items',
+  'state',
+  'family',
+  'definition_index',
+  'defindex',
+  'paint_index',
+  'paintindex',
+  'paint_seed',
+  'paintseed',
+  'seed',
+  'wear',
+  'float',
+  'paint_wear',
+  'stattrak',
+  'kill_count',
+  'killeatervalue',
+  'name_tag',
+  'nametag',
+  'custom_name',
+  'stickers',
+  'sticker',
+  'charms',
+  'charm',
+  'keychains',
+  'asset_id',
+  'assetid',
+  'item_id',
+  'itemid',
+  'catalog_id',
+  'market_hash_name',
+  'inspect_link',
+  'certificate',
+  'rarity',
+  'quality',
+  'origin',
+  'phase',
+  'exterior',
 ]);
 
 function fieldOf(path: PropertyKey[]): string {

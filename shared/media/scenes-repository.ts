@@ -12,7 +12,10 @@ export async function insertScene(db: Queryable, scene: { sceneId: string; works
     values (${scene.sceneId}, ${scene.workspaceId}, 1, ${scene.createdAt}, ${scene.createdAt})`;
 }
 
-export async function insertSceneRevision(db: Queryable, revision: { sceneId: string; revision: number; document: SceneDocument; etag: string; createdAt: Date }): Promise<void> {
+export async function insertSceneRevision(
+  db: Queryable,
+  revision: { sceneId: string; revision: number; document: SceneDocument; etag: string; createdAt: Date },
+): Promise<void> {
   await db`
     insert into scene_revisions (scene_id, revision, document, etag, created_at)
     values (${revision.sceneId}, ${revision.revision}, ${db.json(revision.document as never)}, ${revision.etag}, ${revision.createdAt})`;

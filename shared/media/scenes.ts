@@ -1,11 +1,11 @@
-import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import type { Queryable, Sql } from '../platform/db.ts';
+import { type AuditActor, insertAuditEvent } from '../audit/events.ts';
 import { ApiError } from '../http/errors.ts';
+import type { Queryable, Sql } from '../platform/db.ts';
 import { newId } from '../util/ids.ts';
-import { conditionNames, etagOf, sceneDocument, type SceneBody, type SceneDocument } from './scenes-model.ts';
+import { conditionNames, etagOf, type SceneBody, type SceneDocument, sceneDocument } from './scenes-model.ts';
 import { findRevision, insertScene, insertSceneRevision, lockSceneForUpdate, setLatestRevision } from './scenes-repository.ts';
 
-export { sceneDocumentSchema, type SceneDocument, type SceneChrome, type ScenePresentation } from './scenes-model.ts';
+export { type SceneChrome, type SceneDocument, type ScenePresentation, sceneDocumentSchema } from './scenes-model.ts';
 
 /** Scenes with immutable revisions (docs/design.md §10): the service the routes, viewer sessions and renders call. */
 
@@ -43,8 +43,14 @@ export async function createScene(sql: Sql, body: SceneBody, meta: RequestMeta):
     await insertScene(tx, { sceneId, workspaceId: meta.workspaceId, createdAt: meta.now });
     await insertSceneRevision(tx, { sceneId, revision: 1, document, etag, createdAt: meta.now });
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, eventType: 'scene.created', resourceType: 'scene', resourceId: sceneId,
-      outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      eventType: 'scene.created',
+      resourceType: 'scene',
+      resourceId: sceneId,
+      outcome: 'succeeded',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { revision: 1, etag, name: document.name },
     });
   });
@@ -67,8 +73,14 @@ export async function updateScene(sql: Sql, sceneId: string, ifMatch: string, bo
     await insertSceneRevision(tx, { sceneId, revision, document, etag, createdAt: meta.now });
     await setLatestRevision(tx, sceneId, revision, meta.now);
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, eventType: 'scene.updated', resourceType: 'scene', resourceId: sceneId,
-      outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      eventType: 'scene.updated',
+      resourceType: 'scene',
+      resourceId: sceneId,
+      outcome: 'succeeded',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { revision, previous_etag: scene.etag, etag, name: document.name },
     });
     return { kind: 'updated' as const, answer: { document, etag, revision } };
@@ -76,8 +88,14 @@ export async function updateScene(sql: Sql, sceneId: string, ifMatch: string, bo
   if (outcome.kind === 'updated') return outcome.answer;
   if (outcome.kind === 'not_found') throw sceneErrors.sceneNotFound();
   await insertAuditEvent(sql, {
-    workspaceId: meta.workspaceId, eventType: 'request.denied', resourceType: 'operation', resourceId: 'scenes.update',
-    outcome: 'rejected', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+    workspaceId: meta.workspaceId,
+    eventType: 'request.denied',
+    resourceType: 'operation',
+    resourceId: 'scenes.update',
+    outcome: 'rejected',
+    actor: meta.actor,
+    requestId: meta.requestId,
+    occurredAt: meta.now,
     metadata: { status: 412, reason: 'etag_mismatch', scene_id: sceneId, latest_revision: outcome.latestRevision },
   });
   throw sceneErrors.etagMismatch();

@@ -1,5 +1,5 @@
-import type { Box, Marker, StandInModel } from './glb.ts';
 import { mulberry32 } from '../util/random.ts';
+import type { Box, Marker, StandInModel } from './glb.ts';
 
 /**
  * docs/design.md §10 stand-ins: a distinct low-poly shape per item family, procedural paint textures and
@@ -176,7 +176,12 @@ const SHAPES: Record<ModelFamily, { boxes: Box[]; markers?: Marker[] }> = {
       [0.13, 0.07, 0.065, 0.04, 0.05, 0.012],
     ],
   },
-  sticker: { boxes: [[0, 0, 0, 0.07, 0.09, 0.006], [0, 0, 0.0035, 0.06, 0.06, 0.001]] }, // slab and its window
+  sticker: {
+    boxes: [
+      [0, 0, 0, 0.07, 0.09, 0.006],
+      [0, 0, 0.0035, 0.06, 0.06, 0.001],
+    ],
+  }, // slab and its window
   patch: { boxes: [[0, 0, 0, 0.08, 0.08, 0.004]] },
   charm: {
     boxes: [
@@ -189,7 +194,12 @@ const SHAPES: Record<ModelFamily, { boxes: Box[]; markers?: Marker[] }> = {
     ],
     markers: [{ name: 'charm_ring', translation: [0, 0.05, 0] }],
   },
-  other: { boxes: [[0, 0, 0, 0.06, 0.06, 0.01], [0, 0, 0.006, 0.04, 0.04, 0.002]] },
+  other: {
+    boxes: [
+      [0, 0, 0, 0.06, 0.06, 0.01],
+      [0, 0, 0.006, 0.04, 0.04, 0.002],
+    ],
+  },
 };
 
 export function standInModel(family: ModelFamily, baseColor?: readonly [number, number, number, number]): StandInModel {
@@ -209,7 +219,6 @@ export function hashString(text: string): number {
   }
   return hash >>> 0;
 }
-
 
 /**
  * How a paint seed places the pattern, as the game does: a texture offset and rotation. The viewer
@@ -258,7 +267,11 @@ function noiseField(seed: number, cells: number, size: number): Float32Array {
   const field = new Float32Array(size * size);
   const random = mulberry32(seed);
   let weightSum = 0;
-  for (const [octaveCells, weight] of [[cells, 4], [cells * 2, 2], [cells * 4, 1]] as const) {
+  for (const [octaveCells, weight] of [
+    [cells, 4],
+    [cells * 2, 2],
+    [cells * 4, 1],
+  ] as const) {
     weightSum += weight;
     const lattice = new Float32Array(octaveCells * octaveCells);
     for (let i = 0; i < lattice.length; i++) lattice[i] = random();
@@ -385,7 +398,8 @@ function grungeField(width: number, height: number): Float32Array {
   if (width === height) return field;
   // A non-square real texture: sample the square mask.
   const sampled = new Float32Array(width * height);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) sampled[y * width + x] = field[Math.floor((y / height) * size) * size + Math.floor((x / width) * size)]!;
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) sampled[y * width + x] = field[Math.floor((y / height) * size) * size + Math.floor((x / width) * size)]!;
   return sampled;
 }
 

@@ -25,7 +25,11 @@ export function registerCatalogMetrics(registry: Registry, input: { sql: Queryab
         }
       },
     });
-  gauge('cs2_catalog_provisional_items', 'Catalog items added from market names before @ianlucas/cs2-lib knew them (provisional), read from Postgres at scrape time', 'provisional');
+  gauge(
+    'cs2_catalog_provisional_items',
+    'Catalog items added from market names before @ianlucas/cs2-lib knew them (provisional), read from Postgres at scrape time',
+    'provisional',
+  );
   gauge(
     'cs2_catalog_unparsed_names',
     'Market names seen on two sources (or on Steam) that the catalog lacks and that do not parse into one item, so they are not priced; read from Postgres at scrape time',

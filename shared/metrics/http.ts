@@ -37,7 +37,14 @@ export function httpRequestMetrics(registry: Registry): HttpRequestMetrics {
       byRoute.set(route, list);
     }
     for (const series of list) if (series.status === status && series.method === method) return series;
-    const series: Series = { method, status, labels: { method, route, status: String(status) }, counts: new Float64Array(BUCKETS.length + 1), sum: 0, count: 0 };
+    const series: Series = {
+      method,
+      status,
+      labels: { method, route, status: String(status) },
+      counts: new Float64Array(BUCKETS.length + 1),
+      sum: 0,
+      count: 0,
+    };
     list.push(series);
     return series;
   }

@@ -1,6 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { Queryable } from '../platform/db.ts';
 import { sourceRowsByName } from '../health/sources.ts';
+import type { Queryable } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import { bounded } from './bounded.ts';
 
@@ -54,7 +54,11 @@ export function registerIngestMetrics(registry: Registry, input: { sql: Queryabl
       },
     });
   lastRun('cs2_ingest_unknown_names', 'Upstream names the catalog does not know, in the last successful run of each enabled source', 'last_unknown_names');
-  lastRun('cs2_ingest_rows_skipped', 'Upstream rows skipped as malformed (bad price, wrong types, unknown version), in the last successful run of each enabled source', 'last_rows_skipped');
+  lastRun(
+    'cs2_ingest_rows_skipped',
+    'Upstream rows skipped as malformed (bad price, wrong types, unknown version), in the last successful run of each enabled source',
+    'last_rows_skipped',
+  );
 }
 
 async function lastRunCounts(db: Queryable, sources: readonly string[]) {

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { Gauge, type Registry } from 'prom-client';
-import type { Logger } from '../platform/logger.ts';
 import type { Pool } from '../jobs/queues.ts';
+import type { Logger } from '../platform/logger.ts';
 import { bounded } from './bounded.ts';
 
 /** The states GET /v2/status reports too. */

@@ -1,9 +1,7 @@
-import { SOURCE_DEFAULT_URLS, SOURCE_NAMES, type SourceName } from './source-names.ts';
 import { z } from 'zod';
+import { SOURCE_DEFAULT_URLS, SOURCE_NAMES, type SourceName } from './source-names.ts';
 
-const booleanString = z
-  .enum(['true', 'false', '1', '0', ''])
-  .transform((value) => value === 'true' || value === '1');
+const booleanString = z.enum(['true', 'false', '1', '0', '']).transform((value) => value === 'true' || value === '1');
 
 const optionalString = z
   .string()
@@ -66,7 +64,10 @@ export const configSchema = z.object({
   WORKER_METRICS_PORT: optionalString.pipe(z.coerce.number<string | undefined>().int().min(0).max(65535).optional()),
   // Not in docs/design.md §4's list: the address a worker's metrics server listens on. Loopback by default, so
   // a worker's /metrics is not exposed to the network; an operator opts in (0.0.0.0, or one interface).
-  WORKER_METRICS_HOST: z.string().regex(/^[0-9a-fA-F:.]{2,45}$|^localhost$/, 'must be an IP address or localhost').default('127.0.0.1'),
+  WORKER_METRICS_HOST: z
+    .string()
+    .regex(/^[0-9a-fA-F:.]{2,45}$|^localhost$/, 'must be an IP address or localhost')
+    .default('127.0.0.1'),
   SIGNING_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
   WEBHOOK_SECRET_KEY: optionalString.pipe(
     z
@@ -98,7 +99,12 @@ export const configSchema = z.object({
   STEAM_COMMUNITY_URL: z.string().url().default('https://steamcommunity.com'),
   STEAM_API_URL: z.string().url().default('https://api.steampowered.com'),
   // docs/design.md §11: how long a cached Steam profile is served before it is fetched again.
-  PROFILE_TTL_SECONDS: z.coerce.number().int().min(0).max(86_400 * 30).default(600),
+  PROFILE_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(86_400 * 30)
+    .default(600),
   // Not in docs/design.md §4's list: how long an inventory snapshot is served before a request fetches a new
   // one (trade intents always want one at most 10 minutes old), and how many upstream pages (2 000
   // assets each) one fetch may take before it gives up.
@@ -112,28 +118,53 @@ export const configSchema = z.object({
   // Not in docs/design.md §4's list: keys WEBHOOK_SECRET_KEY replaced (comma-separated base64, 32 bytes each).
   // They still decrypt stored secrets until `npm run admin -- rewrap-webhook-secrets` has re-encrypted
   // every secret under the current key.
-  WEBHOOK_SECRET_KEYS_PREVIOUS: commaList.pipe(z.array(z.string().refine((value) => Buffer.from(value, 'base64').length === 32, 'each key must be base64 of exactly 32 bytes'))),
+  WEBHOOK_SECRET_KEYS_PREVIOUS: commaList.pipe(
+    z.array(z.string().refine((value) => Buffer.from(value, 'base64').length === 32, 'each key must be base64 of exactly 32 bytes')),
+  ),
   // Not in docs/design.md §4's list: the delay before each webhook delivery attempt, in ms (docs/design.md §8's schedule:
   // at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); its length is the number of attempts. Tests shorten it.
   WEBHOOK_RETRY_DELAYS_MS: z
     .string()
     .default('0,5000,300000,1800000,7200000,18000000,36000000,36000000')
     .transform((value) => value.split(',').map((delay) => (delay.trim() === '' ? Number.NaN : Number(delay))))
-    .pipe(z.array(z.number().int('each delay is a whole number of ms').min(0).max(7 * 86_400_000)).min(1).max(20)),
+    .pipe(
+      z
+        .array(
+          z
+            .number()
+            .int('each delay is a whole number of ms')
+            .min(0)
+            .max(7 * 86_400_000),
+        )
+        .min(1)
+        .max(20),
+    ),
   // Not in docs/design.md §4's list: how long one delivery attempt may take (15 s); tests shorten it.
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
   // Not in docs/design.md §4's list: trust X-Forwarded-For for the client IP (sign-in limits) only behind a proxy.
   TRUST_PROXY: booleanString.default(false),
   // Not in docs/design.md §4's list: the BullMQ key prefix, so a test run's queues never meet a dev instance's.
-  QUEUE_PREFIX: z.string().regex(/^[a-z0-9_-]{1,40}$/).default('bull'),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9_-]{1,40}$/)
+    .default('bull'),
   // Not in docs/design.md §4's list: session lifetime (docs/design.md §5 default 12 h).
-  SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(12 * 60 * 60),
+  SESSION_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(12 * 60 * 60),
   // Not in docs/design.md §4's list: audit exports. A worker's lease on a job (renewed every third of it),
   // leases per job before it fails, how long a finished file is kept, and how often the sweeper
   // runs (expired leases, missing BullMQ jobs, files past retention). Tests shorten lease and sweep.
   EXPORT_LEASE_SECONDS: z.coerce.number().int().min(1).max(3_600).default(60),
   EXPORT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
-  EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
+  EXPORT_RETENTION_HOURS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 30)
+    .default(24),
   EXPORT_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3_600).default(30),
   // Not in docs/design.md §4's list: renders. Chromium pages per render worker process (its job concurrency),
   // a worker's lease on a render (renewed every third of it), leases per render before it fails,
@@ -144,7 +175,12 @@ export const configSchema = z.object({
   RENDER_TIMEOUT_MS: z.coerce.number().int().min(500).max(300_000).default(30_000),
   RENDER_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3_600).default(30),
   // docs/design.md §10: how long a viewer session's page URL works (then 410).
-  VIEWER_SESSION_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400 * 7).default(900),
+  VIEWER_SESSION_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(86_400 * 7)
+    .default(900),
   // Not in docs/design.md §4's list: the longest an API process serves prices read before the newest ingest
   // run (item prices: until a run is seen, checked at least this often; market summaries and
   // inventory pages: reused this long). 0 = no such caches.
@@ -186,11 +222,21 @@ export const configSchema = z.object({
   IMAGE_PROXY: booleanString.default(true),
   // Not in docs/design.md §4's list: the largest upstream image body read (bytes; larger → not stored) and how
   // long one upstream image fetch may take.
-  IMAGE_MAX_BYTES: z.coerce.number().int().min(1_024).max(1_073_741_824).default(5 * 1_048_576),
+  IMAGE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .max(1_073_741_824)
+    .default(5 * 1_048_576),
   IMAGE_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   // Not in docs/design.md §4's list: requests per minute per client address on the keyless price endpoints.
   /** docs/design.md §19: the fx source's interval (the ECB publishes once a working day); failures retry sooner (shared/fx/refresh.ts). */
-  SOURCE_FX_INTERVAL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(21_600),
+  SOURCE_FX_INTERVAL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(7 * 86_400)
+    .default(21_600),
   // docs/design.md §19: skinport's sales history, cached upstream for an hour: read hourly (a local simulator: every 300 s) unless set.
   SOURCE_SKINPORT_SALES_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).optional(),
   PUBLIC_PRICES_RATE_LIMIT: z.coerce.number().int().positive().default(60),

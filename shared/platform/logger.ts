@@ -47,7 +47,13 @@ export function createLogger(options: { level: string; name: string; format?: 'j
     mixin: logContextFields,
   };
   if (options.format === 'pretty') {
-    const stream = pretty({ colorize: process.env.NO_COLOR === undefined, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', destination: destination ?? 1 });
+    const stream = pretty({
+      colorize: process.env.NO_COLOR === undefined,
+      sync: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+      destination: destination ?? 1,
+    });
     return pino(settings, stream);
   }
   return destination ? pino(settings, destination) : pino(settings);

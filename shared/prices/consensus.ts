@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import { z } from 'zod';
-import { compareDecimals, multiplyDecimal, summarizeDecimals, type PriceSummary } from '../util/decimal.ts';
+import { compareDecimals, multiplyDecimal, type PriceSummary, summarizeDecimals } from '../util/decimal.ts';
 
 /**
  * The cross-market consensus of one item and version (docs/design.md §13), from the sources' latest prices:

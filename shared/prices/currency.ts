@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import type { Queryable } from '../platform/db.ts';
-import { ApiError, errors } from '../http/errors.ts';
 import { quoteFor, usdConverter } from '../fx/convert.ts';
-import { loadCurrencyTable, offeredCurrencies, resolveCurrency, type CurrencyTable } from '../fx/currencies.ts';
+import { type CurrencyTable, loadCurrencyTable, offeredCurrencies, resolveCurrency } from '../fx/currencies.ts';
 import type { FxRates } from '../fx/repository.ts';
+import { ApiError, errors } from '../http/errors.ts';
+import type { Queryable } from '../platform/db.ts';
 
 /**
  * Prices in the user's currency (docs/design.md §14): stored prices stay USD; an answer asked for with
@@ -21,7 +21,7 @@ export const currencyParam = z
   .string()
   .regex(/^[A-Z]{3}$/, 'currency must be an upper-case ISO 4217 code such as EUR or USD')
   .describe(
-    'ISO 4217 code (default `USD`): every price in the answer is converted from USD, at the newest ECB reference rates for EUR and the ECB currencies, or for the Steam wallet currencies the ECB does not publish (RUB, UAH, KZT, VND, CLP, PEN, COP, TWD, SAR, AED, ARS, KWD, QAR, CRC, UYU) at a rate implied by Steam\'s own prices; `fx` says how. GET /v2/meta/currencies lists what is offered; a Steam wallet currency not offered now is a 503 `fx_unavailable` naming the reason, an unknown code a 400',
+    "ISO 4217 code (default `USD`): every price in the answer is converted from USD, at the newest ECB reference rates for EUR and the ECB currencies, or for the Steam wallet currencies the ECB does not publish (RUB, UAH, KZT, VND, CLP, PEN, COP, TWD, SAR, AED, ARS, KWD, QAR, CRC, UYU) at a rate implied by Steam's own prices; `fx` says how. GET /v2/meta/currencies lists what is offered; a Steam wallet currency not offered now is a 503 `fx_unavailable` naming the reason, an unknown code a 400",
   );
 
 export const fxSchema = z
@@ -29,10 +29,14 @@ export const fxSchema = z
     base: z.literal('USD'),
     quote: z.string().describe('The requested currency'),
     rate: z.string().describe('Units of `quote` per USD, 8 decimal places (informative: each amount is converted exactly, then rounded once)'),
-    as_of: z.string().describe('`ecb`: the ECB reference date of the rates; `steam-implied`: the UTC date of the Steam basket read that gave the rate (YYYY-MM-DD)'),
+    as_of: z
+      .string()
+      .describe('`ecb`: the ECB reference date of the rates; `steam-implied`: the UTC date of the Steam basket read that gave the rate (YYYY-MM-DD)'),
     source: z
       .enum(['ecb', 'steam-implied'])
-      .describe('`ecb`: the European Central Bank\'s daily reference rates; `steam-implied`: the median over a fixed basket of liquid items of their lowest Steam price in the currency over their lowest Steam price in USD (Steam wallet currencies the ECB does not publish)'),
+      .describe(
+        "`ecb`: the European Central Bank's daily reference rates; `steam-implied`: the median over a fixed basket of liquid items of their lowest Steam price in the currency over their lowest Steam price in USD (Steam wallet currencies the ECB does not publish)",
+      ),
   })
   .describe('How the prices were converted; absent for USD');
 
@@ -133,11 +137,20 @@ export async function resolveConversion(db: Queryable, currency: string | undefi
   const table = await latestCurrencyTable(db);
   const resolution = resolveCurrency(table, currency);
   if (resolution.kind === 'unavailable') {
-    throw new ApiError(503, 'fx_unavailable', `${currency} is not offered now: ${resolution.reason}. GET /v2/meta/currencies lists the currencies offered; prices are available in USD.`);
+    throw new ApiError(
+      503,
+      'fx_unavailable',
+      `${currency} is not offered now: ${resolution.reason}. GET /v2/meta/currencies lists the currencies offered; prices are available in USD.`,
+    );
   }
   if (resolution.kind === 'unknown') {
-    if (!table.ecb) throw new ApiError(503, 'fx_unavailable', 'No exchange rates have been fetched yet; prices are available in USD. Retry shortly.', undefined, { 'retry-after': '30' });
-    throw errors.invalidRequest(`unsupported currency ${JSON.stringify(currency)}; one of ${offeredCurrencies(table).join(', ')}`, [{ field, message: `unsupported currency ${currency}` }]);
+    if (!table.ecb)
+      throw new ApiError(503, 'fx_unavailable', 'No exchange rates have been fetched yet; prices are available in USD. Retry shortly.', undefined, {
+        'retry-after': '30',
+      });
+    throw errors.invalidRequest(`unsupported currency ${JSON.stringify(currency)}; one of ${offeredCurrencies(table).join(', ')}`, [
+      { field, message: `unsupported currency ${currency}` },
+    ]);
   }
   const rates = resolution.rates;
   let byCurrency = conversions.get(rates);

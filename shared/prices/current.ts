@@ -1,13 +1,13 @@
 import { z } from 'zod';
+import { type ImageHosts, type ItemImage, itemImageSchema, itemImages } from '../media/images/item-images.ts';
 import type { Queryable } from '../platform/db.ts';
-import { consensusSchema, computeConsensus } from './consensus.ts';
-import { fxSchema } from './currency.ts';
 import { summarizeDecimals } from '../util/decimal.ts';
+import { computeConsensus, consensusSchema } from './consensus.ts';
+import { fxSchema } from './currency.ts';
 import { ageSeconds, priceIsFresh, type SourceClock } from './freshness.ts';
-import { findItemWithCurrentPrices, type CurrentPriceRow } from './repository.ts';
+import { type CurrentPriceRow, findItemWithCurrentPrices } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
-import { itemImages, itemImageSchema, type ImageHosts, type ItemImage } from '../media/images/item-images.ts';
-import { findItemSales, liquidityOf, liquiditySchema, salesOrEmpty, salesSchema, type Liquidity, type Sales } from './sales.ts';
+import { findItemSales, type Liquidity, liquidityOf, liquiditySchema, type Sales, salesOrEmpty, salesSchema } from './sales.ts';
 
 /**
  * docs/design.md §14: a source that prices in another currency (skinbaron, EUR) is stored in USD; its own
@@ -33,7 +33,9 @@ const sourcePriceSchema = z.object({
   ingested_at: z.string(),
   freshness: z
     .enum(['fresh', 'stale'])
-    .describe('fresh while the source itself is fresh (as on GET /health) and the price is at most `stale_after_seconds` old; the consensus uses only fresh sources'),
+    .describe(
+      'fresh while the source itself is fresh (as on GET /health) and the price is at most `stale_after_seconds` old; the consensus uses only fresh sources',
+    ),
   age_seconds: z
     .number()
     .int()
@@ -285,7 +287,11 @@ export async function loadPublicItemExtras(
   catalogId: string,
   now: Date,
 ): Promise<{ image: ItemImage | null; sales: ReadonlyMap<string, Sales>; liquidity: ReadonlyMap<string, Liquidity> }> {
-  const [image, sales, found] = await Promise.all([itemImages(db, hosts, [{ catalog_id: catalogId }]), findItemSales(db, catalogId), findItemWithCurrentPrices(db, catalogId)]);
+  const [image, sales, found] = await Promise.all([
+    itemImages(db, hosts, [{ catalog_id: catalogId }]),
+    findItemSales(db, catalogId),
+    findItemWithCurrentPrices(db, catalogId),
+  ]);
   const nowMs = now.getTime();
   const quantities = new Map<string, (number | null)[]>();
   for (const row of found?.prices ?? []) {

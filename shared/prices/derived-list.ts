@@ -1,5 +1,5 @@
 import { usdConverter } from '../fx/convert.ts';
-import { convertMoneyFields, withCurrency, type FxInfo } from './currency.ts';
+import { convertMoneyFields, type FxInfo, withCurrency } from './currency.ts';
 import { etagOf, filterPriceListBySource, type PublicPriceList } from './public-document.ts';
 
 /**
@@ -28,7 +28,17 @@ export function buildDerivedList(json: Uint8Array, request: DerivedListRequest):
   const conversion = request.conversion;
   if (conversion) {
     const { currency, rate, usdRate, fx } = conversion;
-    const exact = usdConverter({ as_of: fx.as_of, rates: new Map([[currency, rate], ['USD', usdRate]]), fetched_at: new Date(0) }, currency);
+    const exact = usdConverter(
+      {
+        as_of: fx.as_of,
+        rates: new Map([
+          [currency, rate],
+          ['USD', usdRate],
+        ]),
+        fetched_at: new Date(0),
+      },
+      currency,
+    );
     // Prices repeat (min/median/max and the consensus restate source prices): each distinct amount
     // is converted once. Same converter, same result; only fewer divisions.
     const converted = new Map<string, string>();

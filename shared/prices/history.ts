@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { Queryable } from '../platform/db.ts';
 import { errors } from '../http/errors.ts';
+import type { Queryable } from '../platform/db.ts';
 import { windowStart } from '../util/time.ts';
-import { findCatalogItemById, listHistoryPoints, type Granularity, type HistoryPosition } from './repository.ts';
+import { findCatalogItemById, type Granularity, type HistoryPosition, listHistoryPoints } from './repository.ts';
 import type { PriceRunWatch } from './run-watch.ts';
 
 /** docs/design.md §9: history granularities, stored as price_rollups.granularity. */
@@ -52,7 +52,11 @@ export function resolveWindow(
  * window starting before it is a 400 naming `from`, rather than a page that looks like no prices.
  */
 export function resolveHistoryWindow(granularity: Granularity, from: Date | undefined, to: Date | undefined, now: Date, horizonDays: number): HistoryWindow {
-  const window = resolveWindow(from, to, now, { defaultDays: HISTORY_DEFAULT_RANGE_DAYS[granularity], maxDays: HISTORY_MAX_RANGE_DAYS[granularity], granularity });
+  const window = resolveWindow(from, to, now, {
+    defaultDays: HISTORY_DEFAULT_RANGE_DAYS[granularity],
+    maxDays: HISTORY_MAX_RANGE_DAYS[granularity],
+    granularity,
+  });
   const kept = windowStart(now, horizonDays);
   if (window.from < kept) {
     throw errors.invalidRequest(

@@ -1,9 +1,9 @@
+import { type EventType, PRICES_UPDATED_PAGE_SIZE, type PricesUpdatedPayload, subscribedEventTypes } from '../events/outbox.ts';
 import { copyRows, type Queryable, type Sql } from '../platform/db.ts';
-import { lapTimer } from '../util/laps.ts';
-import { newId } from '../util/ids.ts';
 import type { SourceObservation } from '../sources/types.ts';
-import { PRICES_UPDATED_PAGE_SIZE, subscribedEventTypes, type EventType, type PricesUpdatedPayload } from '../events/outbox.ts';
 import { compareDecimals } from '../util/decimal.ts';
+import { newId } from '../util/ids.ts';
+import { lapTimer } from '../util/laps.ts';
 import { appendToPriceStreamLog, type PriceChange, type PriceStreamRelay } from './stream.ts';
 
 /** The market-wide events an ingest run writes, for the endpoints that subscribe to them. */
@@ -226,8 +226,16 @@ export async function writeIngestRun(
         tx,
         'ingest_stage (catalog_id, version, price, median_price, bid, volume_7d, quantity, source_time, original_price, original_currency)',
         rows.map((row) => [
-          row.catalog_id, row.version, row.price, row.median_price, row.bid ?? null, row.volume_7d ?? null, row.quantity, row.source_time.toISOString(),
-          row.original_price ?? null, row.original_currency ?? null,
+          row.catalog_id,
+          row.version,
+          row.price,
+          row.median_price,
+          row.bid ?? null,
+          row.volume_7d ?? null,
+          row.quantity,
+          row.source_time.toISOString(),
+          row.original_price ?? null,
+          row.original_currency ?? null,
         ]),
       );
     }

@@ -1,15 +1,15 @@
 import { promisify } from 'node:util';
-import { brotliCompress, brotliCompressSync, constants as zlibConstants, gzip, gzipSync } from 'node:zlib';
+import { brotliCompress, brotliCompressSync, gzip, gzipSync, constants as zlibConstants } from 'node:zlib';
 import { z } from 'zod';
+import { type ItemImage, itemImageSchema } from '../media/images/item-image-schema.ts';
 import { sha256Hex } from '../util/crypto.ts';
+import { summarizeDecimals } from '../util/decimal.ts';
 import { computeConsensus, consensusSchema } from './consensus.ts';
 import { fxSchema } from './currency.ts';
 import { originalPriceSchema } from './current.ts';
-import { summarizeDecimals } from '../util/decimal.ts';
 import { priceIsFresh, type SourceClock } from './freshness.ts';
 import type { SnapshotInputRow } from './repository.ts';
-import { itemImageSchema, type ItemImage } from '../media/images/item-image-schema.ts';
-import { liquiditySchema, sales7dSchema, salesSchema, type Liquidity, type Sales } from './sales.ts';
+import { type Liquidity, liquiditySchema, type Sales, sales7dSchema, salesSchema } from './sales.ts';
 
 /**
  * The keyless price documents (docs/design.md §9): `GET /v1/prices` (every priced item, optionally one
@@ -65,7 +65,9 @@ export const publicItemPricesSchema = z.object({
   image: itemImageSchema
     .nullable()
     .optional()
-    .describe('docs/design.md §18: the item’s image (its `default` version’s), as of the snapshot: the newest icon Steam showed it with, else cs2-lib’s, else null. The art is Valve’s'),
+    .describe(
+      'docs/design.md §18: the item’s image (its `default` version’s), as of the snapshot: the newest icon Steam showed it with, else cs2-lib’s, else null. The art is Valve’s',
+    ),
   currency: z.string().describe('USD, or the `?currency=` asked for'),
   fx: fxSchema.optional(),
   versions: z
@@ -265,7 +267,13 @@ export function filterPriceListBySource(list: PublicPriceList, source: string): 
   const only = (prices: PublicVersionPrices): PublicVersionPrices | null => {
     const price = prices.sources[source];
     if (!price) return null;
-    const filtered: PublicVersionPrices = { sources: { [source]: price }, min: price.price, median: price.price, max: price.price, consensus: prices.consensus };
+    const filtered: PublicVersionPrices = {
+      sources: { [source]: price },
+      min: price.price,
+      median: price.price,
+      max: price.price,
+      consensus: prices.consensus,
+    };
     if (prices.sales_7d) filtered.sales_7d = prices.sales_7d;
     return filtered;
   };
@@ -304,7 +312,16 @@ export function itemPricesFromList(entry: PublicPriceItem, extras?: ItemExtras):
     return { version, ...rest, sales: extras?.sales.get(version) ?? NO_SALES, liquidity: extras?.liquidity.get(version) ?? NO_LIQUIDITY };
   };
   if (Object.keys(entry.sources).length > 0) {
-    versions.push(withSales('default', { sources: entry.sources, min: entry.min, median: entry.median, max: entry.max, consensus: entry.consensus, sales_7d: entry.sales_7d }));
+    versions.push(
+      withSales('default', {
+        sources: entry.sources,
+        min: entry.min,
+        median: entry.median,
+        max: entry.max,
+        consensus: entry.consensus,
+        sales_7d: entry.sales_7d,
+      }),
+    );
   }
   for (const [name, prices] of Object.entries(entry.versions ?? {})) versions.push(withSales(name, prices));
   if (extras === undefined) return { market_hash_name: entry.market_hash_name, catalog_id: entry.catalog_id, currency: 'USD', versions };

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { lapTimer } from '../util/laps.ts';
 import { copyRows, type Queryable, type Sql } from '../platform/db.ts';
 import { SALES_WINDOWS, type SalesObservation, type SalesWindowName } from '../sources/types.ts';
-import { catalogItemFor, type CatalogNameMap } from './ingest.ts';
+import { lapTimer } from '../util/laps.ts';
+import { type CatalogNameMap, catalogItemFor } from './ingest.ts';
 
 /**
  * Sales windows (docs/design.md §19; docs/decisions.md "Sales windows"): what items sold for over the last
@@ -24,7 +24,10 @@ import { catalogItemFor, type CatalogNameMap } from './ingest.ts';
 export const salesWindowSchema = z
   .object({
     median: z.string().nullable().describe('Volume-weighted median of the sources’ median sale prices; null when nothing sold'),
-    mean: z.string().nullable().describe('Volume-weighted mean of the sources’ mean sale prices (4 places, half-even); null when no source publishes a mean or nothing sold'),
+    mean: z
+      .string()
+      .nullable()
+      .describe('Volume-weighted mean of the sources’ mean sale prices (4 places, half-even); null when no source publishes a mean or nothing sold'),
     min: z.string().nullable().describe('Lowest sale over the sources that publish it'),
     max: z.string().nullable().describe('Highest sale over the sources that publish it'),
     volume: z.number().int().describe('Units sold in the window, summed over the sources'),
@@ -41,7 +44,9 @@ export const salesSchema = z
 /** `{median, volume}` of the 7-day window in the keyless list (docs/design.md §19): absent when no source has one. */
 export const sales7dSchema = z
   .object({ median: z.string().nullable(), volume: z.number().int() })
-  .describe('Sales in the last 7 days: the combined median sale price and the units sold (see `sales` on GET /v1/prices/{market_hash_name}); absent when no source publishes a 7-day window');
+  .describe(
+    'Sales in the last 7 days: the combined median sale price and the units sold (see `sales` on GET /v1/prices/{market_hash_name}); absent when no source publishes a 7-day window',
+  );
 
 export const liquiditySchema = z
   .object({
@@ -50,7 +55,9 @@ export const liquiditySchema = z
     days_to_sell: z
       .string()
       .nullable()
-      .describe('listings × 7 / sales_7d, one decimal: how many days today’s supply lasts at last week’s pace of sales. Not a score. Null without listings or sales'),
+      .describe(
+        'listings × 7 / sales_7d, one decimal: how many days today’s supply lasts at last week’s pace of sales. Not a score. Null without listings or sales',
+      ),
   })
   .describe('docs/design.md §19: supply against the pace of sales');
 
@@ -62,7 +69,10 @@ export type Liquidity = z.infer<typeof liquiditySchema>;
 export type StagedSales = Omit<SalesObservation, 'market_hash_name'> & { catalog_id: string };
 
 /** Maps sales observations to catalog ids; names the catalog lacks and versions an item cannot carry are counted. */
-export function mapSalesToCatalog(observations: readonly SalesObservation[], catalog: CatalogNameMap): { staged: StagedSales[]; unknownNames: number; unknownVersions: number } {
+export function mapSalesToCatalog(
+  observations: readonly SalesObservation[],
+  catalog: CatalogNameMap,
+): { staged: StagedSales[]; unknownNames: number; unknownVersions: number } {
   const staged: StagedSales[] = [];
   const unknown = new Set<string>();
   let unknownVersions = 0;
@@ -242,7 +252,16 @@ export async function recordSalesFailure(sql: Sql, input: { source: string; runI
       last_run_id = excluded.last_run_id, consecutive_failures = sales_readers.consecutive_failures + 1`;
 }
 
-type ItemSalesRow = { version: string; sales_window: SalesWindowName; median: string | null; mean: string | null; min: string | null; max: string | null; volume: number; sources: string[] };
+type ItemSalesRow = {
+  version: string;
+  sales_window: SalesWindowName;
+  median: string | null;
+  mean: string | null;
+  min: string | null;
+  max: string | null;
+  volume: number;
+  sources: string[];
+};
 
 const emptySales = (): Sales => ({ '24h': null, '7d': null, '30d': null, '90d': null });
 
@@ -298,12 +317,23 @@ export const salesReadersSchema = z
       unknown_names: z.number().int(),
     }),
   )
-  .describe('docs/design.md §19: each sales reader (skinport’s sales history, steam’s priceoverview) with its last success and error. Informative: not part of `degraded`');
+  .describe(
+    'docs/design.md §19: each sales reader (skinport’s sales history, steam’s priceoverview) with its last success and error. Informative: not part of `degraded`',
+  );
 
 /** Each sales reader's health row, for GET /v2/status. */
 export async function salesReaderStates(db: Queryable): Promise<z.infer<typeof salesReadersSchema>> {
   const rows = await db<
-    { name: string; last_success_at: Date | null; last_error: string | null; last_error_at: Date | null; consecutive_failures: number; last_rows_written: number; last_rows_skipped: number; last_unknown_names: number }[]
+    {
+      name: string;
+      last_success_at: Date | null;
+      last_error: string | null;
+      last_error_at: Date | null;
+      consecutive_failures: number;
+      last_rows_written: number;
+      last_rows_skipped: number;
+      last_unknown_names: number;
+    }[]
   >`select name, last_success_at, last_error, last_error_at, consecutive_failures, last_rows_written, last_rows_skipped, last_unknown_names from sales_readers order by name collate "C"`;
   return Object.fromEntries(
     rows.map((row) => [

@@ -1,9 +1,18 @@
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import { encodeBody, encodeSmallBody, itemPricesFromList, lazyEncodedBody, type EncodedBody, type ItemExtras, type LazyEncodedBody, type PublicPriceItem } from './public-document.ts';
-import { convertMoneyFields, withCurrency, type Conversion } from './currency.ts';
+import { type Conversion, convertMoneyFields, withCurrency } from './currency.ts';
 import type { DerivedListRequest } from './derived-list.ts';
 import { DerivedListPool } from './derived-list-pool.ts';
+import {
+  type EncodedBody,
+  encodeBody,
+  encodeSmallBody,
+  type ItemExtras,
+  itemPricesFromList,
+  type LazyEncodedBody,
+  lazyEncodedBody,
+  type PublicPriceItem,
+} from './public-document.ts';
 import { findNewestPriceSnapshot, findNewestPriceSnapshotId, type PriceSnapshotRecord } from './repository.ts';
 import { SNAPSHOT_BROTLI_QUALITY } from './snapshot.ts';
 import type { SnapshotIndex } from './snapshot-index.ts';
@@ -164,7 +173,11 @@ export class LoadedPriceSnapshot {
   }
 
   /** itemBody with the item's image, sales and liquidity (see there); the memo is consulted before any lookup. */
-  async itemBodyWithExtras(marketHashName: string, conversion: Conversion | null, extrasOf: (catalogId: string) => Promise<ItemExtras>): Promise<EncodedBody | null> {
+  async itemBodyWithExtras(
+    marketHashName: string,
+    conversion: Conversion | null,
+    extrasOf: (catalogId: string) => Promise<ItemExtras>,
+  ): Promise<EncodedBody | null> {
     const memoKey = `${conversion ? `${marketHashName}\u0000${conversionKey(conversion)}` : marketHashName}\u0000extras`;
     const memo = this.itemBodies.get(memoKey);
     if (memo) return memo;

@@ -17,7 +17,5 @@ export function subscribeToPriceSnapshots(subscriber: Redis, log: Logger, snapsh
     snapshots.notify();
     for (const cache of derived) cache.clear();
   });
-  subscriber
-    .subscribe(PRICE_SNAPSHOT_CHANNEL)
-    .catch((error: Error) => log.warn({ err: error.message }, 'could not subscribe to price snapshots'));
+  subscriber.subscribe(PRICE_SNAPSHOT_CHANNEL).catch((error: Error) => log.warn({ err: error.message }, 'could not subscribe to price snapshots'));
 }

@@ -1,13 +1,7 @@
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import { etagOf, PriceListJsonBuilder, type PriceListItemObserver } from './public-document.ts';
-import {
-  deleteOlderPriceSnapshots,
-  findNewestPriceSnapshotHeader,
-  findSourceClocks,
-  insertPriceSnapshot,
-  streamSnapshotInputs,
-} from './repository.ts';
+import { etagOf, type PriceListItemObserver, PriceListJsonBuilder } from './public-document.ts';
+import { deleteOlderPriceSnapshots, findNewestPriceSnapshotHeader, findSourceClocks, insertPriceSnapshot, streamSnapshotInputs } from './repository.ts';
 
 /** Redis pub/sub channel announcing a new snapshot id to API processes (they also poll). */
 export const PRICE_SNAPSHOT_CHANNEL = 'prices:snapshot';

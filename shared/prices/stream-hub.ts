@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger.ts';
-import { compareStreamIds, parseStreamEntry, type PriceChange, type PriceStreamEvent, type StreamEntry } from './stream.ts';
+import { compareStreamIds, type PriceChange, type PriceStreamEvent, parseStreamEntry, type StreamEntry } from './stream.ts';
 
 /**
  * The API side of the price stream (docs/design.md §15): each API process reads the Redis stream once, with
@@ -151,7 +151,8 @@ function frameFor(dispatched: Dispatched, filter: Filter): Uint8Array | null {
       frame = null;
     } else {
       const changes = event.changes.filter(
-        (change: PriceChange) => (filter.version === null || change.version === filter.version) && (filter.catalogIds === null || filter.catalogIds.has(change.catalog_id)),
+        (change: PriceChange) =>
+          (filter.version === null || change.version === filter.version) && (filter.catalogIds === null || filter.catalogIds.has(change.catalog_id)),
       );
       frame = changes.length === 0 ? null : eventFrame(dispatched.entry.id, JSON.stringify({ run_id: event.run_id, source: event.source, changes }));
     }

@@ -97,7 +97,6 @@ export function parseStreamEntry(raw: [string, string[]]): StreamEntry | null {
   return { id, seq, n, at, data };
 }
 
-
 /** Entries per relay page (each up to STREAM_BATCH_SIZE changes). */
 const RELAY_PAGE_SIZE = 50;
 
@@ -112,7 +111,11 @@ export const streamIdOf = (position: number | string): string => `${position}-0`
  * the lock is held only for the commit itself. Retained by the run's ingestion time, like its events.
  * Returns the entries' stream ids.
  */
-export async function appendToPriceStreamLog(tx: Queryable, run: { runId: string; source: string; ingestedAt: Date }, changes: readonly PriceChange[]): Promise<string[]> {
+export async function appendToPriceStreamLog(
+  tx: Queryable,
+  run: { runId: string; source: string; ingestedAt: Date },
+  changes: readonly PriceChange[],
+): Promise<string[]> {
   if (changes.length === 0) return [];
   const counts: number[] = [];
   const data: string[] = [];

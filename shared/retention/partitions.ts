@@ -1,7 +1,7 @@
 import type { Queryable, Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import { failDeliveriesOfExpiredEvents } from '../webhooks/deliveries.ts';
 import { windowStart } from '../util/time.ts';
+import { failDeliveriesOfExpiredEvents } from '../webhooks/deliveries.ts';
 import type { RetentionPolicy } from './policy.ts';
 
 /**
@@ -41,7 +41,8 @@ export const PARTITIONED_TABLES: readonly PartitionedTable[] = [
     retentionDays: (policy) => policy.outbox,
     beforeDrop: async (tx, partition, log) => {
       const { failed, unpublished } = await failDeliveriesOfExpiredEvents(tx, partition);
-      if (failed > 0 || unpublished > 0) log.warn({ partition, failed_deliveries: failed, undispatched_events: unpublished }, 'events expired before they were delivered');
+      if (failed > 0 || unpublished > 0)
+        log.warn({ partition, failed_deliveries: failed, undispatched_events: unpublished }, 'events expired before they were delivered');
     },
   },
   { table: 'price_event_pages', column: 'created_at', key: 'time', step: 'day', retentionDays: (policy) => policy.outbox },
@@ -49,9 +50,30 @@ export const PARTITIONED_TABLES: readonly PartitionedTable[] = [
   { table: 'price_stream', column: 'created_at', key: 'time', step: 'day', retentionDays: (policy) => policy.outbox },
   { table: 'ingest_runs', column: 'slot_start', key: 'time', step: 'day', retentionDays: (policy) => policy.ingestRuns },
   { table: 'market_index_prices', column: 'index_run_id', key: 'uuidv7', step: 'day', retentionDays: (policy) => policy.indexVectors },
-  { table: 'price_rollups_10m', column: 'bucket_start', key: 'time', step: 'day', storage: 'fillfactor = 80', retentionDays: (policy) => policy.rollups['10m'] },
-  { table: 'price_rollups_hourly', column: 'bucket_start', key: 'time', step: 'month', storage: 'fillfactor = 80', retentionDays: (policy) => policy.rollups.hourly },
-  { table: 'price_rollups_daily', column: 'bucket_start', key: 'time', step: 'year', storage: 'fillfactor = 80', retentionDays: (policy) => policy.rollups.daily },
+  {
+    table: 'price_rollups_10m',
+    column: 'bucket_start',
+    key: 'time',
+    step: 'day',
+    storage: 'fillfactor = 80',
+    retentionDays: (policy) => policy.rollups['10m'],
+  },
+  {
+    table: 'price_rollups_hourly',
+    column: 'bucket_start',
+    key: 'time',
+    step: 'month',
+    storage: 'fillfactor = 80',
+    retentionDays: (policy) => policy.rollups.hourly,
+  },
+  {
+    table: 'price_rollups_daily',
+    column: 'bucket_start',
+    key: 'time',
+    step: 'year',
+    storage: 'fillfactor = 80',
+    retentionDays: (policy) => policy.rollups.daily,
+  },
 ];
 
 /** Partitions kept ready ahead of now: a week of days, or the current and next month or year. */
@@ -76,7 +98,8 @@ export function nextStep(start: Date, step: Step): Date {
 /** `<table>_p2026`, `<table>_p202611`, `<table>_p20261124`. */
 export function partitionName(table: string, start: Date, step: Step): string {
   const iso = start.toISOString();
-  const digits = step === 'year' ? iso.slice(0, 4) : step === 'month' ? iso.slice(0, 4) + iso.slice(5, 7) : iso.slice(0, 4) + iso.slice(5, 7) + iso.slice(8, 10);
+  const digits =
+    step === 'year' ? iso.slice(0, 4) : step === 'month' ? iso.slice(0, 4) + iso.slice(5, 7) : iso.slice(0, 4) + iso.slice(5, 7) + iso.slice(8, 10);
   return `${table}_p${digits}`;
 }
 

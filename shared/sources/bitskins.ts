@@ -1,9 +1,9 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
+import { joinUrl } from '../util/url.ts';
 import { priceFromThousandthsText } from './money.ts';
-import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
+import { type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation, SourceUnavailableError } from './types.ts';
 import { isRecord, numberText, optionalCountOf } from './upstream.ts';
 import { fetchWholeMarket } from './whole-market.ts';
-import { joinUrl } from '../util/url.ts';
 
 /**
  * BitSkins `GET /market/insell/730` (docs/design.md §13): one keyless request answers the whole market as

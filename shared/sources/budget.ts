@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { SourceRateLimitedError } from './types.ts';
 import type { SourceName } from '../platform/source-names.ts';
+import { SourceRateLimitedError } from './types.ts';
 
 /**
  * A per-source request budget shared by every worker process through Redis (docs/design.md §9: "the adapter
@@ -65,7 +65,13 @@ return math.max(blocked, wait)
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    sourceBudgetAcquire(windowKey: string, blockedKey: string, limit: number, windowMs: number, member: string): import('ioredis').Result<[number, number], Context>;
+    sourceBudgetAcquire(
+      windowKey: string,
+      blockedKey: string,
+      limit: number,
+      windowMs: number,
+      member: string,
+    ): import('ioredis').Result<[number, number], Context>;
     sourceBudgetBlock(blockedKey: string, ms: number): import('ioredis').Result<number, Context>;
     sourceBudgetBlockedFor(windowKey: string, blockedKey: string, limit: number, windowMs: number): import('ioredis').Result<number, Context>;
   }
@@ -116,12 +122,7 @@ function defineScripts(redis: Redis): void {
   defined.add(redis);
 }
 
-export function createRequestBudget(
-  redis: Redis,
-  source: SourceName,
-  limits: RequestBudgetSettings,
-  options: RequestBudgetOptions = {},
-): RequestBudget {
+export function createRequestBudget(redis: Redis, source: SourceName, limits: RequestBudgetSettings, options: RequestBudgetOptions = {}): RequestBudget {
   if (!Number.isInteger(limits.requests) || limits.requests < 1) throw new Error('budget requests must be a positive integer');
   if (!(limits.windowSeconds > 0)) throw new Error('budget window must be positive');
   if (!limits.keyPrefix) throw new Error('budget key prefix must be set (under QUEUE_PREFIX)');

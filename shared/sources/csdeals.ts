@@ -1,8 +1,8 @@
+import { joinUrl } from '../util/url.ts';
 import { priceFromUsdText } from './money.ts';
-import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
+import { type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation, SourceUnavailableError } from './types.ts';
 import { isRecord, numberText } from './upstream.ts';
 import { fetchWholeMarket } from './whole-market.ts';
-import { joinUrl } from '../util/url.ts';
 
 /**
  * CS.DEALS `GET /API/IPricing/GetLowestPrices/v1?appid=730` (docs/design.md §13): one keyless request answers
@@ -42,7 +42,8 @@ export const csdeals: SourceAdapter = {
       defaultRetryAfterMs: DEFAULT_RETRY_AFTER_MS,
       rows: (body) => {
         if (!isRecord(body) || body.success !== true) throw new SourceUnavailableError('csdeals', 'unexpected body: success is not true');
-        if (!isRecord(body.response) || !Array.isArray(body.response.items)) throw new SourceUnavailableError('csdeals', 'unexpected body: no response.items array');
+        if (!isRecord(body.response) || !Array.isArray(body.response.items))
+          throw new SourceUnavailableError('csdeals', 'unexpected body: no response.items array');
         return body.response.items;
       },
       parseRow: parseCsdealsRow,

@@ -1,15 +1,15 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
+import { joinUrl } from '../util/url.ts';
 import { decimalFromCents } from './money.ts';
 import {
-  SourceRateLimitedError,
-  SourceUnavailableError,
   type FetchContext,
   type SourceAdapter,
   type SourceFetchResult,
   type SourceObservation,
+  SourceRateLimitedError,
+  SourceUnavailableError,
 } from './types.ts';
 import { getJson, isRecord, JsonNumber, withPartial } from './upstream.ts';
-import { joinUrl } from '../util/url.ts';
 
 /**
  * CSFloat market `GET /api/v1/listings?limit=…&cursor=…` (docs/design.md §9) → `{data: [listing], cursor}`,

@@ -1,8 +1,8 @@
 import { compareDecimals } from '../util/decimal.ts';
-import { higherDecimal, priceFromUsdText } from './money.ts';
-import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { countOf, getJson, isRecord, numberText } from './upstream.ts';
 import { joinUrl } from '../util/url.ts';
+import { higherDecimal, priceFromUsdText } from './money.ts';
+import { type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation, SourceUnavailableError } from './types.ts';
+import { countOf, getJson, isRecord, numberText } from './upstream.ts';
 
 /**
  * market.csgo.com `GET /api/v2/prices/class_instance/USD.json` (docs/design.md §13): one keyless request

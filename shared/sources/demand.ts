@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Queryable } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
-import { stalestNamesForSource } from '../prices/ingest.ts';
 import type { SourceName } from '../platform/source-names.ts';
+import { stalestNamesForSource } from '../prices/ingest.ts';
 
 /**
  * Which names a per-item source reads (docs/design.md §19: steam's priceoverview, "names seen in keyed price

@@ -1,3 +1,4 @@
+import type { SourceName } from '../platform/source-names.ts';
 import { bitskins } from './bitskins.ts';
 import { csdeals } from './csdeals.ts';
 import { csfloat } from './csfloat.ts';
@@ -7,7 +8,6 @@ import { skinbaron } from './skinbaron.ts';
 import { skinport } from './skinport.ts';
 import { steam } from './steam.ts';
 import type { SourceAdapter } from './types.ts';
-import type { SourceName } from '../platform/source-names.ts';
 import { waxpeer } from './waxpeer.ts';
 import { whitemarket } from './whitemarket.ts';
 

@@ -1,8 +1,8 @@
 import type { Config } from '../platform/config.ts';
-import { sourceBudgetPrefix, type RequestBudgetSettings } from './budget.ts';
+import { SOURCE_NAMES, type SourceName } from '../platform/source-names.ts';
+import { type RequestBudgetSettings, sourceBudgetPrefix } from './budget.ts';
 import { ADAPTERS } from './index.ts';
 import type { SourceAdapter } from './types.ts';
-import { SOURCE_NAMES, type SourceName } from '../platform/source-names.ts';
 
 export type SourceSettings = {
   name: SourceName;
@@ -121,7 +121,12 @@ export function sourceSettings(config: Config, adapter: SourceAdapter): SourceSe
  * SourceAdapter.searchShare) spends that share on pages (locally at most LOCAL_STEAM_SEARCH_PAGES)
  * and the rest on names, never more than the ~80 % together.
  */
-function requestsPerRun(adapter: SourceAdapter, budget: { requests: number; windowSeconds: number }, intervalSeconds: number, local: boolean): Pick<SourceSettings, 'batchSize' | 'paging'> {
+function requestsPerRun(
+  adapter: SourceAdapter,
+  budget: { requests: number; windowSeconds: number },
+  intervalSeconds: number,
+  local: boolean,
+): Pick<SourceSettings, 'batchSize' | 'paging'> {
   const perRun = Math.max(1, Math.floor((0.8 * budget.requests * Math.min(intervalSeconds, budget.windowSeconds)) / budget.windowSeconds / (local ? 2 : 1)));
   if (adapter.searchShare === undefined) return { batchSize: perRun, paging: local ? { pageSize: 1000, maxPages: 60 } : {} };
   const pages = Math.max(1, Math.floor(perRun * adapter.searchShare));
@@ -135,9 +140,11 @@ function requestsPerRun(adapter: SourceAdapter, budget: { requests: number; wind
  */
 export function snapshotIntervalSeconds(config: Config): number {
   if (config.PRICE_SNAPSHOT_INTERVAL_SECONDS !== undefined) return config.PRICE_SNAPSHOT_INTERVAL_SECONDS;
-  const intervals = enabledSources(config).filter(isKnownSource).map((name) => {
-    const settings = sourceSettings(config, ADAPTERS[name]);
-    return settings.localDefaultInterval ? Math.max(settings.intervalSeconds, LOCAL_SNAPSHOT_MIN_INTERVAL_SECONDS) : settings.intervalSeconds;
-  });
+  const intervals = enabledSources(config)
+    .filter(isKnownSource)
+    .map((name) => {
+      const settings = sourceSettings(config, ADAPTERS[name]);
+      return settings.localDefaultInterval ? Math.max(settings.intervalSeconds, LOCAL_SNAPSHOT_MIN_INTERVAL_SECONDS) : settings.intervalSeconds;
+    });
   return intervals.length > 0 ? Math.min(...intervals) : LOCAL_INTERVAL_SECONDS;
 }

@@ -1,10 +1,10 @@
 import { convertToUsd } from '../fx/convert.ts';
 import type { FxRates } from '../fx/repository.ts';
+import { joinUrl } from '../util/url.ts';
 import { acceptablePrice, decimalFromJsonNumber, isPositiveDecimal } from './money.ts';
-import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
+import { type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation, SourceUnavailableError } from './types.ts';
 import { isRecord, numberText } from './upstream.ts';
 import { bareArray, fetchWholeMarket } from './whole-market.ts';
-import { joinUrl } from '../util/url.ts';
 
 /**
  * SkinBaron (docs/design.md §14), the one source priced in EUR and the one that needs a key: `POST

@@ -1,8 +1,8 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
-import { priceFromJsonNumber } from './money.ts';
-import { SourceUnavailableError, type FetchContext, type SalesObservation, type SalesWindowName } from './types.ts';
-import { getJson, integerOf, isRecord, JsonNumber } from './upstream.ts';
 import { joinUrl } from '../util/url.ts';
+import { priceFromJsonNumber } from './money.ts';
+import { type FetchContext, type SalesObservation, type SalesWindowName, SourceUnavailableError } from './types.ts';
+import { getJson, integerOf, isRecord, JsonNumber } from './upstream.ts';
 
 /**
  * Skinport's public sales history, `GET /v1/sales/history?app_id=730&currency=USD` (docs/design.md §19): one

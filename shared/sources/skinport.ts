@@ -1,9 +1,9 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
+import { joinUrl } from '../util/url.ts';
 import { priceFromJsonNumber } from './money.ts';
 import type { FetchContext, SourceAdapter, SourceFetchResult, SourceObservation } from './types.ts';
 import { integerOf, isRecord, JsonNumber } from './upstream.ts';
 import { bareArray, fetchWholeMarket } from './whole-market.ts';
-import { joinUrl } from '../util/url.ts';
 
 /**
  * Skinport's public `GET /v1/items?app_id=730&currency=USD` (docs/design.md §9): one request answers the whole

@@ -1,17 +1,17 @@
 import { ICON_URL_PATTERN } from '../media/images/item-images.ts';
+import { joinUrl } from '../util/url.ts';
 import { acceptablePrice, decimalFromCents, decimalFromSteamMoney, integerFromSteamCount } from './money.ts';
 import {
-  SourceRateLimitedError,
-  SourceUnavailableError,
   type FetchContext,
   type IconObservation,
   type SalesObservation,
   type SourceAdapter,
   type SourceFetchResult,
   type SourceObservation,
+  SourceRateLimitedError,
+  SourceUnavailableError,
 } from './types.ts';
 import { getJson, integerOf, isRecord, withPartial } from './upstream.ts';
-import { joinUrl } from '../util/url.ts';
 
 /**
  * The Steam Community Market (docs/design.md §9 and §19; docs/decisions.md "Steam in bulk"). One run reads, within
@@ -114,7 +114,17 @@ export function parseSteamOverviewSales(name: string, body: unknown, now: Date):
     if (count === null) return 'malformed';
     volume = count;
   }
-  return { market_hash_name: name, version: 'default', window: '24h', median: volume === 0 ? null : median, mean: null, min: null, max: null, volume, source_time: now };
+  return {
+    market_hash_name: name,
+    version: 'default',
+    window: '24h',
+    median: volume === 0 ? null : median,
+    mean: null,
+    min: null,
+    max: null,
+    volume,
+    source_time: now,
+  };
 }
 
 // ---- the run ----------------------------------------------------------------------------------
@@ -156,7 +166,8 @@ export const steam: SourceAdapter = {
           const parsed = parseSteamSearchPage(body);
           if (typeof parsed === 'string') throw new SourceUnavailableError('steam', `search page at ${start} unusable: ${parsed}`);
           // Past the end (the market shrank since the cursor was written): the next page is the first.
-          if (parsed.results.length === 0 && start < parsed.totalCount) throw new SourceUnavailableError('steam', `search page at ${start} empty below total_count ${parsed.totalCount}`);
+          if (parsed.results.length === 0 && start < parsed.totalCount)
+            throw new SourceUnavailableError('steam', `search page at ${start} empty below total_count ${parsed.totalCount}`);
           for (const row of parsed.results) {
             const outcome = parseSteamSearchRow(row, now);
             if (outcome === 'malformed') result.skipped += 1;
@@ -186,7 +197,8 @@ export const steam: SourceAdapter = {
       throw withPartial(error, result);
     }
     if (result.skipped > 0) context.log.warn({ source: 'steam', skipped: result.skipped }, 'skipped malformed answers');
-    if (unknownNames.length > 0) context.log.info({ source: 'steam', unknown: unknownNames.slice(0, 20), count: unknownNames.length }, 'names unknown upstream');
+    if (unknownNames.length > 0)
+      context.log.info({ source: 'steam', unknown: unknownNames.slice(0, 20), count: unknownNames.length }, 'names unknown upstream');
     return result;
   },
 };

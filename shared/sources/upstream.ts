@@ -1,5 +1,5 @@
-import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceFetchResult } from './types.ts';
 import type { SourceName } from '../platform/source-names.ts';
+import { type FetchContext, type SourceFetchResult, SourceRateLimitedError, SourceUnavailableError } from './types.ts';
 
 /**
  * HTTP and JSON plumbing shared by the adapters: one request per call, each after `context.acquire()`

@@ -1,8 +1,8 @@
 import { versionFromPhaseLabel } from '../catalog/identity.ts';
-import { lowerDecimal, priceFromThousandthsText } from './money.ts';
-import { SourceUnavailableError, type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation } from './types.ts';
-import { getJson, isRecord, numberText, optionalCountOf } from './upstream.ts';
 import { joinUrl } from '../util/url.ts';
+import { lowerDecimal, priceFromThousandthsText } from './money.ts';
+import { type FetchContext, type SourceAdapter, type SourceFetchResult, type SourceObservation, SourceUnavailableError } from './types.ts';
+import { getJson, isRecord, numberText, optionalCountOf } from './upstream.ts';
 
 /**
  * Waxpeer (docs/design.md §13), two requests per run, both needed: a run stores nothing unless both succeed

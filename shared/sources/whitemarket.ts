@@ -1,8 +1,8 @@
+import { joinUrl } from '../util/url.ts';
 import { priceFromUsdText } from './money.ts';
 import type { FetchContext, SourceAdapter, SourceFetchResult, SourceObservation } from './types.ts';
 import { isRecord, numberText, optionalCountOf } from './upstream.ts';
 import { bareArray, fetchWholeMarket } from './whole-market.ts';
-import { joinUrl } from '../util/url.ts';
 
 /**
  * White.market's public export `GET /export/v1/prices/730.json` (docs/design.md §13): one request answers the

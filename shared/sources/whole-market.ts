@@ -1,5 +1,5 @@
 import type { SourceName } from '../platform/source-names.ts';
-import { SourceUnavailableError, type FetchContext, type SourceFetchResult, type SourceObservation } from './types.ts';
+import { type FetchContext, type SourceFetchResult, type SourceObservation, SourceUnavailableError } from './types.ts';
 import { getJson, postJson, type UpstreamRequest } from './upstream.ts';
 
 /**
@@ -40,7 +40,12 @@ export function bareArray(source: SourceName): (body: unknown) => readonly unkno
  * A one-request source's result from its rows: each row through `parse` (`unpriced`: nothing for sale,
  * not malformed), malformed rows counted, never fatal, and logged once per run.
  */
-function resultFromRows(source: SourceName, context: FetchContext, rows: readonly unknown[], parse: (row: unknown, now: Date) => WholeMarketRow): SourceFetchResult {
+function resultFromRows(
+  source: SourceName,
+  context: FetchContext,
+  rows: readonly unknown[],
+  parse: (row: unknown, now: Date) => WholeMarketRow,
+): SourceFetchResult {
   const now = context.now();
   const observations: SourceObservation[] = [];
   let skipped = 0;

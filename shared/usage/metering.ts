@@ -114,7 +114,14 @@ function windowState(limit: number, used: number, resetsAt: Date, now: Date): Wi
  */
 type DebitReply = [allowed: number, minuteUsed: number, dayUsed: number, exhausted: number];
 /** A debit waiting for its batch: whose counters (`workspaceId`, `keyId`, the windows) and its `"<units>:<minute limit>:<day limit>:<operation>"`. */
-type PendingDebit = { workspaceId: string; keyId: string; windows: Windows; rest: string; resolve: (reply: DebitReply) => void; reject: (error: unknown) => void };
+type PendingDebit = {
+  workspaceId: string;
+  keyId: string;
+  windows: Windows;
+  rest: string;
+  resolve: (reply: DebitReply) => void;
+  reject: (error: unknown) => void;
+};
 
 /** Debits per script call at most: a bigger batch is split, so one call never holds Redis for long. */
 const MAX_DEBITS_PER_CALL = 256;
@@ -133,14 +140,7 @@ export class UsageMeter {
 
   constructor(private readonly redis: CounterRedis) {}
 
-  async debit(input: {
-    workspaceId: string;
-    keyId: string;
-    operation: string;
-    units: number;
-    budgets: Budgets;
-    now: Date;
-  }): Promise<DebitResult> {
+  async debit(input: { workspaceId: string; keyId: string; operation: string; units: number; budgets: Budgets; now: Date }): Promise<DebitResult> {
     const w = windowsAt(input.now);
     const [allowed, minuteUsed, dayUsed, exhausted] = await new Promise<DebitReply>((resolve, reject) => {
       this.pending.push({

@@ -1,13 +1,13 @@
 import { insertAuditEvent } from '../audit/events.ts';
 import type { WorkerResources } from '../platform/resources.ts';
-import { cancelDelivery, claimDeliveries, recordAttempts, type ClaimedDelivery, type NewAttempt } from './deliveries.ts';
+import { type ClaimedDelivery, cancelDelivery, claimDeliveries, type NewAttempt, recordAttempts } from './deliveries.ts';
 import { DISABLE_AFTER_FAILING_MS, disableWebhookEndpoint, FAILING_DISABLED_REASON } from './endpoints.ts';
 import { deliveryData, type PageLinks } from './event-pages.ts';
 import { nextRetryDelay, parseRetryAfter } from './retry.ts';
-import { SecretKeyUnavailableError, type SecretKeyring } from './secrets.ts';
+import { type SecretKeyring, SecretKeyUnavailableError } from './secrets.ts';
 import { postWebhook } from './send.ts';
 import { signWebhook, webhookBody } from './signature.ts';
-import { hostOf, parseWebhookUrl, resolveTarget, RESOLVE_TIMEOUT_MS, TargetRefusedError, type Lookup, type ResolvedAddress } from './targets.ts';
+import { hostOf, type Lookup, parseWebhookUrl, RESOLVE_TIMEOUT_MS, type ResolvedAddress, resolveTarget, TargetRefusedError } from './targets.ts';
 
 /** Past the request timeout, how long a lease lasts before the attempt's worker is presumed dead. */
 export const LEASE_MARGIN_MS = 5_000;
@@ -71,7 +71,10 @@ function openSecrets(deps: DeliveryDeps, delivery: ClaimedDelivery): string[] | 
     current = openCached(deps, delivery.endpoint_id, delivery.secret_ciphertext!, delivery.secret_key_id!);
   } catch (error) {
     const reason = error instanceof SecretKeyUnavailableError ? `key ${error.keyId} is not configured` : 'it does not decrypt under its key';
-    deps.log.error({ delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, secret_key_id: delivery.secret_key_id }, `webhook signing secret cannot be opened: ${reason}`);
+    deps.log.error(
+      { delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, secret_key_id: delivery.secret_key_id },
+      `webhook signing secret cannot be opened: ${reason}`,
+    );
     return { error: `the endpoint's signing secret cannot be decrypted (${reason}); the operator must restore the key` };
   }
   if (!delivery.previous_secret_ciphertext || !delivery.previous_secret_key_id || !delivery.previous_secret_expires_at) return [current];
@@ -79,7 +82,10 @@ function openSecrets(deps: DeliveryDeps, delivery: ClaimedDelivery): string[] | 
   try {
     return [current, openCached(deps, delivery.endpoint_id, delivery.previous_secret_ciphertext, delivery.previous_secret_key_id)];
   } catch {
-    deps.log.error({ delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, secret_key_id: delivery.previous_secret_key_id }, 'previous webhook signing secret cannot be opened; signing with the current one only');
+    deps.log.error(
+      { delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, secret_key_id: delivery.previous_secret_key_id },
+      'previous webhook signing secret cannot be opened; signing with the current one only',
+    );
     return [current];
   }
 }
@@ -91,7 +97,11 @@ async function exchange(deps: DeliveryDeps, delivery: ClaimedDelivery, secrets: 
   let address: ResolvedAddress;
   try {
     url = parseWebhookUrl(delivery.url, { allowPrivate: deps.allowPrivate });
-    address = await resolveTarget(url, { allowPrivate: deps.allowPrivate, lookup: deps.lookup, resolveTimeoutMs: Math.min(RESOLVE_TIMEOUT_MS, deps.timeoutMs) });
+    address = await resolveTarget(url, {
+      allowPrivate: deps.allowPrivate,
+      lookup: deps.lookup,
+      resolveTimeoutMs: Math.min(RESOLVE_TIMEOUT_MS, deps.timeoutMs),
+    });
   } catch (error) {
     if (!(error instanceof TargetRefusedError)) throw error;
     return { responseStatus: null, error: `refused: ${error.message}`, durationMs: Math.round(performance.now() - started), retryAfterMs: null };
@@ -108,12 +118,7 @@ async function exchange(deps: DeliveryDeps, delivery: ClaimedDelivery, secrets: 
     return { responseStatus: null, error, durationMs: result.durationMs, retryAfterMs: null };
   }
   const status = result.status;
-  const error =
-    status >= 200 && status < 300
-      ? null
-      : status >= 300 && status < 400
-        ? `HTTP ${status}: redirects are not followed`
-        : `HTTP ${status}`;
+  const error = status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? `HTTP ${status}: redirects are not followed` : `HTTP ${status}`;
   const retryAfterMs = status === 429 || status === 503 ? parseRetryAfter(result.retryAfter, deps.now()) : null;
   return { responseStatus: status, error, durationMs: result.durationMs, retryAfterMs };
 }
@@ -129,7 +134,9 @@ type Attempted = {
 /** Sends one claimed delivery and decides what follows (nothing is written yet). */
 async function send(deps: DeliveryDeps, claimed: ClaimedDelivery, startedAt: Date): Promise<Attempted> {
   const secrets = openSecrets(deps, claimed);
-  const outcome: Exchange = Array.isArray(secrets) ? await exchange(deps, claimed, secrets) : { responseStatus: null, error: (secrets as { error: string }).error, durationMs: null, retryAfterMs: null };
+  const outcome: Exchange = Array.isArray(secrets)
+    ? await exchange(deps, claimed, secrets)
+    : { responseStatus: null, error: (secrets as { error: string }).error, durationMs: null, retryAfterMs: null };
   const succeeded = outcome.error === null;
   const gone = outcome.responseStatus === 410;
   const finishedAt = deps.now();
@@ -242,7 +249,11 @@ export async function attemptDeliveries(deps: DeliveryDeps, deliveryIds: readonl
   const settled = await Promise.allSettled(sendable.map((delivery) => send(deps, delivery, startedAt)));
   const attempted = settled.flatMap((one) => (one.status === 'fulfilled' ? [one.value] : []));
   const plain = attempted.filter((one) => !one.disableFor);
-  if (plain.length > 0) await recordAttempts(deps.sql, plain.map((one) => one.record));
+  if (plain.length > 0)
+    await recordAttempts(
+      deps.sql,
+      plain.map((one) => one.record),
+    );
   for (const one of plain) results.set(one.claimed.id, resultOf(deps, one, false));
   for (const one of attempted.filter((candidate) => candidate.disableFor)) results.set(one.claimed.id, resultOf(deps, one, await recordDisabling(deps, one)));
   // An unexpected failure is the job's: its delivery stays leased, and the sweeper returns it to pending.

@@ -1,5 +1,5 @@
-import type { Queryable } from '../platform/db.ts';
 import type { EventType } from '../events/outbox.ts';
+import type { Queryable } from '../platform/db.ts';
 
 export const DELIVERY_STATES = ['pending', 'delivering', 'succeeded', 'failed', 'cancelled'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
@@ -92,7 +92,7 @@ export type ClaimedDelivery = {
 export async function claimDeliveries(
   db: Queryable,
   ids: readonly string[],
-  times: { now: Date; /** Due at or before this (a little past now: hosts' clocks differ). */ dueBy: Date; leaseUntil: Date },
+  times: { now: Date /** Due at or before this (a little past now: hosts' clocks differ). */; dueBy: Date; leaseUntil: Date },
 ): Promise<ClaimedDelivery[]> {
   if (ids.length === 0) return [];
   const { now, dueBy, leaseUntil } = times;
@@ -228,7 +228,12 @@ export const INTERRUPTED_ATTEMPT = 'the worker stopped before the attempt finish
  * attempt still gets one more try; a delivery past that fails, so a delivery that kills its worker
  * every time cannot loop for ever.
  */
-export async function reclaimExpiredLeases(db: Queryable, now: Date, maxAttempts: number, limit = 1_000): Promise<{ id: string; attempt_count: number; state: DeliveryState }[]> {
+export async function reclaimExpiredLeases(
+  db: Queryable,
+  now: Date,
+  maxAttempts: number,
+  limit = 1_000,
+): Promise<{ id: string; attempt_count: number; state: DeliveryState }[]> {
   return db<{ id: string; attempt_count: number; state: DeliveryState }[]>`
     with expired as (
       select id, attempt_count, manual_attempts, attempt_started_at, retry_requested_at, resume_attempt_at from webhook_deliveries

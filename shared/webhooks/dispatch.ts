@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
-import type { Queryable } from '../platform/db.ts';
 import { enqueueMany } from '../jobs/queues.ts';
+import type { Queryable } from '../platform/db.ts';
 import { deleteExpiredDeliveries, dispatchOutboxBatch, findOverdueDeliveries, reclaimExpiredLeases } from './deliveries.ts';
 import { dropExpiredPreviousSecrets } from './endpoints.ts';
 
@@ -73,7 +73,7 @@ export async function dispatchOutbox(
   db: Queryable,
   now: () => Date,
   enqueue: EnqueueDeliveryBatches,
-  options: { batchSize?: number; /** The schedule's wait before the first attempt (0: at once). */ firstDelayMs?: number } = {},
+  options: { batchSize?: number /** The schedule's wait before the first attempt (0: at once). */; firstDelayMs?: number } = {},
 ): Promise<{ events: number; deliveries: number }> {
   const batchSize = options.batchSize ?? DISPATCH_BATCH_SIZE;
   const firstDelayMs = options.firstDelayMs ?? 0;
@@ -85,7 +85,8 @@ export async function dispatchOutbox(
     totals.deliveries += batch.deliveries.length;
     const ids = batch.deliveries.map(({ id }) => id);
     const jobs: { deliveryIds: string[]; delayMs: number }[] = [];
-    for (let start = 0; start < ids.length; start += DELIVERY_BATCH_SIZE) jobs.push({ deliveryIds: ids.slice(start, start + DELIVERY_BATCH_SIZE), delayMs: firstDelayMs });
+    for (let start = 0; start < ids.length; start += DELIVERY_BATCH_SIZE)
+      jobs.push({ deliveryIds: ids.slice(start, start + DELIVERY_BATCH_SIZE), delayMs: firstDelayMs });
     for (let start = 0; start < jobs.length; start += ENQUEUE_CHUNK_SIZE) await enqueue(jobs.slice(start, start + ENQUEUE_CHUNK_SIZE));
     if (batch.events < batchSize) return totals;
   }

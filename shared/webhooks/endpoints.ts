@@ -1,5 +1,5 @@
-import type { Queryable } from '../platform/db.ts';
 import type { EventType } from '../events/outbox.ts';
+import type { Queryable } from '../platform/db.ts';
 
 /** An endpoint as clients see it: never its secret, sealed or not. */
 export type WebhookEndpoint = {
@@ -71,7 +71,16 @@ export async function lockAndCountLiveEndpoints(db: Queryable, workspaceId: stri
 
 export async function insertWebhookEndpoint(
   db: Queryable,
-  endpoint: { id: string; workspaceId: string; url: string; description: string | null; eventTypes: EventType[]; secretCiphertext: Buffer; secretKeyId: string; createdAt: Date },
+  endpoint: {
+    id: string;
+    workspaceId: string;
+    url: string;
+    description: string | null;
+    eventTypes: EventType[];
+    secretCiphertext: Buffer;
+    secretKeyId: string;
+    createdAt: Date;
+  },
 ): Promise<WebhookEndpoint> {
   const [row] = await db<EndpointRow[]>`
     insert into webhook_endpoints (id, workspace_id, url, description, event_types, secret_ciphertext, secret_key_id, created_at)

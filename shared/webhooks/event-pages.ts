@@ -1,6 +1,6 @@
-import { checkSignedUrl, signUrl, type SignedUrlCheck } from '../http/signed-url.ts';
-import type { Queryable } from '../platform/db.ts';
 import type { ChangedPrice, EventType } from '../events/outbox.ts';
+import { checkSignedUrl, type SignedUrlCheck, signUrl } from '../http/signed-url.ts';
+import type { Queryable } from '../platform/db.ts';
 
 /**
  * The pages of a prices.updated event past its first (docs/design.md §8). The event carries the first 1 000

@@ -11,7 +11,12 @@ export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
  * Milliseconds until the next attempt after `attemptsMade` attempts, or null when none is left.
  * A Retry-After from the receiver (429/503) defers the attempt to at least that long.
  */
-export function nextRetryDelay(delaysMs: readonly number[], attemptsMade: number, retryAfterMs: number | null, random: () => number = Math.random): number | null {
+export function nextRetryDelay(
+  delaysMs: readonly number[],
+  attemptsMade: number,
+  retryAfterMs: number | null,
+  random: () => number = Math.random,
+): number | null {
   if (attemptsMade >= delaysMs.length) return null;
   const base = delaysMs[attemptsMade]!;
   const jittered = Math.round(base * (1 + (random() * 2 - 1) * RETRY_JITTER));

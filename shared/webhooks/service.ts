@@ -1,12 +1,13 @@
-import { insertAuditEvent, type AuditActor } from '../audit/events.ts';
-import type { Sql } from '../platform/db.ts';
+import { type AuditActor, insertAuditEvent } from '../audit/events.ts';
+import { EVENT_TYPES, type EventType, insertOutboxEvent } from '../events/outbox.ts';
 import { errors } from '../http/errors.ts';
-import { EVENT_TYPES, insertOutboxEvent, type EventType } from '../events/outbox.ts';
+import type { Sql } from '../platform/db.ts';
 import { newId } from '../util/ids.ts';
 import { findDeliveryForRetry, requestManualAttempt } from './deliveries.ts';
 import type { EnqueueDeliveries } from './dispatch.ts';
 import {
   deleteWebhookEndpoint,
+  type EndpointChanges,
   findSecretsNotUnderKey,
   findWebhookEndpoint,
   insertWebhookEndpoint,
@@ -15,11 +16,10 @@ import {
   replaceSealedSecret,
   rotateSealedSecret,
   updateWebhookEndpoint,
-  type EndpointChanges,
   type WebhookEndpoint,
 } from './endpoints.ts';
 import { generateSigningSecret, type SecretKeyring } from './secrets.ts';
-import { parseWebhookUrl, resolveTarget, TargetRefusedError, type TargetPolicy } from './targets.ts';
+import { parseWebhookUrl, resolveTarget, type TargetPolicy, TargetRefusedError } from './targets.ts';
 
 type RequestMeta = { workspaceId: string; actor: AuditActor; requestId: string; now: Date };
 
@@ -55,7 +55,10 @@ export async function createWebhookEndpoint(
 ): Promise<WebhookEndpoint & { secret: string }> {
   // docs/interface.md §6: creation fails with 503 when encrypted secret storage is not configured.
   if (!keyring.canSeal) {
-    throw errors.unavailable('secret_storage_unavailable', 'Webhook signing secrets cannot be stored: encrypted secret storage (WEBHOOK_SECRET_KEY) is not configured.');
+    throw errors.unavailable(
+      'secret_storage_unavailable',
+      'Webhook signing secrets cannot be stored: encrypted secret storage (WEBHOOK_SECRET_KEY) is not configured.',
+    );
   }
   const url = await checkWebhookUrl(input.url, policy);
   const id = newId();
@@ -76,8 +79,14 @@ export async function createWebhookEndpoint(
       createdAt: meta.now,
     });
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, eventType: 'webhook_endpoint.created', resourceType: 'webhook_endpoint', resourceId: id,
-      outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      eventType: 'webhook_endpoint.created',
+      resourceType: 'webhook_endpoint',
+      resourceId: id,
+      outcome: 'succeeded',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { host: url.host, event_types: eventTypes },
     });
     return { ...endpoint, secret };
@@ -85,8 +94,14 @@ export async function createWebhookEndpoint(
   if (created) return created;
   // docs/design.md §7: a 409 is recorded as a rejected request, as the idempotency conflicts are.
   await insertAuditEvent(sql, {
-    workspaceId: meta.workspaceId, eventType: 'request.denied', resourceType: 'operation', resourceId: 'webhooks.create',
-    outcome: 'rejected', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+    workspaceId: meta.workspaceId,
+    eventType: 'request.denied',
+    resourceType: 'operation',
+    resourceId: 'webhooks.create',
+    outcome: 'rejected',
+    actor: meta.actor,
+    requestId: meta.requestId,
+    occurredAt: meta.now,
     metadata: { status: 409, reason: 'webhook_limit_reached', limit: MAX_ENDPOINTS_PER_WORKSPACE },
   });
   throw errors.conflict(
@@ -100,14 +115,23 @@ const endpointNotFound = () => errors.notFound('No webhook endpoint with this id
 /** docs/design.md §7: a 409 is recorded as a rejected request (outside the failed transaction). */
 async function recordConflict(sql: Sql, operation: string, reason: string, meta: RequestMeta, extra: Record<string, unknown> = {}): Promise<void> {
   await insertAuditEvent(sql, {
-    workspaceId: meta.workspaceId, eventType: 'request.denied', resourceType: 'operation', resourceId: operation,
-    outcome: 'rejected', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+    workspaceId: meta.workspaceId,
+    eventType: 'request.denied',
+    resourceType: 'operation',
+    resourceId: operation,
+    outcome: 'rejected',
+    actor: meta.actor,
+    requestId: meta.requestId,
+    occurredAt: meta.now,
     metadata: { status: 409, reason, ...extra },
   });
 }
 
 const endpointDisabled = (endpoint: WebhookEndpoint) =>
-  errors.conflict('webhook_disabled', `This webhook endpoint is disabled (${endpoint.disabled_reason ?? 'no reason recorded'}); re-enable it with PATCH {"enabled": true} first.`);
+  errors.conflict(
+    'webhook_disabled',
+    `This webhook endpoint is disabled (${endpoint.disabled_reason ?? 'no reason recorded'}); re-enable it with PATCH {"enabled": true} first.`,
+  );
 
 /**
  * PATCH /v2/webhooks/{id} (docs/design.md §15): changes the url (checked as at creation: https, public
@@ -131,12 +155,26 @@ export async function updateEndpoint(
     const updated = await updateWebhookEndpoint(tx, meta.workspaceId, id, changes, meta.now);
     if (!updated) throw endpointNotFound();
     const { before, after } = updated;
-    const changed = (['url', 'event_types', 'description', 'enabled'] as const).filter((field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]));
+    const changed = (['url', 'event_types', 'description', 'enabled'] as const).filter(
+      (field) => JSON.stringify(before[field]) !== JSON.stringify(after[field]),
+    );
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, eventType: 'webhook_endpoint.updated', resourceType: 'webhook_endpoint', resourceId: id,
-      outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      eventType: 'webhook_endpoint.updated',
+      resourceType: 'webhook_endpoint',
+      resourceId: id,
+      outcome: 'succeeded',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       // The host only, never the url's path or query (they may hold the receiver's own tokens).
-      metadata: { changed, host: new URL(after.url).host, event_types: after.event_types, enabled: after.enabled, ...(before.enabled !== after.enabled && !after.enabled ? { disabled_reason: after.disabled_reason } : {}) },
+      metadata: {
+        changed,
+        host: new URL(after.url).host,
+        event_types: after.event_types,
+        enabled: after.enabled,
+        ...(before.enabled !== after.enabled && !after.enabled ? { disabled_reason: after.disabled_reason } : {}),
+      },
     });
     return after;
   });
@@ -158,7 +196,10 @@ export async function rotateEndpointSecret(
   meta: RequestMeta,
 ): Promise<{ secret: string; previous_secret_expires_at: string }> {
   if (!keyring.canSeal) {
-    throw errors.unavailable('secret_storage_unavailable', 'Webhook signing secrets cannot be stored: encrypted secret storage (WEBHOOK_SECRET_KEY) is not configured.');
+    throw errors.unavailable(
+      'secret_storage_unavailable',
+      'Webhook signing secrets cannot be stored: encrypted secret storage (WEBHOOK_SECRET_KEY) is not configured.',
+    );
   }
   const secret = generateSigningSecret();
   const sealed = keyring.seal(id, secret);
@@ -167,8 +208,14 @@ export async function rotateEndpointSecret(
     const rotated = await rotateSealedSecret(tx, meta.workspaceId, id, sealed, previousExpiresAt, meta.now);
     if (!rotated) throw endpointNotFound();
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, eventType: 'webhook_endpoint.secret_rotated', resourceType: 'webhook_endpoint', resourceId: id,
-      outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      eventType: 'webhook_endpoint.secret_rotated',
+      resourceType: 'webhook_endpoint',
+      resourceId: id,
+      outcome: 'succeeded',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { key_id: sealed.keyId, previous_valid_until: previousExpiresAt.toISOString() },
     });
   });
@@ -194,8 +241,14 @@ export async function sendTestEvent(sql: Sql, id: string, meta: RequestMeta): Pr
       at: meta.now,
     });
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, eventType: 'webhook_endpoint.test_requested', resourceType: 'webhook_endpoint', resourceId: id,
-      outcome: 'accepted', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      eventType: 'webhook_endpoint.test_requested',
+      resourceType: 'webhook_endpoint',
+      resourceId: id,
+      outcome: 'accepted',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { event_id: eventId },
     });
     return { eventId };
@@ -247,8 +300,14 @@ export async function retryDelivery(
     if (why) return { conflict: 'delivery_not_retryable', error: errors.conflict('delivery_not_retryable', `This delivery cannot be retried: ${why}.`) };
     const requested = await requestManualAttempt(tx, deliveryId, meta.now);
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, eventType: 'webhook_delivery.retry_requested', resourceType: 'webhook_delivery', resourceId: deliveryId,
-      outcome: 'accepted', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      eventType: 'webhook_delivery.retry_requested',
+      resourceType: 'webhook_delivery',
+      resourceId: deliveryId,
+      outcome: 'accepted',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { endpoint_id: endpointId, event_id: delivery.event_id, state: delivery.state, attempt_count: delivery.attempt_count },
     });
     return { attemptCount: requested.attempt_count, eventId: delivery.event_id };
@@ -268,8 +327,14 @@ export async function removeWebhookEndpoint(sql: Sql, id: string, meta: RequestM
     const endpoint = await deleteWebhookEndpoint(tx, meta.workspaceId, id, meta.now);
     if (!endpoint) throw errors.notFound('No webhook endpoint with this id in your workspace.');
     await insertAuditEvent(tx, {
-      workspaceId: meta.workspaceId, eventType: 'webhook_endpoint.deleted', resourceType: 'webhook_endpoint', resourceId: id,
-      outcome: 'succeeded', actor: meta.actor, requestId: meta.requestId, occurredAt: meta.now,
+      workspaceId: meta.workspaceId,
+      eventType: 'webhook_endpoint.deleted',
+      resourceType: 'webhook_endpoint',
+      resourceId: id,
+      outcome: 'succeeded',
+      actor: meta.actor,
+      requestId: meta.requestId,
+      occurredAt: meta.now,
       metadata: { host: new URL(endpoint.url).host, event_types: endpoint.event_types },
     });
     return endpoint;
@@ -315,8 +380,12 @@ export async function rewrapWebhookSecrets(sql: Sql, keyring: SecretKeyring, act
         const sealedPrevious = previous === null ? null : keyring.seal(endpoint.id, previous);
         if (!(await replaceSealedSecret(tx, endpoint, keyring.seal(endpoint.id, secret), sealedPrevious))) return false;
         await insertAuditEvent(tx, {
-          workspaceId: endpoint.workspace_id, eventType: 'webhook_endpoint.secret_rewrapped', resourceType: 'webhook_endpoint',
-          resourceId: endpoint.id, outcome: 'succeeded', actor,
+          workspaceId: endpoint.workspace_id,
+          eventType: 'webhook_endpoint.secret_rewrapped',
+          resourceType: 'webhook_endpoint',
+          resourceId: endpoint.id,
+          outcome: 'succeeded',
+          actor,
           metadata: {
             from_key_id: endpoint.secret_key_id,
             to_key_id: currentKeyId,

@@ -89,7 +89,7 @@ export const systemLookup: Lookup = async (hostname) => {
   return answers.map((answer) => ({ address: answer.address, family: answer.family === 6 ? 6 : 4 }));
 };
 
-export type TargetPolicy = { allowPrivate: boolean; lookup?: Lookup; /** Bound on name resolution (5 s). */ resolveTimeoutMs?: number };
+export type TargetPolicy = { allowPrivate: boolean; lookup?: Lookup /** Bound on name resolution (5 s). */; resolveTimeoutMs?: number };
 
 export const RESOLVE_TIMEOUT_MS = 5_000;
 

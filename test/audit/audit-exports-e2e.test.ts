@@ -31,10 +31,14 @@ function spawnWorker() {
 
 /** Both workers have booted once each has a heartbeat row. */
 async function waitForWorkers(pids: number[]) {
-  await eventually(async () => {
-    const rows = await t.deps.sql`select 1 from worker_heartbeats where pool = 'exports' and pid in ${t.deps.sql(pids)}`;
-    return rows.length === pids.length ? true : undefined;
-  }, 30_000, 50);
+  await eventually(
+    async () => {
+      const rows = await t.deps.sql`select 1 from worker_heartbeats where pool = 'exports' and pid in ${t.deps.sql(pids)}`;
+      return rows.length === pids.length ? true : undefined;
+    },
+    30_000,
+    50,
+  );
 }
 
 beforeAll(async () => {
@@ -72,11 +76,15 @@ async function readJob(key: string, id: string): Promise<AuditExportJob> {
 }
 
 const completed = (key: string, id: string, timeoutMs = 60_000) =>
-  eventually(async () => {
-    const job = await readJob(key, id);
-    if (job.state === 'failed') throw new Error(`export ${id} failed: ${job.failure_reason}`);
-    return job.state === 'completed' ? job : undefined;
-  }, timeoutMs, 50);
+  eventually(
+    async () => {
+      const job = await readJob(key, id);
+      if (job.state === 'failed') throw new Error(`export ${id} failed: ${job.failure_reason}`);
+      return job.state === 'completed' ? job : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 
 /** Downloads through the signed URL (no API key) and checks size and digest against the job. */
 async function download(job: AuditExportJob): Promise<AuditEvent[]> {
@@ -105,7 +113,11 @@ describe('exports worker processes', () => {
     // Duplicate deliveries: extra BullMQ jobs for every export, so both processes race for each row.
     for (const job of jobs) {
       for (let copy = 0; copy < 3; copy += 1) {
-        await t.deps.queues.exports.add('audit_export.run', { export_id: job.export_id }, { jobId: `duplicate-${job.export_id}-${copy}`, removeOnComplete: true, removeOnFail: true });
+        await t.deps.queues.exports.add(
+          'audit_export.run',
+          { export_id: job.export_id },
+          { jobId: `duplicate-${job.export_id}-${copy}`, removeOnComplete: true, removeOnFail: true },
+        );
       }
     }
     const expected = await expectedExportIds(t.deps.sql, { workspaceId: ws.workspace.id, ...range });
@@ -134,14 +146,18 @@ describe('exports worker processes', () => {
     const directory = exportDirectory(ws.workspace.id, job.export_id);
 
     // Mid-export: leased, and the holder's temp file already has bytes in it.
-    const holder = await eventually(async () => {
-      const [row] = await t.deps.sql<{ leased_by: string | null; lease_token: string | null }[]>`
+    const holder = await eventually(
+      async () => {
+        const [row] = await t.deps.sql<{ leased_by: string | null; lease_token: string | null }[]>`
         select leased_by, lease_token from audit_exports where id = ${job.export_id} and state = 'leased'`;
-      if (!row?.leased_by || !row.lease_token) return undefined;
-      const temp = join(directory, `${row.lease_token}.ndjson.gz.tmp`);
-      if (!existsSync(temp) || Bun.file(temp).size === 0) return undefined;
-      return Number(row.leased_by.split(':').at(-1));
-    }, 30_000, 5);
+        if (!row?.leased_by || !row.lease_token) return undefined;
+        const temp = join(directory, `${row.lease_token}.ndjson.gz.tmp`);
+        if (!existsSync(temp) || Bun.file(temp).size === 0) return undefined;
+        return Number(row.leased_by.split(':').at(-1));
+      },
+      30_000,
+      5,
+    );
     const victim = [...workers].find((child) => child.pid === holder);
     expect(victim).toBeDefined();
     victim!.kill('SIGKILL');

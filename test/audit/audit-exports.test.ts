@@ -1,19 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createHash } from 'node:crypto';
-import { insertAuditEvent, type AuditEvent, type NewAuditEvent } from '../../shared/audit/events.ts';
+import { type AuditEvent, insertAuditEvent, type NewAuditEvent } from '../../shared/audit/events.ts';
 import type { AuditExportJob } from '../../shared/audit/exports-model.ts';
 import { leaseAuditExport } from '../../shared/audit/exports-repository.ts';
 import { auditExportJobId } from '../../shared/audit/exports-service.ts';
-import { createLogger } from '../../shared/platform/logger.ts';
 import { enqueue, type JobName } from '../../shared/jobs/queues.ts';
+import { createLogger } from '../../shared/platform/logger.ts';
 import { exportsPool } from '../../workers/exports/index.ts';
 import type { PoolContext } from '../../workers/pool.ts';
-import { createKey, createTestApp, errorOf, eventually, testClock, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createKey, createTestApp, errorOf, eventually, type TestApp, testClock, testConfig, workspaceWithKey } from '../helpers.ts';
+import { type PrivateRedis, startPrivateRedis } from '../private-redis.ts';
 import { insertGeneratedAuditEvents } from './audit-exports-fixtures.ts';
-import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
 
 /**
  * Audit exports through the API (docs/interface.md §2.3, §3, §4, §7, §8; docs/design.md §7), with the `exports` pool's real
@@ -322,7 +322,14 @@ describe('GET /v2/audit/exports', () => {
     const queued = await created(ws.key);
     const leased = await created(ws.key);
     // What a worker does first: take the lease.
-    await leaseAuditExport(t.deps.sql, { exportId: leased.export_id, token: crypto.randomUUID(), leasedBy: 'test', now: new Date(), leaseMs: 60_000, maxAttempts: 3 });
+    await leaseAuditExport(t.deps.sql, {
+      exportId: leased.export_id,
+      token: crypto.randomUUID(),
+      leasedBy: 'test',
+      now: new Date(),
+      leaseMs: 60_000,
+      maxAttempts: 3,
+    });
     const only = async (state: string) => (await page(ws.key, { state })).data.map((entry) => entry.export_id);
     expect(await only('queued')).toEqual([queued.export_id]);
     expect(await only('leased')).toEqual([leased.export_id]);
@@ -545,7 +552,14 @@ describe('leases, attempts and the sweeper', () => {
     const ws = await exporter();
     const receipt = await created(ws.key);
     // A worker that took the lease and died: nothing renews it.
-    const leased = await leaseAuditExport(t.deps.sql, { exportId: receipt.export_id, token: crypto.randomUUID(), leasedBy: 'dead', now: new Date(), leaseMs: 60_000, maxAttempts: 3 });
+    const leased = await leaseAuditExport(t.deps.sql, {
+      exportId: receipt.export_id,
+      token: crypto.randomUUID(),
+      leasedBy: 'dead',
+      now: new Date(),
+      leaseMs: 60_000,
+      maxAttempts: 3,
+    });
     expect(leased?.state).toBe('leased');
     // While the lease holds, a second worker gets nothing.
     expect(await exportsWorker().run(receipt.export_id)).toEqual({ export_id: receipt.export_id, leased: false });
@@ -578,7 +592,14 @@ describe('leases, attempts and the sweeper', () => {
     while (!finished) {
       const [row] = await t.deps.sql<{ leased_until: Date | null }[]>`select leased_until from audit_exports where id = ${receipt.export_id}`;
       if (row?.leased_until) leasedUntil.add(row.leased_until.toISOString());
-      const competitor = await leaseAuditExport(t.deps.sql, { exportId: receipt.export_id, token: crypto.randomUUID(), leasedBy: 'competitor', now: new Date(), leaseMs: 60_000, maxAttempts: 3 });
+      const competitor = await leaseAuditExport(t.deps.sql, {
+        exportId: receipt.export_id,
+        token: crypto.randomUUID(),
+        leasedBy: 'competitor',
+        now: new Date(),
+        leaseMs: 60_000,
+        maxAttempts: 3,
+      });
       stolen ||= competitor !== null;
       await Bun.sleep(50);
     }
@@ -593,7 +614,14 @@ describe('leases, attempts and the sweeper', () => {
   test('the last expired lease fails the job with a reason, audit_export.failed and an outbox event', async () => {
     const ws = await exporter();
     const receipt = await created(ws.key);
-    await leaseAuditExport(t.deps.sql, { exportId: receipt.export_id, token: crypto.randomUUID(), leasedBy: 'dead', now: new Date(), leaseMs: 1_000, maxAttempts: 1 });
+    await leaseAuditExport(t.deps.sql, {
+      exportId: receipt.export_id,
+      token: crypto.randomUUID(),
+      leasedBy: 'dead',
+      now: new Date(),
+      leaseMs: 1_000,
+      maxAttempts: 1,
+    });
     const clock = testClock(new Date(Date.now() + 2_000));
     await exportsWorker({ now: clock.now, config: { EXPORT_MAX_ATTEMPTS: '1' } }).sweep();
     const failed = await job(ws.key, receipt.export_id);
@@ -602,7 +630,11 @@ describe('leases, attempts and the sweeper', () => {
 
     const events = (await (await t.request('/v2/audit/events?event_type=audit_export.failed', { headers: ws.keyHeaders })).json()) as { data: AuditEvent[] };
     expect(events.data).toHaveLength(1);
-    expect(events.data[0]).toMatchObject({ resource_id: receipt.export_id, outcome: 'failed', metadata: { attempts: 1, failure_reason: failed.failure_reason } });
+    expect(events.data[0]).toMatchObject({
+      resource_id: receipt.export_id,
+      outcome: 'failed',
+      metadata: { attempts: 1, failure_reason: failed.failure_reason },
+    });
     const outbox = await t.deps.sql`select 1 from event_outbox where event_type = 'audit_export.failed' and workspace_id = ${ws.workspace.id}`;
     expect(outbox).toHaveLength(1);
     // A failed job is final: no worker takes it again.

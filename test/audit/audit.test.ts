@@ -1,12 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import {
-  AUDIT_METADATA_MAX_BYTES,
-  AuditMetadataTooLargeError,
-  insertAuditEvent,
-  type AuditEvent,
-  type NewAuditEvent,
-} from '../../shared/audit/events.ts';
-import { createKey, createTestApp, errorOf, signUp, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { AUDIT_METADATA_MAX_BYTES, type AuditEvent, AuditMetadataTooLargeError, insertAuditEvent, type NewAuditEvent } from '../../shared/audit/events.ts';
+import { createKey, createTestApp, errorOf, signUp, type TestApp, workspaceWithKey } from '../helpers.ts';
 
 const t = createTestApp();
 afterAll(() => t.close());
@@ -138,9 +132,7 @@ describe('events recorded by mutations', () => {
     const byType = (type: string) => events.filter((e) => e.event_type === type);
     const actor = { type: 'account', id: ws.account.id };
 
-    expect(byType('account.created')).toEqual([
-      expect.objectContaining({ resource_type: 'account', resource_id: ws.account.id, outcome: 'succeeded', actor }),
-    ]);
+    expect(byType('account.created')).toEqual([expect.objectContaining({ resource_type: 'account', resource_id: ws.account.id, outcome: 'succeeded', actor })]);
     expect(byType('account.created')[0]!.metadata).toEqual({ email: ws.email });
     const sessions = byType('session.created');
     expect(sessions).toHaveLength(1);
@@ -179,9 +171,15 @@ describe('filters', () => {
     const id = ws.workspace.id;
     const ids = {
       platform: await insertAuditEvent(t.deps.sql, event(id, { occurredAt: at(1), eventType: 'scene.created', resourceType: 'scene' })),
-      game: await insertAuditEvent(t.deps.sql, event(id, { occurredAt: at(2), source: 'gameplatform', eventType: 'account.connected', resourceType: 'gameplatform_account' })),
+      game: await insertAuditEvent(
+        t.deps.sql,
+        event(id, { occurredAt: at(2), source: 'gameplatform', eventType: 'account.connected', resourceType: 'gameplatform_account' }),
+      ),
       failed: await insertAuditEvent(t.deps.sql, event(id, { occurredAt: at(3), eventType: 'render.requested', resourceType: 'render', outcome: 'failed' })),
-      recorded: await insertAuditEvent(t.deps.sql, event(id, { occurredAt: at(4), eventType: 'render.requested', resourceType: 'render', outcome: 'recorded' })),
+      recorded: await insertAuditEvent(
+        t.deps.sql,
+        event(id, { occurredAt: at(4), eventType: 'render.requested', resourceType: 'render', outcome: 'recorded' }),
+      ),
     };
     const listed = async (query: Record<string, string>) => (await allEvents(ws.key, { ...range, ...query })).events.map((e) => e.id);
 
@@ -267,9 +265,7 @@ describe('paging', () => {
   test('keyset paging over 120 events sharing one timestamp neither skips nor repeats', async () => {
     const ws = await auditReader();
     const occurredAt = at(42);
-    const inserted = await Promise.all(
-      Array.from({ length: 120 }, () => insertAuditEvent(t.deps.sql, event(ws.workspace.id, { occurredAt }))),
-    );
+    const inserted = await Promise.all(Array.from({ length: 120 }, () => insertAuditEvent(t.deps.sql, event(ws.workspace.id, { occurredAt }))));
 
     const { events, pages } = await allEvents(ws.key, { ...range, limit: '7' });
     const ids = events.map((e) => e.id);
@@ -352,7 +348,9 @@ describe('cursor integrity', () => {
     await expectInvalidCursor(ws.key, { ...range, cursor: `${payload}.${flipChar(signature, 0)}` });
     await expectInvalidCursor(ws.key, { ...range, cursor: `${payload}.${flipChar(signature, 10)}` });
     // A payload re-signed by nobody: a self-made position with the original signature.
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), p: { occurred_at: at(3).toISOString(), id: crypto.randomUUID() } })).toString('base64url');
+    const forged = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), p: { occurred_at: at(3).toISOString(), id: crypto.randomUUID() } }),
+    ).toString('base64url');
     await expectInvalidCursor(ws.key, { ...range, cursor: `${forged}.${signature}` });
     // Garbage.
     for (const garbage of ['garbage', 'a.b', `${payload}.`, `.${signature}`, `${cursor}.extra`, '%%%']) {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { exteriorsForWear, generateCatalog } from '../../shared/catalog/generate.ts';
-import { catalogIdFor, EXTERIORS, isCatalogId, ITEM_TYPES, PHASE_VERSIONS, RARITIES, type CatalogItem } from '../../shared/catalog/identity.ts';
+import { type CatalogItem, catalogIdFor, EXTERIORS, ITEM_TYPES, isCatalogId, PHASE_VERSIONS, RARITIES } from '../../shared/catalog/identity.ts';
 
 const catalog = generateCatalog();
 const byName = new Map(catalog.map((item) => [item.market_hash_name, item]));
@@ -150,7 +150,11 @@ describe('knives and gloves', () => {
   });
 
   test('Gamma Doppler pistols carry phases too', () => {
-    expect(item('Glock-18 | Gamma Doppler (Factory New)')).toMatchObject({ type: 'weapon', phases: ['phase-1', 'phase-2', 'phase-3', 'phase-4', 'emerald'], paint_index: null });
+    expect(item('Glock-18 | Gamma Doppler (Factory New)')).toMatchObject({
+      type: 'weapon',
+      phases: ['phase-1', 'phase-2', 'phase-3', 'phase-4', 'emerald'],
+      paint_index: null,
+    });
   });
 
   test('vanilla knives have no exterior and come plain and StatTrak; the default knives are absent', () => {

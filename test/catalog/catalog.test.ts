@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
-import { catalogIdFor, type CatalogItem } from '../../shared/catalog/identity.ts';
+import { type CatalogItem, catalogIdFor } from '../../shared/catalog/identity.ts';
 import { catalogItemCount, findCatalogItem, syncCatalog } from '../../shared/catalog/repository.ts';
-import { createKey, createTestApp, errorOf, scratchTestApp, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createKey, createTestApp, errorOf, scratchTestApp, type TestApp, workspaceWithKey } from '../helpers.ts';
 
 // The shared test database holds the real catalog (loaded once here; syncCatalog is idempotent, so
 // other suites may load it too). Other suites add their own uniquely named items, so assertions on
@@ -101,7 +101,9 @@ describe('access to GET /v2/catalog/items', () => {
     const response = await listItems(t, defaults.key, { limit: '1' });
     expect(response.status).toBe(200);
     expect(response.headers.get('ratelimit')).toBeString();
-    const capabilities = (await (await t.request('/v2/meta/capabilities')).json()) as { capabilities: { operation: string; status: string; scopes: string[] }[] };
+    const capabilities = (await (await t.request('/v2/meta/capabilities')).json()) as {
+      capabilities: { operation: string; status: string; scopes: string[] }[];
+    };
     expect(capabilities.capabilities.find((c) => c.operation === 'catalog.items.list')).toMatchObject({ status: 'production', scopes: ['catalog:read'] });
   });
 });
@@ -116,7 +118,21 @@ describe('listing', () => {
     expect(names(first.data)).toEqual(expectedOrder.map((r) => r.market_hash_name));
     for (const item of first.data) {
       expect(Object.keys(item).sort()).toEqual(
-        ['catalog_id', 'definition_index', 'exterior', 'image', 'market_hash_name', 'paint_index', 'phases', 'provisional', 'rarity', 'souvenir', 'stattrak', 'type', 'weapon'].sort(),
+        [
+          'catalog_id',
+          'definition_index',
+          'exterior',
+          'image',
+          'market_hash_name',
+          'paint_index',
+          'phases',
+          'provisional',
+          'rarity',
+          'souvenir',
+          'stattrak',
+          'type',
+          'weapon',
+        ].sort(),
       );
     }
   });
@@ -160,7 +176,9 @@ describe('listing', () => {
     const ws = await reader();
     const { items, pages } = await allItems(ws.key);
     const listed = names(items);
-    const expected = (await t.deps.sql<{ market_hash_name: string }[]>`select market_hash_name from catalog_items order by market_hash_name`).map((r) => r.market_hash_name);
+    const expected = (await t.deps.sql<{ market_hash_name: string }[]>`select market_hash_name from catalog_items order by market_hash_name`).map(
+      (r) => r.market_hash_name,
+    );
     expect(listed).toEqual(expected);
     expect(new Set(listed).size).toBe(listed.length);
     expect(pages).toBe(Math.ceil(listed.length / 200));
@@ -231,21 +249,39 @@ describe('filters', () => {
     expect(ruby.every((i) => i.market_hash_name.includes('| Doppler ('))).toBe(true);
     const emerald = await expectFilter(ws.key, { phase: 'emerald', weapon: 'Glock-18' }, (i) => i.phases.includes('emerald') && i.weapon === 'Glock-18');
     // The Train 2021 collection: every exterior, never StatTrak.
-    expect(names(emerald)).toEqual(['Battle-Scarred', 'Factory New', 'Field-Tested', 'Minimal Wear', 'Well-Worn'].map((e) => `Glock-18 | Gamma Doppler (${e})`));
+    expect(names(emerald)).toEqual(
+      ['Battle-Scarred', 'Factory New', 'Field-Tested', 'Minimal Wear', 'Well-Worn'].map((e) => `Glock-18 | Gamma Doppler (${e})`),
+    );
   });
 
   test('stattrak and souvenir, true and false', async () => {
     const ws = await reader();
-    await expectFilter(ws.key, { stattrak: 'true', weapon: 'AWP', exterior: 'factory-new' }, (i) => i.stattrak && i.weapon === 'AWP' && i.exterior === 'factory-new');
-    await expectFilter(ws.key, { souvenir: 'true', weapon: 'AWP', exterior: 'factory-new' }, (i) => i.souvenir && i.weapon === 'AWP' && i.exterior === 'factory-new');
-    await expectFilter(ws.key, { stattrak: 'false', souvenir: 'false', weapon: 'AWP', exterior: 'factory-new' }, (i) => !i.stattrak && !i.souvenir && i.weapon === 'AWP' && i.exterior === 'factory-new');
+    await expectFilter(
+      ws.key,
+      { stattrak: 'true', weapon: 'AWP', exterior: 'factory-new' },
+      (i) => i.stattrak && i.weapon === 'AWP' && i.exterior === 'factory-new',
+    );
+    await expectFilter(
+      ws.key,
+      { souvenir: 'true', weapon: 'AWP', exterior: 'factory-new' },
+      (i) => i.souvenir && i.weapon === 'AWP' && i.exterior === 'factory-new',
+    );
+    await expectFilter(
+      ws.key,
+      { stattrak: 'false', souvenir: 'false', weapon: 'AWP', exterior: 'factory-new' },
+      (i) => !i.stattrak && !i.souvenir && i.weapon === 'AWP' && i.exterior === 'factory-new',
+    );
   });
 
   test('definition_index and paint_index', async () => {
     const ws = await reader();
     const dragonLore = await expectFilter(ws.key, { paint_index: '344' }, (i) => i.paint_index === 344);
     expect(dragonLore.every((i) => i.market_hash_name.includes('AWP | Dragon Lore'))).toBe(true);
-    await expectFilter(ws.key, { definition_index: '507', stattrak: 'true', exterior: 'factory-new' }, (i) => i.definition_index === 507 && i.stattrak && i.exterior === 'factory-new');
+    await expectFilter(
+      ws.key,
+      { definition_index: '507', stattrak: 'true', exterior: 'factory-new' },
+      (i) => i.definition_index === 507 && i.stattrak && i.exterior === 'factory-new',
+    );
     expect((await page(ws.key, { definition_index: '0' })).data).toEqual([]);
   });
 
@@ -409,10 +445,14 @@ describe('catalog not loaded, and literal q (scratch database)', () => {
 
 describe('syncCatalog', () => {
   test('a second sync of the same catalog changes nothing', async () => {
-    const before = await t.deps.sql<{ max: Date }[]>`select max(synced_at) as max from catalog_items where catalog_id = any(${catalog.slice(0, 100).map((i) => i.catalog_id)})`;
+    const before = await t.deps.sql<
+      { max: Date }[]
+    >`select max(synced_at) as max from catalog_items where catalog_id = any(${catalog.slice(0, 100).map((i) => i.catalog_id)})`;
     const counts = await syncCatalog(t.deps.sql, catalog);
     expect(counts).toMatchObject({ inserted: 0, updated: 0, unchanged: catalog.length, total: catalog.length });
-    const after = await t.deps.sql<{ max: Date }[]>`select max(synced_at) as max from catalog_items where catalog_id = any(${catalog.slice(0, 100).map((i) => i.catalog_id)})`;
+    const after = await t.deps.sql<
+      { max: Date }[]
+    >`select max(synced_at) as max from catalog_items where catalog_id = any(${catalog.slice(0, 100).map((i) => i.catalog_id)})`;
     expect(after[0]!.max).toEqual(before[0]!.max);
   });
 
@@ -433,7 +473,12 @@ describe('syncCatalog', () => {
       phases: ['phase-1', 'ruby'],
       ...overrides,
     });
-    const [kept, changed, dropped, priced] = [make('★ Sync Kept (Factory New)'), make('★ Sync Changed (Factory New)'), make('★ Sync Dropped (Factory New)'), make('★ Sync Priced (Factory New)')];
+    const [kept, changed, dropped, priced] = [
+      make('★ Sync Kept (Factory New)'),
+      make('★ Sync Changed (Factory New)'),
+      make('★ Sync Dropped (Factory New)'),
+      make('★ Sync Priced (Factory New)'),
+    ];
     const first = await syncCatalog(sql, [kept, changed, dropped, priced]);
     expect(first).toMatchObject({ inserted: 4, updated: 0, total: 4 });
     await sql`
@@ -450,7 +495,16 @@ describe('syncCatalog', () => {
     expect(await findCatalogItem(sql, fresh.catalog_id)).toEqual(fresh);
 
     // Idempotent: the same input again changes nothing (the priced row is still retained).
-    expect(await syncCatalog(sql, [kept, changedNow, fresh])).toEqual({ inserted: 0, updated: 0, unchanged: 3, deleted: 0, retained: 1, adopted: 0, provisional: 0, total: 3 });
+    expect(await syncCatalog(sql, [kept, changedNow, fresh])).toEqual({
+      inserted: 0,
+      updated: 0,
+      unchanged: 3,
+      deleted: 0,
+      retained: 1,
+      adopted: 0,
+      provisional: 0,
+      total: 3,
+    });
     await sql`delete from latest_prices where catalog_id = ${priced.catalog_id}`;
   });
 
@@ -462,6 +516,18 @@ describe('syncCatalog', () => {
   });
 
   function synthetic(name: string): CatalogItem {
-    return { catalog_id: catalogIdFor(name), market_hash_name: name, type: 'sticker', weapon: null, exterior: null, rarity: null, stattrak: false, souvenir: false, definition_index: null, paint_index: null, phases: [] };
+    return {
+      catalog_id: catalogIdFor(name),
+      market_hash_name: name,
+      type: 'sticker',
+      weapon: null,
+      exterior: null,
+      rarity: null,
+      stattrak: false,
+      souvenir: false,
+      definition_index: null,
+      paint_index: null,
+      phases: [],
+    };
   }
 });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
-import { catalogIdFor, type CatalogItem, type PhaseVersion } from '../../shared/catalog/identity.ts';
+import { type CatalogItem, catalogIdFor, type PhaseVersion } from '../../shared/catalog/identity.ts';
 import { DEFAULT_SKIN_KINDS, parseMarketHashName } from '../../shared/catalog/market-name-parser.ts';
 
 /**
@@ -33,12 +33,15 @@ const REAL_NAMES: [string, Expected][] = [
   ['Glock-18 | Gamma Doppler (Factory New)', { type: 'weapon', weapon: 'Glock-18', exterior: 'factory-new', phases: GAMMA_DOPPLER }],
   // Knives (★), vanilla knives, Doppler phases as versions.
   ['★ Karambit | Doppler (Factory New)', { type: 'knife', weapon: 'Karambit', exterior: 'factory-new', phases: DOPPLER }],
-  ['★ StatTrak™ Butterfly Knife | Gamma Doppler (Minimal Wear)', { type: 'knife', weapon: 'Butterfly Knife', exterior: 'minimal-wear', stattrak: true, phases: GAMMA_DOPPLER }],
+  [
+    '★ StatTrak™ Butterfly Knife | Gamma Doppler (Minimal Wear)',
+    { type: 'knife', weapon: 'Butterfly Knife', exterior: 'minimal-wear', stattrak: true, phases: GAMMA_DOPPLER },
+  ],
   ['★ Karambit', { type: 'knife', weapon: 'Karambit' }],
   ['★ StatTrak™ Kukri Knife', { type: 'knife', weapon: 'Kukri Knife', stattrak: true }],
   ['★ Talon Knife | Boreal Forest (Battle-Scarred)', { type: 'knife', weapon: 'Talon Knife', exterior: 'battle-scarred' }],
   // Gloves.
-  ['★ Sport Gloves | Pandora\'s Box (Minimal Wear)', { type: 'gloves', weapon: 'Sport Gloves', exterior: 'minimal-wear' }],
+  ["★ Sport Gloves | Pandora's Box (Minimal Wear)", { type: 'gloves', weapon: 'Sport Gloves', exterior: 'minimal-wear' }],
   ['★ Hand Wraps | Giraffe (Field-Tested)', { type: 'gloves', weapon: 'Hand Wraps', exterior: 'field-tested' }],
   // Stickers, old ones with Steam's double space, and a 2026 one.
   ['Sticker | ultimate (Gold) | Budapest 2025', { type: 'sticker' }],
@@ -165,7 +168,13 @@ describe('parseMarketHashName', () => {
 
   test('a weapon the catalog knows (a newer library synced) makes its skins parse', () => {
     const skinKinds = new Map(DEFAULT_SKIN_KINDS).set('Cobra Knife', 'knife');
-    expect(parseMarketHashName('★ Cobra Knife | Fade (Factory New)', { skinKinds })).toMatchObject({ status: 'parsed', item: { type: 'knife', weapon: 'Cobra Knife', exterior: 'factory-new' } });
-    expect(parseMarketHashName('Someone | New Faction', { agentFactions: new Set(['New Faction']) })).toMatchObject({ status: 'parsed', item: { type: 'agent' } });
+    expect(parseMarketHashName('★ Cobra Knife | Fade (Factory New)', { skinKinds })).toMatchObject({
+      status: 'parsed',
+      item: { type: 'knife', weapon: 'Cobra Knife', exterior: 'factory-new' },
+    });
+    expect(parseMarketHashName('Someone | New Faction', { agentFactions: new Set(['New Faction']) })).toMatchObject({
+      status: 'parsed',
+      item: { type: 'agent' },
+    });
   });
 });

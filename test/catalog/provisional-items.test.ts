@@ -2,19 +2,27 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
-import { catalogIdFor, type CatalogItem, type CatalogRecord } from '../../shared/catalog/identity.ts';
+import { type CatalogItem, type CatalogRecord, catalogIdFor } from '../../shared/catalog/identity.ts';
 import { recordUnknownNames } from '../../shared/catalog/provisional.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
 import { createRequestRedis } from '../../shared/platform/redis.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { runSourceIngest } from '../../workers/ingest/run.ts';
-import { startPools, type RunningPools } from '../../workers/runtime.ts';
+import { type RunningPools, startPools } from '../../workers/runtime.ts';
 import { webhooksPool } from '../../workers/webhooks/index.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
-import { eventually, scratchTestApp, testClock, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
+import { eventually, scratchTestApp, type TestApp, testClock, testConfig, workspaceWithKey } from '../helpers.ts';
 import { parseExposition, sampleValue } from '../metrics/prometheus.ts';
-import { createWebhook, removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook } from '../webhooks/webhooks-fixtures.ts';
+import {
+  type CreatedWebhook,
+  createWebhook,
+  removeQueueKeys,
+  retireEndpoints,
+  startReceiver,
+  uniquePath,
+  WEBHOOK_KEY_A,
+} from '../webhooks/webhooks-fixtures.ts';
 
 /**
  * docs/design.md §19 "New items", end to end over real Postgres and Redis: the market simulator lists items
@@ -70,13 +78,20 @@ beforeAll(async () => {
     config[`SOURCE_${name.toUpperCase()}_INTERVAL_SECONDS`] = String(INTERVAL_SECONDS);
   }
   t = await scratchTestApp({ tag: 'provisional', now: clock.now, config });
-  await syncCatalog(t.deps.sql, generateCatalog().filter((item) => item.market_hash_name === AK));
+  await syncCatalog(
+    t.deps.sql,
+    generateCatalog().filter((item) => item.market_hash_name === AK),
+  );
   redis = createRequestRedis(t.deps.config.REDIS_URL, 'provisional-items-test');
   await eventually(async () => (redis.status === 'ready' ? true : undefined));
   ws = await workspaceWithKey(t, { scopes: ['webhooks:read', 'webhooks:write', 'catalog:read'] });
   hookPath = uniquePath('catalog-item-added');
   hook = await createWebhook(t, ws.key, { url: receiver.url(hookPath), event_types: ['catalog.item_added'] });
-  pool = await startPools([webhooksPool], testConfig({ ...webhookSettings, DATABASE_URL: t.deps.config.DATABASE_URL }), createLogger({ level: 'silent', name: 'provisional-items-test' }));
+  pool = await startPools(
+    [webhooksPool],
+    testConfig({ ...webhookSettings, DATABASE_URL: t.deps.config.DATABASE_URL }),
+    createLogger({ level: 'silent', name: 'provisional-items-test' }),
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -193,7 +208,9 @@ describe('new items the day they appear', () => {
       { market_hash_name: UNRECOGNISED, status: 'unrecognised' },
     ]);
 
-    const status = (await (await t.request('/v2/status')).json()) as { components: { catalog: { status: string; provisional_items: number; unparsed_names: { count: number; names: string[] } } } };
+    const status = (await (await t.request('/v2/status')).json()) as {
+      components: { catalog: { status: string; provisional_items: number; unparsed_names: { count: number; names: string[] } } };
+    };
     expect(status.components.catalog).toMatchObject({ status: 'ok', provisional_items: expected!.provisional, unparsed_names: { count: expected!.unparsed } });
     expect(status.components.catalog.unparsed_names.names).toEqual(expect.arrayContaining([AMBIGUOUS, UNRECOGNISED]));
     expect(status.components.catalog.unparsed_names.names.length).toBeLessThanOrEqual(20);
@@ -221,7 +238,12 @@ describe('new items the day they appear', () => {
       select count(*)::int as count from event_outbox where event_type = 'catalog.item_added' and payload->>'market_hash_name' = ${raced}`;
     expect(outbox!.count).toBe(1);
     // Seen again later: it is in the catalog, so the caller is told to reload its name map.
-    expect(await recordUnknownNames(t.deps.sql, { source: 'csdeals', names: [raced], at })).toEqual({ added: [], unparsed: [], newlyUnparsed: [], catalogChanged: true });
+    expect(await recordUnknownNames(t.deps.sql, { source: 'csdeals', names: [raced], at })).toEqual({
+      added: [],
+      unparsed: [],
+      newlyUnparsed: [],
+      catalogChanged: true,
+    });
   });
 
   test('catalog:sync with a library that generates a provisional item makes it regular under the same id, prices kept; the others stay provisional', async () => {
@@ -239,12 +261,16 @@ describe('new items the day they appear', () => {
       values (${generated.catalog_id}, 'csmarket', 'default', 0.42, now(), now(), ${crypto.randomUUID()})`;
 
     const regular = catalog.filter((item) => item.market_hash_name === AK);
-    const [stillProvisional] = await t.deps.sql<{ count: number }[]>`select count(*)::int as count from catalog_items where provisional and catalog_id <> ${generated.catalog_id}`;
+    const [stillProvisional] = await t.deps.sql<
+      { count: number }[]
+    >`select count(*)::int as count from catalog_items where provisional and catalog_id <> ${generated.catalog_id}`;
     const counts = await syncCatalog(t.deps.sql, [...regular, generated]);
     expect(counts).toMatchObject({ inserted: 0, adopted: 1, provisional: stillProvisional!.count, deleted: 0, total: 2 });
     // Generated attributes win; the id, and so the price, stay.
     expect(await catalogRow(generated.market_hash_name)).toEqual({ ...(generated as CatalogItem), provisional: false });
-    const [price] = await t.deps.sql<{ price: string }[]>`select price::text from latest_prices where catalog_id = ${generated.catalog_id} and source = 'csmarket'`;
+    const [price] = await t.deps.sql<
+      { price: string }[]
+    >`select price::text from latest_prices where catalog_id = ${generated.catalog_id} and source = 'csmarket'`;
     expect(price?.price).toBe('0.42');
     // What the library still lacks stays provisional.
     expect((await catalogRow(lacking))?.provisional).toBe(true);

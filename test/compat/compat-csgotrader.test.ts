@@ -1,9 +1,9 @@
-import { documentText } from '../../shared/compat/types.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
-import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { z } from 'zod';
+import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { buildCsgotraderPrices, csgotraderFile } from '../../shared/compat/csgotrader.ts';
 import type { CompatContext, CompatDataset, CompatItem, CompatSourcePrice, CompatVersion } from '../../shared/compat/types.ts';
+import { documentText } from '../../shared/compat/types.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createTestApp } from '../helpers.ts';
 
@@ -70,7 +70,11 @@ const dataset: CompatDataset = {
     }),
     item(CASE, {
       // Steam sold none in the last 24 h: no median; skinport alone prices it.
-      default: version({ sources: { skinport: source('2.31') }, consensus: '2.31', sales: { steam: { '24h': { median: null, mean: null, min: null, max: null, volume: 0 } } } }),
+      default: version({
+        sources: { skinport: source('2.31') },
+        consensus: '2.31',
+        sales: { steam: { '24h': { median: null, mean: null, min: null, max: null, volume: 0 } } },
+      }),
     }),
     item(STICKER, {
       // A price but no consensus (the source is stale): csfloat only.
@@ -120,7 +124,9 @@ function extensionPrice(provider: string, mode: string, name: string, phase: str
       const value = pricesJson[key][mode];
       prices[key] = { price: value === undefined ? null : value };
     } else if (provider === 'csgotm') prices[key] = { price: pricesJson[key] };
-    else prices[key] = pricesJson[key].doppler !== undefined ? { price: pricesJson[key].price, doppler: pricesJson[key].doppler } : { price: pricesJson[key].price };
+    else
+      prices[key] =
+        pricesJson[key].doppler !== undefined ? { price: pricesJson[key].price, doppler: pricesJson[key].doppler } : { price: pricesJson[key].price };
   }
   const entry = prices[name];
   if (entry === undefined || entry === null || entry.price === undefined) return '0.00';
@@ -150,7 +156,19 @@ describe('csgotrader prices_v6.json', () => {
     expect(prices[CASE]!.bitskins).toBeNull();
     expect(prices[STICKER]!.csgotrader).toBeNull();
     // Our providers are keys of every name even when their source has no price now (whitemarket here).
-    expect(Object.keys(json('prices_v6.json')[REDLINE])).toEqual(['steam', 'bitskins', 'csgotm', 'skinport', 'csgotrader', 'csfloat', 'lisskins', 'waxpeer', 'whitemarket', 'csdeals', 'skinbaron']);
+    expect(Object.keys(json('prices_v6.json')[REDLINE])).toEqual([
+      'steam',
+      'bitskins',
+      'csgotm',
+      'skinport',
+      'csgotrader',
+      'csfloat',
+      'lisskins',
+      'waxpeer',
+      'whitemarket',
+      'csdeals',
+      'skinbaron',
+    ]);
     expect(json('prices_v6.json')[REDLINE].whitemarket).toBeNull();
   });
 
@@ -195,7 +213,9 @@ describe('csgotrader prices_v6.json', () => {
 
 describe('csgotrader per-provider files', () => {
   test('steam.json, skinport.json, bitskins.json and csgotm.json in the shapes the extension reads, names without data left out', () => {
-    expect(z.record(z.string(), steamShape).parse(json('steam.json'))).toEqual({ [REDLINE]: { last_90d: null, last_30d: null, last_7d: null, last_24h: 12.34 } });
+    expect(z.record(z.string(), steamShape).parse(json('steam.json'))).toEqual({
+      [REDLINE]: { last_90d: null, last_30d: null, last_7d: null, last_24h: 12.34 },
+    });
     expect(z.record(z.string(), skinportShape).parse(json('skinport.json'))).toEqual({
       [CASE]: { suggested_price: null, starting_at: 2.31 },
       [REDLINE]: { suggested_price: null, starting_at: 10.5 },
@@ -294,7 +314,10 @@ describe('end to end through GET /compat/csgotrader/latest/…', () => {
     expect(prices[plain]!.steam.last_24h).toBe(13.42);
     expect(prices[plain]!.steam.last_7d).toBeNull();
     expect(prices[plain]!.csgotm).toBe('12.75');
-    const csfloat = (await (await t.request('/compat/csgotrader/latest/csfloat.json')).json()) as Record<string, { price: number | null; doppler?: Record<string, number> }>;
+    const csfloat = (await (await t.request('/compat/csgotrader/latest/csfloat.json')).json()) as Record<
+      string,
+      { price: number | null; doppler?: Record<string, number> }
+    >;
     const entry = csfloat[doppler]!;
     expect(entry.doppler !== undefined ? entry.doppler['Phase 2'] : entry.price).toBe(1200.5);
     expect(entry.price).toBe(900.1);

@@ -1,9 +1,9 @@
-import { documentText } from '../../shared/compat/types.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { catalogIdFor, versionFromPhaseLabel } from '../../shared/catalog/identity.ts';
 import { buildSkinportItems, buildSkinportSales, skinportItemPage, skinportItems, skinportSales } from '../../shared/compat/skinport.ts';
 import type { CompatAnswer, CompatContext, CompatDataset, CompatSourcePrice, CompatVersion } from '../../shared/compat/types.ts';
+import { documentText } from '../../shared/compat/types.ts';
 import { decimalJsConverter } from '../../shared/fx/convert-decimal.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createTestApp, seedFreshFxRates } from '../helpers.ts';
@@ -16,7 +16,21 @@ import { createTestApp, seedFreshFxRates } from '../helpers.ts';
 //    "market_page":"https://skinport.com/market?item=Aquamarine%20Revenge&cat=Rifle&type=AK-47","min_price":18.73,
 //    "max_price":44.9,"mean_price":31.21,"median_price":30,"quantity":3,"created_at":1535988253,"updated_at":1729600814}
 // and phase rows carrying "version":"Phase 4"): a bare array, numbers, unix seconds, prices null when quantity is 0.
-const ITEM_FIELDS = ['market_hash_name', 'version', 'currency', 'suggested_price', 'item_page', 'market_page', 'min_price', 'max_price', 'mean_price', 'median_price', 'quantity', 'created_at', 'updated_at'];
+const ITEM_FIELDS = [
+  'market_hash_name',
+  'version',
+  'currency',
+  'suggested_price',
+  'item_page',
+  'market_page',
+  'min_price',
+  'max_price',
+  'mean_price',
+  'median_price',
+  'quantity',
+  'created_at',
+  'updated_at',
+];
 const SALES_FIELDS = ['market_hash_name', 'version', 'currency', 'item_page', 'market_page'];
 const WINDOW_FIELDS = ['last_24_hours', 'last_7_days', 'last_30_days', 'last_90_days'];
 
@@ -101,7 +115,12 @@ const DATASET: CompatDataset = {
           },
           consensus: '12.80',
           sales: {
-            skinport: { '24h': window('29.30', 41, { mean: '29.41', min: '28.13', max: '31.90' }), '7d': window('28.95', 296), '30d': window(null, 0), '90d': window('27.90', 3310) },
+            skinport: {
+              '24h': window('29.30', 41, { mean: '29.41', min: '28.13', max: '31.90' }),
+              '7d': window('28.95', 296),
+              '30d': window(null, 0),
+              '90d': window('27.90', 3310),
+            },
             steam: { '24h': window('31.00', 500) },
           },
           combined: { '24h': window('30.90', 541), '7d': window('28.95', 296), '90d': window('27.90', 3310) },
@@ -141,7 +160,14 @@ const DATASET: CompatDataset = {
         ruby: version({
           sources: { skinport: source('4650.02', { median_price: '4700.00', quantity: 2 }) },
           consensus: '4680.5',
-          sales: { skinport: { '24h': window(null, 0), '7d': window('4650.02', 1), '30d': window('4650.02', 4, { min: '4410.00', max: '4899.99', mean: '4655.44' }), '90d': window('4602.50', 11) } },
+          sales: {
+            skinport: {
+              '24h': window(null, 0),
+              '7d': window('4650.02', 1),
+              '30d': window('4650.02', 4, { min: '4410.00', max: '4899.99', mean: '4655.44' }),
+              '90d': window('4602.50', 11),
+            },
+          },
         }),
         'phase-2': version(),
         // Ours alone: Skinport lists no pattern versions.
@@ -249,7 +275,10 @@ describe('skinport /v1/items', () => {
     const context = testContext();
     const plain = skinportItems(itemsDocument(), query('app_id=730&currency=GBP'), context) as { body: string; memoKey: string };
     for (const tradable of ['0', '1', 'true', 'false']) {
-      const answer = skinportItems(itemsDocument(), query(`app_id=730&currency=GBP&tradable=${tradable}&foo=bar`), context) as { body: string; memoKey: string };
+      const answer = skinportItems(itemsDocument(), query(`app_id=730&currency=GBP&tradable=${tradable}&foo=bar`), context) as {
+        body: string;
+        memoKey: string;
+      };
       expect(answer.body).toBe(plain.body);
       expect(answer.memoKey).toBe(plain.memoKey);
     }
@@ -297,7 +326,8 @@ describe('skinport /v1/items', () => {
       quantity: number | null;
     }[];
     const prices = new Map<string, number>();
-    for (const item of rows) if (item.version === null && item.min_price !== null && (item.quantity ?? 1) > 0) prices.set(item.market_hash_name, item.min_price);
+    for (const item of rows)
+      if (item.version === null && item.min_price !== null && (item.quantity ?? 1) > 0) prices.set(item.market_hash_name, item.min_price);
     expect(prices.get('AK-47 | Redline (Field-Tested)')).toBe(11.52);
     expect(prices.get('★ Karambit | Doppler (Factory New)')).toBe(1105.99);
     expect(prices.has('Sticker | Crown (Foil)')).toBe(false);
@@ -370,7 +400,12 @@ describe('skinport /v1/sales/history', () => {
           first_seen_ms: null,
           versions: {
             default: version({
-              sales: { skinport: { '24h': { ...window('29.30', 41), source_time_ms: BUILT_AT - 3_600_000 }, '7d': { ...window('28.95', 296), source_time_ms: BUILT_AT - 1_800_000 } } },
+              sales: {
+                skinport: {
+                  '24h': { ...window('29.30', 41), source_time_ms: BUILT_AT - 3_600_000 },
+                  '7d': { ...window('28.95', 296), source_time_ms: BUILT_AT - 1_800_000 },
+                },
+              },
               combined: { '24h': { ...window('30.00', 900), source_time_ms: BUILT_AT - 7_200_000 } },
             }),
           },

@@ -1,11 +1,11 @@
-import { documentText } from '../../shared/compat/types.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { buildSteamOverview, steamOverview, steamVolume } from '../../shared/compat/steam.ts';
 import type { CompatAnswer, CompatContext, CompatDataset, CompatSourcePrice, CompatVersion } from '../../shared/compat/types.ts';
-import { decimalJsConverter } from '../../shared/fx/convert-decimal.ts';
+import { documentText } from '../../shared/compat/types.ts';
 import { minorUnits } from '../../shared/fx/convert.ts';
+import { decimalJsConverter } from '../../shared/fx/convert-decimal.ts';
 import { parseSteamMoney } from '../../shared/fx/steam-currencies.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createTestApp, seedFreshFxRates } from '../helpers.ts';
@@ -72,7 +72,12 @@ const DATASET: CompatDataset = {
       catalog_id: 'itm_howl',
       first_seen_ms: null,
       // A stale ask is not today's lowest price; the 24 h window still is Steam's.
-      versions: { default: version({ sources: { steam: source('5200.00', { fresh: false, source_time_ms: BUILT_AT - 86_400_000 }) }, sales: { steam: day('5100.00', 2) } }) },
+      versions: {
+        default: version({
+          sources: { steam: source('5200.00', { fresh: false, source_time_ms: BUILT_AT - 86_400_000 }) },
+          sales: { steam: day('5100.00', 2) },
+        }),
+      },
     },
     {
       market_hash_name: 'Sealed Graffiti | Lambda (Bazooka Pink)',
@@ -110,7 +115,9 @@ function bodyOf(answer: CompatAnswer) {
 
 describe('steam priceoverview', () => {
   test('the recorded Steam bodies pass the shape check ours must pass', () => {
-    const recorded = JSON.parse(readFileSync(new URL('../fixtures/upstream/steam-priceoverview-currencies.json', import.meta.url), 'utf8')) as { bodies: { body: unknown }[] };
+    const recorded = JSON.parse(readFileSync(new URL('../fixtures/upstream/steam-priceoverview-currencies.json', import.meta.url), 'utf8')) as {
+      bodies: { body: unknown }[];
+    };
     for (const { body } of recorded.bodies) expectPriceOverviewShape(body);
     expectPriceOverviewShape({ success: false });
   });
@@ -118,12 +125,22 @@ describe('steam priceoverview', () => {
   test('answers Steam’s shape in USD: the steam ask, the 24-hour volume and median', () => {
     expect(bodyOf(overview('AK-47 | Redline (Field-Tested)'))).toEqual({ success: true, lowest_price: '$2.30', volume: '1,234', median_price: '$2.40' });
     // Without `currency`, Steam answers in USD.
-    expect(bodyOf(overview('AK-47 | Redline (Field-Tested)', 'appid=730'))).toEqual({ success: true, lowest_price: '$2.30', volume: '1,234', median_price: '$2.40' });
+    expect(bodyOf(overview('AK-47 | Redline (Field-Tested)', 'appid=730'))).toEqual({
+      success: true,
+      lowest_price: '$2.30',
+      volume: '1,234',
+      median_price: '$2.40',
+    });
   });
 
   test('each wallet currency in Steam’s own money format, converted exactly', () => {
     // 2.30 USD / 1.0850 = 2.1198… EUR → "2,12€"; JPY has no minor unit: 2.30 × 163.12 / 1.085 = 345.78… → "¥ 346".
-    expect(bodyOf(overview('AK-47 | Redline (Field-Tested)', 'appid=730&currency=3'))).toEqual({ success: true, lowest_price: '2,12€', volume: '1,234', median_price: '2,21€' });
+    expect(bodyOf(overview('AK-47 | Redline (Field-Tested)', 'appid=730&currency=3'))).toEqual({
+      success: true,
+      lowest_price: '2,12€',
+      volume: '1,234',
+      median_price: '2,21€',
+    });
     expect(bodyOf(overview('AK-47 | Redline (Field-Tested)', 'appid=730&currency=8')).lowest_price).toBe('¥ 346');
     expect(bodyOf(overview('AK-47 | Redline (Field-Tested)', 'appid=730&currency=2')).lowest_price).toBe('£1.81');
     // KWD's third decimal (0.708…) is rounded half-even to Steam's cents.
@@ -166,7 +183,17 @@ describe('steam priceoverview', () => {
     // …or the 24-hour window it used, where the window says when it was observed.
     const timed: CompatDataset = {
       ...DATASET,
-      items: [{ ...DATASET.items[0]!, versions: { default: version({ sources: { steam: source('2.30') }, sales: { steam: { '24h': { ...day('2.40', 5)['24h'], source_time_ms: STEAM_SEEN - 5000 } } } }) } }],
+      items: [
+        {
+          ...DATASET.items[0]!,
+          versions: {
+            default: version({
+              sources: { steam: source('2.30') },
+              sales: { steam: { '24h': { ...day('2.40', 5)['24h'], source_time_ms: STEAM_SEEN - 5000 } } },
+            }),
+          },
+        },
+      ],
     };
     expect(buildSteamOverview(timed).oldest_source_ms).toBe(STEAM_SEEN - 5000);
   });
@@ -178,7 +205,13 @@ describe('steam priceoverview', () => {
     expect(Number.parseFloat(usd.lowest_price!.replace(/[^0-9.]/g, ''))).toBe(1496.28);
     expect(Number.parseInt(bodyOf(overview('Sealed Graffiti | Lambda (Bazooka Pink)')).volume!.replace(/,/g, ''), 10)).toBe(1_234_567);
     // …and one that knows each currency's form reads every answer back to the converted amount.
-    for (const [id, code] of [['1', 'USD'], ['2', 'GBP'], ['3', 'EUR'], ['8', 'JPY'], ['38', 'KWD']] as const) {
+    for (const [id, code] of [
+      ['1', 'USD'],
+      ['2', 'GBP'],
+      ['3', 'EUR'],
+      ['8', 'JPY'],
+      ['38', 'KWD'],
+    ] as const) {
       const body = bodyOf(overview('AK-47 | Redline (Field-Tested)', `appid=730&currency=${id}`));
       expect(parseSteamMoney(body.lowest_price!, code)).not.toBeNull();
       expect(parseSteamMoney(body.median_price!, code)).not.toBeNull();

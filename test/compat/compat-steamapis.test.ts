@@ -1,9 +1,9 @@
-import { documentText } from '../../shared/compat/types.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
-import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { z } from 'zod';
+import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { buildSteamApisItems, steamapisItems } from '../../shared/compat/steamapis.ts';
 import type { CompatContext, CompatDataset, CompatItem, CompatSourcePrice, CompatVersion } from '../../shared/compat/types.ts';
+import { documentText } from '../../shared/compat/types.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createTestApp, errorOf } from '../helpers.ts';
 
@@ -11,7 +11,19 @@ import { createTestApp, errorOf } from '../helpers.ts';
 // prices, counts and unix-millisecond times; `unstable_reason` a reason string or false), with null
 // where we hold no value (SteamApis writes 0 there; docs/design.md §20 never writes 0 for no data).
 const n = z.number().nullable();
-const unstableReason = z.union([z.literal(false), z.enum(['NO_SALES_WEEK', 'NO_SALES_MONTH', 'NO_SALES_3PLUS_MONTHS', 'NO_SALES_OVERALL', 'LOW_SALES_WEEK', 'LOW_SALES_MONTH', 'LOW_SALES_3PLUS_MONTHS', 'LOW_SALES_OVERALL'])]);
+const unstableReason = z.union([
+  z.literal(false),
+  z.enum([
+    'NO_SALES_WEEK',
+    'NO_SALES_MONTH',
+    'NO_SALES_3PLUS_MONTHS',
+    'NO_SALES_OVERALL',
+    'LOW_SALES_WEEK',
+    'LOW_SALES_MONTH',
+    'LOW_SALES_3PLUS_MONTHS',
+    'LOW_SALES_OVERALL',
+  ]),
+]);
 const itemShape = z.object({
   market_hash_name: z.string(),
   updated_at: z.number().int(),
@@ -63,13 +75,22 @@ const dataset: CompatDataset = {
           sources: { steam: source('13.05', { quantity: 420, source_time_ms: BUILT_AT - 7_200_000 }), skinport: source('10.5') },
           consensus: '10.9',
           // priceoverview: 1234 sold in 24 h at a median of 12.34 (no mean, min or max from Steam).
-          sales: { steam: { '24h': { median: '12.3400', mean: null, min: null, max: null, volume: 1234 } }, skinport: { '7d': { median: '10', mean: '10', min: '9', max: '11', volume: 50 } } },
+          sales: {
+            steam: { '24h': { median: '12.3400', mean: null, min: null, max: null, volume: 1234 } },
+            skinport: { '7d': { median: '10', mean: '10', min: '9', max: '11', volume: 50 } },
+          },
         }),
       },
       FIRST_SEEN,
     ),
     // Steam sold none in the last 24 h: safe is our consensus, flagged unstable.
-    item(CASE, { default: version({ sources: { steam: source('2.50'), skinport: source('2.31') }, consensus: '2.40', sales: { steam: { '24h': { median: null, mean: null, min: null, max: null, volume: 0 } } } }) }),
+    item(CASE, {
+      default: version({
+        sources: { steam: source('2.50'), skinport: source('2.31') },
+        consensus: '2.40',
+        sales: { steam: { '24h': { median: null, mean: null, min: null, max: null, volume: 0 } } },
+      }),
+    }),
     // No steam data at all, only other markets.
     item(STICKER, { default: version({ sources: { csfloat: source('0.5') }, consensus: '0.5' }) }),
     // A phase-only item: SteamApis has no phases, and we hold no default version.
@@ -170,7 +191,11 @@ describe('steamapis format=compact', () => {
   test('compact_value picks another documented value; an unknown one is ignored', () => {
     expect(JSON.parse(text('730', 'format=compact&compact_value=unstable'))).toEqual({ [REDLINE]: false, [CASE]: true, [STICKER]: true });
     expect(JSON.parse(text('730', 'format=compact&compact_value=safe_ts.last_24h'))).toEqual({ [REDLINE]: 12.34, [CASE]: null, [STICKER]: null });
-    expect(JSON.parse(text('730', 'format=compact&compact_value=unstable_reason'))).toEqual({ [REDLINE]: false, [CASE]: 'NO_SALES_OVERALL', [STICKER]: 'NO_SALES_OVERALL' });
+    expect(JSON.parse(text('730', 'format=compact&compact_value=unstable_reason'))).toEqual({
+      [REDLINE]: false,
+      [CASE]: 'NO_SALES_OVERALL',
+      [STICKER]: 'NO_SALES_OVERALL',
+    });
     expect(request('730', 'format=compact&compact_value=first_seen')).toMatchObject({ memoKey: 'compact:safe' });
     expect(request('730', 'format=compact&compact_value=latest')).toMatchObject({ memoKey: 'compact:latest' });
   });

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { brotliDecompressSync } from 'node:zlib';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import { compatWantedKey } from '../../shared/compat/documents.ts';
 import { CompatPriceGatherer, gatheredCompatDataset, readCompatDataset } from '../../shared/compat/dataset.ts';
+import { compatWantedKey } from '../../shared/compat/documents.ts';
 import { COMPAT_BUILDERS } from '../../shared/compat/registry.ts';
 import { COMPAT_SNAPSHOTS_KEPT, type CompatStore, ensureCompatDocuments, findCompatDocument } from '../../shared/compat/store.ts';
 import { COMPAT_DOCUMENTS } from '../../shared/compat/types.ts';
@@ -125,7 +125,10 @@ describe('with a snapshot', () => {
     const br = await t.request('/compat/csgotrader/latest/prices_v6.json', { headers: { 'accept-encoding': 'br' } });
     expect(br.headers.get('content-encoding')).toBe('br');
     expect(brotliDecompressSync(Buffer.from(await br.arrayBuffer())).toString()).toBe(plain);
-    const items = (await (await t.request('/compat/skinport/v1/items?app_id=730&currency=USD')).json()) as { market_hash_name: string; min_price: number | null }[];
+    const items = (await (await t.request('/compat/skinport/v1/items?app_id=730&currency=USD')).json()) as {
+      market_hash_name: string;
+      min_price: number | null;
+    }[];
     expect(items.find((row) => row.market_hash_name === NAME)?.min_price).toBe(12.3);
   });
 
@@ -157,11 +160,17 @@ describe('with a snapshot', () => {
   });
 
   test('a new snapshot replaces every answer: never older than the keyless list', async () => {
-    const before = (await (await t.request('/compat/skinport/v1/items?app_id=730&currency=USD')).json()) as { market_hash_name: string; min_price: number | null }[];
+    const before = (await (await t.request('/compat/skinport/v1/items?app_id=730&currency=USD')).json()) as {
+      market_hash_name: string;
+      min_price: number | null;
+    }[];
     expect(before.find((row) => row.market_hash_name === NAME)?.min_price).toBe(12.3);
     await setPrice(NAME, 'skinport', '11.95', { quantity: 7, sourceTime });
     await buildAndServe();
-    const rows = (await (await t.request('/compat/skinport/v1/items?app_id=730&currency=USD')).json()) as { market_hash_name: string; min_price: number | null }[];
+    const rows = (await (await t.request('/compat/skinport/v1/items?app_id=730&currency=USD')).json()) as {
+      market_hash_name: string;
+      min_price: number | null;
+    }[];
     expect(rows.find((row) => row.market_hash_name === NAME)?.min_price).toBe(11.95);
   });
 

@@ -1,5 +1,5 @@
 // Usage: bun test/fakes/main.ts <simulator|steam-fake> [...]   (npm start: the fakes it needs, in one process)
-import { FAKES, stopOnSignals, type FakeName } from './processes.ts';
+import { FAKES, type FakeName, stopOnSignals } from './processes.ts';
 
 const names = process.argv.slice(2);
 const unknown = names.filter((name) => !(name in FAKES));

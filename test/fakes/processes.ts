@@ -5,9 +5,9 @@
  */
 import { createLogger } from '../../shared/platform/logger.ts';
 import { MemoryReleaser } from '../../shared/platform/memory.ts';
-import { SIMULATED_SOURCES, SIMULATOR_MODES, startMarketSimulator, type SimulatorItem } from './simulator/server.ts';
 import { IMAGE_FAULT_KINDS, startImageFake } from './images/server.ts';
 import { DEFAULT_NEW_ITEMS } from './simulator/new-items.ts';
+import { SIMULATED_SOURCES, SIMULATOR_MODES, type SimulatorItem, startMarketSimulator } from './simulator/server.ts';
 import { BIG_STEAM_ID, EMPTY_STEAM_ID, FRIENDS_ONLY_STEAM_ID, PARTNER_STEAM_ID, PRIVATE_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake } from './steam/server.ts';
 
 export type RunningFake = { stop: () => Promise<void> };

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { convertToUsd, convertUsd, quoteFor, usdConverter, type FxRates } from '../../shared/fx/index.ts';
 import { decimalJsRatio } from '../../shared/fx/convert-decimal.ts';
+import { convertToUsd, convertUsd, type FxRates, quoteFor, usdConverter } from '../../shared/fx/index.ts';
 
 /**
  * The integer-arithmetic converter (shared/fx/convert.ts) against the decimal.js one it replaced
@@ -11,7 +11,11 @@ import { decimalJsRatio } from '../../shared/fx/convert-decimal.ts';
 
 const ratesOf = (rate: string, usdRate: string, currency: string): FxRates => ({
   as_of: '2026-11-24',
-  rates: new Map([['EUR', '1'], ['USD', usdRate], [currency, rate]]),
+  rates: new Map([
+    ['EUR', '1'],
+    ['USD', usdRate],
+    [currency, rate],
+  ]),
   fetched_at: new Date(0),
 });
 
@@ -22,13 +26,11 @@ const decimalText = (significand: bigint, places: number): string => {
 };
 
 // Amounts 0.01 … 1e7 with 0–4 decimal places (stored prices have 2, a few sources 3), sometimes with trailing zeros.
-const amount = fc
-  .tuple(fc.integer({ min: 0, max: 4 }), fc.bigInt({ min: 1n, max: 10n ** 11n }))
-  .map(([places, significand]) => {
-    const limited = significand % (10n ** 7n * 10n ** BigInt(places)) || 1n;
-    const floor = 10n ** BigInt(Math.max(0, places - 2)); // at least 0.01
-    return decimalText(limited < floor ? floor : limited, places);
-  });
+const amount = fc.tuple(fc.integer({ min: 0, max: 4 }), fc.bigInt({ min: 1n, max: 10n ** 11n })).map(([places, significand]) => {
+  const limited = significand % (10n ** 7n * 10n ** BigInt(places)) || 1n;
+  const floor = 10n ** BigInt(Math.max(0, places - 2)); // at least 0.01
+  return decimalText(limited < floor ? floor : limited, places);
+});
 // ECB rates: 4–5 significant digits, 0–4 places ("0.9374", "156.23", "1.0834", "0.84290", "1523.06", "2").
 const ecbRate = fc
   .tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 99_999 }))
@@ -89,13 +91,25 @@ describe('integer conversion = decimal.js conversion', () => {
     }
     // 0 places: 1 USD = 100 JPY-like / 2 → halves at integers: 0.01 → 0.5 → 0; 0.03 → 1.5 → 2; 0.05 → 2.5 → 2.
     const yen = ratesOf('100', '2', 'JPY');
-    for (const [usd, expected] of [['0.01', '0'], ['0.03', '2'], ['0.05', '2'], ['0.07', '4'], ['0.001', '0'], ['-0.01', '0']]) {
+    for (const [usd, expected] of [
+      ['0.01', '0'],
+      ['0.03', '2'],
+      ['0.05', '2'],
+      ['0.07', '4'],
+      ['0.001', '0'],
+      ['-0.01', '0'],
+    ]) {
       expect(convertUsd(usd!, yen, 'JPY')).toBe(expected!);
       expect(decimalJsRatio(usd!, '100', '2', 0)).toBe(expected!);
     }
     // 3 places: 0.0005-style halves.
     const dinar = ratesOf('1', '2', 'KWD');
-    for (const [usd, expected] of [['0.001', '0.000'], ['0.003', '0.002'], ['0.0005', '0.000'], ['1.235', '0.618']]) {
+    for (const [usd, expected] of [
+      ['0.001', '0.000'],
+      ['0.003', '0.002'],
+      ['0.0005', '0.000'],
+      ['1.235', '0.618'],
+    ]) {
       expect(convertUsd(usd!, dinar, 'KWD')).toBe(expected!);
       expect(decimalJsRatio(usd!, '1', '2', 3)).toBe(expected!);
     }
@@ -103,9 +117,14 @@ describe('integer conversion = decimal.js conversion', () => {
 
   test('rates that make exact halves common (usd rate 2, 4, 8, 0.5) agree on every amount', () => {
     fc.assert(
-      fc.property(amount, fc.constantFrom(['1', '2'], ['1', '4'], ['3', '8'], ['1', '0.5'], ['100', '8']), currency, (usd, [quote, usdQuote], [code, places]) => {
-        expect(convertUsd(usd, ratesOf(quote!, usdQuote!, code), code)).toBe(decimalJsRatio(usd, quote!, usdQuote!, places));
-      }),
+      fc.property(
+        amount,
+        fc.constantFrom(['1', '2'], ['1', '4'], ['3', '8'], ['1', '0.5'], ['100', '8']),
+        currency,
+        (usd, [quote, usdQuote], [code, places]) => {
+          expect(convertUsd(usd, ratesOf(quote!, usdQuote!, code), code)).toBe(decimalJsRatio(usd, quote!, usdQuote!, places));
+        },
+      ),
       { numRuns: 5_000 },
     );
   });

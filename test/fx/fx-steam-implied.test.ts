@@ -1,17 +1,25 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import Decimal from 'decimal.js';
 import { join } from 'node:path';
+import Decimal from 'decimal.js';
 import { minorUnits } from '../../shared/fx/convert.ts';
 import { formatSteamMoney, parseSteamMoney, STEAM_IMPLIED_CURRENCIES, STEAM_WALLET_CURRENCIES, steamWalletCurrency } from '../../shared/fx/steam-currencies.ts';
-import { basketMedianRate, lowestPriceOf, MIN_BASKET_PRICES, refreshSteamImpliedRates, STEAM_DISABLED_REASON, STEAM_IMPLIED_BASKET, steamImpliedPaceMs } from '../../shared/fx/steam-implied.ts';
+import {
+  basketMedianRate,
+  lowestPriceOf,
+  MIN_BASKET_PRICES,
+  refreshSteamImpliedRates,
+  STEAM_DISABLED_REASON,
+  STEAM_IMPLIED_BASKET,
+  steamImpliedPaceMs,
+} from '../../shared/fx/steam-implied.ts';
 import { findSteamImpliedStates } from '../../shared/fx/steam-implied-repository.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { sourceSettings } from '../../shared/sources/settings.ts';
 import { ingestPool } from '../../workers/ingest/index.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
 import { localHundredths, simulatedSteamRateMillionths } from '../fakes/simulator/steam-currencies.ts';
-import { scratchTestApp, testConfig, type TestApp } from '../helpers.ts';
+import { scratchTestApp, type TestApp, testConfig } from '../helpers.ts';
 
 /**
  * Steam-implied exchange rates (docs/design.md §19): Steam's money in every wallet currency read exactly from
@@ -27,16 +35,22 @@ type Fixture = {
 const fixture = (await Bun.file(join(import.meta.dir, '..', 'fixtures', 'upstream', 'steam-priceoverview-currencies.json')).json()) as Fixture;
 
 describe('Steam money in every wallet currency', () => {
-  test('every recorded answer reads exactly, in each currency\'s own form (decimal symbol per currency)', () => {
+  test("every recorded answer reads exactly, in each currency's own form (decimal symbol per currency)", () => {
     expect(new Set(fixture.bodies.map((entry) => entry.currency))).toEqual(new Set(STEAM_WALLET_CURRENCIES.map((currency) => currency.code)));
     for (const entry of fixture.bodies) {
-      expect({ currency: entry.currency, lowest: lowestPriceOf(entry.body, entry.currency) }).toEqual({ currency: entry.currency, lowest: { price: entry.lowest } });
+      expect({ currency: entry.currency, lowest: lowestPriceOf(entry.body, entry.currency) }).toEqual({
+        currency: entry.currency,
+        lowest: { price: entry.lowest },
+      });
       const median = entry.body.median_price;
-      expect({ currency: entry.currency, median: typeof median === 'string' ? parseSteamMoney(median, entry.currency) : null }).toEqual({ currency: entry.currency, median: entry.median });
+      expect({ currency: entry.currency, median: typeof median === 'string' ? parseSteamMoney(median, entry.currency) : null }).toEqual({
+        currency: entry.currency,
+        median: entry.median,
+      });
     }
   });
 
-  test('a text not in the currency\'s form is no amount (skipped, never guessed)', () => {
+  test("a text not in the currency's form is no amount (skipped, never guessed)", () => {
     for (const entry of fixture.unknown_forms) expect({ ...entry, parsed: parseSteamMoney(entry.text, entry.currency) }).toEqual({ ...entry, parsed: null });
     expect(parseSteamMoney('$2.30', 'XYZ')).toBeNull();
     expect(parseSteamMoney('', 'USD')).toBeNull();
@@ -53,7 +67,7 @@ describe('Steam money in every wallet currency', () => {
     expect(lowestPriceOf({ success: true, volume: '12', median_price: '176,95 pуб.' }, 'RUB')).toBe('unpriced');
   });
 
-  test('Steam\'s formatter, as the simulator answers with it, reads back exactly in every currency', () => {
+  test("Steam's formatter, as the simulator answers with it, reads back exactly in every currency", () => {
     for (const currency of STEAM_WALLET_CURRENCIES) {
       for (const hundredths of [1n, 41n, 100n, 1_234n, 123_456n, 1_234_567_89n, 100_000_000n]) {
         const text = formatSteamMoney(hundredths, currency.code);
@@ -74,10 +88,40 @@ describe('Steam money in every wallet currency', () => {
   });
 
   test('the Steam-implied currencies are the wallet currencies the ECB lacks, with their ISO 4217 minor units', () => {
-    expect([...STEAM_IMPLIED_CURRENCIES].sort()).toEqual(['AED', 'ARS', 'CLP', 'COP', 'CRC', 'KWD', 'KZT', 'PEN', 'QAR', 'RUB', 'SAR', 'TWD', 'UAH', 'UYU', 'VND']);
+    expect([...STEAM_IMPLIED_CURRENCIES].sort()).toEqual([
+      'AED',
+      'ARS',
+      'CLP',
+      'COP',
+      'CRC',
+      'KWD',
+      'KZT',
+      'PEN',
+      'QAR',
+      'RUB',
+      'SAR',
+      'TWD',
+      'UAH',
+      'UYU',
+      'VND',
+    ]);
     for (const code of STEAM_IMPLIED_CURRENCIES) expect(steamWalletCurrency(code)).toBeDefined();
     expect(Object.fromEntries(STEAM_IMPLIED_CURRENCIES.map((code) => [code, minorUnits(code)]))).toEqual({
-      RUB: 2, VND: 0, UAH: 2, CLP: 0, PEN: 2, COP: 2, TWD: 2, SAR: 2, AED: 2, ARS: 2, KZT: 2, KWD: 3, QAR: 2, CRC: 2, UYU: 2,
+      RUB: 2,
+      VND: 0,
+      UAH: 2,
+      CLP: 0,
+      PEN: 2,
+      COP: 2,
+      TWD: 2,
+      SAR: 2,
+      AED: 2,
+      ARS: 2,
+      KZT: 2,
+      KWD: 3,
+      QAR: 2,
+      CRC: 2,
+      UYU: 2,
     });
   });
 });
@@ -105,11 +149,20 @@ describe('the basket median', () => {
     const even = odd.slice(0, 4);
     expect(basketMedianRate(even)).toBe(reference(even));
     // Whole-unit currencies and large rates.
-    const vnd = [{ usd: '0.41', local: '10640' }, { usd: '1.05', local: '27248' }, { usd: '0.33', local: '8565' }];
+    const vnd = [
+      { usd: '0.41', local: '10640' },
+      { usd: '1.05', local: '27248' },
+      { usd: '0.33', local: '8565' },
+    ];
     expect(basketMedianRate(vnd)).toBe(reference(vnd));
     // 10 / 80 000 000 = 0.000000125, a tie at the 9th place: half-even keeps the even 2.
     expect(basketMedianRate([{ usd: '80000000', local: '10' }])).toBe('0.00000012');
-    expect(basketMedianRate([{ usd: '80000000', local: '10' }, { usd: '80000000', local: '10.8' }])).toBe('0.00000013');
+    expect(
+      basketMedianRate([
+        { usd: '80000000', local: '10' },
+        { usd: '80000000', local: '10.8' },
+      ]),
+    ).toBe('0.00000013');
     expect(() => basketMedianRate([])).toThrow(RangeError);
     expect(() => basketMedianRate([{ usd: '0', local: '1' }])).toThrow(RangeError);
   });
@@ -133,9 +186,21 @@ describe('the fx.steam_implied run', () => {
   const NOW = new Date('2026-11-25T10:00:00Z');
   const SEED = 11;
   // The basket in USD, pinned: the implied rates can be recomputed from the simulator's own rates.
-  const USD = { 'Recoil Case': '0.41', 'Dreams & Nightmares Case': '1.05', 'Fracture Case': '0.33', 'Revolution Case': '2.17', 'Snakebite Case': '0.09' } as Record<string, string>;
+  const USD = {
+    'Recoil Case': '0.41',
+    'Dreams & Nightmares Case': '1.05',
+    'Fracture Case': '0.33',
+    'Revolution Case': '2.17',
+    'Snakebite Case': '0.09',
+  } as Record<string, string>;
   const config = (overrides: Record<string, string> = {}) =>
-    testConfig({ DATABASE_URL: t.deps.config.DATABASE_URL, SOURCES: 'steam', SOURCE_STEAM_URL: `${simulator.url}/steam`, QUEUE_PREFIX: `fxsteam${process.pid}`, ...overrides });
+    testConfig({
+      DATABASE_URL: t.deps.config.DATABASE_URL,
+      SOURCES: 'steam',
+      SOURCE_STEAM_URL: `${simulator.url}/steam`,
+      QUEUE_PREFIX: `fxsteam${process.pid}`,
+      ...overrides,
+    });
   const deps = (overrides: Record<string, string> = {}) => ({ ...t.deps, config: config(overrides), now: () => NOW });
   const clearBudget = async () => {
     const keys = await t.deps.redis.keys(`fxsteam${process.pid}:*`);
@@ -166,16 +231,24 @@ describe('the fx.steam_implied run', () => {
 
   test('scheduled on the fx interval only while steam is enabled; run once at start-up either way', () => {
     const schedules = (overrides: Record<string, string>) => (typeof ingestPool.schedules === 'function' ? ingestPool.schedules(testConfig(overrides)) : []);
-    expect(schedules({ SOURCES: 'steam', SOURCE_FX_INTERVAL_SECONDS: '3600' }).find((schedule) => schedule.id === 'ingest-fx-steam')).toMatchObject({ job: 'fx.steam_implied', everyMs: 3_600_000 });
+    expect(schedules({ SOURCES: 'steam', SOURCE_FX_INTERVAL_SECONDS: '3600' }).find((schedule) => schedule.id === 'ingest-fx-steam')).toMatchObject({
+      job: 'fx.steam_implied',
+      everyMs: 3_600_000,
+    });
     expect(schedules({ SOURCES: 'skinport' }).map((schedule) => schedule.id)).not.toContain('ingest-fx-steam');
     expect(ingestPool.startupJobs?.map((job) => job.job)).toContain('fx.steam_implied');
   });
 
-  test('reads the basket in USD and in every Steam-implied currency, in each one\'s money format, and stores the exact median', async () => {
+  test("reads the basket in USD and in every Steam-implied currency, in each one's money format, and stores the exact median", async () => {
     await clearBudget();
     const before = simulator.requestCount('steam');
     const outcome = await refreshSteamImpliedRates(deps(), { paceMs: 0 });
-    expect(outcome).toMatchObject({ status: 'succeeded', unavailable: [], skipped: 0, requests: STEAM_IMPLIED_BASKET.length * (1 + STEAM_IMPLIED_CURRENCIES.length) });
+    expect(outcome).toMatchObject({
+      status: 'succeeded',
+      unavailable: [],
+      skipped: 0,
+      requests: STEAM_IMPLIED_BASKET.length * (1 + STEAM_IMPLIED_CURRENCIES.length),
+    });
     expect(simulator.requestCount('steam') - before).toBe(80);
     const states = await findSteamImpliedStates(t.deps.sql);
     expect([...states.keys()].sort()).toEqual([...STEAM_IMPLIED_CURRENCIES].sort());
@@ -196,7 +269,9 @@ describe('the fx.steam_implied run', () => {
       const relative = new Decimal(state.rate!).dividedBy(new Decimal(rate.toString()).dividedBy(1_000_000)).minus(1).abs();
       expect(relative.lessThan(0.05)).toBe(true);
     }
-    expect(await t.deps.sql`select consecutive_failures, last_error from fx_sources where name = 'steam-implied'`).toEqual([{ consecutive_failures: 0, last_error: null }] as never);
+    expect(await t.deps.sql`select consecutive_failures, last_error from fx_sources where name = 'steam-implied'`).toEqual([
+      { consecutive_failures: 0, last_error: null },
+    ] as never);
   }, 30_000);
 
   test('fewer than three basket prices: the currency is not offered, with the reason (never an older rate)', async () => {
@@ -251,7 +326,9 @@ describe('the fx.steam_implied run', () => {
       expect(again).toMatchObject({ status: 'failed', requests: 0, consecutiveFailures: 2 });
       if (again.status === 'failed') expect(again.retryAfterMs).toBeGreaterThan(100_000);
       expect(simulator.requestCount('steam')).toBe(count);
-      const [source] = await t.deps.sql<{ last_error: string; consecutive_failures: number }[]>`select last_error, consecutive_failures from fx_sources where name = 'steam-implied'`;
+      const [source] = await t.deps.sql<
+        { last_error: string; consecutive_failures: number }[]
+      >`select last_error, consecutive_failures from fx_sources where name = 'steam-implied'`;
       expect(source).toMatchObject({ consecutive_failures: 2, last_error: expect.stringContaining('rate-limited') });
     } finally {
       simulator.setMode('steam', 'ok');
@@ -267,7 +344,8 @@ describe('the fx.steam_implied run', () => {
       const outcome = await refreshSteamImpliedRates(deps(), { paceMs: 0 });
       expect(outcome).toMatchObject({ status: 'succeeded', rated: [], skipped: STEAM_IMPLIED_BASKET.length, requests: STEAM_IMPLIED_BASKET.length });
       const states = await findSteamImpliedStates(t.deps.sql);
-      for (const code of STEAM_IMPLIED_CURRENCIES) expect(states.get(code)).toMatchObject({ rate: null, reason: expect.stringContaining('only 0 of 5 basket items have a lowest price on Steam in USD') });
+      for (const code of STEAM_IMPLIED_CURRENCIES)
+        expect(states.get(code)).toMatchObject({ rate: null, reason: expect.stringContaining('only 0 of 5 basket items have a lowest price on Steam in USD') });
     } finally {
       simulator.setMode('steam', 'ok');
     }

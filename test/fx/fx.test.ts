@@ -1,31 +1,31 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { Queue } from 'bullmq';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import {
   convertUsd,
-  findLatestRates,
+  type FxRates,
   FxUnavailableError,
+  findLatestRates,
+  fxRetryDelayMs,
   isSupportedCurrency,
   minorUnits,
   parseEcbRates,
   quoteFor,
-  fxRetryDelayMs,
   refreshFxRates,
   saveRateDays,
   supportedCurrencies,
   UnsupportedCurrencyError,
   usdConverter,
-  type FxRates,
 } from '../../shared/fx/index.ts';
 import { fxRatesStale } from '../../shared/health/fx.ts';
-import { createLogger } from '../../shared/platform/logger.ts';
 import { queueName } from '../../shared/jobs/queues.ts';
+import { createLogger } from '../../shared/platform/logger.ts';
 import { createWorkerRedis } from '../../shared/platform/redis.ts';
 import { ingestPool } from '../../workers/ingest/index.ts';
 import { startPools } from '../../workers/runtime.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
-import { eventually, scratchTestApp, testClock, testConfig, type TestApp } from '../helpers.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
+import { eventually, scratchTestApp, type TestApp, testClock, testConfig } from '../helpers.ts';
 
 /** Exchange rates (docs/design.md §14, issue 20): the ECB file, its storage, health, conversion and the refresh job. */
 
@@ -98,8 +98,26 @@ describe('the ECB daily file', () => {
       ['impossible date', envelope(day('2026-02-30', [['USD', '1.0834']])), /not a YYYY-MM-DD date/],
       ['date with a time', envelope(day('2026-11-24T16:00', [['USD', '1.0834']])), /not a YYYY-MM-DD date/],
       ['future date', envelope(day('2026-12-24', [['USD', '1.0834']])), /in the future/],
-      ['no USD rate', envelope(day(FIXTURE_DATE, [['JPY', '162.41'], ['GBP', '0.84290']])), /no valid USD rate/],
-      ['a USD rate that is not a number', envelope(day(FIXTURE_DATE, [['USD', 'N/A'], ['JPY', '162.41']])), /no valid USD rate/],
+      [
+        'no USD rate',
+        envelope(
+          day(FIXTURE_DATE, [
+            ['JPY', '162.41'],
+            ['GBP', '0.84290'],
+          ]),
+        ),
+        /no valid USD rate/,
+      ],
+      [
+        'a USD rate that is not a number',
+        envelope(
+          day(FIXTURE_DATE, [
+            ['USD', 'N/A'],
+            ['JPY', '162.41'],
+          ]),
+        ),
+        /no valid USD rate/,
+      ],
       ['lower-case usd', envelope(day(FIXTURE_DATE, [['usd', '1.0834']])), /no valid USD rate/],
       ['repeated attribute', envelope(`\t\t<Cube time='${FIXTURE_DATE}'>\n\t\t\t<Cube currency='USD' rate='1.0834' rate='2'/>\n\t\t</Cube>\n`), /invalid XML/],
       ['a body far larger than the file', envelope(day(FIXTURE_DATE, [['USD', '1.0834']])).padEnd(2_000_000, ' '), /not the ECB file/],
@@ -129,14 +147,22 @@ describe('the ECB daily file', () => {
     const result = parseEcbRates(envelope(day(FIXTURE_DATE, entries)), AFTER_FIXTURE);
     expect(result.skipped).toBe(13);
     expect(Object.fromEntries(result.days[0]!.rates)).toEqual({ USD: '1.0834', CHF: '0.9377', ZAR: '19.7212' });
-    const missingRate = parseEcbRates(envelope(`\t\t<Cube time='${FIXTURE_DATE}'>\n\t\t\t<Cube currency='USD' rate='1.0834'/>\n\t\t\t<Cube currency='JPY'/>\n\t\t</Cube>\n`), AFTER_FIXTURE);
+    const missingRate = parseEcbRates(
+      envelope(`\t\t<Cube time='${FIXTURE_DATE}'>\n\t\t\t<Cube currency='USD' rate='1.0834'/>\n\t\t\t<Cube currency='JPY'/>\n\t\t</Cube>\n`),
+      AFTER_FIXTURE,
+    );
     expect(missingRate.skipped).toBe(1);
     expect([...missingRate.days[0]!.rates.keys()]).toEqual(['USD']);
   });
 
   test('a file with several days gives each; a bad day is left out and the good ones kept', () => {
     const result = parseEcbRates(
-      envelope(day('2026-11-24', [['USD', '1.0834']]) + day('2026-11-23', [['USD', '1.0811']]) + day('2026-11-99', [['USD', '1.07']]) + day('2026-11-22', [['JPY', '160']])),
+      envelope(
+        day('2026-11-24', [['USD', '1.0834']]) +
+          day('2026-11-23', [['USD', '1.0811']]) +
+          day('2026-11-99', [['USD', '1.07']]) +
+          day('2026-11-22', [['JPY', '160']]),
+      ),
       AFTER_FIXTURE,
     );
     expect(result.days.map((entry) => [entry.date, entry.rates.get('USD')])).toEqual([
@@ -159,8 +185,21 @@ describe('conversion', () => {
   });
 
   test('minor units follow ISO 4217: 0 for JPY, KRW and ISK, 2 for HUF and the rest, 2 for an unknown code', () => {
-    expect(Object.fromEntries(['JPY', 'KRW', 'ISK', 'HUF', 'IDR', 'USD', 'EUR', 'GBP', 'CLP', 'VND', 'KWD', 'QQQ'].map((code) => [code, minorUnits(code)]))).toEqual({
-      JPY: 0, KRW: 0, ISK: 0, HUF: 2, IDR: 2, USD: 2, EUR: 2, GBP: 2, CLP: 0, VND: 0, KWD: 3, QQQ: 2,
+    expect(
+      Object.fromEntries(['JPY', 'KRW', 'ISK', 'HUF', 'IDR', 'USD', 'EUR', 'GBP', 'CLP', 'VND', 'KWD', 'QQQ'].map((code) => [code, minorUnits(code)])),
+    ).toEqual({
+      JPY: 0,
+      KRW: 0,
+      ISK: 0,
+      HUF: 2,
+      IDR: 2,
+      USD: 2,
+      EUR: 2,
+      GBP: 2,
+      CLP: 0,
+      VND: 0,
+      KWD: 3,
+      QQQ: 2,
     });
     for (const code of ECB_CODES) expect([code, minorUnits(code)]).toEqual([code, ['JPY', 'KRW', 'ISK'].includes(code) ? 0 : 2]);
   });
@@ -258,7 +297,15 @@ describe('storage, refresh and health (a database of its own)', () => {
     const report = await health();
     expect(report.status).toBe(503);
     expect(report.body.status).toBe('degraded');
-    expect(report.body.fx).toEqual({ status: 'never_succeeded', source: 'ecb', as_of: null, updated_at: null, currencies: null, rows_skipped: null, consecutive_failures: 0 } as never);
+    expect(report.body.fx).toEqual({
+      status: 'never_succeeded',
+      source: 'ecb',
+      as_of: null,
+      updated_at: null,
+      currencies: null,
+      rows_skipped: null,
+      consecutive_failures: 0,
+    } as never);
     const status = await platform();
     expect(status.degraded).toContain('fx');
     expect(status.components.fx.status).toBe('never_succeeded');
@@ -266,7 +313,19 @@ describe('storage, refresh and health (a database of its own)', () => {
 
   test('rates are stored per ECB date; a later file for the same date replaces that date, and the newest date is the one used', async () => {
     const fetchedAt = new Date('2026-11-24T16:05:00Z');
-    await saveRateDays(t.deps.sql, [{ date: '2026-11-23', rates: new Map([['USD', '1.0811'], ['JPY', '161.90']]) }], fetchedAt);
+    await saveRateDays(
+      t.deps.sql,
+      [
+        {
+          date: '2026-11-23',
+          rates: new Map([
+            ['USD', '1.0811'],
+            ['JPY', '161.90'],
+          ]),
+        },
+      ],
+      fetchedAt,
+    );
     await saveRateDays(t.deps.sql, parseEcbRates(FIXTURE, AFTER_FIXTURE).days, fetchedAt);
     let latest = await findLatestRates(t.deps.sql);
     expect(latest!.as_of).toBe(FIXTURE_DATE);
@@ -277,7 +336,19 @@ describe('storage, refresh and health (a database of its own)', () => {
 
     // The same date again, corrected and with one currency fewer: the whole set is replaced.
     const later = new Date('2026-11-24T17:00:00Z');
-    await saveRateDays(t.deps.sql, [{ date: FIXTURE_DATE, rates: new Map([['USD', '1.0835'], ['GBP', '0.84300']]) }], later);
+    await saveRateDays(
+      t.deps.sql,
+      [
+        {
+          date: FIXTURE_DATE,
+          rates: new Map([
+            ['USD', '1.0835'],
+            ['GBP', '0.84300'],
+          ]),
+        },
+      ],
+      later,
+    );
     latest = await findLatestRates(t.deps.sql);
     expect(Object.fromEntries(latest!.rates)).toEqual({ EUR: '1', USD: '1.0835', GBP: '0.84300' });
     expect(latest!.fetched_at).toEqual(later);
@@ -395,7 +466,10 @@ describe('storage, refresh and health (a database of its own)', () => {
       expect(stored.rates.size).toBe(31);
       expect((await health()).body.fx).toMatchObject({ status: 'fresh', consecutive_failures: 0 });
       const schedulers = await queue.getJobSchedulers();
-      expect(schedulers.map((scheduler) => [scheduler.key, scheduler.every]).sort()).toEqual([['ingest-fx', 6 * 60 * 60_000], ['ingest-stream-relay', 5_000]]);
+      expect(schedulers.map((scheduler) => [scheduler.key, scheduler.every]).sort()).toEqual([
+        ['ingest-fx', 6 * 60 * 60_000],
+        ['ingest-stream-relay', 5_000],
+      ]);
 
       // A restart finds its scheduler still there, next run up to 6 h away: the start-up job fetches anyway.
       await running.stop();
@@ -414,13 +488,21 @@ describe('storage, refresh and health (a database of its own)', () => {
   }, 40_000);
 
   test('a failed fetch is retried after 60 s, doubling with each failure in a row up to SOURCE_FX_INTERVAL_SECONDS, until one succeeds (docs/design.md §19)', async () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8, 9, 50].map((failures) => fxRetryDelayMs(failures, 6 * 60 * 60_000) / 1000)).toEqual([60, 120, 240, 480, 960, 1920, 3840, 7680, 15360, 21600]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 9, 50].map((failures) => fxRetryDelayMs(failures, 6 * 60 * 60_000) / 1000)).toEqual([
+      60, 120, 240, 480, 960, 1920, 3840, 7680, 15360, 21600,
+    ]);
     expect(fxRetryDelayMs(3, 90_000)).toBe(90_000);
 
     await t.deps.sql`truncate fx_rate_days, fx_rates, fx_sources`;
     clock.set(new Date());
     const queuePrefix = `fxretry${process.pid}`;
-    const config = testConfig({ DATABASE_URL: t.deps.config.DATABASE_URL, SOURCES: '', FX_URL: `${simulator.url}/fx`, QUEUE_PREFIX: queuePrefix, SOURCE_FX_INTERVAL_SECONDS: '3600' });
+    const config = testConfig({
+      DATABASE_URL: t.deps.config.DATABASE_URL,
+      SOURCES: '',
+      FX_URL: `${simulator.url}/fx`,
+      QUEUE_PREFIX: queuePrefix,
+      SOURCE_FX_INTERVAL_SECONDS: '3600',
+    });
     // The ECB is down when the service starts.
     simulator.setMode('fx', 'fail');
     const running = await startPools([ingestPool], config, silent);

@@ -7,8 +7,8 @@ import { refreshSteamImpliedRates, STEAM_IMPLIED_BASKET } from '../../shared/fx/
 import { findSteamImpliedStates, saveSteamImpliedUnavailable } from '../../shared/fx/steam-implied-repository.ts';
 import { forgetCachedRates } from '../../shared/prices/currency.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
-import { errorOf, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
+import { errorOf, scratchTestApp, type TestApp, testConfig, workspaceWithKey } from '../helpers.ts';
 
 /**
  * Every Steam wallet currency through `?currency=` (docs/design.md §19) and GET /v2/meta/currencies: rates
@@ -26,7 +26,14 @@ const keyless = (path: string) => t.request(path, { headers: { 'x-forwarded-for'
 const keyed = (path: string) => t.request(path, { headers });
 // biome-ignore lint/suspicious/noExplicitAny: answers of many shapes read field by field, each field checked by an expect; a declared type per answer would restate what the expects check
 const read = (response: Response): Promise<any> => response.json();
-const ECB_DAY = { date: '2026-11-24', rates: new Map([['USD', '1.0834'], ['JPY', '162.41'], ['GBP', '0.84290']]) };
+const ECB_DAY = {
+  date: '2026-11-24',
+  rates: new Map([
+    ['USD', '1.0834'],
+    ['JPY', '162.41'],
+    ['GBP', '0.84290'],
+  ]),
+};
 /** An independent computation: usd × rate, half-even to `places`. */
 const times = (usd: string, rate: string, places: number) => new Decimal(usd).times(rate).toDecimalPlaces(places, Decimal.ROUND_HALF_EVEN).toFixed(places);
 
@@ -37,7 +44,10 @@ beforeAll(async () => {
   item = { catalog_id: catalogIdFor(name), market_hash_name: name };
   await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${item.catalog_id}, ${name}, 'knife')`;
   const now = new Date();
-  for (const [source, price] of [['skinport', '10.00'], ['steam', '12.34']] as const) {
+  for (const [source, price] of [
+    ['skinport', '10.00'],
+    ['steam', '12.34'],
+  ] as const) {
     await t.deps.sql`
       insert into latest_prices (catalog_id, source, version, price, source_time, ingested_at, run_id)
       values (${item.catalog_id}, ${source}, 'default', ${price}::numeric, ${now}, ${now}, ${crypto.randomUUID()})`;
@@ -53,7 +63,12 @@ afterAll(async () => {
 });
 
 const runSteamImplied = async () => {
-  const config = testConfig({ DATABASE_URL: t.deps.config.DATABASE_URL, SOURCES: 'steam', SOURCE_STEAM_URL: `${simulator.url}/steam`, QUEUE_PREFIX: `metacur${process.pid}` });
+  const config = testConfig({
+    DATABASE_URL: t.deps.config.DATABASE_URL,
+    SOURCES: 'steam',
+    SOURCE_STEAM_URL: `${simulator.url}/steam`,
+    QUEUE_PREFIX: `metacur${process.pid}`,
+  });
   const outcome = await refreshSteamImpliedRates({ ...t.deps, config }, { paceMs: 0 });
   forgetCachedRates(t.deps.sql);
   return outcome;
@@ -67,7 +82,11 @@ describe('before any rates', () => {
     expect(body.base).toBe('USD');
     expect(body.currencies).toEqual([{ code: 'USD', source: 'base', minor_units: 2, rate: null, as_of: null }]);
     expect(body.unavailable.map((entry: { code: string }) => entry.code)).toEqual(['EUR', ...STEAM_IMPLIED_CURRENCIES].sort());
-    expect(body.unavailable.find((entry: { code: string }) => entry.code === 'RUB')).toEqual({ code: 'RUB', source: 'steam-implied', reason: 'no Steam basket read has completed yet' });
+    expect(body.unavailable.find((entry: { code: string }) => entry.code === 'RUB')).toEqual({
+      code: 'RUB',
+      source: 'steam-implied',
+      reason: 'no Steam basket read has completed yet',
+    });
     // Asking for one: a 503 naming the reason; EUR as before (no ECB rates yet).
     const rub = await keyed(`/v2/prices/${item.catalog_id}?currency=RUB`);
     expect(rub.status).toBe(503);
@@ -81,7 +100,13 @@ describe('with ECB and Steam-implied rates', () => {
     await saveRateDays(t.deps.sql, [ECB_DAY], new Date());
     expect(await runSteamImplied()).toMatchObject({ status: 'succeeded', unavailable: [] });
     // One currency's basket came back too thin (as a run would store it).
-    await saveSteamImpliedUnavailable(t.deps.sql, ['KWD'], 'only 2 of 5 basket items have a lowest price on Steam in both USD and KWD (3 needed): not offered rather than guessed', [], new Date());
+    await saveSteamImpliedUnavailable(
+      t.deps.sql,
+      ['KWD'],
+      'only 2 of 5 basket items have a lowest price on Steam in both USD and KWD (3 needed): not offered rather than guessed',
+      [],
+      new Date(),
+    );
     forgetCachedRates(t.deps.sql);
   }, 30_000);
 
@@ -89,13 +114,21 @@ describe('with ECB and Steam-implied rates', () => {
     const body = await read(await t.request('/v2/meta/currencies'));
     const states = await findSteamImpliedStates(t.deps.sql);
     const byCode = new Map(body.currencies.map((entry: { code: string }) => [entry.code, entry]));
-    expect(body.currencies.map((entry: { code: string }) => entry.code)).toEqual(['EUR', 'GBP', 'JPY', 'USD', ...STEAM_IMPLIED_CURRENCIES.filter((code) => code !== 'KWD')].sort());
+    expect(body.currencies.map((entry: { code: string }) => entry.code)).toEqual(
+      ['EUR', 'GBP', 'JPY', 'USD', ...STEAM_IMPLIED_CURRENCIES.filter((code) => code !== 'KWD')].sort(),
+    );
     expect(byCode.get('USD')).toEqual({ code: 'USD', source: 'base', minor_units: 2, rate: null, as_of: null });
     expect(byCode.get('EUR')).toEqual({ code: 'EUR', source: 'ecb', minor_units: 2, rate: '0.92302012', as_of: '2026-11-24' });
     expect(byCode.get('JPY')).toMatchObject({ source: 'ecb', minor_units: 0 });
     for (const code of STEAM_IMPLIED_CURRENCIES.filter((currency) => currency !== 'KWD')) {
       const state = states.get(code)!;
-      expect(byCode.get(code)).toEqual({ code, source: 'steam-implied', minor_units: code === 'CLP' || code === 'VND' ? 0 : 2, rate: new Decimal(state.rate!).toFixed(8), as_of: state.as_of });
+      expect(byCode.get(code)).toEqual({
+        code,
+        source: 'steam-implied',
+        minor_units: code === 'CLP' || code === 'VND' ? 0 : 2,
+        rate: new Decimal(state.rate!).toFixed(8),
+        as_of: state.as_of,
+      });
     }
     expect(body.unavailable).toEqual([{ code: 'KWD', source: 'steam-implied', reason: expect.stringContaining('only 2 of 5 basket items') }]);
   });

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import Ajv2020 from 'ajv/dist/2020';
 import type { AuditEvent } from '../../shared/audit/events.ts';
-import { newId } from '../../shared/util/ids.ts';
 import type { Scope } from '../../shared/http/scopes.ts';
-import { PARTNER_STEAM_ID, PUBLIC_STEAM_ID, startSteamFake, type SteamFake } from '../fakes/steam/server.ts';
-import { createTestApp, errorOf, signUp, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { newId } from '../../shared/util/ids.ts';
+import { PARTNER_STEAM_ID, PUBLIC_STEAM_ID, type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
+import { createTestApp, errorOf, signUp, type TestApp, workspaceWithKey } from '../helpers.ts';
 
 /**
  * docs/design.md §11 connected accounts: connect → Steam sign-in (the Steam fake's OpenID provider) →
@@ -106,12 +106,20 @@ describe('connect flow', () => {
     const response = await callback(await signIn(started));
     expect(response.status).toBe(200);
     const account = (await response.json()) as Account;
-    expect(account).toEqual({ account_id: expect.any(Number), steam_id: PUBLIC_STEAM_ID, persona_name: 'fake public', connected_at: expect.any(String), steam_token: null });
+    expect(account).toEqual({
+      account_id: expect.any(Number),
+      steam_id: PUBLIC_STEAM_ID,
+      persona_name: 'fake public',
+      connected_at: expect.any(String),
+      steam_token: null,
+    });
     expect(Number.isInteger(account.account_id)).toBe(true);
     expect(providerChecks()).toBe(checksBefore + 1);
 
     // The documented JSON body of the callback is what it answers.
-    const document = (await (await t.request('/openapi.json')).json()) as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: object }> }> }>> };
+    const document = (await (await t.request('/openapi.json')).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { schema: object }> }> }>>;
+    };
     const schema = document.paths['/v2/gameplatform/openid/callback']!.get!.responses['200']!.content['application/json']!.schema;
     expect(new Ajv2020({ strict: false }).validate(schema, account)).toBe(true);
 
@@ -215,29 +223,48 @@ describe('forged or stale callbacks create no account', () => {
 
   test('a claimed_id on another host, even signed, is refused without asking the provider', async () => {
     const evil = `https://steamcommunity.com.evil.example/openid/id/${PUBLIC_STEAM_ID}`;
-    await refused((started) => callbackPath(started.state, assertionFor(started, { claimed_id: evil, identity: evil })), { reason: 'malformed_claimed_id', providerAsked: false });
+    await refused((started) => callbackPath(started.state, assertionFor(started, { claimed_id: evil, identity: evil })), {
+      reason: 'malformed_claimed_id',
+      providerAsked: false,
+    });
   });
 
   test('a claimed_id that is not an individual SteamID64 is refused', async () => {
     const group = `${CLAIMED}103582791429521412`;
-    await refused((started) => callbackPath(started.state, assertionFor(started, { claimed_id: group, identity: group })), { reason: 'malformed_claimed_id', providerAsked: false });
+    await refused((started) => callbackPath(started.state, assertionFor(started, { claimed_id: group, identity: group })), {
+      reason: 'malformed_claimed_id',
+      providerAsked: false,
+    });
   });
 
   test('identity different from claimed_id', async () => {
-    await refused((started) => callbackPath(started.state, assertionFor(started, { identity: `${CLAIMED}${PARTNER_STEAM_ID}` })), { reason: 'identity_mismatch', providerAsked: false });
+    await refused((started) => callbackPath(started.state, assertionFor(started, { identity: `${CLAIMED}${PARTNER_STEAM_ID}` })), {
+      reason: 'identity_mismatch',
+      providerAsked: false,
+    });
   });
 
   test('another op_endpoint, even signed', async () => {
-    await refused((started) => callbackPath(started.state, assertionFor(started, { op_endpoint: 'https://evil.example/openid/login' })), { reason: 'wrong_op_endpoint', providerAsked: false });
+    await refused((started) => callbackPath(started.state, assertionFor(started, { op_endpoint: 'https://evil.example/openid/login' })), {
+      reason: 'wrong_op_endpoint',
+      providerAsked: false,
+    });
   });
 
   test('a mode other than id_res', async () => {
-    await refused((started) => callbackPath(started.state, { 'openid.ns': 'http://specs.openid.net/auth/2.0', 'openid.mode': 'cancel' }), { reason: 'wrong_mode', providerAsked: false });
+    await refused((started) => callbackPath(started.state, { 'openid.ns': 'http://specs.openid.net/auth/2.0', 'openid.mode': 'cancel' }), {
+      reason: 'wrong_mode',
+      providerAsked: false,
+    });
   });
 
   test('a return_to on another host', async () => {
     await refused(
-      (started) => callbackPath(started.state, fake.openid.positiveAssertion(`https://evil.example/v2/gameplatform/openid/callback?state=${started.state}`, PUBLIC_STEAM_ID)),
+      (started) =>
+        callbackPath(
+          started.state,
+          fake.openid.positiveAssertion(`https://evil.example/v2/gameplatform/openid/callback?state=${started.state}`, PUBLIC_STEAM_ID),
+        ),
       { reason: 'wrong_return_to', providerAsked: false },
     );
   });
@@ -245,14 +272,20 @@ describe('forged or stale callbacks create no account', () => {
   test("a return_to carrying another flow's state", async () => {
     const ws = await writer();
     const other = await connect(ws.keyHeaders);
-    await refused((started) => callbackPath(started.state, fake.openid.positiveAssertion(returnTo(other.state), PUBLIC_STEAM_ID)), { reason: 'wrong_return_to', providerAsked: false });
+    await refused((started) => callbackPath(started.state, fake.openid.positiveAssertion(returnTo(other.state), PUBLIC_STEAM_ID)), {
+      reason: 'wrong_return_to',
+      providerAsked: false,
+    });
   });
 
   test('fewer signed fields than op_endpoint, claimed_id, identity, return_to, response_nonce, assoc_handle', async () => {
-    await refused((started) => callbackPath(started.state, assertionFor(started, { signed: 'signed,op_endpoint,claimed_id,identity,return_to,response_nonce' })), {
-      reason: 'unsigned_fields',
-      providerAsked: false,
-    });
+    await refused(
+      (started) => callbackPath(started.state, assertionFor(started, { signed: 'signed,op_endpoint,claimed_id,identity,return_to,response_nonce' })),
+      {
+        reason: 'unsigned_fields',
+        providerAsked: false,
+      },
+    );
   });
 
   test('a signed field that is missing from the response', async () => {
@@ -293,7 +326,10 @@ describe('forged or stale callbacks create no account', () => {
   });
 
   test('an old nonce', async () => {
-    await refused((started) => callbackPath(started.state, assertionFor(started, { response_nonce: '2020-01-01T00:00:00Zold' })), { reason: 'stale_nonce', providerAsked: false });
+    await refused((started) => callbackPath(started.state, assertionFor(started, { response_nonce: '2020-01-01T00:00:00Zold' })), {
+      reason: 'stale_nonce',
+      providerAsked: false,
+    });
   });
 
   test('a replayed callback: the state is single-use', async () => {
@@ -329,7 +365,11 @@ describe('forged or stale callbacks create no account', () => {
 
   test('an unknown state, or none', async () => {
     const checksBefore = providerChecks();
-    for (const path of [callbackPath('not-a-state', fake.openid.positiveAssertion(returnTo('not-a-state'), PUBLIC_STEAM_ID)), '/v2/gameplatform/openid/callback', '/v2/gameplatform/openid/callback?openid.mode=id_res']) {
+    for (const path of [
+      callbackPath('not-a-state', fake.openid.positiveAssertion(returnTo('not-a-state'), PUBLIC_STEAM_ID)),
+      '/v2/gameplatform/openid/callback',
+      '/v2/gameplatform/openid/callback?openid.mode=id_res',
+    ]) {
       const response = await callback(path);
       expect(response.status).toBe(400);
       expect((await errorOf(response)).code).toBe('invalid_openid_response');
@@ -385,7 +425,7 @@ describe('keys, scopes and workspaces', () => {
     expect((await t.request('/v2/gameplatform/accounts', { headers: defaults.keyHeaders })).status).toBe(403);
   });
 
-  test("another workspace neither sees nor disconnects an account; its own listing is empty", async () => {
+  test('another workspace neither sees nor disconnects an account; its own listing is empty', async () => {
     const owner = await writer();
     const account = await connectedAs(owner.key, PUBLIC_STEAM_ID);
     const stranger = await writer();
@@ -439,12 +479,16 @@ describe('listing and disconnecting', () => {
     const sent = newId();
     const now = new Date();
     const expires = new Date(now.getTime() + 86_400_000);
-    for (const [id, state] of [[draft, 'draft'], [sent, 'cancelled']] as const) {
+    for (const [id, state] of [
+      [draft, 'draft'],
+      [sent, 'cancelled'],
+    ] as const) {
       await t.deps.sql`
         insert into trade_intents (id, workspace_id, account_id, kind, state, external_reference, give, valuation, expires_at, created_at, updated_at)
         values (${id}, ${ws.workspace.id}, ${account.account_id}, 'create_offer', ${state}, ${`ref-${id}`}, ${['1001']}, ${t.deps.sql.json({})}, ${expires}, ${now}, ${now})`;
     }
-    await t.deps.sql`insert into trade_reservations (intent_id, steam_id, asset_id, expires_at) values (${draft}, ${PUBLIC_STEAM_ID}, ${`asset-${draft}`}, ${expires})`;
+    await t.deps
+      .sql`insert into trade_reservations (intent_id, steam_id, asset_id, expires_at) values (${draft}, ${PUBLIC_STEAM_ID}, ${`asset-${draft}`}, ${expires})`;
 
     const response = await t.request(`/v2/gameplatform/accounts/${account.account_id}`, { method: 'DELETE', headers: ws.keyHeaders });
     expect(response.status).toBe(204);
@@ -454,7 +498,12 @@ describe('listing and disconnecting', () => {
     const [reservation] = await t.deps.sql<{ released_at: Date | null }[]>`select released_at from trade_reservations where intent_id = ${draft}`;
     expect(reservation!.released_at).not.toBeNull();
     const [event] = await auditOf(ws.key, 'event_type=account.disconnected');
-    expect(event).toMatchObject({ source: 'gameplatform', resource_id: String(account.account_id), outcome: 'succeeded', actor: { type: 'api_key', id: ws.keyId } });
+    expect(event).toMatchObject({
+      source: 'gameplatform',
+      resource_id: String(account.account_id),
+      outcome: 'succeeded',
+      actor: { type: 'api_key', id: ws.keyId },
+    });
 
     expect((await t.request(`/v2/gameplatform/accounts/${account.account_id}`, { method: 'DELETE', headers: ws.keyHeaders })).status).toBe(404);
     // Connecting the Steam account again makes a new account.

@@ -1,24 +1,16 @@
-import { brotliDecompressSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { brotliDecompressSync } from 'node:zlib';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
-import type { InventoryAsset } from '../../shared/gameplatform/inventory/asset-record.ts';
-import { parseTradeHold } from '../../shared/gameplatform/inventory/holds.ts';
 import { convertUsd } from '../../shared/fx/convert.ts';
 import { findLatestRates } from '../../shared/fx/repository.ts';
-import {
-  BIG_STEAM_ID,
-  EMPTY_STEAM_ID,
-  PRIVATE_STEAM_ID,
-  PUBLIC_STEAM_ID,
-  startSteamFake,
-  UNKNOWN_STEAM_ID,
-  type SteamFake,
-} from '../fakes/steam/server.ts';
-import { encodeCertificate, type CertificateInput } from '../../shared/inspect/index.ts';
-import type { InventoryFixture } from '../fakes/steam/server.ts';
+import type { InventoryAsset } from '../../shared/gameplatform/inventory/asset-record.ts';
+import { parseTradeHold } from '../../shared/gameplatform/inventory/holds.ts';
+import { type CertificateInput, encodeCertificate } from '../../shared/inspect/index.ts';
 import { PRICE_SNAPSHOT_CHANNEL } from '../../shared/prices/snapshot.ts';
-import { createTestApp, errorOf, eventually, scratchTestApp, testClock, workspaceWithKey, type TestApp, seedFreshFxRates } from '../helpers.ts';
+import type { InventoryFixture } from '../fakes/steam/server.ts';
+import { BIG_STEAM_ID, EMPTY_STEAM_ID, PRIVATE_STEAM_ID, PUBLIC_STEAM_ID, type SteamFake, startSteamFake, UNKNOWN_STEAM_ID } from '../fakes/steam/server.ts';
+import { createTestApp, errorOf, eventually, scratchTestApp, seedFreshFxRates, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 
 /** GET /v2/inventories/{gameplatform_id} (docs/design.md §11) over real Postgres and Redis, Steam played by the fake. */
 
@@ -112,7 +104,16 @@ async function richInventory(owner: string): Promise<number> {
       };
     } else if (name.includes('Printstream')) {
       const seen = nth('printstream');
-      input = { item: { definition_index: 60 }, state: { paint_index: 984, paint_seed: 12, wear: 0.125, stattrak: { value: seen === 0 ? 1337 : 0 }, ...(seen === 0 ? { name_tag: 'Printer go brrr' } : {}) } };
+      input = {
+        item: { definition_index: 60 },
+        state: {
+          paint_index: 984,
+          paint_seed: 12,
+          wear: 0.125,
+          stattrak: { value: seen === 0 ? 1337 : 0 },
+          ...(seen === 0 ? { name_tag: 'Printer go brrr' } : {}),
+        },
+      };
     } else if (name.includes('Karambit | Doppler')) {
       const seen = nth('doppler');
       input = { item: { definition_index: 507 }, state: { paint_index: [419, 415, 417][seen] ?? 418, paint_seed: 412, wear: 0.0125 } };
@@ -123,7 +124,9 @@ async function richInventory(owner: string): Promise<number> {
     const input = certificateFor(entry.assetid);
     if (!input) continue;
     const certificate = encodeCertificate({ item: input.item, state: input.state }, { key: 0x70 });
-    entry.asset_properties = entry.asset_properties.map((property) => (property.propertyid === 6 ? { ...property, string_value: certificate } : property)) as typeof entry.asset_properties;
+    entry.asset_properties = entry.asset_properties.map((property) =>
+      property.propertyid === 6 ? { ...property, string_value: certificate } : property,
+    ) as typeof entry.asset_properties;
   }
   fake.setInventory(owner, raw);
   return raw.assets.length;
@@ -149,7 +152,26 @@ describe('GET /v2/inventories/{gameplatform_id}: the rich inventory', () => {
     expect(new Set(body.data.map((asset) => asset.asset_id)).size).toBe(upstreamCount);
     for (const asset of body.data) {
       expect(Object.keys(asset).sort()).toEqual(
-        ['asset_id', 'catalog_id', 'certificate', 'class_id', 'image', 'insights', 'inspect_link', 'instance_id', 'item', 'market_hash_name', 'marketable', 'name', 'protection', 'state', 'tradable', 'trade_hold_until', 'type', 'value'].sort(),
+        [
+          'asset_id',
+          'catalog_id',
+          'certificate',
+          'class_id',
+          'image',
+          'insights',
+          'inspect_link',
+          'instance_id',
+          'item',
+          'market_hash_name',
+          'marketable',
+          'name',
+          'protection',
+          'state',
+          'tradable',
+          'trade_hold_until',
+          'type',
+          'value',
+        ].sort(),
       );
       expect(asset.value).toBeNull();
       if (!asset.market_hash_name?.includes('Coin')) expect(asset.catalog_id).toStartWith('itm_');
@@ -287,7 +309,9 @@ describe('GET /v2/inventories/{gameplatform_id}: paging a 5 000-asset inventory'
     // Upstream order is kept.
     const upstream: string[] = [];
     for (let start: string | undefined; ; ) {
-      const raw = (await (await fetch(`${fake.url}/inventory/${BIG_STEAM_ID}/730/2?l=english&count=2000${start ? `&start_assetid=${start}` : ''}`)).json()) as InventoryFixture & { last_assetid?: string };
+      const raw = (await (
+        await fetch(`${fake.url}/inventory/${BIG_STEAM_ID}/730/2?l=english&count=2000${start ? `&start_assetid=${start}` : ''}`)
+      ).json()) as InventoryFixture & { last_assetid?: string };
       upstream.push(...raw.assets.map((asset) => asset.assetid));
       if (!raw.last_assetid) break;
       start = raw.last_assetid;
@@ -396,7 +420,13 @@ describe('GET /v2/inventories/{gameplatform_id}: the per-process cache (PRICE_CA
     // A second API process over the same database, with the cache on; `t` (cache off) answers from Postgres.
     cached = createTestApp({
       now: clock.now,
-      config: { DATABASE_URL: t.deps.config.DATABASE_URL, PRICE_CACHE_MS: '60000', STEAM_API_URL: fake.url, STEAM_COMMUNITY_URL: fake.url, STEAM_WEB_API_KEY: fake.apiKey },
+      config: {
+        DATABASE_URL: t.deps.config.DATABASE_URL,
+        PRICE_CACHE_MS: '60000',
+        STEAM_API_URL: fake.url,
+        STEAM_COMMUNITY_URL: fake.url,
+        STEAM_WEB_API_KEY: fake.apiKey,
+      },
     });
     cachedKey = (await workspaceWithKey(cached, { tier: 'enterprise', budgets: { minute: null, day: null } })).key;
   });
@@ -430,7 +460,11 @@ describe('GET /v2/inventories/{gameplatform_id}: the per-process cache (PRICE_CA
     // Within PRICE_CACHE_MS and before any announcement, the cached page is served as rendered.
     expect(await cachedText(query)).toBe(first);
     const repriced = await uncachedText(query);
-    expect((JSON.parse(repriced) as Page).data.find((asset) => asset.asset_id === target.asset_id)!.value).toMatchObject({ marketplace: 'steam', price: '4.56', currency: 'USD' });
+    expect((JSON.parse(repriced) as Page).data.find((asset) => asset.asset_id === target.asset_id)!.value).toMatchObject({
+      marketplace: 'steam',
+      price: '4.56',
+      currency: 'USD',
+    });
 
     cached.deps.inventories.clear();
     expect(await cachedText(query)).toBe(repriced);
@@ -450,13 +484,23 @@ describe('GET /v2/inventories/{gameplatform_id}: the per-process cache (PRICE_CA
   test('a client that accepts br or gzip gets the cached page compressed, the same JSON as identity', async () => {
     const path = `/v2/inventories/${OWNER}?limit=20`;
     const identity = await cachedText({ limit: '20' });
-    for (const [accept, coding] of [['br', 'br'], ['gzip', 'gzip'], ['gzip, br;q=0', 'gzip'], ['identity', null]] as const) {
+    for (const [accept, coding] of [
+      ['br', 'br'],
+      ['gzip', 'gzip'],
+      ['gzip, br;q=0', 'gzip'],
+      ['identity', null],
+    ] as const) {
       const response = await cached.request(path, { headers: { 'x-api-key': cachedKey, 'accept-encoding': accept } });
       expect(response.status).toBe(200);
       expect(response.headers.get('content-encoding')).toBe(coding);
       expect(response.headers.get('vary')).toContain('Accept-Encoding');
       const bytes = new Uint8Array(await response.arrayBuffer());
-      const text = coding === 'br' ? brotliDecompressSync(bytes).toString() : coding === 'gzip' ? Buffer.from(Bun.gunzipSync(bytes)).toString() : Buffer.from(bytes).toString();
+      const text =
+        coding === 'br'
+          ? brotliDecompressSync(bytes).toString()
+          : coding === 'gzip'
+            ? Buffer.from(Bun.gunzipSync(bytes)).toString()
+            : Buffer.from(bytes).toString();
       expect(text).toBe(identity);
     }
   });

@@ -4,7 +4,14 @@ import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
 import type { TestApp } from '../helpers.ts';
 
 /** One page of GET /v2/inventories/{id} as the inventory suites read it. */
-export type InventoryPageBody = { steam_id: string; snapshot_id: string; contexts: number[]; total_assets: number; data: InventoryAsset[]; next_cursor: string | null };
+export type InventoryPageBody = {
+  steam_id: string;
+  snapshot_id: string;
+  contexts: number[];
+  total_assets: number;
+  data: InventoryAsset[];
+  next_cursor: string | null;
+};
 
 /** GET /v2/inventories/{id} with `key`; anything but a 200 fails the test with its body. */
 export async function inventoryPage(t: TestApp, key: string, id: string, query: Record<string, string> = {}): Promise<InventoryPageBody> {

@@ -22,22 +22,35 @@ describe('form 1: [date]<unix seconds>[/date] decides, whatever the language', (
 
   test('with the leading ⇆, and a second recorded instant', () => {
     // A Python client's test: "…transferred until [date]1786442400[/date]" → 2026-08-11T10:00:00+00:00.
-    expect(hold([line('⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [date]1786442400[/date]', 'bbcode')]).trade_hold_until).toBe('2026-08-11T10:00:00.000Z');
+    expect(
+      hold([line('⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [date]1786442400[/date]', 'bbcode')]).trade_hold_until,
+    ).toBe('2026-08-11T10:00:00.000Z');
     // A Python client's docstring: "[date]1787569200[/date]" (2026-08-24 11:00 GMT).
-    expect(parseTradeHold([line('⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [date]1787569200[/date]')])).toBe('2026-08-24T11:00:00.000Z');
+    expect(parseTradeHold([line('⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [date]1787569200[/date]')])).toBe(
+      '2026-08-24T11:00:00.000Z',
+    );
   });
 
   test('a non-English text carrying the same token gives the same instant (not recognised as protected by its words)', () => {
     // German as Steam localises owner text with an account language of German (constructed around the recorded token).
-    const german = hold([line('⇆ Dieser Gegenstand ist handelsgeschützt und kann bis [date]1786384800[/date] nicht verbraucht, verändert oder übertragen werden.', 'bbcode')]);
+    const german = hold([
+      line('⇆ Dieser Gegenstand ist handelsgeschützt und kann bis [date]1786384800[/date] nicht verbraucht, verändert oder übertragen werden.', 'bbcode'),
+    ]);
     expect(german.trade_hold_until).toBe('2026-08-10T18:00:00.000Z');
     expect(german.protection.protected).toBe(false);
     // …but sealed says so in any language.
-    expect(hold([line('⇆ Dieser Gegenstand ist handelsgeschützt … bis [date]1786384800[/date]', 'bbcode')], { sealed: 1 }).protection).toMatchObject({ protected: true, reason: 'trade_protected', until: '2026-08-10T18:00:00.000Z' });
+    expect(hold([line('⇆ Dieser Gegenstand ist handelsgeschützt … bis [date]1786384800[/date]', 'bbcode')], { sealed: 1 }).protection).toMatchObject({
+      protected: true,
+      reason: 'trade_protected',
+      until: '2026-08-10T18:00:00.000Z',
+    });
   });
 
   test('the token wins over a dated text on another line, and HTML tags and odd spacing are ignored', () => {
-    const reading = hold([line('Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT'), line('<span>This item is trade-protected and cannot be consumed,\u00a0 modified, or\n transferred until</span> [date] 1786384800 [/date]')]);
+    const reading = hold([
+      line('Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT'),
+      line('<span>This item is trade-protected and cannot be consumed,\u00a0 modified, or\n transferred until</span> [date] 1786384800 [/date]'),
+    ]);
     expect(reading.trade_hold_until).toBe('2026-08-10T18:00:00.000Z');
   });
 });
@@ -74,21 +87,35 @@ describe('form 2: dated, month or day first, with or without GMT, read as GMT', 
 describe('form 3: year-less "D Mon @ h:mmam|pm", GMT, the nearest instant not more than 2 days past', () => {
   test('the form Steam renders since 2026-06-24', () => {
     // docs/design.md §17's example, and one an operator pasted from a live inventory ("Tradable/Marketable After 5 Aug @ 5:00am").
-    expect(hold([line('Tradable/Marketable After 29 Jun @ 7:00am')], {}, 2, new Date('2026-06-24T10:00:00Z')).trade_hold_until).toBe('2026-06-29T07:00:00.000Z');
+    expect(hold([line('Tradable/Marketable After 29 Jun @ 7:00am')], {}, 2, new Date('2026-06-24T10:00:00Z')).trade_hold_until).toBe(
+      '2026-06-29T07:00:00.000Z',
+    );
     expect(hold([line('Tradable/Marketable After 5 Aug @ 5:00am')], {}, 2, new Date('2026-07-30T00:00:00Z')).trade_hold_until).toBe('2026-08-05T05:00:00.000Z');
     // A Python client's test: "…cannot be traded until 21 Jul @ 1:00pm."
-    expect(hold([line('This item is trade-protected and cannot be traded until 21 Jul @ 1:00pm.')], {}, 2, new Date('2026-07-01T00:00:00Z')).trade_hold_until).toBe('2026-07-21T13:00:00.000Z');
-    expect(hold([line('Tradable/Marketable After 3 Jul @ 12:30am')], {}, 2, new Date('2026-07-01T00:00:00Z')).trade_hold_until).toBe('2026-07-03T00:30:00.000Z');
-    expect(hold([line('Tradable/Marketable After 3 Jul @ 12:30pm')], {}, 2, new Date('2026-07-01T00:00:00Z')).trade_hold_until).toBe('2026-07-03T12:30:00.000Z');
+    expect(
+      hold([line('This item is trade-protected and cannot be traded until 21 Jul @ 1:00pm.')], {}, 2, new Date('2026-07-01T00:00:00Z')).trade_hold_until,
+    ).toBe('2026-07-21T13:00:00.000Z');
+    expect(hold([line('Tradable/Marketable After 3 Jul @ 12:30am')], {}, 2, new Date('2026-07-01T00:00:00Z')).trade_hold_until).toBe(
+      '2026-07-03T00:30:00.000Z',
+    );
+    expect(hold([line('Tradable/Marketable After 3 Jul @ 12:30pm')], {}, 2, new Date('2026-07-01T00:00:00Z')).trade_hold_until).toBe(
+      '2026-07-03T12:30:00.000Z',
+    );
   });
 
   test('across a year boundary: read on 30 Dec, "2 Jan" is next year; read on 2 Jan, "31 Dec" within 2 days is the previous year', () => {
     expect(hold([line('Tradable/Marketable After 2 Jan @ 7:00am')], {}, 2, new Date('2026-12-30T09:00:00Z')).trade_hold_until).toBe('2027-01-02T07:00:00.000Z');
-    expect(hold([line('Tradable/Marketable After 31 Dec @ 11:00pm')], {}, 2, new Date('2027-01-02T09:00:00Z')).trade_hold_until).toBe('2026-12-31T23:00:00.000Z');
+    expect(hold([line('Tradable/Marketable After 31 Dec @ 11:00pm')], {}, 2, new Date('2027-01-02T09:00:00Z')).trade_hold_until).toBe(
+      '2026-12-31T23:00:00.000Z',
+    );
     // 2 days and 2 hours past is too far back: that day next year.
-    expect(hold([line('Tradable/Marketable After 31 Dec @ 7:00am')], {}, 2, new Date('2027-01-02T09:00:00Z')).trade_hold_until).toBe('2027-12-31T07:00:00.000Z');
+    expect(hold([line('Tradable/Marketable After 31 Dec @ 7:00am')], {}, 2, new Date('2027-01-02T09:00:00Z')).trade_hold_until).toBe(
+      '2027-12-31T07:00:00.000Z',
+    );
     // More than 2 days past is next year's day instead.
-    expect(hold([line('Tradable/Marketable After 27 Dec @ 7:00am')], {}, 2, new Date('2027-01-02T09:00:00Z')).trade_hold_until).toBe('2027-12-27T07:00:00.000Z');
+    expect(hold([line('Tradable/Marketable After 27 Dec @ 7:00am')], {}, 2, new Date('2027-01-02T09:00:00Z')).trade_hold_until).toBe(
+      '2027-12-27T07:00:00.000Z',
+    );
   });
 
   test('13:00pm and 0:10am are not times', () => {
@@ -100,31 +127,52 @@ describe('form 3: year-less "D Mon @ h:mmam|pm", GMT, the nearest instant not mo
 describe('form 4, protection and what is counted', () => {
   test('item_expiration when it is a date-time, only after the text forms', () => {
     expect(hold([], { item_expiration: '2026-08-27T14:00:00Z' }).trade_hold_until).toBe('2026-08-27T14:00:00.000Z');
-    expect(hold([line('Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT')], { item_expiration: '2026-08-27T14:00:00Z' }).trade_hold_until).toBe('2026-10-01T07:00:00.000Z');
+    expect(hold([line('Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT')], { item_expiration: '2026-08-27T14:00:00Z' }).trade_hold_until).toBe(
+      '2026-10-01T07:00:00.000Z',
+    );
     expect(hold([], { item_expiration: 'soon' }).trade_hold_until).toBeNull();
     expect(hold([], { item_expiration: 1786384800 }).trade_hold_until).toBeNull();
   });
 
   test('descriptions are read as well as owner_descriptions', () => {
-    expect(readHold({ descriptions: [line('Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT')] }, 2, READ).trade_hold_until).toBe('2026-10-01T07:00:00.000Z');
+    expect(readHold({ descriptions: [line('Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT')] }, 2, READ).trade_hold_until).toBe(
+      '2026-10-01T07:00:00.000Z',
+    );
   });
 
   test('sealed_type 1 is a market listing (no instant), sealed true or "1" protects, context 16 protects, a plain hold is not protected', () => {
     // A client's fixture of a listed item's owner line.
-    const listed = hold([line('This item is listed on the Steam Community Market and cannot be consumed or modified while listed.')], { sealed: 1, sealed_type: 1 });
+    const listed = hold([line('This item is listed on the Steam Community Market and cannot be consumed or modified while listed.')], {
+      sealed: 1,
+      sealed_type: 1,
+    });
     expect(listed).toEqual({ trade_hold_until: null, protection: { protected: true, reason: 'market_listing', until: null, context: 2 }, unreadable: false });
     expect(hold([], { sealed: true }).protection).toEqual({ protected: true, reason: 'trade_protected', until: null, context: 2 });
     expect(hold([], { sealed: '1' }).protection.protected).toBe(true);
     expect(hold([], {}, 16).protection).toEqual({ protected: true, reason: 'trade_protected', until: null, context: 16 });
     const market = hold([line('Tradable/Marketable After Oct 01, 2026 (7:00:00) GMT')]);
-    expect(market).toEqual({ trade_hold_until: '2026-10-01T07:00:00.000Z', protection: { protected: false, reason: null, until: null, context: 2 }, unreadable: false });
-    expect(hold([line('Exterior: Field-Tested'), line(' ')])).toEqual({ trade_hold_until: null, protection: { protected: false, reason: null, until: null, context: 2 }, unreadable: false });
+    expect(market).toEqual({
+      trade_hold_until: '2026-10-01T07:00:00.000Z',
+      protection: { protected: false, reason: null, until: null, context: 2 },
+      unreadable: false,
+    });
+    expect(hold([line('Exterior: Field-Tested'), line(' ')])).toEqual({
+      trade_hold_until: null,
+      protection: { protected: false, reason: null, until: null, context: 2 },
+      unreadable: false,
+    });
   });
 
   test('protection text without an instant keeps null and is counted; hostile values are ignored', () => {
-    expect(hold([line('⇆ This item is trade-protected and cannot be consumed, modified, or transferred.')])).toMatchObject({ trade_hold_until: null, unreadable: true, protection: { protected: true } });
+    expect(hold([line('⇆ This item is trade-protected and cannot be consumed, modified, or transferred.')])).toMatchObject({
+      trade_hold_until: null,
+      unreadable: true,
+      protection: { protected: true },
+    });
     expect(hold([line('This item is trade-protected until [date]bad[/date].')]).unreadable).toBe(true);
     expect(hold([line('x [date]99999999999999999999[/date]')]).trade_hold_until).toBeNull();
-    expect(readHold({ owner_descriptions: [null, 7, { value: 12 }, { value: 'Tradable After '.repeat(5000) }], descriptions: 'no' }, 2, READ).trade_hold_until).toBeNull();
+    expect(
+      readHold({ owner_descriptions: [null, 7, { value: 12 }, { value: 'Tradable After '.repeat(5000) }], descriptions: 'no' }, 2, READ).trade_hold_until,
+    ).toBeNull();
   });
 });

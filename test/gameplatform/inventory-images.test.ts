@@ -7,9 +7,9 @@ import type { InventoryPage } from '../../shared/gameplatform/inventory/steam-co
 import { itemImage } from '../../shared/media/images/item-images.ts';
 import { expectedColourOf } from '../fakes/images/server.ts';
 import { inventoryOf } from '../fakes/steam/items.ts';
-import { startSteamFake, type SteamFake } from '../fakes/steam/server.ts';
+import { type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
 import type { InventoryFixture } from '../fakes/steam/types.ts';
-import { createTestApp, sharedImageFake, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createTestApp, sharedImageFake, type TestApp, workspaceWithKey } from '../helpers.ts';
 
 /**
  * docs/design.md §18 on inventories: each record carries the icon its own Steam description carries, and each
@@ -35,7 +35,9 @@ afterAll(async () => {
   await fake?.stop();
 });
 
-const pagesOf = (fixture: InventoryFixture): InventoryPage[] => [{ ...fixture, total_inventory_count: fixture.assets.length, more_items: 0, success: 1 } as unknown as InventoryPage];
+const pagesOf = (fixture: InventoryFixture): InventoryPage[] => [
+  { ...fixture, total_inventory_count: fixture.assets.length, more_items: 0, success: 1 } as unknown as InventoryPage,
+];
 
 function fixtureOf(owner: string, specs: Parameters<typeof inventoryOf>[1]): InventoryFixture {
   const fixture = inventoryOf(owner, specs, nextAsset);
@@ -67,7 +69,9 @@ describe('inventory records carry the asset’s own icon', () => {
     }
     const png = await fetch(body.data[0]!.image!.url);
     expect(png.headers.get('content-type')).toBe('image/png');
-    const { data, info } = await sharp(Buffer.from(await png.arrayBuffer())).raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await sharp(Buffer.from(await png.arrayBuffer()))
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     const at = (Math.floor(info.height * 0.4) * info.width + Math.floor(info.width / 2)) * info.channels;
     expect([data[at], data[at + 1], data[at + 2]]).toEqual([...expectedColourOf(body.data[0]!.image!.url).primary]);
   });
@@ -86,7 +90,13 @@ describe('inventory records carry the asset’s own icon', () => {
 
   test('records stored before images existed get cs2-lib’s image when read', async () => {
     const owner = newOwner();
-    const snapshot = await storeInventorySnapshot(t.deps.sql, owner, pagesOf(fixtureOf(owner, [{ item: 'AK-47 | Redline', wear: 0.1, seed: 4 }])), new Date(), t.deps.config);
+    const snapshot = await storeInventorySnapshot(
+      t.deps.sql,
+      owner,
+      pagesOf(fixtureOf(owner, [{ item: 'AK-47 | Redline', wear: 0.1, seed: 4 }])),
+      new Date(),
+      t.deps.config,
+    );
     await t.deps.sql`update inventory_assets set record = record - 'image' where snapshot_id = ${snapshot.id}`;
     const { rows } = await readSnapshotPage(t.deps.sql, snapshot.id, -1, 10, t.deps.config);
     expect(rows[0]!.complete).toBe(false);
@@ -116,7 +126,10 @@ describe('item_icons: the icons every snapshot saw', () => {
     }
     // Seen again within the hour: the row is left alone; two hours later last_seen_at moves, first_seen_at stays.
     await storeInventorySnapshot(t.deps.sql, owner, pagesOf(fixture), new Date('2030-01-01T00:30:00Z'), t.deps.config);
-    expect((await iconRows(name)).filter((row) => row.icon_url.startsWith('iconTest1')).map((row) => row.last_seen_at.toISOString())).toEqual([first.toISOString(), first.toISOString()]);
+    expect((await iconRows(name)).filter((row) => row.icon_url.startsWith('iconTest1')).map((row) => row.last_seen_at.toISOString())).toEqual([
+      first.toISOString(),
+      first.toISOString(),
+    ]);
     const later = new Date('2030-01-01T02:00:00Z');
     await storeInventorySnapshot(t.deps.sql, owner, pagesOf(fixture), later, t.deps.config);
     for (const row of (await iconRows(name)).filter((row) => row.icon_url.startsWith('iconTest1'))) {

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Writable } from 'node:stream';
 import { insertOrFindLiveAccount } from '../../shared/gameplatform/accounts.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
-import { bigInventory, inventoryOf, startSteamFake, type ItemSpec, type SteamFake } from '../fakes/steam/server.ts';
-import { createTestApp, errorOf, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { bigInventory, type ItemSpec, inventoryOf, type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
+import { createTestApp, errorOf, type TestApp, workspaceWithKey } from '../helpers.ts';
 import { inventoryPage, setOwnerToken } from './inventory-fixtures.ts';
 
 /**
@@ -29,7 +29,12 @@ const issued: string[] = [];
 beforeAll(async () => {
   fake = await startSteamFake();
   t = createTestApp({
-    config: { STEAM_COMMUNITY_URL: fake.url, STEAM_API_URL: fake.url, STEAM_WEB_API_KEY: fake.apiKey, WEBHOOK_SECRET_KEY: Buffer.alloc(32, 3).toString('base64') },
+    config: {
+      STEAM_COMMUNITY_URL: fake.url,
+      STEAM_API_URL: fake.url,
+      STEAM_WEB_API_KEY: fake.apiKey,
+      WEBHOOK_SECRET_KEY: Buffer.alloc(32, 3).toString('base64'),
+    },
     log: createLogger({ level: 'trace', name: 'test' }, sink),
   });
   await t.deps.ready();
@@ -70,7 +75,8 @@ async function ownerWithToken(specs: ItemSpec[] = SPECS, until = protectedUntil(
   return { key, workspaceId: workspace.id, accountId: String(account.account_id), steamId, token, protectedId: protectedId!, until };
 }
 
-const econCalls = (steamId: string) => fake.requests.filter((r) => r.path === '/IEconService/GetInventoryItemsWithDescriptions/v1/' && r.query.steamid === steamId);
+const econCalls = (steamId: string) =>
+  fake.requests.filter((r) => r.path === '/IEconService/GetInventoryItemsWithDescriptions/v1/' && r.query.steamid === steamId);
 const communityCalls = (steamId: string) => fake.requests.filter((r) => r.path === `/inventory/${steamId}/730/2`);
 
 async function tokenOf(accountId: string): Promise<{ expires_at: Date } | null> {
@@ -112,7 +118,9 @@ describe('with a live owner token', () => {
     // The owner workspace's cached snapshot is still its own.
     expect((await inventoryPage(t, owner.key, owner.steamId)).snapshot_id).toBe(mine.snapshot_id);
     // A cursor into the owner's snapshot is refused elsewhere, even though it is validly signed.
-    const crossed = await t.request(`/v2/inventories/${owner.steamId}?cursor=${encodeURIComponent(mine.next_cursor!)}`, { headers: { 'x-api-key': other.key } });
+    const crossed = await t.request(`/v2/inventories/${owner.steamId}?cursor=${encodeURIComponent(mine.next_cursor!)}`, {
+      headers: { 'x-api-key': other.key },
+    });
     expect(crossed.status).toBe(400);
     expect((await errorOf(crossed)).code).toBe('invalid_cursor');
     // The owner pages on with it.

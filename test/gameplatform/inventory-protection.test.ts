@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { InventoryAsset } from '../../shared/gameplatform/inventory/asset-record.ts';
 import { ensureInventorySnapshot } from '../../shared/gameplatform/inventory/snapshots.ts';
-import { HOLDS_2026_STEAM_ID, inventoryOf, PUBLIC_STEAM_ID, startSteamFake, type SteamFake } from '../fakes/steam/server.ts';
-import { capturingLog, createTestApp, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { HOLDS_2026_STEAM_ID, inventoryOf, PUBLIC_STEAM_ID, type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
+import { capturingLog, createTestApp, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 import { inventoryPage } from './inventory-fixtures.ts';
 
 /**
@@ -14,7 +14,6 @@ const clock = testClock();
 let fake: SteamFake;
 let t: TestApp;
 let key: string;
-
 
 beforeAll(async () => {
   fake = await startSteamFake();
@@ -82,14 +81,23 @@ describe('every hold and protection form, through the API', () => {
 describe('hold text no form reads', () => {
   test('keeps a null hold, is not an error, and the read logs how many assets had it', async () => {
     const owner = '76561198022222222';
-    const fixture = inventoryOf(owner, [{ item: 'AK-47 | Redline', wear: 0.2, seed: 3 }, { item: 'AWP | Asiimov', wear: 0.3, seed: 4 }], 74_000_000_000n);
+    const fixture = inventoryOf(
+      owner,
+      [
+        { item: 'AK-47 | Redline', wear: 0.2, seed: 3 },
+        { item: 'AWP | Asiimov', wear: 0.3, seed: 4 },
+      ],
+      74_000_000_000n,
+    );
     const [withoutDate] = fixture.descriptions;
     withoutDate!.owner_descriptions = [{ type: 'html', value: '⇆ This item is trade-protected and cannot be consumed, modified, or transferred.' }];
     fake.setInventory(owner, fixture);
     const { log, lines } = capturingLog();
     const { snapshot } = await ensureInventorySnapshot({ config: t.deps.config, sql: t.deps.sql, log, now: clock.now }, owner, { maxAgeSeconds: 0 });
     expect(snapshot.total_assets).toBe(2);
-    const warned = lines.map((line) => JSON.parse(line) as { msg: string; unreadable_holds?: number }).filter((line) => line.msg === 'inventory hold text without a readable instant');
+    const warned = lines
+      .map((line) => JSON.parse(line) as { msg: string; unreadable_holds?: number })
+      .filter((line) => line.msg === 'inventory hold text without a readable instant');
     expect(warned).toEqual([expect.objectContaining({ unreadable_holds: 1, steam_id: owner })]);
     const record = (await page(owner)).data.find((asset) => asset.class_id === withoutDate!.classid)!;
     expect(record.trade_hold_until).toBeNull();
@@ -102,14 +110,33 @@ describe('snapshots stored before protection existed', () => {
     const steamId = '76561198011111111';
     const snapshotId = crypto.randomUUID();
     const record = {
-      asset_id: '123', class_id: '1', instance_id: '0', market_hash_name: 'AK-47 | Redline (Field-Tested)', catalog_id: null, name: 'AK-47 | Redline', type: 'Classified Rifle',
-      tradable: false, marketable: false, trade_hold_until: '2030-01-01T07:00:00.000Z', item: null, state: {}, insights: { phase: null }, certificate: null, inspect_link: null,
+      asset_id: '123',
+      class_id: '1',
+      instance_id: '0',
+      market_hash_name: 'AK-47 | Redline (Field-Tested)',
+      catalog_id: null,
+      name: 'AK-47 | Redline',
+      type: 'Classified Rifle',
+      tradable: false,
+      marketable: false,
+      trade_hold_until: '2030-01-01T07:00:00.000Z',
+      item: null,
+      state: {},
+      insights: { phase: null },
+      certificate: null,
+      inspect_link: null,
     };
     await t.deps.sql`insert into inventory_snapshots (id, steam_id, fetched_at, total_assets) values (${snapshotId}, ${steamId}, ${clock.now()}, 1)`;
-    await t.deps.sql`insert into inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record) values (${snapshotId}, 0, '123', false, null, ${t.deps.sql.json(record)})`;
+    await t.deps
+      .sql`insert into inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record) values (${snapshotId}, 0, '123', false, null, ${t.deps.sql.json(record)})`;
     const body = await page(steamId);
     expect(body.snapshot_id).toBe(snapshotId);
-    expect(body.data[0]).toMatchObject({ asset_id: '123', trade_hold_until: '2030-01-01T07:00:00.000Z', protection: { protected: false, reason: null, until: null, context: 2 }, value: null });
+    expect(body.data[0]).toMatchObject({
+      asset_id: '123',
+      trade_hold_until: '2030-01-01T07:00:00.000Z',
+      protection: { protected: false, reason: null, until: null, context: 2 },
+      value: null,
+    });
     const [stored] = await t.deps.sql<{ has: boolean }[]>`select record ? 'protection' as has from inventory_assets where snapshot_id = ${snapshotId}`;
     expect(stored!.has).toBe(false);
   });

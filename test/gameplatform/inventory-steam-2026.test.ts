@@ -5,16 +5,9 @@ import type { InventoryAsset } from '../../shared/gameplatform/inventory/asset-r
 import { normaliseInventory } from '../../shared/gameplatform/inventory/normalise.ts';
 import type { InventoryPage } from '../../shared/gameplatform/inventory/steam-community.ts';
 import { decodeCertificate, encodeCertificate, itemInsights } from '../../shared/inspect/index.ts';
-import {
-  INSPECT_LINK,
-  STEAM_2026_GERMAN_STEAM_ID,
-  STEAM_2026_STEAM_ID,
-  startSteamFake,
-  type InventoryFixture,
-  type SteamFake,
-} from '../fakes/steam/server.ts';
-import { errorOf, scratchTestApp, workspaceWithKey, type TestApp } from '../helpers.ts';
-import { inventoryPage, type InventoryPageBody } from './inventory-fixtures.ts';
+import { INSPECT_LINK, type InventoryFixture, STEAM_2026_GERMAN_STEAM_ID, STEAM_2026_STEAM_ID, type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
+import { errorOf, scratchTestApp, type TestApp, workspaceWithKey } from '../helpers.ts';
+import { type InventoryPageBody, inventoryPage } from './inventory-fixtures.ts';
 
 /**
  * GET /v2/inventories/{id} on inventories as Steam sends them since 2025 (docs/design.md §14 "Name tags and
@@ -27,7 +20,6 @@ import { inventoryPage, type InventoryPageBody } from './inventory-fixtures.ts';
 let fake: SteamFake;
 let t: TestApp;
 let key: string;
-
 
 beforeAll(async () => {
   fake = await startSteamFake();
@@ -101,12 +93,16 @@ describe('GET /v2/inventories: an inventory as Steam sends it since 2025', () =>
     const awp = at(5);
     expect(awp.market_hash_name).toBe('AWP | Asiimov (Field-Tested)');
     expect(awp.certificate).toBeNull();
-    expect(awp.inspect_link).toMatch(new RegExp(`^steam://rungame/730/76561202255233023/\\+csgo_econ_action_preview%20S${STEAM_2026_STEAM_ID}A${awp.asset_id}D\\d+$`));
+    expect(awp.inspect_link).toMatch(
+      new RegExp(`^steam://rungame/730/76561202255233023/\\+csgo_econ_action_preview%20S${STEAM_2026_STEAM_ID}A${awp.asset_id}D\\d+$`),
+    );
     expect(awp.item).toEqual({ family: 'weapon', definition_index: 9 });
     expect(awp.state).toEqual({ paint_index: 279, paint_seed: 100, wear: Math.fround(0.2801) });
     expect(awp.insights).toEqual({ phase: null, fade_percentage: null, float: { wear_name: 'Field-Tested', min: 0.18, max: 1, percentile: '0.1221' } });
     // Every other item carries the 2025 form with its certificate.
-    expect(body.data.filter((asset) => asset !== awp).every((asset) => asset.inspect_link === INSPECT_LINK.replace('%propid:6%', asset.certificate!))).toBe(true);
+    expect(body.data.filter((asset) => asset !== awp).every((asset) => asset.inspect_link === INSPECT_LINK.replace('%propid:6%', asset.certificate!))).toBe(
+      true,
+    );
   });
 
   test('a legacy link from a record is refused by inspect decode with 400 invalid_link (it needs the game coordinator)', async () => {
@@ -133,7 +129,13 @@ describe('GET /v2/inventories: an inventory as Steam sends it since 2025', () =>
     expect(names).toContain('Namensschild');
     expect(names).not.toContain('Name Tag');
     const germanBody = await page(STEAM_2026_GERMAN_STEAM_ID);
-    const comparable = (asset: InventoryAsset) => ({ name: asset.market_hash_name, item: asset.item, state: asset.state, insights: asset.insights, legacy: asset.certificate === null });
+    const comparable = (asset: InventoryAsset) => ({
+      name: asset.market_hash_name,
+      item: asset.item,
+      state: asset.state,
+      insights: asset.insights,
+      legacy: asset.certificate === null,
+    });
     expect(germanBody.data.map(comparable)).toEqual(body.data.map(comparable));
     expect(germanBody.data[1]!.state.name_tag).toBe('Brasil 2026 ✓');
   });
@@ -164,10 +166,20 @@ describe('GET /v2/inventories: odd property and accessory data', () => {
           { propertyid: 5, string_value: 'x'.repeat(500), name: 'Name Tag' },
           { propertyid: 5, string_value: '', name: 'Name Tag' },
         ]),
-        entry(assets[1]!.assetid, { asset_accessories: [null, 5, { standalone_properties: 'x' }, { standalone_properties: [{ propertyid: 3, int_value: '-1' }] }, { standalone_properties: [{ propertyid: 3, int_value: '100001' }] }] }),
-        entry(assets[2]!.assetid, { asset_accessories: [{ classid: '1', standalone_properties: [{ propertyid: '3', int_value: 4242, name: 'Charm Template' }] }] }, [
-          { propertyid: 5, string_value: 42, name: 'Name Tag' },
-        ]),
+        entry(assets[1]!.assetid, {
+          asset_accessories: [
+            null,
+            5,
+            { standalone_properties: 'x' },
+            { standalone_properties: [{ propertyid: 3, int_value: '-1' }] },
+            { standalone_properties: [{ propertyid: 3, int_value: '100001' }] },
+          ],
+        }),
+        entry(
+          assets[2]!.assetid,
+          { asset_accessories: [{ classid: '1', standalone_properties: [{ propertyid: '3', int_value: 4242, name: 'Charm Template' }] }] },
+          [{ propertyid: 5, string_value: 42, name: 'Name Tag' }],
+        ),
         entry(assets[3]!.assetid, {}),
       ],
     } as unknown as InventoryFixture;
@@ -183,7 +195,10 @@ describe('GET /v2/inventories: odd property and accessory data', () => {
     expect(numeric!.state.name_tag).toBeUndefined();
     // Should Steam ever list accessories beside asset_properties (keyed by asset id) rather than in
     // each entry, as some clients describe it, they are read too; the fake sends the nested form.
-    const pageLevel = { ...fixture, asset_accessories: [{ assetid: assets[3]!.assetid, classid: '1', standalone_properties: [{ propertyid: 3, int_value: '99' }] }] };
+    const pageLevel = {
+      ...fixture,
+      asset_accessories: [{ assetid: assets[3]!.assetid, classid: '1', standalone_properties: [{ propertyid: 3, int_value: '99' }] }],
+    };
     const [record] = normaliseInventory(OWNER, [pageLevel as InventoryPage], new Map()).records.filter((asset) => asset.asset_id === assets[3]!.assetid);
     expect(record!.state.charms).toEqual([{ slot: 0, charm_id: 24, pattern: 99 }]);
   });

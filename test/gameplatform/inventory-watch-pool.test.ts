@@ -3,10 +3,10 @@ import { Webhook } from 'standardwebhooks';
 import { insertOrFindLiveAccount } from '../../shared/gameplatform/accounts.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
 import { loadPools } from '../../workers/pools.ts';
-import { startPools, type RunningPools } from '../../workers/runtime.ts';
-import { inventoryOf, startSteamFake, type SteamFake } from '../fakes/steam/server.ts';
-import { eventually, scratchTestApp, workspaceWithKey, type TestApp } from '../helpers.ts';
-import { createWebhook, removeQueueKeys, startReceiver, uniquePath, WEBHOOK_KEY_A, type Receiver } from '../webhooks/webhooks-fixtures.ts';
+import { type RunningPools, startPools } from '../../workers/runtime.ts';
+import { inventoryOf, type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
+import { eventually, scratchTestApp, type TestApp, workspaceWithKey } from '../helpers.ts';
+import { createWebhook, type Receiver, removeQueueKeys, startReceiver, uniquePath, WEBHOOK_KEY_A } from '../webhooks/webhooks-fixtures.ts';
 
 /**
  * docs/design.md §15 inventory watch through the real pools: the maintenance pool (its schedule, a 1 s
@@ -58,14 +58,26 @@ describe('inventory watch through the maintenance and webhooks pools', () => {
     const path = uniquePath('inventory-watch');
     const webhook = await createWebhook(t, ws.key, { url: receiver.url(path), event_types: ['inventory.changed', 'item.tradable'] });
     fake.setInventory(STEAM_ID, inventoryOf(STEAM_ID, [{ item: 'AK-47 | Redline', wear: 0.2, seed: 1 }], 55_000_000_000n));
-    const { account } = await insertOrFindLiveAccount(t.deps.sql, { workspaceId: ws.workspace.id, steamId: STEAM_ID, personaName: null, connectedAt: new Date() });
+    const { account } = await insertOrFindLiveAccount(t.deps.sql, {
+      workspaceId: ws.workspace.id,
+      steamId: STEAM_ID,
+      personaName: null,
+      connectedAt: new Date(),
+    });
 
     const [maintenance, webhooks] = await loadPools(['maintenance', 'webhooks']);
     running.push(await startPools([maintenance!, webhooks!], t.deps.config, log));
     running.push(await startPools([maintenance!], t.deps.config, log));
 
     // The baseline: read, stored, nothing sent.
-    await eventually(async () => ((await t.deps.sql`select 1 from inventory_watches where account_id = ${account.account_id} and snapshot_id is not null`).length === 1 ? true : undefined), 30_000, 100);
+    await eventually(
+      async () =>
+        (await t.deps.sql`select 1 from inventory_watches where account_id = ${account.account_id} and snapshot_id is not null`).length === 1
+          ? true
+          : undefined,
+      30_000,
+      100,
+    );
     const reads = () => fake.inventoryRequests.filter((request) => request.steamId === STEAM_ID).length;
     // Read again at least once (every second) while nothing changed: nothing is sent.
     const afterBaseline = reads();
@@ -76,16 +88,23 @@ describe('inventory watch through the maintenance and webhooks pools', () => {
     const hold = new Date(Math.ceil((Date.now() + 3_000) / 1000) * 1000 + 1000);
     const [assetId] = fake.addItems(STEAM_ID, [{ item: 'AWP | Asiimov', wear: 0.3, seed: 2, tradeHoldUntil: hold }]);
     const verifier = new Webhook(webhook.secret);
-    const delivered = () =>
-      receiver.received(path).map((request) => verifier.verify(request.body, request.headers) as Delivered);
+    const delivered = () => receiver.received(path).map((request) => verifier.verify(request.body, request.headers) as Delivered);
 
     const changed = await eventually(async () => delivered().find((event) => event.type === 'inventory.changed'), 30_000, 100);
     expect(changed.data).toMatchObject({ account_id: account.account_id, steam_id: STEAM_ID, removed: [] });
-    expect((changed.data.added as { asset_id: string; trade_hold_until: string }[]).map((asset) => [asset.asset_id, asset.trade_hold_until])).toEqual([[assetId!, hold.toISOString()]]);
+    expect((changed.data.added as { asset_id: string; trade_hold_until: string }[]).map((asset) => [asset.asset_id, asset.trade_hold_until])).toEqual([
+      [assetId!, hold.toISOString()],
+    ]);
 
     const tradable = await eventually(async () => delivered().find((event) => event.type === 'item.tradable'), 30_000, 100);
     expect(Date.now()).toBeGreaterThanOrEqual(hold.getTime());
-    expect(tradable.data).toEqual({ account_id: account.account_id, steam_id: STEAM_ID, asset_id: assetId!, market_hash_name: 'AWP | Asiimov (Field-Tested)', tradable_at: hold.toISOString() });
+    expect(tradable.data).toEqual({
+      account_id: account.account_id,
+      steam_id: STEAM_ID,
+      asset_id: assetId!,
+      market_hash_name: 'AWP | Asiimov (Field-Tested)',
+      tradable_at: hold.toISOString(),
+    });
 
     // Reads go on (the snapshots still show the hold); one inventory.changed and one item.tradable in all.
     const settled = reads();

@@ -3,21 +3,21 @@ import { Queue } from 'bullmq';
 import { disconnectLiveAccount, insertOrFindLiveAccount } from '../../shared/gameplatform/accounts.ts';
 import { inventoryAssetSchema } from '../../shared/gameplatform/inventory/asset-record.ts';
 import {
+  type InventoryWatchDeps,
   protectionEndedJobId,
   runInventoryWatch,
   sendItemTradable,
   sendProtectionEnded,
   tradableJobId,
-  type InventoryWatchDeps,
   type WatchBudgetSettings,
 } from '../../shared/gameplatform/inventory-watch.ts';
+import { type Enqueue, enqueue as enqueueOn, queueName } from '../../shared/jobs/queues.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
-import { enqueue as enqueueOn, queueName, type Enqueue } from '../../shared/jobs/queues.ts';
 import { createWorkerRedis } from '../../shared/platform/redis.ts';
-import { inventoryOf, maxInSlidingWindow, startSteamFake, type ItemSpec, type SteamFake } from '../fakes/steam/server.ts';
-import { scratchTestApp, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
-import { setOwnerToken } from './inventory-fixtures.ts';
+import { type ItemSpec, inventoryOf, maxInSlidingWindow, type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
+import { scratchTestApp, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 import { removeQueueKeys, subscribedEndpoint } from '../webhooks/webhooks-fixtures.ts';
+import { setOwnerToken } from './inventory-fixtures.ts';
 
 /**
  * docs/design.md §15 inventory watch over real Postgres (a scratch database: the watch looks at every
@@ -80,7 +80,14 @@ async function watchedAccount(options: { specs?: ItemSpec[]; eventTypes?: string
   return { workspaceId, accountId: account.account_id, steamId, assetIds: fake.assetIds(steamId) };
 }
 
-type ChangedEvent = { account_id: number; steam_id: string; snapshot_id: string; previous_snapshot_id: string; added: Record<string, unknown>[]; removed: string[] };
+type ChangedEvent = {
+  account_id: number;
+  steam_id: string;
+  snapshot_id: string;
+  previous_snapshot_id: string;
+  added: Record<string, unknown>[];
+  removed: string[];
+};
 
 async function events<T = ChangedEvent>(workspaceId: string, type: 'inventory.changed' | 'item.tradable'): Promise<T[]> {
   const rows = await t.deps.sql<{ payload: T }[]>`
@@ -96,7 +103,8 @@ async function watchRow(accountId: number) {
 
 /** Puts every other watch of the file far out of due, so runs read only these accounts. */
 async function onlyWatch(accountIds: number[]): Promise<void> {
-  await t.deps.sql`update inventory_watches set next_read_at = ${new Date(clock.now().getTime() + 1_000 * INTERVAL_MS)} where not (account_id = any(${accountIds}::bigint[]))`;
+  await t.deps
+    .sql`update inventory_watches set next_read_at = ${new Date(clock.now().getTime() + 1_000 * INTERVAL_MS)} where not (account_id = any(${accountIds}::bigint[]))`;
 }
 
 const readsOf = (steamId: string) => fake.inventoryRequests.filter((request) => request.steamId === steamId);
@@ -106,7 +114,14 @@ beforeAll(async () => {
   t = await scratchTestApp({
     tag: 'inventory_watch',
     now: clock.now,
-    config: { STEAM_API_URL: fake.url, STEAM_COMMUNITY_URL: fake.url, STEAM_WEB_API_KEY: fake.apiKey, INVENTORY_WATCH_INTERVAL_SECONDS: String(INTERVAL_MS / 1000), QUEUE_PREFIX: queuePrefix, WEBHOOK_SECRET_KEY: Buffer.alloc(32, 9).toString('base64') },
+    config: {
+      STEAM_API_URL: fake.url,
+      STEAM_COMMUNITY_URL: fake.url,
+      STEAM_WEB_API_KEY: fake.apiKey,
+      INVENTORY_WATCH_INTERVAL_SECONDS: String(INTERVAL_MS / 1000),
+      QUEUE_PREFIX: queuePrefix,
+      WEBHOOK_SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
+    },
   });
   connection = createWorkerRedis(t.deps.config.REDIS_URL, 'inventory-watch-test');
   queue = new Queue(queueName('maintenance'), { connection, prefix: queuePrefix });
@@ -200,7 +215,9 @@ describe('workspace isolation', () => {
     const second = await watchedAccount({ steamId: first.steamId });
     const [added] = fake.addItems(first.steamId, [{ item: 'Container | Revolution Case' }]);
     await runOnce();
-    expect((await events(first.workspaceId, 'inventory.changed')).map((event) => [event.account_id, event.added.map((asset) => asset.asset_id)])).toEqual([[first.accountId, [added!]]]);
+    expect((await events(first.workspaceId, 'inventory.changed')).map((event) => [event.account_id, event.added.map((asset) => asset.asset_id)])).toEqual([
+      [first.accountId, [added!]],
+    ]);
     expect(await events(second.workspaceId, 'inventory.changed')).toEqual([]);
     fake.removeItems(first.steamId, [added!]);
     await runOnce();
@@ -255,7 +272,6 @@ describe('Steam failing', () => {
   });
 });
 
-
 describe('who is watched', () => {
   test('a workspace without a subscribed endpoint is not read; one subscribed to other types neither', async () => {
     const none = await watchedAccount({ eventTypes: null });
@@ -296,7 +312,12 @@ describe('who is watched', () => {
     const changed = await events(account.workspaceId, 'inventory.changed');
     expect(changed.map((event) => event.account_id)).toEqual([sibling.accountId]);
     // The hold ends: the job finds no watch and sends nothing.
-    expect(await sendItemTradable({ sql: t.deps.sql, now: () => new Date(hold.getTime() + 1), log }, { account_id: account.accountId, asset_id: account.assetIds[0]!, tradable_at: hold.toISOString() })).toBe('unwatched');
+    expect(
+      await sendItemTradable(
+        { sql: t.deps.sql, now: () => new Date(hold.getTime() + 1), log },
+        { account_id: account.accountId, asset_id: account.assetIds[0]!, tradable_at: hold.toISOString() },
+      ),
+    ).toBe('unwatched');
     expect(await events(account.workspaceId, 'item.tradable')).toEqual([]);
   });
 });
@@ -304,7 +325,13 @@ describe('who is watched', () => {
 describe('item.tradable', () => {
   test('a future hold gets one delayed job at its end (same job across snapshots), which sends one event while the asset is there', async () => {
     const hold = new Date(Math.ceil((clock.now().getTime() + 3 * 86_400_000) / 1000) * 1000);
-    const account = await watchedAccount({ specs: [{ item: 'AWP | Asiimov', wear: 0.3, seed: 11, tradeHoldUntil: hold }, { item: 'Glock-18 | Fade', wear: 0.03, seed: 12, tradeHoldUntil: hold }, ...SPECS] });
+    const account = await watchedAccount({
+      specs: [
+        { item: 'AWP | Asiimov', wear: 0.3, seed: 11, tradeHoldUntil: hold },
+        { item: 'Glock-18 | Fade', wear: 0.03, seed: 12, tradeHoldUntil: hold },
+        ...SPECS,
+      ],
+    });
     const [kept, left] = account.assetIds as [string, string];
     await runOnce();
     const job = await queue.getJob(tradableJobId(account.accountId, kept));
@@ -324,7 +351,13 @@ describe('item.tradable', () => {
     // A second run of the job (a retry, a re-added job) sends nothing more.
     expect(await sendItemTradable(atHoldEnd, { account_id: account.accountId, asset_id: kept, tradable_at: hold.toISOString() })).toBe('already_sent');
     expect(await events<Record<string, unknown>>(account.workspaceId, 'item.tradable')).toEqual([
-      { account_id: account.accountId, steam_id: account.steamId, asset_id: kept, market_hash_name: 'AWP | Asiimov (Field-Tested)', tradable_at: hold.toISOString() },
+      {
+        account_id: account.accountId,
+        steam_id: account.steamId,
+        asset_id: kept,
+        market_hash_name: 'AWP | Asiimov (Field-Tested)',
+        tradable_at: hold.toISOString(),
+      },
     ]);
   });
 });
@@ -342,7 +375,8 @@ describe('the global Steam budget', () => {
     await t.deps.sql`
       update inventory_watches set read_at = ${clock.now()}::timestamptz - (account_id - ${Math.min(...ids)}) * interval '1 minute'
       where account_id = any(${ids}::bigint[])`;
-    await t.deps.sql`update inventory_watches set next_read_at = ${new Date(clock.now().getTime() + 10 * INTERVAL_MS)} where not (account_id = any(${ids}::bigint[]))`;
+    await t.deps
+      .sql`update inventory_watches set next_read_at = ${new Date(clock.now().getTime() + 10 * INTERVAL_MS)} where not (account_id = any(${ids}::bigint[]))`;
     const mine = new Set(accounts.map((account) => account.steamId));
     const before = fake.inventoryRequests.length;
     clock.advance(INTERVAL_MS);
@@ -355,11 +389,24 @@ describe('the global Steam budget', () => {
     expect(reads.map((request) => request.steamId).sort()).toEqual([...mine].sort());
     expect(runs.reduce((sum, run) => sum + (run.reads.unchanged ?? 0), 0)).toBe(12);
     // Never more than 4 in any 1.5 s at Steam: 12 reads take at least two windows.
-    expect(maxInSlidingWindow(reads.map((request) => request.at), budget.windowMs)).toBeLessThanOrEqual(4);
+    expect(
+      maxInSlidingWindow(
+        reads.map((request) => request.at),
+        budget.windowMs,
+      ),
+    ).toBeLessThanOrEqual(4);
     expect(elapsed).toBeGreaterThanOrEqual(2 * budget.windowMs);
     // Oldest snapshot first: the first four admitted are the four oldest (highest account ids).
-    const oldestFour = [...accounts].sort((a, b) => b.accountId - a.accountId).slice(0, 4).map((account) => account.steamId);
-    expect(reads.slice(0, 4).map((request) => request.steamId).sort()).toEqual(oldestFour.sort());
+    const oldestFour = [...accounts]
+      .sort((a, b) => b.accountId - a.accountId)
+      .slice(0, 4)
+      .map((account) => account.steamId);
+    expect(
+      reads
+        .slice(0, 4)
+        .map((request) => request.steamId)
+        .sort(),
+    ).toEqual(oldestFour.sort());
   }, 60_000);
 
   test('an inventory of several pages costs one unit per page', async () => {
@@ -385,7 +432,8 @@ describe('owner tokens (docs/design.md §17)', () => {
     await setOwnerToken(t, account.workspaceId, account.accountId, token);
     return token;
   }
-  const econReads = (steamId: string) => fake.requests.filter((r) => r.path === '/IEconService/GetInventoryItemsWithDescriptions/v1/' && r.query.steamid === steamId);
+  const econReads = (steamId: string) =>
+    fake.requests.filter((r) => r.path === '/IEconService/GetInventoryItemsWithDescriptions/v1/' && r.query.steamid === steamId);
   const protectionEvents = (workspaceId: string) => events<Record<string, unknown>>(workspaceId, 'item.protection_ended' as 'item.tradable');
 
   test('the watch reads both contexts with the token, each page spending the budget; item.protection_ended is scheduled at the instant and sent once', async () => {
@@ -399,7 +447,9 @@ describe('owner tokens (docs/design.md §17)', () => {
     expect(econReads(account.steamId).map((r) => r.query.contextid)).toEqual(['2', '16']);
     expect(readsOf(account.steamId).length - budgetBefore).toBe(2);
     const snapshotId = (await watchRow(account.accountId))!.snapshot_id!;
-    const [snapshot] = await t.deps.sql<{ workspace_id: string; contexts: number[] }[]>`select workspace_id, contexts from inventory_snapshots where id = ${snapshotId}`;
+    const [snapshot] = await t.deps.sql<
+      { workspace_id: string; contexts: number[] }[]
+    >`select workspace_id, contexts from inventory_snapshots where id = ${snapshotId}`;
     expect(snapshot).toEqual({ workspace_id: account.workspaceId, contexts: [2, 16] });
 
     const job = await queue.getJob(protectionEndedJobId(account.accountId, account.assetIds[0]!));
@@ -412,7 +462,13 @@ describe('owner tokens (docs/design.md §17)', () => {
     // A retried or duplicated job (BullMQ delivers at least once) sends nothing more.
     expect(await sendProtectionEnded(at, payload)).toBe('already_sent');
     expect(await protectionEvents(account.workspaceId)).toEqual([
-      { account_id: account.accountId, steam_id: account.steamId, asset_id: account.assetIds[0]!, market_hash_name: expect.any(String), at: until.toISOString() },
+      {
+        account_id: account.accountId,
+        steam_id: account.steamId,
+        asset_id: account.assetIds[0]!,
+        market_hash_name: expect.any(String),
+        at: until.toISOString(),
+      },
     ]);
   });
 
@@ -427,7 +483,9 @@ describe('owner tokens (docs/design.md §17)', () => {
     fake.protectItems(account.steamId, [account.assetIds[0]!], later);
     await runOnce();
     const at = { sql: t.deps.sql, log, now: () => new Date(first.getTime() + 1_000) };
-    expect(await sendProtectionEnded(at, { account_id: account.accountId, asset_id: account.assetIds[0]!, protected_until: first.toISOString() })).toBe('still_protected');
+    expect(await sendProtectionEnded(at, { account_id: account.accountId, asset_id: account.assetIds[0]!, protected_until: first.toISOString() })).toBe(
+      'still_protected',
+    );
     expect(await sendProtectionEnded(at, { account_id: account.accountId, asset_id: '999999', protected_until: first.toISOString() })).toBe('gone');
 
     const unsubscribed = await watchedAccount({ eventTypes: ['inventory.changed'] });
@@ -436,7 +494,9 @@ describe('owner tokens (docs/design.md §17)', () => {
     await onlyWatch([unsubscribed.accountId]);
     await runOnce();
     expect(await queue.getJob(protectionEndedJobId(unsubscribed.accountId, unsubscribed.assetIds[0]!))).toBeUndefined();
-    expect(await sendProtectionEnded(at, { account_id: unsubscribed.accountId, asset_id: unsubscribed.assetIds[0]!, protected_until: first.toISOString() })).toBe('not_subscribed');
+    expect(
+      await sendProtectionEnded(at, { account_id: unsubscribed.accountId, asset_id: unsubscribed.assetIds[0]!, protected_until: first.toISOString() }),
+    ).toBe('not_subscribed');
     expect(await protectionEvents(unsubscribed.workspaceId)).toEqual([]);
   });
 
@@ -468,7 +528,11 @@ describe("the Steam fake's inventory controls over HTTP (what `npm start` users 
       expect(response.status).toBe(200);
       return (await response.json()) as { asset_ids: string[]; added: string[]; traded: string[] };
     };
-    const page = async () => (await fetch(`${fake.url}/inventory/${steamId}/730/2?l=english&count=2000`)).json() as Promise<{ assets: { assetid: string }[]; descriptions: { tradable: number }[] }>;
+    const page = async () =>
+      (await fetch(`${fake.url}/inventory/${steamId}/730/2?l=english&count=2000`)).json() as Promise<{
+        assets: { assetid: string }[];
+        descriptions: { tradable: number }[];
+      }>;
     const before = fake.assetIds(steamId);
     const hold = new Date(Date.now() + 86_400_000).toISOString();
     const { added } = await control({ add: [{ item: 'AWP | Asiimov', wear: 0.3, seed: 3, tradeHoldUntil: hold }] });

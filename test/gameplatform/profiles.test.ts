@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import {
-  FRIENDS_ONLY_STEAM_ID,
-  PRIVATE_STEAM_ID,
-  PUBLIC_STEAM_ID,
-  startSteamFake,
-  UNKNOWN_STEAM_ID,
-  type SteamFake,
-} from '../fakes/steam/server.ts';
-import { createTestApp, errorOf, scratchTestApp, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { FRIENDS_ONLY_STEAM_ID, PRIVATE_STEAM_ID, PUBLIC_STEAM_ID, type SteamFake, startSteamFake, UNKNOWN_STEAM_ID } from '../fakes/steam/server.ts';
+import { createTestApp, errorOf, scratchTestApp, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 
 /** GET /v2/profiles/{gameplatform_id} (docs/design.md §11) over real Postgres and Redis, Steam played by the fake. */
 
@@ -145,7 +138,9 @@ describe('GET /v2/profiles/{gameplatform_id}', () => {
   test('never answers 500 for garbage from Steam: HTML, invalid JSON, wrong shapes', async () => {
     for (const body of ['<html><body>Error</body></html>', '{"response":', '{"response":{"players":{}}}', 'null', '[]']) {
       const server = Bun.serve({ port: 0, fetch: () => new Response(body, { headers: { 'content-type': 'text/html' } }) });
-      const odd = createTestApp({ config: { STEAM_API_URL: `http://127.0.0.1:${server.port}`, STEAM_WEB_API_KEY: 'x', DATABASE_URL: t.deps.config.DATABASE_URL } });
+      const odd = createTestApp({
+        config: { STEAM_API_URL: `http://127.0.0.1:${server.port}`, STEAM_WEB_API_KEY: 'x', DATABASE_URL: t.deps.config.DATABASE_URL },
+      });
       try {
         const ws = await workspaceWithKey(odd);
         const response = await get('76561198000000999', ws.key, odd);

@@ -9,13 +9,13 @@ import {
   FRIENDS_ONLY_STEAM_ID,
   HOLDS_2026_STEAM_ID,
   INSPECT_LINK,
+  type InventoryFixture,
   PARTNER_STEAM_ID,
   PRIVATE_STEAM_ID,
   PUBLIC_STEAM_ID,
+  type SteamFake,
   startSteamFake,
   UNKNOWN_STEAM_ID,
-  type InventoryFixture,
-  type SteamFake,
 } from '../fakes/steam/server.ts';
 import type { SteamAssetProperties, SteamDescription } from '../fakes/steam/types.ts';
 
@@ -46,7 +46,19 @@ describe('Web API GetPlayerSummaries', () => {
     const body = (await res.json()) as { response: { players: Record<string, unknown>[] } };
     expect(body.response.players.map((p) => p.steamid)).toEqual([PUBLIC_STEAM_ID, PRIVATE_STEAM_ID, FRIENDS_ONLY_STEAM_ID]);
     const [open, closed, friends] = body.response.players;
-    expect(open).toMatchObject({ communityvisibilitystate: 3, profilestate: 1, personaname: expect.any(String), profileurl: expect.any(String), avatar: expect.any(String), avatarmedium: expect.any(String), avatarfull: expect.any(String), avatarhash: expect.any(String), personastate: 0, timecreated: expect.any(Number), loccountrycode: 'DE' });
+    expect(open).toMatchObject({
+      communityvisibilitystate: 3,
+      profilestate: 1,
+      personaname: expect.any(String),
+      profileurl: expect.any(String),
+      avatar: expect.any(String),
+      avatarmedium: expect.any(String),
+      avatarfull: expect.any(String),
+      avatarhash: expect.any(String),
+      personastate: 0,
+      timecreated: expect.any(Number),
+      loccountrycode: 'DE',
+    });
     expect(closed).toMatchObject({ communityvisibilitystate: 1 });
     expect(closed).not.toHaveProperty('timecreated');
     expect(friends).toMatchObject({ communityvisibilitystate: 2 });
@@ -126,7 +138,10 @@ describe('community inventory', () => {
     for (const d of held) {
       expect(d.tradable).toBe(0);
       // Without preserve_bbcode=1, the year-less form Steam renders since 2026-06-24 (docs/design.md §17).
-      expect(d.owner_descriptions!.find((o) => o.value !== ' ')).toEqual({ type: 'html', value: expect.stringMatching(/^Tradable\/Marketable After \d{1,2} [A-Z][a-z]{2} @ 7:00am$/) });
+      expect(d.owner_descriptions!.find((o) => o.value !== ' ')).toEqual({
+        type: 'html',
+        value: expect.stringMatching(/^Tradable\/Marketable After \d{1,2} [A-Z][a-z]{2} @ 7:00am$/),
+      });
     }
     const permanent = inv.descriptions.filter((d) => d.tradable === 0 && !d.owner_descriptions);
     expect(permanent.map((d) => d.market_hash_name).sort()).toEqual(['10 Year Birthday Coin', 'Desert Eagle | Blaze (Factory New)']);
@@ -146,7 +161,12 @@ describe('community inventory', () => {
     const printstreams = decoded.filter((d) => d.defindex === 60);
     expect(printstreams.map((d) => d.killeatervalue).sort()).toEqual([0, 1337]);
     expect(printstreams.find((d) => d.killeatervalue === 1337)!.customname).toBe('Printer go brrr');
-    expect(decoded.filter((d) => d.defindex === 507).map((d) => d.paintindex).sort()).toEqual([415, 417, 419]);
+    expect(
+      decoded
+        .filter((d) => d.defindex === 507)
+        .map((d) => d.paintindex)
+        .sort(),
+    ).toEqual([415, 417, 419]);
     expect(decoded.find((d) => d.defindex === 1209)!.stickers[0]!.stickerId).toBe(37);
     expect(decoded.find((d) => d.defindex === 1355)!.keychains[0]).toMatchObject({ stickerId: 24, pattern: 1234 });
     expect(decoded.find((d) => d.defindex === 4726)).toBeDefined();
@@ -241,17 +261,29 @@ describe('hold and protection text (docs/design.md §17)', () => {
     const protectedBbcode = kept.descriptions.find((d) => ownerLines(d).some((line) => line.type === 'bbcode' && line.value.includes('trade-protected')))!;
     expect(protectedBbcode).toMatchObject({ sealed: 1, tradable: 0, marketable: 0 });
     expect(ownerLines(protectedBbcode)).toEqual([
-      { type: 'bbcode', value: expect.stringMatching(/^⇆ This item is trade-protected and cannot be consumed, modified, or transferred until \[date\]\d{10}\[\/date\]$/) },
+      {
+        type: 'bbcode',
+        value: expect.stringMatching(/^⇆ This item is trade-protected and cannot be consumed, modified, or transferred until \[date\]\d{10}\[\/date\]$/),
+      },
     ]);
     const same = rendered.descriptions.find((d) => d.classid === protectedBbcode.classid && d.instanceid === protectedBbcode.instanceid)!;
-    expect(ownerLines(same)).toEqual([{ type: 'html', value: expect.stringMatching(/^⇆ This item is trade-protected and cannot be consumed, modified, or transferred until \d{1,2} [A-Z][a-z]{2} @ 7:00am$/) }]);
+    expect(ownerLines(same)).toEqual([
+      {
+        type: 'html',
+        value: expect.stringMatching(/^⇆ This item is trade-protected and cannot be consumed, modified, or transferred until \d{1,2} [A-Z][a-z]{2} @ 7:00am$/),
+      },
+    ]);
     const values = kept.descriptions.flatMap((d) => ownerLines(d).map((line) => line.value));
     expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After \[date\]\d{10}\[\/date\]$/));
     expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After [A-Z][a-z]{2} \d{2}, \d{4} \(7:00:00\) GMT$/));
     expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After \d{1,2} [A-Z][a-z]{2}, \d{4} \(7:00:00\) GMT$/));
     expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After [A-Z][a-z]{2} \d{2}, \d{4} \(7:00:00\)$/));
     expect(values).toContainEqual(expect.stringMatching(/^Tradable\/Marketable After \d{1,2} [A-Z][a-z]{2} @ 7:00am$/));
-    expect(values).toContainEqual(expect.stringMatching(/^⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [A-Z][a-z]{2} \d{2}, \d{4} \(7:00:00\) GMT$/));
+    expect(values).toContainEqual(
+      expect.stringMatching(
+        /^⇆ This item is trade-protected and cannot be consumed, modified, or transferred until [A-Z][a-z]{2} \d{2}, \d{4} \(7:00:00\) GMT$/,
+      ),
+    );
     expect(values).toContain('⇆ This item is listed on the Steam Community Market and cannot be consumed or modified.');
     expect(byName(kept)('AWP | Asiimov (Field-Tested)').find((d) => d.sealed_type === 1)).toMatchObject({ sealed: 1, sealed_type: 1, tradable: 0 });
     expect(kept.descriptions.find((d) => d.item_expiration)!.item_expiration).toMatch(/^\d{4}-\d{2}-\d{2}T07:00:00Z$/);
@@ -261,7 +293,10 @@ describe('hold and protection text (docs/design.md §17)', () => {
     const [first, second] = fake.assetIds(PUBLIC_STEAM_ID).slice(-2);
     const until = new Date(Date.UTC(2031, 0, 2, 7, 0, 0));
     fake.protectItems(PUBLIC_STEAM_ID, [first!], until);
-    const control = await fetch(`${fake.url}/_control/inventories/${PUBLIC_STEAM_ID}`, { method: 'POST', body: JSON.stringify({ protect: [second], protect_until: until.toISOString() }) });
+    const control = await fetch(`${fake.url}/_control/inventories/${PUBLIC_STEAM_ID}`, {
+      method: 'POST',
+      body: JSON.stringify({ protect: [second], protect_until: until.toISOString() }),
+    });
     expect(control.status).toBe(200);
     const descriptionOf = (inv: InventoryPage, assetId: string) => {
       const asset = inv.assets.find((a) => a.assetid === assetId)!;
@@ -272,13 +307,22 @@ describe('hold and protection text (docs/design.md §17)', () => {
     expect(inv.assets.map((a) => a.assetid)).not.toContain(second!);
     const token = fake.issueAccessToken(PUBLIC_STEAM_ID);
     const econ = (context: string) =>
-      fetch(`${fake.url}/IEconService/GetInventoryItemsWithDescriptions/v1/?access_token=${token}&steamid=${PUBLIC_STEAM_ID}&appid=730&contextid=${context}&get_descriptions=true&get_asset_properties=true&count=2000`);
+      fetch(
+        `${fake.url}/IEconService/GetInventoryItemsWithDescriptions/v1/?access_token=${token}&steamid=${PUBLIC_STEAM_ID}&appid=730&contextid=${context}&get_descriptions=true&get_asset_properties=true&count=2000`,
+      );
     const sixteen = ((await (await econ('16')).json()) as { response: InventoryPage }).response;
-    expect(sixteen.assets.map((a) => [a.assetid, a.contextid]).sort()).toEqual([[first!, '16'], [second!, '16']].sort());
+    expect(sixteen.assets.map((a) => [a.assetid, a.contextid]).sort()).toEqual(
+      [
+        [first!, '16'],
+        [second!, '16'],
+      ].sort(),
+    );
     for (const assetId of [first!, second!]) {
       expect(descriptionOf(sixteen, assetId)).toMatchObject({ sealed: 1, tradable: 0, marketable: 0 });
       // No preserve_bbcode on this method: the instant comes rendered in the year-less form.
-      expect(ownerLines(descriptionOf(sixteen, assetId)).at(-1)!.value).toBe('⇆ This item is trade-protected and cannot be consumed, modified, or transferred until 2 Jan @ 7:00am');
+      expect(ownerLines(descriptionOf(sixteen, assetId)).at(-1)!.value).toBe(
+        '⇆ This item is trade-protected and cannot be consumed, modified, or transferred until 2 Jan @ 7:00am',
+      );
     }
     const two = ((await (await econ('2')).json()) as { response: InventoryPage }).response;
     expect(two.assets.map((a) => a.assetid)).toEqual(inv.assets.map((a) => a.assetid));
@@ -294,9 +338,14 @@ describe('hold and protection text (docs/design.md §17)', () => {
   });
 
   test('the owner read refuses what Steam refuses: no token, a token the fake did not sign, a revoked or expired one (401), another account’s (403)', async () => {
-    const econ = (query: string) => fetch(`${fake.url}/IEconService/GetInventoryItemsWithDescriptions/v1/?appid=730&contextid=2&get_descriptions=true&count=100&${query}`);
+    const econ = (query: string) =>
+      fetch(`${fake.url}/IEconService/GetInventoryItemsWithDescriptions/v1/?appid=730&contextid=2&get_descriptions=true&count=100&${query}`);
     expect((await econ(`steamid=${PUBLIC_STEAM_ID}`)).status).toBe(401);
-    const forged = ['eyJhbGciOiJFZERTQSJ9', Buffer.from(JSON.stringify({ sub: PUBLIC_STEAM_ID, exp: 4_000_000_000, jti: 'x' })).toString('base64url'), 'c2ln'].join('.');
+    const forged = [
+      'eyJhbGciOiJFZERTQSJ9',
+      Buffer.from(JSON.stringify({ sub: PUBLIC_STEAM_ID, exp: 4_000_000_000, jti: 'x' })).toString('base64url'),
+      'c2ln',
+    ].join('.');
     expect((await econ(`steamid=${PUBLIC_STEAM_ID}&access_token=${forged}`)).status).toBe(401);
     const token = fake.issueAccessToken(PUBLIC_STEAM_ID);
     expect((await econ(`steamid=${PARTNER_STEAM_ID}&access_token=${token}`)).status).toBe(403);
@@ -380,7 +429,10 @@ describe('OpenID 2.0 provider', () => {
   test('a tampered claimed_id, return_to or signature is is_valid:false', async () => {
     const params = fake.openid.positiveAssertion(RETURN_TO, PUBLIC_STEAM_ID);
     const forged = [
-      fake.openid.tamper(params, { claimed_id: `https://steamcommunity.com/openid/id/${PRIVATE_STEAM_ID}`, identity: `https://steamcommunity.com/openid/id/${PRIVATE_STEAM_ID}` }),
+      fake.openid.tamper(params, {
+        claimed_id: `https://steamcommunity.com/openid/id/${PRIVATE_STEAM_ID}`,
+        identity: `https://steamcommunity.com/openid/id/${PRIVATE_STEAM_ID}`,
+      }),
       fake.openid.tamper(params, { return_to: 'http://evil.example/callback' }),
       fake.openid.tamper(params, { sig: Buffer.alloc(20).toString('base64') }),
       fake.openid.tamper(params, { signed: 'op_endpoint,claimed_id' }),

@@ -11,7 +11,23 @@ describe('parseSteamId', () => {
   });
 
   test('refuses vanity names, groups, other universes, account 0 and malformed input', () => {
-    for (const input of ['gabelogannewell', '', ' 76561197960287930', '76561197960287930 ', '076561197960287930', '76561197960287930x', '103582791429521412', '[g:1:4]', '[U:1:0]', '[U:2:22202]', 'STEAM_0:2:11101', '18446744073709551616', '1'.repeat(40), '\u0000', '7656119796028793\u0000']) {
+    for (const input of [
+      'gabelogannewell',
+      '',
+      ' 76561197960287930',
+      '76561197960287930 ',
+      '076561197960287930',
+      '76561197960287930x',
+      '103582791429521412',
+      '[g:1:4]',
+      '[U:1:0]',
+      '[U:2:22202]',
+      'STEAM_0:2:11101',
+      '18446744073709551616',
+      '1'.repeat(40),
+      '\u0000',
+      '7656119796028793\u0000',
+    ]) {
       expect({ input, parsed: parseSteamId(input) }).toEqual({ input, parsed: null });
     }
   });

@@ -7,13 +7,13 @@ import {
   liveTokenFor,
   openSteamToken,
   rewrapSteamTokens,
-  sealSteamToken,
   STEAM_TOKEN_MAX_LENGTH,
+  sealSteamToken,
 } from '../../shared/gameplatform/steam-token.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
 import { SecretKeyring, secretKeyId } from '../../shared/webhooks/secrets.ts';
-import { PUBLIC_STEAM_ID, startSteamFake, type SteamFake } from '../fakes/steam/server.ts';
-import { createTestApp, errorOf, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { PUBLIC_STEAM_ID, type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
+import { createTestApp, errorOf, type TestApp, workspaceWithKey } from '../helpers.ts';
 
 /**
  * Owner access tokens (issue 30, docs/design.md §17): PUT/DELETE …/steam-token through the API (every
@@ -60,7 +60,18 @@ const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toStrin
 function steamJwt(claims: { sub?: unknown; exp?: unknown; [claim: string]: unknown }): string {
   const token = [
     base64url({ typ: 'JWT', alg: 'EdDSA' }),
-    base64url({ iss: 'r:0F8B_25F9B0E9_5C2A3', aud: ['web', 'renew', 'derive'], nbf: 1_700_000_000, iat: 1_700_000_000, jti: '0F8B_25F9B0E9_5C2A3', oat: 1_700_000_000, per: 1, ip_subject: '203.0.113.9', ip_confirmer: '203.0.113.9', ...claims }),
+    base64url({
+      iss: 'r:0F8B_25F9B0E9_5C2A3',
+      aud: ['web', 'renew', 'derive'],
+      nbf: 1_700_000_000,
+      iat: 1_700_000_000,
+      jti: '0F8B_25F9B0E9_5C2A3',
+      oat: 1_700_000_000,
+      per: 1,
+      ip_subject: '203.0.113.9',
+      ip_confirmer: '203.0.113.9',
+      ...claims,
+    }),
     Buffer.from(`signature-${Math.random()}`).toString('base64url'),
   ].join('.');
   sentTokens.push(token);
@@ -129,18 +140,36 @@ describe('checkSteamToken (no signature check: Steam signs with its own key)', (
   test('wrong sub, expired, and every malformed shape are rejections, never throws', () => {
     const [header, payload, signature] = validToken().split('.') as [string, string, string];
     const malformed = [
-      undefined, null, 42, {}, '', 'not-a-jwt', `${header}.${payload}`, `${header}.${payload}.${signature}.x`, `${header}.${payload}.`,
-      `${header}==.${payload}.${signature}`, `${header}.${payload}.${signature}\u0000`, `${header}.\ud800.${signature}`, `${header}.${payload}.sig\udfff`,
-      `a`.repeat(1024 * 1024), `${header}.${'A'.repeat(STEAM_TOKEN_MAX_LENGTH)}.${signature}`,
-      `${base64url('not an object')}.${payload}.${signature}`, `${Buffer.from('{').toString('base64url')}.${payload}.${signature}`,
-      `${header}.${base64url([1, 2])}.${signature}`, `${header}.${Buffer.from([0xff, 0xfe]).toString('base64url')}.${signature}`,
-      steamJwt({ sub: PUBLIC_STEAM_ID, exp: String(inHours(1)) }), steamJwt({ sub: PUBLIC_STEAM_ID, exp: undefined }),
+      undefined,
+      null,
+      42,
+      {},
+      '',
+      'not-a-jwt',
+      `${header}.${payload}`,
+      `${header}.${payload}.${signature}.x`,
+      `${header}.${payload}.`,
+      `${header}==.${payload}.${signature}`,
+      `${header}.${payload}.${signature}\u0000`,
+      `${header}.\ud800.${signature}`,
+      `${header}.${payload}.sig\udfff`,
+      `a`.repeat(1024 * 1024),
+      `${header}.${'A'.repeat(STEAM_TOKEN_MAX_LENGTH)}.${signature}`,
+      `${base64url('not an object')}.${payload}.${signature}`,
+      `${Buffer.from('{').toString('base64url')}.${payload}.${signature}`,
+      `${header}.${base64url([1, 2])}.${signature}`,
+      `${header}.${Buffer.from([0xff, 0xfe]).toString('base64url')}.${signature}`,
+      steamJwt({ sub: PUBLIC_STEAM_ID, exp: String(inHours(1)) }),
+      steamJwt({ sub: PUBLIC_STEAM_ID, exp: undefined }),
       steamJwt({ sub: PUBLIC_STEAM_ID, exp: 1e300 }),
     ];
     for (const token of malformed) expect(checkSteamToken(token, PUBLIC_STEAM_ID, now)).toEqual({ ok: false, reason: 'malformed' });
     expect(checkSteamToken(validToken(OTHER_STEAM_ID), PUBLIC_STEAM_ID, now)).toEqual({ ok: false, reason: 'wrong_subject' });
     expect(checkSteamToken(steamJwt({ sub: Number(PUBLIC_STEAM_ID), exp: inHours(1) }), PUBLIC_STEAM_ID, now)).toEqual({ ok: false, reason: 'wrong_subject' });
-    expect(checkSteamToken(steamJwt({ sub: PUBLIC_STEAM_ID, exp: Math.floor(now.getTime() / 1000) }), PUBLIC_STEAM_ID, now)).toEqual({ ok: false, reason: 'expired' });
+    expect(checkSteamToken(steamJwt({ sub: PUBLIC_STEAM_ID, exp: Math.floor(now.getTime() / 1000) }), PUBLIC_STEAM_ID, now)).toEqual({
+      ok: false,
+      reason: 'expired',
+    });
   });
 });
 
@@ -173,7 +202,9 @@ describe('PUT …/steam-token', () => {
     expect(JSON.parse(text)).toMatchObject({ account_id: account.account_id, steam_id: PUBLIC_STEAM_ID, steam_token: { expires_at: expiresAt } });
     expect((await listed(ws.key)).map((row) => row.steam_token)).toEqual([{ expires_at: expiresAt }]);
 
-    const [row] = await t.deps.sql<{ ciphertext: Uint8Array; key_id: string }[]>`select ciphertext, key_id from gameplatform_steam_tokens where account_id = ${account.account_id}`;
+    const [row] = await t.deps.sql<
+      { ciphertext: Uint8Array; key_id: string }[]
+    >`select ciphertext, key_id from gameplatform_steam_tokens where account_id = ${account.account_id}`;
     expect(Buffer.from(row!.ciphertext).includes(Buffer.from(token))).toBe(false);
     expect(openSteamToken(new SecretKeyring(KEY_A), String(account.account_id), row!.ciphertext, row!.key_id)).toBe(token);
 
@@ -184,7 +215,13 @@ describe('PUT …/steam-token', () => {
     const [set] = await auditOf(ws.key, 'steam_token.set');
     const [replaced] = await auditOf(ws.key, 'steam_token.replaced');
     for (const event of [set, replaced]) {
-      expect(event).toMatchObject({ source: 'gameplatform', resource_type: 'gameplatform_account', resource_id: String(account.account_id), outcome: 'succeeded', actor: { type: 'api_key', id: ws.keyId } });
+      expect(event).toMatchObject({
+        source: 'gameplatform',
+        resource_type: 'gameplatform_account',
+        resource_id: String(account.account_id),
+        outcome: 'succeeded',
+        actor: { type: 'api_key', id: ws.keyId },
+      });
       expect(Object.keys(event!.metadata).sort()).toEqual(['expires_at', 'key_id', 'steam_id']);
     }
     expect(set!.metadata.expires_at).toBe(expiresAt);
@@ -221,13 +258,17 @@ describe('PUT …/steam-token', () => {
     expect((await listed(ws.key))[0]!.steam_token).toBeNull();
   });
 
-  test('401 without a key; 403 with accounts:read only; 404 for an unknown account, another workspace\'s, a disconnected one', async () => {
+  test("401 without a key; 403 with accounts:read only; 404 for an unknown account, another workspace's, a disconnected one", async () => {
     const ws = await workspaceWithKey(t, { scopes: ['accounts:write'] });
     const reader = await workspaceWithKey(t, { scopes: ['accounts:read'] });
     const other = await workspaceWithKey(t, { scopes: ['accounts:write'] });
     const account = await connected(ws.key);
     const body = JSON.stringify({ token: validToken() });
-    const anonymous = await t.request(`/v2/gameplatform/accounts/${account.account_id}/steam-token`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body });
+    const anonymous = await t.request(`/v2/gameplatform/accounts/${account.account_id}/steam-token`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     expect((await refused(anonymous, 401)).code).toBe('unauthorized');
     expect((await refused(await putToken(reader.key, account.account_id, body), 403)).code).toBe('insufficient_scope');
     expect((await refused(await putToken(other.key, account.account_id, body), 404)).code).toBe('not_found');
@@ -267,15 +308,23 @@ describe('DELETE …/steam-token and what destroys a token', () => {
     expect((await deleteToken(ws.key, account.account_id)).status).toBe(204);
     const removed = await auditOf(ws.key, 'steam_token.removed');
     expect(removed).toHaveLength(1);
-    expect(removed[0]).toMatchObject({ source: 'gameplatform', resource_id: String(account.account_id), outcome: 'succeeded', metadata: { steam_id: PUBLIC_STEAM_ID } });
+    expect(removed[0]).toMatchObject({
+      source: 'gameplatform',
+      resource_id: String(account.account_id),
+      outcome: 'succeeded',
+      metadata: { steam_id: PUBLIC_STEAM_ID },
+    });
     expect((await refused(await deleteToken(ws.key, 9_000_000_000), 404)).code).toBe('not_found');
   });
 
-  test('disconnecting the account destroys its token; deleting the workspace destroys its accounts\' tokens', async () => {
+  test("disconnecting the account destroys its token; deleting the workspace destroys its accounts' tokens", async () => {
     const ws = await workspaceWithKey(t, { scopes: ['accounts:write', 'audit:read'] });
     const first = await connected(ws.key);
     const second = await connected(ws.key, OTHER_STEAM_ID);
-    for (const [account, steamId] of [[first, PUBLIC_STEAM_ID], [second, OTHER_STEAM_ID]] as const) {
+    for (const [account, steamId] of [
+      [first, PUBLIC_STEAM_ID],
+      [second, OTHER_STEAM_ID],
+    ] as const) {
       expect((await putToken(ws.key, account.account_id, { token: validToken(steamId) })).status).toBe(200);
     }
     expect((await t.request(`/v2/gameplatform/accounts/${first.account_id}`, { method: 'DELETE', headers: ws.keyHeaders })).status).toBe(204);
@@ -328,8 +377,12 @@ describe('liveTokenFor and dropToken (what the token reads use)', () => {
     expect(await storedTokens(account.account_id)).toBe(0);
     const [dropped] = await auditOf(ws.key, 'steam_token.dropped');
     expect(dropped).toMatchObject({
-      source: 'gameplatform', resource_type: 'gameplatform_account', resource_id: String(account.account_id), outcome: 'succeeded',
-      actor: { type: 'system', id: null }, occurred_at: later.toISOString(),
+      source: 'gameplatform',
+      resource_type: 'gameplatform_account',
+      resource_id: String(account.account_id),
+      outcome: 'succeeded',
+      actor: { type: 'system', id: null },
+      occurred_at: later.toISOString(),
       metadata: { steam_id: PUBLIC_STEAM_ID, reason: 'expired', expires_at: new Date(exp * 1000).toISOString() },
     });
   });
@@ -344,7 +397,8 @@ describe('liveTokenFor and dropToken (what the token reads use)', () => {
     expect((await auditOf(ws.key, 'steam_token.dropped')).map((event) => event.metadata.reason)).toEqual(['refused']);
 
     expect((await putToken(ws.key, id, { token: validToken() })).status).toBe(200);
-    await t.deps.sql`update gameplatform_steam_tokens set ciphertext = set_byte(ciphertext, 20, (get_byte(ciphertext, 20) + 1) % 256) where account_id = ${id}::bigint`;
+    await t.deps
+      .sql`update gameplatform_steam_tokens set ciphertext = set_byte(ciphertext, 20, (get_byte(ciphertext, 20) + 1) % 256) where account_id = ${id}::bigint`;
     expect(await liveTokenFor(t.deps.sql, new SecretKeyring(KEY_A), id, new Date())).toBeNull();
     expect((await auditOf(ws.key, 'steam_token.dropped')).map((event) => event.metadata.reason)).toEqual(['unreadable', 'refused']);
   });
@@ -368,7 +422,11 @@ describe('key rotation (npm run admin -- rewrap-webhook-secrets rewraps tokens t
     const second = await rewrapSteamTokens(t.deps.sql, new SecretKeyring(KEY_B, [KEY_A]), actor);
     expect({ rewrapped: second.rewrapped, unreadable: ours(second) }).toEqual({ rewrapped: 0, unreadable: [] });
     const [event] = await auditOf(ws.key, 'steam_token.rewrapped');
-    expect(event).toMatchObject({ resource_id: id, actor: { type: 'admin', id: 'test' }, metadata: { from_key_id: secretKeyId(KEY_A), to_key_id: secretKeyId(KEY_B) } });
+    expect(event).toMatchObject({
+      resource_id: id,
+      actor: { type: 'admin', id: 'test' },
+      metadata: { from_key_id: secretKeyId(KEY_A), to_key_id: secretKeyId(KEY_B) },
+    });
 
     const report = await rewrapSteamTokens(t.deps.sql, new SecretKeyring(Buffer.alloc(32, 9)), actor);
     expect(report.unreadable).toContainEqual({ account_id: id, key_id: secretKeyId(KEY_B) });
@@ -397,7 +455,11 @@ describe('the token is nowhere else', () => {
     for (const token of sentTokens) {
       // The signature part is unique per token; whole tokens and their signatures are both absent.
       const signature = token.split('.')[2]!;
-      for (const [where, text] of [['logs', logs], ['audit', audit], ['redis', redis]] as const) {
+      for (const [where, text] of [
+        ['logs', logs],
+        ['audit', audit],
+        ['redis', redis],
+      ] as const) {
         expect({ where, found: text.includes(token) || text.includes(signature) }).toEqual({ where, found: false });
       }
     }

@@ -1,15 +1,30 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Webhook } from 'standardwebhooks';
 import { insertOrFindLiveAccount } from '../../shared/gameplatform/accounts.ts';
-import { fetchTradeHistoryPage, parseTradeHistory, runTradeHistory, type TradeHistoryDeps, type TradeReversedPayload } from '../../shared/gameplatform/trade-history.ts';
-import { SteamUnavailableError } from '../../shared/gameplatform/steam-client.ts';
 import type { SteamBudgetSettings } from '../../shared/gameplatform/steam-budget.ts';
+import { SteamUnavailableError } from '../../shared/gameplatform/steam-client.ts';
+import {
+  fetchTradeHistoryPage,
+  parseTradeHistory,
+  runTradeHistory,
+  type TradeHistoryDeps,
+  type TradeReversedPayload,
+} from '../../shared/gameplatform/trade-history.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
-import { startPools, type RunningPools } from '../../workers/runtime.ts';
+import { type RunningPools, startPools } from '../../workers/runtime.ts';
 import { webhooksPool } from '../../workers/webhooks/index.ts';
-import { inventoryOf, startSteamFake, type ItemSpec, type SteamFake } from '../fakes/steam/server.ts';
-import { errorOf, eventually, scratchTestApp, testClock, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
-import { createWebhook, removeQueueKeys, retireEndpoints, startReceiver, subscribedEndpoint, uniquePath, WEBHOOK_KEY_A, type Receiver } from '../webhooks/webhooks-fixtures.ts';
+import { type ItemSpec, inventoryOf, type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
+import { errorOf, eventually, scratchTestApp, type TestApp, testClock, testConfig, workspaceWithKey } from '../helpers.ts';
+import {
+  createWebhook,
+  type Receiver,
+  removeQueueKeys,
+  retireEndpoints,
+  startReceiver,
+  subscribedEndpoint,
+  uniquePath,
+  WEBHOOK_KEY_A,
+} from '../webhooks/webhooks-fixtures.ts';
 
 /**
  * Reversal tracking (issue 30, docs/design.md §17) over real Postgres (a scratch database: the poll looks at
@@ -55,7 +70,15 @@ async function runOnce(budget: Partial<SteamBudgetSettings> = {}, extra: Partial
   return runTradeHistory(deps(budget, extra), { runForMs: 30_000 });
 }
 
-type Tracked = { workspaceId: string; key: string; headers: Record<string, string>; accountId: number; steamId: string; assetIds: string[]; token: string | null };
+type Tracked = {
+  workspaceId: string;
+  key: string;
+  headers: Record<string, string>;
+  accountId: number;
+  steamId: string;
+  assetIds: string[];
+  token: string | null;
+};
 
 /** A workspace (subscribed to trade.reversed unless told otherwise) with one connected account, its inventory and an owner token. */
 async function trackedAccount(options: { eventTypes?: string[] | null; token?: boolean; workspace?: { id: string; key: string } } = {}): Promise<Tracked> {
@@ -89,7 +112,8 @@ async function reversedEvents(workspaceId: string): Promise<TradeReversedPayload
 
 /** Puts every other poll of the file far out of due, so runs read only these accounts. */
 async function onlyPoll(accountIds: number[]): Promise<void> {
-  await t.deps.sql`update gameplatform_trade_polls set next_read_at = ${new Date(clock.now().getTime() + 1_000 * INTERVAL_MS)} where not (account_id = any(${accountIds}::bigint[]))`;
+  await t.deps
+    .sql`update gameplatform_trade_polls set next_read_at = ${new Date(clock.now().getTime() + 1_000 * INTERVAL_MS)} where not (account_id = any(${accountIds}::bigint[]))`;
 }
 
 const readsOf = (steamId: string) => fake.tradeHistoryRequests.filter((request) => request.steamId === steamId);
@@ -97,7 +121,18 @@ const readsOf = (steamId: string) => fake.tradeHistoryRequests.filter((request) 
 async function tradesVia(account: Tracked, query = '') {
   const response = await t.request(`/v2/gameplatform/accounts/${account.accountId}/trades${query}`, { headers: account.headers });
   expect(response.status).toBe(200);
-  return (await response.json()) as { data: { trade_id: string; status: string; status_code: number; reversed: boolean; rollback_trade_id: string | null; settled_at: string | null; counterparty_steam_id: string }[]; next_cursor: string | null };
+  return (await response.json()) as {
+    data: {
+      trade_id: string;
+      status: string;
+      status_code: number;
+      reversed: boolean;
+      rollback_trade_id: string | null;
+      settled_at: string | null;
+      counterparty_steam_id: string;
+    }[];
+    next_cursor: string | null;
+  };
 }
 
 beforeAll(async () => {
@@ -130,7 +165,12 @@ afterAll(async () => {
 describe('trade history poll', () => {
   test('stores each trade once and updates its status in place', async () => {
     const account = await trackedAccount();
-    const { trade_id } = fake.recordTrade(account.steamId, { partner: PARTNER, give: [account.assetIds[0]!], receive: [{ item: 'Glock-18 | Fade', wear: 0.03, seed: 7 }], at: clock.now() });
+    const { trade_id } = fake.recordTrade(account.steamId, {
+      partner: PARTNER,
+      give: [account.assetIds[0]!],
+      receive: [{ item: 'Glock-18 | Fade', wear: 0.03, seed: 7 }],
+      at: clock.now(),
+    });
     await onlyPoll([account.accountId]);
     const first = await runOnce();
     expect(first.reads.stored).toBe(1);
@@ -152,7 +192,12 @@ describe('trade history poll', () => {
 
   test('a reversal is detected once, joined to its return trade, and sent as trade.reversed from the account’s point of view', async () => {
     const account = await trackedAccount();
-    const recorded = fake.recordTrade(account.steamId, { partner: PARTNER, give: [account.assetIds[0]!], receive: [{ item: 'AWP | Dragon Lore', wear: 0.1, seed: 9 }], at: clock.now() });
+    const recorded = fake.recordTrade(account.steamId, {
+      partner: PARTNER,
+      give: [account.assetIds[0]!],
+      receive: [{ item: 'AWP | Dragon Lore', wear: 0.1, seed: 9 }],
+      at: clock.now(),
+    });
     await onlyPoll([account.accountId]);
     await runOnce();
     expect(await reversedEvents(account.workspaceId)).toEqual([]);
@@ -229,7 +274,9 @@ describe('trade history poll', () => {
       const page = await tradesVia(account);
       expect(page.data.map((trade) => trade.status)).toEqual(['committed']);
     }
-    const [poll] = await t.deps.sql<{ failures: number; last_error: string }[]>`select failures, last_error from gameplatform_trade_polls where account_id = ${account.accountId}`;
+    const [poll] = await t.deps.sql<
+      { failures: number; last_error: string }[]
+    >`select failures, last_error from gameplatform_trade_polls where account_id = ${account.accountId}`;
     expect(poll!.failures).toBe(4);
     expect(poll!.last_error).toContain('timed out');
 
@@ -321,7 +368,13 @@ describe('trade history poll', () => {
 
 describe('reading GetTradeHistory', () => {
   test('hostile bodies: unreadable trades and assets are skipped and counted, never thrown', () => {
-    const good = { tradeid: '1', steamid_other: PARTNER, time_init: 1_786_000_000, status: 3, assets_given: [{ appid: 730, contextid: '2', assetid: '5', amount: '1', classid: '1', instanceid: '0', new_assetid: '6', new_contextid: '2' }] };
+    const good = {
+      tradeid: '1',
+      steamid_other: PARTNER,
+      time_init: 1_786_000_000,
+      status: 3,
+      assets_given: [{ appid: 730, contextid: '2', assetid: '5', amount: '1', classid: '1', instanceid: '0', new_assetid: '6', new_contextid: '2' }],
+    };
     const page = parseTradeHistory({
       response: {
         more: true,
@@ -334,7 +387,11 @@ describe('reading GetTradeHistory', () => {
           { ...good, tradeid: '3', time_init: 'yesterday' },
           { ...good, tradeid: '4', status: '12' },
           { ...good, tradeid: '5', assets_given: 'none' },
-          { ...good, tradeid: '6', assets_received: [{ assetid: '\ud800' }, null, { appid: 730, contextid: 2, assetid: 8, amount: '1', classid: '1', instanceid: '0' }] },
+          {
+            ...good,
+            tradeid: '6',
+            assets_received: [{ assetid: '\ud800' }, null, { appid: 730, contextid: 2, assetid: 8, amount: '1', classid: '1', instanceid: '0' }],
+          },
           null,
           'trade',
           { ...good, tradeid: '7', rollback_trade: '0', time_settlement: 0 },
@@ -344,7 +401,9 @@ describe('reading GetTradeHistory', () => {
     expect(page.trades.map((trade) => trade.trade_id)).toEqual(['1', '6', '7']);
     expect(page.skipped).toEqual({ trades: 8, assets: 2 });
     expect(page.more).toBe(true);
-    expect(page.trades[1]!.assets_received).toEqual([{ appid: 730, contextid: '2', assetid: '8', amount: '1', classid: '1', instanceid: '0', new_assetid: null, new_contextid: null }]);
+    expect(page.trades[1]!.assets_received).toEqual([
+      { appid: 730, contextid: '2', assetid: '8', amount: '1', classid: '1', instanceid: '0', new_assetid: null, new_contextid: null },
+    ]);
     expect(page.trades[2]).toMatchObject({ rollback_trade_id: null, settled_at: null });
     expect(parseTradeHistory({ response: {} }).trades).toEqual([]);
     for (const body of [null, [], 'x', { response: null }, { response: { trades: {} } }]) expect(() => parseTradeHistory(body)).toThrow(SteamUnavailableError);
@@ -353,10 +412,19 @@ describe('reading GetTradeHistory', () => {
   test('a truncated or oversized body is a failed read, not a crash', async () => {
     const full = JSON.stringify({ response: { trades: [{ tradeid: '1', steamid_other: PARTNER, time_init: 1_786_000_000, status: 3 }], more: false } });
     const bodies = [full.slice(0, full.length - 7), `{"response":{"trades":[${'{"tradeid":"1"},'.repeat(600_000)}{}]}}`];
-    const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => new Response(bodies[Number(new URL(request.url).searchParams.get('start_after_tradeid') ?? 0)]) });
+    const server = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: (request) => new Response(bodies[Number(new URL(request.url).searchParams.get('start_after_tradeid') ?? 0)]),
+    });
     try {
       for (const index of [0, 1]) {
-        const error = await fetchTradeHistoryPage({ STEAM_API_URL: `http://127.0.0.1:${server.port}` }, 'token', index === 0 ? null : { time: new Date(), tradeId: String(index) }, { timeoutMs: 5_000, now: () => new Date() }).catch((caught: unknown) => caught);
+        const error = await fetchTradeHistoryPage(
+          { STEAM_API_URL: `http://127.0.0.1:${server.port}` },
+          'token',
+          index === 0 ? null : { time: new Date(), tradeId: String(index) },
+          { timeoutMs: 5_000, now: () => new Date() },
+        ).catch((caught: unknown) => caught);
         expect(error).toBeInstanceOf(SteamUnavailableError);
         expect((error as Error).message).not.toContain('token');
       }
@@ -369,7 +437,12 @@ describe('reading GetTradeHistory', () => {
 describe('the trade endpoints', () => {
   test('every status of GET …/accounts/{id}/trades and GET /v2/gameplatform/counterparties/{id}', async () => {
     const account = await trackedAccount();
-    for (let index = 0; index < 3; index += 1) fake.recordTrade(account.steamId, { partner: PARTNER, receive: [{ item: 'AK-47 | Redline', wear: 0.2, seed: 10 + index }], at: new Date(clock.now().getTime() + index * 1_000) });
+    for (let index = 0; index < 3; index += 1)
+      fake.recordTrade(account.steamId, {
+        partner: PARTNER,
+        receive: [{ item: 'AK-47 | Redline', wear: 0.2, seed: 10 + index }],
+        at: new Date(clock.now().getTime() + index * 1_000),
+      });
     await onlyPoll([account.accountId]);
     await runOnce();
     const base = `/v2/gameplatform/accounts/${account.accountId}/trades`;
@@ -414,7 +487,11 @@ describe('the trade endpoints', () => {
     expect(elsewhere.status).toBe(200);
     expect(await elsewhere.json()).toMatchObject({ steam_id: PARTNER, trades: 0, reversals: 0, last_reversal_at: null });
     // Any SteamID form, the same counts.
-    const ids = (await (await t.request(`/v2/gameplatform/counterparties/${PARTNER}`, { headers: account.headers })).json()) as { trades: number; steam_id2: string; steam_id3: string };
+    const ids = (await (await t.request(`/v2/gameplatform/counterparties/${PARTNER}`, { headers: account.headers })).json()) as {
+      trades: number;
+      steam_id2: string;
+      steam_id3: string;
+    };
     expect(ids.trades).toBeGreaterThanOrEqual(3);
     for (const form of [ids.steam_id2, ids.steam_id3]) {
       const response = await t.request(`/v2/gameplatform/counterparties/${encodeURIComponent(form)}`, { headers: account.headers });
@@ -459,7 +536,10 @@ describe('the trade endpoints', () => {
     const response = await t.request(`/v2/trade-intents/${id}`, { headers: account.headers });
     expect(response.status).toBe(200);
     expect(((await response.json()) as { risk: unknown }).risk).toEqual({ partner_reversals: 1, partner_trades: 2 });
-    const counterparty = (await (await t.request(`/v2/gameplatform/counterparties/${partner}`, { headers: account.headers })).json()) as { trades: number; reversals: number };
+    const counterparty = (await (await t.request(`/v2/gameplatform/counterparties/${partner}`, { headers: account.headers })).json()) as {
+      trades: number;
+      reversals: number;
+    };
     expect(counterparty).toMatchObject({ trades: 2, reversals: 1 });
   });
 });
@@ -488,7 +568,13 @@ describe('delivery', () => {
       const [request] = await eventually(async () => (receiver.received(path).length >= 1 ? receiver.received(path) : undefined), 15_000);
       const body = new Webhook(webhook.secret).verify(request!.body, request!.headers) as { type: string; data: TradeReversedPayload };
       expect(body.type).toBe('trade.reversed');
-      expect(body.data).toMatchObject({ account_id: account.accountId, trade_id: recorded.trade_id, rollback_trade_id: reversed.rollback_trade_id, assets_returned: reversed.returned, assets_lost: [] });
+      expect(body.data).toMatchObject({
+        account_id: account.accountId,
+        trade_id: recorded.trade_id,
+        rollback_trade_id: reversed.rollback_trade_id,
+        assets_returned: reversed.returned,
+        assets_lost: [],
+      });
       expect(request!.body).not.toContain(account.token!);
     } finally {
       await pools.stop(5_000);

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import { cancelDraftsOfAccount, expireDueTradeIntents } from '../../shared/gameplatform/trade-intents.ts';
-import { JOBS } from '../../shared/jobs/queues.ts';
-import type { Scope } from '../../shared/http/scopes.ts';
-import { maintenancePool } from '../../workers/maintenance/index.ts';
-import { inventoryOf, startSteamFake, type SteamFake } from '../fakes/steam/server.ts';
 import { convertUsd } from '../../shared/fx/convert.ts';
 import { findLatestRates } from '../../shared/fx/repository.ts';
+import { cancelDraftsOfAccount, expireDueTradeIntents } from '../../shared/gameplatform/trade-intents.ts';
+import type { Scope } from '../../shared/http/scopes.ts';
+import { JOBS } from '../../shared/jobs/queues.ts';
+import { maintenancePool } from '../../workers/maintenance/index.ts';
+import { inventoryOf, type SteamFake, startSteamFake } from '../fakes/steam/server.ts';
+import { createTestApp, errorOf, seedFreshFxRates, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 import { setOwnerToken } from './inventory-fixtures.ts';
-import { createTestApp, errorOf, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
 
 /**
  * docs/design.md §11 trade intents over real Postgres and Redis. Connected accounts and inventory snapshots
@@ -25,7 +25,12 @@ beforeAll(async () => {
   // A low policy limit keeps the valuation checks to a few small prices.
   t = createTestApp({
     now: clock.now,
-    config: { TRADE_MAX_VALUE_USD: '100', STEAM_COMMUNITY_URL: steam.url, STEAM_API_URL: steam.url, WEBHOOK_SECRET_KEY: Buffer.alloc(32, 5).toString('base64') },
+    config: {
+      TRADE_MAX_VALUE_USD: '100',
+      STEAM_COMMUNITY_URL: steam.url,
+      STEAM_API_URL: steam.url,
+      WEBHOOK_SECRET_KEY: Buffer.alloc(32, 5).toString('base64'),
+    },
   });
 });
 afterAll(async () => {
@@ -129,12 +134,24 @@ async function tradeSetup(options: { scopes?: Scope[] } = {}) {
 }
 
 type Intent = {
-  trade_intent_id: string; state: string; give: string[]; receive: string[]; partner_steam_id: string | null; target_trade_id: string | null;
-  account_id: number; valuation: { marketplace: string; give_total: string; receive_total: string; currency: string; unpriced_asset_ids: string[] };
+  trade_intent_id: string;
+  state: string;
+  give: string[];
+  receive: string[];
+  partner_steam_id: string | null;
+  target_trade_id: string | null;
+  account_id: number;
+  valuation: { marketplace: string; give_total: string; receive_total: string; currency: string; unpriced_asset_ids: string[] };
   reservations: { asset_id: string; expires_at: string; released_at: string | null }[];
   assets: IntentAsset[];
 };
-type IntentAsset = { asset_id: string; side: 'give' | 'receive'; market_hash_name: string | null; catalog_id: string | null; image: { url: string; source: string } | null };
+type IntentAsset = {
+  asset_id: string;
+  side: 'give' | 'receive';
+  market_hash_name: string | null;
+  catalog_id: string | null;
+  image: { url: string; source: string } | null;
+};
 
 async function created(response: Response): Promise<Intent> {
   if (response.status !== 201) throw new Error(`expected 201, got ${response.status}: ${await response.text()}`);
@@ -161,11 +178,23 @@ describe('trade intents in another currency (docs/design.md §14)', () => {
     const response = await t.request(`/v2/trade-intents?currency=${currency}`, {
       method: 'POST',
       headers: { ...ws.keyHeaders, 'idempotency-key': crypto.randomUUID() },
-      json: { kind: 'create_offer', account_id: account.accountId, external_reference: 'fx-1', expires_at: inMinutes(30), partner_steam_id: randomSteamId(), give },
+      json: {
+        kind: 'create_offer',
+        account_id: account.accountId,
+        external_reference: 'fx-1',
+        expires_at: inMinutes(30),
+        partner_steam_id: randomSteamId(),
+        give,
+      },
     });
     expect(response.status).toBe(201);
     const intent = (await response.json()) as Intent & { currency: string; fx: { quote: string } };
-    const expected = { give_total: convertUsd('12.35', rates, currency), receive_total: convertUsd('0.00', rates, currency), currency, unpriced_asset_ids: [give[1]!] };
+    const expected = {
+      give_total: convertUsd('12.35', rates, currency),
+      receive_total: convertUsd('0.00', rates, currency),
+      currency,
+      unpriced_asset_ids: [give[1]!],
+    };
     expect(intent.valuation).toMatchObject(expected);
     expect(intent.currency).toBe(currency);
     expect(intent.fx.quote).toBe(currency);
@@ -174,7 +203,10 @@ describe('trade intents in another currency (docs/design.md §14)', () => {
     expect(usd.currency).toBeUndefined();
     const one = (await (await t.request(`/v2/trade-intents/${intent.trade_intent_id}?currency=${currency}`, { headers: ws.keyHeaders })).json()) as Intent;
     expect(one.valuation).toMatchObject(expected);
-    const list = (await (await t.request(`/v2/trade-intents?currency=${currency}`, { headers: ws.keyHeaders })).json()) as { data: Intent[]; currency?: string };
+    const list = (await (await t.request(`/v2/trade-intents?currency=${currency}`, { headers: ws.keyHeaders })).json()) as {
+      data: Intent[];
+      currency?: string;
+    };
     expect(list.data.find((entry) => entry.trade_intent_id === intent.trade_intent_id)!.valuation).toMatchObject(expected);
     const bad = await t.request('/v2/trade-intents?currency=usd', { headers: ws.keyHeaders });
     expect(bad.status).toBe(400);
@@ -193,13 +225,25 @@ describe('POST /v2/trade-intents', () => {
     const give = await snapshot(account.steamId, [{ catalogId: cheap }, { catalogId: dear }, { catalogId: doppler, paintIndex: 415 }]);
     const [unpriced] = await snapshot(partner, [{ catalogId: null }]);
     const response = await post(ws, {
-      kind: 'create_offer', account_id: account.accountId, external_reference: 'order-1', expires_at: inMinutes(30),
-      partner_steam_id: partner, give, receive: [unpriced], message: 'gl hf',
+      kind: 'create_offer',
+      account_id: account.accountId,
+      external_reference: 'order-1',
+      expires_at: inMinutes(30),
+      partner_steam_id: partner,
+      give,
+      receive: [unpriced],
+      message: 'gl hf',
     });
     const intent = await created(response);
     expect(intent).toMatchObject({
-      kind: 'create_offer', state: 'draft', account_id: account.accountId, external_reference: 'order-1', give, receive: [unpriced],
-      partner_steam_id: partner, target_trade_id: null,
+      kind: 'create_offer',
+      state: 'draft',
+      account_id: account.accountId,
+      external_reference: 'order-1',
+      give,
+      receive: [unpriced],
+      partner_steam_id: partner,
+      target_trade_id: null,
       valuation: { marketplace: 'skinport', give_total: '52.60', receive_total: '0.00', currency: 'USD', unpriced_asset_ids: [unpriced!] },
     });
     expect(intent.reservations.map((r) => r.asset_id).sort()).toEqual([...give].sort());
@@ -236,9 +280,19 @@ describe('POST /v2/trade-intents', () => {
     const account = await connectAccount(ws);
     // 33.33 + 33.33 + 33.34 is 100 exactly; in binary floats it is 100.00000000000001.
     const items = [await pricedItem({ default: '33.33' }), await pricedItem({ default: '33.33' }), await pricedItem({ default: '33.34' })];
-    const give = await snapshot(account.steamId, items.map((catalogId) => ({ catalogId })));
+    const give = await snapshot(
+      account.steamId,
+      items.map((catalogId) => ({ catalogId })),
+    );
     const intent = await created(
-      await post(ws, { kind: 'create_offer', account_id: account.accountId, external_reference: 'exact', expires_at: inMinutes(5), partner_steam_id: randomSteamId(), give }),
+      await post(ws, {
+        kind: 'create_offer',
+        account_id: account.accountId,
+        external_reference: 'exact',
+        expires_at: inMinutes(5),
+        partner_steam_id: randomSteamId(),
+        give,
+      }),
     );
     expect(intent.valuation.give_total).toBe('100.00');
     expect(intent.valuation.receive_total).toBe('0.00');
@@ -323,13 +377,23 @@ describe('validation order (each a 400 invalid_intent naming the first failing c
     const ws = await workspace();
     const account = await connectAccount(ws);
     const [old] = await snapshot(account.steamId, [{}], new Date(clock.now().getTime() - 11 * MINUTE));
-    const body = { kind: 'create_offer', account_id: account.accountId, external_reference: 'old', expires_at: inMinutes(5), partner_steam_id: randomSteamId(), give: [old] };
+    const body = {
+      kind: 'create_offer',
+      account_id: account.accountId,
+      external_reference: 'old',
+      expires_at: inMinutes(5),
+      partner_steam_id: randomSteamId(),
+      give: [old],
+    };
     expect(await firstFailure(body, ws)).toEqual(['body.give']);
   });
 
   test('policy: either side worth more than TRADE_MAX_VALUE_USD', async () => {
     const { ws, offer, account, partner } = await tradeSetup();
-    const [a, b] = await snapshot(account.steamId, [{ catalogId: await pricedItem({ default: '60.00' }) }, { catalogId: await pricedItem({ default: '40.01' }) }]);
+    const [a, b] = await snapshot(account.steamId, [
+      { catalogId: await pricedItem({ default: '60.00' }) },
+      { catalogId: await pricedItem({ default: '40.01' }) },
+    ]);
     const error = await errorOf(await post(ws, offer({ give: [a, b], receive: [] })));
     expect(error.code).toBe('invalid_intent');
     expect(error.details).toEqual([{ field: 'body.give', message: expect.stringContaining('100.01') }]);
@@ -339,7 +403,14 @@ describe('validation order (each a 400 invalid_intent naming the first failing c
 
   test('a malformed body is a 400 invalid_request naming the field', async () => {
     const { ws, offer } = await tradeSetup();
-    for (const bad of [{ account_id: '1' }, { give: [12] }, { give: Array.from({ length: 257 }, (_, i) => String(i + 1)) }, { external_reference: '' }, { expires_at: 'tomorrow' }, { extra: true }]) {
+    for (const bad of [
+      { account_id: '1' },
+      { give: [12] },
+      { give: Array.from({ length: 257 }, (_, i) => String(i + 1)) },
+      { external_reference: '' },
+      { expires_at: 'tomorrow' },
+      { extra: true },
+    ]) {
       const response = await post(ws, offer(bad));
       expect(response.status).toBe(400);
       expect((await errorOf(response)).code).toBe('invalid_request');
@@ -485,12 +556,20 @@ describe('conflicts (409 with details)', () => {
     const takerAccount = await connectAccount(taker, maker.partner);
     const offer = await created(await post(maker.ws, maker.offer()));
     const accept = (extra: Record<string, unknown> = {}) => ({
-      kind: 'accept_offer', account_id: takerAccount.accountId, external_reference: `acc-${crypto.randomUUID()}`, expires_at: inMinutes(30),
-      target_trade_id: offer.trade_intent_id, ...extra,
+      kind: 'accept_offer',
+      account_id: takerAccount.accountId,
+      external_reference: `acc-${crypto.randomUUID()}`,
+      expires_at: inMinutes(30),
+      target_trade_id: offer.trade_intent_id,
+      ...extra,
     });
     const acceptance = await created(await post(taker, accept()));
     expect(acceptance).toMatchObject({
-      kind: 'accept_offer', give: [maker.receive], receive: [maker.give], partner_steam_id: maker.account.steamId, target_trade_id: offer.trade_intent_id,
+      kind: 'accept_offer',
+      give: [maker.receive],
+      receive: [maker.give],
+      partner_steam_id: maker.account.steamId,
+      target_trade_id: offer.trade_intent_id,
     });
     expect(await activeReservations(maker.partner, maker.receive)).toEqual([acceptance.trade_intent_id]);
 
@@ -576,7 +655,12 @@ describe('cancel and expiry release reservations', () => {
     const { ws, account, offer } = await tradeSetup();
     const intent = await created(await post(ws, offer()));
     const cancelled = await t.deps.sql.begin((tx) =>
-      cancelDraftsOfAccount(tx, account.accountId, { workspaceId: ws.workspace.id, actor: { type: 'api_key', id: ws.keyId }, requestId: 'req-test', now: clock.now() }),
+      cancelDraftsOfAccount(tx, account.accountId, {
+        workspaceId: ws.workspace.id,
+        actor: { type: 'api_key', id: ws.keyId },
+        requestId: 'req-test',
+        now: clock.now(),
+      }),
     );
     expect(cancelled).toEqual([intent.trade_intent_id]);
     expect(await activeReservations(account.steamId, intent.give[0]!)).toEqual([]);
@@ -592,7 +676,12 @@ describe('cancel and expiry release reservations', () => {
     const { ws, offer } = await tradeSetup();
     const due = await created(await post(ws, offer({ expires_at: inMinutes(1) })));
     const handlers = maintenancePool.handlers({
-      config: t.deps.config, sql: t.deps.sql, redis: undefined as never, log: t.deps.log, queue: undefined as never, enqueue: undefined as never,
+      config: t.deps.config,
+      sql: t.deps.sql,
+      redis: undefined as never,
+      log: t.deps.log,
+      queue: undefined as never,
+      enqueue: undefined as never,
       now: () => new Date(clock.now().getTime() + 5 * MINUTE),
     });
     const expire = handlers.find(([name]) => name === 'trade_intents.expire')![1] as (payload: object, context: never) => Promise<unknown>;
@@ -607,12 +696,26 @@ describe('inventories fetched through Steam (the local fake)', () => {
     const ws = await workspace();
     const account = await connectAccount(ws);
     const partner = randomSteamId();
-    const mine = inventoryOf(account.steamId, [{ item: 'AK-47 | Redline', wear: 0.2, seed: 7 }, { item: 'AWP | Asiimov', wear: 0.3, tradeHoldUntil: new Date(Date.now() + 86_400_000) }], 70_000_000_000n);
+    const mine = inventoryOf(
+      account.steamId,
+      [
+        { item: 'AK-47 | Redline', wear: 0.2, seed: 7 },
+        { item: 'AWP | Asiimov', wear: 0.3, tradeHoldUntil: new Date(Date.now() + 86_400_000) },
+      ],
+      70_000_000_000n,
+    );
     const theirs = inventoryOf(partner, [{ item: 'Container | Revolution Case' }], 71_000_000_000n);
     steam.setInventory(account.steamId, mine);
     steam.setInventory(partner, theirs);
     const [redline, asiimov] = mine.assets.map((asset) => asset.assetid);
-    const body = { kind: 'create_offer', account_id: account.accountId, external_reference: 'via-steam', expires_at: inMinutes(30), partner_steam_id: partner, receive: [theirs.assets[0]!.assetid] };
+    const body = {
+      kind: 'create_offer',
+      account_id: account.accountId,
+      external_reference: 'via-steam',
+      expires_at: inMinutes(30),
+      partner_steam_id: partner,
+      receive: [theirs.assets[0]!.assetid],
+    };
     const intent = await created(await post(ws, { ...body, give: [redline] }));
     expect(intent.reservations.map((r) => r.asset_id)).toEqual([redline!]);
     expect(steam.requests.filter((r) => r.path === `/inventory/${account.steamId}/730/2`)).toHaveLength(1);
@@ -627,8 +730,19 @@ describe('inventories fetched through Steam (the local fake)', () => {
     const ws = await workspace();
     const account = await connectAccount(ws);
     const partner = randomSteamId();
-    const mine = inventoryOf(account.steamId, [{ item: 'AK-47 | Redline', wear: 0.2, seed: 8 }, { item: 'AWP | Asiimov', wear: 0.3, seed: 9 }], 72_000_000_000n);
-    const theirs = inventoryOf(partner, [{ item: 'Container | Revolution Case' }, { item: 'AWP | Asiimov', wear: 0.25, seed: 10, marketListing: true }], 73_000_000_000n);
+    const mine = inventoryOf(
+      account.steamId,
+      [
+        { item: 'AK-47 | Redline', wear: 0.2, seed: 8 },
+        { item: 'AWP | Asiimov', wear: 0.3, seed: 9 },
+      ],
+      72_000_000_000n,
+    );
+    const theirs = inventoryOf(
+      partner,
+      [{ item: 'Container | Revolution Case' }, { item: 'AWP | Asiimov', wear: 0.25, seed: 10, marketListing: true }],
+      73_000_000_000n,
+    );
     steam.setInventory(account.steamId, mine);
     steam.setInventory(partner, theirs);
     const [free, received] = mine.assets.map((asset) => asset.assetid);
@@ -648,18 +762,35 @@ describe('inventories fetched through Steam (the local fake)', () => {
     const refused = await errorOf(response);
     expect(refused.code).toBe('invalid_intent');
     expect(refused.details).toEqual([
-      { field: 'body.give', code: 'asset_protected', message: `asset_protected: asset ${received} is trade-protected until ${until.toISOString()} and cannot be traded` },
-      { field: 'body.receive', code: 'asset_protected', message: `asset_protected: asset ${listed} is listed on the Steam Community Market and cannot be traded` },
+      {
+        field: 'body.give',
+        code: 'asset_protected',
+        message: `asset_protected: asset ${received} is trade-protected until ${until.toISOString()} and cannot be traded`,
+      },
+      {
+        field: 'body.receive',
+        code: 'asset_protected',
+        message: `asset_protected: asset ${listed} is listed on the Steam Community Market and cannot be traded`,
+      },
     ]);
     // Nothing was reserved; the unprotected assets alone make a draft.
-    expect((await created(await post(ws, { ...body, external_reference: 'unprotected', give: [free], receive: [theirCase] }))).reservations.map((r) => r.asset_id)).toEqual([free!]);
+    expect(
+      (await created(await post(ws, { ...body, external_reference: 'unprotected', give: [free], receive: [theirCase] }))).reservations.map((r) => r.asset_id),
+    ).toEqual([free!]);
   });
 
   test('a created intent lists its assets, give then receive, with the name, catalog id and image of their inventory records (docs/design.md §18)', async () => {
     const ws = await workspace();
     const account = await connectAccount(ws);
     const partner = randomSteamId();
-    const mine = inventoryOf(account.steamId, [{ item: 'AK-47 | Redline', wear: 0.2, seed: 11 }, { item: 'P250 | Sand Dune', wear: 0.5, seed: 12 }], 74_000_000_000n);
+    const mine = inventoryOf(
+      account.steamId,
+      [
+        { item: 'AK-47 | Redline', wear: 0.2, seed: 11 },
+        { item: 'P250 | Sand Dune', wear: 0.5, seed: 12 },
+      ],
+      74_000_000_000n,
+    );
     const theirs = inventoryOf(partner, [{ item: 'Container | Revolution Case' }], 75_000_000_000n);
     const [redline, sandDune] = mine.assets.map((asset) => asset.assetid);
     // A description without an icon: the record's image is cs2-lib's image of the skin by wear.
@@ -669,21 +800,38 @@ describe('inventories fetched through Steam (the local fake)', () => {
     steam.setInventory(partner, theirs);
     const theirCase = theirs.assets[0]!.assetid;
     const response = await post(ws, {
-      kind: 'create_offer', account_id: account.accountId, external_reference: 'with-images', expires_at: inMinutes(30), partner_steam_id: partner,
-      receive: [theirCase], give: [sandDune, redline],
+      kind: 'create_offer',
+      account_id: account.accountId,
+      external_reference: 'with-images',
+      expires_at: inMinutes(30),
+      partner_steam_id: partner,
+      receive: [theirCase],
+      give: [sandDune, redline],
     });
     const intent = await created(response);
-    expect(intent.assets.map((asset) => [asset.asset_id, asset.side])).toEqual([[sandDune!, 'give'], [redline!, 'give'], [theirCase, 'receive']]);
+    expect(intent.assets.map((asset) => [asset.asset_id, asset.side])).toEqual([
+      [sandDune!, 'give'],
+      [redline!, 'give'],
+      [theirCase, 'receive'],
+    ]);
 
     // Each entry is what the owner's inventory record shows (the snapshot the check read: no new fetch).
     const records = new Map<string, IntentAsset>();
     for (const owner of [account.steamId, partner]) {
-      const page = (await (await t.request(`/v2/inventories/${owner}`, { headers: ws.keyHeaders })).json()) as { data: (IntentAsset & Record<string, unknown>)[] };
+      const page = (await (await t.request(`/v2/inventories/${owner}`, { headers: ws.keyHeaders })).json()) as {
+        data: (IntentAsset & Record<string, unknown>)[];
+      };
       for (const record of page.data) records.set(record.asset_id, record);
     }
     for (const asset of intent.assets) {
       const record = records.get(asset.asset_id)!;
-      expect(asset).toEqual({ asset_id: asset.asset_id, side: asset.side, market_hash_name: record.market_hash_name, catalog_id: record.catalog_id, image: record.image });
+      expect(asset).toEqual({
+        asset_id: asset.asset_id,
+        side: asset.side,
+        market_hash_name: record.market_hash_name,
+        catalog_id: record.catalog_id,
+        image: record.image,
+      });
     }
     // Steam's icon of the asset's own description on STEAM_IMAGE_URL, else cs2-lib's on ITEM_ASSETS_URL.
     const iconOf = (fixture: typeof mine, assetId: string) => {
@@ -716,7 +864,13 @@ describe('inventories fetched through Steam (the local fake)', () => {
     const taker = await workspace();
     const takerAccount = await connectAccount(taker, partner);
     const acceptance = await created(
-      await post(taker, { kind: 'accept_offer', account_id: takerAccount.accountId, external_reference: 'accept-images', expires_at: inMinutes(30), target_trade_id: intent.trade_intent_id }),
+      await post(taker, {
+        kind: 'accept_offer',
+        account_id: takerAccount.accountId,
+        external_reference: 'accept-images',
+        expires_at: inMinutes(30),
+        target_trade_id: intent.trade_intent_id,
+      }),
     );
     expect(acceptance.assets).toEqual([
       { ...receiveCase!, side: 'give' },
@@ -742,7 +896,15 @@ describe('inventories fetched through Steam (the local fake)', () => {
     const [give] = await snapshot(account.steamId, [{}]);
     const partner = randomSteamId();
     steam.setInventory(partner, 'private');
-    const body = { kind: 'create_offer', account_id: account.accountId, external_reference: 'private', expires_at: inMinutes(30), partner_steam_id: partner, give: [give], receive: ['5'] };
+    const body = {
+      kind: 'create_offer',
+      account_id: account.accountId,
+      external_reference: 'private',
+      expires_at: inMinutes(30),
+      partner_steam_id: partner,
+      give: [give],
+      receive: ['5'],
+    };
     const refused = await errorOf(await post(ws, body));
     expect(refused.code).toBe('invalid_intent');
     expect(refused.details).toEqual([{ field: 'body.receive', message: expect.stringContaining('cannot be read') }]);

@@ -31,7 +31,13 @@ async function price(name: string, version: string, value: string) {
 
 beforeAll(async () => {
   await t.deps.ready();
-  for (const [name, type] of [[knife, 'knife'], [plain, 'rifle'], [STICKER_1, 'sticker'], [STICKER_2, 'sticker'], [CHARM_1, 'charm']] as const) {
+  for (const [name, type] of [
+    [knife, 'knife'],
+    [plain, 'rifle'],
+    [STICKER_1, 'sticker'],
+    [STICKER_2, 'sticker'],
+    [CHARM_1, 'charm'],
+  ] as const) {
     await sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(name)}, ${name}, ${type}) on conflict do nothing`;
   }
   await price(knife, 'default', '150.00');
@@ -51,7 +57,15 @@ describe('valueAssets', () => {
       { catalog_id: catalogIdFor(knife), paint_index: SAPPHIRE },
       { catalog_id: catalogIdFor(knife), paint_index: null },
     ]);
-    expect(ruby).toEqual({ marketplace: MARKET, price: '1200.50', currency: 'USD', stickers_total: '0.00', charms_total: '0.00', total: '1200.50', unpriced: [] });
+    expect(ruby).toEqual({
+      marketplace: MARKET,
+      price: '1200.50',
+      currency: 'USD',
+      stickers_total: '0.00',
+      charms_total: '0.00',
+      total: '1200.50',
+      unpriced: [],
+    });
     expect(sapphire!.price).toBeNull();
     expect(sapphire!.total).toBe('0.00');
     expect(sapphire!.unpriced).toEqual(['item']);

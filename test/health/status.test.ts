@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { catalogItemCount } from '../../shared/catalog/repository.ts';
-import { generateItemFiles } from '../../shared/media/generate-item-files.ts';
+import { saveRateDays } from '../../shared/fx/repository.ts';
 import { OPERATIONS } from '../../shared/http/operations.ts';
 import { POOLS } from '../../shared/jobs/queues.ts';
-import { saveRateDays } from '../../shared/fx/repository.ts';
-import { createTestApp, errorOf, eventually, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { generateItemFiles } from '../../shared/media/generate-item-files.ts';
+import { createTestApp, errorOf, eventually, seedFreshFxRates, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 import { freePort } from '../private-redis.ts';
 
 type MediaStatusBody = { components: { media: unknown }; degraded: string[] };
@@ -30,7 +30,12 @@ afterAll(() => t.close());
 const randomSuffix = () => `${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
 const uniqueSource = () => `skinport_${randomSuffix()}`;
 
-type HealthReport = { status: string; sources: Record<string, { updated_at: string | null; status: string; unknown_names: number | null; rows_skipped: number | null }>; fx: { status: string }; stats: { items: number } };
+type HealthReport = {
+  status: string;
+  sources: Record<string, { updated_at: string | null; status: string; unknown_names: number | null; rows_skipped: number | null }>;
+  fx: { status: string };
+  stats: { items: number };
+};
 const freshFx = expect.objectContaining({ status: 'fresh', source: 'ecb' });
 
 async function withApp(options: Parameters<typeof createTestApp>[0], body: (app: TestApp) => Promise<void>): Promise<void> {
@@ -57,7 +62,12 @@ describe('GET /health', () => {
       expect(response.status).toBe(503);
       const body = (await response.json()) as HealthReport;
       expect(Object.keys(body).sort()).toEqual(['fx', 'sources', 'stats', 'status']);
-      expect(body).toEqual({ status: 'degraded', sources: { [source]: { updated_at: null, status: 'never_succeeded', unknown_names: null, rows_skipped: null } }, fx: freshFx, stats: { items: await catalogItemCount(t.deps.sql) } });
+      expect(body).toEqual({
+        status: 'degraded',
+        sources: { [source]: { updated_at: null, status: 'never_succeeded', unknown_names: null, rows_skipped: null } },
+        fx: freshFx,
+        stats: { items: await catalogItemCount(t.deps.sql) },
+      });
     });
   });
 
@@ -248,7 +258,10 @@ describe('GET /v2/health and GET /v2/status', () => {
 
   test('GET /v2/status reports the Steam upstreams and game-platform automation as unavailable (offers are never sent)', async () => {
     await withApp({ config: { STEAM_WEB_API_KEY: '' } }, async (app) => {
-      const body = (await (await app.request('/v2/status')).json()) as { components: { gameplatform: Record<string, { status: string; last_success_at?: string | null; reason?: string }> }; degraded: string[] };
+      const body = (await (await app.request('/v2/status')).json()) as {
+        components: { gameplatform: Record<string, { status: string; last_success_at?: string | null; reason?: string }> };
+        degraded: string[];
+      };
       expect(body.components.gameplatform.steam_web_api!.status).toBe('unavailable');
       expect(body.components.gameplatform.automation).toEqual({ status: 'unavailable', reason: expect.stringContaining('not sent to Steam') });
       // A deployment without a Steam key is not degraded: it simply does not offer profiles.
@@ -260,7 +273,9 @@ describe('GET /v2/health and GET /v2/status', () => {
       await app.deps.sql`insert into steam_profiles (steam_id, profile, fetched_at) values (${steamId}, ${app.deps.sql.json({})}, ${fetchedAt})
                          on conflict (steam_id) do update set fetched_at = excluded.fetched_at`;
       try {
-        const body = (await (await app.request('/v2/status')).json()) as { components: { gameplatform: Record<string, { status: string; last_success_at?: string | null }> } };
+        const body = (await (await app.request('/v2/status')).json()) as {
+          components: { gameplatform: Record<string, { status: string; last_success_at?: string | null }> };
+        };
         expect(body.components.gameplatform.steam_web_api!.status).toBe('ok');
         expect(Date.parse(body.components.gameplatform.steam_web_api!.last_success_at!)).toBeGreaterThanOrEqual(fetchedAt.getTime());
         expect(body.components.gameplatform.steam_community!.status).toBe('ok');
@@ -343,7 +358,16 @@ describe('GET /v2/meta/*', () => {
 
   type CapabilitiesBody = {
     spec_version: string;
-    capabilities: { operation: string; method: string; path: string; status: string; auth: string; scopes: string[]; units: number; unavailable_because?: string[] }[];
+    capabilities: {
+      operation: string;
+      method: string;
+      path: string;
+      status: string;
+      auth: string;
+      scopes: string[];
+      units: number;
+      unavailable_because?: string[];
+    }[];
   };
 
   test('GET /v2/meta/capabilities lists every operation as production or planned with its scopes', async () => {
@@ -389,56 +413,59 @@ describe('GET /v2/meta/*', () => {
           expect(capability.unavailable_because).toBeUndefined();
         }
       }
-      expect(body.capabilities.filter((capability) => capability.status === 'unavailable').map((capability) => capability.operation).sort()).toEqual(
-        [
-          'audit_events.list',
-          'audit_exports.create',
-          'audit_exports.get',
-          'audit_exports.list',
-          'catalog.items.list',
-          'gameplatform_accounts.connect',
-          'gameplatform_accounts.delete',
-          'gameplatform_accounts.list',
-          'gameplatform_accounts.steam_token.delete',
-          'gameplatform_accounts.steam_token.set',
-          'gameplatform_accounts.trades.list',
-          'gameplatform_counterparties.get',
-          'inspect.decode',
-          'inventories.get',
-          'market.summary',
-          'market_index.constituents',
-          'market_index.get',
-          'market_index.history',
-          'me.get',
-          'prices.get',
-          'prices.history',
-          'prices.public.stream',
-          'prices.stream',
-          'profiles.get',
-          'renders.create',
-          'renders.get',
-          'scenes.create',
-          'scenes.get',
-          'scenes.list',
-          'scenes.revision',
-          'scenes.update',
-          'trade_intents.cancel',
-          'trade_intents.create',
-          'trade_intents.get',
-          'trade_intents.list',
-          'usage.get',
-          'viewer_sessions.create',
-          'webhooks.create',
-          'webhooks.delete',
-          'webhooks.deliveries.list',
-          'webhooks.deliveries.retry',
-          'webhooks.get',
-          'webhooks.list',
-          'webhooks.rotate_secret',
-          'webhooks.test',
-          'webhooks.update',
-        ],
-      );
+      expect(
+        body.capabilities
+          .filter((capability) => capability.status === 'unavailable')
+          .map((capability) => capability.operation)
+          .sort(),
+      ).toEqual([
+        'audit_events.list',
+        'audit_exports.create',
+        'audit_exports.get',
+        'audit_exports.list',
+        'catalog.items.list',
+        'gameplatform_accounts.connect',
+        'gameplatform_accounts.delete',
+        'gameplatform_accounts.list',
+        'gameplatform_accounts.steam_token.delete',
+        'gameplatform_accounts.steam_token.set',
+        'gameplatform_accounts.trades.list',
+        'gameplatform_counterparties.get',
+        'inspect.decode',
+        'inventories.get',
+        'market.summary',
+        'market_index.constituents',
+        'market_index.get',
+        'market_index.history',
+        'me.get',
+        'prices.get',
+        'prices.history',
+        'prices.public.stream',
+        'prices.stream',
+        'profiles.get',
+        'renders.create',
+        'renders.get',
+        'scenes.create',
+        'scenes.get',
+        'scenes.list',
+        'scenes.revision',
+        'scenes.update',
+        'trade_intents.cancel',
+        'trade_intents.create',
+        'trade_intents.get',
+        'trade_intents.list',
+        'usage.get',
+        'viewer_sessions.create',
+        'webhooks.create',
+        'webhooks.delete',
+        'webhooks.deliveries.list',
+        'webhooks.deliveries.retry',
+        'webhooks.get',
+        'webhooks.list',
+        'webhooks.rotate_secret',
+        'webhooks.test',
+        'webhooks.update',
+      ]);
     });
   });
 });

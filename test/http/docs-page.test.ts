@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Browser } from 'puppeteer-core';
-import { createTestApp, type TestApp } from '../helpers.ts';
 import { serveInChromium } from '../browser.ts';
+import { createTestApp, type TestApp } from '../helpers.ts';
 
 /**
  * GET /docs in real headless Chromium against the real app over HTTP: the page renders the API's
@@ -96,7 +96,10 @@ describe('GET /docs', () => {
       });
     // The title and the introduction's first paragraph (with quotes and an ampersand) survive as the
     // page's own text, not broken markup.
-    const head = await page.evaluate(() => ({ title: document.title, description: document.querySelector('meta[name="description"]')?.getAttribute('content') }));
+    const head = await page.evaluate(() => ({
+      title: document.title,
+      description: document.querySelector('meta[name="description"]')?.getAttribute('content'),
+    }));
     const firstParagraph = spec.info.description.split('\n\n')[0]!;
     expect(firstParagraph).toMatch(/["&]/);
     expect(head).toEqual({ title: spec.info.title, description: firstParagraph });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { z } from 'zod';
 import { parseDateTime } from '../../shared/http/validation.ts';
-import { createTestApp, errorOf, signUp, TEST_PASSWORD, uniqueEmail, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createTestApp, errorOf, signUp, TEST_PASSWORD, type TestApp, uniqueEmail, workspaceWithKey } from '../helpers.ts';
 
 /**
  * Regression tests for the defects of issue 10, items 1–4: each answered 500 before the shared
@@ -19,7 +19,17 @@ describe('the shared date-time schema', () => {
   });
 
   test('refuses other spellings, impossible dates and instants outside 1970–9999', () => {
-    for (const value of [...OUT_OF_RANGE, '2026-01-31', '2026-01-31 12:00:00Z', '2026-02-30T00:00:00Z', '2025-02-29T00:00:00Z', '2026-01-31T24:00:00Z', '2026-01-31T12:00:00+24:00', '+002026-01-31T12:00:00Z', 'now']) {
+    for (const value of [
+      ...OUT_OF_RANGE,
+      '2026-01-31',
+      '2026-01-31 12:00:00Z',
+      '2026-02-30T00:00:00Z',
+      '2025-02-29T00:00:00Z',
+      '2026-01-31T24:00:00Z',
+      '2026-01-31T12:00:00+24:00',
+      '+002026-01-31T12:00:00Z',
+      'now',
+    ]) {
       expect({ value, parsed: parseDateTime(value) }).toEqual({ value, parsed: null });
     }
   });
@@ -63,7 +73,10 @@ describe('hostile input is a 400 naming the field, never a 500', () => {
   });
 
   test('item 2: NUL in any text (account, key label, webhook description, catalog q)', async () => {
-    await expectInvalid(await t.request('/v1/accounts', { method: 'POST', json: { email: uniqueEmail(), password: TEST_PASSWORD, workspace_name: 'a\u0000b' } }), 'body.workspace_name');
+    await expectInvalid(
+      await t.request('/v1/accounts', { method: 'POST', json: { email: uniqueEmail(), password: TEST_PASSWORD, workspace_name: 'a\u0000b' } }),
+      'body.workspace_name',
+    );
     await expectInvalid(await t.request('/v1/accounts', { method: 'POST', json: { email: `a\u0000${uniqueEmail()}`, password: TEST_PASSWORD } }), 'body.email');
     await expectInvalid(await t.request('/v1/me/keys', { method: 'POST', headers: ws.auth, json: { label: 'a\u0000b' } }), 'body.label');
     await expectInvalid(
@@ -91,7 +104,11 @@ describe('hostile input is a 400 naming the field, never a 500', () => {
   test('item 4: a cookie that cannot be decoded is no session (401)', async () => {
     const user = await signUp(t);
     for (const cookie of ['session=%', 'session=%E0%A4%A', `session=${user.token}%`]) {
-      for (const [method, path] of [['GET', '/v1/me/keys'], ['DELETE', '/v1/sessions/current'], ['POST', '/v1/me/keys']] as const) {
+      for (const [method, path] of [
+        ['GET', '/v1/me/keys'],
+        ['DELETE', '/v1/sessions/current'],
+        ['POST', '/v1/me/keys'],
+      ] as const) {
         const response = await t.request(path, { method, headers: { cookie } });
         expect({ cookie, path, status: response.status }).toEqual({ cookie, path, status: 401 });
         expect((await errorOf(response)).code).toBe('unauthorized');

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
+import { generateCatalog } from '../../shared/catalog/generate.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
-import { generateCatalog } from '../../shared/catalog/generate.ts';
-import { scratchTestApp, seedFreshFxRates, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { scratchTestApp, seedFreshFxRates, type TestApp, workspaceWithKey } from '../helpers.ts';
 
 /**
  * The guard of issue 10: every operation the OpenAPI document lists, with hostile values in every
@@ -210,7 +210,12 @@ describe('hostile input on every documented operation', () => {
         // Raw spellings too: traversal, a percent-encoded NUL, and invalid percent-encodings.
         values.push('..', '..%2F..', '%00', '%ED%A0%80', '%FF', '%', '%zz');
         for (const value of values) {
-          await send(`${walk.method} ${walk.path} path ${parameter.name}=${value.slice(0, 40)}`, walk.method, queryPath(pathWith(walk, { [parameter.name]: value }), baseQuery(walk)), bodyInit(walk));
+          await send(
+            `${walk.method} ${walk.path} path ${parameter.name}=${value.slice(0, 40)}`,
+            walk.method,
+            queryPath(pathWith(walk, { [parameter.name]: value }), baseQuery(walk)),
+            bodyInit(walk),
+          );
         }
       }
     }
@@ -229,11 +234,21 @@ describe('hostile input on every documented operation', () => {
           );
         }
         for (const raw of ['%00', '%ED%A0%80', '%FF', '%', '%zz']) {
-          await send(`${walk.method} ${walk.path} raw query ${parameter.name}=${raw}`, walk.method, `${pathWith(walk)}?${queryString(baseQuery(walk), `${parameter.name}=${raw}`)}`, bodyInit(walk));
+          await send(
+            `${walk.method} ${walk.path} raw query ${parameter.name}=${raw}`,
+            walk.method,
+            `${pathWith(walk)}?${queryString(baseQuery(walk), `${parameter.name}=${raw}`)}`,
+            bodyInit(walk),
+          );
         }
       }
       // An unknown parameter, and a repeated one.
-      await send(`${walk.method} ${walk.path} unknown query`, walk.method, `${pathWith(walk)}?${queryString(baseQuery(walk), 'zz%00=1&limit=1&limit=2')}`, bodyInit(walk));
+      await send(
+        `${walk.method} ${walk.path} unknown query`,
+        walk.method,
+        `${pathWith(walk)}?${queryString(baseQuery(walk), 'zz%00=1&limit=1&limit=2')}`,
+        bodyInit(walk),
+      );
     }
     expect(failures).toEqual([]);
   }, 180_000);
@@ -246,7 +261,9 @@ describe('hostile input on every documented operation', () => {
       const url = queryPath(pathWith(walk), baseQuery(walk));
       for (const field of Object.keys(schema.properties ?? {})) {
         for (const value of [...HOSTILE_JSON, ...randomText(field)]) {
-          await send(`${walk.method} ${walk.path} body ${field}=${JSON.stringify(value)?.slice(0, 40)}`, walk.method, url, { body: JSON.stringify({ ...base, [field]: value }) });
+          await send(`${walk.method} ${walk.path} body ${field}=${JSON.stringify(value)?.slice(0, 40)}`, walk.method, url, {
+            body: JSON.stringify({ ...base, [field]: value }),
+          });
         }
         // The field's own hostile members, for arrays of strings (event_types, scopes, …).
         await send(`${walk.method} ${walk.path} body ${field}=[lone surrogate]`, walk.method, url, { body: JSON.stringify({ ...base, [field]: ['\ud800'] }) });
@@ -266,11 +283,20 @@ describe('hostile input on every documented operation', () => {
     for (const walk of walks) {
       const url = queryPath(pathWith(walk), baseQuery(walk));
       for (const key of malformed) {
-        await send(`${walk.method} ${walk.path} x-api-key ${key.slice(0, 20)}`, walk.method, url, { ...bodyInit(walk), headers: { 'x-api-key': key, authorization: '' } });
-        await send(`${walk.method} ${walk.path} bearer ${key.slice(0, 20)}`, walk.method, url, { ...bodyInit(walk), headers: { 'x-api-key': '', authorization: `Bearer ${key}` } });
+        await send(`${walk.method} ${walk.path} x-api-key ${key.slice(0, 20)}`, walk.method, url, {
+          ...bodyInit(walk),
+          headers: { 'x-api-key': key, authorization: '' },
+        });
+        await send(`${walk.method} ${walk.path} bearer ${key.slice(0, 20)}`, walk.method, url, {
+          ...bodyInit(walk),
+          headers: { 'x-api-key': '', authorization: `Bearer ${key}` },
+        });
       }
       for (const cookie of cookies) {
-        await send(`${walk.method} ${walk.path} cookie ${cookie.slice(0, 20)}`, walk.method, url, { ...bodyInit(walk), headers: { 'x-api-key': '', authorization: '', cookie } });
+        await send(`${walk.method} ${walk.path} cookie ${cookie.slice(0, 20)}`, walk.method, url, {
+          ...bodyInit(walk),
+          headers: { 'x-api-key': '', authorization: '', cookie },
+        });
       }
     }
     expect(failures).toEqual([]);

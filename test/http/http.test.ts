@@ -50,7 +50,17 @@ describe('shared HTTP conventions', () => {
 
   test('no odd input produces a 500', async () => {
     const ws = await workspaceWithKey(t);
-    const bodies = ['null', '[]', '"text"', '123', 'true', '{"email":null,"password":null}', '{"__proto__":{"x":1}}', '\u0000', `{"email":"${'é'.repeat(300)}@x.io","password":"${'𝄞'.repeat(100)}"}`];
+    const bodies = [
+      'null',
+      '[]',
+      '"text"',
+      '123',
+      'true',
+      '{"email":null,"password":null}',
+      '{"__proto__":{"x":1}}',
+      '\u0000',
+      `{"email":"${'é'.repeat(300)}@x.io","password":"${'𝄞'.repeat(100)}"}`,
+    ];
     for (const body of bodies) {
       for (const path of ['/v1/accounts', '/v1/sessions', '/v1/me/keys']) {
         const response = await t.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
@@ -58,7 +68,18 @@ describe('shared HTTP conventions', () => {
         expect(response.status).toBeLessThan(500);
       }
     }
-    const queries = ['limit=-1', 'limit=1e3', 'limit=2.5', 'from=yesterday', 'to=2026-13-45T00:00:00Z', 'cursor=%00', `cursor=${'a'.repeat(5000)}`, 'source=platform&source=gameplatform', 'event_type=%E2%80%AE', 'outcome[]=x'];
+    const queries = [
+      'limit=-1',
+      'limit=1e3',
+      'limit=2.5',
+      'from=yesterday',
+      'to=2026-13-45T00:00:00Z',
+      'cursor=%00',
+      `cursor=${'a'.repeat(5000)}`,
+      'source=platform&source=gameplatform',
+      'event_type=%E2%80%AE',
+      'outcome[]=x',
+    ];
     for (const query of queries) {
       const response = await t.request(`/v2/audit/events?${query}`, { headers: ws.keyHeaders });
       expect(response.status).toBe(400);

@@ -123,7 +123,8 @@ async function seed() {
   const search = `openapi client ${crypto.randomUUID().slice(0, 8)}`;
   const names = ['A', 'B', 'C'].map((letter) => `Test ${search} ${letter} (Field-Tested)`);
   for (const name of names) {
-    await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type, weapon, exterior) values (${catalogIdFor(name)}, ${name}, 'weapon', 'AK-47', 'field-tested')`;
+    await t.deps
+      .sql`insert into catalog_items (catalog_id, market_hash_name, type, weapon, exterior) values (${catalogIdFor(name)}, ${name}, 'weapon', 'AK-47', 'field-tested')`;
   }
   const catalogId = catalogIdFor(names[0]!);
   const at = new Date(Date.now() - 30_000);
@@ -148,16 +149,23 @@ describe('a typed client generated from /openapi.json', () => {
     expect({ exitCode, output: `${stdout}${stderr}`.trim() }).toEqual({ exitCode: 0, output: '' });
 
     const seeded = await seed();
-    const { tour } = (await import(join(dir, 'client.ts'))) as { tour: (baseUrl: string, seeded: { catalogId: string; search: string }, email: string, password: string) => Promise<{
-      keyScopes: string[];
-      prices: { catalog_id: string; versions: unknown };
-      names: string[];
-      pages: number;
-      webhook: { webhook_id?: string; id?: string; url: string; secret: string; event_types: string[] };
-      missingStatus: number;
-      errorCode: string | undefined;
-      deletedStatus: number;
-    }> };
+    const { tour } = (await import(join(dir, 'client.ts'))) as {
+      tour: (
+        baseUrl: string,
+        seeded: { catalogId: string; search: string },
+        email: string,
+        password: string,
+      ) => Promise<{
+        keyScopes: string[];
+        prices: { catalog_id: string; versions: unknown };
+        names: string[];
+        pages: number;
+        webhook: { webhook_id?: string; id?: string; url: string; secret: string; event_types: string[] };
+        missingStatus: number;
+        errorCode: string | undefined;
+        deletedStatus: number;
+      }>;
+    };
     const email = `openapi-client-${crypto.randomUUID()}@example.test`;
     const result = await tour(origin, seeded, email, 'correct horse battery staple');
 

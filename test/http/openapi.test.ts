@@ -11,16 +11,16 @@ import { generateCatalog } from '../../shared/catalog/generate.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
 import { storeInventorySnapshot } from '../../shared/gameplatform/inventory/snapshots.ts';
 import { encodeCertificate } from '../../shared/inspect/index.ts';
-import { parseSceneBody } from '../../shared/media/scenes-model.ts';
-import { createScene } from '../../shared/media/scenes.ts';
-import { createLogger } from '../../shared/platform/logger.ts';
+import { enqueue, type JobName } from '../../shared/jobs/queues.ts';
 import { calculateMarketIndex } from '../../shared/market-index/calculate.ts';
+import { createScene } from '../../shared/media/scenes.ts';
+import { parseSceneBody } from '../../shared/media/scenes-model.ts';
+import { createLogger } from '../../shared/platform/logger.ts';
 import { claimIngestRun, writeIngestRun } from '../../shared/prices/ingest.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
-import { enqueue, type JobName } from '../../shared/jobs/queues.ts';
 import { exportsPool } from '../../workers/exports/index.ts';
 import type { PoolContext } from '../../workers/pool.ts';
-import { createTestApp, scratchTestApp, seedFreshFxRates, TEST_PASSWORD, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createTestApp, scratchTestApp, seedFreshFxRates, TEST_PASSWORD, type TestApp, testConfig, workspaceWithKey } from '../helpers.ts';
 import { WEBHOOK_KEY_A } from '../webhooks/webhooks-fixtures.ts';
 
 /**
@@ -66,7 +66,9 @@ describe('GET /openapi.json', () => {
   });
 
   test('documents every route of the app, and nothing else', () => {
-    const documented = Object.entries(document.paths).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`));
+    const documented = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
+    );
     const served = routes.map((route) => `${route.method} ${openApiPath(route.path)}`);
     expect(documented.sort()).toEqual(served.sort());
   });
@@ -75,14 +77,22 @@ describe('GET /openapi.json', () => {
     for (const route of routes) {
       const operation = document.paths[openApiPath(route.path)]![route.method.toLowerCase()]!;
       const parameters = operation.parameters ?? [];
-      const named = (place: string) => parameters.filter((p) => p.in === place).map((p) => p.name).sort();
+      const named = (place: string) =>
+        parameters
+          .filter((p) => p.in === place)
+          .map((p) => p.name)
+          .sort();
       expect({ route: route.path, path: named('path') }).toEqual({ route: route.path, path: keysOf(route.hooks.params) });
       expect({ route: route.path, query: named('query') }).toEqual({ route: route.path, query: keysOf(route.hooks.query) });
       for (const parameter of parameters.filter((p) => p.in === 'query')) {
         const field = (route.hooks.query as z.ZodObject).shape[parameter.name] as z.ZodType;
         // Optional exactly when the schema accepts the parameter's absence.
         const optional = field.safeParse(undefined).success;
-        expect({ route: route.path, name: parameter.name, required: parameter.required }).toEqual({ route: route.path, name: parameter.name, required: !optional });
+        expect({ route: route.path, name: parameter.name, required: parameter.required }).toEqual({
+          route: route.path,
+          name: parameter.name,
+          required: !optional,
+        });
         const absent = field.safeParse(undefined);
         if (absent.success && absent.data !== undefined) {
           expect({ route: route.path, name: parameter.name, default: parameter.schema.default }).toMatchObject({ default: expect.anything() });
@@ -138,7 +148,12 @@ describe('GET /openapi.json', () => {
       const security = (operation as { security?: Record<string, unknown>[] }).security ?? [];
       if (security.some((entry) => 'apiKey' in entry)) expected.push('401', '403', '429', '503');
       if (security.some((entry) => 'session' in entry)) expected.push('401');
-      for (const status of expected) expect({ route: `${route.method} ${route.path}`, status, listed: statuses.includes(status) }).toEqual({ route: `${route.method} ${route.path}`, status, listed: true });
+      for (const status of expected)
+        expect({ route: `${route.method} ${route.path}`, status, listed: statuses.includes(status) }).toEqual({
+          route: `${route.method} ${route.path}`,
+          status,
+          listed: true,
+        });
       for (const [status, response] of Object.entries(operation.responses)) {
         if (Number(status) >= 400) expect(response.content?.['application/json']?.schema.$ref).toBe('#/components/schemas/Error');
       }
@@ -161,13 +176,23 @@ describe('GET /openapi.json', () => {
       await configured.close();
     }
     // Every tag an operation uses is declared once, with a description, and no two differ only in spacing or case.
-    const used = new Set(Object.values(document.paths).flatMap((operations) => Object.values(operations).flatMap((operation) => (operation as { tags?: string[] }).tags ?? [])));
+    const used = new Set(
+      Object.values(document.paths).flatMap((operations) => Object.values(operations).flatMap((operation) => (operation as { tags?: string[] }).tags ?? [])),
+    );
     expect(front.tags.map((tag) => tag.name).sort()).toEqual([...used].sort());
     for (const tag of front.tags) expect({ tag: tag.name, described: (tag.description ?? '').length > 10 }).toEqual({ tag: tag.name, described: true });
     const folded = front.tags.map((tag) => tag.name.toLowerCase().replace(/[^a-z]/g, ''));
     expect(new Set(folded).size).toBe(folded.length);
     // The introduction: a key in two steps, the free budget, where the weights are, and the keyless API.
-    for (const needle of ['POST /v1/accounts', 'POST /v1/me/keys', 'X-API-Key', '120 units per minute', '20 000 per UTC day', 'GET /v2/usage', 'GET /v1/prices']) {
+    for (const needle of [
+      'POST /v1/accounts',
+      'POST /v1/me/keys',
+      'X-API-Key',
+      '120 units per minute',
+      '20 000 per UTC day',
+      'GET /v2/usage',
+      'GET /v1/prices',
+    ]) {
       expect({ needle, found: front.info.description.includes(needle) }).toEqual({ needle, found: true });
     }
   });
@@ -175,7 +200,10 @@ describe('GET /openapi.json', () => {
   test('every operation has a description of its own, ending in its access, and a unique operationId', () => {
     const ids = new Set<string>();
     for (const [path, operations] of Object.entries(document.paths)) {
-      for (const [method, operation] of Object.entries(operations) as [string, Operation & { description?: string; operationId?: string; summary?: string }][]) {
+      for (const [method, operation] of Object.entries(operations) as [
+        string,
+        Operation & { description?: string; operationId?: string; summary?: string },
+      ][]) {
         const name = `${method.toUpperCase()} ${path}`;
         const [own, access] = (operation.description ?? '').split(/\n\n(?=\*\*Access:\*\*)/);
         expect({ name, own: (own ?? '').length > 40, access: access?.startsWith('**Access:**') ?? false }).toEqual({ name, own: true, access: true });
@@ -202,7 +230,9 @@ describe('GET /openapi.json', () => {
  */
 // A scene for the renders case (its own, so the case does not lean on the scenes cases' order).
 const RENDER_SCENE = {
-  schema: 3, kind: 'service-viewer-scene', name: 'Render bodies',
+  schema: 3,
+  kind: 'service-viewer-scene',
+  name: 'Render bodies',
   presentation: { background: { type: 'transparent', value: null }, camera: { preset: 'front' }, quality: 'draft' },
   chrome: { showControls: false, allowFullscreen: false, watermark: null },
 };
@@ -333,7 +363,10 @@ describe('documented success bodies match what the routes answer', () => {
     expect(history.data.length).toBeGreaterThan(0);
     const latest = (await get('/v2/market-index/cs2', '/v2/market-index/cs2?marketplace=skinport')) as { id: string; inception: boolean };
     expect(latest.inception).toBe(false);
-    const levels = (await get('/v2/market-index/cs2/history', '/v2/market-index/cs2/history?marketplace=skinport&limit=1')) as { data: unknown[]; next_cursor: string | null };
+    const levels = (await get('/v2/market-index/cs2/history', '/v2/market-index/cs2/history?marketplace=skinport&limit=1')) as {
+      data: unknown[];
+      next_cursor: string | null;
+    };
     expect(levels.data).toHaveLength(1);
     expect(levels.next_cursor).not.toBeNull();
     const constituents = (await get(
@@ -365,27 +398,47 @@ describe('documented success bodies match what the routes answer', () => {
     // Management (docs/design.md §15). The retried delivery is written by hand (no pool runs here), and the
     // endpoint is deleted afterwards, so a worker of another suite that takes the job only cancels it.
     const hookPath = `/v2/webhooks/${created.id}`;
-    await conforms('PATCH', '/v2/webhooks/{webhook_id}', await t.request(hookPath, { method: 'PATCH', headers: ws.keyHeaders, json: { description: 'patched' } }));
+    await conforms(
+      'PATCH',
+      '/v2/webhooks/{webhook_id}',
+      await t.request(hookPath, { method: 'PATCH', headers: ws.keyHeaders, json: { description: 'patched' } }),
+    );
     await conforms('POST', '/v2/webhooks/{webhook_id}/rotate-secret', await t.request(`${hookPath}/rotate-secret`, { method: 'POST', headers: ws.keyHeaders }));
-    const testEvent = (await conforms('POST', '/v2/webhooks/{webhook_id}/test', await t.request(`${hookPath}/test`, { method: 'POST', headers: ws.keyHeaders }))) as { event_id: string };
+    const testEvent = (await conforms(
+      'POST',
+      '/v2/webhooks/{webhook_id}/test',
+      await t.request(`${hookPath}/test`, { method: 'POST', headers: ws.keyHeaders }),
+    )) as { event_id: string };
     const [failed] = await t.deps.sql<{ id: string }[]>`
       with published as (update event_outbox set published_at = now() where id = ${testEvent.event_id} returning id, event_type)
       insert into webhook_deliveries (id, endpoint_id, event_id, event_type, state, attempt_count, created_at, settled_at, last_error)
       select gen_random_uuid(), ${created.id}, id, event_type, 'failed', 1, now(), now(), 'HTTP 500' from published
       returning id`;
-    await conforms('POST', '/v2/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', await t.request(`${hookPath}/deliveries/${failed!.id}/retry`, { method: 'POST', headers: ws.keyHeaders }));
+    await conforms(
+      'POST',
+      '/v2/webhooks/{webhook_id}/deliveries/{delivery_id}/retry',
+      await t.request(`${hookPath}/deliveries/${failed!.id}/retry`, { method: 'POST', headers: ws.keyHeaders }),
+    );
     expect((await t.request(hookPath, { method: 'DELETE', headers: ws.keyHeaders })).status).toBe(204);
 
     const events = (await conforms('GET', '/v2/audit/events', await t.request('/v2/audit/events', { headers: ws.keyHeaders }))) as { data: unknown[] };
     expect(events.data.length).toBeGreaterThan(0);
     const range = { from: minutesAgo(60).toISOString(), to: new Date().toISOString() };
     const exportHeaders = { ...ws.keyHeaders, 'idempotency-key': crypto.randomUUID() };
-    const receipt = (await conforms('POST', '/v2/audit/exports', await t.request('/v2/audit/exports', { method: 'POST', headers: exportHeaders, json: range }))) as {
+    const receipt = (await conforms(
+      'POST',
+      '/v2/audit/exports',
+      await t.request('/v2/audit/exports', { method: 'POST', headers: exportHeaders, json: range }),
+    )) as {
       export_id: string;
     };
     await runExport(receipt.export_id);
     await conforms('GET', '/v2/audit/exports', await t.request('/v2/audit/exports', { headers: ws.keyHeaders }));
-    const done = (await conforms('GET', '/v2/audit/exports/{export_id}', await t.request(`/v2/audit/exports/${receipt.export_id}`, { headers: ws.keyHeaders }))) as {
+    const done = (await conforms(
+      'GET',
+      '/v2/audit/exports/{export_id}',
+      await t.request(`/v2/audit/exports/${receipt.export_id}`, { headers: ws.keyHeaders }),
+    )) as {
       download_url: string;
     };
     // The download is the stored gzip file, documented without a JSON body.
@@ -410,21 +463,39 @@ describe('documented success bodies match what the routes answer', () => {
     } finally {
       await withKey.close();
     }
-    const certificate = encodeCertificate({ item: { definition_index: 7 }, state: { paint_index: 282, paint_seed: 1, wear: 0.25, stickers: [{ slot: 0, sticker_id: 76 }] } });
+    const certificate = encodeCertificate({
+      item: { definition_index: 7 },
+      state: { paint_index: 282, paint_seed: 1, wear: 0.25, stickers: [{ slot: 0, sticker_id: 76 }] },
+    });
     await storeInventorySnapshot(
       t.deps.sql,
       steamId,
       [
         {
           assets: [{ assetid: '1', classid: '2', instanceid: '0', amount: '1' }],
-          descriptions: [{ classid: '2', instanceid: '0', market_hash_name: rifles[0]!.market_hash_name, name: 'x', type: 'Rifle', tradable: 1, marketable: 1, actions: [{ link: 'steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20%propid:6%', name: 'Inspect' }] }],
+          descriptions: [
+            {
+              classid: '2',
+              instanceid: '0',
+              market_hash_name: rifles[0]!.market_hash_name,
+              name: 'x',
+              type: 'Rifle',
+              tradable: 1,
+              marketable: 1,
+              actions: [{ link: 'steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20%propid:6%', name: 'Inspect' }],
+            },
+          ],
           asset_properties: [{ assetid: '1', asset_properties: [{ propertyid: 6, string_value: certificate }] }],
           total_inventory_count: 1,
         },
       ],
       now,
     );
-    const body = (await conforms('GET', '/v2/inventories/{gameplatform_id}', await t.request(`/v2/inventories/${steamId}?valuation=skinport`, { headers: ws.keyHeaders }))) as {
+    const body = (await conforms(
+      'GET',
+      '/v2/inventories/{gameplatform_id}',
+      await t.request(`/v2/inventories/${steamId}?valuation=skinport`, { headers: ws.keyHeaders }),
+    )) as {
       data: { value: unknown }[];
     };
     expect(body.data).toHaveLength(1);
@@ -433,7 +504,11 @@ describe('documented success bodies match what the routes answer', () => {
 
   test('connected accounts: connect and the listing (the callback needs a provider: test/gameplatform/gameplatform-accounts.test.ts)', async () => {
     const ws = await workspaceWithKey(t, { scopes: ['accounts:write'] });
-    await conforms('POST', '/v2/gameplatform/accounts/connect', await t.request('/v2/gameplatform/accounts/connect', { method: 'POST', headers: ws.keyHeaders }));
+    await conforms(
+      'POST',
+      '/v2/gameplatform/accounts/connect',
+      await t.request('/v2/gameplatform/accounts/connect', { method: 'POST', headers: ws.keyHeaders }),
+    );
     const [account] = await t.deps.sql<{ account_id: string }[]>`
       insert into gameplatform_accounts (workspace_id, steam_id, persona_name, connected_at) values (${ws.workspace.id}, '76561198012345678', 'bodies', now()) returning account_id`;
     const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -446,9 +521,17 @@ describe('documented success bodies match what the routes answer', () => {
     await t.deps.sql`
       insert into gameplatform_trades (account_id, trade_id, workspace_id, counterparty_steam_id, status, initiated_at, rollback_trade_id, assets_given, assets_received, reversed_at, first_seen_at, updated_at)
       values (${account!.account_id}, '7300000000000000001', ${ws.workspace.id}, '76561198067890123', 12, now(), null, ${t.deps.sql.json([asset])}, '[]', now(), now(), now())`;
-    const trades = (await conforms('GET', '/v2/gameplatform/accounts/{account_id}/trades', await t.request(`/v2/gameplatform/accounts/${account!.account_id}/trades`, { headers: ws.keyHeaders }))) as { data: unknown[] };
+    const trades = (await conforms(
+      'GET',
+      '/v2/gameplatform/accounts/{account_id}/trades',
+      await t.request(`/v2/gameplatform/accounts/${account!.account_id}/trades`, { headers: ws.keyHeaders }),
+    )) as { data: unknown[] };
     expect(trades.data).toHaveLength(1);
-    await conforms('GET', '/v2/gameplatform/counterparties/{gameplatform_id}', await t.request('/v2/gameplatform/counterparties/76561198067890123', { headers: ws.keyHeaders }));
+    await conforms(
+      'GET',
+      '/v2/gameplatform/counterparties/{gameplatform_id}',
+      await t.request('/v2/gameplatform/counterparties/76561198067890123', { headers: ws.keyHeaders }),
+    );
   });
 
   test('trade intents: create, list, read and cancel over a stored snapshot (no Steam call)', async () => {
@@ -461,11 +544,17 @@ describe('documented success bodies match what the routes answer', () => {
     await t.deps.sql`insert into inventory_assets (snapshot_id, position, asset_id, tradable, catalog_id, record)
       values (${snapshotId}, 0, '11', true, ${rifles[0]!.catalog_id}, ${t.deps.sql.json({ asset_id: '11', trade_hold_until: null, market_hash_name: null, state: {} })})`;
     const body = {
-      kind: 'create_offer', account_id: Number(account!.account_id), external_reference: 'bodies', expires_at: new Date(Date.now() + 3_600_000).toISOString(),
-      partner_steam_id: '76561198000000043', give: ['11'],
+      kind: 'create_offer',
+      account_id: Number(account!.account_id),
+      external_reference: 'bodies',
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      partner_steam_id: '76561198000000043',
+      give: ['11'],
     };
     const headers = { ...ws.keyHeaders, 'idempotency-key': crypto.randomUUID() };
-    const intent = (await conforms('POST', '/v2/trade-intents', await t.request('/v2/trade-intents', { method: 'POST', headers, json: body }))) as { trade_intent_id: string };
+    const intent = (await conforms('POST', '/v2/trade-intents', await t.request('/v2/trade-intents', { method: 'POST', headers, json: body }))) as {
+      trade_intent_id: string;
+    };
     await conforms('GET', '/v2/trade-intents', await t.request('/v2/trade-intents', { headers: ws.keyHeaders }));
     await conforms('GET', '/v2/trade-intents/{trade_intent_id}', await t.request(`/v2/trade-intents/${intent.trade_intent_id}`, { headers: ws.keyHeaders }));
     await conforms(
@@ -478,7 +567,12 @@ describe('documented success bodies match what the routes answer', () => {
   test('inspect decode: a masked certificate with stickers', async () => {
     const ws = await workspaceWithKey(t, { scopes: ['inspect:read'] });
     const link = encodeCertificate(
-      { item: { definition_index: 7 }, state: { paint_index: 44, paint_seed: 661, wear: 0.07, stattrak: { value: 3 }, stickers: [{ slot: 0, sticker_id: 76, offset_x: 0.1 }] }, rarity: 6, item_id: '42' },
+      {
+        item: { definition_index: 7 },
+        state: { paint_index: 44, paint_seed: 661, wear: 0.07, stattrak: { value: 3 }, stickers: [{ slot: 0, sticker_id: 76, offset_x: 0.1 }] },
+        rarity: 6,
+        item_id: '42',
+      },
       { key: 0xe3 },
     );
     await conforms('POST', '/v2/inspect/decode', await t.request('/v2/inspect/decode', { method: 'POST', headers: ws.keyHeaders, json: { link } }));
@@ -487,7 +581,9 @@ describe('documented success bodies match what the routes answer', () => {
   test('scenes: create, list, read latest and a revision, update with If-Match', async () => {
     const ws = await workspaceWithKey(t, { scopes: ['media:write'] });
     const scene = {
-      schema: 3, kind: 'service-viewer-scene', name: 'Bodies',
+      schema: 3,
+      kind: 'service-viewer-scene',
+      name: 'Bodies',
       presentation: { background: { type: 'gradient', value: '#101010,#202020' }, camera: { preset: 'inspect' }, quality: 'high' },
       chrome: { showControls: true, allowFullscreen: false, watermark: 'bodies' },
     };
@@ -496,8 +592,16 @@ describe('documented success bodies match what the routes answer', () => {
     const created = (await conforms('POST', '/v2/scenes', create)) as { scene_id: string };
     await conforms('GET', '/v2/scenes', await t.request('/v2/scenes', { headers: ws.keyHeaders }));
     await conforms('GET', '/v2/scenes/{scene_id}', await t.request(`/v2/scenes/${created.scene_id}`, { headers: ws.keyHeaders }));
-    await conforms('GET', '/v2/scenes/{scene_id}/revisions/{revision}', await t.request(`/v2/scenes/${created.scene_id}/revisions/1`, { headers: ws.keyHeaders }));
-    await conforms('PUT', '/v2/scenes/{scene_id}', await t.request(`/v2/scenes/${created.scene_id}`, { method: 'PUT', headers: { ...ws.keyHeaders, 'if-match': etag }, json: scene }));
+    await conforms(
+      'GET',
+      '/v2/scenes/{scene_id}/revisions/{revision}',
+      await t.request(`/v2/scenes/${created.scene_id}/revisions/1`, { headers: ws.keyHeaders }),
+    );
+    await conforms(
+      'PUT',
+      '/v2/scenes/{scene_id}',
+      await t.request(`/v2/scenes/${created.scene_id}`, { method: 'PUT', headers: { ...ws.keyHeaders, 'if-match': etag }, json: scene }),
+    );
   });
 
   test('viewer sessions: a session for a scene of the workspace', async () => {
@@ -508,13 +612,23 @@ describe('documented success bodies match what the routes answer', () => {
       mkdirSync(join(itemFiles, 'models'));
       writeFileSync(join(itemFiles, 'models', '7.glb'), 'glTF');
       const ws = await workspaceWithKey(viewer, { scopes: ['media:write'] });
-      const scene = await createScene(viewer.deps.sql, parseSceneBody({
-        schema: 3, kind: 'service-viewer-scene', name: 'Viewer',
-        presentation: { background: { type: 'transparent', value: null }, camera: { preset: 'front' }, quality: 'draft' },
-        chrome: { showControls: false, allowFullscreen: false, watermark: null },
-      }), { workspaceId: ws.workspace.id, actor: { type: 'system', id: null }, requestId: 'openapi', now: new Date() });
+      const scene = await createScene(
+        viewer.deps.sql,
+        parseSceneBody({
+          schema: 3,
+          kind: 'service-viewer-scene',
+          name: 'Viewer',
+          presentation: { background: { type: 'transparent', value: null }, camera: { preset: 'front' }, quality: 'draft' },
+          chrome: { showControls: false, allowFullscreen: false, watermark: null },
+        }),
+        { workspaceId: ws.workspace.id, actor: { type: 'system', id: null }, requestId: 'openapi', now: new Date() },
+      );
       const item = { item: { family: 'weapon', definition_index: 7 }, state: { paint_index: 44, paint_seed: 1, wear: 0.2, stattrak: { value: 0 } } };
-      await conforms('POST', '/v2/viewer/sessions', await viewer.request('/v2/viewer/sessions', { method: 'POST', headers: ws.keyHeaders, json: { item, scene_id: scene.document.scene_id } }));
+      await conforms(
+        'POST',
+        '/v2/viewer/sessions',
+        await viewer.request('/v2/viewer/sessions', { method: 'POST', headers: ws.keyHeaders, json: { item, scene_id: scene.document.scene_id } }),
+      );
     } finally {
       await viewer.close();
       rmSync(itemFiles, { recursive: true, force: true });
@@ -523,20 +637,32 @@ describe('documented success bodies match what the routes answer', () => {
 
   test('renders: create (202, then 200 for the same request), read queued and succeeded', async () => {
     const ws = await workspaceWithKey(t, { tier: 'pro' });
-    const scene = await createScene(t.deps.sql, parseSceneBody(RENDER_SCENE), { workspaceId: ws.workspace.id, actor: { type: 'system', id: null }, requestId: 'openapi', now: new Date() });
-    const body = { item: { item: { family: 'weapon', definition_index: 7 }, state: {} }, scene_id: scene.document.scene_id, output: { width: 64, height: 64, format: 'png', background: 'transparent' } };
+    const scene = await createScene(t.deps.sql, parseSceneBody(RENDER_SCENE), {
+      workspaceId: ws.workspace.id,
+      actor: { type: 'system', id: null },
+      requestId: 'openapi',
+      now: new Date(),
+    });
+    const body = {
+      item: { item: { family: 'weapon', definition_index: 7 }, state: {} },
+      scene_id: scene.document.scene_id,
+      output: { width: 64, height: 64, format: 'png', background: 'transparent' },
+    };
     const create = () => t.request('/v2/renders', { method: 'POST', headers: { ...ws.keyHeaders, 'idempotency-key': crypto.randomUUID() }, json: body });
     const render = (await conforms('POST', '/v2/renders', await create())) as { render_id: string };
     await conforms('POST', '/v2/renders', await create());
     await conforms('GET', '/v2/renders/{render_id}', await t.request(`/v2/renders/${render.render_id}`, { headers: ws.keyHeaders }));
-    await t.deps.sql`update renders set state = 'succeeded', blob_key = 'renders/x.png', bytes = 1, sha256 = 'ab', completed_at = now() where render_id = ${render.render_id}`;
+    await t.deps
+      .sql`update renders set state = 'succeeded', blob_key = 'renders/x.png', bytes = 1, sha256 = 'ab', completed_at = now() where render_id = ${render.render_id}`;
     await conforms('GET', '/v2/renders/{render_id}', await t.request(`/v2/renders/${render.render_id}`, { headers: ws.keyHeaders }));
   });
 
   test('every documented JSON success body was checked against a real answer', () => {
     const withJsonBodies = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations)
-        .filter(([, operation]) => Object.entries(operation.responses).some(([status, response]) => status.startsWith('2') && response.content?.['application/json']))
+        .filter(([, operation]) =>
+          Object.entries(operation.responses).some(([status, response]) => status.startsWith('2') && response.content?.['application/json']),
+        )
         .map(([method]) => `${method.toUpperCase()} ${path}`),
     );
     // A prices.updated page needs a delivered event behind a signed URL; test/webhooks/webhooks-price-events.test.ts

@@ -1,13 +1,13 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { status, type AnyElysia } from 'elysia';
+import { type AnyElysia, status } from 'elysia';
 import { z } from 'zod';
 import type { AppDeps } from '../../api/deps.ts';
 import { apiKeyPlugin } from '../../api/plugins/api-key.ts';
 import { idempotencyPlugin } from '../../api/plugins/idempotency.ts';
 import type { AuditEvent } from '../../shared/audit/events.ts';
-import { sha256Hex } from '../../shared/util/crypto.ts';
 import { deleteExpiredIdempotencyRecords, IDEMPOTENCY_RETENTION_MS } from '../../shared/idempotency/records.ts';
-import { createTestApp, errorOf, eventually, signUp, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { sha256Hex } from '../../shared/util/crypto.ts';
+import { createTestApp, errorOf, eventually, signUp, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 
 /**
  * A test-only create route behind the real plugins. Each request names a `thing`; per name the
@@ -446,7 +446,9 @@ describe('stored responses', () => {
     const created = (await first.json()) as { key: string };
     const rows = await t.deps.sql`select * from idempotency_records where workspace_id = ${user.workspace.id}`;
     expect(rows).toHaveLength(1);
-    const stored = JSON.stringify(rows[0], (_name, value) => (value instanceof Uint8Array || (value && value.type === 'Buffer') ? Buffer.from(value).toString('latin1') : value));
+    const stored = JSON.stringify(rows[0], (_name, value) =>
+      value instanceof Uint8Array || (value && value.type === 'Buffer') ? Buffer.from(value).toString('latin1') : value,
+    );
     expect(stored).not.toContain(idempotencyKey);
     expect(stored).not.toContain(created.key);
     const replay = await t.request('/v1/me/keys', { method: 'POST', headers: { ...user.auth, 'idempotency-key': idempotencyKey }, json: { label: 'sealed' } });

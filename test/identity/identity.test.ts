@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { sha256Hex } from '../../shared/util/crypto.ts';
-import { adminUpdateWorkspace } from '../../shared/identity/admin.ts';
 import { DEFAULT_SCOPES } from '../../shared/http/scopes.ts';
+import { adminUpdateWorkspace } from '../../shared/identity/admin.ts';
+import { sha256Hex } from '../../shared/util/crypto.ts';
 import { createKey, createTestApp, errorOf, signUp, TEST_PASSWORD, testClock, uniqueEmail } from '../helpers.ts';
 
 const clock = testClock();

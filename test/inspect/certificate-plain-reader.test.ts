@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { CEconItemPreviewDataBlock } from '@csfloat/cs2-inspect-serializer';
 import fc from 'fast-check';
-import { readPlainBlock, type BlockSticker, type PreviewBlock } from '../../shared/inspect/certificate.ts';
+import { type BlockSticker, type PreviewBlock, readPlainBlock } from '../../shared/inspect/certificate.ts';
 
 /**
  * decodeCertificate reads the plain encoding itself (readPlainBlock) and leaves anything else to
@@ -10,7 +10,19 @@ import { readPlainBlock, type BlockSticker, type PreviewBlock } from '../../shar
  */
 
 const STICKER_FIELDS = ['slot', 'stickerId', 'wear', 'scale', 'rotation', 'offsetX', 'offsetY', 'offsetZ', 'pattern'] as const;
-const BLOCK_FIELDS = ['itemid', 'defindex', 'paintindex', 'rarity', 'quality', 'paintwear', 'paintseed', 'killeaterscoretype', 'killeatervalue', 'customname', 'origin'] as const;
+const BLOCK_FIELDS = [
+  'itemid',
+  'defindex',
+  'paintindex',
+  'rarity',
+  'quality',
+  'paintwear',
+  'paintseed',
+  'killeaterscoretype',
+  'killeatervalue',
+  'customname',
+  'origin',
+] as const;
 
 function kept(block: PreviewBlock | CEconItemPreviewDataBlock): unknown {
   const sticker = (entry: BlockSticker) => STICKER_FIELDS.map((field) => entry[field]);
@@ -20,7 +32,19 @@ function kept(block: PreviewBlock | CEconItemPreviewDataBlock): unknown {
 const u32 = fc.integer({ min: 0, max: 0xffffffff });
 const float = fc.float({ noNaN: true });
 const sticker = fc.record(
-  { slot: fc.integer({ min: 0, max: 7 }), stickerId: u32, wear: float, scale: float, rotation: float, tintId: u32, offsetX: float, offsetY: float, offsetZ: float, pattern: u32, highlightReel: u32 },
+  {
+    slot: fc.integer({ min: 0, max: 7 }),
+    stickerId: u32,
+    wear: float,
+    scale: float,
+    rotation: float,
+    tintId: u32,
+    offsetX: float,
+    offsetY: float,
+    offsetZ: float,
+    pattern: u32,
+    highlightReel: u32,
+  },
   { requiredKeys: [] },
 );
 const block = fc.record(
@@ -49,7 +73,12 @@ const block = fc.record(
   { requiredKeys: ['stickers', 'keychains'] },
 );
 const damage = fc.array(
-  fc.tuple(fc.integer({ min: 0, max: 4 }), fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom(0x08, 0x10, 0x18, 0x3d, 0x5a, 0x62, 0x90, 0x98, 0xa2, 0x01, 0xff)),
+  fc.tuple(
+    fc.integer({ min: 0, max: 4 }),
+    fc.nat(),
+    fc.integer({ min: 0, max: 255 }),
+    fc.constantFrom(0x08, 0x10, 0x18, 0x3d, 0x5a, 0x62, 0x90, 0x98, 0xa2, 0x01, 0xff),
+  ),
   { maxLength: 3 },
 );
 
@@ -110,6 +139,8 @@ describe('readPlainBlock', () => {
     const wrongWireType = Uint8Array.from([0x1d, 0, 0, 0, 0]); // defindex as fixed32
     const utf8Name = Uint8Array.from([0x18, 0x07, 0x5a, 0x02, 0xc3, 0xa9]); // customname "é"
     for (const bytes of [unknownField, wrongWireType, utf8Name]) expect(readPlainBlock(bytes)).toBeNull();
-    expect(kept(readPlainBlock(Uint8Array.from([0x18, 0x07, 0x5a, 0x02, 0x68, 0x69]))!)).toEqual(libraryRead(Uint8Array.from([0x18, 0x07, 0x5a, 0x02, 0x68, 0x69])) as never);
+    expect(kept(readPlainBlock(Uint8Array.from([0x18, 0x07, 0x5a, 0x02, 0x68, 0x69]))!)).toEqual(
+      libraryRead(Uint8Array.from([0x18, 0x07, 0x5a, 0x02, 0x68, 0x69])) as never,
+    );
   });
 });

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { AcidFadeCalculator, AmberFadeCalculator, FadeCalculator } from 'csgo-fade-percentage-calculator';
 import Decimal from 'decimal.js';
-import { encodeCertificate, itemInsights, validateItemSelector, wearRangeOf, type ItemIdentity, type ItemInsights } from '../../shared/inspect/index.ts';
+import { encodeCertificate, type ItemIdentity, type ItemInsights, itemInsights, validateItemSelector, wearRangeOf } from '../../shared/inspect/index.ts';
 import { wearPercentile } from '../../shared/inspect/insights.ts';
-import { createTestApp, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createTestApp, type TestApp, workspaceWithKey } from '../helpers.ts';
 
 /**
  * docs/design.md §14 "Item insights": phase, fade percentage and float percentile, as a pure function of the
@@ -77,9 +77,18 @@ describe('itemInsights: fade_percentage', () => {
 describe('itemInsights: phase', () => {
   test('names every Doppler and Gamma Doppler phase as docs/design.md §9’s versions', () => {
     const phases: [number, ItemInsights['phase']][] = [
-      [415, 'ruby'], [416, 'sapphire'], [417, 'black-pearl'],
-      [418, 'phase-1'], [419, 'phase-2'], [420, 'phase-3'], [421, 'phase-4'],
-      [568, 'emerald'], [569, 'phase-1'], [570, 'phase-2'], [571, 'phase-3'], [572, 'phase-4'],
+      [415, 'ruby'],
+      [416, 'sapphire'],
+      [417, 'black-pearl'],
+      [418, 'phase-1'],
+      [419, 'phase-2'],
+      [420, 'phase-3'],
+      [421, 'phase-4'],
+      [568, 'emerald'],
+      [569, 'phase-1'],
+      [570, 'phase-2'],
+      [571, 'phase-3'],
+      [572, 'phase-4'],
     ];
     for (const [paint, phase] of phases) expect({ paint, phase: itemInsights(knife(KARAMBIT), { paint_index: paint }).phase }).toEqual({ paint, phase });
     // Glock-18 | Gamma Doppler has its own paint indexes.
@@ -126,7 +135,7 @@ describe('itemInsights: float', () => {
     const Exact = Decimal.clone({ precision: 60 });
     const ranges = [wearRangeOf(KARAMBIT, 38)!, wearRangeOf(5034, 10063)!, wearRangeOf(9, 279)!, wearRangeOf(40, 253)!, wearRangeOf(7, 282)!];
     let seed = 20;
-    const random = () => ((seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32);
+    const random = () => (seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0) / 2 ** 32;
     for (let i = 0; i < 20_000; i += 1) {
       const range = ranges[i % ranges.length]!;
       // float32 wears like certificates carry, short decimals like Steam's property 2, and tiny ones (1e-7).
@@ -139,8 +148,21 @@ describe('itemInsights: float', () => {
   });
 
   test('names the exterior by Steam’s boundaries (each exterior starts at its lower bound)', () => {
-    const names = [0, 0.0699, 0.07, 0.1499, 0.15, 0.3799, 0.38, 0.4499, 0.45, 1].map((wear) => floatOf(wear, weapon(9), 1026 /* AWP | Fade, 0–0.08 */)?.wear_name);
-    expect(names).toEqual(['Factory New', 'Factory New', 'Minimal Wear', 'Minimal Wear', 'Field-Tested', 'Field-Tested', 'Well-Worn', 'Well-Worn', 'Battle-Scarred', 'Battle-Scarred']);
+    const names = [0, 0.0699, 0.07, 0.1499, 0.15, 0.3799, 0.38, 0.4499, 0.45, 1].map(
+      (wear) => floatOf(wear, weapon(9), 1026 /* AWP | Fade, 0–0.08 */)?.wear_name,
+    );
+    expect(names).toEqual([
+      'Factory New',
+      'Factory New',
+      'Minimal Wear',
+      'Minimal Wear',
+      'Field-Tested',
+      'Field-Tested',
+      'Well-Worn',
+      'Well-Worn',
+      'Battle-Scarred',
+      'Battle-Scarred',
+    ]);
   });
 
   test('is null without a wear, without a paint, for a vanilla knife, and without an item', () => {
@@ -169,7 +191,9 @@ describe('POST /v2/inspect/decode: insights beside item and state', () => {
 
   test('a Karambit Fade certificate answers its fade percentage and float; state stays the selector state', async () => {
     const state = { paint_index: 38, paint_seed: 412, wear: 0.0123 };
-    const response = await decode(`steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20${encodeCertificate({ item: { definition_index: KARAMBIT }, state }, { key: 0x3c })}`);
+    const response = await decode(
+      `steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20${encodeCertificate({ item: { definition_index: KARAMBIT }, state }, { key: 0x3c })}`,
+    );
     expect(response.status).toBe(200);
     const body = (await response.json()) as Answer;
     // The certificate holds float32(0.0123) = 0.01229999959…, so 0.15374999… → "0.1537" (0.0123 itself would be a tie, "0.1538").
@@ -181,11 +205,15 @@ describe('POST /v2/inspect/decode: insights beside item and state', () => {
   });
 
   test('a Ruby answers phase "ruby"; a sticker has all insights null', async () => {
-    const ruby = (await (await decode(encodeCertificate({ item: { definition_index: KARAMBIT }, state: { paint_index: 415, paint_seed: 5, wear: 0.0087 } }))).json()) as Answer;
+    const ruby = (await (
+      await decode(encodeCertificate({ item: { definition_index: KARAMBIT }, state: { paint_index: 415, paint_seed: 5, wear: 0.0087 } }))
+    ).json()) as Answer;
     expect(ruby.insights.phase).toBe('ruby');
     expect(ruby.insights.fade_percentage).toBeNull();
     expect(ruby.insights.float).toMatchObject({ wear_name: 'Factory New', min: 0, max: 0.08 });
-    const sticker = (await (await decode(encodeCertificate({ item: { definition_index: 1209 }, state: { stickers: [{ slot: 0, sticker_id: 76 }] } }))).json()) as Answer;
+    const sticker = (await (
+      await decode(encodeCertificate({ item: { definition_index: 1209 }, state: { stickers: [{ slot: 0, sticker_id: 76 }] } }))
+    ).json()) as Answer;
     expect(sticker.insights).toEqual({ phase: null, fade_percentage: null, float: null });
   });
 });

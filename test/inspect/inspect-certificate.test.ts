@@ -2,16 +2,16 @@ import { describe, expect, test } from 'bun:test';
 import { CEconItemPreviewDataBlock, decodeHex, generateHex } from '@csfloat/cs2-inspect-serializer';
 import fc from 'fast-check';
 import {
-  certificateChecksum,
   CertificateError,
+  certificateChecksum,
+  type DecodedItem,
   decodeCertificate,
   encodeCertificate,
   InspectLinkError,
+  type ItemState,
   itemSelectorSchema,
   itemStateSchema,
   parseInspectLink,
-  type DecodedItem,
-  type ItemState,
 } from '../../shared/inspect/index.ts';
 
 /**
@@ -42,8 +42,7 @@ const CZ75_CHARM_OTHER_MASK =
   'E5F51125424F5EE4FDDAC54EECCDE7D5E9DD4E535413E6A507E687E0EDE4F571AE87E0EDE5F50CA787E0EDE6F55DAF87E0EDE1F571AF8D66656565E995ED47E4F3EDE5F5B6D85D0D17A5A07B6258DBA8B36B41A5BD7CE028CEE12E';
 const RUBY_KARAMBIT = '0018FB03209F032806300338F08BA6E203409C03700807E37A70';
 const STANDALONE_STICKER = '0018B909280330046205080010E0267008B9CB7E8A';
-const STATTRAK_P250 =
-  'EDFD3954006B52ECF5C9CD6FEFC5E8DDE4D5580F061EEEAD7BEEA5EDBDED8FE8E5EEFD68EC8FE2E5EBFD01A4D0CF0C35D3A8CD6FAED1856E6D6D6DE19DE5EBA1F81D';
+const STATTRAK_P250 = 'EDFD3954006B52ECF5C9CD6FEFC5E8DDE4D5580F061EEEAD7BEEA5EDBDED8FE8E5EEFD68EC8FE2E5EBFD01A4D0CF0C35D3A8CD6FAED1856E6D6D6DE19DE5EBA1F81D';
 const CS2_LIB_INSPECT = '00180920D802280638004001B9A9F1D4';
 /**
  * No public name-tag certificate passes docs/design.md §10's checksum (the one found, SkinDetailsTests.swift's
@@ -221,7 +220,21 @@ describe('decodeCertificate: public vectors', () => {
   });
 
   test('every public vector is a valid item selector', () => {
-    for (const hex of [CSFLOAT_A, CSFLOAT_B, CSFLOAT_C, VLY_AK47_STICKERS, VLY_TOOL, VLY_GLOVES, VLY_SLAB, CZ75_CHARM, RUBY_KARAMBIT, STANDALONE_STICKER, STATTRAK_P250, CS2_LIB_INSPECT, NAME_TAG_STATTRAK]) {
+    for (const hex of [
+      CSFLOAT_A,
+      CSFLOAT_B,
+      CSFLOAT_C,
+      VLY_AK47_STICKERS,
+      VLY_TOOL,
+      VLY_GLOVES,
+      VLY_SLAB,
+      CZ75_CHARM,
+      RUBY_KARAMBIT,
+      STANDALONE_STICKER,
+      STATTRAK_P250,
+      CS2_LIB_INSPECT,
+      NAME_TAG_STATTRAK,
+    ]) {
       const decoded = decodeCertificate(hex);
       expect(itemSelectorSchema.safeParse(decoded).success).toBe(true);
     }
@@ -280,13 +293,20 @@ describe('parseInspectLink', () => {
 
   test('property: any string either parses to a string or throws InspectLinkError', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.string().map((s) => `steam://run/730//+csgo_econ_action_preview%20${s}`)), (input) => {
-        try {
-          expect(typeof parseInspectLink(input)).toBe('string');
-        } catch (error) {
-          expect(error).toBeInstanceOf(InspectLinkError);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.string({ unit: 'binary' }),
+          fc.string().map((s) => `steam://run/730//+csgo_econ_action_preview%20${s}`),
+        ),
+        (input) => {
+          try {
+            expect(typeof parseInspectLink(input)).toBe('string');
+          } catch (error) {
+            expect(error).toBeInstanceOf(InspectLinkError);
+          }
+        },
+      ),
       { seed: 1111, numRuns: 2000 },
     );
   });
@@ -522,7 +542,11 @@ describe('encodeCertificate', () => {
 
   test('re-encoding a real masked certificate with its own key gives the same answer', () => {
     // Not byte for byte: fields the selector drops (inventory, accountid) are not written back.
-    for (const [hex, key] of [[CZ75_CHARM, 0xcb], [STATTRAK_P250, 0xed], [CSFLOAT_C, 0xa2]] as const) {
+    for (const [hex, key] of [
+      [CZ75_CHARM, 0xcb],
+      [STATTRAK_P250, 0xed],
+      [CSFLOAT_C, 0xa2],
+    ] as const) {
       const decoded = decodeCertificate(hex);
       const again = encodeCertificate(decoded, { key });
       expect(again.slice(0, 2)).toBe(hex.slice(0, 2));
@@ -555,7 +579,14 @@ describe('encodeCertificate', () => {
         ),
         charms: fc.array(
           fc.record(
-            { slot: fc.nat(3), charm_id: uint32Arbitrary, pattern: uint32Arbitrary, offset_x: float32Arbitrary(-20, 20), offset_y: float32Arbitrary(-20, 20), offset_z: float32Arbitrary(-20, 20) },
+            {
+              slot: fc.nat(3),
+              charm_id: uint32Arbitrary,
+              pattern: uint32Arbitrary,
+              offset_x: float32Arbitrary(-20, 20),
+              offset_y: float32Arbitrary(-20, 20),
+              offset_z: float32Arbitrary(-20, 20),
+            },
             { requiredKeys: ['slot', 'charm_id'] },
           ),
           { minLength: 1, maxLength: 1 },

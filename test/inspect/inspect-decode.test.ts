@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { certificateChecksum, decodeCertificate, encodeCertificate, itemInsights, validateItemSelector } from '../../shared/inspect/index.ts';
-import { createTestApp, errorOf, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createTestApp, errorOf, type TestApp, workspaceWithKey } from '../helpers.ts';
 
 /**
  * POST /v2/inspect/decode (docs/design.md §10 "Inspect decode") over real Postgres and Redis. The vectors are
@@ -17,8 +17,7 @@ const CSFLOAT_CHARM = 'A2B2A2BA69A882A28AA192AECAA2D2B700A3A5AAA2B286FA7BA0D684B
 const CZ75_CHARM =
   'CBDB3F0B6C6170CAD3F4EB60C2E3C9FBC7F3607D7A3DC88B29C8A9CEC3CADB5F80A9CEC3CBDB2289A9CEC3C8DB7381A9CEC3CFDB5F81A3484B4B4BC7BBC369CADDC3CBDB98F67323398B8E554C76F5869D456F8B9352CE341D4900';
 // A real StatTrak P250 with 0 kills and two stickers, key 0xED.
-const STATTRAK_P250 =
-  'EDFD3954006B52ECF5C9CD6FEFC5E8DDE4D5580F061EEEAD7BEEA5EDBDED8FE8E5EEFD68EC8FE2E5EBFD01A4D0CF0C35D3A8CD6FAED1856E6D6D6DE19DE5EBA1F81D';
+const STATTRAK_P250 = 'EDFD3954006B52ECF5C9CD6FEFC5E8DDE4D5580F061EEEAD7BEEA5EDBDED8FE8E5EEFD68EC8FE2E5EBFD01A4D0CF0C35D3A8CD6FAED1856E6D6D6DE19DE5EBA1F81D';
 // CSFloat's serializer tests, a tool link (key 0).
 const CSFLOAT_A = '00180720DA03280638FBEE88F90340B2026BC03C96';
 
@@ -50,7 +49,14 @@ describe('POST /v2/inspect/decode: 200', () => {
     expect(Object.keys(body).sort()).toEqual(['certificate', 'insights', 'item', 'item_id', 'origin', 'quality', 'rarity', 'state']);
     const decoded = decodeCertificate(AK47_STICKERS);
     expect(body).toEqual(viaJson({ ...decoded, insights: itemInsights(decoded.item, decoded.state) }) as Answer);
-    expect(body).toMatchObject({ item: { family: 'weapon', definition_index: 7 }, rarity: 3, quality: 4, origin: 8, item_id: '46876117973', certificate: AK47_STICKERS });
+    expect(body).toMatchObject({
+      item: { family: 'weapon', definition_index: 7 },
+      rarity: 3,
+      quality: 4,
+      origin: 8,
+      item_id: '46876117973',
+      certificate: AK47_STICKERS,
+    });
     expect(body.state.stickers!.map((sticker) => sticker.sticker_id)).toEqual([7436, 5144, 6970, 8069, 5592]);
   });
 
@@ -86,7 +92,10 @@ describe('POST /v2/inspect/decode: 200', () => {
   });
 
   test('an item built by encodeCertificate round-trips through the API with a masked and an unmasked key', async () => {
-    const item = { item: { definition_index: 500 }, state: { paint_index: 415, paint_seed: 7, wear: 0.5, name_tag: 'ščř ✓', stickers: [{ slot: 7, sticker_id: 76 }] } };
+    const item = {
+      item: { definition_index: 500 },
+      state: { paint_index: 415, paint_seed: 7, wear: 0.5, name_tag: 'ščř ✓', stickers: [{ slot: 7, sticker_id: 76 }] },
+    };
     for (const keyByte of [0, 0x5a]) {
       const certificate = encodeCertificate(item, { key: keyByte });
       const body = (await (await decode({ link: certificate })).json()) as Answer;
@@ -102,13 +111,7 @@ describe('POST /v2/inspect/decode: 400', () => {
     // A payload that is not a protobuf (field number 0 is never valid), correctly signed so only the protobuf fails.
     const payload = Uint8Array.of(0x00, 0x01);
     const garbage = `00${Buffer.from(payload).toString('hex')}${certificateChecksum(0, payload).toString(16).padStart(8, '0')}`;
-    const cases = [
-      flipped,
-      'steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20XYZ123',
-      AK47_STICKERS.slice(0, -1),
-      'FFFFFFFFFFFFFF',
-      garbage,
-    ];
+    const cases = [flipped, 'steam://rungame/730/76561202255233023/+csgo_econ_action_preview%20XYZ123', AK47_STICKERS.slice(0, -1), 'FFFFFFFFFFFFFF', garbage];
     for (const link of cases) {
       const response = await decode({ link });
       expect({ link, status: response.status }).toEqual({ link, status: 400 });

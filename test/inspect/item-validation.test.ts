@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { CS2_ITEMS } from '@ianlucas/cs2-lib';
 import fc from 'fast-check';
-import { decodeCertificate, encodeCertificate, validateItemSelector, type ItemState } from '../../shared/inspect/index.ts';
+import { decodeCertificate, encodeCertificate, type ItemState, validateItemSelector } from '../../shared/inspect/index.ts';
 
 /**
  * validateItemSelector (docs/design.md §10 "Item selector", `invalid_item`): what renders and viewer sessions
@@ -43,8 +43,12 @@ describe('validateItemSelector: accepts', () => {
     const agent = libItems('agent')[0]!;
     const patch = libItems('patch')[0]!;
     const graffiti = libItems('graffiti').find((item) => item.def !== undefined)!;
-    expect(validateItemSelector(withState({ stickers: [{ slot: 0, sticker_id: patch.index }] }, { family: 'agent', definition_index: agent.def }))).toMatchObject({ ok: true });
-    expect(validateItemSelector(withState({ stickers: [{ slot: 0, sticker_id: graffiti.index }] }, { family: 'other', definition_index: graffiti.def }))).toMatchObject({ ok: true });
+    expect(
+      validateItemSelector(withState({ stickers: [{ slot: 0, sticker_id: patch.index }] }, { family: 'agent', definition_index: agent.def })),
+    ).toMatchObject({ ok: true });
+    expect(
+      validateItemSelector(withState({ stickers: [{ slot: 0, sticker_id: graffiti.index }] }, { family: 'other', definition_index: graffiti.def })),
+    ).toMatchObject({ ok: true });
   });
 
   test('the bounds are inclusive: seed 0 and 1000, wear 0 and 1, slot 7, scale 10, rotation ±360, offsets ±2 and ±100, pattern 100000', () => {
@@ -73,12 +77,23 @@ describe('validateItemSelector: invalid_item details name the field', () => {
     // 415 is the Ruby Doppler, a knife finish; the AK-47 has none such.
     expect(fieldsOf(withState({ paint_index: 415 }))).toEqual(['body.item.state.paint_index']);
     expect(fieldsOf(withState({ paint_index: 44 }, { family: 'sticker', definition_index: 1209 }))).toEqual(['body.item.state.paint_index']);
-    expect(fieldsOf(withState({ paint_index: 44 }, { family: 'agent', definition_index: libItems('agent')[0]!.def! }))).toEqual(['body.item.state.paint_index']);
+    expect(fieldsOf(withState({ paint_index: 44 }, { family: 'agent', definition_index: libItems('agent')[0]!.def! }))).toEqual([
+      'body.item.state.paint_index',
+    ]);
     expect(fieldsOf(withState({ paint_index: 1 }, { family: 'charm', definition_index: 1355 }))).toEqual(['body.item.state.paint_index']);
   });
 
   test('sticker and charm ids the catalog does not know', () => {
-    expect(fieldsOf(withState({ stickers: [{ slot: 0, sticker_id: 76 }, { slot: 1, sticker_id: 9_999_999 }] }))).toEqual(['body.item.state.stickers.1.sticker_id']);
+    expect(
+      fieldsOf(
+        withState({
+          stickers: [
+            { slot: 0, sticker_id: 76 },
+            { slot: 1, sticker_id: 9_999_999 },
+          ],
+        }),
+      ),
+    ).toEqual(['body.item.state.stickers.1.sticker_id']);
     expect(fieldsOf(withState({ charms: [{ slot: 0, charm_id: 9_999_999 }] }))).toEqual(['body.item.state.charms.0.charm_id']);
   });
 
@@ -132,18 +147,26 @@ describe('validateItemSelector: invalid_item details name the field', () => {
 });
 
 describe('validateItemSelector: every decoded certificate of a catalog item passes unchanged', () => {
-  const paintable = [...new Set(CS2_ITEMS.filter((item) => ['weapon', 'melee', 'glove'].includes(item.type) && item.def !== undefined).map((item) => item.def!))].map(
-    (def) => ({ def, paints: CS2_ITEMS.filter((item) => item.def === def && item.index !== undefined).map((item) => item.index!) }),
-  );
-  const unpainted = [...new Set(CS2_ITEMS.filter((item) => ['agent', 'case', 'sticker', 'keychain', 'collectible', 'musickit'].includes(item.type) && item.def !== undefined).map((item) => item.def!))];
+  const paintable = [
+    ...new Set(CS2_ITEMS.filter((item) => ['weapon', 'melee', 'glove'].includes(item.type) && item.def !== undefined).map((item) => item.def!)),
+  ].map((def) => ({ def, paints: CS2_ITEMS.filter((item) => item.def === def && item.index !== undefined).map((item) => item.index!) }));
+  const unpainted = [
+    ...new Set(
+      CS2_ITEMS.filter((item) => ['agent', 'case', 'sticker', 'keychain', 'collectible', 'musickit'].includes(item.type) && item.def !== undefined).map(
+        (item) => item.def!,
+      ),
+    ),
+  ];
   const stickerIds = [...new Set(libItems('sticker').map((item) => item.index!))];
   const charmIds = [...new Set(libItems('keychain').map((item) => item.index!))];
   const float = (min: number, max: number) => fc.float({ min: Math.fround(min), max: Math.fround(max), noNaN: true });
 
   const definitionAndPaint = fc.oneof(
-    fc.constantFrom(...paintable).chain(({ def, paints }) =>
-      fc.record({ def: fc.constant(def), paint: paints.length > 0 ? fc.option(fc.constantFrom(...paints), { nil: undefined }) : fc.constant(undefined) }),
-    ),
+    fc
+      .constantFrom(...paintable)
+      .chain(({ def, paints }) =>
+        fc.record({ def: fc.constant(def), paint: paints.length > 0 ? fc.option(fc.constantFrom(...paints), { nil: undefined }) : fc.constant(undefined) }),
+      ),
     fc.record({ def: fc.constantFrom(...unpainted), paint: fc.constantFrom(undefined, 0) }),
   );
   const sticker = fc.record(

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { Queue } from 'bullmq';
 import { createLogger } from '../../shared/platform/logger.ts';
 import { createWorkerRedis } from '../../shared/platform/redis.ts';
-import { heartbeatEveryMs, holdLease, LeaseLostError, lostLease, sweepLeases, type Every, type HeldLease } from '../../workers/lease.ts';
+import { type Every, type HeldLease, heartbeatEveryMs, holdLease, LeaseLostError, lostLease, sweepLeases } from '../../workers/lease.ts';
 import { failure, testClock } from '../helpers.ts';
 
 /**

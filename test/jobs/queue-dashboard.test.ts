@@ -45,7 +45,17 @@ describe('operator credentials', () => {
     expect(credentialOf(`bearer   ${OPERATOR_TOKEN} `)).toBe(OPERATOR_TOKEN);
     expect(credentialOf(basic(OPERATOR_TOKEN))).toBe(OPERATOR_TOKEN);
     expect(credentialOf(basic(`with:colons:${OPERATOR_TOKEN}`, ''))).toBe(`with:colons:${OPERATOR_TOKEN}`);
-    for (const header of [null, '', 'Bearer', 'Bearer ', 'Basic', 'Basic !!!', `Basic ${Buffer.from('no-colon').toString('base64')}`, 'Token abc', `Bearer ${'x'.repeat(2_000)}`]) {
+    for (const header of [
+      null,
+      '',
+      'Bearer',
+      'Bearer ',
+      'Basic',
+      'Basic !!!',
+      `Basic ${Buffer.from('no-colon').toString('base64')}`,
+      'Token abc',
+      `Bearer ${'x'.repeat(2_000)}`,
+    ]) {
       expect(credentialOf(header)).toBeNull();
     }
   });
@@ -60,7 +70,15 @@ describe('operator credentials', () => {
 });
 
 describe('GET /admin/queues', () => {
-  const paths = ['/admin/queues', '/admin/queues/', '/admin/queues/queue/ingest', '/admin/queues/api/queues', '/admin/queues/api/redis/stats', '/admin/queues/static/favicon.ico', '/admin/queues/no/such/page'];
+  const paths = [
+    '/admin/queues',
+    '/admin/queues/',
+    '/admin/queues/queue/ingest',
+    '/admin/queues/api/queues',
+    '/admin/queues/api/redis/stats',
+    '/admin/queues/static/favicon.ico',
+    '/admin/queues/no/such/page',
+  ];
 
   test('anonymous: 401 with a Basic challenge and the shared error body, for the page, its API, its files and unknown paths', async () => {
     for (const path of paths) await expectUnauthorized(await t.request(path));
@@ -68,7 +86,13 @@ describe('GET /admin/queues', () => {
   });
 
   test('a wrong token, as bearer or Basic password, or an API key or session: 401', async () => {
-    for (const authorization of ['Bearer wrong-token-wrong-token', basic('wrong-token-wrong-token'), basic(`${OPERATOR_TOKEN} `), `Bearer ${OPERATOR_TOKEN.slice(1)}`, basic('', OPERATOR_TOKEN)]) {
+    for (const authorization of [
+      'Bearer wrong-token-wrong-token',
+      basic('wrong-token-wrong-token'),
+      basic(`${OPERATOR_TOKEN} `),
+      `Bearer ${OPERATOR_TOKEN.slice(1)}`,
+      basic('', OPERATOR_TOKEN),
+    ]) {
       for (const path of paths) await expectUnauthorized(await t.request(path, { headers: { authorization } }));
     }
     await expectUnauthorized(await t.request('/admin/queues', { headers: { 'x-api-key': OPERATOR_TOKEN, cookie: `session=${OPERATOR_TOKEN}` } }));
@@ -151,15 +175,21 @@ describe('GET /admin/queues', () => {
     expect(await errorOf(unknown)).toMatchObject({ code: 'not_found', message: 'Queue not found' });
   });
 
-  test('changes from another site are refused (a browser sends its Basic credentials to other sites\' requests too)', async () => {
+  test("changes from another site are refused (a browser sends its Basic credentials to other sites' requests too)", async () => {
     const crossSite = await t.request('/admin/queues/api/queues/maintenance/pause', { method: 'PUT', headers: { ...bearer, 'sec-fetch-site': 'cross-site' } });
     expect(crossSite.status).toBe(403);
     expect((await errorOf(crossSite)).code).toBe('cross_site_request');
-    const foreignOrigin = await t.request('/admin/queues/api/queues/maintenance/pause', { method: 'PUT', headers: { ...bearer, origin: 'https://evil.example', host: 'localhost' } });
+    const foreignOrigin = await t.request('/admin/queues/api/queues/maintenance/pause', {
+      method: 'PUT',
+      headers: { ...bearer, origin: 'https://evil.example', host: 'localhost' },
+    });
     expect(foreignOrigin.status).toBe(403);
     expect(await t.deps.queues.maintenance.isPaused()).toBe(false);
 
-    const sameOrigin = await t.request('/admin/queues/api/queues/maintenance/pause', { method: 'PUT', headers: { ...bearer, 'sec-fetch-site': 'same-origin' } });
+    const sameOrigin = await t.request('/admin/queues/api/queues/maintenance/pause', {
+      method: 'PUT',
+      headers: { ...bearer, 'sec-fetch-site': 'same-origin' },
+    });
     expect(sameOrigin.status).toBeLessThan(300);
     expect(await t.deps.queues.maintenance.isPaused()).toBe(true);
     await t.deps.queues.maintenance.resume();
@@ -180,7 +210,8 @@ describe('GET /admin/queues', () => {
           return false;
         }
       })();
-      if (response.status >= 500 || (response.status >= 400 && !shared)) failures.push(`${method} ${path.slice(0, 120)}: ${response.status} ${text.slice(0, 160)}`);
+      if (response.status >= 500 || (response.status >= 400 && !shared))
+        failures.push(`${method} ${path.slice(0, 120)}: ${response.status} ${text.slice(0, 160)}`);
     };
     const templates = [
       '/admin/queues/api/queues/ingest/V',
@@ -204,7 +235,19 @@ describe('GET /admin/queues', () => {
       ['PUT', '/admin/queues/api/queues/maintenance/concurrency'],
       ['POST', '/admin/queues/api/queues/maintenance/add'],
     ];
-    const bodies = [undefined, null, [], 'text', 1, {}, { name: '\u0000', data: '\ud800' }, { jobData: null }, { jobData: { a: '\u0000' } }, { concurrency: -1 }, { concurrency: Number.POSITIVE_INFINITY }];
+    const bodies = [
+      undefined,
+      null,
+      [],
+      'text',
+      1,
+      {},
+      { name: '\u0000', data: '\ud800' },
+      { jobData: null },
+      { jobData: { a: '\u0000' } },
+      { concurrency: -1 },
+      { concurrency: Number.POSITIVE_INFINITY },
+    ];
     for (const [method, template] of mutations) {
       for (const value of [...values.map(encode), ...raw]) await send(method, template.replaceAll('V', value), {});
       for (const body of bodies) await send(method, template.replaceAll('V', 'dashboard-probe'), body);
@@ -230,7 +273,9 @@ describe('the dashboard page in headless Chromium', () => {
       const response = await page.goto(`${origin}/admin/queues`, { waitUntil: 'load', timeout: 20_000 });
       expect(response?.status()).toBe(200);
       // biome-ignore lint/performance/useDomNodeTextContent: innerText, not textContent: only rendered text counts, not script or style source nor hidden nodes
-      await page.waitForFunction((names: string[]) => names.every((name) => document.body.innerText.includes(name)), { timeout: 20_000, polling: 100 }, [...POOLS]);
+      await page.waitForFunction((names: string[]) => names.every((name) => document.body.innerText.includes(name)), { timeout: 20_000, polling: 100 }, [
+        ...POOLS,
+      ]);
       expect(requested.filter((url) => !url.startsWith(`${origin}/`))).toEqual([]);
       // The queue names came from its API, through the same credentials.
       expect(requested.some((url) => url.startsWith(`${origin}/admin/queues/api/queues`))).toBe(true);

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, spyOn, test } from 'bun:test';
 import { Queue, Worker } from 'bullmq';
+import { checkHandlers, enqueue, enqueueMany, JOBS, POOLS, queueName } from '../../shared/jobs/queues.ts';
 import { createSql } from '../../shared/platform/db.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
-import { checkHandlers, enqueue, enqueueMany, JOBS, POOLS, queueName } from '../../shared/jobs/queues.ts';
 import { createWorkerRedis, Redis } from '../../shared/platform/redis.ts';
 import { maintenancePool } from '../../workers/maintenance/index.ts';
 import { loadPools } from '../../workers/pools.ts';
@@ -25,8 +25,23 @@ const idleConfig = () => ({ ...config, QUEUE_PREFIX: `${config.QUEUE_PREFIX}-idl
 
 describe('checkHandlers', () => {
   test('a pool with exactly one handler per job passes', () => {
-    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop], ['maintenance.retention', noop], ['trade_intents.expire', noop], ['inventory_watch.read', noop], ['inventory_watch.tradable', noop], ['inventory_watch.protection_ended', noop], ['trade_history.read', noop]])).not.toThrow();
-    expect(() => checkHandlers('render', [['renders.render', noop], ['renders.sweep', noop]])).not.toThrow();
+    expect(() =>
+      checkHandlers('maintenance', [
+        ['maintenance.cleanup', noop],
+        ['maintenance.retention', noop],
+        ['trade_intents.expire', noop],
+        ['inventory_watch.read', noop],
+        ['inventory_watch.tradable', noop],
+        ['inventory_watch.protection_ended', noop],
+        ['trade_history.read', noop],
+      ]),
+    ).not.toThrow();
+    expect(() =>
+      checkHandlers('render', [
+        ['renders.render', noop],
+        ['renders.sweep', noop],
+      ]),
+    ).not.toThrow();
   });
 
   test('a job without a handler fails boot', () => {
@@ -34,9 +49,12 @@ describe('checkHandlers', () => {
   });
 
   test('a job with two handlers fails boot', () => {
-    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop], ['maintenance.cleanup', noop]])).toThrow(
-      /maintenance\.cleanup has 2 handlers/,
-    );
+    expect(() =>
+      checkHandlers('maintenance', [
+        ['maintenance.cleanup', noop],
+        ['maintenance.cleanup', noop],
+      ]),
+    ).toThrow(/maintenance\.cleanup has 2 handlers/);
   });
 
   test("a handler for another pool's job fails boot", () => {
@@ -44,14 +62,25 @@ describe('checkHandlers', () => {
   });
 
   test('a handler for an unknown job fails boot', () => {
-    expect(() => checkHandlers('maintenance', [['maintenance.cleanup', noop], ['maintenance.vacuum', noop]])).toThrow(
-      /unknown job maintenance\.vacuum/,
-    );
+    expect(() =>
+      checkHandlers('maintenance', [
+        ['maintenance.cleanup', noop],
+        ['maintenance.vacuum', noop],
+      ]),
+    ).toThrow(/unknown job maintenance\.vacuum/);
   });
 
   test('every defined pool matches the registry', async () => {
     for (const definition of await loadPools(POOLS)) {
-      const registrations = definition.handlers({ config, sql, redis: undefined as never, log, now: () => new Date(), queue: undefined as never, enqueue: undefined as never });
+      const registrations = definition.handlers({
+        config,
+        sql,
+        redis: undefined as never,
+        log,
+        now: () => new Date(),
+        queue: undefined as never,
+        enqueue: undefined as never,
+      });
       expect(() => checkHandlers(definition.pool, registrations)).not.toThrow();
     }
   });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { chainLevel, computeLink, divideHalfEven, INCEPTION_LEVEL, scaledRatio } from '../../shared/market-index/methodology.ts';
-import { add, compare, fraction, fromDecimal, multiply, referenceLink, subtract, type Fraction } from './index-reference.ts';
+import { add, compare, type Fraction, fraction, fromDecimal, multiply, referenceLink, subtract } from './index-reference.ts';
 
 // Property tests of cs2.chain-equal-weight.v1's arithmetic (docs/design.md §9). The service's BigInt
 // implementation is checked against an independent fraction-based reference (test/market-index/index-reference.ts).

@@ -5,7 +5,7 @@ import type { CatalogItem } from '../../shared/catalog/identity.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
 import { calculateMarketIndex } from '../../shared/market-index/calculate.ts';
 import { claimIngestRun, writeIngestRun } from '../../shared/prices/ingest.ts';
-import { errorOf, scratchTestApp, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { errorOf, scratchTestApp, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 import { referenceLink } from './index-reference.ts';
 
 // The index reads every latest price of a marketplace, so this suite has a database of its own.
@@ -61,7 +61,14 @@ type CalculationBody = {
   previous_calculation_id: string | null;
   links: { constituents: string; previous_constituents: string | null; history: string };
 };
-type ConstituentBody = { catalog_id: string; market_hash_name: string; version: string; previous_price: string | null; current_price: string; ratio: string | null };
+type ConstituentBody = {
+  catalog_id: string;
+  market_hash_name: string;
+  version: string;
+  previous_price: string | null;
+  current_price: string;
+  ratio: string | null;
+};
 
 const get = (path: string, apiKey: string | null = key) => t.request(path, { headers: apiKey ? { 'x-api-key': apiKey } : {} });
 
@@ -75,7 +82,9 @@ async function allConstituents(calculationId: string, limit = 7): Promise<Consti
   const all: ConstituentBody[] = [];
   let cursor: string | null = null;
   do {
-    const response = await get(`/v2/market-index/cs2/calculations/${calculationId}/constituents?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const response = await get(
+      `/v2/market-index/cs2/calculations/${calculationId}/constituents?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     expect(response.status).toBe(200);
     const page = (await response.json()) as { data: ConstituentBody[]; next_cursor: string | null };
     expect(page.data.length).toBeLessThanOrEqual(limit);
@@ -91,7 +100,11 @@ beforeAll(async () => {
   key = (await workspaceWithKey(t, { scopes: ['market:read'], tier: 'enterprise' })).key;
 
   // Run 1 (t0): AK-47s, M4A4s and stickers. Every segment starts at 1000.
-  await ingest('skinport', minutes(0), [...ak, ...m4, ...stickers].map((item, index) => ({ item, price: priceAt(index, 0) })));
+  await ingest(
+    'skinport',
+    minutes(0),
+    [...ak, ...m4, ...stickers].map((item, index) => ({ item, price: priceAt(index, 0) })),
+  );
   await calculate('skinport');
   // Run 2 (t0 + 10 min): half the stickers are missing (stale by now), the knives are new.
   await ingest('skinport', minutes(10), [
@@ -117,7 +130,9 @@ describe('market index calculation', () => {
   test('the series starts at 1000 (inception) and each later level is recomputable from its published constituents', async () => {
     const response = await get(`/v2/market-index/cs2/history?marketplace=skinport&from=${minutes(-1).toISOString()}&to=${minutes(30).toISOString()}`);
     expect(response.status).toBe(200);
-    const history = (await response.json()) as { data: { calculation_id: string; level: string; inception: boolean; constituent_count: number; as_of: string }[] };
+    const history = (await response.json()) as {
+      data: { calculation_id: string; level: string; inception: boolean; constituent_count: number; as_of: string }[];
+    };
     expect(history.data.map((point) => point.as_of)).toEqual([minutes(0), minutes(10), minutes(20)].map((at) => at.toISOString()));
     expect(history.data[0]).toMatchObject({ level: '1000.000000000000', inception: true, constituent_count: 90 });
 
@@ -125,14 +140,19 @@ describe('market index calculation', () => {
     for (const point of history.data.slice(1)) {
       const constituents = await allConstituents(point.calculation_id);
       expect(constituents.length).toBe(point.constituent_count);
-      const recomputed = referenceLink(previousLevel, constituents.map((c) => ({ previous: c.previous_price!, current: c.current_price })));
+      const recomputed = referenceLink(
+        previousLevel,
+        constituents.map((c) => ({ previous: c.previous_price!, current: c.current_price })),
+      );
       expect(point.level).toBe(recomputed.level);
       previousLevel = point.level;
     }
   });
 
   test('constituents are the items priced fresh at both t-1 and t: new and missing items are excluded', async () => {
-    const history = (await (await get(`/v2/market-index/cs2/history?marketplace=skinport&from=${minutes(-1).toISOString()}&to=${minutes(30).toISOString()}`)).json()) as {
+    const history = (await (
+      await get(`/v2/market-index/cs2/history?marketplace=skinport&from=${minutes(-1).toISOString()}&to=${minutes(30).toISOString()}`)
+    ).json()) as {
       data: { calculation_id: string }[];
     };
     const second = await allConstituents(history.data[1]!.calculation_id, 1000);
@@ -157,7 +177,10 @@ describe('market index calculation', () => {
     const market = await latest('marketplace=skinport');
     expect(market.segment).toBeNull();
     expect(market.links.constituents).toBe(`/v2/market-index/cs2/calculations/${market.id}/constituents`);
-    const recomputed = referenceLink(market.previous_level!, (await allConstituents(market.id, 1000)).map((c) => ({ previous: c.previous_price!, current: c.current_price })));
+    const recomputed = referenceLink(
+      market.previous_level!,
+      (await allConstituents(market.id, 1000)).map((c) => ({ previous: c.previous_price!, current: c.current_price })),
+    );
     expect({ link: market.link_factor, level: market.level }).toEqual(recomputed);
   });
 
@@ -243,7 +266,9 @@ describe('GET /v2/market-index/cs2 and friends', () => {
     expect((await errorOf(crossed)).code).toBe('invalid_cursor');
     // A cursor is bound to the workspace too.
     const other = await workspaceWithKey(t, { scopes: ['market:read'], tier: 'enterprise' });
-    expect((await get(`/v2/market-index/cs2/calculations/${market.id}/constituents?cursor=${encodeURIComponent(page.next_cursor)}`, other.key)).status).toBe(400);
+    expect((await get(`/v2/market-index/cs2/calculations/${market.id}/constituents?cursor=${encodeURIComponent(page.next_cursor)}`, other.key)).status).toBe(
+      400,
+    );
     const paged = await allConstituents(market.id, 3);
     const whole = await allConstituents(market.id, 1000);
     expect(paged).toEqual(whole);
@@ -255,7 +280,9 @@ describe('GET /v2/market-index/cs2 and friends', () => {
     const levels: string[] = [];
     let cursor: string | null = null;
     do {
-      const response = await get(`/v2/market-index/cs2/history?marketplace=skinport&segment=weapon&value=AK-47&${window}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const response = await get(
+        `/v2/market-index/cs2/history?marketplace=skinport&segment=weapon&value=AK-47&${window}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       expect(response.status).toBe(200);
       const page = (await response.json()) as { data: { level: string }[]; next_cursor: string | null };
       levels.push(...page.data.map((point) => point.level));
@@ -302,7 +329,9 @@ describe('the window in which calculations are published (RETENTION_INDEX_VECTOR
       const expired = await get(`/v2/market-index/cs2/calculations/${market.id}/constituents`);
       expect(expired.status).toBe(410);
       expect((await errorOf(expired)).code).toBe('constituents_expired');
-      const history = (await (await get(`/v2/market-index/cs2/history?marketplace=skinport&from=${minutes(-1).toISOString()}`)).json()) as { data: { calculation_id: string }[] };
+      const history = (await (await get(`/v2/market-index/cs2/history?marketplace=skinport&from=${minutes(-1).toISOString()}`)).json()) as {
+        data: { calculation_id: string }[];
+      };
       expect(history.data.map((point) => point.calculation_id)).toContain(market.id);
     } finally {
       clock.set(before);
@@ -316,10 +345,16 @@ describe('property: an item missing at t or t-1 is excluded', () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ before: fc.option(fc.integer({ min: 1, max: 1_000_000 }), { nil: null }), after: fc.option(fc.integer({ min: 1, max: 1_000_000 }), { nil: null }) }), {
-          minLength: pool.length,
-          maxLength: pool.length,
-        }),
+        fc.array(
+          fc.record({
+            before: fc.option(fc.integer({ min: 1, max: 1_000_000 }), { nil: null }),
+            after: fc.option(fc.integer({ min: 1, max: 1_000_000 }), { nil: null }),
+          }),
+          {
+            minLength: pool.length,
+            maxLength: pool.length,
+          },
+        ),
         async (plan) => {
           // A marketplace of its own per run of the property (the calculation reads all of its prices).
           run += 1;

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
+import { OPERATIONS } from '../../shared/http/operations.ts';
 import type { MarketplaceSummary, MarketSummary } from '../../shared/market/summary.ts';
 import { TtlCache } from '../../shared/market/summary.ts';
-import { OPERATIONS } from '../../shared/http/operations.ts';
 import { PRICE_SNAPSHOT_CHANNEL } from '../../shared/prices/snapshot.ts';
-import { createTestApp, errorOf, eventually, scratchTestApp, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createTestApp, errorOf, eventually, scratchTestApp, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 
 // The summary reads every latest price, so the suite has a database of its own.
 const clock = testClock('2030-06-15T12:00:00.000Z');
@@ -290,10 +290,14 @@ describe('GET /v2/market/summary', () => {
   });
 
   test('is listed as a production capability needing market:read, and documented in OpenAPI', async () => {
-    const capabilities = (await (await t.request('/v2/meta/capabilities')).json()) as { capabilities: { operation: string; status: string; scopes: string[]; units: number }[] };
+    const capabilities = (await (await t.request('/v2/meta/capabilities')).json()) as {
+      capabilities: { operation: string; status: string; scopes: string[]; units: number }[];
+    };
     expect(capabilities.capabilities.find((c) => c.operation === 'market.summary')).toMatchObject({ status: 'production', scopes: ['market:read'], units: 5 });
     expect(OPERATIONS.find((o) => o.id === 'market.summary')).toMatchObject({ built: 'production', dependsOn: ['redis'] });
-    const openapi = (await (await t.request('/openapi.json')).json()) as { paths: Record<string, { get?: { tags?: string[]; parameters?: { name: string }[] } }> };
+    const openapi = (await (await t.request('/openapi.json')).json()) as {
+      paths: Record<string, { get?: { tags?: string[]; parameters?: { name: string }[] } }>;
+    };
     const operation = openapi.paths['/v2/market/summary']?.get;
     expect(operation?.tags).toEqual(['market']);
     expect(operation?.parameters?.map((p) => p.name).sort()).toEqual(['currency', 'fresh_only', 'marketplace', 'segment', 'value']);

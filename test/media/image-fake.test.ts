@@ -1,20 +1,14 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import sharp from 'sharp';
 import { parseGlb } from '../../shared/media/glb.ts';
-import {
-  expectedColourOf,
-  FAKE_IMAGE_LAYOUT,
-  FAKE_IMAGE_SIZE,
-  PRIVATE_REDIRECT_TARGET,
-  REDIRECT_TARGET_PATH,
-  startImageFake,
-} from '../fakes/images/server.ts';
+import { expectedColourOf, FAKE_IMAGE_LAYOUT, FAKE_IMAGE_SIZE, PRIVATE_REDIRECT_TARGET, REDIRECT_TARGET_PATH, startImageFake } from '../fakes/images/server.ts';
 
 /** docs/design.md §18: the local image fake serves distinct, deterministic images per path, and faults on demand. */
 const fake = startImageFake();
 afterAll(() => fake.stop());
 
-const ICON = '-9a81dlWLwJ2UUGcVs_nsVtzdOEdtWwKGZZLQHTxDZ7I56KU0Zwwo4NUX4oFJZEHLbXH5ApeO4YmlhxYQknCRvCo04DEVlxkKgpot7HxfDhjxszJemkV09m3hoyOmfL6MrrUqWZU7Mhhj-3--YXygED6_kJlMWygcYOUJlI2Mw3W_wK9wu--1JTptZrMznNr7HVz5XzVnEC1n1gSOfnKpdUE';
+const ICON =
+  '-9a81dlWLwJ2UUGcVs_nsVtzdOEdtWwKGZZLQHTxDZ7I56KU0Zwwo4NUX4oFJZEHLbXH5ApeO4YmlhxYQknCRvCo04DEVlxkKgpot7HxfDhjxszJemkV09m3hoyOmfL6MrrUqWZU7Mhhj-3--YXygED6_kJlMWygcYOUJlI2Mw3W_wK9wu--1JTptZrMznNr7HVz5XzVnEC1n1gSOfnKpdUE';
 
 async function pixelsOf(body: ArrayBuffer) {
   const { format } = await sharp(Buffer.from(body)).metadata();

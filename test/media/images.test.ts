@@ -3,25 +3,25 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
+import { generateCatalog } from '../../shared/catalog/generate.ts';
+import { type CatalogItem, catalogIdFor } from '../../shared/catalog/identity.ts';
+import { syncCatalog } from '../../shared/catalog/repository.ts';
 import {
   cachedImage,
   FAILURE_TTL_MS,
-  ImageCacheState,
-  imageEtag,
-  ImageUnavailableError,
-  InvalidImageRequestError,
-  roundImageSize,
   type ImageCacheDeps,
+  ImageCacheState,
   type ImageFailure,
   type ImageFormat,
+  ImageUnavailableError,
+  InvalidImageRequestError,
+  imageEtag,
+  roundImageSize,
 } from '../../shared/media/images/image-cache.ts';
-import { createLogger } from '../../shared/platform/logger.ts';
-import { expectedColourOf, FAKE_IMAGE_SIZE, IMAGE_FAULT_KINDS, startImageFake, type ImageFake, type ImageFaultKind, type Rgb } from '../fakes/images/server.ts';
-import { catalogIdFor, type CatalogItem } from '../../shared/catalog/identity.ts';
-import { generateCatalog } from '../../shared/catalog/generate.ts';
-import { syncCatalog } from '../../shared/catalog/repository.ts';
 import { itemImage } from '../../shared/media/images/item-images.ts';
-import { createTestApp, failure, scratchTestApp, testClock, testConfig, type TestApp } from '../helpers.ts';
+import { createLogger } from '../../shared/platform/logger.ts';
+import { expectedColourOf, FAKE_IMAGE_SIZE, IMAGE_FAULT_KINDS, type ImageFake, type ImageFaultKind, type Rgb, startImageFake } from '../fakes/images/server.ts';
+import { createTestApp, failure, scratchTestApp, type TestApp, testClock, testConfig } from '../helpers.ts';
 
 /**
  * docs/design.md §18's image cache (shared/media/images/image-cache.ts) and GET /v2/images/{catalog_id},
@@ -57,7 +57,13 @@ const near = (actual: readonly number[], expected: Rgb, tolerance = 6) => expect
  * Checks an encoded image of the fake's `path` fitted into size×size: the format and size, the body
  * and band in the fake's colours where the fitted image puts them, transparency outside it.
  */
-async function expectFakeImage(bytes: Uint8Array, path: string, size: number, format: ImageFormat, source: { width: number; height: number } = FAKE_IMAGE_SIZE) {
+async function expectFakeImage(
+  bytes: Uint8Array,
+  path: string,
+  size: number,
+  format: ImageFormat,
+  source: { width: number; height: number } = FAKE_IMAGE_SIZE,
+) {
   const metadata = await sharp(bytes).metadata();
   expect({ format: metadata.format, width: metadata.width, height: metadata.height, alpha: metadata.hasAlpha, space: metadata.space }).toEqual({
     format: format,
@@ -195,7 +201,11 @@ describe('cachedImage', () => {
       const started = performance.now();
       const error = await failure(cachedImage(deps, { url: `${fake.url}${path}`, size: 256, format: 'png' }));
       const elapsed = performance.now() - started;
-      expect({ kind, error: error instanceof ImageUnavailableError, reason: (error as ImageUnavailableError).reason }).toEqual({ kind, error: true, reason: faultReasons[kind] });
+      expect({ kind, error: error instanceof ImageUnavailableError, reason: (error as ImageUnavailableError).reason }).toEqual({
+        kind,
+        error: true,
+        reason: faultReasons[kind],
+      });
       expect({ kind, withinTimeout: elapsed < TIMEOUT_MS + 1_000 }).toEqual({ kind, withinTimeout: true });
       expect({ kind, stored: storedFiles(blobDir) }).toEqual({ kind, stored: [] });
       fake.fault(path, null);
@@ -261,7 +271,9 @@ describe('cachedImage', () => {
   test('refuses a size or format it does not make', async () => {
     const { deps } = setup();
     expect(await failure(cachedImage(deps, { url: `${fake.url}/economy/image/x`, size: 2048, format: 'png' }))).toBeInstanceOf(InvalidImageRequestError);
-    expect(await failure(cachedImage(deps, { url: `${fake.url}/economy/image/x`, size: 256, format: 'gif' as ImageFormat }))).toBeInstanceOf(InvalidImageRequestError);
+    expect(await failure(cachedImage(deps, { url: `${fake.url}/economy/image/x`, size: 256, format: 'gif' as ImageFormat }))).toBeInstanceOf(
+      InvalidImageRequestError,
+    );
   });
 });
 
@@ -303,7 +315,9 @@ describe('GET /v2/images/{catalog_id}', () => {
       IMAGE_RATE_LIMIT: '1000000',
     };
     t = await scratchTestApp({ tag: 'images', now: clock.now, config: routeConfig });
-    const skins = generateCatalog().filter((item) => item.type === 'weapon' && item.paint_index !== null && item.exterior === 'field-tested' && !item.stattrak).slice(0, 40);
+    const skins = generateCatalog()
+      .filter((item) => item.type === 'weapon' && item.paint_index !== null && item.exterior === 'field-tested' && !item.stattrak)
+      .slice(0, 40);
     await syncCatalog(t.deps.sql, [...skins, nameless]);
     const withImages: { id: string; name: string; path: string }[] = [];
     for (const skin of skins) {
@@ -370,7 +384,12 @@ describe('GET /v2/images/{catalog_id}', () => {
     const files = storedFiles(blobDir).length;
     for (const header of [etag, `W/${etag}`, `"other", ${etag}`]) {
       const response = await get(`/v2/images/${lib.id}?size=64`, { 'if-none-match': header });
-      expect({ header, status: response.status, etag: response.headers.get('etag'), body: await response.text() }).toEqual({ header, status: 304, etag, body: '' });
+      expect({ header, status: response.status, etag: response.headers.get('etag'), body: await response.text() }).toEqual({
+        header,
+        status: 304,
+        etag,
+        body: '',
+      });
     }
     const again = await get(`/v2/images/${lib.id}?size=64`, { 'if-none-match': '"something-else"' });
     expect(again.status).toBe(200);
@@ -414,8 +433,26 @@ describe('GET /v2/images/{catalog_id}', () => {
   });
 
   test('400 for a bad size, format, version or catalog id, or an unknown parameter, with the shared error body', async () => {
-    for (const query of ['size=63', 'size=1025', 'size=0', 'size=-128', 'size=12.5', 'size=256.0', 'size=1e3', 'size=0x100', 'size=abc', 'size=', 'size=%20256',
-      'format=gif', 'format=PNG', 'format=', 'version=phase-9', 'version=', 'width=256', 'size=256&size=512']) {
+    for (const query of [
+      'size=63',
+      'size=1025',
+      'size=0',
+      'size=-128',
+      'size=12.5',
+      'size=256.0',
+      'size=1e3',
+      'size=0x100',
+      'size=abc',
+      'size=',
+      'size=%20256',
+      'format=gif',
+      'format=PNG',
+      'format=',
+      'version=phase-9',
+      'version=',
+      'width=256',
+      'size=256&size=512',
+    ]) {
       const body = await expectError(await get(`/v2/images/${lib.id}?${query}`), 400, 'invalid_request');
       const fields = ((body.error as { details?: { field: string }[] }).details ?? []).map((detail) => detail.field).join(' ');
       expect({ query, named: /size|format|version|width|query/.test(fields) }).toEqual({ query, named: true });
@@ -434,7 +471,11 @@ describe('GET /v2/images/{catalog_id}', () => {
       fake.fault(faulty.path, kind);
       const response = await get(`/v2/images/${faulty.id}?size=256`);
       const body = await expectError(response, 503, 'image_unavailable');
-      expect({ kind, retryAfter: Number(response.headers.get('retry-after')) > 0, message: JSON.stringify(body).includes(fake.url) }).toEqual({ kind, retryAfter: true, message: false });
+      expect({ kind, retryAfter: Number(response.headers.get('retry-after')) > 0, message: JSON.stringify(body).includes(fake.url) }).toEqual({
+        kind,
+        retryAfter: true,
+        message: false,
+      });
       expect({ kind, stored: storedFiles(blobDir).length }).toEqual({ kind, stored: files });
       // Within FAILURE_TTL_MS the failure is answered from memory, without asking the upstream.
       const before = requestsTo(faulty.path);
@@ -452,7 +493,17 @@ describe('GET /v2/images/{catalog_id}', () => {
   test('hostile path and query values are a 4xx with the shared error body', async () => {
     const megabyte = 'a'.repeat(1024 * 1024);
     const paths = ['%00', 'itm_%00', '%ED%A0%80', '%FF', encodeURIComponent(megabyte), '..%2F..%2Fetc%2Fpasswd'];
-    const queries = ['version=%00', 'version=%ED%A0%80', `version=${megabyte}`, `size=${megabyte}`, 'size=%00', 'format=%ED%A0%80', `format=${megabyte}`, `${megabyte}=1`, 'zz%00=1'];
+    const queries = [
+      'version=%00',
+      'version=%ED%A0%80',
+      `version=${megabyte}`,
+      `size=${megabyte}`,
+      'size=%00',
+      'format=%ED%A0%80',
+      `format=${megabyte}`,
+      `${megabyte}=1`,
+      'zz%00=1',
+    ];
     const answers = [
       ...(await Promise.all(paths.map((path) => get(`/v2/images/${path}`)))),
       ...(await Promise.all(queries.map((query) => get(`/v2/images/${lib.id}?${query}`)))),
@@ -460,7 +511,12 @@ describe('GET /v2/images/{catalog_id}', () => {
     for (const [index, response] of answers.entries()) {
       const text = await response.text();
       const body = JSON.parse(text) as { error?: { code?: string; request_id?: string } };
-      expect({ index, status: response.status >= 400 && response.status < 500, code: typeof body.error?.code, requestId: typeof body.error?.request_id }).toEqual({
+      expect({
+        index,
+        status: response.status >= 400 && response.status < 500,
+        code: typeof body.error?.code,
+        requestId: typeof body.error?.request_id,
+      }).toEqual({
         index,
         status: true,
         code: 'string',
@@ -470,7 +526,10 @@ describe('GET /v2/images/{catalog_id}', () => {
   });
 
   test('429 rate_limited past IMAGE_RATE_LIMIT requests a minute from one address (a budget apart from the prices’)', async () => {
-    const limited = createTestApp({ now: clock.now, config: { ...routeConfig, DATABASE_URL: t.deps.config.DATABASE_URL, IMAGE_RATE_LIMIT: '2', PUBLIC_PRICES_RATE_LIMIT: '1' } });
+    const limited = createTestApp({
+      now: clock.now,
+      config: { ...routeConfig, DATABASE_URL: t.deps.config.DATABASE_URL, IMAGE_RATE_LIMIT: '2', PUBLIC_PRICES_RATE_LIMIT: '1' },
+    });
     try {
       await limited.deps.ready();
       const address = `198.51.100.${1 + Math.floor(Math.random() * 250)}`;

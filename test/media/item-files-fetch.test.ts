@@ -1,15 +1,23 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import sharp from 'sharp';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fetchItemFiles, formatProgress, formatSummary, itemFilesFetchPlan, type FetchItemFilesOptions, type FetchSummary, type FetchTask } from '../../shared/media/fetch-item-files.ts';
+import sharp from 'sharp';
+import {
+  type FetchItemFilesOptions,
+  type FetchSummary,
+  type FetchTask,
+  fetchItemFiles,
+  formatProgress,
+  formatSummary,
+  itemFilesFetchPlan,
+} from '../../shared/media/fetch-item-files.ts';
 import { generateItemFiles } from '../../shared/media/generate-item-files.ts';
 import { parseGlb } from '../../shared/media/glb.ts';
-import { fetchedItemFile, readItemFilesSource } from '../../shared/media/item-files-source.ts';
 import { itemFilesStatus, modelSource, renderModeFor } from '../../shared/media/item-files.ts';
-import { expectedColourOf, FAKE_TEXTURE_SIZE, startImageFake, type ImageFake } from '../fakes/images/server.ts';
+import { fetchedItemFile, readItemFilesSource } from '../../shared/media/item-files-source.ts';
+import { expectedColourOf, FAKE_TEXTURE_SIZE, type ImageFake, startImageFake } from '../fakes/images/server.ts';
 
 /**
  * docs/design.md §18 `npm run item-files:fetch` against the local image fake (its own, for faults): two
@@ -113,7 +121,11 @@ describe('npm run item-files:fetch', () => {
     const manifest = readItemFilesSource(dir);
     expect(Object.keys(manifest.files).sort()).toEqual(plan.tasks.map((task) => task.key).sort());
     const entry = fetchedItemFile(dir, 'model', 31)!;
-    expect(entry).toMatchObject({ source: 'cs2-lib', upstream: models.find((task) => task.id === 31)!.upstream, bytes: statSync(path.join(dir, 'models/31.glb')).size });
+    expect(entry).toMatchObject({
+      source: 'cs2-lib',
+      upstream: models.find((task) => task.id === 31)!.upstream,
+      bytes: statSync(path.join(dir, 'models/31.glb')).size,
+    });
     expect(entry.url).toBe(`${fake.url}${entry.upstream}`);
     expect(fetchedItemFile(dir, 'model', 7)).toBeNull(); // not fetched
     expect(itemFilesStatus(dir).counts).toMatchObject({ models: 2, paints: 14 });
@@ -226,7 +238,12 @@ describe('npm run item-files:fetch', () => {
     const again = fake.requests.length;
     const second = await run(dir);
     expect(second).toMatchObject({ fetched: summary.notAttempted, skipped: summary.fetched, failed: 0, stopped: null });
-    expect(requestedSince(again).sort()).toEqual(plan.tasks.map((task) => task.upstream).filter((upstream) => !present.has(upstream)).sort());
+    expect(requestedSince(again).sort()).toEqual(
+      plan.tasks
+        .map((task) => task.upstream)
+        .filter((upstream) => !present.has(upstream))
+        .sort(),
+    );
     await expectNothingPartial(dir);
   });
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import sharp from 'sharp';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import sharp from 'sharp';
 import { generateItemFiles } from '../../shared/media/generate-item-files.ts';
 import { parseGlb } from '../../shared/media/glb.ts';
 import { itemFileCatalog } from '../../shared/media/item-catalog.ts';
@@ -76,7 +76,9 @@ function checkGlb(file: string): { json: StandInGltf; positions: Float32Array } 
   const imageView = json.bufferViews[image.bufferView]!;
   expect([...bin.subarray(imageView.byteOffset + 1, imageView.byteOffset + 4)]).toEqual([0x50, 0x4e, 0x47]); // "PNG"
   const positionView = json.bufferViews[position.bufferView]!;
-  const positions = new Float32Array(bin.buffer.slice(bin.byteOffset + positionView.byteOffset, bin.byteOffset + positionView.byteOffset + positionView.byteLength));
+  const positions = new Float32Array(
+    bin.buffer.slice(bin.byteOffset + positionView.byteOffset, bin.byteOffset + positionView.byteOffset + positionView.byteLength),
+  );
   for (let i = 0; i < positions.length; i++) {
     expect(positions[i]!).toBeGreaterThanOrEqual(position.min![i % 3]! - 1e-6);
     expect(positions[i]!).toBeLessThanOrEqual(position.max![i % 3]! + 1e-6);
@@ -174,7 +176,9 @@ describe('paint textures by seed and wear', () => {
     const own = mkdtempSync(path.join(tmpdir(), 'item-files-paint-'));
     try {
       mkdirSync(path.join(own, 'paints'));
-      const red = await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 1 } } }).png().toBuffer();
+      const red = await sharp({ create: { width: 64, height: 64, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 1 } } })
+        .png()
+        .toBuffer();
       writeFileSync(path.join(own, 'paints', '9999.png'), red);
       const image = await decodeRgba(await paintTexture(9999, 3, 0, { dir: own }));
       expect([image.width, image.height, image.data[0], image.data[1]]).toEqual([64, 64, 255, 0]);

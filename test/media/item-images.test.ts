@@ -22,7 +22,8 @@ async function catalogIdOf(name: string): Promise<string> {
   return row.catalog_id;
 }
 
-const libImage = (definitionIndex: number, paintIndex: number) => CS2_ITEMS.find((item) => item.def === definitionIndex && item.index === paintIndex && item.type !== 'sticker')!.image!;
+const libImage = (definitionIndex: number, paintIndex: number) =>
+  CS2_ITEMS.find((item) => item.def === definitionIndex && item.index === paintIndex && item.type !== 'sticker')!.image!;
 
 async function seeIcon(name: string, version: string, iconUrl: string, at: string) {
   await t.deps.sql`
@@ -126,11 +127,17 @@ describe('item images', () => {
     const name = '★ Flip Knife | Doppler (Factory New)';
     const id = await catalogIdOf(name);
     await seeIcon(name, 'sapphire', 'flipSapphireIcon', '2025-03-01T00:00:00Z');
-    const listed = (await (await t.request(`/v2/catalog/items?q=${encodeURIComponent(name)}`, { headers: keyHeaders })).json()) as { data: { market_hash_name: string; image: unknown }[] };
+    const listed = (await (await t.request(`/v2/catalog/items?q=${encodeURIComponent(name)}`, { headers: keyHeaders })).json()) as {
+      data: { market_hash_name: string; image: unknown }[];
+    };
     const entry = listed.data.find((item) => item.market_hash_name === name)!;
     expect(entry.image).toEqual({ url: `${images}/economy/image/flipSapphireIcon`, source: 'steam' });
 
-    for (const [version, price] of [['default', '900.00'], ['sapphire', '5000.00'], ['phase-1', '950.00']] as const) {
+    for (const [version, price] of [
+      ['default', '900.00'],
+      ['sapphire', '5000.00'],
+      ['phase-1', '950.00'],
+    ] as const) {
       await t.deps.sql`
         insert into latest_prices (catalog_id, source, version, price, source_time, ingested_at, run_id)
         values (${id}, 'skinport', ${version}, ${price}::numeric, now(), now(), ${crypto.randomUUID()})
@@ -138,7 +145,10 @@ describe('item images', () => {
     }
     const response = await t.request(`/v2/prices/${id}`, { headers: keyHeaders });
     expect(response.status).toBe(200);
-    const body = (await response.json()) as { image: { url: string; source: string }; versions: { version: string; image: { url: string; source: string } | null }[] };
+    const body = (await response.json()) as {
+      image: { url: string; source: string };
+      versions: { version: string; image: { url: string; source: string } | null }[];
+    };
     expect(body.image).toEqual({ url: `${images}/economy/image/flipSapphireIcon`, source: 'steam' });
     const byVersion = new Map(body.versions.map((entry) => [entry.version, entry.image]));
     expect(byVersion.get('sapphire')).toEqual({ url: `${images}/economy/image/flipSapphireIcon`, source: 'steam' });

@@ -18,9 +18,9 @@ import type { PoolContext } from '../../workers/pool.ts';
 import type { RenderEngine } from '../../workers/render/engine.ts';
 import { createRenderEngine, renderHandlers } from '../../workers/render/index.ts';
 import { serveInChromium } from '../browser.ts';
-import { expectedColourOf, startImageFake, type Rgb } from '../fakes/images/server.ts';
-import { createTestApp, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
-import { cubeGlb, sceneOf, SCENE_BODY } from './renders-fixtures.ts';
+import { expectedColourOf, type Rgb, startImageFake } from '../fakes/images/server.ts';
+import { createTestApp, type TestApp, testConfig, workspaceWithKey } from '../helpers.ts';
+import { cubeGlb, SCENE_BODY, sceneOf } from './renders-fixtures.ts';
 
 /**
  * docs/design.md §18 item cards: renders and viewer sessions of a definition whose model is a generated
@@ -80,7 +80,8 @@ beforeAll(async () => {
   };
   engine = createRenderEngine(context);
   const handlers = new Map(renderHandlers(context, engine));
-  invoke = (name, payload) => handlers.get(name)!(payload as never, { jobId: undefined, attempt: 1, scheduledAt: new Date() }) as Promise<Record<string, unknown>>;
+  invoke = (name, payload) =>
+    handlers.get(name)!(payload as never, { jobId: undefined, attempt: 1, scheduledAt: new Date() }) as Promise<Record<string, unknown>>;
   await engine.warm();
 }, 120_000);
 
@@ -120,7 +121,8 @@ function pixelAt(image: { data: Buffer; width: number; channels: number }, x: nu
   return [image.data[at]!, image.data[at + 1]!, image.data[at + 2]!];
 }
 
-const near = (actual: Rgb, expected: Rgb, tolerance = 18) => Math.abs(actual[0] - expected[0]) + Math.abs(actual[1] - expected[1]) + Math.abs(actual[2] - expected[2]) <= tolerance;
+const near = (actual: Rgb, expected: Rgb, tolerance = 18) =>
+  Math.abs(actual[0] - expected[0]) + Math.abs(actual[1] - expected[1]) + Math.abs(actual[2] - expected[2]) <= tolerance;
 
 /** The item image's colours: the body fills the top two thirds of its visible part, the band the rest (test/fakes/images). */
 function expectItemImage(image: { data: Buffer; width: number; channels: number }, area: Rect, upstream: string) {
@@ -129,7 +131,12 @@ function expectItemImage(image: { data: Buffer; width: number; channels: number 
   const body = pixelAt(image, cx, area.y + area.height * 0.3);
   const band = pixelAt(image, cx, area.y + area.height * 0.88);
   // Each pixel next to its verdict, so a failure shows the colour found.
-  expect({ body, bodyIsPrimary: near(body, colours.primary), band, bandIsSecondary: near(band, colours.secondary) }).toEqual({ body, bodyIsPrimary: true, band, bandIsSecondary: true });
+  expect({ body, bodyIsPrimary: near(body, colours.primary), band, bandIsSecondary: near(band, colours.secondary) }).toEqual({
+    body,
+    bodyIsPrimary: true,
+    band,
+    bandIsSecondary: true,
+  });
 }
 
 async function itemImageUrl(wear: number): Promise<string> {
@@ -156,7 +163,13 @@ describe('item cards (docs/design.md §18)', () => {
     console.info(`card drawn in ${Math.round(performance.now() - started)} ms; ${join(tmpdir(), 'card-render.png')}`);
 
     const card = await cardOf(REDLINE_ITEM);
-    expect(card).toMatchObject({ name: 'AK-47 | Redline', exterior: 'Field-Tested', stattrak: 1337, name_tag: 'Showcase', rarity: { name: 'Classified', colour: '#d32ce6' } });
+    expect(card).toMatchObject({
+      name: 'AK-47 | Redline',
+      exterior: 'Field-Tested',
+      stattrak: 1337,
+      name_tag: 'Showcase',
+      rarity: { name: 'Classified', colour: '#d32ce6' },
+    });
     const layout = cardLayout(card, 512, 384);
     expectItemImage(image, layout.imageArea, await itemImageUrl(0.2153));
     // Each sticker's colours at its slot (the body of the fake's picture is above the middle).
@@ -169,7 +182,13 @@ describe('item cards (docs/design.md §18)', () => {
     // Slot 2 is right of slot 0.
     expect(layout.stickers[1]!.x).toBeGreaterThan(layout.stickers[0]!.x + layout.stickers[0]!.width);
     // The background: the corners and the margin beside the item.
-    for (const [x, y] of [[1, 1], [510, 1], [1, 382], [510, 382], [6, layout.imageArea.y + layout.imageArea.height / 2]] as const) {
+    for (const [x, y] of [
+      [1, 1],
+      [510, 1],
+      [1, 382],
+      [510, 382],
+      [6, layout.imageArea.y + layout.imageArea.height / 2],
+    ] as const) {
       expect({ x, y, colour: pixelAt(image, x, y) }).toEqual({ x, y, colour: BACKGROUND });
     }
     // The rarity colour: the panel's accent stripe.
@@ -177,7 +196,8 @@ describe('item cards (docs/design.md §18)', () => {
     // Text was drawn in the panel (name, exterior, counter, float): many light pixels there.
     let light = 0;
     for (let y = Math.round(layout.panel.y); y < layout.panel.y + layout.panel.height; y += 1) {
-      for (let x = Math.round(layout.panel.x); x < layout.panel.x + layout.panel.width; x += 1) if (pixelAt(image, x, y).every((value) => value > 200)) light += 1;
+      for (let x = Math.round(layout.panel.x); x < layout.panel.x + layout.panel.width; x += 1)
+        if (pixelAt(image, x, y).every((value) => value > 200)) light += 1;
     }
     expect(light).toBeGreaterThan(400);
   }, 60_000);
@@ -185,12 +205,22 @@ describe('item cards (docs/design.md §18)', () => {
   test('a transparent output keeps alpha outside the card; a real model is drawn in 3D; GET /v2/status says card, real and stand-in counts', async () => {
     const { workspace, key } = await workspaceWithKey(t, { tier: 'pro' });
     const scene = await sceneOf(t.deps.sql, workspace.id);
-    const render = await requestRender(key, scene.document.scene_id, { width: 256, height: 192, format: 'png', background: 'transparent' }, { ...REDLINE_ITEM, state: { ...REDLINE_ITEM.state, stickers: [] } });
+    const render = await requestRender(
+      key,
+      scene.document.scene_id,
+      { width: 256, height: 192, format: 'png', background: 'transparent' },
+      { ...REDLINE_ITEM, state: { ...REDLINE_ITEM.state, stickers: [] } },
+    );
     expect(await invoke('renders.render', { render_id: render.render_id })).toMatchObject({ state: 'succeeded' });
     const image = await renderedPixels(await readRender(key, render.render_id));
     expect(image.channels).toBe(4);
     expect(image.data[3]).toBe(0); // the corner
-    const awp = await requestRender(key, scene.document.scene_id, { width: 128, height: 128, format: 'png', background: 'transparent' }, { item: { family: 'weapon', definition_index: 9 }, state: {} });
+    const awp = await requestRender(
+      key,
+      scene.document.scene_id,
+      { width: 128, height: 128, format: 'png', background: 'transparent' },
+      { item: { family: 'weapon', definition_index: 9 }, state: {} },
+    );
     expect(awp.mode).toBe('3d');
 
     const status = (await (await t.request('/v2/status')).json()) as { components: { media: { renders: unknown } } };
@@ -218,7 +248,12 @@ describe('item cards (docs/design.md §18)', () => {
     } finally {
       fake.fault(upstream, null);
     }
-    const next = await requestRender(key, scene.document.scene_id, { width: 200, height: 150, format: 'png', background: '#203040' }, { ...REDLINE_ITEM, state: { ...REDLINE_ITEM.state, stickers: [] } });
+    const next = await requestRender(
+      key,
+      scene.document.scene_id,
+      { width: 200, height: 150, format: 'png', background: '#203040' },
+      { ...REDLINE_ITEM, state: { ...REDLINE_ITEM.state, stickers: [] } },
+    );
     expect(await invoke('renders.render', { render_id: next.render_id })).toMatchObject({ state: 'succeeded' });
   }, 60_000);
 
@@ -231,7 +266,11 @@ describe('item cards (docs/design.md §18)', () => {
       chrome: { showControls: true, allowFullscreen: true, watermark: 'cs2 showcase' },
     });
     const charmed = { ...REDLINE_ITEM, state: { ...REDLINE_ITEM.state, charms: [{ slot: 0, charm_id: 1 }] } };
-    const response = await t.request('/v2/viewer/sessions', { method: 'POST', headers: owner.keyHeaders, json: { item: charmed, scene_id: scene.document.scene_id } });
+    const response = await t.request('/v2/viewer/sessions', {
+      method: 'POST',
+      headers: owner.keyHeaders,
+      json: { item: charmed, scene_id: scene.document.scene_id },
+    });
     expect(response.status).toBe(201);
     const receipt = (await response.json()) as { url: string; mode: string };
     expect(receipt.mode).toBe('card');
@@ -249,7 +288,10 @@ describe('item cards (docs/design.md §18)', () => {
       await page.setViewport({ width: 1024, height: 768 });
       const started = performance.now();
       await page.goto(`${origin}${new URL(receipt.url).pathname}`, { waitUntil: 'load' });
-      await page.waitForFunction(() => (globalThis as { viewerReady?: boolean }).viewerReady === true || (globalThis as { viewerError?: string }).viewerError !== undefined, { timeout: 20_000, polling: 50 });
+      await page.waitForFunction(
+        () => (globalThis as { viewerReady?: boolean }).viewerReady === true || (globalThis as { viewerError?: string }).viewerError !== undefined,
+        { timeout: 20_000, polling: 50 },
+      );
       const readyMs = Math.round(performance.now() - started);
       expect(await page.evaluate(() => (globalThis as { viewerError?: string }).viewerError ?? null)).toBeNull();
       expect(consoleErrors).toEqual([]);

@@ -1,9 +1,9 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Sql } from '../../shared/platform/db.ts';
 import { createScene } from '../../shared/media/scenes.ts';
 import type { SceneBody } from '../../shared/media/scenes-model.ts';
+import type { Sql } from '../../shared/platform/db.ts';
 
 /**
  * Fixtures of the render suites: an ITEM_FILES_DIR holding one real glTF binary (a cube, written
@@ -15,12 +15,30 @@ export const ITEM = { item: { family: 'weapon', definition_index: AK47 }, state:
 /** A unit cube as a GLB (glTF 2.0 binary): positions, normals and indices in one buffer, one material. */
 export function cubeGlb(): Uint8Array {
   const faces: [number[], number[]][] = [
-    [[1, 0, 0], [1, -1, -1, 1, 1, -1, 1, 1, 1, 1, -1, 1]],
-    [[-1, 0, 0], [-1, -1, 1, -1, 1, 1, -1, 1, -1, -1, -1, -1]],
-    [[0, 1, 0], [-1, 1, -1, -1, 1, 1, 1, 1, 1, 1, 1, -1]],
-    [[0, -1, 0], [-1, -1, 1, -1, -1, -1, 1, -1, -1, 1, -1, 1]],
-    [[0, 0, 1], [-1, -1, 1, 1, -1, 1, 1, 1, 1, -1, 1, 1]],
-    [[0, 0, -1], [1, -1, -1, -1, -1, -1, -1, 1, -1, 1, 1, -1]],
+    [
+      [1, 0, 0],
+      [1, -1, -1, 1, 1, -1, 1, 1, 1, 1, -1, 1],
+    ],
+    [
+      [-1, 0, 0],
+      [-1, -1, 1, -1, 1, 1, -1, 1, -1, -1, -1, -1],
+    ],
+    [
+      [0, 1, 0],
+      [-1, 1, -1, -1, 1, 1, 1, 1, 1, 1, 1, -1],
+    ],
+    [
+      [0, -1, 0],
+      [-1, -1, 1, -1, -1, -1, 1, -1, -1, 1, -1, 1],
+    ],
+    [
+      [0, 0, 1],
+      [-1, -1, 1, 1, -1, 1, 1, 1, 1, -1, 1, 1],
+    ],
+    [
+      [0, 0, -1],
+      [1, -1, -1, -1, -1, -1, -1, 1, -1, 1, 1, -1],
+    ],
   ];
   const positions = new Float32Array(faces.flatMap(([, corners]) => corners.map((value) => value * 0.5)));
   const normals = new Float32Array(faces.flatMap(([normal]) => [...normal, ...normal, ...normal, ...normal]));
@@ -83,7 +101,12 @@ export const SCENE_BODY: SceneBody = {
   schema: 3,
   kind: 'service-viewer-scene',
   name: 'Render test',
-  presentation: { background: { type: 'color', value: '#202830' }, camera: { preset: 'inspect', fov: 45, autoRotate: false }, quality: 'draft', lighting: 'studio' },
+  presentation: {
+    background: { type: 'color', value: '#202830' },
+    camera: { preset: 'inspect', fov: 45, autoRotate: false },
+    quality: 'draft',
+    lighting: 'studio',
+  },
   chrome: { showControls: false, allowFullscreen: false, watermark: null },
 };
 

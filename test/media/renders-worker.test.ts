@@ -3,13 +3,13 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { createLogger } from '../../shared/platform/logger.ts';
-import type { RenderJson } from '../../shared/media/renders-model.ts';
 import { enqueue, type JobName } from '../../shared/jobs/queues.ts';
+import type { RenderJson } from '../../shared/media/renders-model.ts';
+import { createLogger } from '../../shared/platform/logger.ts';
 import type { PoolContext } from '../../workers/pool.ts';
-import { createRenderEngine, renderHandlers, renderPool } from '../../workers/render/index.ts';
 import type { RenderEngine } from '../../workers/render/engine.ts';
-import { createTestApp, eventually, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createRenderEngine, renderHandlers, renderPool } from '../../workers/render/index.ts';
+import { createTestApp, eventually, type TestApp, testConfig, workspaceWithKey } from '../helpers.ts';
 import { ITEM, itemFilesDir, sceneOf } from './renders-fixtures.ts';
 
 /**
@@ -41,7 +41,8 @@ beforeAll(async () => {
   };
   engine = createRenderEngine(context);
   const handlers = new Map(renderHandlers(context, engine));
-  invoke = (name, payload) => handlers.get(name)!(payload as never, { jobId: undefined, attempt: 1, scheduledAt: new Date() }) as Promise<Record<string, unknown>>;
+  invoke = (name, payload) =>
+    handlers.get(name)!(payload as never, { jobId: undefined, attempt: 1, scheduledAt: new Date() }) as Promise<Record<string, unknown>>;
   await engine.warm();
 }, 60_000);
 
@@ -120,7 +121,8 @@ describe('render pool', () => {
     const render = await requestRender(key, scene.document.scene_id, { width: 96, height: 96, format: 'png', background: 'transparent' });
     // An attempt whose worker died after writing the image but before committing: its lease runs out.
     await invoke('renders.render', { render_id: render.render_id });
-    await t.deps.sql`update renders set state = 'rendering', lease_token = gen_random_uuid(), lease_until = now() - interval '1 second', blob_key = null where render_id = ${render.render_id}`;
+    await t.deps
+      .sql`update renders set state = 'rendering', lease_token = gen_random_uuid(), lease_until = now() - interval '1 second', blob_key = null where render_id = ${render.render_id}`;
     expect(await invoke('renders.sweep', {})).toMatchObject({ leases_requeued: 1 });
     expect(await invoke('renders.render', { render_id: render.render_id })).toMatchObject({ state: 'succeeded' });
     // The job delivered again after success finds nothing to do.

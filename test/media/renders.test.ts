@@ -2,9 +2,9 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RenderJson } from '../../shared/media/renders-model.ts';
 import { signImageUrl } from '../../shared/media/renders-download.ts';
-import { createTestApp, errorOf, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import type { RenderJson } from '../../shared/media/renders-model.ts';
+import { createTestApp, errorOf, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 import { ITEM, itemFilesDir, sceneOf } from './renders-fixtures.ts';
 
 /**
@@ -49,9 +49,16 @@ describe('POST /v2/renders', () => {
     expect(response.status).toBe(202);
     const render = (await response.json()) as RenderJson;
     // The fixture's model is a real glTF (not a generated stand-in): drawn in 3D.
-    expect(render).toMatchObject({ state: 'queued', item: ITEM, output: OUTPUT, mode: '3d', scene: { scene_id: scene.document.scene_id, revision: 1, etag: scene.etag } });
+    expect(render).toMatchObject({
+      state: 'queued',
+      item: ITEM,
+      output: OUTPUT,
+      mode: '3d',
+      scene: { scene_id: scene.document.scene_id, revision: 1, etag: scene.etag },
+    });
     expect(render.image).toBeUndefined();
-    const [audit] = await t.deps.sql`select outcome from audit_events where workspace_id = ${workspace.id} and event_type = 'render.requested' and resource_id = ${render.render_id}`;
+    const [audit] = await t.deps
+      .sql`select outcome from audit_events where workspace_id = ${workspace.id} and event_type = 'render.requested' and resource_id = ${render.render_id}`;
     expect(audit).toEqual({ outcome: 'accepted' });
     expect(await t.deps.queues.render.getJobState(`render-${render.render_id}-0`)).not.toBe('unknown');
   });
@@ -59,7 +66,12 @@ describe('POST /v2/renders', () => {
   test('the same item, scene revision and output answers 200 with the existing render, whatever the key order', async () => {
     const { key, body } = await setup();
     const first = (await (await post(t, key, body)).json()) as RenderJson;
-    const reordered = { output: { background: 'transparent', format: 'png', height: 384, width: 512 }, scene_id: body.scene_id, scene_revision: 1, item: { state: { wear: 0.15, paint_seed: 321, paint_index: 44 }, item: ITEM.item, rarity: 6 } };
+    const reordered = {
+      output: { background: 'transparent', format: 'png', height: 384, width: 512 },
+      scene_id: body.scene_id,
+      scene_revision: 1,
+      item: { state: { wear: 0.15, paint_seed: 321, paint_index: 44 }, item: ITEM.item, rarity: 6 },
+    };
     const again = await post(t, key, reordered);
     expect(again.status).toBe(200);
     expect(((await again.json()) as RenderJson).render_id).toBe(first.render_id);
@@ -99,7 +111,14 @@ describe('POST /v2/renders', () => {
     expect((await errorOf(unknownDefinition)).code).toBe('invalid_item');
     const badPaint = await post(t, key, { ...body, item: { ...ITEM, state: { paint_index: 999999 } } });
     expect((await errorOf(badPaint)).code).toBe('invalid_item');
-    for (const output of [{ ...OUTPUT, width: 63 }, { ...OUTPUT, height: 2049 }, { ...OUTPUT, format: 'jpeg' }, { ...OUTPUT, background: 'red' }, { ...OUTPUT, extra: 1 }, null]) {
+    for (const output of [
+      { ...OUTPUT, width: 63 },
+      { ...OUTPUT, height: 2049 },
+      { ...OUTPUT, format: 'jpeg' },
+      { ...OUTPUT, background: 'red' },
+      { ...OUTPUT, extra: 1 },
+      null,
+    ]) {
       const response = await post(t, key, { ...body, output });
       expect(response.status).toBe(400);
       const error = await errorOf(response);
@@ -154,7 +173,8 @@ describe('GET /v2/renders/{render_id}', () => {
     const key = `renders/${owner.workspace.id}/${render.render_id}.png`;
     mkdirSync(join(blobDir, 'renders', owner.workspace.id), { recursive: true });
     writeFileSync(join(blobDir, key), 'png bytes');
-    await t.deps.sql`update renders set state = 'succeeded', blob_key = ${key}, bytes = 9, sha256 = 'abc', completed_at = now() where render_id = ${render.render_id}`;
+    await t.deps
+      .sql`update renders set state = 'succeeded', blob_key = ${key}, bytes = 9, sha256 = 'abc', completed_at = now() where render_id = ${render.render_id}`;
     return { ...owner, render };
   }
 
@@ -193,7 +213,8 @@ describe('GET /v2/renders/{render_id}', () => {
   test('failed renders carry their error; another workspace’s render is 404; media:read suffices', async () => {
     const owner = await setup();
     const render = (await (await post(t, owner.key, owner.body)).json()) as RenderJson;
-    await t.deps.sql`update renders set state = 'failed', error_code = 'render_failed', error_message = 'The item could not be drawn.' where render_id = ${render.render_id}`;
+    await t.deps
+      .sql`update renders set state = 'failed', error_code = 'render_failed', error_message = 'The item could not be drawn.' where render_id = ${render.render_id}`;
     const failed = (await (await t.request(`/v2/renders/${render.render_id}`, { headers: { 'x-api-key': owner.key } })).json()) as RenderJson;
     expect(failed).toMatchObject({ state: 'failed', error: { code: 'render_failed', message: 'The item could not be drawn.' } });
     const stranger = await workspaceWithKey(t, { scopes: ['media:read'] });

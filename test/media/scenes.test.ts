@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
-import { jcsCanonicalize } from '../../shared/util/jcs.ts';
-import { findSceneRevision, type SceneDocument } from '../../shared/media/scenes.ts';
 import type { Scope } from '../../shared/http/scopes.ts';
+import { findSceneRevision, type SceneDocument } from '../../shared/media/scenes.ts';
+import { jcsCanonicalize } from '../../shared/util/jcs.ts';
 import { createTestApp, errorOf, workspaceWithKey } from '../helpers.ts';
 
 /**
@@ -39,7 +39,6 @@ const withPresentation = (presentation: Record<string, unknown>) => scene({ pres
 const withCamera = (camera: Record<string, unknown>) => withPresentation({ camera: { preset: 'inspect', ...camera } });
 const withChrome = (chrome: Record<string, unknown>) => scene({ chrome: { ...scene().chrome, ...chrome } });
 
-
 async function workspace(scopes?: Scope[]) {
   return workspaceWithKey(t, scopes ? { scopes } : {});
 }
@@ -64,7 +63,15 @@ async function auditEvents(workspaceId: string, eventType: string) {
 describe('RFC 8785 canonical JSON (shared/util/jcs.ts)', () => {
   test('orders keys by UTF-16 code units, integer-like keys included, and writes numbers as ECMAScript does', () => {
     // RFC 8785 3.2.3's sorting example and 3.2.2.3's number forms.
-    const sorting = { '\u20ac': 'Euro Sign', '\r': 'Carriage Return', '\ufb33': 'Hebrew Letter Dalet With Dagesh', '1': 'One', '\ud83d\ude00': 'Emoji: Grinning Face', '\u0080': 'Control', '\u00f6': 'Latin Small Letter O With Diaeresis' };
+    const sorting = {
+      '\u20ac': 'Euro Sign',
+      '\r': 'Carriage Return',
+      '\ufb33': 'Hebrew Letter Dalet With Dagesh',
+      '1': 'One',
+      '\ud83d\ude00': 'Emoji: Grinning Face',
+      '\u0080': 'Control',
+      '\u00f6': 'Latin Small Letter O With Diaeresis',
+    };
     expect(jcsCanonicalize(sorting)).toBe(
       '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis","\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
     );
@@ -142,9 +149,17 @@ describe('POST /v2/scenes', () => {
     ['an unknown background type', withPresentation({ background: { type: 'image', value: '#112233' } }), 'body.presentation.background.type'],
     ['a named color', withPresentation({ background: { type: 'color', value: 'red' } }), 'body.presentation.background.value'],
     ['a 3-digit color', withPresentation({ background: { type: 'color', value: '#123' } }), 'body.presentation.background.value'],
-    ['a color with alpha in a gradient', withPresentation({ background: { type: 'gradient', value: '#112233ff,#445566' } }), 'body.presentation.background.value'],
+    [
+      'a color with alpha in a gradient',
+      withPresentation({ background: { type: 'gradient', value: '#112233ff,#445566' } }),
+      'body.presentation.background.value',
+    ],
     ['a one-color gradient', withPresentation({ background: { type: 'gradient', value: '#112233' } }), 'body.presentation.background.value'],
-    ['a transparent background with a value', withPresentation({ background: { type: 'transparent', value: '#112233' } }), 'body.presentation.background.value'],
+    [
+      'a transparent background with a value',
+      withPresentation({ background: { type: 'transparent', value: '#112233' } }),
+      'body.presentation.background.value',
+    ],
     ['an unknown camera preset', withCamera({ preset: 'isometric' }), 'body.presentation.camera.preset'],
     ['fov under 20', withCamera({ fov: 19.99 }), 'body.presentation.camera.fov'],
     ['fov over 90', withCamera({ fov: 91 }), 'body.presentation.camera.fov'],
@@ -193,10 +208,17 @@ describe('POST /v2/scenes', () => {
 
   test('an empty body is 400 invalid_scene; a body that is not JSON is 400 malformed_json', async () => {
     const ws = await workspace(['media:write']);
-    const empty = await t.request('/v2/scenes', { method: 'POST', headers: { 'x-api-key': ws.key, 'idempotency-key': 'empty', 'content-type': 'application/json' } });
+    const empty = await t.request('/v2/scenes', {
+      method: 'POST',
+      headers: { 'x-api-key': ws.key, 'idempotency-key': 'empty', 'content-type': 'application/json' },
+    });
     expect(empty.status).toBe(400);
     expect((await errorOf(empty)).code).toBe('invalid_scene');
-    const broken = await t.request('/v2/scenes', { method: 'POST', headers: { 'x-api-key': ws.key, 'idempotency-key': 'broken', 'content-type': 'application/json' }, body: '{"schema":' });
+    const broken = await t.request('/v2/scenes', {
+      method: 'POST',
+      headers: { 'x-api-key': ws.key, 'idempotency-key': 'broken', 'content-type': 'application/json' },
+      body: '{"schema":',
+    });
     expect(broken.status).toBe(400);
     expect((await errorOf(broken)).code).toBe('malformed_json');
   });
@@ -286,11 +308,16 @@ describe('GET /v2/scenes/{scene_id} and /revisions/{n}', () => {
     expect((await get(reader, `/v2/scenes/${document.scene_id}`)).status).toBe(200);
   });
 
-  test('404 scene_not_found for an unknown id and for another workspace\'s scene; 404 revision_not_found for a revision not made', async () => {
+  test("404 scene_not_found for an unknown id and for another workspace's scene; 404 revision_not_found for a revision not made", async () => {
     const a = await workspace(['media:write']);
     const b = await workspace(['media:write']);
     const { document, etag } = await created(a.key);
-    for (const path of [`/v2/scenes/${crypto.randomUUID()}`, `/v2/scenes/${crypto.randomUUID()}/revisions/1`, `/v2/scenes/${document.scene_id}`, `/v2/scenes/${document.scene_id}/revisions/1`]) {
+    for (const path of [
+      `/v2/scenes/${crypto.randomUUID()}`,
+      `/v2/scenes/${crypto.randomUUID()}/revisions/1`,
+      `/v2/scenes/${document.scene_id}`,
+      `/v2/scenes/${document.scene_id}/revisions/1`,
+    ]) {
       const response = await get(b.key, path);
       expect({ path, status: response.status }).toEqual({ path, status: 404 });
       expect((await errorOf(response)).code).toBe('scene_not_found');
@@ -310,7 +337,13 @@ describe('GET /v2/scenes/{scene_id} and /revisions/{n}', () => {
   test('400 for a malformed scene id or revision number', async () => {
     const ws = await workspace(['media:write']);
     const { document } = await created(ws.key);
-    for (const path of ['/v2/scenes/not-a-uuid', `/v2/scenes/${document.scene_id}/revisions/0`, `/v2/scenes/${document.scene_id}/revisions/1.5`, `/v2/scenes/${document.scene_id}/revisions/abc`, `/v2/scenes/${document.scene_id}/revisions/99999999999`]) {
+    for (const path of [
+      '/v2/scenes/not-a-uuid',
+      `/v2/scenes/${document.scene_id}/revisions/0`,
+      `/v2/scenes/${document.scene_id}/revisions/1.5`,
+      `/v2/scenes/${document.scene_id}/revisions/abc`,
+      `/v2/scenes/${document.scene_id}/revisions/99999999999`,
+    ]) {
       const response = await get(ws.key, path);
       expect({ path, status: response.status }).toEqual({ path, status: 400 });
     }
@@ -362,7 +395,11 @@ describe('PUT /v2/scenes/{scene_id}', () => {
     }
     const denied = await auditEvents(ws.workspace.id, 'request.denied');
     expect(denied).toHaveLength(4);
-    expect(denied[0]).toMatchObject({ resource_id: 'scenes.update', outcome: 'rejected', metadata: { status: 412, reason: 'etag_mismatch', scene_id: document.scene_id, latest_revision: 2 } });
+    expect(denied[0]).toMatchObject({
+      resource_id: 'scenes.update',
+      outcome: 'rejected',
+      metadata: { status: 412, reason: 'etag_mismatch', scene_id: document.scene_id, latest_revision: 2 },
+    });
     // A list naming the latest ETag among others matches.
     const latest = (await get(ws.key, `/v2/scenes/${document.scene_id}`)).headers.get('etag')!;
     expect((await put(ws.key, document.scene_id, scene(), `"old", ${latest}`)).status).toBe(200);
@@ -397,7 +434,7 @@ describe('PUT /v2/scenes/{scene_id}', () => {
 });
 
 describe('GET /v2/scenes', () => {
-  test('lists the workspace\'s scenes at their latest revision, newest first, a page at a time with a signed cursor; never another workspace\'s', async () => {
+  test("lists the workspace's scenes at their latest revision, newest first, a page at a time with a signed cursor; never another workspace's", async () => {
     const ws = await workspace(['media:write']);
     const other = await workspace(['media:write']);
     await created(other.key);

@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import sharp from 'sharp';
+import { createScene, updateScene } from '../../shared/media/scenes.ts';
+import { parseSceneBody } from '../../shared/media/scenes-model.ts';
 import { sha256Hex } from '../../shared/util/crypto.ts';
 import { newId } from '../../shared/util/ids.ts';
 import { jcsCanonicalize } from '../../shared/util/jcs.ts';
-import { parseSceneBody } from '../../shared/media/scenes-model.ts';
-import { createScene, updateScene } from '../../shared/media/scenes.ts';
-import { createTestApp, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
 import { serveInChromium } from '../browser.ts';
+import { createTestApp, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 
 /**
  * Viewer sessions (docs/design.md §10) through the real app, and the page in real headless Chromium over
@@ -29,12 +29,60 @@ const AWP = 9; // a real definition for which the fixture directory has no model
 /** A box `sx × sy × sz` as a binary glTF with positions, normals and UVs, in one colour. */
 function boxGlb(sx: number, sy: number, sz: number, color: [number, number, number, number]): Uint8Array {
   const faces: Array<{ normal: [number, number, number]; corners: Array<[number, number, number]> }> = [
-    { normal: [0, 0, 1], corners: [[-1, -1, 1], [1, -1, 1], [1, 1, 1], [-1, 1, 1]] },
-    { normal: [0, 0, -1], corners: [[1, -1, -1], [-1, -1, -1], [-1, 1, -1], [1, 1, -1]] },
-    { normal: [1, 0, 0], corners: [[1, -1, 1], [1, -1, -1], [1, 1, -1], [1, 1, 1]] },
-    { normal: [-1, 0, 0], corners: [[-1, -1, -1], [-1, -1, 1], [-1, 1, 1], [-1, 1, -1]] },
-    { normal: [0, 1, 0], corners: [[-1, 1, 1], [1, 1, 1], [1, 1, -1], [-1, 1, -1]] },
-    { normal: [0, -1, 0], corners: [[-1, -1, -1], [1, -1, -1], [1, -1, 1], [-1, -1, 1]] },
+    {
+      normal: [0, 0, 1],
+      corners: [
+        [-1, -1, 1],
+        [1, -1, 1],
+        [1, 1, 1],
+        [-1, 1, 1],
+      ],
+    },
+    {
+      normal: [0, 0, -1],
+      corners: [
+        [1, -1, -1],
+        [-1, -1, -1],
+        [-1, 1, -1],
+        [1, 1, -1],
+      ],
+    },
+    {
+      normal: [1, 0, 0],
+      corners: [
+        [1, -1, 1],
+        [1, -1, -1],
+        [1, 1, -1],
+        [1, 1, 1],
+      ],
+    },
+    {
+      normal: [-1, 0, 0],
+      corners: [
+        [-1, -1, -1],
+        [-1, -1, 1],
+        [-1, 1, 1],
+        [-1, 1, -1],
+      ],
+    },
+    {
+      normal: [0, 1, 0],
+      corners: [
+        [-1, 1, 1],
+        [1, 1, 1],
+        [1, 1, -1],
+        [-1, 1, -1],
+      ],
+    },
+    {
+      normal: [0, -1, 0],
+      corners: [
+        [-1, -1, -1],
+        [1, -1, -1],
+        [1, -1, 1],
+        [-1, -1, 1],
+      ],
+    },
   ];
   const positions: number[] = [];
   const normals: number[] = [];
@@ -104,15 +152,30 @@ async function patternPng(size: number, colors: [number, number, number][]): Pro
       raw.set([Math.round(r * shade), Math.round(g * shade), Math.round(b * shade), 255], (y * size + x) * 4);
     }
   }
-  return sharp(raw, { raw: { width: size, height: size, channels: 4 } }).png().toBuffer();
+  return sharp(raw, { raw: { width: size, height: size, channels: 4 } })
+    .png()
+    .toBuffer();
 }
 
 async function writeItemFiles(dir: string) {
   for (const folder of ['models', 'paints', 'stickers', 'charms']) mkdirSync(join(dir, folder), { recursive: true });
   writeFileSync(join(dir, 'models', `${AK47}.glb`), boxGlb(2, 0.5, 0.2, [0.5, 0.5, 0.55, 1]));
   writeFileSync(join(dir, 'charms', '1.glb'), boxGlb(0.3, 0.3, 0.3, [0.9, 0.2, 0.2, 1]));
-  writeFileSync(join(dir, 'paints', '44.png'), await patternPng(64, [[230, 40, 40], [40, 200, 60], [40, 80, 230]]));
-  writeFileSync(join(dir, 'stickers', '1.png'), await patternPng(32, [[250, 220, 30], [20, 20, 20]]));
+  writeFileSync(
+    join(dir, 'paints', '44.png'),
+    await patternPng(64, [
+      [230, 40, 40],
+      [40, 200, 60],
+      [40, 80, 230],
+    ]),
+  );
+  writeFileSync(
+    join(dir, 'stickers', '1.png'),
+    await patternPng(32, [
+      [250, 220, 30],
+      [20, 20, 20],
+    ]),
+  );
 }
 
 // ---- harness -----------------------------------------------------------------------------------------
@@ -146,7 +209,10 @@ async function sceneIn(workspaceId: string, body: Record<string, unknown> = SCEN
   });
 }
 
-const item = (state: Record<string, unknown> = {}) => ({ item: { family: 'weapon', definition_index: AK47 }, state: { paint_index: 44, paint_seed: 1, wear: 0.1, ...state } });
+const item = (state: Record<string, unknown> = {}) => ({
+  item: { family: 'weapon', definition_index: AK47 },
+  state: { paint_index: 44, paint_seed: 1, wear: 0.1, ...state },
+});
 
 type Receipt = { session_id: string; url: string; expires_at: string; item: unknown; scene: { scene_id: string; revision: number; etag: string } };
 
@@ -185,9 +251,13 @@ describe('POST /v2/viewer/sessions', () => {
     // The ETag computed independently: quoted SHA-256 of the RFC 8785 form of the scene document.
     const etag = `"${sha256Hex(jcsCanonicalize(scene.document))}"`;
     expect(receipt.scene).toEqual({ scene_id: scene.document.scene_id, revision: 1, etag });
-    const [row] = await t.deps.sql<{ token_hash: string; scene_revision: number }[]>`select token_hash, scene_revision from viewer_sessions where session_id = ${receipt.session_id}`;
+    const [row] = await t.deps.sql<
+      { token_hash: string; scene_revision: number }[]
+    >`select token_hash, scene_revision from viewer_sessions where session_id = ${receipt.session_id}`;
     expect(row).toEqual({ token_hash: sha256Hex(token), scene_revision: 1 });
-    const [holding] = await t.deps.sql<{ count: number }[]>`select count(*)::int as count from viewer_sessions where token_hash = ${token} or item::text like ${`%${token}%`}`;
+    const [holding] = await t.deps.sql<
+      { count: number }[]
+    >`select count(*)::int as count from viewer_sessions where token_hash = ${token} or item::text like ${`%${token}%`}`;
     expect(holding?.count).toBe(0);
   });
 
@@ -243,7 +313,10 @@ describe('POST /v2/viewer/sessions', () => {
     const codeOf = async (response: Response) => [response.status, ((await response.json()) as { error: { code: string } }).error.code];
     expect(await codeOf(await createSession(owner.keyHeaders, { item: item(), scene_id: newId() }))).toEqual([404, 'scene_not_found']);
     expect(await codeOf(await createSession(other.keyHeaders, { item: item(), scene_id: scene.document.scene_id }))).toEqual([404, 'scene_not_found']);
-    expect(await codeOf(await createSession(owner.keyHeaders, { item: item(), scene_id: scene.document.scene_id, scene_revision: 2 }))).toEqual([404, 'revision_not_found']);
+    expect(await codeOf(await createSession(owner.keyHeaders, { item: item(), scene_id: scene.document.scene_id, scene_revision: 2 }))).toEqual([
+      404,
+      'revision_not_found',
+    ]);
     const awp = { item: { family: 'weapon', definition_index: AWP }, state: {} };
     // docs/design.md §18: a definition without a real model is shown as an item card.
     const card = await createSession(owner.keyHeaders, { item: awp, scene_id: scene.document.scene_id });
@@ -281,7 +354,9 @@ describe('GET /viewer/:token', () => {
   test('the page embeds the item and scene as escaped JSON and loads one script from our origin, cached for a year', async () => {
     const owner = await workspaceWithKey(t, { scopes: ['media:write'] });
     const scene = await sceneIn(owner.workspace.id);
-    const receipt = (await (await createSession(owner.keyHeaders, { item: item({ name_tag: '</script><script>alert(1)</script>' }), scene_id: scene.document.scene_id })).json()) as Receipt;
+    const receipt = (await (
+      await createSession(owner.keyHeaders, { item: item({ name_tag: '</script><script>alert(1)</script>' }), scene_id: scene.document.scene_id })
+    ).json()) as Receipt;
     const page = await t.request(new URL(receipt.url).pathname);
     expect(page.headers.get('cache-control')).toBe('no-store');
     expect(page.headers.get('referrer-policy')).toBe('no-referrer');
@@ -304,7 +379,13 @@ describe('GET /viewer/:token', () => {
     expect(model.status).toBe(200);
     expect(model.headers.get('content-type')).toBe('model/gltf-binary');
     expect((await t.request('/viewer/files/paint/44')).headers.get('content-type')).toBe('image/png');
-    for (const path of ['/viewer/files/model/9', '/viewer/files/model/07', '/viewer/files/model/-7', '/viewer/files/secret/7', '/viewer/files/model/..%2F..%2Fetc%2Fpasswd']) {
+    for (const path of [
+      '/viewer/files/model/9',
+      '/viewer/files/model/07',
+      '/viewer/files/model/-7',
+      '/viewer/files/secret/7',
+      '/viewer/files/model/..%2F..%2Fetc%2Fpasswd',
+    ]) {
       expect([path, (await t.request(path)).status]).toEqual([path, 404]);
     }
   });
@@ -341,7 +422,9 @@ async function openInChromium(url: string): Promise<Opened> {
   expect(await page.evaluate(() => window.viewerError ?? null)).toBeNull();
   const screenshot = await page.screenshot({ type: 'png' });
   const pixels = await sharp(screenshot).removeAlpha().raw().toBuffer();
-  const offOrigin = requested.filter((requestUrl) => !requestUrl.startsWith('data:') && !requestUrl.startsWith('blob:') && new URL(requestUrl).origin !== origin);
+  const offOrigin = requested.filter(
+    (requestUrl) => !requestUrl.startsWith('data:') && !requestUrl.startsWith('blob:') && new URL(requestUrl).origin !== origin,
+  );
   return { page, pixels, consoleErrors, offOrigin, readyMs };
 }
 
@@ -383,7 +466,8 @@ describe('the viewer page in headless Chromium', () => {
       }
       // Not blank: the gradient background alone spans few colours; the item adds many more.
       const colours = new Set<number>();
-      for (let index = 0; index < first.pixels.length; index += 3) colours.add((first.pixels[index]! << 16) | (first.pixels[index + 1]! << 8) | first.pixels[index + 2]!);
+      for (let index = 0; index < first.pixels.length; index += 3)
+        colours.add((first.pixels[index]! << 16) | (first.pixels[index + 1]! << 8) | first.pixels[index + 2]!);
       expect(colours.size).toBeGreaterThan(200);
       // The pattern moves with the seed.
       expect(differingPixels(first.pixels, second.pixels)).toBeGreaterThan(1_000);
@@ -398,9 +482,20 @@ describe('the viewer page in headless Chromium', () => {
   test('render mode: an exact-size canvas, no chrome, a transparent background kept as alpha', async () => {
     const { viewerPageHtml, resolveViewerFiles } = await import('../../shared/media/viewer/index.ts');
     const owner = await workspaceWithKey(t, { scopes: ['media:write'] });
-    const scene = await sceneIn(owner.workspace.id, { ...SCENE_BODY, presentation: { ...SCENE_BODY.presentation, camera: { preset: 'inspect', autoRotate: true } } });
+    const scene = await sceneIn(owner.workspace.id, {
+      ...SCENE_BODY,
+      presentation: { ...SCENE_BODY.presentation, camera: { preset: 'inspect', autoRotate: true } },
+    });
     const selector = item();
-    const html = await viewerPageHtml({ item: selector, scene: scene.document, files: resolveViewerFiles(itemFilesDir, selector)!, mode: 'render', width: 320, height: 200, background: 'transparent' });
+    const html = await viewerPageHtml({
+      item: selector,
+      scene: scene.document,
+      files: resolveViewerFiles(itemFilesDir, selector)!,
+      mode: 'render',
+      width: 320,
+      height: 200,
+      background: 'transparent',
+    });
     // Served by a private server, as the render worker does: the page, its script and files from shared/media/viewer.
     const { viewerAssetResponse, itemFileResponseForPath } = await import('../../shared/media/viewer/index.ts');
     const server = Bun.serve({

@@ -2,12 +2,12 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { freePort } from '../../scripts/services.ts';
-import { createSql } from '../../shared/platform/db.ts';
 import { enqueue, queueName } from '../../shared/jobs/queues.ts';
+import { createSql } from '../../shared/platform/db.ts';
 import { createWorkerRedis } from '../../shared/platform/redis.ts';
 import { workerMetricsPort } from '../../workers/metrics-server.ts';
 import { createTestApp, errorOf, eventually, testConfig } from '../helpers.ts';
-import { parseExposition, sampleValue, type Sample } from './prometheus.ts';
+import { parseExposition, type Sample, sampleValue } from './prometheus.ts';
 
 /**
  * Issue 13, observability: GET /metrics in Prometheus text on the API and on each worker process,
@@ -143,7 +143,9 @@ describe('worker metrics ports', () => {
     expect(workerMetricsPort(production, ['maintenance'])).toBe(9469);
     expect(workerMetricsPort(production, ['render', 'exports'])).toBe(9466);
     expect(workerMetricsPort(testConfig({ NODE_ENV: 'test' }), ['ingest'])).toBe(0);
-    expect(workerMetricsPort(testConfig({ NODE_ENV: 'production', SIGNING_KEY: 'a-production-signing-key', WORKER_METRICS_PORT: '9600' }), ['ingest'])).toBe(9600);
+    expect(workerMetricsPort(testConfig({ NODE_ENV: 'production', SIGNING_KEY: 'a-production-signing-key', WORKER_METRICS_PORT: '9600' }), ['ingest'])).toBe(
+      9600,
+    );
   });
 });
 
@@ -196,12 +198,18 @@ describe('GET /metrics of real processes', () => {
     const url = `http://127.0.0.1:${port}/metrics`;
 
     // The pool's schedulers are new under this prefix, so its first cleanup runs at boot.
-    const samples = await eventually(async () => {
-      const scraped = parseExposition(await (await fetch(url)).text());
-      const done = sampleValue(scraped, 'cs2_job_duration_seconds_count', { pool: 'maintenance', job_name: 'maintenance.cleanup', outcome: 'completed' });
-      return done !== undefined && done >= 1 ? scraped : undefined;
-    }, 30_000, 100);
-    expect(sampleValue(samples, 'cs2_job_duration_seconds_sum', { pool: 'maintenance', job_name: 'maintenance.cleanup', outcome: 'completed' })).toBeGreaterThan(0);
+    const samples = await eventually(
+      async () => {
+        const scraped = parseExposition(await (await fetch(url)).text());
+        const done = sampleValue(scraped, 'cs2_job_duration_seconds_count', { pool: 'maintenance', job_name: 'maintenance.cleanup', outcome: 'completed' });
+        return done !== undefined && done >= 1 ? scraped : undefined;
+      },
+      30_000,
+      100,
+    );
+    expect(
+      sampleValue(samples, 'cs2_job_duration_seconds_sum', { pool: 'maintenance', job_name: 'maintenance.cleanup', outcome: 'completed' }),
+    ).toBeGreaterThan(0);
     for (const state of ['waiting', 'active', 'delayed', 'failed']) expect(sampleValue(samples, 'cs2_queue_jobs', { pool: 'maintenance', state })).toBeNumber();
     // The schedulers' next runs wait in `delayed`.
     expect(sampleValue(samples, 'cs2_queue_jobs', { pool: 'maintenance', state: 'delayed' })).toBeGreaterThanOrEqual(1);
@@ -225,7 +233,12 @@ describe('GET /metrics of real processes', () => {
     const first = processes[0];
     if (!first) throw new Error('needs the worker of the previous test');
     const taken = logged(first, /^metrics listening/)!.port as number;
-    const second = spawnBun(['workers/main.ts', 'maintenance'], { WORKER_METRICS_PORT: String(taken), QUEUE_PREFIX: queuePrefix, LOG_LEVEL: 'info', METRICS_TOKEN });
+    const second = spawnBun(['workers/main.ts', 'maintenance'], {
+      WORKER_METRICS_PORT: String(taken),
+      QUEUE_PREFIX: queuePrefix,
+      LOG_LEVEL: 'info',
+      METRICS_TOKEN,
+    });
     processes.push(second);
     const listening = await eventually(async () => logged(second, /^metrics listening/), 30_000, 50);
     expect(logged(second, /^metrics port in use/)).toMatchObject({ level: 40, port: taken });
@@ -251,10 +264,16 @@ describe('GET /metrics of real processes', () => {
     expect((await fetch(`${base}/v2/health`)).status).toBe(200);
     expect((await fetch(`${base}/metrics`)).status).toBe(401);
     // Observed once the response has gone out, so poll rather than expect it on the next request.
-    const samples = await eventually(async () => {
-      const scraped = await scrape(await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }));
-      return sampleValue(scraped, 'cs2_http_request_duration_seconds_count', { method: 'GET', route: '/v2/health', status: '200' }) === 1 ? scraped : undefined;
-    }, 10_000, 50);
+    const samples = await eventually(
+      async () => {
+        const scraped = await scrape(await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }));
+        return sampleValue(scraped, 'cs2_http_request_duration_seconds_count', { method: 'GET', route: '/v2/health', status: '200' }) === 1
+          ? scraped
+          : undefined;
+      },
+      10_000,
+      50,
+    );
     expect(sampleValue(samples, 'cs2_http_request_duration_seconds_count', { method: 'GET', route: '/metrics', status: '401' })).toBe(1);
     expect(sampleValue(samples, 'process_resident_memory_bytes')).toBeGreaterThan(0);
     expect(sampleValue(samples, 'cs2_queue_jobs', { pool: 'maintenance', state: 'delayed' })).toBeNumber();

@@ -1,13 +1,13 @@
-import { z } from 'zod';
 import { describe, expect, test } from 'bun:test';
-import { canonicalJson } from '../../shared/util/canonical-json.ts';
-import { ConfigError, parseConfig } from '../../shared/platform/config.ts';
+import { z } from 'zod';
 import { decodeCursor, encodeCursor } from '../../shared/http/cursor.ts';
 import type { ApiError } from '../../shared/http/errors.ts';
-import { redactSecrets } from '../../shared/util/redact.ts';
 import { requestFingerprint } from '../../shared/idempotency/records.ts';
+import { ConfigError, parseConfig } from '../../shared/platform/config.ts';
 import { budgetsFor } from '../../shared/usage/budgets.ts';
 import { rateLimitHeaders } from '../../shared/usage/metering.ts';
+import { canonicalJson } from '../../shared/util/canonical-json.ts';
+import { redactSecrets } from '../../shared/util/redact.ts';
 
 describe('config', () => {
   test('a bad value fails naming the variable', () => {

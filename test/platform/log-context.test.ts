@@ -2,9 +2,9 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { Queue } from 'bullmq';
 import { createApp } from '../../api/app.ts';
 import { createDeps } from '../../api/deps.ts';
+import { enqueue, queueName } from '../../shared/jobs/queues.ts';
 import { createSql } from '../../shared/platform/db.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
-import { enqueue, queueName } from '../../shared/jobs/queues.ts';
 import { createWorkerRedis } from '../../shared/platform/redis.ts';
 import { handle, type PoolDefinition } from '../../workers/pool.ts';
 import { startPools } from '../../workers/runtime.ts';
@@ -101,11 +101,22 @@ describe('worker log lines and job metrics', () => {
     try {
       await enqueue(queue, 'maintenance.cleanup', {}, { jobId: 'log-context-cleanup' });
       await enqueue(queue, 'trade_intents.expire', {}, { jobId: 'log-context-expire' });
-      await eventually(async () => (lines.some((line) => line.msg === 'cleanup probe') && lines.some((line) => line.msg === 'job failed') ? true : undefined), 20_000);
+      await eventually(
+        async () => (lines.some((line) => line.msg === 'cleanup probe') && lines.some((line) => line.msg === 'job failed') ? true : undefined),
+        20_000,
+      );
 
-      expect(lines.find((line) => line.msg === 'cleanup probe')).toMatchObject({ job_id: 'log-context-cleanup', job_name: 'maintenance.cleanup', pool: 'maintenance' });
+      expect(lines.find((line) => line.msg === 'cleanup probe')).toMatchObject({
+        job_id: 'log-context-cleanup',
+        job_name: 'maintenance.cleanup',
+        pool: 'maintenance',
+      });
       expect(lines.find((line) => line.msg === 'expire probe')).toMatchObject({ job_id: 'log-context-expire', job_name: 'trade_intents.expire' });
-      expect(lines.find((line) => line.msg === 'job failed')).toMatchObject({ job_id: 'log-context-expire', job_name: 'trade_intents.expire', err: 'probe failure' });
+      expect(lines.find((line) => line.msg === 'job failed')).toMatchObject({
+        job_id: 'log-context-expire',
+        job_name: 'trade_intents.expire',
+        err: 'probe failure',
+      });
       // Lines of the process itself belong to no job.
       expect(lines.find((line) => line.msg === 'pool started')!.job_id).toBeUndefined();
 

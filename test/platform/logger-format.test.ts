@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Writable } from 'node:stream';
-import { createLogger } from '../../shared/platform/logger.ts';
 import { parseConfig } from '../../shared/platform/config.ts';
+import { createLogger } from '../../shared/platform/logger.ts';
 
 /**
  * `npm start` in a terminal writes readable log lines (LOG_FORMAT=pretty, chosen by scripts/dev.ts

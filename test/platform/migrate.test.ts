@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { createSql, type Sql } from '../../shared/platform/db.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
-import { listMigrations, migrate, MigrationError } from '../../shared/platform/migrate.ts';
+import { listMigrations, MigrationError, migrate } from '../../shared/platform/migrate.ts';
 import { claimIngestRun } from '../../shared/prices/ingest.ts';
 import { applyRetention } from '../../shared/retention/partitions.ts';
 import { retentionPolicy } from '../../shared/retention/policy.ts';
@@ -202,7 +202,8 @@ describe('0011: time partitions over a database that already holds data', () => 
     expect(await migrate(sql, dir)).toEqual([11]);
 
     // Every old row is still there, in the old table now attached as a partition (rollups: copied).
-    const where = async (table: string) => (await sql.unsafe<{ partition: string }[]>(`select tableoid::regclass::text as partition from ${table}`)).map((row) => row.partition);
+    const where = async (table: string) =>
+      (await sql.unsafe<{ partition: string }[]>(`select tableoid::regclass::text as partition from ${table}`)).map((row) => row.partition);
     // (The old observations table was partitioned itself: its rows sit in its own default partition.)
     expect(await where('price_observations')).toEqual(['price_observations_legacy_default']);
     expect(await where('event_outbox')).toEqual(['event_outbox_legacy']);
@@ -217,7 +218,10 @@ describe('0011: time partitions over a database that already holds data', () => 
     expect(await claimIngestRun(sql, 'skinport', 8, later)).not.toBeNull();
     expect(await claimIngestRun(sql, 'skinport', 8, later)).toBeNull();
     await sql`insert into price_observations (catalog_id, source, version, price, source_time, ingested_at, run_id) values ('itm_migrated', 'skinport', 'default', 2, ${later}, ${later}, ${run!.id})`;
-    expect((await where('price_observations')).sort()).toEqual(['price_observations_legacy_default', `price_observations_p${later.toISOString().slice(0, 10).replaceAll('-', '')}`]);
+    expect((await where('price_observations')).sort()).toEqual([
+      'price_observations_legacy_default',
+      `price_observations_p${later.toISOString().slice(0, 10).replaceAll('-', '')}`,
+    ]);
 
     // Retention drops the old tables whole once their cutover (tomorrow) is past their retention;
     // the pending delivery of an old event fails first rather than waiting for ever.

@@ -17,7 +17,9 @@ describe('npm start and the Procfile', () => {
   });
 
   test('entries other than worker pools are kept where they stand; a single pool is left alone', () => {
-    const entries = parseProcfile('web: bun api/main.ts\nemail: bun workers/main.ts exports\n# comment\n\nclock: bun scripts/clock.ts\nhooks: bun workers/main.ts webhooks index\n');
+    const entries = parseProcfile(
+      'web: bun api/main.ts\nemail: bun workers/main.ts exports\n# comment\n\nclock: bun scripts/clock.ts\nhooks: bun workers/main.ts webhooks index\n',
+    );
     expect(mergeWorkerEntries(entries)).toEqual([
       { name: 'web', command: 'bun api/main.ts' },
       { name: 'workers', command: 'bun workers/main.ts exports webhooks index' },
@@ -40,7 +42,12 @@ describe('npm start and the Procfile', () => {
     const steamOnly = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://www.ecb.europa.eu' })(async () => port++);
     expect(mergeEntries(steamOnly.entries, FAKES_SCRIPT, 'fakes')).toEqual([{ name: 'fakes', command: `bun ${FAKES_SCRIPT} steam-fake image-fake` }]);
     // Image hosts set: no image fake.
-    const imagesSet = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://www.ecb.europa.eu', STEAM_IMAGE_URL: 'https://images.example', ITEM_ASSETS_URL: 'https://assets.example' })(async () => port++);
+    const imagesSet = await localUpstreamsPlan({
+      SOURCES: 'skinport',
+      FX_URL: 'https://www.ecb.europa.eu',
+      STEAM_IMAGE_URL: 'https://images.example',
+      ITEM_ASSETS_URL: 'https://assets.example',
+    })(async () => port++);
     expect(mergeEntries(imagesSet.entries, FAKES_SCRIPT, 'fakes')).toEqual([{ name: 'steam-fake', command: `bun ${FAKES_SCRIPT} steam-fake` }]);
   });
 });

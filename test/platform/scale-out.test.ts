@@ -6,11 +6,11 @@ import { freePort } from '../../scripts/services.ts';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { createSql, type Sql } from '../../shared/platform/db.ts';
 import { insertGeneratedAuditEvents } from '../audit/audit-exports-fixtures.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
 import { createTestApp, eventually, sharedImageFake, workspaceWithKey } from '../helpers.ts';
-import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
 import { ITEM, SCENE_BODY, sceneOf } from '../media/renders-fixtures.ts';
-import { removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type ReceivedRequest } from '../webhooks/webhooks-fixtures.ts';
+import { type PrivateRedis, startPrivateRedis } from '../private-redis.ts';
+import { type ReceivedRequest, removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A } from '../webhooks/webhooks-fixtures.ts';
 
 /**
  * Issue 13, scale-out and faults, over real processes against one Postgres and one Redis:
@@ -94,10 +94,12 @@ function baseEnv(queuePrefix: string, redisUrl: string): Record<string, string> 
     SOURCES: SOURCES.join(','),
     // docs/design.md §14: the always-on fx source reads the simulator too (never the real ECB from a test).
     FX_URL: `${simulator.url}/fx`,
-    ...Object.fromEntries(SOURCES.flatMap((source) => [
-      [`SOURCE_${source.toUpperCase()}_URL`, `${simulator.url}/${source}`],
-      [`SOURCE_${source.toUpperCase()}_INTERVAL_SECONDS`, '2'],
-    ])),
+    ...Object.fromEntries(
+      SOURCES.flatMap((source) => [
+        [`SOURCE_${source.toUpperCase()}_URL`, `${simulator.url}/${source}`],
+        [`SOURCE_${source.toUpperCase()}_INTERVAL_SECONDS`, '2'],
+      ]),
+    ),
     WEBHOOK_SECRET_KEY: WEBHOOK_KEY_A,
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     WEBHOOK_RETRY_DELAYS_MS: '0,500,500,500',
@@ -127,15 +129,23 @@ function startWorker(pool: string, env: Record<string, string>): Proc {
 }
 
 async function booted(workers: Proc[]): Promise<void> {
-  await eventually(async () => {
-    const dead = workers.find((worker) => !alive(worker));
-    if (dead) throw new Error(`${dead.name} exited:\n${dead.lines.slice(-10).join('\n')}`);
-    return workers.every((worker) => logged(worker, 'pool started').length > 0) ? true : undefined;
-  }, 60_000, 100);
+  await eventually(
+    async () => {
+      const dead = workers.find((worker) => !alive(worker));
+      if (dead) throw new Error(`${dead.name} exited:\n${dead.lines.slice(-10).join('\n')}`);
+      return workers.every((worker) => logged(worker, 'pool started').length > 0) ? true : undefined;
+    },
+    60_000,
+    100,
+  );
 }
 
 async function post(url: string, key: string, body: unknown): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() }, body: JSON.stringify(body) });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() },
+    body: JSON.stringify(body),
+  });
 }
 
 async function json<T>(response: Response, status: number): Promise<T> {
@@ -203,9 +213,15 @@ describe('scale-out: two API processes and two processes of every pool on one Po
     // Endpoints first (each receives events newer than itself), one through each API.
     const pricePath = uniquePath('scale-prices');
     const workspacePath = uniquePath('scale-workspace');
-    const priceHook = await json<{ id: string }>(await post(`${apis[0]!.url}/v2/webhooks`, ws.key, { url: receiver.url(pricePath), event_types: ['price.updated', 'prices.updated'] }), 201);
+    const priceHook = await json<{ id: string }>(
+      await post(`${apis[0]!.url}/v2/webhooks`, ws.key, { url: receiver.url(pricePath), event_types: ['price.updated', 'prices.updated'] }),
+      201,
+    );
     const workspaceHook = await json<{ id: string }>(
-      await post(`${apis[1]!.url}/v2/webhooks`, ws.key, { url: receiver.url(workspacePath), event_types: ['prices.updated', 'audit_export.completed', 'render.completed'] }),
+      await post(`${apis[1]!.url}/v2/webhooks`, ws.key, {
+        url: receiver.url(workspacePath),
+        event_types: ['prices.updated', 'audit_export.completed', 'render.completed'],
+      }),
       201,
     );
     const startedAt = new Date();
@@ -225,16 +241,24 @@ describe('scale-out: two API processes and two processes of every pool on one Po
     );
     const scene = await sceneOf(sql, ws.workspace.id, SCENE_BODY);
     const render = await json<RenderJob>(
-      await post(`${apis[1]!.url}/v2/renders`, ws.key, { item: ITEM, scene_id: scene.document.scene_id, output: { width: 96, height: 64, format: 'png', background: 'transparent' } }),
+      await post(`${apis[1]!.url}/v2/renders`, ws.key, {
+        item: ITEM,
+        scene_id: scene.document.scene_id,
+        output: { width: 96, height: 64, format: 'png', background: 'transparent' },
+      }),
       202,
     );
 
     // INGEST_TICKS successful runs of every source, then the ingest pool stops so the event set is final.
-    await eventually(async () => {
-      const rows = await sql<{ source: string; count: number }[]>`
+    await eventually(
+      async () => {
+        const rows = await sql<{ source: string; count: number }[]>`
         select source, count(*)::int as count from ingest_runs where started_at >= ${startedAt} and status = 'succeeded' group by source`;
-      return SOURCES.every((source) => (rows.find((row) => row.source === source)?.count ?? 0) >= INGEST_TICKS) ? true : undefined;
-    }, 90_000, 200);
+        return SOURCES.every((source) => (rows.find((row) => row.source === source)?.count ?? 0) >= INGEST_TICKS) ? true : undefined;
+      },
+      90_000,
+      200,
+    );
     await stop(workers.ingest!);
 
     // Ingest: one run per (source, tick) and each tick's job executed by exactly one worker.
@@ -250,19 +274,29 @@ describe('scale-out: two API processes and two processes of every pool on one Po
     }
 
     // Exports and the render: each completed once, one file each, one completion audited.
-    const finished = await eventually(async () => {
-      const jobs = await Promise.all(exports.map(async (job) => json<ExportJob>(await fetch(`${apis[0]!.url}/v2/audit/exports/${job.export_id}`, { headers: ws.keyHeaders }), 200)));
-      return jobs.every((job) => job.state === 'completed') ? jobs : undefined;
-    }, 60_000, 200);
+    const finished = await eventually(
+      async () => {
+        const jobs = await Promise.all(
+          exports.map(async (job) => json<ExportJob>(await fetch(`${apis[0]!.url}/v2/audit/exports/${job.export_id}`, { headers: ws.keyHeaders }), 200)),
+        );
+        return jobs.every((job) => job.state === 'completed') ? jobs : undefined;
+      },
+      60_000,
+      200,
+    );
     for (const job of finished) {
       expect(exportFiles(ws.workspace.id, job.export_id)).toEqual([expect.stringMatching(/^[0-9a-f-]{36}\.ndjson\.gz$/)]);
       expect(await auditCount(ws.workspace.id, job.export_id, 'audit_export.completed')).toBe(1);
       expect(job.attempts).toBe(1);
     }
-    const rendered = await eventually(async () => {
-      const job = await json<RenderJob>(await fetch(`${apis[0]!.url}/v2/renders/${render.render_id}`, { headers: ws.keyHeaders }), 200);
-      return job.state === 'succeeded' ? job : undefined;
-    }, 90_000, 200);
+    const rendered = await eventually(
+      async () => {
+        const job = await json<RenderJob>(await fetch(`${apis[0]!.url}/v2/renders/${render.render_id}`, { headers: ws.keyHeaders }), 200);
+        return job.state === 'succeeded' ? job : undefined;
+      },
+      90_000,
+      200,
+    );
     expect(rendered.state).toBe('succeeded');
     expect(renderFiles(ws.workspace.id)).toEqual([`${render.render_id}.png`]);
     expect(await auditCount(ws.workspace.id, render.render_id, 'render.completed')).toBe(1);
@@ -278,10 +312,14 @@ describe('scale-out: two API processes and two processes of every pool on one Po
     const workspaceEvents = await expectedFor(['prices.updated', 'audit_export.completed', 'render.completed']);
     expect(priceEvents.length).toBeGreaterThan(0);
     const receivedIds = (path: string) => receiver.received(path).map((request: ReceivedRequest) => request.headers['webhook-id']!);
-    await eventually(async () => {
-      const got = (path: string, ids: string[]) => ids.every((id) => receivedIds(path).includes(id));
-      return got(pricePath, priceEvents) && got(workspacePath, workspaceEvents) ? true : undefined;
-    }, 60_000, 200);
+    await eventually(
+      async () => {
+        const got = (path: string, ids: string[]) => ids.every((id) => receivedIds(path).includes(id));
+        return got(pricePath, priceEvents) && got(workspacePath, workspaceEvents) ? true : undefined;
+      },
+      60_000,
+      200,
+    );
     const duplicates = (path: string) => receivedIds(path).length - new Set(receivedIds(path)).size;
     expect(duplicates(pricePath)).toBe(0);
     expect(duplicates(workspacePath)).toBe(0);
@@ -304,14 +342,22 @@ describe('scale-out: two API processes and two processes of every pool on one Po
     await booted([victim]);
     const scene = await sceneOf(sql, ws.workspace.id, SCENE_BODY);
     const render = await json<RenderJob>(
-      await post(`${apis[0]!.url}/v2/renders`, ws.key, { item: ITEM, scene_id: scene.document.scene_id, output: { width: 80, height: 80, format: 'png', background: 'transparent' } }),
+      await post(`${apis[0]!.url}/v2/renders`, ws.key, {
+        item: ITEM,
+        scene_id: scene.document.scene_id,
+        output: { width: 80, height: 80, format: 'png', background: 'transparent' },
+      }),
       202,
     );
     // Leased by the only render worker, which is still launching Chromium for its first render.
-    await eventually(async () => {
-      const [row] = await sql<{ state: string }[]>`select state from renders where render_id = ${render.render_id}`;
-      return row?.state === 'rendering' ? true : undefined;
-    }, 30_000, 5);
+    await eventually(
+      async () => {
+        const [row] = await sql<{ state: string }[]>`select state from renders where render_id = ${render.render_id}`;
+        return row?.state === 'rendering' ? true : undefined;
+      },
+      30_000,
+      5,
+    );
     const descendants = childPids(victim.child.pid);
     victim.child.kill('SIGKILL');
     await victim.child.exited;
@@ -319,10 +365,14 @@ describe('scale-out: two API processes and two processes of every pool on one Po
 
     const rescuer = startWorker('render', env);
     await booted([rescuer]);
-    await eventually(async () => {
-      const [row] = await sql<{ state: string }[]>`select state from renders where render_id = ${render.render_id}`;
-      return row?.state === 'succeeded' ? true : undefined;
-    }, 60_000, 100);
+    await eventually(
+      async () => {
+        const [row] = await sql<{ state: string }[]>`select state from renders where render_id = ${render.render_id}`;
+        return row?.state === 'succeeded' ? true : undefined;
+      },
+      60_000,
+      100,
+    );
     const [row] = await sql<{ attempts: number; blob_key: string }[]>`select attempts, blob_key from renders where render_id = ${render.render_id}`;
     expect(row!.attempts).toBe(2);
     expect(renderFiles(ws.workspace.id).filter((file) => file.startsWith(render.render_id))).toEqual([`${render.render_id}.png`]);
@@ -385,11 +435,18 @@ describe('faults: Redis restarted without its data while the API serves', () => 
     const range = { from: new Date('2021-05-01T00:00:00Z'), to: new Date('2021-05-10T00:00:00Z') };
     await insertGeneratedAuditEvents(sql, { workspaceId: ws.workspace.id, ...range, count: 300_000 });
     const long = await json<ExportJob>(await post(`${api.url}/v2/audit/exports`, ws.key, { from: range.from.toISOString(), to: range.to.toISOString() }), 201);
-    await eventually(async () => {
-      const [row] = await sql<{ state: string }[]>`select state from audit_exports where id = ${long.export_id}`;
-      return row?.state === 'leased' ? true : undefined;
-    }, 30_000, 5);
-    const queued = await json<ExportJob>(await post(`${api.url}/v2/audit/exports`, ws.key, { from: range.from.toISOString(), to: '2021-05-02T00:00:00Z' }), 201);
+    await eventually(
+      async () => {
+        const [row] = await sql<{ state: string }[]>`select state from audit_exports where id = ${long.export_id}`;
+        return row?.state === 'leased' ? true : undefined;
+      },
+      30_000,
+      5,
+    );
+    const queued = await json<ExportJob>(
+      await post(`${api.url}/v2/audit/exports`, ws.key, { from: range.from.toISOString(), to: '2021-05-02T00:00:00Z' }),
+      201,
+    );
 
     // Redis dies and comes back empty (no persistence, like the default local Redis).
     await redis.kill();
@@ -401,7 +458,11 @@ describe('faults: Redis restarted without its data while the API serves', () => 
     // Public and Postgres-only paths keep working: a new account is a Postgres record.
     expect((await fetch(`${api.url}/v2/meta/scopes`)).status).toBe(200);
     const email = `redis-outage-${crypto.randomUUID()}@example.com`;
-    const account = await fetch(`${api.url}/v1/accounts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: 'correct horse battery staple' }) });
+    const account = await fetch(`${api.url}/v1/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'correct horse battery staple' }),
+    });
     expect(account.status).toBe(201);
 
     await redis.restart();
@@ -411,19 +472,29 @@ describe('faults: Redis restarted without its data while the API serves', () => 
 
     // Both exports complete exactly once: the queued one's job was lost with Redis and is re-enqueued by the sweeper.
     for (const job of [long, queued]) {
-      await eventually(async () => {
-        const [row] = await sql<{ state: string }[]>`select state from audit_exports where id = ${job.export_id}`;
-        return row?.state === 'completed' ? true : undefined;
-      }, 90_000, 200);
+      await eventually(
+        async () => {
+          const [row] = await sql<{ state: string }[]>`select state from audit_exports where id = ${job.export_id}`;
+          return row?.state === 'completed' ? true : undefined;
+        },
+        90_000,
+        200,
+      );
       expect(exportFiles(ws.workspace.id, job.export_id)).toEqual([expect.stringMatching(/^[0-9a-f-]{36}\.ndjson\.gz$/)]);
       expect(await auditCount(ws.workspace.id, job.export_id, 'audit_export.completed')).toBe(1);
     }
     // Their completion events reach the endpoint once Redis is back; ingest runs again on its schedule.
     await eventually(async () => (new Set(receiver.received(path).map((request) => request.headers['webhook-id'])).size >= 2 ? true : undefined), 30_000, 200);
-    await eventually(async () => {
-      const [row] = await sql<{ count: number }[]>`select count(*)::int as count from ingest_runs where source = 'skinport' and started_at > ${restartedAt} and status = 'succeeded'`;
-      return row!.count > 0 ? true : undefined;
-    }, 30_000, 200);
+    await eventually(
+      async () => {
+        const [row] = await sql<
+          { count: number }[]
+        >`select count(*)::int as count from ingest_runs where source = 'skinport' and started_at > ${restartedAt} and status = 'succeeded'`;
+        return row!.count > 0 ? true : undefined;
+      },
+      30_000,
+      200,
+    );
     const [stored] = await sql<{ count: number }[]>`select count(*)::int as count from accounts where email = ${email}`;
     expect(stored!.count).toBe(1);
     expect(pools.every(alive)).toBe(true);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { computeConsensus, spreadOf, type ConsensusInput } from '../../shared/prices/consensus.ts';
+import { type ConsensusInput, computeConsensus, spreadOf } from '../../shared/prices/consensus.ts';
 
 /** docs/design.md §13's consensus on hand-made sets of source prices. */
 

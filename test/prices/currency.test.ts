@@ -4,7 +4,7 @@ import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { saveRateDays } from '../../shared/fx/repository.ts';
 import { forgetCachedRates } from '../../shared/prices/currency.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
-import { errorOf, eventually, scratchTestApp, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { errorOf, eventually, scratchTestApp, type TestApp, workspaceWithKey } from '../helpers.ts';
 
 /**
  * `?currency=` (docs/design.md §14) on the price-bearing answers: keyed prices and history, both keyless
@@ -16,16 +16,33 @@ let t: TestApp;
 let headers: Record<string, string>;
 let item: { catalog_id: string; market_hash_name: string };
 let address = 0;
-const keyless = (path: string, extra: Record<string, string> = {}) => t.request(path, { headers: { 'x-forwarded-for': `203.0.113.${(address += 1) % 250}`, ...extra } });
+const keyless = (path: string, extra: Record<string, string> = {}) =>
+  t.request(path, { headers: { 'x-forwarded-for': `203.0.113.${(address += 1) % 250}`, ...extra } });
 const keyed = (path: string) => t.request(path, { headers });
 // Answers are read as plain JSON and checked field by field.
 // biome-ignore lint/suspicious/noExplicitAny: answers of many shapes read field by field, each field checked by an expect; a declared type per answer would restate what the expects check
 const read = (response: Response): Promise<any> => response.json();
 
 // The ECB file of 2026-11-24 (units per EUR), the realistic set.
-const DAY_1 = { date: '2026-11-24', rates: new Map([['USD', '1.0834'], ['JPY', '162.41'], ['GBP', '0.84290'], ['ISK', '150.10'], ['KRW', '1523.06']]) };
+const DAY_1 = {
+  date: '2026-11-24',
+  rates: new Map([
+    ['USD', '1.0834'],
+    ['JPY', '162.41'],
+    ['GBP', '0.84290'],
+    ['ISK', '150.10'],
+    ['KRW', '1523.06'],
+  ]),
+};
 // A later set with round rates, for the rounding ties: 1 USD = 0.5 GBP = 100 JPY.
-const DAY_2 = { date: '2026-11-25', rates: new Map([['USD', '2'], ['GBP', '1'], ['JPY', '200']]) };
+const DAY_2 = {
+  date: '2026-11-25',
+  rates: new Map([
+    ['USD', '2'],
+    ['GBP', '1'],
+    ['JPY', '200'],
+  ]),
+};
 
 /** What the answer must say: amount × rate(X) / rate(USD), half-even to `places`, by an independent computation. */
 const expected = (usd: string, rate: string, usdRate: string, places: number) =>
@@ -38,7 +55,11 @@ beforeAll(async () => {
   item = { catalog_id: catalogIdFor(name), market_hash_name: name };
   await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${item.catalog_id}, ${name}, 'knife')`;
   const now = new Date();
-  for (const [source, price, bid] of [['skinport', '10.00', null], ['steam', '12.34', null], ['csmarket', '11.005', '9.871']] as const) {
+  for (const [source, price, bid] of [
+    ['skinport', '10.00', null],
+    ['steam', '12.34', null],
+    ['csmarket', '11.005', '9.871'],
+  ] as const) {
     await t.deps.sql`
       insert into latest_prices (catalog_id, source, version, price, bid, source_time, ingested_at, run_id)
       values (${item.catalog_id}, ${source}, 'default', ${price}::numeric, ${bid}::numeric, ${now}, ${now}, ${crypto.randomUUID()})`;
@@ -116,7 +137,11 @@ describe('?currency= with rates', () => {
   });
 
   test('currencies without minor units (JPY, KRW, ISK) are whole numbers', async () => {
-    for (const [currency, rate] of [['JPY', '162.41'], ['KRW', '1523.06'], ['ISK', '150.10']] as const) {
+    for (const [currency, rate] of [
+      ['JPY', '162.41'],
+      ['KRW', '1523.06'],
+      ['ISK', '150.10'],
+    ] as const) {
       const body = await read(await keyed(`/v2/prices/${item.catalog_id}?currency=${currency}`));
       const skinport = body.versions[0].sources.find((source: { source: string }) => source.source === 'skinport');
       expect(skinport.price).toBe(expected('10.00', rate, '1.0834', 0));
@@ -196,7 +221,9 @@ describe('?currency= with rates', () => {
     forgetCachedRates(t.deps.sql);
     // 10.00 USD at 0.5 GBP per USD is exactly 5.00; 11.005 is 5.5025 → 5.50; 9.871 is 4.9355 → 4.94 (half-even: 4.9355 is no tie).
     const body = await read(await keyed(`/v2/prices/${item.catalog_id}?currency=GBP`));
-    const sources = Object.fromEntries(body.versions[0].sources.map((source: { source: string; price: string; bid: string | null }) => [source.source, source]));
+    const sources = Object.fromEntries(
+      body.versions[0].sources.map((source: { source: string; price: string; bid: string | null }) => [source.source, source]),
+    );
     expect(sources.skinport.price).toBe('5.00');
     expect(sources.csmarket.price).toBe('5.50');
     expect(sources.csmarket.bid).toBe('4.94');

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
-import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createRequestRedis } from '../../shared/platform/redis.ts';
+import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { requestBudgetKeys, sourceBudgetPrefix } from '../../shared/sources/budget.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { runSourceIngest } from '../../workers/ingest/run.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
 import { createTestApp, eventually, testConfig, workspaceWithKey } from '../helpers.ts';
 
 // Property: any decimal price the upstream writes comes out of the API as the same string —
@@ -52,7 +52,11 @@ afterAll(async () => {
 test('random decimal strings survive ingest and come out of both price APIs unchanged', async () => {
   // Its own QUEUE_PREFIX: the request budget and any Retry-After block live in Redis under it, so no
   // other suite's skinport runs (or a 429 they provoked) can refuse this run.
-  const config = testConfig({ SOURCES: 'skinport', SOURCE_SKINPORT_URL: `${simulator.url}/skinport`, QUEUE_PREFIX: `roundtrip${crypto.randomUUID().slice(0, 8)}` });
+  const config = testConfig({
+    SOURCES: 'skinport',
+    SOURCE_SKINPORT_URL: `${simulator.url}/skinport`,
+    QUEUE_PREFIX: `roundtrip${crypto.randomUUID().slice(0, 8)}`,
+  });
   const budgetKeys = requestBudgetKeys(sourceBudgetPrefix(config.QUEUE_PREFIX), 'skinport');
   const redis = createRequestRedis(config.REDIS_URL, 'roundtrip');
   try {
@@ -83,10 +87,14 @@ test('random decimal strings survive ingest and come out of both price APIs unch
 
   // The API process picks the new snapshot up within its poll interval.
   const [name, { price }] = [...expected][0]!;
-  await eventually(async () => {
-    const response = await t.request(`/v1/prices/${encodeURIComponent(name)}`, { headers: { 'x-forwarded-for': '203.0.113.250' } });
-    return response.status === 200 && (await response.text()).includes(`"${price}"`) ? true : undefined;
-  }, 15_000, 250);
+  await eventually(
+    async () => {
+      const response = await t.request(`/v1/prices/${encodeURIComponent(name)}`, { headers: { 'x-forwarded-for': '203.0.113.250' } });
+      return response.status === 200 && (await response.text()).includes(`"${price}"`) ? true : undefined;
+    },
+    15_000,
+    250,
+  );
   const keyless = await t.request('/v1/prices?source=skinport', { headers: { 'x-forwarded-for': '203.0.113.251' } });
   expect(keyless.status).toBe(200);
   const text = await keyless.text();

@@ -3,16 +3,16 @@ import type { Redis } from 'ioredis';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
 import { createRequestRedis } from '../../shared/platform/redis.ts';
+import type { SourceName } from '../../shared/platform/source-names.ts';
 import { ageSeconds, freshPriceSql, observedAtSql, priceIsFresh, sourceState } from '../../shared/prices/freshness.ts';
 import { findNewestPriceSnapshot } from '../../shared/prices/repository.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { requestBudgetKeys } from '../../shared/sources/budget.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { sourceSettings } from '../../shared/sources/settings.ts';
-import type { SourceName } from '../../shared/platform/source-names.ts';
-import { runSourceIngest, type IngestOutcome } from '../../workers/ingest/run.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
-import { createTestApp, eventually, scratchTestApp, seedFreshFxRates, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { type IngestOutcome, runSourceIngest } from '../../workers/ingest/run.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
+import { createTestApp, eventually, scratchTestApp, seedFreshFxRates, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 
 /**
  * One freshness rule (issue 29, docs/design.md §9 and §13, shared/prices/freshness.ts): a source is fresh while
@@ -279,7 +279,7 @@ describe('the SQL form decides as the TypeScript one', () => {
 });
 
 describe('a run clock far from the wall clock', () => {
-  test("an upstream 429 blocks the source for its Retry-After, not for the distance between the clocks", async () => {
+  test('an upstream 429 blocks the source for its Retry-After, not for the distance between the clocks', async () => {
     const keys = requestBudgetKeys(sourceSettings(t.deps.config, ADAPTERS.waxpeer).budget.keyPrefix, 'waxpeer');
     await redis.del(keys.blocked);
     simulator.setMode('waxpeer', 'rate_limit');

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import { claimIngestRun, mapToCatalog, writeIngestRun, type ListingUpdate, type StagedObservation } from '../../shared/prices/ingest.ts';
-import { createTestApp, scratchTestApp, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { claimIngestRun, type ListingUpdate, mapToCatalog, type StagedObservation, writeIngestRun } from '../../shared/prices/ingest.ts';
+import { createTestApp, scratchTestApp, type TestApp, workspaceWithKey } from '../helpers.ts';
 import { retireEndpoints, subscribedEndpoint } from '../webhooks/webhooks-fixtures.ts';
 
 const t = createTestApp();
@@ -15,7 +15,16 @@ describe('mapToCatalog', () => {
       ['★ Karambit | Doppler (Factory New)', { catalogId: 'itm_doppler', phases: ['ruby', 'phase-2'] }],
     ]);
     const at = new Date('2026-01-01T00:00:00Z');
-    const row = (name: string, version: string, price: string) => ({ market_hash_name: name, version, price, median_price: null, bid: null, volume_7d: null, quantity: 1, source_time: at });
+    const row = (name: string, version: string, price: string) => ({
+      market_hash_name: name,
+      version,
+      price,
+      median_price: null,
+      bid: null,
+      volume_7d: null,
+      quantity: 1,
+      source_time: at,
+    });
     const mapped = mapToCatalog(
       [
         row('Known', 'default', '2.50'),
@@ -51,7 +60,10 @@ describe('writeIngestRun', () => {
       const rows: StagedObservation[] = [{ catalog_id: catalogId, version: 'default', price, median_price: null, quantity, source_time: new Date(sourceTime) }];
       return writeIngestRun(sql, { runId, source, rows, ingestedAt: new Date(), staleAfterSeconds: 90, received: 1, skipped: 0, unknownNames: 0 });
     };
-    const latestSourceTime = async () => (await sql<{ source_time: Date }[]>`select source_time from latest_prices where catalog_id = ${catalogId} and source = ${source}`)[0]!.source_time.toISOString();
+    const latestSourceTime = async () =>
+      (
+        await sql<{ source_time: Date }[]>`select source_time from latest_prices where catalog_id = ${catalogId} and source = ${source}`
+      )[0]!.source_time.toISOString();
     const slotStart = new Date();
     expect(await claimIngestRun(sql, source, 1, slotStart)).not.toBeNull();
     expect(await claimIngestRun(sql, source, 1, slotStart, new Date(slotStart.getTime() + 5))).toBeNull();
@@ -69,7 +81,9 @@ describe('writeIngestRun', () => {
     expect(await run(7, '7.25', '2026-03-01T10:06:00Z', 4)).toMatchObject({ written: 1, changed: 1 });
     expect(await run(8, '4.10', '2026-03-01T10:12:00Z', 4)).toMatchObject({ written: 1, changed: 1 });
 
-    const [observations] = await sql<{ count: number }[]>`select count(*)::int as count from price_observations where catalog_id = ${catalogId} and source = ${source}`;
+    const [observations] = await sql<
+      { count: number }[]
+    >`select count(*)::int as count from price_observations where catalog_id = ${catalogId} and source = ${source}`;
     expect(observations!.count).toBe(5);
     const events = await sql<{ payload: { price: string; previous_price: string | null } }[]>`
       select payload from event_outbox where payload->>'catalog_id' = ${catalogId} and payload->>'source' = ${source} order by created_at`;
@@ -82,13 +96,17 @@ describe('writeIngestRun', () => {
     const rollups = await sql<{ granularity: string; bucket_start: Date; open: string; high: string; low: string; close: string; samples: number }[]>`
       select granularity, bucket_start, open::text, high::text, low::text, close::text, samples from price_rollups
       where catalog_id = ${catalogId} and source = ${source} order by granularity, bucket_start`;
-    expect(rollups.map((bucket) => [bucket.granularity, bucket.bucket_start.toISOString(), bucket.open, bucket.high, bucket.low, bucket.close, bucket.samples])).toEqual([
+    expect(
+      rollups.map((bucket) => [bucket.granularity, bucket.bucket_start.toISOString(), bucket.open, bucket.high, bucket.low, bucket.close, bucket.samples]),
+    ).toEqual([
       ['10m', '2026-03-01T10:00:00.000Z', '5.00', '7.25', '5.00', '7.25', 4],
       ['10m', '2026-03-01T10:10:00.000Z', '4.10', '4.10', '4.10', '4.10', 1],
       ['daily', '2026-03-01T00:00:00.000Z', '5.00', '7.25', '4.10', '4.10', 5],
       ['hourly', '2026-03-01T10:00:00.000Z', '5.00', '7.25', '4.10', '4.10', 5],
     ]);
-    const [health] = await sql<{ last_rows_written: number; consecutive_failures: number }[]>`select last_rows_written, consecutive_failures from price_sources where name = ${source}`;
+    const [health] = await sql<
+      { last_rows_written: number; consecutive_failures: number }[]
+    >`select last_rows_written, consecutive_failures from price_sources where name = ${source}`;
     expect(health).toEqual({ last_rows_written: 1, consecutive_failures: 0 });
 
     await retireEndpoints(sql, [ws.workspace.id]);
@@ -104,7 +122,14 @@ describe('writeIngestRun', () => {
     }
     const source = `listing_${crypto.randomUUID().slice(0, 8)}`;
     const row = (catalogId: string, price: string, at: Date, bid: string | null = null): StagedObservation => ({
-      catalog_id: catalogId, version: 'default', price, median_price: null, bid, volume_7d: null, quantity: 2, source_time: at,
+      catalog_id: catalogId,
+      version: 'default',
+      price,
+      median_price: null,
+      bid,
+      volume_7d: null,
+      quantity: 2,
+      source_time: at,
     });
     let slot = 0;
     const run = async (ingestedAt: Date, rows: StagedObservation[], listing: ListingUpdate) => {
@@ -129,7 +154,11 @@ describe('writeIngestRun', () => {
     expect(await run(t0, [row(a, '1.000', t0), row(b, '2.000', t0, '1.9')], { complete: true, delisted: [] })).toMatchObject({ written: 2, changed: 2 });
     const first = await stored();
     // Listed again, a unchanged and b moved: a's row is not rewritten, yet reads as observed at t1.
-    expect(await run(t1, [row(a, '1.000', t1), row(b, '2.100', t1, '1.9')], { complete: true, delisted: [] })).toMatchObject({ written: 1, repeated: 0, changed: 1 });
+    expect(await run(t1, [row(a, '1.000', t1), row(b, '2.100', t1, '1.9')], { complete: true, delisted: [] })).toMatchObject({
+      written: 1,
+      repeated: 0,
+      changed: 1,
+    });
     let now = await stored();
     expect(now[a]).toMatchObject({ listed: true, raw_time: t0, source_time: t1, run_id: first[a]!.run_id });
     expect(now[b]).toMatchObject({ price: '2.100', listed: true, raw_time: t1, source_time: t1 });
@@ -167,8 +196,24 @@ describe('price events are written for their subscribers only', () => {
     const run = async (cents: number) => {
       const at = new Date();
       const runId = (await claimIngestRun(db, 'skinport', (slot += 1), at))!;
-      const rows = names.map((name) => ({ catalog_id: catalogIdFor(name), version: 'default', price: (cents / 100).toFixed(2), median_price: null, quantity: 1, source_time: at }));
-      const result = await writeIngestRun(db, { runId, source: 'skinport', rows, ingestedAt: at, staleAfterSeconds: 90, received: 3, skipped: 0, unknownNames: 0 });
+      const rows = names.map((name) => ({
+        catalog_id: catalogIdFor(name),
+        version: 'default',
+        price: (cents / 100).toFixed(2),
+        median_price: null,
+        quantity: 1,
+        source_time: at,
+      }));
+      const result = await writeIngestRun(db, {
+        runId,
+        source: 'skinport',
+        rows,
+        ingestedAt: at,
+        staleAfterSeconds: 90,
+        received: 3,
+        skipped: 0,
+        unknownNames: 0,
+      });
       expect(result.changed).toBe(3);
       const counts = await db<{ event_type: string; count: number }[]>`
         select event_type, count(*)::int as count from event_outbox where created_at = ${at} group by 1 order by 1`;

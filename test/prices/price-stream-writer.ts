@@ -11,7 +11,7 @@ import { createSql } from '../../shared/platform/db.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
 import { createWorkerRedis } from '../../shared/platform/redis.ts';
 import { claimIngestRun, writeIngestRun } from '../../shared/prices/ingest.ts';
-import { priceStreamKey, PriceStreamRelay } from '../../shared/prices/stream.ts';
+import { PriceStreamRelay, priceStreamKey } from '../../shared/prices/stream.ts';
 
 type Input = { mode: 'die-after-commit' | 'runs'; source: string; catalogIds: string[]; slotBase: number; runs?: number; prices?: string[] };
 
@@ -23,7 +23,17 @@ async function writeRun(slot: number, price: string, relay?: PriceStreamRelay): 
   const at = new Date();
   const runId = (await claimIngestRun(sql, input.source, slot, at))!;
   const rows = input.catalogIds.map((catalogId) => ({ catalog_id: catalogId, version: 'default', price, median_price: null, quantity: 1, source_time: at }));
-  const result = await writeIngestRun(sql, { runId, source: input.source, rows, ingestedAt: at, staleAfterSeconds: 600, received: rows.length, skipped: 0, unknownNames: 0, relay });
+  const result = await writeIngestRun(sql, {
+    runId,
+    source: input.source,
+    rows,
+    ingestedAt: at,
+    staleAfterSeconds: 600,
+    received: rows.length,
+    skipped: 0,
+    unknownNames: 0,
+    relay,
+  });
   return result.streamIds;
 }
 

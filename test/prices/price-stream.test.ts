@@ -1,24 +1,31 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import net from 'node:net';
 import { join } from 'node:path';
+import type { AnyElysia } from 'elysia';
 import { EventSource } from 'eventsource';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import type { AnyElysia } from 'elysia';
 import { createApp } from '../../api/app.ts';
-import { createDeps, type AppDeps, type PriceStreamOverrides } from '../../api/deps.ts';
+import { type AppDeps, createDeps, type PriceStreamOverrides } from '../../api/deps.ts';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
-import { claimIngestRun, writeIngestRun, type StagedObservation } from '../../shared/prices/ingest.ts';
-import { appendToPriceStreamLog, compareStreamIds, priceStreamKey, PriceStreamRelay, type PriceChange, type PriceStreamEvent } from '../../shared/prices/stream.ts';
-import { PriceStreamHub, type StreamSink } from '../../shared/prices/stream-hub.ts';
 import { createRequestRedis, type Redis } from '../../shared/platform/redis.ts';
-import { createTestApp, errorOf, eventually, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
-import { freePort, startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
+import { claimIngestRun, type StagedObservation, writeIngestRun } from '../../shared/prices/ingest.ts';
+import {
+  appendToPriceStreamLog,
+  compareStreamIds,
+  type PriceChange,
+  type PriceStreamEvent,
+  PriceStreamRelay,
+  priceStreamKey,
+} from '../../shared/prices/stream.ts';
+import { PriceStreamHub, type StreamSink } from '../../shared/prices/stream-hub.ts';
+import { ingestPool } from '../../workers/ingest/index.ts';
+import { type RunningPools, startPools } from '../../workers/runtime.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
+import { createTestApp, errorOf, eventually, scratchTestApp, type TestApp, testConfig, workspaceWithKey } from '../helpers.ts';
+import { freePort, type PrivateRedis, startPrivateRedis } from '../private-redis.ts';
 import { spawnedProcesses, waitForHttp } from '../spawned.ts';
 import { removeQueueKeys } from '../webhooks/webhooks-fixtures.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
-import { ingestPool } from '../../workers/ingest/index.ts';
-import { startPools, type RunningPools } from '../../workers/runtime.ts';
 
 /**
  * The price stream (docs/design.md §15) over real HTTP against the real Redis stream: each app here listens
@@ -77,7 +84,8 @@ let addresses = 0;
 async function open(url: string, headers: Record<string, string> = {}): Promise<RawStream> {
   const controller = new AbortController();
   addresses += 1;
-  const address: Record<string, string> = url.includes('/v1/') && !('x-forwarded-for' in headers) ? { 'x-forwarded-for': `10.77.${addresses >> 8}.${addresses & 255}` } : {};
+  const address: Record<string, string> =
+    url.includes('/v1/') && !('x-forwarded-for' in headers) ? { 'x-forwarded-for': `10.77.${addresses >> 8}.${addresses & 255}` } : {};
   const response = await fetch(url, { headers: { ...address, ...headers }, signal: controller.signal });
   const stream: RawStream = {
     status: response.status,
@@ -87,7 +95,10 @@ async function open(url: string, headers: Record<string, string> = {}): Promise<
     retries: [],
     lastId: null,
     ended: false,
-    prices: () => stream.messages.filter((message) => message.event === 'prices').map((message) => ({ id: message.id!, data: JSON.parse(message.data) as PriceStreamEvent })),
+    prices: () =>
+      stream.messages
+        .filter((message) => message.event === 'prices')
+        .map((message) => ({ id: message.id!, data: JSON.parse(message.data) as PriceStreamEvent })),
     gaps: () => stream.messages.filter((message) => message.event === 'gap').map((message) => JSON.parse(message.data)),
     close: () => controller.abort(),
   };
@@ -371,7 +382,9 @@ describe('GET /v2/prices/stream and /v1/prices/stream', () => {
     await publish([change(60, '1.00')]);
     await publish([change(60, '1.01')]);
     await pricesOf(stream, 2);
-    const usage = (await (await t.request('/v2/usage', { headers: metered.keyHeaders })).json()) as { key: { operations: { operation: string; requests: number; units: number }[] } };
+    const usage = (await (await t.request('/v2/usage', { headers: metered.keyHeaders })).json()) as {
+      key: { operations: { operation: string; requests: number; units: number }[] };
+    };
     expect(usage.key.operations.find((entry) => entry.operation === 'prices.stream')).toMatchObject({ requests: 1, units: 5 });
     stream.close();
   });
@@ -410,12 +423,19 @@ describe('GET /v2/prices/stream and /v1/prices/stream', () => {
   test("Bun's idle timeout does not cut a quiet stream", async () => {
     // A server that drops idle connections after 1 s (Bun checks every few seconds), a heartbeat too
     // slow to keep the stream busy, and a request that never gets an answer to show the timeout at work.
-    const quiet = await listen({}, { heartbeatMs: 60_000 }, { idleTimeout: 1, extend: (app) => app.get('/test/never', () => new Promise<never>(() => undefined), { detail: { hide: true } }) });
+    const quiet = await listen(
+      {},
+      { heartbeatMs: 60_000 },
+      { idleTimeout: 1, extend: (app) => app.get('/test/never', () => new Promise<never>(() => undefined), { detail: { hide: true } }) },
+    );
     try {
       const stream = await open(`${quiet.url}/v1/prices/stream`);
       await eventually(async () => (stream.retries.length > 0 ? true : undefined));
       // Dropped for idleness: once it is, the stream (opened before it) has been quiet as long.
-      const dropped = await fetch(`${quiet.url}/test/never`).then(() => false, () => true);
+      const dropped = await fetch(`${quiet.url}/test/never`).then(
+        () => false,
+        () => true,
+      );
       expect(dropped).toBe(true);
       const live = await publish([change(80, '1.00')]);
       expect((await pricesOf(stream, 1)).map((event) => event.id)).toEqual(live);
@@ -445,10 +465,14 @@ describe('GET /v2/prices/stream and /v1/prices/stream', () => {
     const cutOffBefore = main.deps.priceStream.cutOff;
     const bulky = Array.from({ length: 2_000 }, (_, index) => change(1_000 + index, '123456.78', { previous_price: '123456.77', bid: '123456.70' }));
     let lastRun: string[] = [];
-    await eventually(async () => {
-      lastRun = await publish(bulky);
-      return main.deps.priceStream.cutOff > cutOffBefore ? true : undefined;
-    }, 30_000, 0);
+    await eventually(
+      async () => {
+        lastRun = await publish(bulky);
+        return main.deps.priceStream.cutOff > cutOffBefore ? true : undefined;
+      },
+      30_000,
+      0,
+    );
     await eventually(async () => (main.deps.priceStream.size === before ? true : undefined));
     socket.resume();
     await eventually(async () => (closed ? true : undefined));
@@ -495,7 +519,9 @@ describe('the relay on a log of its own', () => {
     try {
       const committed: string[] = [];
       for (let run = 0; run < 105; run += 1) {
-        const ids = await scratch.deps.sql.begin((tx) => appendToPriceStreamLog(tx, { runId: crypto.randomUUID(), source: 'steam', ingestedAt: new Date() }, [change(run % 400, '1.00')]));
+        const ids = await scratch.deps.sql.begin((tx) =>
+          appendToPriceStreamLog(tx, { runId: crypto.randomUUID(), source: 'steam', ingestedAt: new Date() }, [change(run % 400, '1.00')]),
+        );
         committed.push(...ids);
       }
       expect(committed[0]).toBe('1-0');
@@ -608,19 +634,39 @@ describe('through writeIngestRun', () => {
   });
 
   async function catalogItems(count: number): Promise<{ id: string; name: string }[]> {
-    const rows = Array.from({ length: count }, (_, index) => ({ name: `Price Stream Ingest ${tag} ${index}` })).map(({ name }) => ({ id: catalogIdFor(name), name }));
-    await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type) select * from unnest(${rows.map((row) => row.id)}::text[], ${rows.map((row) => row.name)}::text[], ${rows.map(() => 'sticker')}::text[])`;
+    const rows = Array.from({ length: count }, (_, index) => ({ name: `Price Stream Ingest ${tag} ${index}` })).map(({ name }) => ({
+      id: catalogIdFor(name),
+      name,
+    }));
+    await t.deps
+      .sql`insert into catalog_items (catalog_id, market_hash_name, type) select * from unnest(${rows.map((row) => row.id)}::text[], ${rows.map((row) => row.name)}::text[], ${rows.map(() => 'sticker')}::text[])`;
     itemIds.push(...rows.map((row) => row.id));
     return rows;
   }
 
   const observation = (catalogId: string, price: string, at: Date, bid: string | null = null): StagedObservation => ({
-    catalog_id: catalogId, version: 'default', price, median_price: null, bid, quantity: 1, source_time: at,
+    catalog_id: catalogId,
+    version: 'default',
+    price,
+    median_price: null,
+    bid,
+    quantity: 1,
+    source_time: at,
   });
 
   async function run(source: string, slot: number, rows: StagedObservation[], withRelay: PriceStreamRelay) {
     const runId = (await claimIngestRun(t.deps.sql, source, slot, new Date()))!;
-    const result = await writeIngestRun(t.deps.sql, { runId, source, rows, ingestedAt: new Date(), staleAfterSeconds: 600, received: rows.length, skipped: 0, unknownNames: 0, relay: withRelay });
+    const result = await writeIngestRun(t.deps.sql, {
+      runId,
+      source,
+      rows,
+      ingestedAt: new Date(),
+      staleAfterSeconds: 600,
+      received: rows.length,
+      skipped: 0,
+      unknownNames: 0,
+      relay: withRelay,
+    });
     return { runId, ...result };
   }
 
@@ -631,7 +677,12 @@ describe('through writeIngestRun', () => {
     const stream = await open(keyless());
     await eventually(async () => (stream.retries.length > 0 ? true : undefined));
 
-    const first = await run(source, 1, [observation(a!.id, '10.50', new Date(Date.now() - 60_000), '10.00'), observation(b!.id, '2.00', new Date(Date.now() - 60_000))], relay);
+    const first = await run(
+      source,
+      1,
+      [observation(a!.id, '10.50', new Date(Date.now() - 60_000), '10.00'), observation(b!.id, '2.00', new Date(Date.now() - 60_000))],
+      relay,
+    );
     const second = await run(source, 2, [observation(a!.id, '10.75', new Date()), observation(b!.id, '2.00', new Date())], relay);
     expect([first.changed, second.changed]).toEqual([2, 1]);
     // Fails inside its transaction (an item the catalog does not have, after a change was staged): rolled back, never announced.
@@ -661,8 +712,16 @@ describe('through writeIngestRun', () => {
           { catalog_id: b!.id, market_hash_name: b!.name, version: 'default', price: '2.00', previous_price: null, bid: null },
         ].sort((x, y) => x.catalog_id.localeCompare(y.catalog_id)),
       },
-      { run_id: second.runId, source, changes: [{ catalog_id: a!.id, market_hash_name: a!.name, version: 'default', price: '10.75', previous_price: '10.50', bid: null }] },
-      { run_id: delayed.runId, source, changes: [{ catalog_id: b!.id, market_hash_name: b!.name, version: 'default', price: '2.50', previous_price: '2.00', bid: null }] },
+      {
+        run_id: second.runId,
+        source,
+        changes: [{ catalog_id: a!.id, market_hash_name: a!.name, version: 'default', price: '10.75', previous_price: '10.50', bid: null }],
+      },
+      {
+        run_id: delayed.runId,
+        source,
+        changes: [{ catalog_id: b!.id, market_hash_name: b!.name, version: 'default', price: '2.50', previous_price: '2.00', bid: null }],
+      },
     ]);
     // Once each, in commit order.
     const ids = stream.prices().map((event) => event.id);
@@ -843,7 +902,10 @@ describe('the ingest pool', () => {
     });
     const output = await new Response(child.stdout).text();
     await child.exited;
-    return { ...(JSON.parse(output.trim().split('\n').at(-1)!) as { streamIds: string[] }), signal: child.signalCode === null ? null : String(child.signalCode) };
+    return {
+      ...(JSON.parse(output.trim().split('\n').at(-1)!) as { streamIds: string[] }),
+      signal: child.signalCode === null ? null : String(child.signalCode),
+    };
   }
 
   test("appends each committed run's changes to the stream the API reads (one QUEUE_PREFIX)", async () => {
@@ -865,7 +927,13 @@ describe('the ingest pool', () => {
     writerSources.push(source);
     const stream = await open(keyed(`?catalog_id=${catalogIdFor(writerNames[0]!)}`), auth());
     await eventually(async () => (stream.retries.length > 0 ? true : undefined));
-    const died = await writer({ mode: 'die-after-commit', source, catalogIds: [catalogIdFor(writerNames[0]!)], slotBase: 9_000_000 + (process.pid % 1_000) * 100, prices: ['4.56'] });
+    const died = await writer({
+      mode: 'die-after-commit',
+      source,
+      catalogIds: [catalogIdFor(writerNames[0]!)],
+      slotBase: 9_000_000 + (process.pid % 1_000) * 100,
+      prices: ['4.56'],
+    });
     expect(died.signal).toBe('SIGKILL');
     expect(died.streamIds).toHaveLength(1);
     const [event] = await pricesOf(stream, 1, 15_000);

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { claimIngestRun, writeIngestRun } from '../../shared/prices/ingest.ts';
 import { PRICE_SNAPSHOT_CHANNEL } from '../../shared/prices/snapshot.ts';
-import { createTestApp, eventually, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createTestApp, eventually, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 import { startPrivateRedis } from '../private-redis.ts';
 
 /**

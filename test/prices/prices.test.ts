@@ -1,10 +1,10 @@
-import type { ItemPrices } from '../../shared/prices/current.ts';
 import { afterAll, describe, expect, test } from 'bun:test';
-import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import fc from 'fast-check';
-import { compareDecimals, formatUnscaled, meanOfTwoDecimals, multiplyDecimal, parseUnscaled, summarizeDecimals } from '../../shared/util/decimal.ts';
+import { catalogIdFor } from '../../shared/catalog/identity.ts';
+import type { ItemPrices } from '../../shared/prices/current.ts';
 import { claimIngestRun } from '../../shared/prices/ingest.ts';
 import { writeSalesWindows } from '../../shared/prices/sales.ts';
+import { compareDecimals, formatUnscaled, meanOfTwoDecimals, multiplyDecimal, parseUnscaled, summarizeDecimals } from '../../shared/util/decimal.ts';
 import { createKey, createTestApp, errorOf, eventually, testClock, workspaceWithKey } from '../helpers.ts';
 
 const clock = testClock('2030-06-15T12:00:00.000Z');
@@ -57,7 +57,17 @@ async function insertLatest(catalogId: string, rows: LatestPrice[]) {
   }
 }
 
-type Rollup = { source?: string; version?: string; granularity?: string; bucket_start: Date; open?: string; high?: string; low?: string; close?: string; samples?: number };
+type Rollup = {
+  source?: string;
+  version?: string;
+  granularity?: string;
+  bucket_start: Date;
+  open?: string;
+  high?: string;
+  low?: string;
+  close?: string;
+  samples?: number;
+};
 
 async function insertRollups(catalogId: string, rows: Rollup[]) {
   for (const row of rows) {
@@ -223,10 +233,21 @@ describe('GET /v2/prices/{catalog_id}', () => {
       { source: a, version: 'ruby', price: '900.00', quantity: 2 },
     ]);
     const before = await prices(ws.key, item.catalog_id);
-    expect(before.versions[0]).toMatchObject({ sales: { '24h': null, '7d': null, '30d': null, '90d': null }, liquidity: { listings: 30, sales_7d: null, days_to_sell: null } });
+    expect(before.versions[0]).toMatchObject({
+      sales: { '24h': null, '7d': null, '30d': null, '90d': null },
+      liquidity: { listings: 30, sales_7d: null, days_to_sell: null },
+    });
     const runId = (await claimIngestRun(sql, 'sales-test', Math.floor(Math.random() * 1e12), new Date()))!;
     const window = (version: string, sales_window: '24h' | '7d', median: string, volume: number) => ({
-      catalog_id: item.catalog_id, version, window: sales_window, median, mean: null, min: null, max: null, volume, source_time: new Date(),
+      catalog_id: item.catalog_id,
+      version,
+      window: sales_window,
+      median,
+      mean: null,
+      min: null,
+      max: null,
+      volume,
+      source_time: new Date(),
     });
     await writeSalesWindows(sql, {
       source: 'skinport',
@@ -293,8 +314,7 @@ describe('GET /v2/prices/{catalog_id}', () => {
       { source: defaultFresh, version: 'phase-1', price: '1.00', source_time: new Date(NOW.getTime() + 5_000) },
     ]);
     const body = await prices(ws.key, item.catalog_id);
-    const find = (version: string, source: string) =>
-      body.versions.find((v) => v.version === version)!.sources.find((s) => s.source === source)!;
+    const find = (version: string, source: string) => body.versions.find((v) => v.version === version)!.sources.find((s) => s.source === source)!;
     expect(find('default', strict)).toMatchObject({ freshness: 'stale', age_seconds: 61, stale_after_seconds: 60 });
     expect(find('phase-1', strict)).toMatchObject({ freshness: 'fresh', age_seconds: 60, stale_after_seconds: 60 });
     expect(find('default', defaultFresh)).toMatchObject({ freshness: 'fresh', age_seconds: 600, stale_after_seconds: 600 });
@@ -449,9 +469,19 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
       ],
       next_cursor: null,
     });
-    const daily = await history(ws.key, item.catalog_id, { marketplace: 'skinport', granularity: 'daily', from: hour(0).toISOString(), to: hour(24).toISOString() });
+    const daily = await history(ws.key, item.catalog_id, {
+      marketplace: 'skinport',
+      granularity: 'daily',
+      from: hour(0).toISOString(),
+      to: hour(24).toISOString(),
+    });
     expect(daily.data.flatMap((s) => s.points.map((p) => p.bucket_start))).toEqual([hour(1).toISOString()]);
-    const steam = await history(ws.key, item.catalog_id, { marketplace: 'steam', granularity: 'hourly', from: hour(0).toISOString(), to: hour(24).toISOString() });
+    const steam = await history(ws.key, item.catalog_id, {
+      marketplace: 'steam',
+      granularity: 'hourly',
+      from: hour(0).toISOString(),
+      to: hour(24).toISOString(),
+    });
     expect(steam.data.flatMap((s) => s.points.map((p) => p.bucket_start))).toEqual([hour(1).toISOString()]);
   });
 
@@ -496,9 +526,15 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
     }
     // A series cut by the limit continues at the top of the next page under the same version.
     const first = await history(ws.key, item.catalog_id, { ...range, limit: '30' });
-    expect(first.data.map((s) => [s.version, s.points.length])).toEqual([['default', 23], ['pattern-12', 7]]);
+    expect(first.data.map((s) => [s.version, s.points.length])).toEqual([
+      ['default', 23],
+      ['pattern-12', 7],
+    ]);
     const second = await history(ws.key, item.catalog_id, { ...range, limit: '30', cursor: first.next_cursor! });
-    expect(second.data.map((s) => [s.version, s.points.length])).toEqual([['pattern-12', 16], ['phase-1', 14]]);
+    expect(second.data.map((s) => [s.version, s.points.length])).toEqual([
+      ['pattern-12', 16],
+      ['phase-1', 14],
+    ]);
   });
 
   test('buckets off the millisecond grid page by their microseconds: none skipped, none repeated', async () => {
@@ -513,7 +549,12 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
         values (${item.catalog_id}, 'skinport', 'default', 'hourly', ${bucketStart}::text::timestamptz,
                 ${micros}::numeric, 1, 1, 1, 1, ${bucketStart}::text::timestamptz, ${bucketStart}::text::timestamptz)`;
     }
-    const { pages } = await allHistory(ws.key, item.catalog_id, { marketplace: 'skinport', from: hour(0).toISOString(), to: hour(1).toISOString(), limit: '1' });
+    const { pages } = await allHistory(ws.key, item.catalog_id, {
+      marketplace: 'skinport',
+      from: hour(0).toISOString(),
+      to: hour(1).toISOString(),
+      limit: '1',
+    });
     const points = pages.flatMap((page) => page.data.flatMap((series) => series.points.map((point) => `${point.bucket_start} ${point.open}`)));
     const second = hour(0).toISOString().slice(0, 19);
     expect(points).toEqual([`${second}.123Z 123001`, `${second}.123Z 123002`, `${second}.123Z 123999`, `${second}.124Z 124000`]);
@@ -524,7 +565,10 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
     const item = await insertItem();
     // Ten days back: inside the 10m horizon (31 days).
     const start = clock.now().getTime() - 10 * 86_400_000;
-    await insertRollups(item.catalog_id, Array.from({ length: 300 }, (_, i) => ({ granularity: '10m', bucket_start: new Date(start + i * 600_000) })));
+    await insertRollups(
+      item.catalog_id,
+      Array.from({ length: 300 }, (_, i) => ({ granularity: '10m', bucket_start: new Date(start + i * 600_000) })),
+    );
     const range = { marketplace: 'skinport', granularity: '10m', from: new Date(start).toISOString(), to: new Date(start + 3 * 86_400_000).toISOString() };
     const first = await history(ws.key, item.catalog_id, range);
     expect(first.data[0]!.points).toHaveLength(288);
@@ -534,7 +578,7 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
     expect(largest.next_cursor).toBeNull();
   });
 
-  test('the default window ends now, spans 30 days hourly, and later pages keep the first page\'s window', async () => {
+  test("the default window ends now, spans 30 days hourly, and later pages keep the first page's window", async () => {
     const ws = await reader();
     const item = await insertItem();
     const now = clock.now().getTime();
@@ -564,7 +608,11 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
     const item = await insertItem();
     // The widest ranges equal the default horizons (RETENTION_ROLLUPS_*_DAYS: 31, 366, 3660 days).
     const to = clock.now().getTime();
-    for (const [granularity, days] of [['10m', 31], ['hourly', 366], ['daily', 3660]] as const) {
+    for (const [granularity, days] of [
+      ['10m', 31],
+      ['hourly', 366],
+      ['daily', 3660],
+    ] as const) {
       const response = await get(`/v2/prices/${item.catalog_id}/history`, ws.key, {
         marketplace: 'csfloat',
         granularity,
@@ -592,7 +640,11 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
       ['an hourly range over 366 days', { marketplace: 'steam', from: before(367), to }, 'query.to'],
       ['a daily range over 3660 days', { marketplace: 'steam', granularity: 'daily', from: before(3661), to }, 'query.to'],
       ['a from alone further back than the maximum', { marketplace: 'steam', granularity: '10m', from: before(400) }, 'query.to'],
-      ['a 10m from before its 31-day horizon', { marketplace: 'steam', granularity: '10m', from: '2030-05-14T00:00:00Z', to: '2030-05-15T00:00:00Z' }, 'query.from'],
+      [
+        'a 10m from before its 31-day horizon',
+        { marketplace: 'steam', granularity: '10m', from: '2030-05-14T00:00:00Z', to: '2030-05-15T00:00:00Z' },
+        'query.from',
+      ],
       ['an hourly window ending before its 366-day horizon', { marketplace: 'steam', to: '2029-06-01T00:00:00Z' }, 'query.from'],
       ['limit 0', { marketplace: 'steam', limit: '0' }, 'query.limit'],
       ['limit 1001', { marketplace: 'steam', limit: '1001' }, 'query.limit'],
@@ -630,7 +682,10 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
       const other = await reader();
       const item = await insertItem();
       const otherItem = await insertItem();
-      await insertRollups(item.catalog_id, [0, 1, 2].map((i) => ({ bucket_start: hour(i) })));
+      await insertRollups(
+        item.catalog_id,
+        [0, 1, 2].map((i) => ({ bucket_start: hour(i) })),
+      );
       const range = { marketplace: 'skinport', from: hour(0).toISOString(), to: hour(10).toISOString() };
       const { next_cursor: cursor } = await history(ws.key, item.catalog_id, { ...range, limit: '1' });
       expect(cursor).toBeString();
@@ -676,4 +731,3 @@ describe('GET /v2/prices/{catalog_id}/history', () => {
     expect((await errorOf(missing)).code).toBe('not_found');
   });
 });
-

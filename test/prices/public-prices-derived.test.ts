@@ -7,9 +7,9 @@ import { buildDerivedList } from '../../shared/prices/derived-list.ts';
 import { DerivedListPool, DerivedListPoolClosedError } from '../../shared/prices/derived-list-pool.ts';
 import { encodeBody, lazyEncodedBody, type PublicPriceList } from '../../shared/prices/public-document.ts';
 import { findNewestPriceSnapshot } from '../../shared/prices/repository.ts';
+import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { LoadedPriceSnapshot, PriceSnapshotCache } from '../../shared/prices/snapshot-cache.ts';
 import { indexPriceList } from '../../shared/prices/snapshot-index.ts';
-import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createTestApp, eventually, scratchTestApp, type TestApp } from '../helpers.ts';
 
 /**
@@ -119,7 +119,9 @@ describe('currency lists built off the event loop', () => {
       expect(body.fx.as_of).toBe(AS_OF);
       expect(body.item_count).toBe(ITEMS);
       const sample = body.items.find((entry) => entry.market_hash_name === SAMPLE)!;
-      const usd = (await (await keyless(app, `/v1/prices/${encodeURIComponent(SAMPLE)}`)).json()) as { versions: { sources: Record<string, { price: string }> }[] };
+      const usd = (await (await keyless(app, `/v1/prices/${encodeURIComponent(SAMPLE)}`)).json()) as {
+        versions: { sources: Record<string, { price: string }> }[];
+      };
       for (const source of SOURCES) expect(sample.sources[source]!.price).toBe(expected(usd.versions[0]!.sources[source]!.price, currencies[index]!, 2));
     }
     // Answered while the lists were being built, not after: many of each, every one a 200.
@@ -134,7 +136,9 @@ describe('currency lists built off the event loop', () => {
     const app = coldApp();
     expect((await timed(app, '/v1/prices')).status).toBe(200);
     const first = app.deps.priceSnapshots.loadedId!;
-    const usdPrice = async () => ((await (await keyless(app, `/v1/prices/${encodeURIComponent(SAMPLE)}`)).json()) as { versions: { sources: Record<string, { price: string }> }[] }).versions[0]!.sources.skinport!.price;
+    const usdPrice = async () =>
+      ((await (await keyless(app, `/v1/prices/${encodeURIComponent(SAMPLE)}`)).json()) as { versions: { sources: Record<string, { price: string }> }[] })
+        .versions[0]!.sources.skinport!.price;
     const before = await usdPrice();
     const chf = timed(app, '/v1/prices?currency=CHF');
     await eventually(async () => (app.deps.priceSnapshots.lists.stats.running > 0 ? true : undefined), 60_000, 5);
@@ -206,7 +210,14 @@ describe('the derived-list pool', () => {
     shared.set(record.body);
     return shared;
   };
-  const chf = { conversion: { currency: 'CHF', fx: { base: 'USD' as const, quote: 'CHF', rate: '0.86874654', as_of: AS_OF, source: 'ecb' as const }, rate: '0.9412', usdRate: '1.0834' } };
+  const chf = {
+    conversion: {
+      currency: 'CHF',
+      fx: { base: 'USD' as const, quote: 'CHF', rate: '0.86874654', as_of: AS_OF, source: 'ecb' as const },
+      rate: '0.9412',
+      usdRate: '1.0834',
+    },
+  };
 
   test("at most `threads` builds run at once, the others wait in order (a snapshot's index first); results match the in-process build", async () => {
     const pool = new DerivedListPool({ threads: 1 });
@@ -220,7 +231,11 @@ describe('the derived-list pool', () => {
       const results = await Promise.all(builds);
       await indexed;
       expect(order).toEqual(['list 0', 'index', 'list 1', 'list 2']);
-      expect(results.map((result) => result.etag)).toEqual([buildDerivedList(bytes, chf).etag, buildDerivedList(bytes, { source: 'steam' }).etag, buildDerivedList(bytes, { source: 'csfloat', conversion: chf.conversion }).etag]);
+      expect(results.map((result) => result.etag)).toEqual([
+        buildDerivedList(bytes, chf).etag,
+        buildDerivedList(bytes, { source: 'steam' }).etag,
+        buildDerivedList(bytes, { source: 'csfloat', conversion: chf.conversion }).etag,
+      ]);
       expect(pool.started).toBe(1);
     } finally {
       await pool.close();
@@ -246,7 +261,11 @@ describe('the derived-list pool', () => {
       await pool.close();
     }
     const names = ['★ Karambit | Doppler (Factory New)', 'Sticker | Team Liquid (Holo) | Paris 2023', 'AK-47 | Redline (Field-Tested)'];
-    const spaced = JSON.stringify({ currency: 'USD', item_count: 3, oldest_input_at: null, items: names.map((name) => ({ market_hash_name: name, catalog_id: name.length, sources: {} })) }, null, 1);
+    const spaced = JSON.stringify(
+      { currency: 'USD', item_count: 3, oldest_input_at: null, items: names.map((name) => ({ market_hash_name: name, catalog_id: name.length, sources: {} })) },
+      null,
+      1,
+    );
     const index = indexPriceList(Buffer.from(spaced));
     expect(index.items).not.toBeNull();
     const items = Buffer.from(index.items!);
@@ -256,7 +275,10 @@ describe('the derived-list pool', () => {
     expect(index.names).toBe(names.join(''));
 
     const app = coldApp();
-    const item = (await (await keyless(app, `/v1/prices/${encodeURIComponent(SAMPLE)}`)).json()) as { market_hash_name: string; versions: { sources: Record<string, unknown> }[] };
+    const item = (await (await keyless(app, `/v1/prices/${encodeURIComponent(SAMPLE)}`)).json()) as {
+      market_hash_name: string;
+      versions: { sources: Record<string, unknown> }[];
+    };
     expect(item.market_hash_name).toBe(SAMPLE);
     expect(Object.keys(item.versions[0]!.sources).sort()).toEqual([...SOURCES].sort());
     expect((await keyless(app, '/v1/prices/Bulk%20Test%20Item%2099999%20(Field-Tested)')).status).toBe(404);

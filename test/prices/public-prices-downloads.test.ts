@@ -107,8 +107,15 @@ describe('GET /v1/prices over HTTP', () => {
     const snapshot = (await t.deps.priceSnapshots.current())!;
     for (const source of ['skinport', 'steam']) {
       const body = await snapshot.derivedBody(source, null);
-      for (const [encoding, expected] of [['identity', body.json], ['gzip', body.gzip], ['br', body.br]] as const) {
-        const response = await fetch(`${base}/v1/prices?source=${source}`, { headers: { 'x-forwarded-for': address, 'accept-encoding': encoding }, decompress: false });
+      for (const [encoding, expected] of [
+        ['identity', body.json],
+        ['gzip', body.gzip],
+        ['br', body.br],
+      ] as const) {
+        const response = await fetch(`${base}/v1/prices?source=${source}`, {
+          headers: { 'x-forwarded-for': address, 'accept-encoding': encoding },
+          decompress: false,
+        });
         expect(response.headers.get('etag')).toBe(body.etag);
         expect(Buffer.from(await response.arrayBuffer()).equals(expected)).toBe(true);
       }

@@ -1,16 +1,16 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import type { PublicItemPrices, PublicPriceList } from '../../shared/prices/public-document.ts';
 import fc from 'fast-check';
+import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
+import type { PublicItemPrices, PublicPriceList } from '../../shared/prices/public-document.ts';
 import { assemblePriceList, PriceListJsonBuilder } from '../../shared/prices/public-document.ts';
 import type { SnapshotInputRow } from '../../shared/prices/repository.ts';
-import { PriceSnapshotCache } from '../../shared/prices/snapshot-cache.ts';
 import { buildPriceSnapshot, PRICE_SNAPSHOT_CHANNEL, PRICE_SNAPSHOTS_KEPT, snapshotJob } from '../../shared/prices/snapshot.ts';
+import { PriceSnapshotCache } from '../../shared/prices/snapshot-cache.ts';
 import { snapshotIntervalSeconds } from '../../shared/sources/settings.ts';
-import { createTestApp, errorOf, eventually, seedFreshFxRates, testClock, testConfig, type TestApp } from '../helpers.ts';
+import { createTestApp, errorOf, eventually, seedFreshFxRates, type TestApp, testClock, testConfig } from '../helpers.ts';
 import { freePort } from '../private-redis.ts';
 
 const t = createTestApp();
@@ -164,7 +164,13 @@ describe('GET /v1/prices', () => {
       // Its only source is stale when the list is built.
       consensus: null,
     });
-    expect(byName.get(phasesOnly.market_hash_name)).toMatchObject({ sources: {}, min: null, median: null, max: null, versions: { 'phase-4': { min: '77.70' } } });
+    expect(byName.get(phasesOnly.market_hash_name)).toMatchObject({
+      sources: {},
+      min: null,
+      median: null,
+      max: null,
+      versions: { 'phase-4': { min: '77.70' } },
+    });
     expect(byName.has(unpriced.market_hash_name)).toBe(false);
     await sql`delete from latest_prices where catalog_id = ${steamOnly.catalog_id}`;
   });
@@ -439,7 +445,9 @@ describe('snapshots', () => {
     }
     const [count] = await sql<{ count: number }[]>`select count(*)::int as count from price_snapshots`;
     expect(count!.count).toBe(PRICE_SNAPSHOTS_KEPT);
-    const [stored] = await sql<{ etag: string; body: Buffer; body_gzip: Buffer | null; body_br: Buffer | null; oldest_input_at: Date | null; item_count: number }[]>`
+    const [stored] = await sql<
+      { etag: string; body: Buffer; body_gzip: Buffer | null; body_br: Buffer | null; oldest_input_at: Date | null; item_count: number }[]
+    >`
       select etag, body, body_gzip, body_br, oldest_input_at, item_count from price_snapshots order by id desc limit 1`;
     // Stored uncompressed: API processes compress a snapshot when they first serve it.
     expect(stored!.body_gzip).toBeNull();
@@ -494,7 +502,7 @@ describe('per-address limit', () => {
 });
 
 describe('snapshot builds and idle API processes', () => {
-  test('requests within one interval share one build job at the interval\'s end; the next interval gets its own', () => {
+  test("requests within one interval share one build job at the interval's end; the next interval gets its own", () => {
     const interval = 30_000;
     const start = Date.UTC(2030, 0, 1, 12, 0, 0);
     const first = snapshotJob(new Date(start + 1_000), interval);
@@ -509,12 +517,27 @@ describe('snapshot builds and idle API processes', () => {
   });
 
   test('the build interval is PRICE_SNAPSHOT_INTERVAL_SECONDS, else the shortest interval of the enabled sources (a local default at least 60 s)', () => {
-    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport,steam', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam', SOURCE_STEAM_INTERVAL_SECONDS: '7' }))).toBe(7);
+    expect(
+      snapshotIntervalSeconds(
+        testConfig({
+          SOURCES: 'skinport,steam',
+          SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport',
+          SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam',
+          SOURCE_STEAM_INTERVAL_SECONDS: '7',
+        }),
+      ),
+    ).toBe(7);
     // Against a local simulator the per-item source (steam) runs every 30 s, bulk sources every 300 s,
     // and the list is rebuilt at most once a minute unless an interval is configured.
     expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport' }))).toBe(300);
-    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport,steam', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam' }))).toBe(60);
-    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'steam', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam', SOURCE_STEAM_INTERVAL_SECONDS: '20' }))).toBe(20);
+    expect(
+      snapshotIntervalSeconds(
+        testConfig({ SOURCES: 'skinport,steam', SOURCE_SKINPORT_URL: 'http://127.0.0.1:1/skinport', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam' }),
+      ),
+    ).toBe(60);
+    expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'steam', SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam', SOURCE_STEAM_INTERVAL_SECONDS: '20' }))).toBe(
+      20,
+    );
     expect(snapshotIntervalSeconds(testConfig({ SOURCES: 'skinport', PRICE_SNAPSHOT_INTERVAL_SECONDS: '120' }))).toBe(120);
   });
 
@@ -556,11 +579,33 @@ describe('the snapshot document built item by item', () => {
         // The snapshot query's order and uniqueness: one row per (item, version, source).
         const unique = new Map(drawn.map((r) => [`${r.item}/${r.version}/${r.source}`, r]));
         const rows: SnapshotInputRow[] = [...unique.values()]
-          .sort((a, b) => a.item - b.item || Number(a.version !== 'default') - Number(b.version !== 'default') || a.version.localeCompare(b.version) || a.source.localeCompare(b.source))
-          .map((r) => ({ market_hash_name: `Item ${String(r.item).padStart(2, '0')}`, catalog_id: `itm_${r.item}`, version: r.version, source: r.source, price: r.price, bid: r.bid, volume_7d: r.volume, source_time: new Date(1.7e12 + r.at).toISOString(), observed_ms: 1.7e12 + r.at }));
+          .sort(
+            (a, b) =>
+              a.item - b.item ||
+              Number(a.version !== 'default') - Number(b.version !== 'default') ||
+              a.version.localeCompare(b.version) ||
+              a.source.localeCompare(b.source),
+          )
+          .map((r) => ({
+            market_hash_name: `Item ${String(r.item).padStart(2, '0')}`,
+            catalog_id: `itm_${r.item}`,
+            version: r.version,
+            source: r.source,
+            price: r.price,
+            bid: r.bid,
+            volume_7d: r.volume,
+            source_time: new Date(1.7e12 + r.at).toISOString(),
+            observed_ms: 1.7e12 + r.at,
+          }));
         // Some rows fresh, some stale at this build time (csfloat's threshold is shorter; steam has never succeeded).
         const now = 1.7e12 + 5e8;
-        const freshness = { now: new Date(now), sources: new Map([['csfloat', { lastSuccessMs: now, staleAfterSeconds: 100_000 }], ['skinport', { lastSuccessMs: now, staleAfterSeconds: 600 }]]) };
+        const freshness = {
+          now: new Date(now),
+          sources: new Map([
+            ['csfloat', { lastSuccessMs: now, staleAfterSeconds: 100_000 }],
+            ['skinport', { lastSuccessMs: now, staleAfterSeconds: 600 }],
+          ]),
+        };
         const builder = new PriceListJsonBuilder(freshness);
         let at = 0;
         for (let chunk = 0; at < rows.length; chunk += 1) {

@@ -3,13 +3,13 @@ import path from 'node:path';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
 import { claimIngestRun } from '../../shared/prices/ingest.ts';
-import { findItemSales, liquidityOf, mapSalesToCatalog, writeSalesWindows, type StagedSales } from '../../shared/prices/sales.ts';
+import { findItemSales, liquidityOf, mapSalesToCatalog, type StagedSales, writeSalesWindows } from '../../shared/prices/sales.ts';
 import { fetchSkinportSales, parseSkinportSalesRow } from '../../shared/sources/skinport-sales.ts';
-import { SourceRateLimitedError, SourceUnavailableError, type SalesWindowName } from '../../shared/sources/types.ts';
+import { type SalesWindowName, SourceRateLimitedError, SourceUnavailableError } from '../../shared/sources/types.ts';
 import { parseJsonExact } from '../../shared/sources/upstream.ts';
-import { createTestApp, failure, type TestApp } from '../helpers.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
 import { runSkinportSales } from '../../workers/ingest/sales.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
+import { createTestApp, failure, type TestApp } from '../helpers.ts';
 
 /**
  * Sales windows (docs/design.md §19): skinport's sales history read from a recorded body of the real format
@@ -33,7 +33,8 @@ describe('skinport sales history', () => {
       fetch(request) {
         requests += 1;
         const url = new URL(request.url);
-        if (url.pathname !== '/v1/sales/history' || url.searchParams.get('app_id') !== '730' || url.searchParams.get('currency') !== 'USD') return new Response('no', { status: 404 });
+        if (url.pathname !== '/v1/sales/history' || url.searchParams.get('app_id') !== '730' || url.searchParams.get('currency') !== 'USD')
+          return new Response('no', { status: 404 });
         return body();
       },
     });
@@ -45,9 +46,18 @@ describe('skinport sales history', () => {
     body = () => new Response(text, { headers: { 'content-type': 'application/json' } });
     const result = await fetchSkinportSales(context());
     expect(result).toMatchObject({ rows: 3, skipped: 0, requests: 1 });
-    const key = (name: string, version: string, window: SalesWindowName) => result.sales.find((s) => s.market_hash_name === name && s.version === version && s.window === window);
+    const key = (name: string, version: string, window: SalesWindowName) =>
+      result.sales.find((s) => s.market_hash_name === name && s.version === version && s.window === window);
     expect(key('AK-47 | Redline (Field-Tested)', 'default', '24h')).toEqual({
-      market_hash_name: 'AK-47 | Redline (Field-Tested)', version: 'default', window: '24h', median: '29.3', mean: '29.41', min: '28.13', max: '31.9', volume: 41, source_time: NOW,
+      market_hash_name: 'AK-47 | Redline (Field-Tested)',
+      version: 'default',
+      window: '24h',
+      median: '29.3',
+      mean: '29.41',
+      min: '28.13',
+      max: '31.9',
+      volume: 41,
+      source_time: NOW,
     });
     expect(key('★ Karambit | Doppler (Factory New)', 'ruby', '24h')).toMatchObject({ median: null, mean: null, min: null, max: null, volume: 0 });
     expect(key('★ Karambit | Doppler (Factory New)', 'ruby', '30d')).toMatchObject({ median: '4650.02', min: '4410', volume: 4 });
@@ -66,7 +76,10 @@ describe('skinport sales history', () => {
     // Missing windows are simply absent (no source, not malformed).
     expect(parse('{"market_hash_name":"X","version":null,"last_7_days":{"min":1,"max":1,"avg":1,"median":1,"volume":1}}')).toMatchObject({ skipped: 0 });
     // Prices given with volume 0 are not sales.
-    expect(parse('{"market_hash_name":"X","last_24_hours":{"min":1,"max":1,"avg":1,"median":1,"volume":0}}').sales[0]).toMatchObject({ median: null, volume: 0 });
+    expect(parse('{"market_hash_name":"X","last_24_hours":{"min":1,"max":1,"avg":1,"median":1,"volume":0}}').sales[0]).toMatchObject({
+      median: null,
+      volume: 0,
+    });
     // Sales without a median, a row without a name, an unknown phase label, another currency.
     expect(parse('{"market_hash_name":"X","last_24_hours":{"min":1,"max":1,"avg":1,"median":null,"volume":2}}').skipped).toBe(1);
     expect(parse('{"version":null,"last_24_hours":{"volume":0}}').skipped).toBe(1);
@@ -104,7 +117,16 @@ describe('combined windows', () => {
     return catalogId;
   }
   const row = (catalogId: string, window: SalesWindowName, values: Partial<StagedSales>): StagedSales => ({
-    catalog_id: catalogId, version: 'default', window, median: null, mean: null, min: null, max: null, volume: 0, source_time: NOW, ...values,
+    catalog_id: catalogId,
+    version: 'default',
+    window,
+    median: null,
+    mean: null,
+    min: null,
+    max: null,
+    volume: 0,
+    source_time: NOW,
+    ...values,
   });
   const write = async (source: string, rows: StagedSales[]) => {
     const runId = (await claimIngestRun(sql, `sales-test-${source}`, Math.floor(Math.random() * 1e12), new Date()))!;
@@ -113,7 +135,10 @@ describe('combined windows', () => {
 
   test('volume-weighted median and mean, min and max over the sources that publish them, exact decimals', async () => {
     const id = await item();
-    await write('skinport', [row(id, '24h', { median: '10.00', mean: '11.00', min: '9.5', max: '14', volume: 3 }), row(id, '7d', { median: '10.10', mean: '10.333', min: '9', max: '15', volume: 7 })]);
+    await write('skinport', [
+      row(id, '24h', { median: '10.00', mean: '11.00', min: '9.5', max: '14', volume: 3 }),
+      row(id, '7d', { median: '10.10', mean: '10.333', min: '9', max: '15', volume: 7 }),
+    ]);
     expect((await findItemSales(sql, id)).get('default')).toEqual({
       '24h': { median: '10.00', mean: '11.00', min: '9.5', max: '14', volume: 3, sources: ['skinport'] },
       '7d': { median: '10.10', mean: '10.333', min: '9', max: '15', volume: 7, sources: ['skinport'] },
@@ -122,7 +147,14 @@ describe('combined windows', () => {
     });
     // Steam's 24 h: a median and a volume only. 5 of 8 sales at 12: the weighted median is 12.
     await write('steam', [row(id, '24h', { median: '12.00', volume: 5 })]);
-    expect((await findItemSales(sql, id)).get('default')!['24h']).toEqual({ median: '12.00', mean: '11.00', min: '9.5', max: '14', volume: 8, sources: ['skinport', 'steam'] });
+    expect((await findItemSales(sql, id)).get('default')!['24h']).toEqual({
+      median: '12.00',
+      mean: '11.00',
+      min: '9.5',
+      max: '14',
+      volume: 8,
+      sources: ['skinport', 'steam'],
+    });
     // Exactly half the volume on each side: the mean of the two medians, exact.
     await write('steam', [row(id, '24h', { median: '10.05', volume: 3 })]);
     expect((await findItemSales(sql, id)).get('default')!['24h']).toMatchObject({ median: '10.025', volume: 6 });
@@ -136,7 +168,14 @@ describe('combined windows', () => {
     expect((await findItemSales(sql, id)).get('default')!['30d']).toMatchObject({ mean: '1.6667', median: '2', volume: 3 });
     const quiet = await item();
     await write('skinport', [row(quiet, '24h', { volume: 0 })]);
-    expect((await findItemSales(sql, quiet)).get('default')!['24h']).toEqual({ median: null, mean: null, min: null, max: null, volume: 0, sources: ['skinport'] });
+    expect((await findItemSales(sql, quiet)).get('default')!['24h']).toEqual({
+      median: null,
+      mean: null,
+      min: null,
+      max: null,
+      volume: 0,
+      sources: ['skinport'],
+    });
   });
 
   test('half-even at the fifth place: 0.00005 ties go to the even neighbour', async () => {
@@ -151,14 +190,32 @@ describe('combined windows', () => {
     expect(first).toMatchObject({ changed: 1, combined: 1 });
     expect(await write('skinport', [row(id, '7d', { median: '3.10', volume: 2 })])).toMatchObject({ changed: 0, combined: 0 });
     expect(await write('skinport', [row(id, '7d', { median: '3.20', volume: 3 })])).toMatchObject({ changed: 1, combined: 1 });
-    const history = await sql<{ median: string; volume: number }[]>`select median::text as median, volume from sales_observations where catalog_id = ${id} order by ingested_at`;
-    expect([...history]).toEqual([{ median: '3.10', volume: 2 }, { median: '3.20', volume: 3 }]);
+    const history = await sql<
+      { median: string; volume: number }[]
+    >`select median::text as median, volume from sales_observations where catalog_id = ${id} order by ingested_at`;
+    expect([...history]).toEqual([
+      { median: '3.10', volume: 2 },
+      { median: '3.20', volume: 3 },
+    ]);
   });
 
   test('names the catalog lacks and versions an item cannot carry are counted, not written', () => {
     const catalog = new Map([['Known', { catalogId: 'itm_k', phases: ['ruby'] }]]);
-    const sale = (name: string, version: string) => ({ market_hash_name: name, version, window: '7d' as const, median: '1', mean: null, min: null, max: null, volume: 1, source_time: NOW });
-    const mapped = mapSalesToCatalog([sale('Known', 'default'), sale('Known', 'ruby'), sale('Known', 'emerald'), sale('Other', 'default'), sale('Other', 'ruby')], catalog);
+    const sale = (name: string, version: string) => ({
+      market_hash_name: name,
+      version,
+      window: '7d' as const,
+      median: '1',
+      mean: null,
+      min: null,
+      max: null,
+      volume: 1,
+      source_time: NOW,
+    });
+    const mapped = mapSalesToCatalog(
+      [sale('Known', 'default'), sale('Known', 'ruby'), sale('Known', 'emerald'), sale('Other', 'default'), sale('Other', 'ruby')],
+      catalog,
+    );
     expect(mapped.staged.map((s) => s.version)).toEqual(['default', 'ruby']);
     expect(mapped).toMatchObject({ unknownNames: 1, unknownVersions: 1 });
   });
@@ -191,7 +248,8 @@ describe('the skinport sales reader end to end (workers/ingest/sales.ts)', () =>
   beforeAll(async () => {
     simulator = startMarketSimulator({ port: 0, seed: 7, items: names.map((name) => ({ market_hash_name: name, phases: [] })) });
     t = createTestApp({ config: { SOURCE_SKINPORT_URL: `${simulator.url}/skinport`, QUEUE_PREFIX: `salestest${process.pid}` } });
-    for (const name of names) await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(name)}, ${name}, 'sticker')`;
+    for (const name of names)
+      await t.deps.sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(name)}, ${name}, 'sticker')`;
   });
   afterAll(async () => {
     await t.close();
@@ -209,7 +267,9 @@ describe('the skinport sales reader end to end (workers/ingest/sales.ts)', () =>
       select sales_window, sources from item_sales where catalog_id in ${t.deps.sql(names.map((name) => catalogIdFor(name)))} order by catalog_id, sales_window`;
     expect(windows.length).toBe(8);
     expect(windows.every((row) => row.sources.join() === 'skinport')).toBe(true);
-    const status = (await (await t.request('/v2/status')).json()) as { components: { sales: Record<string, { last_success_at: string | null; consecutive_failures: number }> } };
+    const status = (await (await t.request('/v2/status')).json()) as {
+      components: { sales: Record<string, { last_success_at: string | null; consecutive_failures: number }> };
+    };
     expect(status.components.sales.skinport).toMatchObject({ consecutive_failures: 0 });
     expect(status.components.sales.skinport!.last_success_at).not.toBeNull();
   });
@@ -232,7 +292,9 @@ describe('the skinport sales reader end to end (workers/ingest/sales.ts)', () =>
     }
     const [after] = await t.deps.sql`select last_success_at, last_error from price_sources where name = 'skinport'`;
     expect(after).toEqual(before!);
-    const [reader] = await t.deps.sql<{ consecutive_failures: number; last_error: string }[]>`select consecutive_failures, last_error from sales_readers where name = 'skinport'`;
+    const [reader] = await t.deps.sql<
+      { consecutive_failures: number; last_error: string }[]
+    >`select consecutive_failures, last_error from sales_readers where name = 'skinport'`;
     expect(reader!.consecutive_failures).toBeGreaterThanOrEqual(2);
   });
 

@@ -88,14 +88,18 @@ beforeAll(async () => {
   });
   void collect(stack.stdout as ReadableStream<Uint8Array>, output);
   void collect(stack.stderr as ReadableStream<Uint8Array>, output);
-  await eventually(async () => {
-    if (stack!.exitCode !== null) throw new Error(`npm start exited (${stack!.exitCode}):\n${output.slice(-30).join('\n')}`);
-    try {
-      return (await fetch(`${base}/v2/health`, { signal: AbortSignal.timeout(1_000) })).ok ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  }, 150_000, 250);
+  await eventually(
+    async () => {
+      if (stack!.exitCode !== null) throw new Error(`npm start exited (${stack!.exitCode}):\n${output.slice(-30).join('\n')}`);
+      try {
+        return (await fetch(`${base}/v2/health`, { signal: AbortSignal.timeout(1_000) })).ok ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    150_000,
+    250,
+  );
 }, 160_000);
 
 afterAll(async () => {

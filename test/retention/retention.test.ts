@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import { createLogger } from '../../shared/platform/logger.ts';
 import { calculateMarketIndex } from '../../shared/market-index/calculate.ts';
-import { findCalculation, findLatestCalculation, listConstituents, type Calculation } from '../../shared/market-index/repository.ts';
-import { itemHistoryPage, resolveHistoryWindow, type HistoryPageInput } from '../../shared/prices/history.ts';
-import { claimIngestRun, writeIngestRun, type StagedObservation } from '../../shared/prices/ingest.ts';
-import { applyRetention, listPartitions, PARTITIONED_TABLES, stepStart, type RetentionReport } from '../../shared/retention/partitions.ts';
-import { retentionPolicy, type RetentionPolicy } from '../../shared/retention/policy.ts';
+import { type Calculation, findCalculation, findLatestCalculation, listConstituents } from '../../shared/market-index/repository.ts';
+import { createLogger } from '../../shared/platform/logger.ts';
+import { type HistoryPageInput, itemHistoryPage, resolveHistoryWindow } from '../../shared/prices/history.ts';
+import { claimIngestRun, type StagedObservation, writeIngestRun } from '../../shared/prices/ingest.ts';
+import { applyRetention, listPartitions, PARTITIONED_TABLES, type RetentionReport, stepStart } from '../../shared/retention/partitions.ts';
+import { type RetentionPolicy, retentionPolicy } from '../../shared/retention/policy.ts';
 import { dispatchOutboxBatch, EVENT_EXPIRED } from '../../shared/webhooks/deliveries.ts';
-import { scratchTestApp, testClock, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { scratchTestApp, type TestApp, testClock, workspaceWithKey } from '../helpers.ts';
 import { subscribedEndpoint } from '../webhooks/webhooks-fixtures.ts';
 
 /**
@@ -53,17 +53,37 @@ async function ingestRun(run: number): Promise<void> {
     quantity: 5,
     source_time: at,
   }));
-  await writeIngestRun(t.deps.sql, { runId, source: SOURCE, rows, ingestedAt: at, staleAfterSeconds: STALE_AFTER_SECONDS, received: rows.length, skipped: 0, unknownNames: 0 });
+  await writeIngestRun(t.deps.sql, {
+    runId,
+    source: SOURCE,
+    rows,
+    ingestedAt: at,
+    staleAfterSeconds: STALE_AFTER_SECONDS,
+    received: rows.length,
+    skipped: 0,
+    unknownNames: 0,
+  });
   await calculateMarketIndex(t.deps.sql, { marketplace: SOURCE, now: clock.now });
   // The dispatcher fans the run's events out (no worker delivers them: they stay pending).
   await dispatchOutboxBatch(t.deps.sql, 1_000, at);
 }
 
-const TABLES = ['price_observations', 'event_outbox', 'price_stream', 'ingest_runs', 'market_index_prices', 'price_rollups_10m', 'price_rollups_hourly', 'price_rollups_daily'] as const;
+const TABLES = [
+  'price_observations',
+  'event_outbox',
+  'price_stream',
+  'ingest_runs',
+  'market_index_prices',
+  'price_rollups_10m',
+  'price_rollups_hourly',
+  'price_rollups_daily',
+] as const;
 type Sizes = Record<(typeof TABLES)[number], number>;
 
 async function sizes(): Promise<Sizes> {
-  const counts = await Promise.all(TABLES.map(async (table) => (await t.deps.sql.unsafe<{ count: number }[]>(`select count(*)::int as count from ${table}`))[0]!.count));
+  const counts = await Promise.all(
+    TABLES.map(async (table) => (await t.deps.sql.unsafe<{ count: number }[]>(`select count(*)::int as count from ${table}`))[0]!.count),
+  );
   return Object.fromEntries(TABLES.map((table, index) => [table, counts[index]])) as Sizes;
 }
 
@@ -173,7 +193,9 @@ describe('retention over a simulated month and a half', () => {
     const deliveries = await t.deps.sql<{ state: string; last_error: string | null; count: number }[]>`
       select state, last_error, count(*)::int as count from webhook_deliveries where endpoint_id = ${endpointId} group by 1, 2 order by 1`;
     expect(deliveries.find((row) => row.state === 'failed')).toMatchObject({ last_error: EVENT_EXPIRED });
-    const [pending] = await t.deps.sql<{ oldest: Date | null }[]>`select min(created_at) as oldest from webhook_deliveries where endpoint_id = ${endpointId} and state = 'pending'`;
+    const [pending] = await t.deps.sql<
+      { oldest: Date | null }[]
+    >`select min(created_at) as oldest from webhook_deliveries where endpoint_id = ${endpointId} and state = 'pending'`;
     expect(pending!.oldest!.getTime()).toBeGreaterThanOrEqual(clock.now().getTime() - (policy.outbox + 1) * DAY);
 
     const bytes = await t.deps.sql<{ table: string; bytes: string }[]>`
@@ -181,7 +203,9 @@ describe('retention over a simulated month and a half', () => {
       from unnest(${[...TABLES]}::text[]) as t`;
     process.stdout.write(
       `[retention] after ${DAYS} simulated days (${RUNS_PER_DAY} runs a day, ${ITEMS} items): ` +
-        TABLES.map((table) => `${table} ${daily.at(-1)![table]} rows / ${(Number(bytes.find((row) => row.table === table)!.bytes) / 1024).toFixed(0)} KiB`).join(', ') +
+        TABLES.map(
+          (table) => `${table} ${daily.at(-1)![table]} rows / ${(Number(bytes.find((row) => row.table === table)!.bytes) / 1024).toFixed(0)} KiB`,
+        ).join(', ') +
         '\n',
     );
   }, 240_000);
@@ -192,7 +216,8 @@ describe('retention over a simulated month and a half', () => {
     await t.deps.sql`
       insert into price_observations (catalog_id, source, version, price, source_time, ingested_at, run_id)
       values (${catalogIds[0]!}, 'early', 'default', 1, ${at}, ${at}, ${runId})`;
-    const where = async () => (await t.deps.sql<{ partition: string }[]>`select tableoid::regclass::text as partition from price_observations where run_id = ${runId}`)[0]!.partition;
+    const where = async () =>
+      (await t.deps.sql<{ partition: string }[]>`select tableoid::regclass::text as partition from price_observations where run_id = ${runId}`)[0]!.partition;
     expect(await where()).toBe('price_observations_default');
     await applyRetention(t.deps.sql, policy, at, log);
     expect(await where()).toBe(`price_observations_p${at.toISOString().slice(0, 10).replaceAll('-', '')}`);

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { freePort } from '../../scripts/services.ts';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
 import { createSql } from '../../shared/platform/db.ts';
 import { createTestApp, eventually, workspaceWithKey } from '../helpers.ts';
 import { referenceLink } from '../market-index/index-reference.ts';
 import { spawnedProcesses, waitForHttp } from '../spawned.ts';
-import { freePort } from '../../scripts/services.ts';
 
 // End to end over real processes: market simulator → two ingest workers (+ the index pool's
 // snapshot job) → Postgres → API.
@@ -18,7 +18,10 @@ const { spawn, stopAll } = spawnedProcesses();
 
 const health = async () => {
   const response = await fetch(`${apiUrl}/health`);
-  return { status: response.status, body: (await response.json()) as { status: string; sources: Record<string, { status: string; updated_at: string | null }> } };
+  return {
+    status: response.status,
+    body: (await response.json()) as { status: string; sources: Record<string, { status: string; updated_at: string | null }> },
+  };
 };
 const control = (source: string, mode: string) => fetch(`${simulatorUrl}/_control/${source}/${mode}`, { method: 'POST' });
 
@@ -67,11 +70,15 @@ afterAll(async () => {
 describe('simulator → ingest → Postgres → API', () => {
   test('every source turns fresh and prices reach the keyed and keyless APIs', async () => {
     // Other suites may have marked a source healthy already: wait for this run's full skinport snapshot too.
-    await eventually(async () => {
-      if ((await health()).status !== 200) return undefined;
-      const [priced] = await sql<{ count: number }[]>`select count(*)::int as count from latest_prices where source = 'skinport'`;
-      return priced!.count > 30_000 ? true : undefined;
-    }, 90_000, 500);
+    await eventually(
+      async () => {
+        if ((await health()).status !== 200) return undefined;
+        const [priced] = await sql<{ count: number }[]>`select count(*)::int as count from latest_prices where source = 'skinport'`;
+        return priced!.count > 30_000 ? true : undefined;
+      },
+      90_000,
+      500,
+    );
     const report = await health();
     expect(Object.keys(report.body.sources).sort()).toEqual(['csfloat', 'skinport', 'steam']);
     expect(report.body.status).toBe('up');
@@ -87,10 +94,14 @@ describe('simulator → ingest → Postgres → API', () => {
     expect(typeof fromSkinport?.price).toBe('string');
     expect(fromSkinport!.price).toMatch(/^\d+(\.\d+)?$/);
 
-    const keyless = await eventually(async () => {
-      const response = await fetch(`${apiUrl}/v1/prices/${encodeURIComponent(row!.market_hash_name)}`);
-      return response.status === 200 ? response : undefined;
-    }, 30_000, 250);
+    const keyless = await eventually(
+      async () => {
+        const response = await fetch(`${apiUrl}/v1/prices/${encodeURIComponent(row!.market_hash_name)}`);
+        return response.status === 200 ? response : undefined;
+      },
+      30_000,
+      250,
+    );
     expect(keyless.headers.get('etag')).toBeTruthy();
     const list = await fetch(`${apiUrl}/v1/prices`, { headers: { 'accept-encoding': 'br' } });
     expect(list.status).toBe(200);
@@ -104,12 +115,16 @@ describe('simulator → ingest → Postgres → API', () => {
     const headers = { 'x-api-key': apiKey };
     type Calculation = { id: string; level: string; previous_level: string | null; link_factor: string | null; constituent_count: number; inception: boolean };
     const linked = (query: string) =>
-      eventually(async () => {
-        const response = await fetch(`${apiUrl}/v2/market-index/cs2?${query}`, { headers });
-        if (response.status !== 200) return undefined;
-        const body = (await response.json()) as Calculation;
-        return body.inception ? undefined : body;
-      }, 90_000, 500);
+      eventually(
+        async () => {
+          const response = await fetch(`${apiUrl}/v2/market-index/cs2?${query}`, { headers });
+          if (response.status !== 200) return undefined;
+          const body = (await response.json()) as Calculation;
+          return body.inception ? undefined : body;
+        },
+        90_000,
+        500,
+      );
     for (const query of ['marketplace=skinport', 'marketplace=skinport&segment=weapon&value=AK-47']) {
       const calculation = await linked(query);
       const constituents: { previous_price: string; current_price: string }[] = [];
@@ -125,7 +140,10 @@ describe('simulator → ingest → Postgres → API', () => {
         cursor = page.next_cursor;
       } while (cursor);
       expect(constituents.length).toBe(calculation.constituent_count);
-      const recomputed = referenceLink(calculation.previous_level!, constituents.map((c) => ({ previous: c.previous_price, current: c.current_price })));
+      const recomputed = referenceLink(
+        calculation.previous_level!,
+        constituents.map((c) => ({ previous: c.previous_price, current: c.current_price })),
+      );
       expect({ link: calculation.link_factor, level: calculation.level }).toEqual(recomputed);
     }
   }, 120_000);
@@ -133,14 +151,20 @@ describe('simulator → ingest → Postgres → API', () => {
   test('a failing source turns stale and /health answers 503 while the others stay fresh', async () => {
     await control('steam', 'fail');
     try {
-      const failing = await eventually(async () => {
-        const report = await health();
-        return report.status === 503 ? report : undefined;
-      }, 60_000, 500);
+      const failing = await eventually(
+        async () => {
+          const report = await health();
+          return report.status === 503 ? report : undefined;
+        },
+        60_000,
+        500,
+      );
       expect(failing.body.sources.steam!.status).toBe('stale');
       expect(failing.body.sources.skinport!.status).toBe('fresh');
       expect(failing.body.sources.csfloat!.status).toBe('fresh');
-      const [failed] = await sql<{ error: string }[]>`select error from ingest_runs where source = 'steam' and status = 'failed' order by started_at desc limit 1`;
+      const [failed] = await sql<
+        { error: string }[]
+      >`select error from ingest_runs where source = 'steam' and status = 'failed' order by started_at desc limit 1`;
       expect(failed?.error).toBeTruthy();
     } finally {
       await control('steam', 'ok');
@@ -152,14 +176,20 @@ describe('simulator → ingest → Postgres → API', () => {
     const since = new Date();
     await control('skinport', 'partial');
     try {
-      const run = await eventually(async () => {
-        const [found] = await sql<{ rows_written: number; rows_skipped: number }[]>`
+      const run = await eventually(
+        async () => {
+          const [found] = await sql<{ rows_written: number; rows_skipped: number }[]>`
           select rows_written, rows_skipped from ingest_runs
           where source = 'skinport' and status = 'succeeded' and started_at > ${since} and rows_skipped > 0 limit 1`;
-        return found;
-      }, 60_000, 500);
+          return found;
+        },
+        60_000,
+        500,
+      );
       expect(run.rows_skipped).toBeGreaterThan(0);
-      const [source] = await sql<{ last_rows_skipped: number; last_error: string | null }[]>`select last_rows_skipped, last_error from price_sources where name = 'skinport'`;
+      const [source] = await sql<
+        { last_rows_skipped: number; last_error: string | null }[]
+      >`select last_rows_skipped, last_error from price_sources where name = 'skinport'`;
       expect(source!.last_error).toBeNull();
     } finally {
       await control('skinport', 'ok');

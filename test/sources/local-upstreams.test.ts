@@ -57,14 +57,26 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
   });
 
   test('configured upstreams are used as given: no simulator with SOURCES and FX_URL, no fake for a set Steam URL', async () => {
-    const plan = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://fx.example.test', STEAM_API_URL: 'https://api.example.test', STEAM_WEB_API_KEY: 'real-key' })(freePorts());
+    const plan = await localUpstreamsPlan({
+      SOURCES: 'skinport',
+      FX_URL: 'https://fx.example.test',
+      STEAM_API_URL: 'https://api.example.test',
+      STEAM_WEB_API_KEY: 'real-key',
+    })(freePorts());
     expect(plan.entries.map((entry) => entry.name)).toEqual(['steam-fake', 'image-fake']);
     expect(plan.env.SOURCES).toBeUndefined();
     expect(plan.env.FX_URL).toBeUndefined();
     expect(plan.env.STEAM_API_URL).toBeUndefined();
     expect(plan.env.STEAM_WEB_API_KEY).toBeUndefined();
     expect(plan.env.STEAM_COMMUNITY_URL).toBe('http://127.0.0.1:40000');
-    const none = await localUpstreamsPlan({ SOURCES: 'skinport', FX_URL: 'https://fx.example.test', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test', STEAM_IMAGE_URL: 'https://i.test', ITEM_ASSETS_URL: 'https://assets.test' })(freePorts());
+    const none = await localUpstreamsPlan({
+      SOURCES: 'skinport',
+      FX_URL: 'https://fx.example.test',
+      STEAM_API_URL: 'https://a.test',
+      STEAM_COMMUNITY_URL: 'https://c.test',
+      STEAM_IMAGE_URL: 'https://i.test',
+      ITEM_ASSETS_URL: 'https://assets.test',
+    })(freePorts());
     expect(none).toEqual({ entries: [], env: {}, notes: [] });
   });
 
@@ -74,7 +86,15 @@ describe('npm start: local fakes for unconfigured upstreams', () => {
     expect(everything.entries.filter((entry) => entry.name === 'simulator')).toHaveLength(1);
     expect(everything.notes.some((note) => note.includes('http://127.0.0.1:4123/fx'))).toBe(true);
 
-    const fxOnly = await localUpstreamsPlan({ SIMULATOR_PORT: '4123', SOURCES: 'skinport', SOURCE_SKINPORT_URL: 'https://api.skinport.test', STEAM_API_URL: 'https://a.test', STEAM_COMMUNITY_URL: 'https://c.test', STEAM_IMAGE_URL: 'https://i.test', ITEM_ASSETS_URL: 'https://assets.test' })(freePorts());
+    const fxOnly = await localUpstreamsPlan({
+      SIMULATOR_PORT: '4123',
+      SOURCES: 'skinport',
+      SOURCE_SKINPORT_URL: 'https://api.skinport.test',
+      STEAM_API_URL: 'https://a.test',
+      STEAM_COMMUNITY_URL: 'https://c.test',
+      STEAM_IMAGE_URL: 'https://i.test',
+      ITEM_ASSETS_URL: 'https://assets.test',
+    })(freePorts());
     expect(fxOnly.entries.map((entry) => entry.name)).toEqual(['simulator']);
     expect(fxOnly.env).toEqual({ SIMULATOR_PORT: '4123', FX_URL: 'http://127.0.0.1:4123/fx' });
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { Redis } from 'ioredis';
+import { freePort } from '../../scripts/services.ts';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
-import { Redis } from 'ioredis';
 import type { Sql } from '../../shared/platform/db.ts';
 import { SOURCE_NAMES, type SourceName } from '../../shared/platform/source-names.ts';
-import { freePort } from '../../scripts/services.ts';
-import { eventually, scratchTestApp, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { eventually, scratchTestApp, type TestApp, workspaceWithKey } from '../helpers.ts';
 import { referenceLink } from '../market-index/index-reference.ts';
 import { spawnedProcesses, waitForHttp } from '../spawned.ts';
 
@@ -92,15 +92,19 @@ describe('ten marketplaces: simulator → ingest → Postgres → API', () => {
     expect(Object.keys((await health()).body.sources).sort()).toEqual([...SOURCE_NAMES].sort());
 
     // An item every source priced (steam prices a batch of names per run), csmarket with a buy order.
-    const [item] = await eventually(async () => {
-      const found = await sql<{ catalog_id: string; market_hash_name: string }[]>`
+    const [item] = await eventually(
+      async () => {
+        const found = await sql<{ catalog_id: string; market_hash_name: string }[]>`
         select l.catalog_id, c.market_hash_name from latest_prices l join catalog_items c using (catalog_id)
         where l.version = 'default'
         group by l.catalog_id, c.market_hash_name
         having count(distinct l.source) = ${SOURCE_NAMES.length} and bool_or(l.source = 'csmarket' and l.bid is not null)
         limit 1`;
-      return found.length > 0 ? found : undefined;
-    }, 90_000, 500);
+        return found.length > 0 ? found : undefined;
+      },
+      90_000,
+      500,
+    );
 
     const keyed = await fetch(`${apiUrl}/v2/prices/${item!.catalog_id}?version=default`, { headers: { 'x-api-key': apiKey } });
     expect(keyed.status).toBe(200);
@@ -112,7 +116,10 @@ describe('ten marketplaces: simulator → ingest → Postgres → API', () => {
     // Only csmarket publishes buy orders and 7-day sales keylessly.
     for (const name of SOURCE_NAMES.filter((name) => name !== 'csmarket')) expect(bySource.get(name)).toMatchObject({ bid: null, volume_7d: null });
     // Skinbaron alone prices in EUR (docs/design.md §14): its entry keeps the EUR it wrote beside the USD price.
-    expect((bySource.get('skinbaron') as KeyedSource & { original?: { price: string; currency: string } }).original).toMatchObject({ currency: 'EUR', price: expect.stringMatching(/^\d+(\.\d+)?$/) });
+    expect((bySource.get('skinbaron') as KeyedSource & { original?: { price: string; currency: string } }).original).toMatchObject({
+      currency: 'EUR',
+      price: expect.stringMatching(/^\d+(\.\d+)?$/),
+    });
     for (const name of SOURCE_NAMES.filter((name) => name !== 'skinbaron')) expect(bySource.get(name)).not.toHaveProperty('original');
     // The simulator's sources agree within about ±10 %: every fresh source is in the consensus.
     const consensus = version!.consensus!;
@@ -124,13 +131,17 @@ describe('ten marketplaces: simulator → ingest → Postgres → API', () => {
     expect(consensus.spread === null || /^-?\d+\.\d{4}$/.test(consensus.spread)).toBe(true);
 
     // The keyless item and list, once a snapshot holds all ten.
-    const listed = await eventually(async () => {
-      const response = await fetch(`${apiUrl}/v1/prices/${encodeURIComponent(item!.market_hash_name)}`);
-      if (response.status !== 200) return undefined;
-      const body = (await response.json()) as { versions: { version: string; sources: Record<string, { bid?: string }>; consensus: Consensus | null }[] };
-      const defaults = body.versions.find((entry) => entry.version === 'default');
-      return defaults && Object.keys(defaults.sources).length === SOURCE_NAMES.length ? defaults : undefined;
-    }, 60_000, 500);
+    const listed = await eventually(
+      async () => {
+        const response = await fetch(`${apiUrl}/v1/prices/${encodeURIComponent(item!.market_hash_name)}`);
+        if (response.status !== 200) return undefined;
+        const body = (await response.json()) as { versions: { version: string; sources: Record<string, { bid?: string }>; consensus: Consensus | null }[] };
+        const defaults = body.versions.find((entry) => entry.version === 'default');
+        return defaults && Object.keys(defaults.sources).length === SOURCE_NAMES.length ? defaults : undefined;
+      },
+      60_000,
+      500,
+    );
     expect(Object.keys(listed.sources)).toEqual([...SOURCE_NAMES].sort());
     expect(listed.sources.csmarket!.bid).toMatch(/^\d+(\.\d+)?$/);
     expect(listed.consensus).toMatchObject({ outliers: [] });
@@ -145,12 +156,16 @@ describe('ten marketplaces: simulator → ingest → Postgres → API', () => {
   test("a new marketplace's index links run to run and anyone can recompute it", async () => {
     const headers = { 'x-api-key': apiKey };
     type Calculation = { id: string; level: string; previous_level: string | null; link_factor: string | null; constituent_count: number; inception: boolean };
-    const calculation = await eventually(async () => {
-      const response = await fetch(`${apiUrl}/v2/market-index/cs2?marketplace=csmarket`, { headers });
-      if (response.status !== 200) return undefined;
-      const body = (await response.json()) as Calculation;
-      return body.inception ? undefined : body;
-    }, 90_000, 500);
+    const calculation = await eventually(
+      async () => {
+        const response = await fetch(`${apiUrl}/v2/market-index/cs2?marketplace=csmarket`, { headers });
+        if (response.status !== 200) return undefined;
+        const body = (await response.json()) as Calculation;
+        return body.inception ? undefined : body;
+      },
+      90_000,
+      500,
+    );
     const constituents: { previous_price: string; current_price: string }[] = [];
     let cursor: string | null = null;
     do {
@@ -164,7 +179,10 @@ describe('ten marketplaces: simulator → ingest → Postgres → API', () => {
       cursor = page.next_cursor;
     } while (cursor);
     expect(constituents.length).toBe(calculation.constituent_count);
-    const recomputed = referenceLink(calculation.previous_level!, constituents.map((c) => ({ previous: c.previous_price, current: c.current_price })));
+    const recomputed = referenceLink(
+      calculation.previous_level!,
+      constituents.map((c) => ({ previous: c.previous_price, current: c.current_price })),
+    );
     expect({ link: calculation.link_factor, level: calculation.level }).toEqual(recomputed);
   }, 120_000);
 
@@ -172,11 +190,15 @@ describe('ten marketplaces: simulator → ingest → Postgres → API', () => {
     const stored = () => sql<{ catalog_id: string; version: string; price: string }[]>`
       select catalog_id, version, price::text as price from latest_prices where source = 'csdeals' order by catalog_id, version`;
     const failedRunAfter = (since: Date) =>
-      eventually(async () => {
-        const [found] = await sql<{ error: string }[]>`
+      eventually(
+        async () => {
+          const [found] = await sql<{ error: string }[]>`
           select error from ingest_runs where source = 'csdeals' and status = 'failed' and started_at > ${since} limit 1`;
-        return found;
-      }, 60_000, 250);
+          return found;
+        },
+        60_000,
+        250,
+      );
     // One failing mode after another, never `ok` between them: once a run has failed, no successful
     // run can land until the end. (Truncated JSON, stalls and partial bodies per adapter: test/sources/sources.test.ts.)
     try {

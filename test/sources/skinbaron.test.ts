@@ -2,16 +2,16 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
 import { recordFxSuccess, saveRateDays } from '../../shared/fx/repository.ts';
+import { createRequestRedis, type Redis } from '../../shared/platform/redis.ts';
 import { forgetCachedRates } from '../../shared/prices/currency.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
-import { createRequestRedis, type Redis } from '../../shared/platform/redis.ts';
 import { requestBudgetKeys, sourceBudgetPrefix } from '../../shared/sources/budget.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { enabledSources, unavailableSources } from '../../shared/sources/settings.ts';
 import { ingestPool } from '../../workers/ingest/index.ts';
 import { runSourceIngest } from '../../workers/ingest/run.ts';
-import { startMarketSimulator, type MarketSimulator } from '../fakes/simulator/server.ts';
-import { createTestApp, eventually, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { type MarketSimulator, startMarketSimulator } from '../fakes/simulator/server.ts';
+import { createTestApp, eventually, scratchTestApp, type TestApp, testConfig, workspaceWithKey } from '../helpers.ts';
 
 /**
  * Skinbaron end to end (docs/design.md §14): simulator → ingest (EUR → USD at the newest stored rates) →
@@ -41,7 +41,10 @@ beforeAll(async () => {
       { market_hash_name: KARAMBIT, phases: ['phase-2', 'ruby'] },
     ],
     // Skinbaron pins are EUR, written as is: 27.95 EUR and 612 EUR (the Karambit's phase rows carry a doppler class).
-    prices: { [AK]: { default: { price: '30.00', sources: { skinbaron: '27.95' } } }, [KARAMBIT]: { default: { price: '700.00', sources: { skinbaron: '612' } } } },
+    prices: {
+      [AK]: { default: { price: '30.00', sources: { skinbaron: '27.95' } } },
+      [KARAMBIT]: { default: { price: '700.00', sources: { skinbaron: '612' } } },
+    },
     now,
   });
   t = await scratchTestApp({
@@ -49,7 +52,12 @@ beforeAll(async () => {
     now,
     // Its own QUEUE_PREFIX, under which the source's request budget and Retry-After block live: no
     // other suite's skinbaron runs (or 429s) can refuse this suite's.
-    config: { SOURCES: 'skinbaron', SOURCE_SKINBARON_KEY: KEY, SOURCE_SKINBARON_URL: `${simulator.url}/skinbaron`, QUEUE_PREFIX: `skinbaron${crypto.randomUUID().slice(0, 8)}` },
+    config: {
+      SOURCES: 'skinbaron',
+      SOURCE_SKINBARON_KEY: KEY,
+      SOURCE_SKINBARON_URL: `${simulator.url}/skinbaron`,
+      QUEUE_PREFIX: `skinbaron${crypto.randomUUID().slice(0, 8)}`,
+    },
   });
   const catalog = generateCatalog().filter((item) => item.market_hash_name === AK || item.market_hash_name === KARAMBIT);
   expect(catalog).toHaveLength(2);
@@ -74,7 +82,20 @@ async function run() {
 }
 
 async function storeRates(date: string, usd: string): Promise<void> {
-  await saveRateDays(t.deps.sql, [{ date, rates: new Map([['USD', usd], ['GBP', '0.84290'], ['JPY', '162.41']]) }], now());
+  await saveRateDays(
+    t.deps.sql,
+    [
+      {
+        date,
+        rates: new Map([
+          ['USD', usd],
+          ['GBP', '0.84290'],
+          ['JPY', '162.41'],
+        ]),
+      },
+    ],
+    now(),
+  );
   await recordFxSuccess(t.deps.sql, now(), 0);
   forgetCachedRates(t.deps.sql);
 }
@@ -87,7 +108,9 @@ describe('skinbaron: EUR stored as USD with its original', () => {
     expect(outcome).toMatchObject({ status: 'failed' });
     expect((outcome as { error: string }).error).toContain('no exchange rates stored');
     expect(simulator.requestCount('skinbaron')).toBe(0);
-    const [source] = await t.deps.sql<{ last_success_at: Date | null; last_error: string }[]>`select last_success_at, last_error from price_sources where name = 'skinbaron'`;
+    const [source] = await t.deps.sql<
+      { last_success_at: Date | null; last_error: string }[]
+    >`select last_success_at, last_error from price_sources where name = 'skinbaron'`;
     expect(source!.last_success_at).toBeNull();
     expect(source!.last_error).toContain('no exchange rates stored');
     const [runs] = await t.deps.sql<{ failed: number }[]>`select count(*)::int as failed from ingest_runs where source = 'skinbaron' and status = 'failed'`;
@@ -139,7 +162,10 @@ describe('skinbaron: EUR stored as USD with its original', () => {
       const response = await t.request(`/v2/prices/${akId}${query}`, { headers: ws.keyHeaders });
       expect(response.status).toBe(200);
       const body = (await response.json()) as { currency: string; versions: { version: string; sources: SourceEntry[] }[] };
-      return { currency: body.currency, entry: body.versions.find((version) => version.version === 'default')!.sources.find((source) => source.source === 'skinbaron')! };
+      return {
+        currency: body.currency,
+        entry: body.versions.find((version) => version.version === 'default')!.sources.find((source) => source.source === 'skinbaron')!,
+      };
     };
     const usd = await entryOf('');
     expect(usd.currency).toBe('USD');
@@ -158,20 +184,29 @@ describe('skinbaron: EUR stored as USD with its original', () => {
     let address = 0;
     const keyless = (path: string) => t.request(path, { headers: { 'x-forwarded-for': `203.0.113.${(address += 1)}` } });
     type ListBody = { currency: string; items: { market_hash_name: string; sources: Record<string, SourceEntry> }[] };
-    const list = await eventually(async () => {
-      const response = await keyless('/v1/prices?source=skinbaron');
-      if (response.status !== 200) return undefined;
-      const body = (await response.json()) as ListBody;
-      return body.items.some((item) => item.market_hash_name === AK) ? body : undefined;
-    }, 15_000, 100);
+    const list = await eventually(
+      async () => {
+        const response = await keyless('/v1/prices?source=skinbaron');
+        if (response.status !== 200) return undefined;
+        const body = (await response.json()) as ListBody;
+        return body.items.some((item) => item.market_hash_name === AK) ? body : undefined;
+      },
+      15_000,
+      100,
+    );
     const ak = list.items.find((item) => item.market_hash_name === AK)!;
     expect(ak.sources.skinbaron).toMatchObject({ price: '30.74', original: { price: '27.95', currency: 'EUR' } });
     const everything = (await (await keyless('/v1/prices')).json()) as ListBody;
     expect(everything.items.find((item) => item.market_hash_name === AK)!.sources.skinbaron!.original).toEqual({ price: '27.95', currency: 'EUR' });
     const inGbp = (await (await keyless('/v1/prices?currency=GBP')).json()) as ListBody;
     expect(inGbp.currency).toBe('GBP');
-    expect(inGbp.items.find((item) => item.market_hash_name === AK)!.sources.skinbaron).toMatchObject({ price: '23.56', original: { price: '27.95', currency: 'EUR' } });
-    const one = (await (await keyless(`/v1/prices/${encodeURIComponent(AK)}?currency=JPY`)).json()) as { versions: { version: string; sources: Record<string, SourceEntry> }[] };
+    expect(inGbp.items.find((item) => item.market_hash_name === AK)!.sources.skinbaron).toMatchObject({
+      price: '23.56',
+      original: { price: '27.95', currency: 'EUR' },
+    });
+    const one = (await (await keyless(`/v1/prices/${encodeURIComponent(AK)}?currency=JPY`)).json()) as {
+      versions: { version: string; sources: Record<string, SourceEntry> }[];
+    };
     // 30.74 × 162.41 / 1.1 = 4538.6… → 4539 (JPY has no minor units).
     expect(one.versions[0]!.sources.skinbaron).toMatchObject({ price: '4539', original: { price: '27.95', currency: 'EUR' } });
   });
@@ -182,7 +217,8 @@ describe('skinbaron without a key', () => {
     const withoutKey = testConfig({ SOURCES: 'skinport,skinbaron' });
     expect(enabledSources(withoutKey)).toEqual(['skinport']);
     expect(unavailableSources(withoutKey)).toEqual([{ name: 'skinbaron', reason: expect.stringContaining('SOURCE_SKINBARON_KEY') }]);
-    const schedules = (config: ReturnType<typeof testConfig>) => (typeof ingestPool.schedules === 'function' ? ingestPool.schedules(config) : []).map((schedule) => schedule.id);
+    const schedules = (config: ReturnType<typeof testConfig>) =>
+      (typeof ingestPool.schedules === 'function' ? ingestPool.schedules(config) : []).map((schedule) => schedule.id);
     expect(schedules(withoutKey)).not.toContain('ingest-skinbaron');
     expect(schedules(testConfig({ SOURCES: 'skinport,skinbaron', SOURCE_SKINBARON_KEY: 'k' }))).toContain('ingest-skinbaron');
     // Not named in SOURCES: neither enabled nor listed.
@@ -193,7 +229,10 @@ describe('skinbaron without a key', () => {
       const health = (await (await app.request('/health')).json()) as { sources: Record<string, unknown> };
       expect(health.sources).toEqual({});
       await eventually(async () => (app.deps.redis.status === 'ready' ? true : undefined));
-      const status = (await (await app.request('/v2/status')).json()) as { degraded: string[]; components: { sources: Record<string, Record<string, unknown>> } };
+      const status = (await (await app.request('/v2/status')).json()) as {
+        degraded: string[];
+        components: { sources: Record<string, Record<string, unknown>> };
+      };
       expect(status.components.sources.skinbaron).toEqual({
         status: 'unavailable',
         reason: expect.stringContaining('SOURCE_SKINBARON_KEY is not set'),

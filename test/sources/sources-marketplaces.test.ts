@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import path from 'node:path';
 import { createLogger } from '../../shared/platform/logger.ts';
+import type { SourceName } from '../../shared/platform/source-names.ts';
 import { bitskinsName } from '../../shared/sources/bitskins.ts';
 import { csmarketTime } from '../../shared/sources/csmarket.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
@@ -13,10 +14,9 @@ import {
   priceFromThousandthsText,
   priceFromUsdText,
 } from '../../shared/sources/money.ts';
-import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../../shared/sources/types.ts';
-import type { SourceName } from '../../shared/platform/source-names.ts';
-import { failure, capturingLog } from '../helpers.ts';
+import { type FetchContext, type SourceObservation, SourceRateLimitedError, SourceUnavailableError } from '../../shared/sources/types.ts';
 import { countOf, JsonNumber, numberText } from '../../shared/sources/upstream.ts';
+import { capturingLog, failure } from '../helpers.ts';
 
 /**
  * The six marketplaces of docs/design.md §13 (csmarket, lisskins, waxpeer, whitemarket, bitskins, csdeals),
@@ -111,8 +111,6 @@ function observation(name: string, version: string, price: string, fields: Parti
   return { market_hash_name: name, version, price, median_price: null, bid: null, volume_7d: null, quantity: null, source_time: NOW, ...fields };
 }
 
-
-
 describe('money helpers', () => {
   test('acceptablePrice: strictly positive plain decimals up to the shared bound', () => {
     expect(MAX_PRICE_USD).toBe('10000000');
@@ -136,7 +134,25 @@ describe('money helpers', () => {
     expect(priceFromUsdText('2')).toBe('2');
     expect(priceFromUsdText('1.5e1')).toBe('15');
     expect(priceFromUsdText('2.5E-1')).toBe('0.25');
-    for (const refused of ['-1.00', '0', '0.00', 'NaN', 'Infinity', '-Infinity', '', ' 1.23', '1.23 ', '1,234.56', '.5', '5.', '01.5', '0x10', '1e8', '20000000', '+1']) {
+    for (const refused of [
+      '-1.00',
+      '0',
+      '0.00',
+      'NaN',
+      'Infinity',
+      '-Infinity',
+      '',
+      ' 1.23',
+      '1.23 ',
+      '1,234.56',
+      '.5',
+      '5.',
+      '01.5',
+      '0x10',
+      '1e8',
+      '20000000',
+      '+1',
+    ]) {
       expect(priceFromUsdText(refused)).toBeNull();
     }
   });
@@ -297,11 +313,21 @@ describe('bitskins names', () => {
       marketHashName: '★ StatTrak™ M9 Bayonet | Gamma Doppler (Minimal Wear)',
       version: 'phase-1',
     });
-    expect(bitskinsName('Glock-18 | Gamma Doppler Emerald (Factory New)')).toEqual({ marketHashName: 'Glock-18 | Gamma Doppler (Factory New)', version: 'emerald' });
+    expect(bitskinsName('Glock-18 | Gamma Doppler Emerald (Factory New)')).toEqual({
+      marketHashName: 'Glock-18 | Gamma Doppler (Factory New)',
+      version: 'emerald',
+    });
   });
 
   test('any other name is kept exactly, `default`', () => {
-    for (const name of [KARAMBIT, AK, CASE, '★ Karambit | Doppler Phase 5 (Factory New)', '★ Karambit | doppler ruby (Factory New)', 'Sticker | Doppler Ruby']) {
+    for (const name of [
+      KARAMBIT,
+      AK,
+      CASE,
+      '★ Karambit | Doppler Phase 5 (Factory New)',
+      '★ Karambit | doppler ruby (Factory New)',
+      'Sticker | Doppler Ruby',
+    ]) {
       expect(bitskinsName(name)).toEqual({ marketHashName: name, version: 'default' });
     }
   });
@@ -313,7 +339,15 @@ describe('csmarket time', () => {
     expect(csmarketTime('1772366370', NOW)).toEqual(CSMARKET_TIME);
     // A few minutes of clock skew are believed; an hour ahead, zero, fractions, text and old epochs are not.
     expect(csmarketTime(new JsonNumber('1772366650'), NOW)).toEqual(new Date('2026-03-01T12:04:10.000Z'));
-    for (const insane of [new JsonNumber('1772370000'), new JsonNumber('0'), new JsonNumber('1772366370.5'), 'soon', null, undefined, new JsonNumber('946684800')]) {
+    for (const insane of [
+      new JsonNumber('1772370000'),
+      new JsonNumber('0'),
+      new JsonNumber('1772366370.5'),
+      'soon',
+      null,
+      undefined,
+      new JsonNumber('946684800'),
+    ]) {
       expect(csmarketTime(insane, NOW)).toBeNull();
     }
   });
@@ -330,7 +364,25 @@ describe('csmarket time', () => {
  * Hostile rows: every source's price field given as raw JSON text. Each "refused" value makes its row
  * skipped and counted; each "accepted" one is priced as shown.
  */
-const USD_REFUSED = ['-1.00', '"-1.00"', '0', '"0.00"', '"abc"', '"NaN"', '"Infinity"', '""', '"20000000"', '1e8', '"10000000.001"', '"1,234.56"', '" 1.23"', 'true', 'null', '{}', '[1.5]'];
+const USD_REFUSED = [
+  '-1.00',
+  '"-1.00"',
+  '0',
+  '"0.00"',
+  '"abc"',
+  '"NaN"',
+  '"Infinity"',
+  '""',
+  '"20000000"',
+  '1e8',
+  '"10000000.001"',
+  '"1,234.56"',
+  '" 1.23"',
+  'true',
+  'null',
+  '{}',
+  '[1.5]',
+];
 const USD_ACCEPTED: [string, string][] = [
   ['2.5E-1', '0.25'],
   ['"1.5e1"', '15'],
@@ -390,7 +442,8 @@ const HOSTILE: Record<Exclude<MarketplaceName, 'waxpeer'>, Hostile> = {
     ],
   },
   whitemarket: {
-    row: (name, price) => `{"market_hash_name":${JSON.stringify(name)},"price":${price},"market_product_link":"https://white.market/x","market_product_count":1}`,
+    row: (name, price) =>
+      `{"market_hash_name":${JSON.stringify(name)},"price":${price},"market_product_link":"https://white.market/x","market_product_count":1}`,
     body: (rows) => `[${rows.join(',')}]`,
     refused: USD_REFUSED,
     accepted: USD_ACCEPTED,
@@ -497,7 +550,12 @@ const WRONG_SHAPES: Record<Exclude<MarketplaceName, 'waxpeer'>, string[]> = {
   lisskins: ['{"error":"maintenance"}', 'null', '"csgo"'],
   whitemarket: ['{"data":[]}', '{}', '42'],
   bitskins: ['{"list":null}', '[]', '{"code":"RATE_LIMIT"}'],
-  csdeals: ['{"success":false,"error":"Invalid appid"}', '{"success":true,"response":{}}', '{"success":true,"response":{"items":{}}}', '{"success":"true","response":{"items":[]}}'],
+  csdeals: [
+    '{"success":false,"error":"Invalid appid"}',
+    '{"success":true,"response":{}}',
+    '{"success":true,"response":{"items":{}}}',
+    '{"success":"true","response":{"items":[]}}',
+  ],
 };
 
 describe('upstream failures', () => {
@@ -515,7 +573,14 @@ describe('upstream failures', () => {
   });
 
   test('429 without Retry-After → each adapter’s default delay; an HTTP-date is honoured', async () => {
-    const defaults: Record<MarketplaceName, number> = { csmarket: 10_000, lisskins: 60_000, waxpeer: 60_000, whitemarket: 60_000, bitskins: 30_000, csdeals: 60_000 };
+    const defaults: Record<MarketplaceName, number> = {
+      csmarket: 10_000,
+      lisskins: 60_000,
+      waxpeer: 60_000,
+      whitemarket: 60_000,
+      bitskins: 30_000,
+      csdeals: 60_000,
+    };
     for (const source of singles) {
       overrides.set(ROUTE_OF[source], () => json('null', 429));
       const error = await failure(fetchFrom(source));
@@ -611,10 +676,7 @@ describe('waxpeer key', () => {
     const { log, lines } = capturingLog();
     const result = await fetchFrom('waxpeer', { apiKey, log });
     expect(result.observations.length).toBe(9);
-    expect(requests).toEqual([
-      `/waxpeer/v1/prices?game=csgo&minified=0&api=${apiKey}`,
-      `/waxpeer/v1/prices/dopplers?game=csgo&phase=any&api=${apiKey}`,
-    ]);
+    expect(requests).toEqual([`/waxpeer/v1/prices?game=csgo&minified=0&api=${apiKey}`, `/waxpeer/v1/prices/dopplers?game=csgo&phase=any&api=${apiKey}`]);
     const logged = lines.join('');
     expect(lines.filter((line) => line.includes('upstream response')).length).toBe(2);
     expect(logged).toContain('api=REDACTED');

@@ -5,10 +5,10 @@ import type { FxRates } from '../../shared/fx/repository.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { parseSkinbaronRow } from '../../shared/sources/skinbaron.ts';
-import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../../shared/sources/types.ts';
+import { type FetchContext, type SourceObservation, SourceRateLimitedError, SourceUnavailableError } from '../../shared/sources/types.ts';
 import { parseJsonExact } from '../../shared/sources/upstream.ts';
-import { failure, capturingLog } from '../helpers.ts';
-import { startMarketSimulator, type MarketSimulator, type SimulatorItem } from '../fakes/simulator/server.ts';
+import { type MarketSimulator, type SimulatorItem, startMarketSimulator } from '../fakes/simulator/server.ts';
+import { capturingLog, failure } from '../helpers.ts';
 
 /**
  * Skinbaron (docs/design.md §14), the tenth source: EUR prices converted to USD at a known rate set, exactly
@@ -23,7 +23,15 @@ const NOW = new Date('2026-03-01T12:00:10.000Z');
 const API_KEY = 'skinbaron-secret-key-0123456789abcdef';
 
 /** A known rate set: 1 EUR = 1.0834 USD. */
-const RATES: FxRates = { as_of: '2026-02-27', rates: new Map([['EUR', '1'], ['USD', '1.0834'], ['GBP', '0.84290']]), fetched_at: NOW };
+const RATES: FxRates = {
+  as_of: '2026-02-27',
+  rates: new Map([
+    ['EUR', '1'],
+    ['USD', '1.0834'],
+    ['GBP', '0.84290'],
+  ]),
+  fetched_at: NOW,
+};
 
 const AK = 'AK-47 | Redline (Field-Tested)';
 const AWP = 'StatTrak™ AWP | Asiimov (Battle-Scarred)';
@@ -85,8 +93,6 @@ function observation(name: string, price: string, eur: string): SourceObservatio
 
 const byName = (observations: SourceObservation[]) => [...observations].sort((a, b) => a.market_hash_name.localeCompare(b.market_hash_name));
 
-
-
 describe('recorded body', () => {
   test('EUR × rate(USD), exact and half-even to cents; the EUR text kept as original; phase rows left out', async () => {
     const result = await fetchSkinbaron();
@@ -141,7 +147,13 @@ describe('conversion', () => {
   const row = (lowestPrice: string, rates: FxRates = RATES, extra = '') =>
     parseSkinbaronRow(parseJsonExact(`{"marketHashName":"X","lowestPrice":${lowestPrice}${extra}}`), NOW, rates);
   const priceOf = (outcome: ReturnType<typeof parseSkinbaronRow>) => (typeof outcome === 'string' ? outcome : outcome.price);
-  const ratesWithUsd = (usd: string): FxRates => ({ ...RATES, rates: new Map([['EUR', '1'], ['USD', usd]]) });
+  const ratesWithUsd = (usd: string): FxRates => ({
+    ...RATES,
+    rates: new Map([
+      ['EUR', '1'],
+      ['USD', usd],
+    ]),
+  });
 
   test('ties round half to even, once, from the exact product', () => {
     const even = ratesWithUsd('1.5');
@@ -172,7 +184,14 @@ describe('conversion', () => {
     expect(row('5', RATES, ',"dopplerClassName":"sapphire"')).toBe('unpriced');
     expect(row('5', RATES, ',"dopplerClassName":""')).toMatchObject({ price: '5.42' });
     expect(row('5', RATES, ',"dopplerClassName":7')).toBe('malformed');
-    for (const body of ['{"lowestPrice":1}', '{"marketHashName":null,"lowestPrice":1}', '{"marketHashName":"","lowestPrice":1}', '{"market_hash_name":"X","lowestPrice":1}', '"X"', 'null']) {
+    for (const body of [
+      '{"lowestPrice":1}',
+      '{"marketHashName":null,"lowestPrice":1}',
+      '{"marketHashName":"","lowestPrice":1}',
+      '{"market_hash_name":"X","lowestPrice":1}',
+      '"X"',
+      'null',
+    ]) {
       expect([body, parseSkinbaronRow(parseJsonExact(body), NOW, RATES)]).toEqual([body, 'malformed']);
     }
   });
@@ -299,9 +318,19 @@ describe('market simulator', () => {
   });
 
   test('a skinbaron pin is EUR, written verbatim', async () => {
-    const pinned = startMarketSimulator({ items: [{ market_hash_name: AK, phases: [] }], now: () => NOW, prices: { [AK]: { default: { price: '2.30', sources: { skinbaron: '2.15' } } } } });
+    const pinned = startMarketSimulator({
+      items: [{ market_hash_name: AK, phases: [] }],
+      now: () => NOW,
+      prices: { [AK]: { default: { price: '2.30', sources: { skinbaron: '2.15' } } } },
+    });
     try {
-      const text = await (await fetch(`${pinned.url}/skinbaron/GetExtendedPriceList`, { method: 'POST', headers: { 'x-requested-with': 'XMLHttpRequest' }, body: '{"apikey":"k","appId":730}' })).text();
+      const text = await (
+        await fetch(`${pinned.url}/skinbaron/GetExtendedPriceList`, {
+          method: 'POST',
+          headers: { 'x-requested-with': 'XMLHttpRequest' },
+          body: '{"apikey":"k","appId":730}',
+        })
+      ).text();
       expect(text).toContain('"lowestPrice":2.15,');
     } finally {
       await pinned.stop();
@@ -318,7 +347,8 @@ describe('market simulator', () => {
   });
 
   test('every other mode: fail, malformed, rate_limit, stall, wrong_types', async () => {
-    const run = (extra: Partial<FetchContext> = {}) => ADAPTERS.skinbaron.fetchSnapshot({ ...context({ rates: simulatorRates, ...extra }), baseUrl: `${sim.url}/skinbaron` });
+    const run = (extra: Partial<FetchContext> = {}) =>
+      ADAPTERS.skinbaron.fetchSnapshot({ ...context({ rates: simulatorRates, ...extra }), baseUrl: `${sim.url}/skinbaron` });
     sim.setMode('skinbaron', 'fail');
     expect(((await failure(run())) as Error).message).toContain('HTTP 500');
     sim.setMode('skinbaron', 'malformed');

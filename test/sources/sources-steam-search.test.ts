@@ -2,20 +2,20 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import path from 'node:path';
 import { generateCatalog } from '../../shared/catalog/generate.ts';
 import { syncCatalog } from '../../shared/catalog/repository.ts';
+import { itemImages } from '../../shared/media/images/item-images.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
 import { createRequestRedis, type Redis } from '../../shared/platform/redis.ts';
 import { createRequestBudget, requestBudgetKeys, sourceBudgetPrefix } from '../../shared/sources/budget.ts';
 import { redisSourceCursor, sourceCursorKey } from '../../shared/sources/cursor.ts';
-import { namesToRead, priceDemandKey, PriceDemand, SALES_TURN_INTERVAL_MS, salesTurnsKey } from '../../shared/sources/demand.ts';
+import { namesToRead, PriceDemand, priceDemandKey, SALES_TURN_INTERVAL_MS, salesTurnsKey } from '../../shared/sources/demand.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
-import { itemImages } from '../../shared/media/images/item-images.ts';
 import { sourceSettings } from '../../shared/sources/settings.ts';
 import { parseSteamOverviewSales, parseSteamSearchRow, STEAM_SEARCH_PAGE_SIZE } from '../../shared/sources/steam.ts';
-import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceCursor } from '../../shared/sources/types.ts';
+import { type FetchContext, type SourceCursor, SourceRateLimitedError, SourceUnavailableError } from '../../shared/sources/types.ts';
 import { JsonNumber, parseJsonExact } from '../../shared/sources/upstream.ts';
 import { runSourceIngest } from '../../workers/ingest/run.ts';
-import { startMarketSimulator, type MarketSimulator, type SimulatorItem } from '../fakes/simulator/server.ts';
-import { eventually, failure, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { type MarketSimulator, type SimulatorItem, startMarketSimulator } from '../fakes/simulator/server.ts';
+import { eventually, failure, scratchTestApp, type TestApp, testConfig, workspaceWithKey } from '../helpers.ts';
 
 /**
  * Steam in bulk (docs/design.md §19, docs/decisions.md "Steam in bulk"): the search/render pages read on a
@@ -61,7 +61,8 @@ let answer: (start: number) => Response;
 const seen: string[] = [];
 let server: ReturnType<typeof Bun.serve>;
 let fakeUrl: string;
-const json = (text: string, status = 200, headers: Record<string, string> = {}) => new Response(text, { status, headers: { 'content-type': 'application/json', ...headers } });
+const json = (text: string, status = 200, headers: Record<string, string> = {}) =>
+  new Response(text, { status, headers: { 'content-type': 'application/json', ...headers } });
 
 beforeAll(async () => {
   fixtureText = await Bun.file(FIXTURE).text();
@@ -97,7 +98,9 @@ function overview(name: string): Response {
 
 /** A page of `rows` (raw JSON texts) at `start` out of `total`. */
 const page = (start: number, total: number, rows: string[]) =>
-  json(`{"success":true,"start":${start},"pagesize":100,"total_count":${total},"searchdata":{"query":"","search_descriptions":false,"total_count":${total},"pagesize":100,"prefix":"searchResults","class_prefix":"market"},"results":[${rows.join(',')}]}`);
+  json(
+    `{"success":true,"start":${start},"pagesize":100,"total_count":${total},"searchdata":{"query":"","search_descriptions":false,"total_count":${total},"pagesize":100,"prefix":"searchResults","class_prefix":"market"},"results":[${rows.join(',')}]}`,
+  );
 const row = (name: string, cents: string, listings: string, icon = `"iconOf_${name.length}"`) =>
   `{"name":${JSON.stringify(name)},"hash_name":${JSON.stringify(name)},"sell_listings":${listings},"sell_price":${cents},"sell_price_text":"$1.00","app_name":"Counter-Strike 2","asset_description":{"appid":730,"icon_url":${icon},"market_hash_name":${JSON.stringify(name)}},"sale_price_text":"$0.96"}`;
 
@@ -117,7 +120,9 @@ describe('search/render rows', () => {
     ]);
     // Every row's icon, the unlisted sticker's too (an image is not a price).
     expect(result.icons!.map((icon) => icon.market_hash_name)).toEqual([AK, AWP, KARAMBIT, GRAFFITI, CASE, STICKER]);
-    expect(result.icons![0]!.icon_url).toStartWith('-9a81dlWLwJ2UUGcVs_nsVtzdOEdtWwKGZZLQHTxDZ7I56KU0Zwwo4NUX4oFJZEHLbXH5ApeO4YmlhxYQknCRvCo04DEVlxkKgpot7HxfDhjxszJemkV');
+    expect(result.icons![0]!.icon_url).toStartWith(
+      '-9a81dlWLwJ2UUGcVs_nsVtzdOEdtWwKGZZLQHTxDZ7I56KU0Zwwo4NUX4oFJZEHLbXH5ApeO4YmlhxYQknCRvCo04DEVlxkKgpot7HxfDhjxszJemkV',
+    );
     // The page held 6 of 35 918 rows: the next run starts after them.
     expect(cursor.writes).toEqual([1206]);
   });
@@ -148,8 +153,12 @@ describe('search/render rows', () => {
     expect(parse(row(AK, '120', '0'))).toMatchObject({ observation: 'unpriced' });
     expect(parse(row(AK, '0', '4'))).toMatchObject({ observation: 'unpriced' });
     const noIcon = (icon: string) => parse(row(AK, '120', '4', icon));
-    for (const icon of ['"../../etc/passwd"', '"a/b"', '12', 'null', '""', JSON.stringify('x'.repeat(1025))]) expect(noIcon(icon)).toMatchObject({ observation: { price: '1.20', quantity: 4 }, icon: null });
-    expect(parse(`{"hash_name":${JSON.stringify(AK)},"sell_listings":4,"sell_price":120,"asset_description":"x"}`)).toMatchObject({ observation: { price: '1.20' }, icon: null });
+    for (const icon of ['"../../etc/passwd"', '"a/b"', '12', 'null', '""', JSON.stringify('x'.repeat(1025))])
+      expect(noIcon(icon)).toMatchObject({ observation: { price: '1.20', quantity: 4 }, icon: null });
+    expect(parse(`{"hash_name":${JSON.stringify(AK)},"sell_listings":4,"sell_price":120,"asset_description":"x"}`)).toMatchObject({
+      observation: { price: '1.20' },
+      icon: null,
+    });
     expect(parse(`{"hash_name":${JSON.stringify(AK)},"sell_listings":4,"sell_price":120}`)).toMatchObject({ observation: { price: '1.20' }, icon: null });
     expect(parse(row(AK, '1', '1'))).toMatchObject({ observation: { price: '0.01' } });
   });
@@ -167,9 +176,21 @@ describe('search/render rows', () => {
 
   const hostile: [string, () => Response, (error: unknown) => void][] = [
     ['{success:false}', () => json('{"success":false}'), (error) => expect((error as Error).message).toContain('success is false')],
-    ['results: null', () => json('{"success":true,"start":100,"pagesize":100,"total_count":500,"results":null}'), (error) => expect((error as Error).message).toContain('no results array')],
-    ['no total_count', () => json('{"success":true,"start":100,"pagesize":100,"results":[]}'), (error) => expect((error as Error).message).toContain('no total_count')],
-    ['total_count a string', () => json('{"success":true,"start":100,"pagesize":100,"total_count":"500","results":[]}'), (error) => expect((error as Error).message).toContain('no total_count')],
+    [
+      'results: null',
+      () => json('{"success":true,"start":100,"pagesize":100,"total_count":500,"results":null}'),
+      (error) => expect((error as Error).message).toContain('no results array'),
+    ],
+    [
+      'no total_count',
+      () => json('{"success":true,"start":100,"pagesize":100,"results":[]}'),
+      (error) => expect((error as Error).message).toContain('no total_count'),
+    ],
+    [
+      'total_count a string',
+      () => json('{"success":true,"start":100,"pagesize":100,"total_count":"500","results":[]}'),
+      (error) => expect((error as Error).message).toContain('no total_count'),
+    ],
     ['a bare array', () => json('[]'), (error) => expect((error as Error).message).toContain('not an object')],
     ['truncated JSON', () => json(fixtureText.slice(0, 700)), (error) => expect((error as Error).message).toContain('unparseable')],
     ['an empty page below total_count', () => page(100, 500, []), (error) => expect((error as Error).message).toContain('empty below total_count')],
@@ -191,8 +212,11 @@ describe('search/render rows', () => {
     });
   }
 
-  test('429 with Retry-After, and Steam\'s own 429 (body null, no Retry-After): rate-limited, the first page kept', async () => {
-    for (const [headers, retryAfterMs] of [[{ 'retry-after': '7' }, 7_000], [{}, 300_000]] as const) {
+  test("429 with Retry-After, and Steam's own 429 (body null, no Retry-After): rate-limited, the first page kept", async () => {
+    for (const [headers, retryAfterMs] of [
+      [{ 'retry-after': '7' }, 7_000],
+      [{}, 300_000],
+    ] as const) {
       answer = (start) => (start === 0 ? page(0, 500, [row(AK, '3194', '12')]) : json('null', 429, headers));
       const error = await failure(ADAPTERS.steam.fetchSnapshot(context(fakeUrl, { maxPages: 5, cursor: memoryCursor() })));
       expect(error).toBeInstanceOf(SourceRateLimitedError);
@@ -202,10 +226,17 @@ describe('search/render rows', () => {
   });
 
   test('Steam answering fewer rows than asked: the cursor moves by the rows given', async () => {
-    answer = (start) => page(start, 25, Array.from({ length: Math.min(10, 25 - start) }, (_, index) => row(`Item ${String(start + index).padStart(2, '0')}`, '100', '1')));
+    answer = (start) =>
+      page(
+        start,
+        25,
+        Array.from({ length: Math.min(10, 25 - start) }, (_, index) => row(`Item ${String(start + index).padStart(2, '0')}`, '100', '1')),
+      );
     const cursor = memoryCursor();
     const first = await ADAPTERS.steam.fetchSnapshot(context(fakeUrl, { maxPages: 2, cursor }));
-    expect(first.observations.map((observation) => observation.market_hash_name)).toEqual(Array.from({ length: 20 }, (_, index) => `Item ${String(index).padStart(2, '0')}`));
+    expect(first.observations.map((observation) => observation.market_hash_name)).toEqual(
+      Array.from({ length: 20 }, (_, index) => `Item ${String(index).padStart(2, '0')}`),
+    );
     expect(cursor.writes).toEqual([10, 20]);
     const second = await ADAPTERS.steam.fetchSnapshot(context(fakeUrl, { maxPages: 2, cursor }));
     expect(second.observations).toHaveLength(5);
@@ -238,7 +269,10 @@ describe('priceoverview: a 24 h sales window, never a price', () => {
     expect(parseSteamOverviewSales(AK, parseJsonExact('{"success":"true"}'), NOW)).toBe('malformed');
     expect(parseSteamOverviewSales(AK, parseJsonExact('{"success":false}'), NOW)).toBe('unknown');
     // lowest_price is an ask, not read: even a broken one leaves the sales window.
-    expect(parseSteamOverviewSales(AK, parseJsonExact('{"success":true,"lowest_price":2.3,"volume":"3","median_price":"$2.40"}'), NOW)).toMatchObject({ median: '2.40', volume: 3 });
+    expect(parseSteamOverviewSales(AK, parseJsonExact('{"success":true,"lowest_price":2.3,"volume":"3","median_price":"$2.40"}'), NOW)).toMatchObject({
+      median: '2.40',
+      volume: 3,
+    });
     expect(parseSteamOverviewSales(AK, { success: true, volume: new JsonNumber('3') }, NOW)).toBe('malformed');
 
     const error = await failure(ADAPTERS.steam.fetchSnapshot(context(fakeUrl, { names: [AK, 'Odd', 'Throttled', CASE] })));
@@ -253,14 +287,26 @@ describe('priceoverview: a 24 h sales window, never a price', () => {
 
 describe('against the market simulator', () => {
   /** 250 names: three pages of 100 (the last of 50). */
-  const items: SimulatorItem[] = Array.from({ length: 250 }, (_, index) => ({ market_hash_name: `Sim Item ${String(index).padStart(3, '0')} | Search (Field-Tested)`, phases: [] }));
+  const items: SimulatorItem[] = Array.from({ length: 250 }, (_, index) => ({
+    market_hash_name: `Sim Item ${String(index).padStart(3, '0')} | Search (Field-Tested)`,
+    phases: [],
+  }));
   let sim: MarketSimulator;
   let redis: Redis;
   const prefix = `steamsearch${crypto.randomUUID().slice(0, 8)}`;
   beforeAll(async () => {
     sim = startMarketSimulator({
-      items: [...items, { market_hash_name: AK, phases: [] }, { market_hash_name: KARAMBIT, phases: ['phase-2', 'ruby'] }, { market_hash_name: STICKER, phases: [] }],
-      prices: { [AK]: { default: { price: '2.30', quantity: 1234 } }, [KARAMBIT]: { 'phase-2': { price: '640.10', quantity: 3 }, ruby: { price: '3850', quantity: 1 } }, [STICKER]: { default: { price: null, quantity: 0 } } },
+      items: [
+        ...items,
+        { market_hash_name: AK, phases: [] },
+        { market_hash_name: KARAMBIT, phases: ['phase-2', 'ruby'] },
+        { market_hash_name: STICKER, phases: [] },
+      ],
+      prices: {
+        [AK]: { default: { price: '2.30', quantity: 1234 } },
+        [KARAMBIT]: { 'phase-2': { price: '640.10', quantity: 3 }, ruby: { price: '3850', quantity: 1 } },
+        [STICKER]: { default: { price: null, quantity: 0 } },
+      },
       now: () => NOW,
     });
     redis = createRequestRedis(process.env.REDIS_URL!, 'steam-search-test');
@@ -276,8 +322,20 @@ describe('against the market simulator', () => {
   const steamUrl = () => `${sim.url}/steam`;
 
   test('the simulator speaks the real format: sorted by name, count capped at 100, listings and icons', async () => {
-    const body = (await (await fetch(`${steamUrl()}/market/search/render/?appid=730&norender=1&count=500&start=0&sort_column=name&sort_dir=asc&currency=1`)).json()) as {
-      success: boolean; start: number; pagesize: number; total_count: number; results: { hash_name: string; sell_listings: number; sell_price: number; sell_price_text: string; asset_description: { icon_url: string; market_hash_name: string; appid: number } }[];
+    const body = (await (
+      await fetch(`${steamUrl()}/market/search/render/?appid=730&norender=1&count=500&start=0&sort_column=name&sort_dir=asc&currency=1`)
+    ).json()) as {
+      success: boolean;
+      start: number;
+      pagesize: number;
+      total_count: number;
+      results: {
+        hash_name: string;
+        sell_listings: number;
+        sell_price: number;
+        sell_price_text: string;
+        asset_description: { icon_url: string; market_hash_name: string; appid: number };
+      }[];
     };
     expect(body).toMatchObject({ success: true, start: 0, pagesize: 100, total_count: 253 });
     expect(body.results).toHaveLength(100);
@@ -286,7 +344,9 @@ describe('against the market simulator', () => {
     const ak = body.results.find((result) => result.hash_name === AK)!;
     expect(ak).toMatchObject({ sell_listings: 1234, sell_price: 230, sell_price_text: '$2.30', asset_description: { appid: 730, market_hash_name: AK } });
     expect(ak.asset_description.icon_url).toMatch(/^[A-Za-z0-9_-]{100,}$/);
-    const last = (await (await fetch(`${steamUrl()}/market/search/render/?appid=730&norender=1&count=100&start=200`)).json()) as { results: { hash_name: string; sell_price: number; sell_listings: number }[] };
+    const last = (await (await fetch(`${steamUrl()}/market/search/render/?appid=730&norender=1&count=100&start=200`)).json()) as {
+      results: { hash_name: string; sell_price: number; sell_listings: number }[];
+    };
     expect(last.results).toHaveLength(53);
     // Nothing listed: still a row, with 0 listings at 0 (as Steam lists such items).
     expect(last.results.find((result) => result.hash_name === STICKER)).toMatchObject({ sell_price: 0, sell_listings: 0 });
@@ -295,12 +355,19 @@ describe('against the market simulator', () => {
     expect((await fetch(`${steamUrl()}/market/search/render/?appid=730&count=100&start=0`)).status).toBe(400);
   });
 
-  test('a new item (the simulator\'s newItems) is on the search pages from its time, not before', async () => {
+  test("a new item (the simulator's newItems) is on the search pages from its time, not before", async () => {
     let at = NOW;
     const fresh = 'Souvenir Charm | Cologne 2026 Highlight | MATYS ACE';
-    const market = startMarketSimulator({ items: [{ market_hash_name: AK, phases: [] }], newItems: [{ market_hash_name: fresh, phases: [], afterBuckets: 2 }], now: () => at });
+    const market = startMarketSimulator({
+      items: [{ market_hash_name: AK, phases: [] }],
+      newItems: [{ market_hash_name: fresh, phases: [], afterBuckets: 2 }],
+      now: () => at,
+    });
     try {
-      const names = async () => (await ADAPTERS.steam.fetchSnapshot(context(`${market.url}/steam`, { maxPages: 1, now: () => at }))).observations.map((observation) => observation.market_hash_name);
+      const names = async () =>
+        (await ADAPTERS.steam.fetchSnapshot(context(`${market.url}/steam`, { maxPages: 1, now: () => at }))).observations.map(
+          (observation) => observation.market_hash_name,
+        );
       expect(await names()).toEqual([AK]);
       at = new Date(NOW.getTime() + 60_000);
       expect(await names()).toEqual([AK, fresh]);
@@ -353,7 +420,9 @@ describe('against the market simulator', () => {
   test('never more requests than the budget: pages and names together stop at it, keeping what was read', async () => {
     const budget = createRequestBudget(redis, 'steam', { requests: 3, windowSeconds: 60, keyPrefix: `${prefix}:budget` });
     const before = sim.requestCount('steam');
-    const error = await failure(ADAPTERS.steam.fetchSnapshot(context(steamUrl(), { maxPages: 2, names: [AK, KARAMBIT], acquire: budget.acquire, cursor: memoryCursor() })));
+    const error = await failure(
+      ADAPTERS.steam.fetchSnapshot(context(steamUrl(), { maxPages: 2, names: [AK, KARAMBIT], acquire: budget.acquire, cursor: memoryCursor() })),
+    );
     expect(error).toBeInstanceOf(SourceRateLimitedError);
     expect(error).toMatchObject({ origin: 'budget' });
     expect(sim.requestCount('steam') - before).toBe(3);
@@ -370,7 +439,7 @@ describe('against the market simulator', () => {
     const local = sourceSettings(testConfig({ SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam' }), ADAPTERS.steam);
     expect(local.intervalSeconds).toBe(30);
     expect({ pages: local.paging.maxPages, names: local.batchSize }).toEqual({ pages: 40, names: 50 });
-    expect((local.paging.maxPages! * STEAM_SEARCH_PAGE_SIZE)).toBe(4_000);
+    expect(local.paging.maxPages! * STEAM_SEARCH_PAGE_SIZE).toBe(4_000);
     const quick = sourceSettings(testConfig({ SOURCE_STEAM_URL: 'http://127.0.0.1:1/steam', SOURCE_STEAM_INTERVAL_SECONDS: '2' }), ADAPTERS.steam);
     expect(quick.paging.maxPages! + quick.batchSize).toBeLessThanOrEqual((0.8 * quick.budget.requests * 2) / 60);
   });
@@ -428,12 +497,17 @@ describe('steam ingest runs (Postgres and Redis)', () => {
       join catalog_items c using (catalog_id) where l.source = 'steam' order by c.market_hash_name`;
     expect(latest.map((row) => row.market_hash_name).sort()).toEqual([AK, AWP, KARAMBIT, CASE].sort());
     expect(latest.find((row) => row.market_hash_name === AK)).toEqual({ market_hash_name: AK, price: '2.30', quantity: 1234, median_price: null });
-    const icons = await t.deps.sql<{ market_hash_name: string; version: string; icon_url: string }[]>`select market_hash_name, version, icon_url from item_icons order by market_hash_name`;
+    const icons = await t.deps.sql<
+      { market_hash_name: string; version: string; icon_url: string }[]
+    >`select market_hash_name, version, icon_url from item_icons order by market_hash_name`;
     expect(icons.map((icon) => icon.market_hash_name).sort()).toEqual([...CATALOG_NAMES].sort());
     expect(icons.every((icon) => icon.version === 'default' && /^[A-Za-z0-9_-]+$/.test(icon.icon_url))).toBe(true);
     // The item's image is now Steam's icon.
     const [image] = await itemImages(t.deps.sql, t.deps.config, [{ catalog_id: ids.get(AK)! }]);
-    expect(image).toEqual({ url: `${t.deps.config.STEAM_IMAGE_URL}/economy/image/${icons.find((icon) => icon.market_hash_name === AK)!.icon_url}`, source: 'steam' });
+    expect(image).toEqual({
+      url: `${t.deps.config.STEAM_IMAGE_URL}/economy/image/${icons.find((icon) => icon.market_hash_name === AK)!.icon_url}`,
+      source: 'steam',
+    });
   });
 
   test('asked names get their priceoverview turn first, once an hour; the others by staleness', async () => {

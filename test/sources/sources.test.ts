@@ -6,27 +6,27 @@ import pino from 'pino';
 import { parseEcbRates } from '../../shared/fx/ecb.ts';
 import type { FxRates } from '../../shared/fx/repository.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
-import { compareDecimals } from '../../shared/util/decimal.ts';
+import { SOURCE_NAMES, type SourceName } from '../../shared/platform/source-names.ts';
 import { createRequestBudget, requestBudgetKeys } from '../../shared/sources/budget.ts';
 import { CSFLOAT_DEFAULT_MAX_PAGES, CSFLOAT_MAX_PAGE_SIZE } from '../../shared/sources/csfloat.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { decimalFromCents, decimalFromJsonNumber, decimalFromSteamMoney, integerFromSteamCount } from '../../shared/sources/money.ts';
-import { SourceRateLimitedError, SourceUnavailableError, type FetchContext, type SourceObservation } from '../../shared/sources/types.ts';
-import { SOURCE_NAMES, type SourceName } from '../../shared/platform/source-names.ts';
-import { parseJsonExact, parseJsonExactWithReviver, parseRetryAfter, JsonNumber } from '../../shared/sources/upstream.ts';
 import { sourceSettings } from '../../shared/sources/settings.ts';
-import { failure, testConfig } from '../helpers.ts';
+import { type FetchContext, type SourceObservation, SourceRateLimitedError, SourceUnavailableError } from '../../shared/sources/types.ts';
+import { JsonNumber, parseJsonExact, parseJsonExactWithReviver, parseRetryAfter } from '../../shared/sources/upstream.ts';
+import { compareDecimals } from '../../shared/util/decimal.ts';
 import {
   ABSENT_SHARE,
-  MARKETPLACE_SOURCES,
-  SIMULATOR_MODES,
-  SIMULATOR_TARGETS,
-  startMarketSimulator,
   type FixedPrice,
+  MARKETPLACE_SOURCES,
   type MarketplaceSource,
   type MarketSimulator,
+  SIMULATOR_MODES,
+  SIMULATOR_TARGETS,
   type SimulatorItem,
+  startMarketSimulator,
 } from '../fakes/simulator/server.ts';
+import { failure, testConfig } from '../helpers.ts';
 
 /** Source adapters (docs/design.md §9) against the market simulator, and the Redis request budget. */
 
@@ -68,7 +68,6 @@ function context(baseUrl: string, overrides: Partial<FetchContext> = {}): FetchC
 
 const byKey = (observations: SourceObservation[]) =>
   [...observations].sort((a, b) => `${a.market_hash_name}|${a.version}`.localeCompare(`${b.market_hash_name}|${b.version}`));
-
 
 /** Seeded PRNG for the property tests, so a failure names its seed. */
 function prng(seed: number): () => number {
@@ -122,12 +121,23 @@ describe('money text', () => {
     const same = (text: string) => expect(parseJsonExact(text)).toEqual(parseJsonExactWithReviver(text));
     // Strings that look like numbers or structure, escapes before quotes, numbers of every form.
     for (const text of [
-      '2.30', '-0', '1E+400', '"12"', 'null', 'true', '[]', '{}', '[1,-2.50,3e-3,0.0,"4"]',
+      '2.30',
+      '-0',
+      '1E+400',
+      '"12"',
+      'null',
+      'true',
+      '[]',
+      '{}',
+      '[1,-2.50,3e-3,0.0,"4"]',
       String.raw`{"a":"x\\","b":1.10,"c":"\\\"9\"","d":[{"e":-0.0}],"f":"a:b{c}"}`,
       String.raw`{"n":"\u0031\u0032","m":10.00,"k":{"z":1,"y":"}"}}`,
       // Integer-like keys come first in a parsed object, and a repeated key keeps its last value at the
       // first one's place: both differ from the text's order and take the reviver path.
-      '{"b":1.5,"1":2.25,"a":3}', '{"a":"s","b":1.0,"a":1}', '{"a":1,"b":2,"a":3.00}', '{"a":1.0,"a":"x","c":2}',
+      '{"b":1.5,"1":2.25,"a":3}',
+      '{"a":"s","b":1.0,"a":1}',
+      '{"a":1,"b":2,"a":3.00}',
+      '{"a":1.0,"a":"x","c":2}',
       '[{"a":1},{"a":2.0,"a":2.00}]',
     ]) {
       same(text);
@@ -251,7 +261,17 @@ describe('skinport', () => {
 describe('steam', () => {
   // docs/design.md §19: prices come from the search pages (test/sources/sources-steam-search.test.ts has them in depth);
   // priceoverview reads the names it is given as 24 h sales windows, never as prices.
-  const sale = (name: string, median: string | null, volume: number) => ({ market_hash_name: name, version: 'default', window: '24h' as const, median, mean: null, min: null, max: null, volume, source_time: NOW });
+  const sale = (name: string, median: string | null, volume: number) => ({
+    market_hash_name: name,
+    version: 'default',
+    window: '24h' as const,
+    median,
+    mean: null,
+    min: null,
+    max: null,
+    volume,
+    source_time: NOW,
+  });
 
   test('search pages price the market: cents → exact decimals, listings as quantity, the unlisted unpriced', async () => {
     const result = await ADAPTERS.steam.fetchSnapshot(context(url('steam'), { maxPages: 1 }));
@@ -272,7 +292,13 @@ describe('steam', () => {
     const result = await ADAPTERS.steam.fetchSnapshot(context(url('steam'), { names }));
     expect(result).toMatchObject({ observations: [], skipped: 0, unknown: 1, requests: 6 });
     expect(sim.requestCount('steam') - before).toBe(6);
-    expect(result.sales).toEqual([sale(AK, '2.45', 1234), sale(AWP, '1234.56', 3), sale(KARAMBIT, '612.00', 9), sale(STICKER, null, 0), sale(CASE, null, 25000)]);
+    expect(result.sales).toEqual([
+      sale(AK, '2.45', 1234),
+      sale(AWP, '1234.56', 3),
+      sale(KARAMBIT, '612.00', 9),
+      sale(STICKER, null, 0),
+      sale(CASE, null, 25000),
+    ]);
   });
 
   test('partial: malformed answers are skipped and counted', async () => {
@@ -337,8 +363,26 @@ describe('csfloat', () => {
     }
     const at = (name: string, phase = '') => new Date(newest.get(`${name}|${phase}`)!);
     expect(byKey(result.observations)).toEqual([
-      { market_hash_name: KARAMBIT, version: 'phase-2', price: '640.10', median_price: '655.55', bid: null, volume_7d: null, quantity: 3, source_time: at(KARAMBIT, 'Phase 2') },
-      { market_hash_name: KARAMBIT, version: 'ruby', price: '3850.00', median_price: '3850.00', bid: null, volume_7d: null, quantity: 1, source_time: at(KARAMBIT, 'Ruby') },
+      {
+        market_hash_name: KARAMBIT,
+        version: 'phase-2',
+        price: '640.10',
+        median_price: '655.55',
+        bid: null,
+        volume_7d: null,
+        quantity: 3,
+        source_time: at(KARAMBIT, 'Phase 2'),
+      },
+      {
+        market_hash_name: KARAMBIT,
+        version: 'ruby',
+        price: '3850.00',
+        median_price: '3850.00',
+        bid: null,
+        volume_7d: null,
+        quantity: 1,
+        source_time: at(KARAMBIT, 'Ruby'),
+      },
       // Sorted 2.10, 2.30, 2.35, 5.00: an even count takes the lower middle.
       { market_hash_name: AK, version: 'default', price: '2.10', median_price: '2.30', bid: null, volume_7d: null, quantity: 4, source_time: at(AK) },
       { market_hash_name: CASE, version: 'default', price: '0.05', median_price: '0.05', bid: null, volume_7d: null, quantity: 2, source_time: at(CASE) },
@@ -754,7 +798,11 @@ describe('simulator formats', () => {
     const names = byName(rows, 'market_hash_name');
     // The sticker pinned with nothing for sale is not listed; a pinned Doppler's plain name only.
     expect([...names.keys()].sort()).toEqual([KARAMBIT, AK, CASE, AWP].sort());
-    const lowest = (name: string) => names.get(name)!.map((row) => row.price as string).sort((a, b) => mills(a) - mills(b))[0];
+    const lowest = (name: string) =>
+      names
+        .get(name)!
+        .map((row) => row.price as string)
+        .sort((a, b) => mills(a) - mills(b))[0];
     expect([lowest(AK), lowest(AWP), lowest(KARAMBIT), lowest(CASE)]).toEqual(['2.300', '1234.560', '612.000', '0.700']);
     expect(text).toContain('"price":"2.300"');
     for (const row of rows) {
@@ -821,7 +869,12 @@ describe('simulator formats', () => {
     expect(new Set(dopplers.rows.map((row) => row.name))).toEqual(new Set([KARAMBIT]));
     const phases = new Map<string, Row[]>();
     for (const row of dopplers.rows) phases.set(row.phase as string, [...(phases.get(row.phase as string) ?? []), row]);
-    const summary = [...phases].map(([phase, listings]) => [phase, listings.length, Math.min(...listings.map((row) => row.price as number)), listings[0]!.paint_index]);
+    const summary = [...phases].map(([phase, listings]) => [
+      phase,
+      listings.length,
+      Math.min(...listings.map((row) => row.price as number)),
+      listings[0]!.paint_index,
+    ]);
     expect(summary.sort()).toEqual([
       ['Black Pearl', 2, 2100500, 417],
       ['Phase 2', 3, 640100, 419],
@@ -855,7 +908,14 @@ describe('simulator formats', () => {
     const { text, rows } = await rowsOf(market, 'bitskins');
     const names = byName(rows, 'name');
     expect([...names.keys()].sort()).toEqual(
-      [AK, AWP, CASE, '★ Karambit | Doppler Phase 2 (Factory New)', '★ Karambit | Doppler Ruby (Factory New)', '★ Karambit | Doppler Black Pearl (Factory New)'].sort(),
+      [
+        AK,
+        AWP,
+        CASE,
+        '★ Karambit | Doppler Phase 2 (Factory New)',
+        '★ Karambit | Doppler Ruby (Factory New)',
+        '★ Karambit | Doppler Black Pearl (Factory New)',
+      ].sort(),
     );
     expect(names.has(KARAMBIT)).toBe(false);
     expect(text).toContain(`"name":${JSON.stringify(AK)},"price_min":2300,`);
@@ -867,7 +927,11 @@ describe('simulator formats', () => {
       expect(row.price_avg as number).toBeLessThanOrEqual(row.price_max as number);
     }
     // The phase name's form, as in the catalog of a Gamma Doppler.
-    const gamma = startMarketSimulator({ items: [{ market_hash_name: '★ Karambit | Gamma Doppler (Factory New)', phases: ['phase-3'] }], prices: { '★ Karambit | Gamma Doppler (Factory New)': { 'phase-3': '1000' } }, now: () => NOW });
+    const gamma = startMarketSimulator({
+      items: [{ market_hash_name: '★ Karambit | Gamma Doppler (Factory New)', phases: ['phase-3'] }],
+      prices: { '★ Karambit | Gamma Doppler (Factory New)': { 'phase-3': '1000' } },
+      now: () => NOW,
+    });
     try {
       expect((await rowsOf(gamma, 'bitskins')).rows.map((row) => row.name)).toEqual(['★ Karambit | Gamma Doppler Phase 3 (Factory New)']);
     } finally {
@@ -903,7 +967,9 @@ describe('simulator formats', () => {
     const exact = startMarketSimulator({ items, prices, now: () => NOW });
     try {
       const expected = new Map(items.map((item, i) => [item.market_hash_name, decimals[i]!]));
-      const texts = Object.fromEntries(await Promise.all(ENDPOINTS.filter((e) => e !== 'waxpeer-dopplers').map(async (e) => [e, (await raw(exact, e)).text] as const)));
+      const texts = Object.fromEntries(
+        await Promise.all(ENDPOINTS.filter((e) => e !== 'waxpeer-dopplers').map(async (e) => [e, (await raw(exact, e)).text] as const)),
+      );
       for (const [name, decimal] of expected) {
         const json = JSON.stringify(name);
         const thousandths = String(mills(decimal));
@@ -936,7 +1002,12 @@ describe('simulator formats', () => {
       expect((await rowsOf(pinned, 'lisskins')).text).toContain('"price":10.00,');
       const steam = await (await fetch(`${pinned.url}/steam/market/priceoverview/?appid=730&currency=1&market_hash_name=${encodeURIComponent(name)}`)).json();
       expect(steam).toMatchObject({ lowest_price: '$11.00' });
-      expect(() => startMarketSimulator({ items: [{ market_hash_name: name, phases: [] }], prices: { [name]: { default: { price: '1', sources: { skinport: '1.005' } } } } })).toThrow(/two decimals/);
+      expect(() =>
+        startMarketSimulator({
+          items: [{ market_hash_name: name, phases: [] }],
+          prices: { [name]: { default: { price: '1', sources: { skinport: '1.005' } } } },
+        }),
+      ).toThrow(/two decimals/);
     } finally {
       await pinned.stop();
     }
@@ -1000,7 +1071,8 @@ describe('simulator formats', () => {
         now += step * 30_000;
         const fresh = startMarketSimulator({ items, now: () => new Date(now) });
         try {
-          for (const endpoint of ['csmarket', 'lisskins', 'waxpeer', 'csdeals'] as const) expect((await raw(generated, endpoint)).text).toBe((await raw(fresh, endpoint)).text);
+          for (const endpoint of ['csmarket', 'lisskins', 'waxpeer', 'csdeals'] as const)
+            expect((await raw(generated, endpoint)).text).toBe((await raw(fresh, endpoint)).text);
         } finally {
           await fresh.stop();
         }

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { CounterRedis } from '../../shared/platform/redis-counters.ts';
-import { UsageMeter, type DebitResult } from '../../shared/usage/metering.ts';
+import { type DebitResult, UsageMeter } from '../../shared/usage/metering.ts';
 import { createTestApp, errorOf, testConfig, workspaceWithKey } from '../helpers.ts';
 
 /**
@@ -85,8 +85,12 @@ describe('keyed requests under load, Redis healthy', () => {
     const workspaces = await Promise.all(Array.from({ length: 4 }, () => workspaceWithKey(t, { budgets: { minute: 100_000, day: 1_000_000 } })));
     // Keys looked up once, as on a running API: what follows is the debit and the handler.
     for (const ws of workspaces) expect((await t.request('/test/busy', { headers: ws.keyHeaders })).status).toBe(200);
-    const responses = await Promise.all(Array.from({ length: 600 }, (_, index) => t.request('/test/busy', { headers: workspaces[index % workspaces.length]!.keyHeaders })));
-    const refused = await Promise.all(responses.filter((response) => response.status !== 200).map(async (response) => `${response.status} ${(await errorOf(response)).code}`));
+    const responses = await Promise.all(
+      Array.from({ length: 600 }, (_, index) => t.request('/test/busy', { headers: workspaces[index % workspaces.length]!.keyHeaders })),
+    );
+    const refused = await Promise.all(
+      responses.filter((response) => response.status !== 200).map(async (response) => `${response.status} ${(await errorOf(response)).code}`),
+    );
     expect(refused).toEqual([]);
   }, 60_000);
 });
@@ -104,7 +108,10 @@ describe('debits that cannot fail one another, Redis healthy', () => {
     expect(await counters.ready()).toBe(true);
     const now = new Date();
     const workspaces = Array.from({ length: 10 }, () => ({ workspaceId: crypto.randomUUID(), keyId: crypto.randomUUID() }));
-    const debits = (count: number) => Array.from({ length: count }, (_, index) => meter.debit({ ...workspaces[index % workspaces.length]!, operation: 'me.get', units: 1, budgets: BUDGETS, now }));
+    const debits = (count: number) =>
+      Array.from({ length: count }, (_, index) =>
+        meter.debit({ ...workspaces[index % workspaces.length]!, operation: 'me.get', units: 1, budgets: BUDGETS, now }),
+      );
     for (let round = 0; round < 3; round += 1) {
       // Closed by the server just before the debits: the link is seen down, or found dead by the first call.
       const id = String(await counters.command('CLIENT', ['ID']));
@@ -136,4 +143,3 @@ describe('debits that cannot fail one another, Redis healthy', () => {
     expect(next.day.used).toBe(401);
   });
 });
-

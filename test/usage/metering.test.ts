@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { OPERATIONS } from '../../shared/http/operations.ts';
 import { adminCreateKey, adminUpdateWorkspace } from '../../shared/identity/admin.ts';
 import { hashKey } from '../../shared/identity/api-keys.ts';
 import { KEY_INVALIDATION_CHANNEL } from '../../shared/identity/key-cache.ts';
-import { OPERATIONS } from '../../shared/http/operations.ts';
-import { createKey, createTestApp, eventually, seedFreshFxRates, signUp, testClock, workspaceWithKey, type TestApp, type TestClock } from '../helpers.ts';
-import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
+import { createKey, createTestApp, eventually, seedFreshFxRates, signUp, type TestApp, type TestClock, testClock, workspaceWithKey } from '../helpers.ts';
+import { type PrivateRedis, startPrivateRedis } from '../private-redis.ts';
 
 /** Usage metering (docs/design.md §5): budgets per workspace, weighted units, RateLimit headers, 429/503. */
 

@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import type { AuditEvent } from '../../shared/audit/events.ts';
-import { sha256Hex } from '../../shared/util/crypto.ts';
 import { EVENT_TYPES } from '../../shared/events/outbox.ts';
 import type { Scope } from '../../shared/http/scopes.ts';
+import { sha256Hex } from '../../shared/util/crypto.ts';
 import { SecretKeyring, secretKeyId } from '../../shared/webhooks/secrets.ts';
-import { createTestApp, errorOf, workspaceWithKey, type TestApp } from '../helpers.ts';
-import { createWebhook, postWebhook, retireEndpoints, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';
+import { createTestApp, errorOf, type TestApp, workspaceWithKey } from '../helpers.ts';
+import { type CreatedWebhook, createWebhook, postWebhook, retireEndpoints, WEBHOOK_KEY_A } from './webhooks-fixtures.ts';
 
 /**
  * POST/GET/DELETE /v2/webhooks and GET /v2/webhooks/{id}/deliveries through the real plugins, with
@@ -36,7 +36,11 @@ const get = (path: string, apiKey?: string, app: TestApp = t) => app.request(pat
 describe('POST /v2/webhooks', () => {
   test('201 returns the endpoint and a whsec_ secret of 32 random bytes, stored only encrypted, with an audit event', async () => {
     const ws = await workspace();
-    const response = await postWebhook(t, ws.key, { url: PUBLIC_URL, event_types: ['trade_intent.created', 'render.completed', 'render.completed'], description: ' Render bot ' });
+    const response = await postWebhook(t, ws.key, {
+      url: PUBLIC_URL,
+      event_types: ['trade_intent.created', 'render.completed', 'render.completed'],
+      description: ' Render bot ',
+    });
     expect(response.status).toBe(201);
     const created = (await response.json()) as CreatedWebhook & Record<string, unknown>;
     expect(created).toMatchObject({
@@ -86,7 +90,9 @@ describe('POST /v2/webhooks', () => {
     const list = (await (await get('/v2/webhooks', ws.key)).json()) as { data: { id: string }[] };
     expect(list.data.map((endpoint) => endpoint.id)).toEqual([created.id]);
     // No second secret was minted: the endpoint's stored secret is the one both responses carry.
-    const [row] = await t.deps.sql<{ secret_ciphertext: Buffer; secret_key_id: string }[]>`select secret_ciphertext, secret_key_id from webhook_endpoints where id = ${created.id}`;
+    const [row] = await t.deps.sql<
+      { secret_ciphertext: Buffer; secret_key_id: string }[]
+    >`select secret_ciphertext, secret_key_id from webhook_endpoints where id = ${created.id}`;
     expect(new SecretKeyring(Buffer.from(WEBHOOK_KEY_A, 'base64')).open(created.id, row!.secret_ciphertext, row!.secret_key_id)).toBe(created.secret);
     // The idempotency record keeps the response sealed under a key derived from the raw Idempotency-Key.
     const [record] = await t.deps.sql<{ response_sealed: Buffer }[]>`
@@ -212,7 +218,8 @@ describe('POST /v2/webhooks', () => {
     };
     const byId = new Map(capabilities.capabilities.map((capability) => [capability.operation, capability]));
     expect(byId.get('webhooks.create')).toMatchObject({ status: 'unavailable', unavailable_because: ['webhook_secret_key'], scopes: ['webhooks:write'] });
-    for (const id of ['webhooks.list', 'webhooks.get', 'webhooks.deliveries.list']) expect(byId.get(id)).toMatchObject({ status: 'production', scopes: ['webhooks:read'] });
+    for (const id of ['webhooks.list', 'webhooks.get', 'webhooks.deliveries.list'])
+      expect(byId.get(id)).toMatchObject({ status: 'production', scopes: ['webhooks:read'] });
     expect(byId.get('webhooks.delete')).toMatchObject({ status: 'production', scopes: ['webhooks:write'] });
     const configured = (await (await t.request('/v2/meta/capabilities')).json()) as typeof capabilities;
     expect(configured.capabilities.find((capability) => capability.operation === 'webhooks.create')!.status).toBe('production');

@@ -1,13 +1,22 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Webhook } from 'standardwebhooks';
 import type { AuditEvent } from '../../shared/audit/events.ts';
-import { insertOutboxEvent, type EventType } from '../../shared/events/outbox.ts';
+import { type EventType, insertOutboxEvent } from '../../shared/events/outbox.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
 import type { Delivery } from '../../shared/webhooks/deliveries.ts';
-import { startPools, type RunningPools } from '../../workers/runtime.ts';
+import { type RunningPools, startPools } from '../../workers/runtime.ts';
 import { webhooksPool } from '../../workers/webhooks/index.ts';
 import { createTestApp, eventually, testConfig, workspaceWithKey } from '../helpers.ts';
-import { createWebhook, removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
+import {
+  type CreatedWebhook,
+  createWebhook,
+  type ReceivedRequest,
+  removeQueueKeys,
+  retireEndpoints,
+  startReceiver,
+  uniquePath,
+  WEBHOOK_KEY_A,
+} from './webhooks-fixtures.ts';
 
 /**
  * Delivery behaviour against a receiver on loopback, with the real webhooks pool (BullMQ and
@@ -97,7 +106,16 @@ describe('delivery', () => {
     const delivery = await settled(ws, hook, eventId, 'succeeded');
     expect(delivery).toMatchObject({ event_type: 'render.completed', attempt_count: 1, next_attempt_at: null, last_response_status: 200, last_error: null });
     expect(delivery.attempts).toEqual([
-      { attempt: 1, status: 'succeeded', response_status: 200, duration_ms: expect.any(Number), error: null, started_at: expect.any(String), next_attempt_at: null, manual: false },
+      {
+        attempt: 1,
+        status: 'succeeded',
+        response_status: 200,
+        duration_ms: expect.any(Number),
+        error: null,
+        started_at: expect.any(String),
+        next_attempt_at: null,
+        manual: false,
+      },
     ]);
     expect(receiver.received(path)).toHaveLength(1);
   });
@@ -166,11 +184,17 @@ describe('delivery', () => {
     const delivery = await settled(ws, hook, eventId, 'failed');
     expect(delivery.attempts.map((attempt) => [attempt.status, attempt.response_status])).toEqual([['failed', 410]]);
 
-    const endpointNow = (await (await t.request(`/v2/webhooks/${hook.id}`, { headers: ws.keyHeaders })).json()) as { status: string; disabled_reason: string; disabled_at: string };
+    const endpointNow = (await (await t.request(`/v2/webhooks/${hook.id}`, { headers: ws.keyHeaders })).json()) as {
+      status: string;
+      disabled_reason: string;
+      disabled_at: string;
+    };
     expect(endpointNow.status).toBe('disabled');
     expect(endpointNow.disabled_reason).toContain('410');
     expect(endpointNow.disabled_at).not.toBeNull();
-    const audit = (await (await t.request('/v2/audit/events?event_type=webhook_endpoint.disabled', { headers: ws.keyHeaders })).json()) as { data: AuditEvent[] };
+    const audit = (await (await t.request('/v2/audit/events?event_type=webhook_endpoint.disabled', { headers: ws.keyHeaders })).json()) as {
+      data: AuditEvent[];
+    };
     expect(audit.data).toHaveLength(1);
     expect(audit.data[0]).toMatchObject({ resource_id: hook.id, outcome: 'recorded', actor: { type: 'system', id: 'webhooks' } });
 
@@ -185,7 +209,9 @@ describe('delivery', () => {
 
   test('429 with Retry-After defers the next attempt at least that long', async () => {
     const path = uniquePath('throttled');
-    receiver.respond(path, (_request, count) => (count === 1 ? new Response('slow down', { status: 429, headers: { 'retry-after': '2' } }) : new Response('ok')));
+    receiver.respond(path, (_request, count) =>
+      count === 1 ? new Response('slow down', { status: 429, headers: { 'retry-after': '2' } }) : new Response('ok'),
+    );
     const { ws, hook } = await endpoint(path);
     const eventId = await emit(ws);
     const requests = await received(path, 2);
@@ -272,13 +298,17 @@ describe('delivery', () => {
     const first = await t.request(`/v2/webhooks/${hook.id}/deliveries?limit=2`, { headers: ws.keyHeaders });
     const page = (await first.json()) as { data: Delivery[]; next_cursor: string };
     expect(page.data.map((delivery) => delivery.event_id)).toEqual([events[2]!, events[1]!]);
-    const second = (await (await t.request(`/v2/webhooks/${hook.id}/deliveries?limit=2&cursor=${encodeURIComponent(page.next_cursor)}`, { headers: ws.keyHeaders })).json()) as {
+    const second = (await (
+      await t.request(`/v2/webhooks/${hook.id}/deliveries?limit=2&cursor=${encodeURIComponent(page.next_cursor)}`, { headers: ws.keyHeaders })
+    ).json()) as {
       data: Delivery[];
       next_cursor: string | null;
     };
     expect(second.data.map((delivery) => delivery.event_id)).toEqual([events[0]!]);
     expect(second.next_cursor).toBeNull();
-    const refiltered = await t.request(`/v2/webhooks/${hook.id}/deliveries?status=succeeded&cursor=${encodeURIComponent(page.next_cursor)}`, { headers: ws.keyHeaders });
+    const refiltered = await t.request(`/v2/webhooks/${hook.id}/deliveries?status=succeeded&cursor=${encodeURIComponent(page.next_cursor)}`, {
+      headers: ws.keyHeaders,
+    });
     expect(refiltered.status).toBe(400);
   });
 });

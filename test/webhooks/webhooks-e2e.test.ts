@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { freePort } from '../../scripts/services.ts';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import { createSql } from '../../shared/platform/db.ts';
 import { insertOutboxEvent } from '../../shared/events/outbox.ts';
+import { createSql } from '../../shared/platform/db.ts';
 import { claimIngestRun, writeIngestRun } from '../../shared/prices/ingest.ts';
 import type { Delivery } from '../../shared/webhooks/deliveries.ts';
 import { createTestApp, eventually, workspaceWithKey } from '../helpers.ts';
-import { removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
+import { type CreatedWebhook, type ReceivedRequest, removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A } from './webhooks-fixtures.ts';
 
 /**
  * End to end over real processes: the API and `bun workers/main.ts webhooks` workers (their own
@@ -62,13 +62,17 @@ beforeAll(async () => {
   const port = await freePort();
   apiUrl = `http://127.0.0.1:${port}`;
   const api = spawn(['api/main.ts'], { PORT: String(port) });
-  await eventually(async () => {
-    try {
-      return (await fetch(`${apiUrl}/v2/health`)).status === 200 ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  }, 30_000, 100);
+  await eventually(
+    async () => {
+      try {
+        return (await fetch(`${apiUrl}/v2/health`)).status === 200 ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    30_000,
+    100,
+  );
   expect(api.child.exitCode).toBeNull();
   workerA = await startWorker();
 }, 60_000);
@@ -111,7 +115,14 @@ describe('webhooks over real worker processes', () => {
     const names = [0, 1, 2].map((index) => `Webhook E2E ${index} ${crypto.randomUUID()}`);
     for (const name of names) await sql`insert into catalog_items (catalog_id, market_hash_name, type) values (${catalogIdFor(name)}, ${name}, 'sticker')`;
     const runId = (await claimIngestRun(sql, source, 1, new Date()))!;
-    const rows = names.map((name, index) => ({ catalog_id: catalogIdFor(name), version: 'default', price: `${index + 1}.25`, median_price: null, quantity: 4, source_time: new Date() }));
+    const rows = names.map((name, index) => ({
+      catalog_id: catalogIdFor(name),
+      version: 'default',
+      price: `${index + 1}.25`,
+      median_price: null,
+      quantity: 4,
+      source_time: new Date(),
+    }));
     await writeIngestRun(sql, { runId, source, rows, ingestedAt: new Date(), staleAfterSeconds: 90, received: 3, skipped: 0, unknownNames: 0 });
     const committedAt = Date.now();
 
@@ -122,7 +133,10 @@ describe('webhooks over real worker processes', () => {
     }, 15_000);
     // The figure (p99 under 2 s) is bench/delivery-webhooks.ts's; here a loose bound that a loaded machine still meets.
     for (const request of requests) expect(request.at - committedAt).toBeLessThan(5_000);
-    const payloads = requests.map((request) => new Webhook(hook.secret).verify(request.body, request.headers) as { type: string; data: { catalog_id: string; source: string; price: string } });
+    const payloads = requests.map(
+      (request) =>
+        new Webhook(hook.secret).verify(request.body, request.headers) as { type: string; data: { catalog_id: string; source: string; price: string } },
+    );
     expect(payloads.map((payload) => payload.type)).toEqual(['price.updated', 'price.updated', 'price.updated']);
     expect(payloads.map((payload) => [payload.data.catalog_id, payload.data.source, payload.data.price]).sort()).toEqual(
       names.map((name, index) => [catalogIdFor(name), source, `${index + 1}.25`]).sort(),
@@ -140,7 +154,12 @@ describe('webhooks over real worker processes', () => {
       return new Response('ok');
     });
     const hook = await createEndpoint(path, ['render.completed']);
-    const eventId = await insertOutboxEvent(sql, { type: 'render.completed', workspaceId: ws.workspace.id, payload: { render_id: crypto.randomUUID() }, at: new Date() });
+    const eventId = await insertOutboxEvent(sql, {
+      type: 'render.completed',
+      workspaceId: ws.workspace.id,
+      payload: { render_id: crypto.randomUUID() },
+      at: new Date(),
+    });
     try {
       await eventually(async () => (receiver.received(path).length === 1 ? true : undefined), 15_000);
       workerA.child.kill('SIGKILL');

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import type { AuditEvent } from '../../shared/audit/events.ts';
 import { MAX_ENDPOINTS_PER_WORKSPACE } from '../../shared/webhooks/endpoints.ts';
 import { createTestApp, errorOf, workspaceWithKey } from '../helpers.ts';
-import { createWebhook, postWebhook, retireEndpoints, WEBHOOK_KEY_A, type CreatedWebhook } from './webhooks-fixtures.ts';
+import { type CreatedWebhook, createWebhook, postWebhook, retireEndpoints, WEBHOOK_KEY_A } from './webhooks-fixtures.ts';
 
 /**
  * docs/design.md §8: at most 20 endpoints per workspace, then 409 `webhook_limit_reached`. Endpoints point at
@@ -31,7 +31,9 @@ async function fill(key: string, count: number): Promise<CreatedWebhook[]> {
 }
 
 async function liveCount(workspaceId: string): Promise<number> {
-  const [row] = await t.deps.sql<{ count: number }[]>`select count(*)::int as count from webhook_endpoints where workspace_id = ${workspaceId} and deleted_at is null`;
+  const [row] = await t.deps.sql<
+    { count: number }[]
+  >`select count(*)::int as count from webhook_endpoints where workspace_id = ${workspaceId} and deleted_at is null`;
   return row!.count;
 }
 
@@ -57,7 +59,9 @@ describe('the endpoint limit', () => {
       metadata: { status: 409, reason: 'webhook_limit_reached', limit: 20 },
     });
     // No endpoint was created, so no webhook_endpoint.created beyond the twenty.
-    const createdEvents = (await (await t.request('/v2/audit/events?event_type=webhook_endpoint.created&limit=100', { headers: ws.keyHeaders })).json()) as { data: AuditEvent[] };
+    const createdEvents = (await (await t.request('/v2/audit/events?event_type=webhook_endpoint.created&limit=100', { headers: ws.keyHeaders })).json()) as {
+      data: AuditEvent[];
+    };
     expect(createdEvents.data).toHaveLength(20);
 
     // Deleted endpoints do not count.

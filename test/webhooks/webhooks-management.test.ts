@@ -3,27 +3,27 @@ import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import type { AuditEvent } from '../../shared/audit/events.ts';
-import { insertOutboxEvent, type EventType } from '../../shared/events/outbox.ts';
-import { createLogger } from '../../shared/platform/logger.ts';
+import { type EventType, insertOutboxEvent } from '../../shared/events/outbox.ts';
 import type { Scope } from '../../shared/http/scopes.ts';
+import { createLogger } from '../../shared/platform/logger.ts';
+import { attemptDelivery, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
 import type { Delivery } from '../../shared/webhooks/deliveries.ts';
 import { dispatchOutboxBatch } from '../../shared/webhooks/deliveries.ts';
-import { attemptDelivery, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
 import { pageLinksFromConfig } from '../../shared/webhooks/event-pages.ts';
 import { SecretKeyring, secretKeyId, signingKeyOf } from '../../shared/webhooks/secrets.ts';
-import { startPools, type RunningPools } from '../../workers/runtime.ts';
+import { type RunningPools, startPools } from '../../workers/runtime.ts';
 import { webhooksPool } from '../../workers/webhooks/index.ts';
-import { createTestApp, errorOf, eventually, scratchTestApp, testConfig, workspaceWithKey, type TestApp } from '../helpers.ts';
+import { createTestApp, errorOf, eventually, scratchTestApp, type TestApp, testConfig, workspaceWithKey } from '../helpers.ts';
 import {
+  type CreatedWebhook,
   createWebhook,
+  type ReceivedRequest,
   removeQueueKeys,
   retireEndpoints,
   startReceiver,
   uniquePath,
   WEBHOOK_KEY_A,
   WEBHOOK_KEY_B,
-  type CreatedWebhook,
-  type ReceivedRequest,
 } from './webhooks-fixtures.ts';
 
 /**
@@ -80,7 +80,12 @@ const retry = (ws: Workspace, id: string, deliveryId: string) => call(t, 'POST',
 async function getEndpoint(ws: Workspace, id: string) {
   const response = await call(t, 'GET', `/v2/webhooks/${id}`, ws);
   expect(response.status).toBe(200);
-  return (await response.json()) as CreatedWebhook & { enabled: boolean; disabled_reason: string | null; disabled_at: string | null; rotation_overlap_ends_at: string | null };
+  return (await response.json()) as CreatedWebhook & {
+    enabled: boolean;
+    disabled_reason: string | null;
+    disabled_at: string | null;
+    rotation_overlap_ends_at: string | null;
+  };
 }
 
 async function deliveries(ws: Workspace, id: string): Promise<Delivery[]> {
@@ -158,7 +163,10 @@ describe('the five-day disable rule (injected clock, worker function called dire
     const batch = await dispatchOutboxBatch(t.deps.sql, 1_000, clock.at);
     // The outbox is the shared test database's: only this workspace's deliveries are this test's.
     const ids = batch.deliveries.map((delivery) => delivery.id);
-    const ours = ids.length === 0 ? [] : await t.deps.sql<{ id: string }[]>`
+    const ours =
+      ids.length === 0
+        ? []
+        : await t.deps.sql<{ id: string }[]>`
       select d.id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
       where d.id = any(${ids}::uuid[]) and e.workspace_id = ${ws.workspace.id} order by d.created_at, d.id`;
     const results = [];
@@ -188,7 +196,12 @@ describe('the five-day disable rule (injected clock, worker function called dire
     // Deliveries waiting for a retry were cancelled with it.
     expect((await deliveries(ws, hook.id)).map((one) => one.status).sort()).toEqual(['cancelled', 'cancelled', 'cancelled']);
     const [audit] = await auditEvents(ws, 'webhook_endpoint.disabled');
-    expect(audit).toMatchObject({ resource_id: hook.id, outcome: 'recorded', actor: { type: 'system', id: 'webhooks' }, metadata: { reason: 'failing', failing_since: start.toISOString() } });
+    expect(audit).toMatchObject({
+      resource_id: hook.id,
+      outcome: 'recorded',
+      actor: { type: 'system', id: 'webhooks' },
+      metadata: { reason: 'failing', failing_since: start.toISOString() },
+    });
 
     // Disabled: events written meanwhile are not delivered to it, then or later; tests and retries are refused.
     answer = 200;
@@ -233,10 +246,21 @@ describe('PATCH /v2/webhooks/{id}', () => {
     const ws = await workspace();
     const hook = await endpoint(ws, uniquePath('patch'));
     const newUrl = receiver.url(`${uniquePath('patched')}?token=receiver-own-token`);
-    const response = await patch(ws, hook.id, { url: newUrl, event_types: ['trade_intent.created', 'render.failed', 'render.failed'], description: '  Trading bot  ' });
+    const response = await patch(ws, hook.id, {
+      url: newUrl,
+      event_types: ['trade_intent.created', 'render.failed', 'render.failed'],
+      description: '  Trading bot  ',
+    });
     expect(response.status).toBe(200);
     const updated = await response.json();
-    expect(updated).toMatchObject({ id: hook.id, url: newUrl, event_types: ['render.failed', 'trade_intent.created'], description: 'Trading bot', enabled: true, updated_at: expect.any(String) });
+    expect(updated).toMatchObject({
+      id: hook.id,
+      url: newUrl,
+      event_types: ['render.failed', 'trade_intent.created'],
+      description: 'Trading bot',
+      enabled: true,
+      updated_at: expect.any(String),
+    });
     expect(updated).not.toHaveProperty('secret');
     expect(await getEndpoint(ws, hook.id)).toMatchObject({ url: newUrl, event_types: ['render.failed', 'trade_intent.created'], description: 'Trading bot' });
 
@@ -261,7 +285,12 @@ describe('PATCH /v2/webhooks/{id}', () => {
     const hook = await endpoint(ws, uniquePath('toggle'));
     const off = await patch(ws, hook.id, { enabled: false });
     expect(off.status).toBe(200);
-    expect(await off.json()).toMatchObject({ enabled: false, status: 'disabled', disabled_reason: 'disabled by request (PATCH enabled: false)', disabled_at: expect.any(String) });
+    expect(await off.json()).toMatchObject({
+      enabled: false,
+      status: 'disabled',
+      disabled_reason: 'disabled by request (PATCH enabled: false)',
+      disabled_at: expect.any(String),
+    });
     expect((await getEndpoint(ws, hook.id)).enabled).toBe(false);
     const on = await patch(ws, hook.id, { enabled: true });
     expect(await on.json()).toMatchObject({ enabled: true, status: 'enabled', disabled_reason: null, disabled_at: null });
@@ -299,7 +328,10 @@ describe('PATCH /v2/webhooks/{id}', () => {
     ];
     for (const body of bodies) {
       const response = await patch(ws, hook.id, body);
-      expect({ body: JSON.stringify(body).slice(0, 80), code: await errorCode(response, 400) }).toEqual({ body: JSON.stringify(body).slice(0, 80), code: 'invalid_request' });
+      expect({ body: JSON.stringify(body).slice(0, 80), code: await errorCode(response, 400) }).toEqual({
+        body: JSON.stringify(body).slice(0, 80),
+        code: 'invalid_request',
+      });
     }
     // A body of a megabyte and more is refused before it is read.
     const huge = await patch(ws, hook.id, { description: MEGABYTE });
@@ -311,7 +343,14 @@ describe('PATCH /v2/webhooks/{id}', () => {
   test('400 when the new url is not https or is not a public address (SSRF guard on)', async () => {
     const ws = await workspace(strict);
     const hook = await createWebhook(strict, ws.key, { url: 'https://93.184.215.14/hooks', event_types: ['render.completed'] });
-    for (const url of ['http://93.184.215.14/hooks', 'https://127.0.0.1/x', 'https://[::1]/x', 'https://10.0.0.8/x', 'https://169.254.169.254/latest', 'https://user:pw@93.184.215.14/x']) {
+    for (const url of [
+      'http://93.184.215.14/hooks',
+      'https://127.0.0.1/x',
+      'https://[::1]/x',
+      'https://10.0.0.8/x',
+      'https://169.254.169.254/latest',
+      'https://user:pw@93.184.215.14/x',
+    ]) {
       const response = await patch(ws, hook.id, { url }, strict);
       expect({ url, code: await errorCode(response, 400) }).toEqual({ url, code: 'invalid_request' });
     }
@@ -353,7 +392,12 @@ describe('POST /v2/webhooks/{id}/rotate-secret', () => {
     expect(await list.text()).not.toContain(rotated.secret.slice(6));
 
     const [audit] = await auditEvents(ws, 'webhook_endpoint.secret_rotated');
-    expect(audit).toMatchObject({ resource_id: hook.id, outcome: 'succeeded', actor: { type: 'api_key', id: ws.keyId }, request_id: response.headers.get('x-request-id') });
+    expect(audit).toMatchObject({
+      resource_id: hook.id,
+      outcome: 'succeeded',
+      actor: { type: 'api_key', id: ws.keyId },
+      request_id: response.headers.get('x-request-id'),
+    });
     const [stored] = await t.deps.sql<{ metadata: unknown }[]>`select metadata from audit_events where id = ${audit!.id}`;
     expect(JSON.stringify(stored!.metadata)).not.toContain(rotated.secret.slice(6));
     expect(JSON.stringify(stored!.metadata)).not.toContain(hook.secret.slice(6));
@@ -371,7 +415,9 @@ describe('POST /v2/webhooks/{id}/rotate-secret', () => {
     expect(await errorCode(await rotate(reader, hook.id), 403)).toBe('insufficient_scope');
     for (const id of MALFORMED_IDS) expect(await errorCode(await call(t, 'POST', `/v2/webhooks/${id}/rotate-secret`, ws), 400)).toBe('invalid_request');
     // The secret is unchanged by all of that.
-    const [row] = await t.deps.sql<{ previous_secret_ciphertext: Buffer | null }[]>`select previous_secret_ciphertext from webhook_endpoints where id = ${hook.id}`;
+    const [row] = await t.deps.sql<
+      { previous_secret_ciphertext: Buffer | null }[]
+    >`select previous_secret_ciphertext from webhook_endpoints where id = ${hook.id}`;
     expect(row!.previous_secret_ciphertext).toBeNull();
   });
 });
@@ -386,7 +432,11 @@ describe('test events', () => {
     const reader = await workspace(t, ['webhooks:read', 'audit:read']);
     expect(await errorCode(await sendTest(reader, hook.id), 403)).toBe('insufficient_scope');
     const [denied] = await auditEvents(reader, 'request.denied');
-    expect(denied).toMatchObject({ outcome: 'rejected', resource_id: 'webhooks.test', metadata: { status: 403, reason: 'insufficient_scope', required_scope: 'webhooks:write' } });
+    expect(denied).toMatchObject({
+      outcome: 'rejected',
+      resource_id: 'webhooks.test',
+      metadata: { status: 403, reason: 'insufficient_scope', required_scope: 'webhooks:write' },
+    });
   });
 });
 
@@ -441,7 +491,9 @@ describe('with the webhooks pool running', () => {
       expect(verifies(hook.secret, request!)).toBe(false);
       // The sweeper destroys the expired previous secret.
       await eventually(async () => {
-        const [row] = await t.deps.sql<{ previous_secret_ciphertext: Buffer | null }[]>`select previous_secret_ciphertext from webhook_endpoints where id = ${hook.id}`;
+        const [row] = await t.deps.sql<
+          { previous_secret_ciphertext: Buffer | null }[]
+        >`select previous_secret_ciphertext from webhook_endpoints where id = ${hook.id}`;
         return row!.previous_secret_ciphertext === null ? true : undefined;
       }, 15_000);
     });
@@ -529,7 +581,13 @@ describe('with the webhooks pool running', () => {
       expect(denied).toMatchObject({ outcome: 'rejected', metadata: { status: 409, reason: 'delivery_succeeded', delivery_id: waiting.id } });
       const requested = await auditEvents(ws, 'webhook_delivery.retry_requested');
       expect(requested).toHaveLength(2);
-      expect(requested[0]).toMatchObject({ resource_type: 'webhook_delivery', resource_id: waiting.id, outcome: 'accepted', actor: { type: 'api_key', id: ws.keyId }, metadata: { endpoint_id: hook.id, event_id: eventId } });
+      expect(requested[0]).toMatchObject({
+        resource_type: 'webhook_delivery',
+        resource_id: waiting.id,
+        outcome: 'accepted',
+        actor: { type: 'api_key', id: ws.keyId },
+        metadata: { endpoint_id: hook.id, event_id: eventId },
+      });
     });
 
     test('an exhausted (failed) delivery: one more attempt; if it fails it stays failed, if it succeeds it succeeds', async () => {
@@ -618,13 +676,24 @@ describe('with the webhooks pool running', () => {
 describe('npm run admin -- rewrap-webhook-secrets after a rotation', () => {
   test('rewraps the previous secret too, so both signatures still verify under the new key alone', async () => {
     // Its own database: the command rewraps every endpoint there is.
-    const scratch = await scratchTestApp({ tag: 'webhooks_rotate_rewrap', config: { WEBHOOK_SECRET_KEY: WEBHOOK_KEY_A, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' } });
+    const scratch = await scratchTestApp({
+      tag: 'webhooks_rotate_rewrap',
+      config: { WEBHOOK_SECRET_KEY: WEBHOOK_KEY_A, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
+    });
     try {
       const ws = await workspaceWithKey(scratch, { scopes: ['webhooks:write'] });
       const hook = await createWebhook(scratch, ws.key, { url: 'https://93.184.215.14/rewrap', event_types: ['render.completed'] });
-      const rotated = (await (await scratch.request(`/v2/webhooks/${hook.id}/rotate-secret`, { method: 'POST', headers: ws.keyHeaders })).json()) as { secret: string };
+      const rotated = (await (await scratch.request(`/v2/webhooks/${hook.id}/rotate-secret`, { method: 'POST', headers: ws.keyHeaders })).json()) as {
+        secret: string;
+      };
       const child = Bun.spawn(['bun', join(import.meta.dir, '..', '..', 'scripts', 'admin.ts'), 'rewrap-webhook-secrets'], {
-        env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: scratch.deps.config.DATABASE_URL, WEBHOOK_SECRET_KEY: WEBHOOK_KEY_B, WEBHOOK_SECRET_KEYS_PREVIOUS: WEBHOOK_KEY_A },
+        env: {
+          ...process.env,
+          LOG_LEVEL: 'silent',
+          DATABASE_URL: scratch.deps.config.DATABASE_URL,
+          WEBHOOK_SECRET_KEY: WEBHOOK_KEY_B,
+          WEBHOOK_SECRET_KEYS_PREVIOUS: WEBHOOK_KEY_A,
+        },
         stdout: 'pipe',
         stderr: 'pipe',
       });
@@ -634,7 +703,9 @@ describe('npm run admin -- rewrap-webhook-secrets after a rotation', () => {
       expect(JSON.parse(stdout)).toEqual({ current_key_id: secretKeyId(keyB), rewrapped: 1, unreadable: [], steam_tokens: { rewrapped: 0, unreadable: [] } });
       expect(stdout + stderr).not.toContain(rotated.secret.slice(6));
       expect(stdout + stderr).not.toContain(hook.secret.slice(6));
-      const [row] = await scratch.deps.sql<{ secret_ciphertext: Buffer; secret_key_id: string; previous_secret_ciphertext: Buffer; previous_secret_key_id: string }[]>`
+      const [row] = await scratch.deps.sql<
+        { secret_ciphertext: Buffer; secret_key_id: string; previous_secret_ciphertext: Buffer; previous_secret_key_id: string }[]
+      >`
         select secret_ciphertext, secret_key_id, previous_secret_ciphertext, previous_secret_key_id from webhook_endpoints where id = ${hook.id}`;
       const onlyB = new SecretKeyring(keyB);
       expect(row!.previous_secret_key_id).toBe(secretKeyId(keyB));

@@ -2,12 +2,21 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Webhook } from 'standardwebhooks';
 import type { ChangedPrice, EventType } from '../../shared/events/outbox.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
-import { claimIngestRun, writeIngestRun, type StagedObservation } from '../../shared/prices/ingest.ts';
+import { claimIngestRun, type StagedObservation, writeIngestRun } from '../../shared/prices/ingest.ts';
 import { eventPagePath, PAGE_URL_TTL_SECONDS, signEventPageUrl } from '../../shared/webhooks/event-pages.ts';
-import { startPools, type RunningPools } from '../../workers/runtime.ts';
+import { type RunningPools, startPools } from '../../workers/runtime.ts';
 import { webhooksPool } from '../../workers/webhooks/index.ts';
 import { createTestApp, errorOf, eventually, testConfig, workspaceWithKey } from '../helpers.ts';
-import { createWebhook, removeQueueKeys, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, type CreatedWebhook, type ReceivedRequest } from './webhooks-fixtures.ts';
+import {
+  type CreatedWebhook,
+  createWebhook,
+  type ReceivedRequest,
+  removeQueueKeys,
+  retireEndpoints,
+  startReceiver,
+  uniquePath,
+  WEBHOOK_KEY_A,
+} from './webhooks-fixtures.ts';
 
 /**
  * Market price events end to end: ingest runs written through writeIngestRun, the real webhooks pool
@@ -67,7 +76,16 @@ function newSource(): string {
 
 async function run(source: string, slot: number, rows: StagedObservation[]) {
   const runId = (await claimIngestRun(sql, source, slot, new Date()))!;
-  const result = await writeIngestRun(sql, { runId, source, rows, ingestedAt: new Date(), staleAfterSeconds: 600, received: rows.length, skipped: 0, unknownNames: 0 });
+  const result = await writeIngestRun(sql, {
+    runId,
+    source,
+    rows,
+    ingestedAt: new Date(),
+    staleAfterSeconds: 600,
+    received: rows.length,
+    skipped: 0,
+    unknownNames: 0,
+  });
   return { runId, ...result };
 }
 
@@ -119,7 +137,16 @@ type PricesUpdated = {
   items: ChangedPrice[];
   next_url: string | null;
 };
-type Page = { event_id: string; type: string; source: string; run_id: string; page: number; page_count: number; items: ChangedPrice[]; next_url: string | null };
+type Page = {
+  event_id: string;
+  type: string;
+  source: string;
+  run_id: string;
+  page: number;
+  page_count: number;
+  items: ChangedPrice[];
+  next_url: string | null;
+};
 
 /** A next_url, requested of the app as a client without any API key would. */
 function follow(url: string) {
@@ -139,7 +166,12 @@ describe('price.updated and prices.updated', () => {
 
     // The run sees item a twice: one event for it, carrying the newer observation.
     // c comes with a buy order and a 7-day volume (docs/design.md §13), carried by both event types.
-    const first = await run(source, 1, [row(a!, '1.00', earlier), row(b!, '2.00', later), row(a!, '1.50', later), { ...row(c!, '3.00', later), bid: '2.950', volume_7d: 41 }]);
+    const first = await run(source, 1, [
+      row(a!, '1.00', earlier),
+      row(b!, '2.00', later),
+      row(a!, '1.50', later),
+      { ...row(c!, '3.00', later), bid: '2.950', volume_7d: 41 },
+    ]);
     expect(first.changed).toBe(3);
     type Single = { catalog_id: string; source: string; price: string; previous_price: string | null; bid: string | null; volume_7d: number | null };
     const singles = (await received(single.path, 3)).map((request) => verify<Single>(single.hook, request));
@@ -197,7 +229,11 @@ describe('price.updated and prices.updated', () => {
     const source = newSource();
     const at = new Date();
     const prices = new Map(ids.map((id, index) => [id, `${1 + (index % 400)}.${String(index % 100).padStart(2, '0')}`]));
-    const first = await run(source, 1, ids.map((id) => row(id, prices.get(id)!, at)));
+    const first = await run(
+      source,
+      1,
+      ids.map((id) => row(id, prices.get(id)!, at)),
+    );
     expect(first.changed).toBe(2_500);
 
     const [request] = await received(batched.path, 1);
@@ -225,7 +261,15 @@ describe('price.updated and prices.updated', () => {
     ]);
     // Every changed item exactly once, in one order across pages, with its price as a decimal string.
     expect(seen.map((item) => item.catalog_id)).toEqual(ids);
-    for (const item of seen) expect(item).toEqual({ catalog_id: item.catalog_id, version: 'default', price: prices.get(item.catalog_id)!, previous_price: null, bid: null, volume_7d: null });
+    for (const item of seen)
+      expect(item).toEqual({
+        catalog_id: item.catalog_id,
+        version: 'default',
+        price: prices.get(item.catalog_id)!,
+        previous_price: null,
+        bid: null,
+        volume_7d: null,
+      });
 
     // One event for the run (whatever its size), one row per further page, one delivery per endpoint.
     const [counts] = await sql<{ events: number; pages: number; deliveries: number }[]>`
@@ -236,12 +280,18 @@ describe('price.updated and prices.updated', () => {
 
     // A steady run: a tenth of the items move; previous prices come with them.
     const moved = ids.filter((_, index) => index % 10 === 0);
-    const second = await run(source, 2, moved.map((id) => row(id, '999.99', new Date())));
+    const second = await run(
+      source,
+      2,
+      moved.map((id) => row(id, '999.99', new Date())),
+    );
     expect(second.changed).toBe(250);
     const [, steadyRequest] = await received(batched.path, 2);
     const steady = verify<PricesUpdated>(batched.hook, steadyRequest!);
     expect(steady.data).toMatchObject({ run_id: second.runId, item_count: 250, page_count: 1, next_url: null });
-    expect(steady.data.items).toEqual(moved.map((id) => ({ catalog_id: id, version: 'default', price: '999.99', previous_price: prices.get(id)!, bid: null, volume_7d: null })));
+    expect(steady.data.items).toEqual(
+      moved.map((id) => ({ catalog_id: id, version: 'default', price: '999.99', previous_price: prices.get(id)!, bid: null, volume_7d: null })),
+    );
     await remove(batched.hook);
 
     // The URL is the credential: any edit, a missing part, or age makes it a 403 with the error body.
@@ -259,11 +309,26 @@ describe('price.updated and prices.updated', () => {
       return copy.href;
     };
     const signature = valid.searchParams.get('signature')!;
-    await expectForbidden(edited((url) => url.searchParams.set('signature', `${signature.slice(0, -2)}${signature.endsWith('AA') ? 'BB' : 'AA'}`)), 'invalid_page_url');
-    await expectForbidden(edited((url) => url.searchParams.set('expires', String(Number(url.searchParams.get('expires')) + 3_600))), 'invalid_page_url');
-    await expectForbidden(edited((url) => (url.pathname = eventPagePath(event.id, 3))), 'invalid_page_url');
-    await expectForbidden(edited((url) => (url.pathname = eventPagePath(crypto.randomUUID(), 2))), 'invalid_page_url');
-    await expectForbidden(edited((url) => url.searchParams.delete('signature')), 'invalid_page_url');
+    await expectForbidden(
+      edited((url) => url.searchParams.set('signature', `${signature.slice(0, -2)}${signature.endsWith('AA') ? 'BB' : 'AA'}`)),
+      'invalid_page_url',
+    );
+    await expectForbidden(
+      edited((url) => url.searchParams.set('expires', String(Number(url.searchParams.get('expires')) + 3_600))),
+      'invalid_page_url',
+    );
+    await expectForbidden(
+      edited((url) => (url.pathname = eventPagePath(event.id, 3))),
+      'invalid_page_url',
+    );
+    await expectForbidden(
+      edited((url) => (url.pathname = eventPagePath(crypto.randomUUID(), 2))),
+      'invalid_page_url',
+    );
+    await expectForbidden(
+      edited((url) => url.searchParams.delete('signature')),
+      'invalid_page_url',
+    );
     const links = { signingKey: t.deps.config.SIGNING_KEY!, baseUrl: PUBLIC_BASE_URL };
     const old = signEventPageUrl(links, event.id, 2, new Date(Date.now() - PAGE_URL_TTL_SECONDS * 1000 - 1_000));
     await expectForbidden(old, 'page_url_expired');

@@ -4,12 +4,12 @@ import { Webhook } from 'standardwebhooks';
 import { insertOutboxEvent } from '../../shared/events/outbox.ts';
 import { createLogger } from '../../shared/platform/logger.ts';
 import { attemptDelivery, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
-import { dispatchOutbox, type DeliveryJob } from '../../shared/webhooks/dispatch.ts';
+import { type DeliveryJob, dispatchOutbox } from '../../shared/webhooks/dispatch.ts';
 import { nextRetryDelay, parseRetryAfter } from '../../shared/webhooks/retry.ts';
-import { generateSigningSecret, SecretKeyring, secretKeyId, SecretKeyUnavailableError } from '../../shared/webhooks/secrets.ts';
+import { generateSigningSecret, SecretKeyring, SecretKeyUnavailableError, secretKeyId } from '../../shared/webhooks/secrets.ts';
 import { createWebhookEndpoint } from '../../shared/webhooks/service.ts';
 import { signWebhook } from '../../shared/webhooks/signature.ts';
-import { refusalReason, type Lookup } from '../../shared/webhooks/targets.ts';
+import { type Lookup, refusalReason } from '../../shared/webhooks/targets.ts';
 import { createTestApp, scratchTestApp, testConfig, workspaceWithKey } from '../helpers.ts';
 import { HOOK_TEST_TLS, retireEndpoints, startReceiver, uniquePath, WEBHOOK_KEY_A, WEBHOOK_KEY_B, WEBHOOK_KEY_C } from './webhooks-fixtures.ts';
 
@@ -74,7 +74,12 @@ async function dispatchEvent(workspaceId: string): Promise<{ eventId: string; de
   const eventId = await insertOutboxEvent(t.deps.sql, { type: 'render.completed', workspaceId, payload: { render_id: crypto.randomUUID() }, at: new Date() });
   const jobs: DeliveryJob[] = [];
   // First attempts are enqueued in batches (webhooks.deliver_batch).
-  await dispatchOutbox(t.deps.sql, () => new Date(), async (batches) => void jobs.push(...batches.flatMap((batch) => batch.deliveryIds.map((deliveryId) => ({ deliveryId, attemptsMade: 0, delayMs: batch.delayMs })))));
+  await dispatchOutbox(
+    t.deps.sql,
+    () => new Date(),
+    async (batches) =>
+      void jobs.push(...batches.flatMap((batch) => batch.deliveryIds.map((deliveryId) => ({ deliveryId, attemptsMade: 0, delayMs: batch.delayMs })))),
+  );
   return {
     eventId,
     deliveryOf: async (endpointId) => {
@@ -197,7 +202,9 @@ describe('npm run admin -- rewrap-webhook-secrets', () => {
       expect(forgotten.code).toBe(1);
       expect(forgotten.json.rewrapped).toBe(0);
       expect(forgotten.json.unreadable.map((entry: { secret_key_id: string }) => entry.secret_key_id)).toEqual([secretKeyId(keyB), secretKeyId(keyB)]);
-      const [unchanged] = await scratch.deps.sql<{ count: number }[]>`select count(*)::int as count from webhook_endpoints where secret_key_id = ${secretKeyId(keyB)}`;
+      const [unchanged] = await scratch.deps.sql<
+        { count: number }[]
+      >`select count(*)::int as count from webhook_endpoints where secret_key_id = ${secretKeyId(keyB)}`;
       expect(unchanged!.count).toBe(2);
 
       const unset = await admin(databaseUrl, { WEBHOOK_SECRET_KEY: '' }, 'rewrap-webhook-secrets');
@@ -249,9 +256,9 @@ describe('SSRF guard at delivery (WEBHOOK_ALLOW_PRIVATE_TARGETS off)', () => {
 
   test('creation refuses a name when any of its addresses is private', async () => {
     const ws = await workspace();
-    await expect(endpointFor(ws.workspace.id, 'https://mixed.test/x', { allowPrivate: false, lookup: fixedLookup('93.184.215.14', '192.168.1.1') })).rejects.toThrow(
-      /mixed\.test resolves to 192\.168\.1\.1, which is a private address/,
-    );
+    await expect(
+      endpointFor(ws.workspace.id, 'https://mixed.test/x', { allowPrivate: false, lookup: fixedLookup('93.184.215.14', '192.168.1.1') }),
+    ).rejects.toThrow(/mixed\.test resolves to 192\.168\.1\.1, which is a private address/);
     await expect(endpointFor(ws.workspace.id, 'https://nowhere.test/x', { allowPrivate: false, lookup: async () => [] })).rejects.toThrow(/does not resolve/);
   });
 
@@ -261,14 +268,19 @@ describe('SSRF guard at delivery (WEBHOOK_ALLOW_PRIVATE_TARGETS off)', () => {
     const url = `http://hook.test:${receiver.port}${path}`;
     const endpoint = await endpointFor(ws.workspace.id, url, { allowPrivate: true, lookup: fixedLookup('127.0.0.1') });
     const { deliveryOf } = await dispatchEvent(ws.workspace.id);
-    expect(await attemptDelivery(deliveryDeps({ allowPrivate: true, lookup: fixedLookup('127.0.0.1') }), await deliveryOf(endpoint.id))).toMatchObject({ kind: 'succeeded' });
+    expect(await attemptDelivery(deliveryDeps({ allowPrivate: true, lookup: fixedLookup('127.0.0.1') }), await deliveryOf(endpoint.id))).toMatchObject({
+      kind: 'succeeded',
+    });
     expect(receiver.received(path).map((request) => request.host)).toEqual([`hook.test:${receiver.port}`]);
   });
 
   test('over TLS the certificate is verified against the URL’s name, not the dialled address', async () => {
     const ws = await workspace();
     const good = await endpointFor(ws.workspace.id, `https://hook.test:${tlsReceiver.port}/tls`, { allowPrivate: true, lookup: fixedLookup('127.0.0.1') });
-    const wrongName = await endpointFor(ws.workspace.id, `https://other.test:${tlsReceiver.port}/tls-other`, { allowPrivate: true, lookup: fixedLookup('127.0.0.1') });
+    const wrongName = await endpointFor(ws.workspace.id, `https://other.test:${tlsReceiver.port}/tls-other`, {
+      allowPrivate: true,
+      lookup: fixedLookup('127.0.0.1'),
+    });
     const { deliveryOf } = await dispatchEvent(ws.workspace.id);
     const deps = deliveryDeps({ allowPrivate: true, lookup: fixedLookup('127.0.0.1'), ca: HOOK_TEST_TLS.cert });
     expect(await attemptDelivery(deps, await deliveryOf(good.id))).toMatchObject({ kind: 'succeeded' });

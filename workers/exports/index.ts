@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { removeBlobs } from '../../shared/platform/blob-store.ts';
+import { writeAuditExportFile } from '../../shared/audit/exports-file.ts';
 import { exportBlobDirectory, exportBlobKey } from '../../shared/audit/exports-model.ts';
 import {
   auditExportFilesPastRetention,
@@ -9,7 +9,7 @@ import {
   renewAuditExportLease,
 } from '../../shared/audit/exports-repository.ts';
 import { auditExportJobId, completeAuditExport, expireAuditExportLeases, releaseFailedAuditExport } from '../../shared/audit/exports-service.ts';
-import { writeAuditExportFile } from '../../shared/audit/exports-file.ts';
+import { removeBlobs } from '../../shared/platform/blob-store.ts';
 import { newId } from '../../shared/util/ids.ts';
 import { holdLease, LeaseLostError, lostLease, sweepLeases } from '../lease.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
@@ -117,8 +117,5 @@ export const exportsPool: PoolDefinition = {
   // wait behind an export; a dead worker's job still comes back without it, as BullMQ redelivers the
   // stalled job and the handler takes over a lease that has run out.
   concurrency: 1,
-  handlers: (context) => [
-    handle('audit_export.run', ({ export_id }) => runExport(context, export_id)),
-    handle('audit_export.sweep', () => sweep(context)),
-  ],
+  handlers: (context) => [handle('audit_export.run', ({ export_id }) => runExport(context, export_id)), handle('audit_export.sweep', () => sweep(context))],
 };

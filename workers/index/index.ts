@@ -1,10 +1,10 @@
+import { CompatPriceGatherer, gatheredCompatDataset } from '../../shared/compat/dataset.ts';
+import { compatWantedKey } from '../../shared/compat/documents.ts';
+import { COMPAT_BUILDERS } from '../../shared/compat/registry.ts';
+import { type CompatBuildReport, ensureCompatDocuments } from '../../shared/compat/store.ts';
 import { calculateMarketIndex } from '../../shared/market-index/calculate.ts';
 import { buildPriceSnapshot, PRICE_SNAPSHOT_CHANNEL } from '../../shared/prices/snapshot.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
-import { COMPAT_BUILDERS } from '../../shared/compat/registry.ts';
-import { ensureCompatDocuments, type CompatBuildReport } from '../../shared/compat/store.ts';
-import { compatWantedKey } from '../../shared/compat/documents.ts';
-import { CompatPriceGatherer, gatheredCompatDataset } from '../../shared/compat/dataset.ts';
 
 /**
  * Work that follows an ingest run: the keyless price snapshot and the market index of the run's
@@ -24,8 +24,12 @@ export const indexPool: PoolDefinition = {
       if (!build.unchanged && gatherer) {
         const [snapshot] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${build.id}`;
         if (snapshot) {
-          compat = await ensureCompatDocuments({ sql, redis, prefix: config.QUEUE_PREFIX }, { id: build.id, created_at: snapshot.created_at }, COMPAT_BUILDERS, log, () =>
-            gatheredCompatDataset(sql, gatherer, snapshot.created_at),
+          compat = await ensureCompatDocuments(
+            { sql, redis, prefix: config.QUEUE_PREFIX },
+            { id: build.id, created_at: snapshot.created_at },
+            COMPAT_BUILDERS,
+            log,
+            () => gatheredCompatDataset(sql, gatherer, snapshot.created_at),
           );
         }
       }

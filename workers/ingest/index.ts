@@ -3,14 +3,13 @@ import { FxUnavailableError } from '../../shared/fx/ecb.ts';
 import { fxRetryDelayMs, refreshFxRates } from '../../shared/fx/refresh.ts';
 import { refreshSteamImpliedRates } from '../../shared/fx/steam-implied.ts';
 import { snapshotJob } from '../../shared/prices/snapshot.ts';
-import { priceStreamKey, PriceStreamRelay } from '../../shared/prices/stream.ts';
+import { PriceStreamRelay, priceStreamKey } from '../../shared/prices/stream.ts';
 import { ADAPTERS } from '../../shared/sources/index.ts';
 import { enabledSources, isKnownSource, snapshotIntervalSeconds, sourceSettings } from '../../shared/sources/settings.ts';
 import { nudgeOnNotify } from '../nudge.ts';
 import { handle, type PoolDefinition } from '../pool.ts';
 import { runSourceIngest } from './run.ts';
 import { runSkinportSales, skinportSalesIntervalSeconds } from './sales.ts';
-
 
 /** Relay passes that could not copy the price stream's log to Redis (its entries wait in the log for the next pass). */
 const streamRelayFailures = new Counter({
@@ -40,7 +39,9 @@ export const ingestPool: PoolDefinition = {
     { id: 'ingest-fx', job: 'fx.refresh' as const, everyMs: config.SOURCE_FX_INTERVAL_SECONDS * 1000 },
     { id: 'ingest-stream-relay', job: 'prices.stream_relay' as const, everyMs: STREAM_RELAY_INTERVAL_MS },
     // docs/design.md §19: Steam-implied rates on the fx interval, through the steam source (so only while it is enabled).
-    ...(enabledSources(config).includes('steam') ? [{ id: 'ingest-fx-steam', job: 'fx.steam_implied' as const, everyMs: config.SOURCE_FX_INTERVAL_SECONDS * 1000 }] : []),
+    ...(enabledSources(config).includes('steam')
+      ? [{ id: 'ingest-fx-steam', job: 'fx.steam_implied' as const, everyMs: config.SOURCE_FX_INTERVAL_SECONDS * 1000 }]
+      : []),
     // docs/design.md §19: skinport's sales history, hourly (its own schedule, skinport's request budget).
     ...(enabledSources(config).includes('skinport')
       ? [{ id: 'ingest-skinport-sales', job: 'sales.skinport' as const, everyMs: skinportSalesIntervalSeconds(config) * 1000 }]
@@ -61,7 +62,9 @@ export const ingestPool: PoolDefinition = {
     // Every run that changed a price asks for the keyless snapshot; runs ending in one interval share
     // one build at its end, so the list is rebuilt at most once per interval whatever the sources do.
     const requestSnapshot = (runId: string) => enqueue('prices.snapshot', { after_run: runId }, snapshotJob(now(), snapshotIntervalMs));
-    const relay = new PriceStreamRelay(sql, redis, priceStreamKey(config.QUEUE_PREFIX), config.PRICE_STREAM_RETAIN, log, { onFailure: () => streamRelayFailures.inc() });
+    const relay = new PriceStreamRelay(sql, redis, priceStreamKey(config.QUEUE_PREFIX), config.PRICE_STREAM_RETAIN, log, {
+      onFailure: () => streamRelayFailures.inc(),
+    });
     // The log's trigger (sql/0019) notifies on every insert: a run whose process died before its own relay is relayed by another.
     const listen = nudgeOnNotify(context, log, { channel: 'price_stream', job: 'prices.stream_relay', jobId: 'stream-relay-nudge' });
     return [

@@ -1,6 +1,6 @@
 import { recordUnknownNames } from '../../shared/catalog/provisional.ts';
-import type { Logger } from '../../shared/platform/logger.ts';
 import type { Sql } from '../../shared/platform/db.ts';
+import type { Logger } from '../../shared/platform/logger.ts';
 
 /**
  * docs/design.md §19, after an ingest run has written its prices: the names it could not map are recorded for
@@ -15,11 +15,17 @@ export async function learnNewItems(sql: Sql, input: { source: string; names: re
   try {
     const outcome = await recordUnknownNames(sql, { source: input.source, names: input.names, at: input.at });
     if (outcome.added.length > 0) {
-      input.log.info({ added: outcome.added.map((item) => item.market_hash_name), catalog_ids: outcome.added.map((item) => item.catalog_id) }, 'new market items added to the catalog (provisional)');
+      input.log.info(
+        { added: outcome.added.map((item) => item.market_hash_name), catalog_ids: outcome.added.map((item) => item.catalog_id) },
+        'new market items added to the catalog (provisional)',
+      );
     }
     // Once per name (it stays counted in /metrics and listed in GET /v2/status).
     if (outcome.newlyUnparsed.length > 0) {
-      input.log.warn({ unparsed: outcome.newlyUnparsed.slice(0, 20), count: outcome.newlyUnparsed.length }, 'market names seen on two sources (or steam) that do not parse into one item: not priced');
+      input.log.warn(
+        { unparsed: outcome.newlyUnparsed.slice(0, 20), count: outcome.newlyUnparsed.length },
+        'market names seen on two sources (or steam) that do not parse into one item: not priced',
+      );
     }
     return outcome.catalogChanged;
   } catch (error) {

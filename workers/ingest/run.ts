@@ -1,31 +1,41 @@
+import { type FxRates, findLatestRates } from '../../shared/fx/repository.ts';
+import { recordSeenIcons } from '../../shared/media/images/item-icons.ts';
 import type { Sql } from '../../shared/platform/db.ts';
+import type { WorkerResources } from '../../shared/platform/resources.ts';
 import {
+  type CatalogNameMap,
   claimIngestRun,
+  type ListingUpdate,
   loadCatalogNameMap,
   mapToCatalog,
   recordIngestFailure,
-  writeIngestRun,
-  type CatalogNameMap,
-  type ListingUpdate,
   type StagedObservation,
+  writeIngestRun,
 } from '../../shared/prices/ingest.ts';
-import type { PriceStreamRelay } from '../../shared/prices/stream.ts';
 import { mapSalesToCatalog, writeSalesWindows } from '../../shared/prices/sales.ts';
-import type { WorkerResources } from '../../shared/platform/resources.ts';
+import type { PriceStreamRelay } from '../../shared/prices/stream.ts';
 import { createRequestBudget } from '../../shared/sources/budget.ts';
 import { redisSourceCursor } from '../../shared/sources/cursor.ts';
 import { namesToRead } from '../../shared/sources/demand.ts';
-import { recordSeenIcons } from '../../shared/media/images/item-icons.ts';
-import { findLatestRates, type FxRates } from '../../shared/fx/repository.ts';
 import { sourceApiKey, sourceSettings } from '../../shared/sources/settings.ts';
-import { SourceRateLimitedError, type SourceAdapter, type SourceFetchResult } from '../../shared/sources/types.ts';
+import { type SourceAdapter, type SourceFetchResult, SourceRateLimitedError } from '../../shared/sources/types.ts';
 import { learnNewItems } from './new-items.ts';
 
 const REQUEST_TIMEOUT_MS = 15_000;
 const CATALOG_CACHE_MS = 60_000;
 
 export type IngestOutcome =
-  | { status: 'succeeded'; runId: string; received: number; written: number; repeated: number; changed: number; skipped: number; unknownNames: number; ms: number }
+  | {
+      status: 'succeeded';
+      runId: string;
+      received: number;
+      written: number;
+      repeated: number;
+      changed: number;
+      skipped: number;
+      unknownNames: number;
+      ms: number;
+    }
   | { status: 'failed'; runId: string; error: string }
   | { status: 'duplicate' };
 
@@ -246,16 +256,23 @@ export async function runSourceIngest(deps: IngestDeps, adapter: SourceAdapter, 
     // docs/design.md §19: the item images steam's search rows carry (Steam has no phase versions: `default`).
     if (fetched.icons && fetched.icons.length > 0) {
       const icons = fetched.icons.map((icon) => ({ ...icon, version: 'default' }));
-      await recordSeenIcons(deps.sql, icons, ingestedAt).catch((error: Error) => log.warn({ err: error.message, icons: icons.length }, 'could not record item icons; the next run will'));
+      await recordSeenIcons(deps.sql, icons, ingestedAt).catch((error: Error) =>
+        log.warn({ err: error.message, icons: icons.length }, 'could not record item icons; the next run will'),
+      );
     }
     rememberRows(deps.sql, adapter, unseen, ingestedAt);
     // docs/design.md §19: sales windows the fetch read (steam's priceoverview: 24 h) are their own write, after
     // the prices: a failure there is logged and leaves the prices written.
     if (fetched.sales && fetched.sales.length > 0) {
       const sales = mapSalesToCatalog(fetched.sales, await catalogNames(deps.sql));
-      await writeSalesWindows(deps.sql, { source: adapter.name, runId, rows: sales.staged, ingestedAt, skipped: sales.unknownVersions, unknownNames: sales.unknownNames }).catch(
-        (error: Error) => log.warn({ err: error.message }, 'could not write sales windows'),
-      );
+      await writeSalesWindows(deps.sql, {
+        source: adapter.name,
+        runId,
+        rows: sales.staged,
+        ingestedAt,
+        skipped: sales.unknownVersions,
+        unknownNames: sales.unknownNames,
+      }).catch((error: Error) => log.warn({ err: error.message }, 'could not write sales windows'));
     }
     const writtenAt = performance.now();
     // docs/design.md §19: names the catalog lacks, per source; one seen on two sources (or steam) becomes a

@@ -38,7 +38,10 @@ export type SalesOutcome =
  * Skinport's prices are never touched: a failed read only marks the reader. The keyless snapshot is
  * asked for when a window changed (its `sales_7d`).
  */
-export async function runSkinportSales(deps: WorkerResources & { requestSnapshot?: (runId: string) => Promise<void> }, scheduledAt: Date): Promise<SalesOutcome> {
+export async function runSkinportSales(
+  deps: WorkerResources & { requestSnapshot?: (runId: string) => Promise<void> },
+  scheduledAt: Date,
+): Promise<SalesOutcome> {
   const settings = sourceSettings(deps.config, ADAPTERS.skinport);
   const intervalMs = skinportSalesIntervalSeconds(deps.config) * 1000;
   const slot = Math.floor(scheduledAt.getTime() / intervalMs);

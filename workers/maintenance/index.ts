@@ -1,5 +1,5 @@
-import { deleteOldTradableRecords } from '../../shared/gameplatform/inventory-watch-repository.ts';
 import { inventoryWatchMetrics, runInventoryWatch, sendItemTradable, sendProtectionEnded } from '../../shared/gameplatform/inventory-watch.ts';
+import { deleteOldTradableRecords } from '../../shared/gameplatform/inventory-watch-repository.ts';
 import { runTradeHistory, tradeHistoryMetrics } from '../../shared/gameplatform/trade-history.ts';
 import { expireDueTradeIntents } from '../../shared/gameplatform/trade-intents.ts';
 import { deleteStaleHeartbeats } from '../../shared/health/heartbeats.ts';

@@ -2,20 +2,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
-import type { Logger } from '../../shared/platform/logger.ts';
+import { chromiumArgs } from '../../shared/media/chromium.ts';
 import {
   itemFileResponseForPath,
   VIEWER_ASSETS_PATH,
   VIEWER_FILES_PATH,
   VIEWER_IMAGES_PATH,
   VIEWER_PAGE_HEADERS,
-  viewerAssetResponse,
-  viewerRenderPoolHtml,
   type ViewerPixels,
   type ViewerRenderRequest,
+  viewerAssetResponse,
+  viewerRenderPoolHtml,
 } from '../../shared/media/viewer/index.ts';
+import type { Logger } from '../../shared/platform/logger.ts';
 import type { DrawnPixels } from './image.ts';
-import { chromiumArgs } from '../../shared/media/chromium.ts';
 
 /**
  * The render pool's browser (docs/design.md §10): one Chromium with at most `pages` warm pages. Each page
@@ -99,7 +99,8 @@ export class RenderEngine {
         if (path.startsWith(`${VIEWER_IMAGES_PATH}/`) && this.options.images) return this.options.images(path, url.searchParams);
         if (path === POOL_PAGE_PATH) return new Response(await viewerRenderPoolHtml(), { headers: VIEWER_PAGE_HEADERS });
         if (path.startsWith(`${VIEWER_ASSETS_PATH}/`)) return viewerAssetResponse(path);
-        if (path.startsWith(`${VIEWER_FILES_PATH}/`)) return itemFileResponseForPath(this.options.itemFilesDir, path) ?? new Response('Not found', { status: 404 });
+        if (path.startsWith(`${VIEWER_FILES_PATH}/`))
+          return itemFileResponseForPath(this.options.itemFilesDir, path) ?? new Response('Not found', { status: 404 });
         return new Response('Not found', { status: 404 });
       },
     });
@@ -206,8 +207,13 @@ export class RenderEngine {
         'drawing the item',
       );
       if (drawn.error) throw new ViewerPageError(`the viewer page failed: ${drawn.error}`, drawn.code ?? null);
-      const pixels = await withTimeout(page.evaluate(() => window.readViewerPixels!()), this.options.timeoutMs, 'reading the pixels');
-      if (!pixels || pixels.width !== width || pixels.height !== height) throw new ViewerPageError(`the viewer page drew ${pixels ? `${pixels.width}x${pixels.height}` : 'nothing'}, not ${width}x${height}`);
+      const pixels = await withTimeout(
+        page.evaluate(() => window.readViewerPixels!()),
+        this.options.timeoutMs,
+        'reading the pixels',
+      );
+      if (!pixels || pixels.width !== width || pixels.height !== height)
+        throw new ViewerPageError(`the viewer page drew ${pixels ? `${pixels.width}x${pixels.height}` : 'nothing'}, not ${width}x${height}`);
       // A page goes back to the pool only if it finished cleanly on a live browser.
       if (!generation.crashed) generation.idle.push(page);
       page = null;

@@ -1,16 +1,16 @@
 import { Histogram } from 'prom-client';
-import { findSceneRevision } from '../../shared/media/scenes.ts';
-import { renderBlobKey, type RenderRow } from '../../shared/media/renders-model.ts';
+import { buildItemCard } from '../../shared/media/item-card.ts';
+import { type RenderRow, renderBlobKey } from '../../shared/media/renders-model.ts';
 import { leaseRender, queuedRenders, renewRenderLease } from '../../shared/media/renders-repository.ts';
 import { completeRender, expireRenderLeases, releaseFailedRender, renderJobId } from '../../shared/media/renders-service.ts';
-import { buildItemCard } from '../../shared/media/item-card.ts';
-import { resolveViewerFiles, viewerRenderRequest, type ViewerRenderRequest } from '../../shared/media/viewer/index.ts';
+import { findSceneRevision } from '../../shared/media/scenes.ts';
 import { viewerImageResponse } from '../../shared/media/viewer/images.ts';
+import { resolveViewerFiles, type ViewerRenderRequest, viewerRenderRequest } from '../../shared/media/viewer/index.ts';
 import { newId } from '../../shared/util/ids.ts';
 import { holdLease, LeaseLostError, lostLease, sweepLeases } from '../lease.ts';
 import { handle, type PoolContext, type PoolDefinition } from '../pool.ts';
 import { BrowserCrashedError, RenderEngine, ViewerPageError } from './engine.ts';
-import { finishImage, storeImage, type DrawnPixels } from './image.ts';
+import { type DrawnPixels, finishImage, storeImage } from './image.ts';
 
 /**
  * The `render` pool (docs/design.md §10): `renders.render` leases one render, draws it on a warm Chromium
@@ -150,7 +150,8 @@ export async function runRender(context: PoolContext, engine: RenderEngine, rend
       errorMessage: failure?.message ?? `The renderer failed on each of ${row.attempts} attempts.`,
     });
     // Attempts remain: the next one is queued now rather than at the next sweep.
-    if (released?.state === 'queued') await enqueue('renders.render', { render_id: released.render_id }, { jobId: renderJobId(released), delay: RETRY_DELAY_MS });
+    if (released?.state === 'queued')
+      await enqueue('renders.render', { render_id: released.render_id }, { jobId: renderJobId(released), delay: RETRY_DELAY_MS });
     return { render_id: row.render_id, state: released?.state ?? 'unknown' };
   }
 }

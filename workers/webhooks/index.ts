@@ -1,7 +1,7 @@
 import { Counter } from 'prom-client';
-import { attemptDeliveries, attemptDelivery, type AttemptResult, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
-import { pageLinksFromConfig } from '../../shared/webhooks/event-pages.ts';
+import { type AttemptResult, attemptDeliveries, attemptDelivery, type DeliveryDeps } from '../../shared/webhooks/deliver.ts';
 import { deliveryBatchEnqueuer, deliveryEnqueuer, dispatchOutbox, sweepDeliveries } from '../../shared/webhooks/dispatch.ts';
+import { pageLinksFromConfig } from '../../shared/webhooks/event-pages.ts';
 import { SecretKeyring } from '../../shared/webhooks/secrets.ts';
 import { nudgeOnNotify } from '../nudge.ts';
 import { handle, type PoolDefinition } from '../pool.ts';

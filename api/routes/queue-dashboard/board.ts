@@ -1,6 +1,6 @@
 import { createBullBoard } from '@bull-board/api';
 import { Elysia } from 'elysia';
-import { ApiError, errorBody, errors, type ErrorDetail } from '../../../shared/http/errors.ts';
+import { ApiError, type ErrorDetail, errorBody, errors } from '../../../shared/http/errors.ts';
 import { POOLS } from '../../../shared/jobs/queues.ts';
 import type { AppDeps } from '../../deps.ts';
 import { errorsPlugin, requestIdOf } from '../../plugins/errors.ts';

@@ -1,4 +1,4 @@
-import { Elysia, type AnyElysia } from 'elysia';
+import { type AnyElysia, Elysia } from 'elysia';
 import { ApiError, errors } from '../../../shared/http/errors.ts';
 import { credentialOf, tokenCheck } from '../../../shared/identity/operator-tokens.ts';
 import type { AppDeps } from '../../deps.ts';
@@ -28,7 +28,15 @@ function isCrossSite(request: Request): boolean {
 export function queueDashboardRoutes(deps: Pick<AppDeps, 'config' | 'queues' | 'log'>) {
   const isOperator = tokenCheck(deps.config.OPERATOR_TOKEN);
   let board: Promise<AnyElysia> | undefined;
-  const dispatch = async ({ request, body, set }: { request: Request; body: unknown; set: { headers: Record<string, string | number | string[] | undefined> } }) => {
+  const dispatch = async ({
+    request,
+    body,
+    set,
+  }: {
+    request: Request;
+    body: unknown;
+    set: { headers: Record<string, string | number | string[] | undefined> };
+  }) => {
     if (!isOperator(credentialOf(request.headers.get('authorization')))) {
       throw new ApiError(401, 'unauthorized', 'The queue dashboard needs the operator token (HTTP Basic password, or Authorization: Bearer).', undefined, {
         'www-authenticate': 'Basic realm="queue dashboard", charset="UTF-8"',
@@ -42,7 +50,11 @@ export function queueDashboardRoutes(deps: Pick<AppDeps, 'config' | 'queues' | '
     const headers = new Headers(request.headers);
     headers.delete('content-length');
     headers.set('x-request-id', requestIdOf(set));
-    const forwarded = new Request(request.url, { method: request.method, headers, body: body === undefined || body === null ? undefined : JSON.stringify(body) });
+    const forwarded = new Request(request.url, {
+      method: request.method,
+      headers,
+      body: body === undefined || body === null ? undefined : JSON.stringify(body),
+    });
     return (await board).handle(forwarded);
   };
   return new Elysia({ name: 'queue-dashboard' })

@@ -1,8 +1,8 @@
 import type { BullBoardRequest } from '@bull-board/api/typings/app';
 import { z } from 'zod';
-import { errors, type ErrorDetail } from '../../../shared/http/errors.ts';
-import { JOBS, parseJobPayload, POOLS, type JobName, type JobPayload, type Pool } from '../../../shared/jobs/queues.ts';
+import { type ErrorDetail, errors } from '../../../shared/http/errors.ts';
 import { text } from '../../../shared/http/validation.ts';
+import { JOBS, type JobName, type JobPayload, POOLS, type Pool, parseJobPayload } from '../../../shared/jobs/queues.ts';
 
 /**
  * Edge checks of the dashboard's API requests (issue 10: hostile input is a 400 naming the field,
@@ -32,7 +32,18 @@ const addJobBody = z
     name: z.string(),
     data: z.unknown(),
     // The few options an operator plausibly sets by hand; the job's registry options cover the rest.
-    options: z.object({ delay: z.number().int().min(0).max(30 * 86_400_000).optional(), jobId: jobId.optional() }).strict().optional(),
+    options: z
+      .object({
+        delay: z
+          .number()
+          .int()
+          .min(0)
+          .max(30 * 86_400_000)
+          .optional(),
+        jobId: jobId.optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -71,7 +82,10 @@ export function checkDashboardRequest(route: string, request: BullBoardRequest):
       payload = parseJobPayload(name as JobName, data);
     } catch (error) {
       if (!(error instanceof z.ZodError)) throw error;
-      throw errors.invalidRequest('The job payload is invalid.', error.issues.map((issue) => ({ field: ['body', 'data', ...issue.path].join('.'), message: issue.message })));
+      throw errors.invalidRequest(
+        'The job payload is invalid.',
+        error.issues.map((issue) => ({ field: ['body', 'data', ...issue.path].join('.'), message: issue.message })),
+      );
     }
     request.body = { name, data: payload, options: { ...JOBS[name as JobName].options, ...options } };
   }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { insightsSchema, itemIdentitySchema, itemStateSchema } from '../../inspect/index.ts';
-import { assetValueSchema } from '../valuation.ts';
 import { itemImageSchema } from '../../media/images/item-images.ts';
+import { assetValueSchema } from '../valuation.ts';
 import { PROTECTION_REASONS } from './holds.ts';
 import { INVENTORY_CONTEXTS } from './steam-community.ts';
 
@@ -14,10 +14,24 @@ export { assetValueSchema };
 
 export const protectionSchema = z
   .object({
-    protected: z.boolean().describe('True when Steam marks the item sealed, its text says trade-protected, or it was read from context 16: it cannot be traded, consumed or modified, and a received item’s trade may still be reversed'),
-    reason: z.enum(PROTECTION_REASONS).nullable().describe('`trade_protected` (received in a trade, 7 days), `market_listing` (listed on the Steam Community Market: Steam’s sealed_type 1), or null when not protected'),
-    until: z.string().nullable().describe('When protection ends (ISO 8601), read from Steam’s text as for trade_hold_until; null when not protected or when Steam gives no instant'),
-    context: z.union(INVENTORY_CONTEXTS.map((context) => z.literal(context)) as [z.ZodLiteral<2>, z.ZodLiteral<16>]).describe('The Steam inventory context the asset was read from: 2, or 16 (protected items, read with the owner’s token)'),
+    protected: z
+      .boolean()
+      .describe(
+        'True when Steam marks the item sealed, its text says trade-protected, or it was read from context 16: it cannot be traded, consumed or modified, and a received item’s trade may still be reversed',
+      ),
+    reason: z
+      .enum(PROTECTION_REASONS)
+      .nullable()
+      .describe(
+        '`trade_protected` (received in a trade, 7 days), `market_listing` (listed on the Steam Community Market: Steam’s sealed_type 1), or null when not protected',
+      ),
+    until: z
+      .string()
+      .nullable()
+      .describe('When protection ends (ISO 8601), read from Steam’s text as for trade_hold_until; null when not protected or when Steam gives no instant'),
+    context: z
+      .union(INVENTORY_CONTEXTS.map((context) => z.literal(context)) as [z.ZodLiteral<2>, z.ZodLiteral<16>])
+      .describe('The Steam inventory context the asset was read from: 2, or 16 (protected items, read with the owner’s token)'),
   })
   .describe('Trade protection (docs/design.md §17). Snapshots stored before this field existed show it as read from context 2, not protected');
 
@@ -50,7 +64,9 @@ export const inventoryAssetSchema = z.object({
     .describe(
       'docs/design.md §18: the icon this asset’s own Steam description carries (exactly what Steam shows it with: `source: "steam"`), else cs2-lib’s image of the skin by wear, else null. Snapshots stored before this field existed show cs2-lib’s image',
     ),
-  value: assetValueSchema.nullable().describe('With `valuation=<marketplace>`: the item and its stickers and charms at that marketplace (docs/design.md §14), else null'),
+  value: assetValueSchema
+    .nullable()
+    .describe('With `valuation=<marketplace>`: the item and its stickers and charms at that marketplace (docs/design.md §14), else null'),
 });
 export type InventoryAsset = z.infer<typeof inventoryAssetSchema>;
 /** What inventory_assets.record holds: the asset without its valuation (added when read). */

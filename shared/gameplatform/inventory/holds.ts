@@ -1,5 +1,5 @@
 import { isObject } from '../steam-client.ts';
-import { flag, stringOf, type InventoryContext } from './steam-community.ts';
+import { flag, type InventoryContext, stringOf } from './steam-community.ts';
 
 /**
  * Trade holds and trade protection as Steam writes them on an asset's description (docs/design.md §17): the
@@ -37,7 +37,10 @@ const LEAD = '(?:tradable(?:\\s*/\\s*marketable)?\\s+after|until)\\s*:?\\s*';
 /** Form 1: the exact instant, in any language. */
 const DATE_TOKEN = /\[date\]\s*(\d{1,12})\s*\[\/date\]/i;
 /** Form 2: `Mon D, YYYY (H:MM:SS)` or `D Mon, YYYY (H:MM:SS)`, with or without ` GMT`. */
-const DATED = new RegExp(`${LEAD}(?:${MON}\\.?\\s+(\\d{1,2})|(\\d{1,2})\\s+${MON}\\.?),?\\s+(\\d{4})\\s*\\(?\\s*(\\d{1,2}):(\\d{2})(?::(\\d{2}))?\\s*\\)?`, 'i');
+const DATED = new RegExp(
+  `${LEAD}(?:${MON}\\.?\\s+(\\d{1,2})|(\\d{1,2})\\s+${MON}\\.?),?\\s+(\\d{4})\\s*\\(?\\s*(\\d{1,2}):(\\d{2})(?::(\\d{2}))?\\s*\\)?`,
+  'i',
+);
 /** Form 3: `D Mon @ h:mmam|pm` (or `Mon D @ …`), no year. */
 const YEARLESS = new RegExp(`${LEAD}(?:(\\d{1,2})\\s+${MON}\\.?|${MON}\\.?\\s+(\\d{1,2}))\\s*@\\s*(\\d{1,2}):(\\d{2})\\s*([ap])\\.?m\\.?`, 'i');
 /** Text that speaks of a hold or protection: if none of the forms reads it, it is counted as unreadable. */
@@ -161,7 +164,12 @@ export function readHold(description: Record<string, unknown>, context: Inventor
   const until = at === null ? null : new Date(at).toISOString();
   return {
     trade_hold_until: until,
-    protection: { protected: isProtected, reason: isProtected ? (listed ? 'market_listing' : 'trade_protected') : null, until: isProtected ? until : null, context },
+    protection: {
+      protected: isProtected,
+      reason: isProtected ? (listed ? 'market_listing' : 'trade_protected') : null,
+      until: isProtected ? until : null,
+      context,
+    },
     unreadable: at === null && texts.some((text) => HOLD_WORDS.test(text)),
   };
 }

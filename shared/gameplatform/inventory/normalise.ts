@@ -1,21 +1,21 @@
 import {
   CertificateError,
+  type CharmState,
   decodeCertificate,
   familyOfDefinition,
-  itemInsights,
-  type CharmState,
   type ItemIdentity,
   type ItemState,
+  itemInsights,
 } from '../../inspect/index.ts';
 import { CHARM_PATTERN_MAX } from '../../inspect/item-validation.ts';
 import { MAX_NAME_TAG_LENGTH } from '../../inspect/selector.ts';
-import { isObject } from '../steam-client.ts';
-import { ICON_URL_PATTERN, libSkinImage, steamIconImage, type ImageHosts, type ItemImage } from '../../media/images/item-images.ts';
 import type { SeenIcon } from '../../media/images/item-icons.ts';
+import { ICON_URL_PATTERN, type ImageHosts, type ItemImage, libSkinImage, steamIconImage } from '../../media/images/item-images.ts';
+import { isObject } from '../steam-client.ts';
 import { priceVersionOf } from '../valuation.ts';
 import type { StoredAsset } from './asset-record.ts';
-import { readHold, type HoldReading } from './holds.ts';
-import { ASSET_ID, flag, stringOf, type InventoryContext, type InventoryPage } from './steam-community.ts';
+import { type HoldReading, readHold } from './holds.ts';
+import { ASSET_ID, flag, type InventoryContext, type InventoryPage, stringOf } from './steam-community.ts';
 
 /**
  * Steam community inventory pages → our asset records (docs/design.md §11, §14): one record per asset with
@@ -195,7 +195,12 @@ function descriptionFacts(description: Record<string, unknown>, catalog: Map<str
 }
 
 /** One record per asset, in upstream order; duplicate asset ids (overlapping pages) are kept once. */
-export function normaliseInventory(steamId64: string, pages: InventoryPage[], catalog: Map<string, CatalogMatch>, options: NormaliseOptions = {}): NormalisedInventory {
+export function normaliseInventory(
+  steamId64: string,
+  pages: InventoryPage[],
+  catalog: Map<string, CatalogMatch>,
+  options: NormaliseOptions = {},
+): NormalisedInventory {
   const context = options.context ?? 2;
   const readAt = options.readAt ?? new Date();
   const hosts = options.images ?? DEFAULT_IMAGE_HOSTS;

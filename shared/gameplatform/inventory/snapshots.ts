@@ -1,21 +1,21 @@
+import { itemInsights } from '../../inspect/index.ts';
+import { recordSeenIcons, type SeenIcon } from '../../media/images/item-icons.ts';
+import type { ImageHosts } from '../../media/images/item-images.ts';
 import type { Config } from '../../platform/config.ts';
 import { copyRows, type Queryable, type Sql, type TransactionSql } from '../../platform/db.ts';
 import type { Logger } from '../../platform/logger.ts';
-import type { Conversion } from '../../prices/currency.ts';
 import type { SourceName } from '../../platform/source-names.ts';
+import type { Conversion } from '../../prices/currency.ts';
 import { newId } from '../../util/ids.ts';
-import { itemInsights } from '../../inspect/index.ts';
+import { SecretKeyring } from '../../webhooks/secrets.ts';
 import { isObject, SteamUnavailableError } from '../steam-client.ts';
+import { dropToken, ownerTokenFor } from '../steam-token.ts';
 import { valueAssets } from '../valuation.ts';
 import type { StoredAsset } from './asset-record.ts';
-import { UNKNOWN_PROTECTION, type Protection } from './holds.ts';
-import { assetImageOf, DEFAULT_IMAGE_HOSTS, normaliseInventory, type CatalogMatch } from './normalise.ts';
-import type { ImageHosts } from '../../media/images/item-images.ts';
-import { recordSeenIcons, type SeenIcon } from '../../media/images/item-icons.ts';
-import { fetchInventoryPages, publicRead, type InventoryContext, type InventoryPage, type InventoryRead } from './steam-community.ts';
+import { type Protection, UNKNOWN_PROTECTION } from './holds.ts';
+import { assetImageOf, type CatalogMatch, DEFAULT_IMAGE_HOSTS, normaliseInventory } from './normalise.ts';
+import { fetchInventoryPages, type InventoryContext, type InventoryPage, type InventoryRead, publicRead } from './steam-community.ts';
 import { ownerInventoryRead, SteamTokenRefusedError } from './steam-econ.ts';
-import { dropToken, ownerTokenFor } from '../steam-token.ts';
-import { SecretKeyring } from '../../webhooks/secrets.ts';
 
 /**
  * The inventory snapshot store (docs/design.md §11): fetched pages normalised and stored as an immutable
@@ -27,13 +27,27 @@ import { SecretKeyring } from '../../webhooks/secrets.ts';
  * A stored snapshot. `workspace_id` null: the public read, shared by every workspace; else an
  * owner-token read, seen only by that workspace (docs/design.md §17). `contexts`: [2], or [2, 16] with a token.
  */
-export type InventorySnapshot = { id: string; steam_id: string; fetched_at: Date; total_assets: number; workspace_id: string | null; contexts: InventoryContext[] };
+export type InventorySnapshot = {
+  id: string;
+  steam_id: string;
+  fetched_at: Date;
+  total_assets: number;
+  workspace_id: string | null;
+  contexts: InventoryContext[];
+};
 
 /**
  * `keyring` opens owner tokens (default: built from the configuration's WEBHOOK_SECRET_KEY); `demand`
  * hears the catalog items of each snapshot stored (docs/design.md §19: steam's sales read them first).
  */
-export type InventoryDeps = { config: Config; sql: Sql; log: Logger; now: () => Date; keyring?: SecretKeyring; demand?: { record(catalogIds: Iterable<string>): void } };
+export type InventoryDeps = {
+  config: Config;
+  sql: Sql;
+  log: Logger;
+  now: () => Date;
+  keyring?: SecretKeyring;
+  demand?: { record(catalogIds: Iterable<string>): void };
+};
 
 const keyringOf = (deps: InventoryDeps): SecretKeyring => deps.keyring ?? SecretKeyring.ofConfig(deps.config);
 
@@ -55,7 +69,6 @@ export type RenderedInventoryPage = {
   encoded?: Map<string, Uint8Array>;
 };
 
-
 /** Catalog items of these names, in one set-based query. */
 export async function findCatalogMatches(db: Queryable, names: string[]): Promise<Map<string, CatalogMatch>> {
   const unique = [...new Set(names)];
@@ -63,7 +76,9 @@ export async function findCatalogMatches(db: Queryable, names: string[]): Promis
   const rows = await db<(CatalogMatch & { market_hash_name: string })[]>`
     select market_hash_name, catalog_id, definition_index, paint_index
     from catalog_items where market_hash_name = any(${unique}::text[])`;
-  return new Map(rows.map((row) => [row.market_hash_name, { catalog_id: row.catalog_id, definition_index: row.definition_index, paint_index: row.paint_index }]));
+  return new Map(
+    rows.map((row) => [row.market_hash_name, { catalog_id: row.catalog_id, definition_index: row.definition_index, paint_index: row.paint_index }]),
+  );
 }
 
 /** A snapshot normalised from fetched pages, not yet stored (see insertInventorySnapshot). */
@@ -92,7 +107,8 @@ export async function prepareInventorySnapshot(
   const read = Array.isArray(input) ? publicRead(input) : input;
   const names: string[] = [];
   for (const { pages } of read.contexts) {
-    for (const page of pages) for (const d of page.descriptions ?? []) if (isObject(d) && typeof d.market_hash_name === 'string') names.push(d.market_hash_name);
+    for (const page of pages)
+      for (const d of page.descriptions ?? []) if (isObject(d) && typeof d.market_hash_name === 'string') names.push(d.market_hash_name);
   }
   const catalog = await findCatalogMatches(db, names);
   let records: StoredAsset[] = [];
@@ -147,7 +163,13 @@ export async function insertInventorySnapshot(tx: TransactionSql, prepared: Prep
 }
 
 /** Normalises fetched pages and stores them as a new snapshot (one transaction, rows by COPY). */
-export async function storeInventorySnapshot(sql: Sql, steamId64: string, pages: InventoryPage[], fetchedAt: Date, images: ImageHosts = DEFAULT_IMAGE_HOSTS): Promise<InventorySnapshot> {
+export async function storeInventorySnapshot(
+  sql: Sql,
+  steamId64: string,
+  pages: InventoryPage[],
+  fetchedAt: Date,
+  images: ImageHosts = DEFAULT_IMAGE_HOSTS,
+): Promise<InventorySnapshot> {
   const prepared = await prepareInventorySnapshot(sql, steamId64, pages, fetchedAt, images);
   await sql.begin((tx) => insertInventorySnapshot(tx, prepared));
   return prepared.snapshot;
@@ -168,7 +190,8 @@ export async function findSnapshot(db: Queryable, snapshotId: string): Promise<I
 }
 
 /** Whether a workspace may read this snapshot: a public one, or one its own owner token read. */
-export const snapshotVisibleTo = (snapshot: InventorySnapshot, workspaceId: string | null): boolean => snapshot.workspace_id === null || snapshot.workspace_id === workspaceId;
+export const snapshotVisibleTo = (snapshot: InventorySnapshot, workspaceId: string | null): boolean =>
+  snapshot.workspace_id === null || snapshot.workspace_id === workspaceId;
 
 /**
  * The latest snapshot of an inventory no older than `maxAgeSeconds`, fetching a new one when there
@@ -193,7 +216,10 @@ export async function ensureInventorySnapshot(
     } catch (error) {
       if (!(error instanceof SteamTokenRefusedError)) throw error;
       await dropToken(deps.sql, owner.accountId, 'refused', { now: deps.now() });
-      deps.log.warn({ steam_id: steamId64, account_id: Number(owner.accountId), status: error.status }, 'steam refused the owner token; dropped, the public read serves');
+      deps.log.warn(
+        { steam_id: steamId64, account_id: Number(owner.accountId), status: error.status },
+        'steam refused the owner token; dropped, the public read serves',
+      );
     }
   }
   return ensureScopedSnapshot(deps, steamId64, options, null, async () => publicRead(await fetchInventoryPages(deps, steamId64)));
@@ -222,7 +248,8 @@ async function ensureScopedSnapshot(
   }
   const prepared = await prepareInventorySnapshot(deps.sql, steamId64, fetched, deps.now(), deps.config);
   // docs/design.md §17: text no form reads is not an error; the read says how many assets kept a null hold.
-  if (prepared.unreadableHolds > 0) deps.log.warn({ steam_id: steamId64, unreadable_holds: prepared.unreadableHolds }, 'inventory hold text without a readable instant');
+  if (prepared.unreadableHolds > 0)
+    deps.log.warn({ steam_id: steamId64, unreadable_holds: prepared.unreadableHolds }, 'inventory hold text without a readable instant');
   await deps.sql.begin((tx) => insertInventorySnapshot(tx, prepared));
   deps.demand?.record(prepared.records.flatMap((record) => (record.catalog_id ? [record.catalog_id] : [])));
   return { snapshot: prepared.snapshot, stale: false };
@@ -243,7 +270,12 @@ export type SnapshotAsset = {
 };
 
 /** These assets of a snapshot (absent ones are missing from the map), for trade intents. */
-export async function findSnapshotAssets(db: Queryable, snapshotId: string, assetIds: string[], images: ImageHosts = DEFAULT_IMAGE_HOSTS): Promise<Map<string, SnapshotAsset>> {
+export async function findSnapshotAssets(
+  db: Queryable,
+  snapshotId: string,
+  assetIds: string[],
+  images: ImageHosts = DEFAULT_IMAGE_HOSTS,
+): Promise<Map<string, SnapshotAsset>> {
   if (assetIds.length === 0) return new Map();
   const rows = await db<{ asset_id: string; tradable: boolean; catalog_id: string | null; record: StoredAsset }[]>`
     select asset_id, tradable, catalog_id, record from inventory_assets
@@ -253,7 +285,14 @@ export async function findSnapshotAssets(db: Queryable, snapshotId: string, asse
       const record = withStoredFields(row.record, images);
       return [
         row.asset_id,
-        { tradable: row.tradable, trade_hold_until: record.trade_hold_until, protection: record.protection, catalog_id: row.catalog_id, market_hash_name: record.market_hash_name, record },
+        {
+          tradable: row.tradable,
+          trade_hold_until: record.trade_hold_until,
+          protection: record.protection,
+          catalog_id: row.catalog_id,
+          market_hash_name: record.market_hash_name,
+          record,
+        },
       ];
     }),
   );

@@ -1,16 +1,16 @@
 import type { Config } from '../../platform/config.ts';
+import { joinUrl } from '../../util/url.ts';
 import {
   DEFAULT_RETRY_AFTER_MS,
   isObject,
-  steamFailure,
-  steamGet,
   parseSteamJson,
   SteamNotFoundError,
   SteamPrivateError,
-  SteamUnavailableError,
   type SteamRequestOptions,
+  SteamUnavailableError,
+  steamFailure,
+  steamGet,
 } from '../steam-client.ts';
-import { joinUrl } from '../../util/url.ts';
 
 /**
  * The Steam community inventory (docs/design.md §11): the page format as Steam sends it, one page's raw read,
@@ -73,13 +73,15 @@ export async function fetchInventoryPage(config: Config, steamId64: string, star
     throw new SteamUnavailableError('upstream reported success: false', DEFAULT_RETRY_AFTER_MS);
   }
   for (const field of ['assets', 'descriptions', 'asset_properties'] as const) {
-    if (body[field] !== undefined && !Array.isArray(body[field])) throw new SteamUnavailableError(`unexpected body (${field} is not an array)`, DEFAULT_RETRY_AFTER_MS);
+    if (body[field] !== undefined && !Array.isArray(body[field]))
+      throw new SteamUnavailableError(`unexpected body (${field} is not an array)`, DEFAULT_RETRY_AFTER_MS);
   }
   return body as InventoryPage;
 }
 
 /** Numbers Steam sends as strings or as numbers (asset ids, class ids, counts), as a string. */
-export const stringOf = (value: unknown): string | null => (typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : null);
+export const stringOf = (value: unknown): string | null =>
+  typeof value === 'string' ? value : typeof value === 'number' && Number.isFinite(value) ? String(value) : null;
 /** Steam's booleans: 1, true or "1". */
 export const flag = (value: unknown): boolean => value === 1 || value === true || value === '1';
 export const ASSET_ID = /^[0-9]{1,20}$/;
@@ -150,4 +152,3 @@ export async function fetchInventoryPages(
     start = next;
   }
 }
-

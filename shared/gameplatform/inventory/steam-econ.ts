@@ -4,19 +4,19 @@ import {
   DEFAULT_RETRY_AFTER_MS,
   isObject,
   parseSteamJson,
+  SteamNotFoundError,
+  type SteamRequestOptions,
+  SteamUnavailableError,
   steamFailure,
   steamGet,
-  SteamNotFoundError,
-  SteamUnavailableError,
-  type SteamRequestOptions,
 } from '../steam-client.ts';
 import {
-  fetchInventoryPages,
-  INVENTORY_FETCH_BUDGET_MS,
-  INVENTORY_CONTEXTS,
-  INVENTORY_PAGE_SIZE,
   type ContextPages,
   type FetchPagesOptions,
+  fetchInventoryPages,
+  INVENTORY_CONTEXTS,
+  INVENTORY_FETCH_BUDGET_MS,
+  INVENTORY_PAGE_SIZE,
   type InventoryContext,
   type InventoryFetchDeps,
   type InventoryPage,
@@ -75,7 +75,8 @@ export async function fetchOwnerInventoryPage(
   const response = isObject(body) ? body.response : undefined;
   if (!isObject(response)) throw new SteamUnavailableError('unexpected body (no response object)', DEFAULT_RETRY_AFTER_MS);
   for (const field of ['assets', 'descriptions', 'asset_properties'] as const) {
-    if (response[field] !== undefined && !Array.isArray(response[field])) throw new SteamUnavailableError(`unexpected body (response.${field} is not an array)`, DEFAULT_RETRY_AFTER_MS);
+    if (response[field] !== undefined && !Array.isArray(response[field]))
+      throw new SteamUnavailableError(`unexpected body (response.${field} is not an array)`, DEFAULT_RETRY_AFTER_MS);
   }
   return response as InventoryPage;
 }

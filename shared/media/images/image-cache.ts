@@ -1,11 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
+import { blobPath, writeBlobBytes } from '../../platform/blob-store.ts';
 import type { Config } from '../../platform/config.ts';
 import type { Logger } from '../../platform/logger.ts';
-import { blobPath, writeBlobBytes } from '../../platform/blob-store.ts';
 import { pinnedUrl } from '../../webhooks/send.ts';
-import { hostOf, parseWebhookUrl, refusalReason, resolveTarget, TargetRefusedError, type Lookup } from '../../webhooks/targets.ts';
+import { hostOf, type Lookup, parseWebhookUrl, refusalReason, resolveTarget, TargetRefusedError } from '../../webhooks/targets.ts';
 
 /**
  * Resized item images kept in the blob store (docs/design.md §18; docs/decisions.md "Item images"). An
@@ -212,7 +212,6 @@ async function makeImage(deps: ImageCacheDeps, state: ImageCacheState, root: str
   await writeBlobBytes(root, key, bytes, { tempTag: randomUUID() });
   return { bytes, etag: imageEtag(bytes), contentType: IMAGE_CONTENT_TYPES[request.format] };
 }
-
 
 /** The origins an operator configured for images (docs/design.md §18: STEAM_IMAGE_URL, ITEM_ASSETS_URL). */
 function configuredOrigins(config: ImageCacheDeps['config']): Set<string> {

@@ -1,8 +1,8 @@
-import type { Sql } from '../../platform/db.ts';
-import type { Config } from '../../platform/config.ts';
 import { findCatalogItem } from '../../catalog/repository.ts';
-import { cachedImage, type CachedImage, type ImageCacheDeps, type ImageFormat } from './image-cache.ts';
-import { itemImage, type ItemImage } from './item-images.ts';
+import type { Config } from '../../platform/config.ts';
+import type { Sql } from '../../platform/db.ts';
+import { type CachedImage, cachedImage, type ImageCacheDeps, type ImageFormat } from './image-cache.ts';
+import { type ItemImage, itemImage } from './item-images.ts';
 
 /**
  * GET /v2/images/{catalog_id} without HTTP (docs/design.md §18): which image a catalog item and version has,

@@ -12,7 +12,7 @@ import type { ItemImage } from './item-image-schema.ts';
  * @ianlucas/cs2-lib's image path on ITEM_ASSETS_URL (its `_light`/`_medium`/`_heavy` variant by wear,
  * as the library's getImage picks it), else null. The art is Valve's.
  */
-export { itemImageSchema, type ItemImage } from './item-image-schema.ts';
+export { type ItemImage, itemImageSchema } from './item-image-schema.ts';
 export type ImageHosts = Pick<Config, 'STEAM_IMAGE_URL' | 'ITEM_ASSETS_URL'>;
 export type ItemImageKey = { catalog_id: string; version?: string | null; wear?: number | null };
 

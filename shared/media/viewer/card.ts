@@ -33,7 +33,12 @@ const clamp = (value: number, min: number, max: number) => Math.min(max, Math.ma
  */
 export function cardLayout(card: ItemCard, width: number, height: number, margin = 0): CardLayout {
   const unit = Math.min((width * (1 - 2 * margin)) / CARD_GRID.width, (height * (1 - 2 * margin)) / CARD_GRID.height);
-  const box = { x: (width - CARD_GRID.width * unit) / 2, y: (height - CARD_GRID.height * unit) / 2, width: CARD_GRID.width * unit, height: CARD_GRID.height * unit };
+  const box = {
+    x: (width - CARD_GRID.width * unit) / 2,
+    y: (height - CARD_GRID.height * unit) / 2,
+    width: CARD_GRID.width * unit,
+    height: CARD_GRID.height * unit,
+  };
   const at = (x: number, y: number, w: number, h: number): Rect => ({ x: box.x + x * unit, y: box.y + y * unit, width: w * unit, height: h * unit });
   const hasStickers = card.stickers.length > 0;
   const imageArea = at(24, 14, 464, hasStickers ? 180 : 224);
@@ -110,7 +115,9 @@ export type Canvas2D = {
 };
 declare function fetch(url: string, init: { signal: unknown }): Promise<{ ok: boolean; status: number; blob(): Promise<unknown> }>;
 declare function createImageBitmap(blob: unknown): Promise<Bitmap>;
-declare const document: { createElement(tag: 'canvas'): { width: number; height: number; getContext(kind: '2d', options?: { willReadFrequently?: boolean }): Canvas2D | null } };
+declare const document: {
+  createElement(tag: 'canvas'): { width: number; height: number; getContext(kind: '2d', options?: { willReadFrequently?: boolean }): Canvas2D | null };
+};
 declare class AbortController {
   signal: unknown;
   abort(): void;

@@ -7,18 +7,18 @@
 import * as THREE from 'three';
 import { OrbitControls } from 'three/examples/jsm/controls/OrbitControls.js';
 import { GLTFLoader } from 'three/examples/jsm/loaders/GLTFLoader.js';
+import { mulberry32 } from '../../util/random.ts';
+import { type Canvas2D, drawItemCard } from './card.ts';
 import {
-  VIEWER_DATA_ELEMENT_ID,
   type CameraPreset,
+  VIEWER_DATA_ELEMENT_ID,
   type ViewerBackground,
   type ViewerPageData,
+  type ViewerPixels,
   type ViewerQuality,
   type ViewerRenderPoolData,
-  type ViewerPixels,
   type ViewerRenderRequest,
 } from './contract.ts';
-import { mulberry32 } from '../../util/random.ts';
-import { drawItemCard, type Canvas2D } from './card.ts';
 
 // The few browser APIs this script uses, declared here: the project compiles for Bun (no DOM lib,
 // whose globals clash with Bun's), and this file is the only browser code.
@@ -201,7 +201,8 @@ function cached<T>(cache: Map<string, Promise<T>>, url: string, load: () => Prom
   return entry;
 }
 
-const loadModel = async (url: string): Promise<THREE.Group> => (await cached(modelCache, url, () => gltfLoader.loadAsync(url).then((gltf) => gltf.scene))).clone(true);
+const loadModel = async (url: string): Promise<THREE.Group> =>
+  (await cached(modelCache, url, () => gltfLoader.loadAsync(url).then((gltf) => gltf.scene))).clone(true);
 
 const loadTexture = (url: string): Promise<THREE.Texture> =>
   cached(textureCache, url, async () => {
@@ -312,26 +313,24 @@ async function buildItemScene(
   (state.stickers ?? []).forEach((sticker, index) => {
     const texture = stickerTextures[index] ?? null;
     const side = length * 0.14 * clamp(sticker.scale ?? 1, 0.1, 4);
-    const material = own(new THREE.MeshBasicMaterial({
-      map: texture,
-      color: texture ? 0xffffff : 0xbbbbbb,
-      transparent: true,
-      opacity: 1 - clamp(sticker.wear ?? 0, 0, 1) * 0.8,
-      depthWrite: false,
-      polygonOffset: true,
-      polygonOffsetFactor: -4,
-    }));
+    const material = own(
+      new THREE.MeshBasicMaterial({
+        map: texture,
+        color: texture ? 0xffffff : 0xbbbbbb,
+        transparent: true,
+        opacity: 1 - clamp(sticker.wear ?? 0, 0, 1) * 0.8,
+        depthWrite: false,
+        polygonOffset: true,
+        polygonOffsetFactor: -4,
+      }),
+    );
     const quad = new THREE.Mesh(own(new THREE.PlaneGeometry(side, side)), material);
     // Stand-in models (and real ones that name them) carry `sticker_slot_<n>` nodes: use them when present.
     const slotNode = model.getObjectByName(`sticker_slot_${sticker.slot}`);
     const anchor = slotNode
       ? slotNode.getWorldPosition(new THREE.Vector3())
       : new THREE.Vector3(bounds.min.x + extent.x * (0.15 + sticker.slot * 0.075), bounds.min.y + extent.y * 0.55, face);
-    quad.position.set(
-      anchor.x + clamp(sticker.offset_x ?? 0, -1, 1) * extent.x * 0.5,
-      anchor.y + clamp(sticker.offset_y ?? 0, -1, 1) * extent.y * 0.5,
-      face,
-    );
+    quad.position.set(anchor.x + clamp(sticker.offset_x ?? 0, -1, 1) * extent.x * 0.5, anchor.y + clamp(sticker.offset_y ?? 0, -1, 1) * extent.y * 0.5, face);
     quad.rotation.z = THREE.MathUtils.degToRad(sticker.rotation ?? 0);
     quad.renderOrder = 1;
     item.add(quad);
@@ -515,7 +514,9 @@ type Blob = { arrayBuffer(): Promise<ArrayBuffer> };
 async function readPixels(): Promise<ViewerPixels | null> {
   if (activeCard) {
     const { canvas } = activeCard;
-    const png = await new Promise<Blob | null>((resolve) => (canvas as unknown as { toBlob(done: (blob: Blob | null) => void, type: string): void }).toBlob(resolve, 'image/png'));
+    const png = await new Promise<Blob | null>((resolve) =>
+      (canvas as unknown as { toBlob(done: (blob: Blob | null) => void, type: string): void }).toBlob(resolve, 'image/png'),
+    );
     if (!png) return null;
     return { width: canvas.width, height: canvas.height, base64: toBase64(new Uint8Array(await png.arrayBuffer())), encoding: 'png' };
   }
@@ -543,7 +544,11 @@ function renderItem(request: ViewerRenderRequest): Promise<RenderOutcome> {
       if (request.card) {
         // docs/design.md §18: no real model, an item card. The last 3D item's resources stay until the next 3D item.
         const surface = renderModeCardSurface(request.width, request.height);
-        const { itemImageMissing } = await drawItemCard(surface.context, { card: request.card, background: request.background, watermark: request.scene.chrome.watermark }, { margin: 0 });
+        const { itemImageMissing } = await drawItemCard(
+          surface.context,
+          { card: request.card, background: request.background, watermark: request.scene.chrome.watermark },
+          { margin: 0 },
+        );
         if (itemImageMissing) return { error: 'the item image could not be loaded', code: 'item_image_unavailable' };
         return { error: null };
       }

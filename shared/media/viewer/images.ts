@@ -61,7 +61,10 @@ export class ViewerImageUnavailableError extends Error {}
  * The image's bytes from the cache (fetched once, resized, stored), or null when it has no image.
  * Throws ViewerImageUnavailableError when the upstream failed and nothing is stored, or it took too long.
  */
-export async function viewerImage(deps: ViewerImageDeps, request: ViewerImageRequest): Promise<{ bytes: Uint8Array; etag: string; contentType: string } | null> {
+export async function viewerImage(
+  deps: ViewerImageDeps,
+  request: ViewerImageRequest,
+): Promise<{ bytes: Uint8Array; etag: string; contentType: string } | null> {
   const url = await viewerImageUpstream(deps, request);
   if (url === null) return null;
   let timer: ReturnType<typeof setTimeout> | undefined;

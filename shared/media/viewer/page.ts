@@ -2,11 +2,11 @@ import { join } from 'node:path';
 import { sha256Hex } from '../../util/crypto.ts';
 import { itemFileFor } from '../item-files.ts';
 import {
+  type ItemCard,
   VIEWER_ASSETS_PATH,
   VIEWER_DATA_ELEMENT_ID,
   VIEWER_FILE_KINDS,
   VIEWER_FILES_PATH,
-  type ItemCard,
   type ViewerBackground,
   type ViewerFileKind,
   type ViewerFiles,
@@ -50,7 +50,8 @@ export function viewerBundle(): Promise<ViewerBundle> {
 /** The viewer script at `path` (`/viewer/assets/viewer.<hash>.js`), or 404 for any other path or an old hash. */
 export async function viewerAssetResponse(path: string): Promise<Response> {
   const { path: current, code } = await viewerBundle();
-  if (!SCRIPT_PATTERN.test(path) || path !== current) return new Response('Not found', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+  if (!SCRIPT_PATTERN.test(path) || path !== current)
+    return new Response('Not found', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } });
   return new Response(code, {
     headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
   });

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { randomToken, sha256Hex } from '../../util/crypto.ts';
-import type { Queryable, Sql } from '../../platform/db.ts';
 import { ApiError } from '../../http/errors.ts';
-import { newId } from '../../util/ids.ts';
-import { itemSelectorSchema, type ItemSelector } from '../../inspect/selector.ts';
 import { validateItemSelector } from '../../inspect/item-validation.ts';
-import { findSceneRevision, sceneErrors, type SceneDocument } from '../scenes.ts';
+import { type ItemSelector, itemSelectorSchema } from '../../inspect/selector.ts';
+import type { Queryable, Sql } from '../../platform/db.ts';
+import { randomToken, sha256Hex } from '../../util/crypto.ts';
+import { newId } from '../../util/ids.ts';
 import { renderModeFor } from '../item-files.ts';
+import { findSceneRevision, type SceneDocument, sceneErrors } from '../scenes.ts';
 
 /**
  * Viewer sessions (docs/design.md §10): a random token in the page URL, stored only as its SHA-256, pinned to
@@ -23,7 +23,9 @@ export const viewerSessionReceiptSchema = z.object({
   item: itemSelectorSchema.describe('The item as it will be drawn: its item and state only'),
   mode: z
     .enum(['3d', 'card'])
-    .describe('How the page draws the item (docs/design.md §18): `3d` with a real 3D model of the definition in this deployment, else `card` (the item card). Read when the session is made; the page follows the item files it finds when opened.'),
+    .describe(
+      'How the page draws the item (docs/design.md §18): `3d` with a real 3D model of the definition in this deployment, else `card` (the item card). Read when the session is made; the page follows the item files it finds when opened.',
+    ),
   scene: z
     .object({
       scene_id: z.uuid(),
@@ -42,7 +44,8 @@ export type ViewerSessionDeps = { sql: Sql; itemFilesDir: string; ttlSeconds: nu
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 export const viewerErrors = {
-  invalidItem: (details: { field: string; message: string }[]) => new ApiError(400, 'invalid_item', 'The item is not one the renderer can draw; see details.', details),
+  invalidItem: (details: { field: string; message: string }[]) =>
+    new ApiError(400, 'invalid_item', 'The item is not one the renderer can draw; see details.', details),
 };
 
 /**
@@ -85,10 +88,7 @@ export async function createViewerSession(
   };
 }
 
-export type OpenedViewerSession =
-  | { state: 'open'; item: ItemSelector; scene: SceneDocument; expiresAt: Date }
-  | { state: 'expired' }
-  | { state: 'unknown' };
+export type OpenedViewerSession = { state: 'open'; item: ItemSelector; scene: SceneDocument; expiresAt: Date } | { state: 'expired' } | { state: 'unknown' };
 
 /** The session behind a page URL's token: open (with its item and pinned scene revision), expired, or unknown. */
 export async function openViewerSession(sql: Sql, token: string, now: Date): Promise<OpenedViewerSession> {
@@ -102,7 +102,16 @@ export async function openViewerSession(sql: Sql, token: string, now: Date): Pro
 
 async function insertViewerSession(
   db: Queryable,
-  session: { sessionId: string; workspaceId: string; tokenHash: string; sceneId: string; sceneRevision: number; item: ItemSelector; createdAt: Date; expiresAt: Date },
+  session: {
+    sessionId: string;
+    workspaceId: string;
+    tokenHash: string;
+    sceneId: string;
+    sceneRevision: number;
+    item: ItemSelector;
+    createdAt: Date;
+    expiresAt: Date;
+  },
 ): Promise<void> {
   await db`
     insert into viewer_sessions (session_id, workspace_id, token_hash, scene_id, scene_revision, item, created_at, expires_at)

@@ -28,8 +28,9 @@
  * Over HTTP, for `npm start` (another process): POST /_control/faults {path, kind | null};
  * DELETE /_control/faults clears them; GET /_control/requests → {requests}.
  */
-import type { Server } from 'bun';
+
 import { createHash } from 'node:crypto';
+import type { Server } from 'bun';
 import sharp from 'sharp';
 import { buildGlb } from '../../../shared/media/glb.ts';
 import { standInModel } from '../../../shared/media/stand-ins.ts';
@@ -107,7 +108,9 @@ function distance(a: Rgb, b: Rgb): number {
  * without the fake.
  */
 export function expectedColourOf(pathOrUrl: string): { primary: Rgb; secondary: Rgb } {
-  const digest = createHash('sha256').update(identityOf(pathOf(pathOrUrl))).digest();
+  const digest = createHash('sha256')
+    .update(identityOf(pathOf(pathOrUrl)))
+    .digest();
   const primary = colourFromBytes(digest, 0);
   let secondary = colourFromBytes(digest, 3);
   if (distance(primary, secondary) < 120) secondary = [255 - primary[0], 255 - primary[1], 255 - primary[2]];
@@ -147,23 +150,31 @@ async function buildBody(path: string): Promise<Body | null> {
     const size = steam[2] === undefined ? null : Math.min(MAX_SIZE, Math.max(1, Number(steam[2])));
     const width = size ?? FAKE_IMAGE_SIZE.width;
     const height = size === null ? FAKE_IMAGE_SIZE.height : Math.max(1, Math.round((size * 3) / 4));
-    const bytes = await sharp(fakeImagePixels(path, width, height), { raw: { width, height, channels: 4 } }).png().toBuffer();
+    const bytes = await sharp(fakeImagePixels(path, width, height), { raw: { width, height, channels: 4 } })
+      .png()
+      .toBuffer();
     return { bytes, contentType: 'image/png' };
   }
   if (LIB_IMAGE.test(path)) {
     const { width, height } = FAKE_IMAGE_SIZE;
-    const bytes = await sharp(fakeImagePixels(path, width, height), { raw: { width, height, channels: 4 } }).webp({ lossless: true }).toBuffer();
+    const bytes = await sharp(fakeImagePixels(path, width, height), { raw: { width, height, channels: 4 } })
+      .webp({ lossless: true })
+      .toBuffer();
     return { bytes, contentType: 'image/webp' };
   }
   if (TEXTURE.test(path)) {
-    const bytes = await sharp(fakeImagePixels(path, FAKE_TEXTURE_SIZE, FAKE_TEXTURE_SIZE), { raw: { width: FAKE_TEXTURE_SIZE, height: FAKE_TEXTURE_SIZE, channels: 4 } })
+    const bytes = await sharp(fakeImagePixels(path, FAKE_TEXTURE_SIZE, FAKE_TEXTURE_SIZE), {
+      raw: { width: FAKE_TEXTURE_SIZE, height: FAKE_TEXTURE_SIZE, channels: 4 },
+    })
       .webp({ lossless: true })
       .toBuffer();
     return { bytes, contentType: 'image/webp' };
   }
   if (MODEL.test(path)) {
     const { primary } = expectedColourOf(path);
-    const white = await sharp({ create: { width: 4, height: 4, channels: 4, background: { r: 255, g: 255, b: 255, alpha: 1 } } }).png().toBuffer();
+    const white = await sharp({ create: { width: 4, height: 4, channels: 4, background: { r: 255, g: 255, b: 255, alpha: 1 } } })
+      .png()
+      .toBuffer();
     const bytes = buildGlb(standInModel('rifle', [primary[0] / 255, primary[1] / 255, primary[2] / 255, 1]), white, FAKE_MODEL_GENERATOR);
     return { bytes, contentType: 'model/gltf-binary' };
   }

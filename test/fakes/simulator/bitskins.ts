@@ -6,8 +6,8 @@
  * Money: integer thousandths of whole cents (`2300`). Doppler items only as phase names
  * (`★ Karambit | Doppler Ruby (Factory New)`, `… | Gamma Doppler Phase 3 (…)`), never plain.
  */
-import { countText, extraMoney, money, brokenKind, type BodyWriter } from './format.ts';
-import { SOURCE_SALT, type Entry, type Market } from './market.ts';
+import { type BodyWriter, brokenKind, countText, extraMoney, money } from './format.ts';
+import { type Entry, type Market, SOURCE_SALT } from './market.ts';
 import { marketplaceUpstream } from './marketplaces.ts';
 import { mix, unit } from './noise.ts';
 import type { SimulatorMode, Upstream } from './types.ts';

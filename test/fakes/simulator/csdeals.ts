@@ -5,7 +5,7 @@
  *
  * Money: strings with two decimals (`"2.30"`), a pin verbatim.
  */
-import { money, nameMember, usdText, type BodyWriter } from './format.ts';
+import { type BodyWriter, money, nameMember, usdText } from './format.ts';
 import type { Market } from './market.ts';
 import { json, marketplaceUpstream } from './marketplaces.ts';
 import type { SimulatorMode, Upstream } from './types.ts';

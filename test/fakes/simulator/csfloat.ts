@@ -8,7 +8,7 @@
  * price and created_at until its item's market moves. Money: integer cents.
  */
 import { mulberry32 } from '../../../shared/util/random.ts';
-import { EXTERIORS, exteriorOf, pinFor, type Entry } from './market.ts';
+import { type Entry, EXTERIORS, exteriorOf, pinFor } from './market.ts';
 import { mix, unit } from './noise.ts';
 import type { Handler, SimulatorState, Upstream } from './types.ts';
 

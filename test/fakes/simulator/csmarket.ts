@@ -11,8 +11,8 @@
  * the others are lower or null. `popularity_7d` is null on ~25 % of keys; `avg_price` null on ~20 %.
  * A row of the partial mode is one key of `items`; in wrong_types `popularity_7d` is an object.
  */
-import { extraMoney, millsText, money, nameMember, trimmedText, type BodyWriter } from './format.ts';
-import { SOURCE_SALT, type Entry, type Market } from './market.ts';
+import { type BodyWriter, extraMoney, millsText, money, nameMember, trimmedText } from './format.ts';
+import { type Entry, type Market, SOURCE_SALT } from './market.ts';
 import { marketplaceUpstream } from './marketplaces.ts';
 import { mix, unit } from './noise.ts';
 import type { SimulatorMode, Upstream } from './types.ts';
@@ -89,7 +89,13 @@ function csmarketBody(market: Market, bucket: number, mode: SimulatorMode, rows:
 export const CSMARKET: Upstream = marketplaceUpstream({
   source: 'csmarket',
   routes: { '/csmarket/api/v2/prices/class_instance/USD.json': 'csmarket' },
-  bodies: { csmarket: { head: (bucket, market) => `{"success":true,"time":${Math.floor((bucket * market.bucketMs) / 1000)},"currency":"USD","items":{`, rows: csmarketBody, tail: '}}' } },
+  bodies: {
+    csmarket: {
+      head: (bucket, market) => `{"success":true,"time":${Math.floor((bucket * market.bucketMs) / 1000)},"currency":"USD","items":{`,
+      rows: csmarketBody,
+      tail: '}}',
+    },
+  },
   malformed: { csmarket: '{"success":true,"time":1772366400,"currency":"USD","items":{"310776668_0":{"price":"32.39' },
   rateLimited: '{"success":false,"error":"Too many requests"}',
 });

@@ -1,5 +1,5 @@
 /** How the simulator's upstreams write their bodies: money texts, the broken rows of each mode, a streaming body writer. */
-import { quoteFromCents, type Entry, type MarketQuote } from './market.ts';
+import { type Entry, type MarketQuote, quoteFromCents } from './market.ts';
 import type { SimulatorMode } from './types.ts';
 
 /**
@@ -64,7 +64,8 @@ export function money(json: string, index: number, mode: SimulatorMode): string 
 /** A secondary money field (buy orders, averages, maxima): wrong only in wrong_types. */
 export const extraMoney = (json: string, index: number, mode: SimulatorMode) => (mode === 'wrong_types' && json !== 'null' ? wrongType(json, index) : json);
 export const countText = (count: number, mode: SimulatorMode) => (mode === 'wrong_types' ? `"${count}"` : String(count));
-export const nameMember = (key: string, entry: Entry, index: number, mode: SimulatorMode) => (brokenKind(mode, index) === 0 ? '' : `"${key}":${entry.nameJson},`);
+export const nameMember = (key: string, entry: Entry, index: number, mode: SimulatorMode) =>
+  brokenKind(mode, index) === 0 ? '' : `"${key}":${entry.nameJson},`;
 
 /** A name as the upstreams' page URLs write it: `AK-47 | Redline (Field-Tested)` → `ak-47-redline-field-tested`. */
 export const slug = (text: string) =>

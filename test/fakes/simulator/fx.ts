@@ -27,14 +27,36 @@ export const ECB_HEAD =
  * writes it with, and how much it moves (1 = the common amplitude; BGN is pegged, DKK nearly so).
  */
 const ECB_CURRENCIES: readonly [code: string, level: number, decimals: number, volatility: number][] = [
-  ['USD', 1.0834, 4, 1], ['JPY', 162.35, 2, 1], ['BGN', 1.9558, 4, 0], ['CZK', 25.112, 3, 0.5],
-  ['DKK', 7.4598, 4, 0.02], ['GBP', 0.84315, 5, 0.6], ['HUF', 405.18, 2, 1], ['PLN', 4.2735, 4, 0.6],
-  ['RON', 4.9762, 4, 0.3], ['SEK', 11.4565, 4, 0.8], ['CHF', 0.9381, 4, 0.6], ['ISK', 149.9, 2, 0.8],
-  ['NOK', 11.7035, 4, 0.8], ['TRY', 37.4818, 4, 1.5], ['AUD', 1.6402, 4, 1], ['BRL', 6.2561, 4, 1.4],
-  ['CAD', 1.5121, 4, 0.9], ['CNY', 7.8012, 4, 0.9], ['HKD', 8.4237, 4, 1], ['IDR', 17132.45, 2, 1.1],
-  ['ILS', 4.0031, 4, 1], ['INR', 91.0125, 4, 1], ['KRW', 1509.62, 2, 1.1], ['MXN', 21.4278, 4, 1.4],
-  ['MYR', 4.8045, 4, 1], ['NZD', 1.8032, 4, 1], ['PHP', 62.523, 3, 1], ['SGD', 1.4311, 4, 0.7],
-  ['THB', 37.821, 3, 1], ['ZAR', 19.7164, 4, 1.3],
+  ['USD', 1.0834, 4, 1],
+  ['JPY', 162.35, 2, 1],
+  ['BGN', 1.9558, 4, 0],
+  ['CZK', 25.112, 3, 0.5],
+  ['DKK', 7.4598, 4, 0.02],
+  ['GBP', 0.84315, 5, 0.6],
+  ['HUF', 405.18, 2, 1],
+  ['PLN', 4.2735, 4, 0.6],
+  ['RON', 4.9762, 4, 0.3],
+  ['SEK', 11.4565, 4, 0.8],
+  ['CHF', 0.9381, 4, 0.6],
+  ['ISK', 149.9, 2, 0.8],
+  ['NOK', 11.7035, 4, 0.8],
+  ['TRY', 37.4818, 4, 1.5],
+  ['AUD', 1.6402, 4, 1],
+  ['BRL', 6.2561, 4, 1.4],
+  ['CAD', 1.5121, 4, 0.9],
+  ['CNY', 7.8012, 4, 0.9],
+  ['HKD', 8.4237, 4, 1],
+  ['IDR', 17132.45, 2, 1.1],
+  ['ILS', 4.0031, 4, 1],
+  ['INR', 91.0125, 4, 1],
+  ['KRW', 1509.62, 2, 1.1],
+  ['MXN', 21.4278, 4, 1.4],
+  ['MYR', 4.8045, 4, 1],
+  ['NZD', 1.8032, 4, 1],
+  ['PHP', 62.523, 3, 1],
+  ['SGD', 1.4311, 4, 0.7],
+  ['THB', 37.821, 3, 1],
+  ['ZAR', 19.7164, 4, 1.3],
 ];
 // Scales in days and amplitudes (log-rate): ~0.3 % a day, a few % over weeks and months.
 const FX_OCTAVES: [number, number][] = [
@@ -96,5 +118,8 @@ export const FX: Upstream = {
   malformed: { fx: `${ECB_HEAD}\t<Cube>\n\t\t<Cube time='2026-11-24'>\n\t\t\t<Cube currency='USD' rate='1.08` },
   malformedContentType: 'text/xml',
   rateLimited: '<html><head><title>429 Too Many Requests</title></head><body><h1>Too Many Requests</h1></body></html>',
-  create: (state: SimulatorState): Handler => () => new Response(ecbDailyXml(state.market.seed, state.market.now(), state.modes.fx), { headers: { 'content-type': 'text/xml' } }),
+  create:
+    (state: SimulatorState): Handler =>
+    () =>
+      new Response(ecbDailyXml(state.market.seed, state.market.now(), state.modes.fx), { headers: { 'content-type': 'text/xml' } }),
 };

@@ -6,8 +6,8 @@
  * Money: JSON numbers, two decimals (`12.30`), a pin verbatim; `unlocked_price` null (~25 %), equal
  * to `price` (~50 %) or 1–11 % above it (a pin: equal to it).
  */
-import { countText, extraMoney, money, nameMember, slugOf, usdText, type BodyWriter } from './format.ts';
-import { quoteFromCents, SOURCE_SALT, type Market } from './market.ts';
+import { type BodyWriter, countText, extraMoney, money, nameMember, slugOf, usdText } from './format.ts';
+import { type Market, quoteFromCents, SOURCE_SALT } from './market.ts';
 import { marketplaceUpstream } from './marketplaces.ts';
 import { mix, unit } from './noise.ts';
 import type { SimulatorMode, Upstream } from './types.ts';

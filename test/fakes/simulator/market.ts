@@ -22,12 +22,21 @@
  * share applies per priced variant (a phase for Doppler items): a Doppler name is listed when at
  * least one of its phases is, at the lowest of them. Pinned prices (options.prices) are always listed.
  */
-import { centsFromDecimal } from '../../../shared/sources/money.ts';
-import { SOURCE_NAMES } from '../../../shared/platform/source-names.ts';
+
 import { PHASE_LABELS as CATALOG_PHASE_LABELS } from '../../../shared/catalog/identity.ts';
-import { newItemSchedule, type NewItemSchedule } from './new-items.ts';
+import { SOURCE_NAMES } from '../../../shared/platform/source-names.ts';
+import { centsFromDecimal } from '../../../shared/sources/money.ts';
+import { type NewItemSchedule, newItemSchedule } from './new-items.ts';
 import { drift, hashString, mix, unit } from './noise.ts';
-import { ABSENT_SHARE, BODY_SOURCES, type BodySource, type FixedPrice, type MarketSimulatorOptions, type SimulatedSource, type SimulatorItem } from './types.ts';
+import {
+  ABSENT_SHARE,
+  BODY_SOURCES,
+  type BodySource,
+  type FixedPrice,
+  type MarketSimulatorOptions,
+  type SimulatedSource,
+  type SimulatorItem,
+} from './types.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Item model
@@ -89,7 +98,7 @@ export function exteriorOf(name: string): string | null {
 /** A plausible USD level for an item, by kind (from its market_hash_name), before drift. */
 export function basePrice(name: string, h: number, version: string): number {
   const u = unit(h);
-  const logUniform = (lo: number, hi: number, skew: number) => lo * (hi / lo) ** u ** skew;
+  const logUniform = (lo: number, hi: number, skew: number) => lo * (hi / lo) ** (u ** skew);
   const exterior = exteriorOf(name);
   let base: number;
   if (name.startsWith('★') && /Gloves|Wraps/.test(name)) base = logUniform(70, 3000, 1.4);
@@ -162,7 +171,9 @@ export function normaliseFixed(name: string, version: string, value: FixedPrice)
     const centsSource = source === 'skinport' || source === 'steam' || source === 'csfloat';
     const mills = millsFromDecimal(decimal);
     if (mills === null || mills === 0 || (centsSource && mills % 10 !== 0) || (centsSource && centsFromDecimal(decimal) === null)) {
-      throw new Error(`simulator: fixed ${source} price ${decimal} for ${name} ${version} must be positive with at most ${centsSource ? 'two' : 'three'} decimals`);
+      throw new Error(
+        `simulator: fixed ${source} price ${decimal} for ${name} ${version} must be positive with at most ${centsSource ? 'two' : 'three'} decimals`,
+      );
     }
     return { text: decimal, mills, cents: centsFromDecimal(decimal) };
   };
@@ -327,13 +338,24 @@ export function createMarket(options: MarketSimulatorOptions): Market {
   /** Each marketplace's fixed per-item bias, at most ±4 % (log), beside its level and its own drift. */
   const ITEM_BIAS = 0.04;
   /** Generated asks in whole cents (bitskins: thousandths that are whole cents); csmarket and waxpeer to the thousandth. */
-  const WHOLE_CENTS: Record<BodySource, boolean> = { csmarket: false, lisskins: true, waxpeer: false, whitemarket: true, bitskins: true, csdeals: true, skinbaron: true };
+  const WHOLE_CENTS: Record<BodySource, boolean> = {
+    csmarket: false,
+    lisskins: true,
+    waxpeer: false,
+    whitemarket: true,
+    bitskins: true,
+    csdeals: true,
+    skinbaron: true,
+  };
   /** Listing depth relative to skinport's (counts are 1 + v³ × cap × depth). */
   const DEPTH: Record<BodySource, number> = { csmarket: 1, lisskins: 0.6, waxpeer: 0.5, whitemarket: 0.25, bitskins: 0.35, csdeals: 1, skinbaron: 0.4 };
 
   /** Per marketplace and entry id: the bucket last asked (NaN: never), the bucket its price last moved in, the price. */
   const marketMemo = Object.fromEntries(
-    BODY_SOURCES.map((source) => [source, { asked: new Float64Array(entryCount).fill(NaN), moved: new Float64Array(entryCount), mills: new Float64Array(entryCount) }]),
+    BODY_SOURCES.map((source) => [
+      source,
+      { asked: new Float64Array(entryCount).fill(NaN), moved: new Float64Array(entryCount), mills: new Float64Array(entryCount) },
+    ]),
   ) as Record<BodySource, { asked: Float64Array; moved: Float64Array; mills: Float64Array }>;
 
   /**
@@ -402,5 +424,20 @@ export function createMarket(options: MarketSimulatorOptions): Market {
     return 1 + Math.floor(v * v * v * cap * DEPTH[source]);
   }
 
-  return { seed, now, bucketMs, bucketOf, defaults, byName, csfloatEntries, entryCount, newItems, changeBucket, ask, generatedQuantity, marketAsk, marketCount };
+  return {
+    seed,
+    now,
+    bucketMs,
+    bucketOf,
+    defaults,
+    byName,
+    csfloatEntries,
+    entryCount,
+    newItems,
+    changeBucket,
+    ask,
+    generatedQuantity,
+    marketAsk,
+    marketCount,
+  };
 }

@@ -32,7 +32,8 @@ export type MarketplaceSpec = Omit<Upstream, 'create' | 'source'> & {
 };
 
 /** A JSON answer as these hosts send it. */
-export const json = (text: string | Uint8Array<ArrayBuffer>, status = 200) => new Response(text, { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
+export const json = (text: string | Uint8Array<ArrayBuffer>, status = 200) =>
+  new Response(text, { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
 
 /** The body of an endpoint now, from the cache or built. */
 function marketBody(state: SimulatorState, endpoint: Endpoint, body: MarketBody, mode: SimulatorMode): { gzip: Uint8Array<ArrayBuffer>; bytes: number } {

@@ -46,20 +46,31 @@ import { createMarket } from './market.ts';
 import { SKINBARON } from './skinbaron.ts';
 import { SKINPORT } from './skinport.ts';
 import { STEAM } from './steam.ts';
-import { SIMULATOR_MODES, SIMULATOR_TARGETS, type Endpoint, type Handler, type MarketSimulator, type MarketSimulatorOptions, type SimulatorMode, type SimulatorState, type SimulatorTarget, type Upstream } from './types.ts';
+import {
+  type Endpoint,
+  type Handler,
+  type MarketSimulator,
+  type MarketSimulatorOptions,
+  SIMULATOR_MODES,
+  SIMULATOR_TARGETS,
+  type SimulatorMode,
+  type SimulatorState,
+  type SimulatorTarget,
+  type Upstream,
+} from './types.ts';
 import { WAXPEER } from './waxpeer.ts';
 import { WHITEMARKET } from './whitemarket.ts';
 
 export {
   ABSENT_SHARE,
-  MARKETPLACE_SOURCES,
-  SIMULATED_SOURCES,
-  SIMULATOR_MODES,
-  SIMULATOR_TARGETS,
   type FixedPrice,
+  MARKETPLACE_SOURCES,
   type MarketplaceSource,
   type MarketSimulator,
   type MarketSimulatorOptions,
+  SIMULATED_SOURCES,
+  SIMULATOR_MODES,
+  SIMULATOR_TARGETS,
   type SimulatedSource,
   type SimulatorItem,
   type SimulatorMode,
@@ -101,7 +112,9 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
         return new Response(upstreams.get(source)!.rateLimited, { status: 429, headers });
       }
       case 'malformed':
-        return new Response(upstreams.get(source)!.malformed[endpoint], { headers: { 'content-type': upstreams.get(source)!.malformedContentType ?? 'application/json; charset=utf-8' } });
+        return new Response(upstreams.get(source)!.malformed[endpoint], {
+          headers: { 'content-type': upstreams.get(source)!.malformedContentType ?? 'application/json; charset=utf-8' },
+        });
       default:
         return null;
     }
@@ -115,7 +128,10 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
   /** The last build of each marketplace body: bucket, mode, size and build time (GET /_control shows them). */
   const bodyStats = () =>
     Object.fromEntries(
-      [...state.bodies].map(([endpoint, { bucket, mode, gzip, bytes, ms, gzipMs }]) => [endpoint, { bucket, mode, bytes, gzip_bytes: gzip.byteLength, build_ms: ms, gzip_ms: gzipMs }]),
+      [...state.bodies].map(([endpoint, { bucket, mode, gzip, bytes, ms, gzipMs }]) => [
+        endpoint,
+        { bucket, mode, bytes, gzip_bytes: gzip.byteLength, build_ms: ms, gzip_ms: gzipMs },
+      ]),
     );
 
   const server: Server<undefined> = Bun.serve({
@@ -130,7 +146,10 @@ export function startMarketSimulator(options: MarketSimulatorOptions): MarketSim
         if (request.method === 'GET' && path === '/_control') return Response.json({ modes, retry_after: retryAfter, bodies: bodyStats() });
         const [, , source, mode] = path.split('/');
         if (request.method !== 'POST') return new Response(null, { status: 405 });
-        if (!(source === 'all' || (SIMULATOR_TARGETS as readonly string[]).includes(source ?? '')) || !(SIMULATOR_MODES as readonly string[]).includes(mode ?? '')) {
+        if (
+          !(source === 'all' || (SIMULATOR_TARGETS as readonly string[]).includes(source ?? '')) ||
+          !(SIMULATOR_MODES as readonly string[]).includes(mode ?? '')
+        ) {
           return Response.json({ error: `use POST /_control/<${SIMULATOR_TARGETS.join('|')}|all>/<${SIMULATOR_MODES.join('|')}>` }, { status: 400 });
         }
         setMode(source as SimulatorTarget | 'all', mode as SimulatorMode);

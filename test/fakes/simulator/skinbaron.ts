@@ -12,9 +12,9 @@
  * `"ruby"`, …). The request must be a POST with `x-requested-with: XMLHttpRequest` and a JSON body
  * `{apikey, appId: 730}`; any non-empty key is accepted (401 without one, 400 otherwise).
  */
-import { money, nameMember, slugOf, type BodyWriter } from './format.ts';
+import { type BodyWriter, money, nameMember, slugOf } from './format.ts';
 import { ecbUsdRate } from './fx.ts';
-import { EXTERIORS, exteriorOf, quoteFromCents, type Entry, type Market, type MarketQuote } from './market.ts';
+import { type Entry, EXTERIORS, exteriorOf, type Market, type MarketQuote, quoteFromCents } from './market.ts';
 import { marketplaceUpstream } from './marketplaces.ts';
 import type { SimulatorMode, Upstream } from './types.ts';
 

@@ -10,7 +10,7 @@
  */
 import zlib from 'node:zlib';
 import { slug, wrongType } from './format.ts';
-import { quoteFromCents, type Entry } from './market.ts';
+import { type Entry, quoteFromCents } from './market.ts';
 import { mix, unit } from './noise.ts';
 import { skinportSalesChunks } from './skinport-sales.ts';
 import type { Handler, SimulatorState, Upstream } from './types.ts';
@@ -109,7 +109,9 @@ function create(state: SimulatorState): Handler {
       body = zlib.brotliCompressSync(Buffer.from(skinportBody(partial, wrongTypes)), { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } });
       if (!partial && !wrongTypes) skinportCache = { bucket, body };
     }
-    return new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'br', 'cache-control': 'public, max-age=300' } });
+    return new Response(body, {
+      headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'br', 'cache-control': 'public, max-age=300' },
+    });
   }
 
   /** docs/design.md §19: skinport's sales history (skinport-sales.ts), over what skinport lists, one body per hour and mode. */
@@ -135,7 +137,12 @@ function create(state: SimulatorState): Handler {
         compressor.on('end', resolve);
         compressor.on('error', reject);
       });
-      for (const chunk of skinportSalesChunks(entries, (entry) => ask(entry as Entry, 'skinport', bucket)?.cents ?? null, { hour, partial, wrongTypes, slug })) {
+      for (const chunk of skinportSalesChunks(entries, (entry) => ask(entry as Entry, 'skinport', bucket)?.cents ?? null, {
+        hour,
+        partial,
+        wrongTypes,
+        slug,
+      })) {
         if (!compressor.write(chunk)) await new Promise((resolve) => compressor.once('drain', resolve));
       }
       compressor.end();
@@ -143,7 +150,9 @@ function create(state: SimulatorState): Handler {
       body = Buffer.concat(parts);
       if (!partial && !wrongTypes) salesCache = { hour, body };
     }
-    return new Response(body, { headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'br', 'cache-control': 'public, max-age=3600' } });
+    return new Response(body, {
+      headers: { 'content-type': 'application/json; charset=utf-8', 'content-encoding': 'br', 'cache-control': 'public, max-age=3600' },
+    });
   }
 
   return (request, url, endpoint) => (endpoint === 'skinport-sales' ? skinportSales(url) : skinport(request, url));

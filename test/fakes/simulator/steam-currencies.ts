@@ -1,4 +1,4 @@
-import { formatSteamMoney, hundredthsOf, parseSteamMoney, steamWalletCurrencyById, type SteamWalletCurrency } from '../../../shared/fx/steam-currencies.ts';
+import { formatSteamMoney, hundredthsOf, parseSteamMoney, type SteamWalletCurrency, steamWalletCurrencyById } from '../../../shared/fx/steam-currencies.ts';
 
 /**
  * The simulator's priceoverview in every Steam wallet currency (docs/design.md §19): `currency=<steam id>`
@@ -15,13 +15,44 @@ import { formatSteamMoney, hundredthsOf, parseSteamMoney, steamWalletCurrencyByI
 
 /** Units per USD (a level) and how much it moves (1 = the common amplitude; 0 = pegged). */
 const LEVELS: Record<string, [level: number, volatility: number]> = {
-  GBP: [0.78, 0.6], EUR: [0.923, 0.6], CHF: [0.866, 0.6], RUB: [81.5, 1.5], PLN: [3.94, 0.7], BRL: [5.77, 1.4],
-  JPY: [149.9, 1], NOK: [10.8, 0.8], IDR: [15_810, 1], MYR: [4.43, 0.8], PHP: [57.7, 0.8], SGD: [1.32, 0.5],
-  THB: [34.9, 0.8], VND: [25_950, 0.4], KRW: [1_393, 1], TRY: [34.6, 1.5], UAH: [41.6, 0.8], MXN: [19.8, 1.4],
-  CAD: [1.395, 0.6], AUD: [1.514, 0.9], NZD: [1.664, 0.9], CNY: [7.2, 0.5], INR: [84.0, 0.5], CLP: [938, 1.2],
-  PEN: [3.72, 0.7], COP: [4_120, 1.3], ZAR: [18.2, 1.3], HKD: [7.776, 0.05], TWD: [32.2, 0.6], SAR: [3.75, 0],
-  AED: [3.6725, 0], ARS: [1_045, 2], ILS: [3.7, 0.9], KZT: [512, 1.2], KWD: [0.3074, 0.2], QAR: [3.64, 0],
-  CRC: [508, 0.7], UYU: [42.9, 0.9],
+  GBP: [0.78, 0.6],
+  EUR: [0.923, 0.6],
+  CHF: [0.866, 0.6],
+  RUB: [81.5, 1.5],
+  PLN: [3.94, 0.7],
+  BRL: [5.77, 1.4],
+  JPY: [149.9, 1],
+  NOK: [10.8, 0.8],
+  IDR: [15_810, 1],
+  MYR: [4.43, 0.8],
+  PHP: [57.7, 0.8],
+  SGD: [1.32, 0.5],
+  THB: [34.9, 0.8],
+  VND: [25_950, 0.4],
+  KRW: [1_393, 1],
+  TRY: [34.6, 1.5],
+  UAH: [41.6, 0.8],
+  MXN: [19.8, 1.4],
+  CAD: [1.395, 0.6],
+  AUD: [1.514, 0.9],
+  NZD: [1.664, 0.9],
+  CNY: [7.2, 0.5],
+  INR: [84.0, 0.5],
+  CLP: [938, 1.2],
+  PEN: [3.72, 0.7],
+  COP: [4_120, 1.3],
+  ZAR: [18.2, 1.3],
+  HKD: [7.776, 0.05],
+  TWD: [32.2, 0.6],
+  SAR: [3.75, 0],
+  AED: [3.6725, 0],
+  ARS: [1_045, 2],
+  ILS: [3.7, 0.9],
+  KZT: [512, 1.2],
+  KWD: [0.3074, 0.2],
+  QAR: [3.64, 0],
+  CRC: [508, 0.7],
+  UYU: [42.9, 0.9],
 };
 
 const DAY_MS = 86_400_000;
@@ -92,7 +123,8 @@ export async function steamInOtherCurrency(url: URL, usdAnswer: (url: URL) => Re
     for (const field of ['lowest_price', 'median_price']) {
       const value = record[field];
       const amount = typeof value === 'string' ? parseSteamMoney(value, 'USD') : null;
-      if (amount !== null && /^[0-9]+(\.[0-9]{1,2})?$/.test(amount)) record[field] = formatSteamMoney(localHundredths(hundredthsOf(amount), currency, rate), currency.code);
+      if (amount !== null && /^[0-9]+(\.[0-9]{1,2})?$/.test(amount))
+        record[field] = formatSteamMoney(localHundredths(hundredthsOf(amount), currency, rate), currency.code);
     }
   }
   return new Response(JSON.stringify(body), { status: usd.status, headers: usd.headers });

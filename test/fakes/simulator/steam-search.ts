@@ -55,7 +55,10 @@ function kindOf(name: string): { type: string; color: string } {
   if (name.startsWith('★')) return { type: /Gloves|Wraps/.test(name) ? '★ Extraordinary Gloves' : '★ Covert Knife', color: '8650AC' };
   if (name.startsWith('Sticker |')) return { type: 'High Grade Sticker', color: 'D2D2D2' };
   if (/(Case|Capsule|Package)$/.test(name)) return { type: 'Base Grade Container', color: 'D2D2D2' };
-  return { type: name.includes('StatTrak™') ? 'StatTrak™ Mil-Spec Grade Rifle' : 'Mil-Spec Grade Rifle', color: name.includes('StatTrak™') ? 'CF6A32' : 'D2D2D2' };
+  return {
+    type: name.includes('StatTrak™') ? 'StatTrak™ Mil-Spec Grade Rifle' : 'Mil-Spec Grade Rifle',
+    color: name.includes('StatTrak™') ? 'CF6A32' : 'D2D2D2',
+  };
 }
 
 const json = (text: string, status = 200) => new Response(text, { status, headers: { 'content-type': 'application/json; charset=utf-8' } });

@@ -40,7 +40,9 @@ function create(state: SimulatorState): Handler {
     if (modes.steam === 'wrong_types') {
       const quote = ask(entry, 'steam', bucketOf(now()));
       const money = quote ? steamMoney(quote.text) : '$1.00';
-      return json(`{"success":true,"lowest_price":${wrongType(JSON.stringify(money), counter)},"volume":12,"median_price":${wrongType(JSON.stringify(money), counter)}}`);
+      return json(
+        `{"success":true,"lowest_price":${wrongType(JSON.stringify(money), counter)},"volume":12,"median_price":${wrongType(JSON.stringify(money), counter)}}`,
+      );
     }
     if (modes.steam === 'partial' && counter % 3 === 1) {
       const kind = Math.floor(counter / 3) % 3;
@@ -71,13 +73,22 @@ function create(state: SimulatorState): Handler {
   let searchListed = { bucket: Number.NaN, entries: defaults };
   const searchEntries = () => {
     const bucket = bucketOf(now());
-    if (newItems.items.length > 0 && bucket !== searchListed.bucket) searchListed = { bucket, entries: defaults.filter((entry) => newItems.isListed(entry.item, bucket)) };
+    if (newItems.items.length > 0 && bucket !== searchListed.bucket)
+      searchListed = { bucket, entries: defaults.filter((entry) => newItems.isListed(entry.item, bucket)) };
     return searchListed.entries;
   };
-  const steamSearch = createSteamSearch(searchEntries, (entry) => entry.name, (entry) => {
-    const quote = ask(entry, 'steam', bucketOf(now()));
-    return { cents: quote?.cents ?? null, listings: quote ? (entry.fixed?.quantity ?? Math.max(1, generatedQuantity(entry, 'steam', quote.cents))) : 0, hash: entry.hash };
-  });
+  const steamSearch = createSteamSearch(
+    searchEntries,
+    (entry) => entry.name,
+    (entry) => {
+      const quote = ask(entry, 'steam', bucketOf(now()));
+      return {
+        cents: quote?.cents ?? null,
+        listings: quote ? (entry.fixed?.quantity ?? Math.max(1, generatedQuantity(entry, 'steam', quote.cents))) : 0,
+        hash: entry.hash,
+      };
+    },
+  );
 
   return (_request, url, _endpoint, path) => (path === '/steam/market/search/render' ? steamSearch(url, modes.steam) : steam(url));
 }

@@ -18,7 +18,15 @@ export const SIMULATOR_MODES = ['ok', 'fail', 'stall', 'rate_limit', 'malformed'
 export type SimulatorMode = (typeof SIMULATOR_MODES)[number];
 
 /** Share of the catalog's priced variants each marketplace has nothing for sale for (left out of its body). */
-export const ABSENT_SHARE: Record<BodySource, number> = { csmarket: 0.15, lisskins: 0.25, waxpeer: 0.3, whitemarket: 0.45, bitskins: 0.35, csdeals: 0.5, skinbaron: 0.4 };
+export const ABSENT_SHARE: Record<BodySource, number> = {
+  csmarket: 0.15,
+  lisskins: 0.25,
+  waxpeer: 0.3,
+  whitemarket: 0.45,
+  bitskins: 0.35,
+  csdeals: 0.5,
+  skinbaron: 0.4,
+};
 
 export type SimulatorItem = {
   market_hash_name: string;

@@ -10,8 +10,8 @@
  * phase's ask, the others dearer). Each endpoint counts its own rows in the partial mode; a mode
  * applies to both.
  */
-import { countText, extraMoney, money, nameMember, type BodyWriter } from './format.ts';
-import { EXTERIORS, exteriorOf, SOURCE_SALT, type Entry, type Market, type MarketQuote } from './market.ts';
+import { type BodyWriter, countText, extraMoney, money, nameMember } from './format.ts';
+import { type Entry, EXTERIORS, exteriorOf, type Market, type MarketQuote, SOURCE_SALT } from './market.ts';
 import { json, marketplaceUpstream } from './marketplaces.ts';
 import { mix, unit } from './noise.ts';
 import type { SimulatorMode, Upstream } from './types.ts';
@@ -46,8 +46,14 @@ function waxpeerBody(market: Market, bucket: number, mode: SimulatorMode, rows: 
         if (phaseQuote) count += waxpeerListings(market, phase, phaseQuote);
       }
     } else count = marketCount(entry, 'waxpeer', quote);
-    const steamPrice = unit(mix(entry.hash, salt, 30)) < 0.1 ? '' : `,"steam_price":${extraMoney(String(Math.round((quote.mills * (1.12 + 0.2 * unit(mix(h, 4)))) / 10) * 10), index, mode)}`;
-    const img = unit(mix(entry.hash, salt, 31)) < 0.05 ? '' : `,"img":"https://community.cloudflare.steamstatic.com/economy/image/${entry.hash.toString(36)}${mix(entry.hash, 32).toString(36)}"`;
+    const steamPrice =
+      unit(mix(entry.hash, salt, 30)) < 0.1
+        ? ''
+        : `,"steam_price":${extraMoney(String(Math.round((quote.mills * (1.12 + 0.2 * unit(mix(h, 4)))) / 10) * 10), index, mode)}`;
+    const img =
+      unit(mix(entry.hash, salt, 31)) < 0.05
+        ? ''
+        : `,"img":"https://community.cloudflare.steamstatic.com/economy/image/${entry.hash.toString(36)}${mix(entry.hash, 32).toString(36)}"`;
     rows.row(
       `{${nameMember('name', entry, index, mode)}"count":${countText(count, mode)},"min":${money(String(quote.mills), index, mode)}${steamPrice}${img},` +
         `"type":"${waxpeerType(entry.name)}","rarity_color":"${RARITY_COLORS[entry.hash % RARITY_COLORS.length]}"}`,

@@ -5,7 +5,7 @@
  *
  * Money: even rows a string (`"2.30"`), odd rows a JSON number (`2.30`); a pin verbatim.
  */
-import { countText, money, nameMember, slugOf, usdText, type BodyWriter } from './format.ts';
+import { type BodyWriter, countText, money, nameMember, slugOf, usdText } from './format.ts';
 import type { Market } from './market.ts';
 import { marketplaceUpstream } from './marketplaces.ts';
 import type { SimulatorMode, Upstream } from './types.ts';

@@ -14,12 +14,16 @@ import type { FakeState } from './state.ts';
 const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 /** Steam's 401 body on its Web API (HTML, whatever the endpoint's format). */
-const UNAUTHORIZED_HTML = '<html><head><title>401 Unauthorized</title></head><body><h1>Unauthorized</h1>Access is denied. Retrying will not help. Please verify your <pre>access_token=</pre> parameter.</body></html>';
+const UNAUTHORIZED_HTML =
+  '<html><head><title>401 Unauthorized</title></head><body><h1>Unauthorized</h1>Access is denied. Retrying will not help. Please verify your <pre>access_token=</pre> parameter.</body></html>';
 
 export const unauthorized = () => new Response(UNAUTHORIZED_HTML, { status: 401, headers: { 'content-type': 'text/html; charset=UTF-8' } });
 /** Steam's 403 for a good token used on another account's data. */
 export const forbidden = () =>
-  new Response('<html><head><title>Forbidden</title></head><body><h1>Forbidden</h1>Access is denied.</body></html>', { status: 403, headers: { 'content-type': 'text/html; charset=UTF-8' } });
+  new Response('<html><head><title>Forbidden</title></head><body><h1>Forbidden</h1>Access is denied.</body></html>', {
+    status: 403,
+    headers: { 'content-type': 'text/html; charset=UTF-8' },
+  });
 
 export type AccessTokenState = {
   secret: Buffer;

@@ -9,8 +9,8 @@
  * as Steam leaves them out of the public read; econ-inventory.ts serves both to the owner's token.
  */
 import type { InventoryState } from './data.ts';
-import { retryAfterHeaders, takeFailure, type FakeState } from './state.ts';
 import { yearlessText } from './items.ts';
+import { type FakeState, retryAfterHeaders, takeFailure } from './state.ts';
 import type { InventoryFixture, SteamAssetProperties, SteamDescription, SteamDescriptionLine } from './types.ts';
 
 const nullBody = (status: number, headers: Record<string, string> = {}) =>
@@ -40,7 +40,9 @@ const DATE_TOKEN = /\[date\](\d+)\[\/date\]/g;
 function renderedLines(lines: SteamDescriptionLine[] | undefined): SteamDescriptionLine[] | undefined {
   if (!lines?.some((line) => line.type === 'bbcode')) return lines;
   return lines.map((line) =>
-    line.type === 'bbcode' ? { ...line, type: 'html', value: line.value.replace(DATE_TOKEN, (_token, seconds: string) => yearlessText(new Date(Number(seconds) * 1000))) } : line,
+    line.type === 'bbcode'
+      ? { ...line, type: 'html', value: line.value.replace(DATE_TOKEN, (_token, seconds: string) => yearlessText(new Date(Number(seconds) * 1000))) }
+      : line,
   );
 }
 

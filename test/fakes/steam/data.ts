@@ -3,7 +3,7 @@
  * big-inventory generator the benchmark uses. Everything is deterministic except trade-hold dates,
  * which lie a week after the fake starts (a hold is only a hold while it is in the future).
  */
-import { inventoryOf, type ItemSpec } from './items.ts';
+import { type ItemSpec, inventoryOf } from './items.ts';
 import type { InventoryFixture, PlayerSummary } from './types.ts';
 
 /** Public profile with the rich inventory; the default signed-in OpenID user. */
@@ -49,7 +49,9 @@ export function profile(steamId64: string, fields: Partial<PlayerSummary> & { pe
     avatarhash: AVATAR_HASH,
     lastlogoff: 1763880000,
     personastate: 0,
-    ...(visibility === 3 ? { commentpermission: 1, primaryclanid: '103582791429521408', timecreated: 1262304000, loccountrycode: 'DE', personastateflags: 0 } : {}),
+    ...(visibility === 3
+      ? { commentpermission: 1, primaryclanid: '103582791429521408', timecreated: 1262304000, loccountrycode: 'DE', personastateflags: 0 }
+      : {}),
     ...fields,
   };
   return summary;
@@ -236,9 +238,10 @@ export function bigInventory(steamId64: string, assets = 5000, options: { holds?
     if (base.wear !== undefined) {
       // Stay inside the skin's own float range so the market name exists.
       const spread = base.item === 'Karambit | Doppler' || base.item === 'Glock-18 | Fade' ? 0.06 : 0.1;
-      spec.wear = Math.min(0.79, base.wear + ((i * 7919) % 1000) / 1000 * spread);
+      spec.wear = Math.min(0.79, base.wear + (((i * 7919) % 1000) / 1000) * spread);
       if (base.item === 'AK-47 | Redline') spec.wear = Math.max(0.1, spec.wear);
-      if (base.item === 'Sport Gloves | Vice' || base.item === 'Desert Eagle | Blaze') spec.wear = Math.max(0.06, Math.min(spec.wear, base.item === 'Desert Eagle | Blaze' ? 0.08 : 0.79));
+      if (base.item === 'Sport Gloves | Vice' || base.item === 'Desert Eagle | Blaze')
+        spec.wear = Math.max(0.06, Math.min(spec.wear, base.item === 'Desert Eagle | Blaze' ? 0.08 : 0.79));
       if (base.item === 'AWP | Asiimov') spec.wear = Math.max(0.18, spec.wear);
       spec.seed = (i * 131) % 1001;
     }
@@ -270,7 +273,10 @@ export function defaultInventories(now: Date): Map<string, InventoryState | (() 
     [BIG_STEAM_ID, () => bigInventory(BIG_STEAM_ID)],
     [PARTNER_STEAM_ID, () => inventoryOf(PARTNER_STEAM_ID, PARTNER_SPECS, firstAssetIdFor(PARTNER_STEAM_ID, 2))],
     [STEAM_2026_STEAM_ID, () => inventoryOf(STEAM_2026_STEAM_ID, steam2026InventorySpecs(), firstAssetIdFor(STEAM_2026_STEAM_ID, 3))],
-    [STEAM_2026_GERMAN_STEAM_ID, () => inventoryOf(STEAM_2026_GERMAN_STEAM_ID, steam2026InventorySpecs(), firstAssetIdFor(STEAM_2026_GERMAN_STEAM_ID, 4), { locale: 'german' })],
+    [
+      STEAM_2026_GERMAN_STEAM_ID,
+      () => inventoryOf(STEAM_2026_GERMAN_STEAM_ID, steam2026InventorySpecs(), firstAssetIdFor(STEAM_2026_GERMAN_STEAM_ID, 4), { locale: 'german' }),
+    ],
     [HOLDS_2026_STEAM_ID, () => inventoryOf(HOLDS_2026_STEAM_ID, holds2026InventorySpecs(now), firstAssetIdFor(HOLDS_2026_STEAM_ID, 5))],
   ]);
 }

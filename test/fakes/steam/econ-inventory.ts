@@ -10,10 +10,13 @@
  */
 import { checkAccessToken } from './access-tokens.ts';
 import { contextView, MAX_PAGE_COUNT, pageBody, resolveInventory } from './community-inventory.ts';
-import { retryAfterHeaders, takeFailure, type FakeState } from './state.ts';
+import { type FakeState, retryAfterHeaders, takeFailure } from './state.ts';
 
 const html = (status: number, title: string, headers: Record<string, string> = {}) =>
-  new Response(`<html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>`, { status, headers: { 'content-type': 'text/html; charset=UTF-8', ...headers } });
+  new Response(`<html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>`, {
+    status,
+    headers: { 'content-type': 'text/html; charset=UTF-8', ...headers },
+  });
 
 export function econInventory(state: FakeState, url: URL): Response | Promise<Response> {
   const steamId = url.searchParams.get('steamid');
@@ -35,5 +38,11 @@ export function econInventory(state: FakeState, url: URL): Response | Promise<Re
   const withProperties = url.searchParams.get('get_asset_properties') === 'true' || url.searchParams.get('get_asset_properties') === '1';
   const withDescriptions = url.searchParams.get('get_descriptions') === 'true' || url.searchParams.get('get_descriptions') === '1';
   const { asset_properties: properties, descriptions, ...rest } = body;
-  return Response.json({ response: { ...rest, ...(withDescriptions && descriptions ? { descriptions } : {}), ...(withProperties && properties ? { asset_properties: properties } : {}) } });
+  return Response.json({
+    response: {
+      ...rest,
+      ...(withDescriptions && descriptions ? { descriptions } : {}),
+      ...(withProperties && properties ? { asset_properties: properties } : {}),
+    },
+  });
 }

@@ -63,7 +63,8 @@ export function addItems(state: FakeState, steamId64: string, specs: readonly It
 export function removeItems(state: FakeState, steamId64: string, assetIds: readonly string[]): void {
   const current = inventoryOfOwner(state, steamId64);
   const gone = new Set(assetIds);
-  for (const id of gone) if (!current.assets.some((asset) => asset.assetid === id)) throw new FakeInventoryError(`asset ${id} is not in ${steamId64}'s inventory`);
+  for (const id of gone)
+    if (!current.assets.some((asset) => asset.assetid === id)) throw new FakeInventoryError(`asset ${id} is not in ${steamId64}'s inventory`);
   state.inventories.set(
     steamId64,
     withoutUnusedDescriptions({
@@ -105,7 +106,9 @@ export function tradeItems(state: FakeState, steamId64: string, assetIds: readon
   const properties: SteamAssetProperties[] = current.asset_properties.map((entry) => {
     const newId = renamed.get(entry.assetid);
     if (!newId) return entry;
-    const asset_properties = entry.asset_properties.map((property) => (property.propertyid === 6 ? { ...property, string_value: rekeyedCertificate(property.string_value, newId) } : property));
+    const asset_properties = entry.asset_properties.map((property) =>
+      property.propertyid === 6 ? { ...property, string_value: rekeyedCertificate(property.string_value, newId) } : property,
+    );
     return { ...entry, assetid: newId, asset_properties };
   });
   state.inventories.set(steamId64, { assets: [...moved.reverse(), ...kept], descriptions: current.descriptions, asset_properties: properties });
@@ -120,7 +123,8 @@ export function tradeItems(state: FakeState, steamId64: string, assetIds: readon
 export function protectItems(state: FakeState, steamId64: string, assetIds: readonly string[], until = new Date(Date.now() + 7 * 86_400_000)): void {
   const current = inventoryOfOwner(state, steamId64);
   const protecting = new Set(assetIds);
-  for (const id of protecting) if (!current.assets.some((asset) => asset.assetid === id)) throw new FakeInventoryError(`asset ${id} is not in ${steamId64}'s inventory`);
+  for (const id of protecting)
+    if (!current.assets.some((asset) => asset.assetid === id)) throw new FakeInventoryError(`asset ${id} is not in ${steamId64}'s inventory`);
   const descriptions = new Map(current.descriptions.map((d) => [`${d.classid}_${d.instanceid}`, d]));
   const added: SteamDescription[] = [];
   const assets = current.assets.map((asset) => {
@@ -150,10 +154,18 @@ export function endTradeHolds(state: FakeState, steamId64: string, assetIds: rea
     if (!ending.has(asset.assetid)) return asset;
     const held = descriptions.get(`${asset.classid}_${asset.instanceid}`);
     if (!held) return asset;
-    const owner = (held.owner_descriptions ?? []).filter((line) => !/Tradable(\/Marketable)? After|trade-protected|listed on the Steam Community Market/.test(line.value));
+    const owner = (held.owner_descriptions ?? []).filter(
+      (line) => !/Tradable(\/Marketable)? After|trade-protected|listed on the Steam Community Market/.test(line.value),
+    );
     const instanceid = `${held.instanceid}1`;
     const { owner_descriptions: _dropped, sealed: _sealed, sealed_type: _sealedType, item_expiration: _expiration, ...rest } = held;
-    const free: SteamDescription = { ...rest, instanceid, tradable: 1, marketable: 1, ...(owner.some((line) => line.value.trim() !== '') ? { owner_descriptions: owner } : {}) };
+    const free: SteamDescription = {
+      ...rest,
+      instanceid,
+      tradable: 1,
+      marketable: 1,
+      ...(owner.some((line) => line.value.trim() !== '') ? { owner_descriptions: owner } : {}),
+    };
     if (!descriptions.has(`${free.classid}_${free.instanceid}`)) {
       descriptions.set(`${free.classid}_${free.instanceid}`, free);
       added.push(free);

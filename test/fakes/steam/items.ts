@@ -11,11 +11,21 @@
  * propertyPattern, charm.accessoryPattern, accessories), `legacyInspect` gives the pre-2025
  * `S…A…D…` inspect action with no certificate, and inventoryOf's `locale` localizes property names.
  */
-import { CS2EconomyInstance, CS2_ITEMS, type CS2EconomyItem, type CS2ItemTranslationMap } from '@ianlucas/cs2-lib';
-import { CEconItemPreviewDataBlock } from '@csfloat/cs2-inspect-serializer';
+
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import type { InventoryFixture, SteamAsset, SteamAssetAccessory, SteamAssetProperties, SteamAssetProperty, SteamDescription, SteamDescriptionLine, SteamTag } from './types.ts';
+import { CEconItemPreviewDataBlock } from '@csfloat/cs2-inspect-serializer';
+import { CS2_ITEMS, CS2EconomyInstance, type CS2EconomyItem, type CS2ItemTranslationMap } from '@ianlucas/cs2-lib';
+import type {
+  InventoryFixture,
+  SteamAsset,
+  SteamAssetAccessory,
+  SteamAssetProperties,
+  SteamAssetProperty,
+  SteamDescription,
+  SteamDescriptionLine,
+  SteamTag,
+} from './types.ts';
 
 export type StickerSpec = { item: string; slot: number; wear?: number; offsetX?: number; offsetY?: number; rotation?: number };
 export type CharmSpec = {
@@ -132,7 +142,15 @@ const RARITIES: Record<string, [number, string, string]> = {
   '#e4ae39': [7, 'Contraband', 'Contraband'],
 };
 /** Steam names the same grades differently for stickers, charms, agents and gloves. */
-const OTHER_SCALE: Record<number, string> = { 1: 'Base Grade', 2: 'Base Grade', 3: 'High Grade', 4: 'Remarkable', 5: 'Exotic', 6: 'Extraordinary', 7: 'Contraband' };
+const OTHER_SCALE: Record<number, string> = {
+  1: 'Base Grade',
+  2: 'Base Grade',
+  3: 'High Grade',
+  4: 'Remarkable',
+  5: 'Exotic',
+  6: 'Extraordinary',
+  7: 'Contraband',
+};
 const AGENT_SCALE: Record<number, string> = { 3: 'Distinguished', 4: 'Exceptional', 5: 'Superior', 6: 'Master' };
 const CATEGORY_TYPES: Record<string, [string, string]> = {
   rifle: ['Rifle', 'CSGO_Type_Rifle'],
@@ -311,23 +329,42 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
   }
   const quality = starred ? [3, 'unusual', '★'] : statTrak ? [9, 'strange', 'StatTrak™'] : [4, 'normal', 'Normal'];
   tags.push(tag('Quality', String(quality[1]), 'Category', String(quality[2])));
-  const rarityScaleName = item.type === 'weapon' || item.type === 'melee' ? rarityName : item.type === 'agent' ? (AGENT_SCALE[rarity] ?? 'Master') : OTHER_SCALE[rarity]!;
+  const rarityScaleName =
+    item.type === 'weapon' || item.type === 'melee' ? rarityName : item.type === 'agent' ? (AGENT_SCALE[rarity] ?? 'Master') : OTHER_SCALE[rarity]!;
   tags.push(tag('Rarity', `Rarity_${rarityTag}${item.type === 'weapon' || item.type === 'melee' ? '_Weapon' : ''}`, 'Quality', rarityScaleName, rarityColor));
   if (exterior) tags.push(tag('Exterior', exterior.tag, 'Exterior', exterior.name));
 
   const lines: SteamDescriptionLine[] = [];
   if (exterior) lines.push({ type: 'html', value: `Exterior: ${exterior.name}`, name: 'exterior_wear' });
-  if (statTrak) lines.push({ type: 'html', value: 'This item features StatTrak™ technology, which tracks certain statistics when equipped by its owner.', color: 'CF6A32', name: 'attribute' }, { type: 'html', value: `StatTrak™ Confirmed Kills: ${spec.statTrak}`, color: 'CF6A32', name: 'attribute' });
+  if (statTrak)
+    lines.push(
+      {
+        type: 'html',
+        value: 'This item features StatTrak™ technology, which tracks certain statistics when equipped by its owner.',
+        color: 'CF6A32',
+        name: 'attribute',
+      },
+      { type: 'html', value: `StatTrak™ Confirmed Kills: ${spec.statTrak}`, color: 'CF6A32', name: 'attribute' },
+    );
   lines.push({ type: 'html', value: ' ', name: 'blank' });
   const shownNameTag = spec.nameTag ?? spec.propertyNameTag;
   if (shownNameTag !== undefined) lines.push({ type: 'html', value: `Name Tag: ''${shownNameTag}''`, name: 'nametag' });
   const stickers = (spec.stickers ?? []).map((s) => ({ spec: s, lib: libItem(s.item) }));
   if (stickers.length > 0) {
     const names = stickers.map((s) => s.lib.name.replace(/^Sticker \| /, '')).join(', ');
-    lines.push({ type: 'html', value: `<br><div id="sticker_info" class="sticker_info" style="border: 2px solid rgb(102, 102, 102); border-radius: 6px; width=100; margin:4px; padding:8px;"><center>Sticker: ${names}</center></div>`, name: 'sticker_info' });
+    lines.push({
+      type: 'html',
+      value: `<br><div id="sticker_info" class="sticker_info" style="border: 2px solid rgb(102, 102, 102); border-radius: 6px; width=100; margin:4px; padding:8px;"><center>Sticker: ${names}</center></div>`,
+      name: 'sticker_info',
+    });
   }
   const charm = spec.charm ? { spec: spec.charm, lib: libItem(spec.charm.item) } : null;
-  if (charm) lines.push({ type: 'html', value: `<br><div id="keychain_info" class="keychain_info" style="border: 2px solid rgb(102, 102, 102); border-radius: 6px; width=100; margin:4px; padding:8px;"><center>Charm: ${charm.lib.name.replace(/^Charm \| /, '')}</center></div>`, name: 'keychain_info' });
+  if (charm)
+    lines.push({
+      type: 'html',
+      value: `<br><div id="keychain_info" class="keychain_info" style="border: 2px solid rgb(102, 102, 102); border-radius: 6px; width=100; margin:4px; padding:8px;"><center>Charm: ${charm.lib.name.replace(/^Charm \| /, '')}</center></div>`,
+      name: 'keychain_info',
+    });
 
   const held = Boolean(spec.untradable || spec.tradeHoldUntil || spec.protectedUntil || spec.marketListing);
   const tradable = held ? 0 : 1;
@@ -385,12 +422,28 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
         stickers:
           item.type === 'sticker'
             ? [{ slot: 0, stickerId: item.index ?? 0 }]
-            : stickers.map(({ spec: s, lib }) => ({ slot: s.slot, stickerId: lib.index ?? 0, ...(s.wear ? { wear: s.wear } : {}), ...(s.offsetX !== undefined ? { offsetX: s.offsetX } : {}), ...(s.offsetY !== undefined ? { offsetY: s.offsetY } : {}), ...(s.rotation !== undefined ? { rotation: s.rotation } : {}) })),
+            : stickers.map(({ spec: s, lib }) => ({
+                slot: s.slot,
+                stickerId: lib.index ?? 0,
+                ...(s.wear ? { wear: s.wear } : {}),
+                ...(s.offsetX !== undefined ? { offsetX: s.offsetX } : {}),
+                ...(s.offsetY !== undefined ? { offsetY: s.offsetY } : {}),
+                ...(s.rotation !== undefined ? { rotation: s.rotation } : {}),
+              })),
         keychains:
           item.type === 'keychain'
             ? [{ slot: 0, stickerId: item.index ?? 0, ...(standalonePattern === undefined ? {} : { pattern: standalonePattern }) }]
             : charm
-              ? [{ slot: 0, stickerId: charm.lib.index ?? 0, ...(charm.spec.pattern === undefined ? {} : { pattern: charm.spec.pattern }), offsetX: charm.spec.offsetX ?? 0, offsetY: charm.spec.offsetY ?? 0, offsetZ: charm.spec.offsetZ ?? 0 }]
+              ? [
+                  {
+                    slot: 0,
+                    stickerId: charm.lib.index ?? 0,
+                    ...(charm.spec.pattern === undefined ? {} : { pattern: charm.spec.pattern }),
+                    offsetX: charm.spec.offsetX ?? 0,
+                    offsetY: charm.spec.offsetY ?? 0,
+                    offsetZ: charm.spec.offsetZ ?? 0,
+                  },
+                ]
               : [],
         inventory: 3221225475,
         origin: 8,
@@ -412,7 +465,10 @@ export function buildItem(spec: ItemSpec, assetId: string, ownerSteamId64: strin
       }));
       if (charm) {
         const pattern = charm.spec.accessoryPattern ?? charm.spec.pattern;
-        accessories.push({ classid: classIdOf(charm.lib.name), ...(pattern === undefined ? {} : { standalone_properties: [{ propertyid: 3, int_value: String(pattern), name: propertyNames[3] }] }) });
+        accessories.push({
+          classid: classIdOf(charm.lib.name),
+          ...(pattern === undefined ? {} : { standalone_properties: [{ propertyid: 3, int_value: String(pattern), name: propertyNames[3] }] }),
+        });
       }
       properties.asset_accessories = accessories;
     }

@@ -5,7 +5,7 @@
  * refuses a replayed nonce). The HMAC secret never leaves the fake.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { retryAfterHeaders, takeFailure, type FakeState } from './state.ts';
+import { type FakeState, retryAfterHeaders, takeFailure } from './state.ts';
 
 export const OPENID_NS = 'http://specs.openid.net/auth/2.0';
 export const IDENTIFIER_SELECT = 'http://specs.openid.net/auth/2.0/identifier_select';
@@ -106,11 +106,20 @@ export function createOpenIdProvider(state: FakeState, baseUrl: () => string, de
   };
 
   const keyValue = (lines: Record<string, string>, status = 200) =>
-    new Response(Object.entries(lines).map(([k, v]) => `${k}:${v}\n`).join(''), { status, headers: { 'content-type': 'text/plain;charset=utf-8' } });
+    new Response(
+      Object.entries(lines)
+        .map(([k, v]) => `${k}:${v}\n`)
+        .join(''),
+      { status, headers: { 'content-type': 'text/plain;charset=utf-8' } },
+    );
 
   async function handle(request: Request, url: URL): Promise<Response> {
     const failure = takeFailure(state, 'openid');
-    if (failure) return new Response(`<html><body><h1>Error ${failure.status}</h1></body></html>`, { status: failure.status, headers: { 'content-type': 'text/html; charset=UTF-8', ...retryAfterHeaders(failure) } });
+    if (failure)
+      return new Response(`<html><body><h1>Error ${failure.status}</h1></body></html>`, {
+        status: failure.status,
+        headers: { 'content-type': 'text/html; charset=UTF-8', ...retryAfterHeaders(failure) },
+      });
     const params: Record<string, string> = Object.fromEntries(url.searchParams);
     if (request.method === 'POST') {
       const body = new URLSearchParams(await request.text());
@@ -122,13 +131,21 @@ export function createOpenIdProvider(state: FakeState, baseUrl: () => string, de
 
     const returnTo = params['openid.return_to'];
     const realm = params['openid.realm'];
-    const badRequest = (reason: string) => new Response(`<html><body><h1>Bad OpenID request</h1><p>${reason}</p></body></html>`, { status: 400, headers: { 'content-type': 'text/html; charset=UTF-8' } });
+    const badRequest = (reason: string) =>
+      new Response(`<html><body><h1>Bad OpenID request</h1><p>${reason}</p></body></html>`, {
+        status: 400,
+        headers: { 'content-type': 'text/html; charset=UTF-8' },
+      });
     if (params['openid.ns'] !== OPENID_NS) return badRequest('openid.ns must be OpenID 2.0');
-    if (params['openid.claimed_id'] !== IDENTIFIER_SELECT || params['openid.identity'] !== IDENTIFIER_SELECT) return badRequest('claimed_id and identity must be identifier_select');
+    if (params['openid.claimed_id'] !== IDENTIFIER_SELECT || params['openid.identity'] !== IDENTIFIER_SELECT)
+      return badRequest('claimed_id and identity must be identifier_select');
     if (!returnTo || !URL.canParse(returnTo)) return badRequest('openid.return_to is missing or not a URL');
     // OpenID 2.0 §9.2.1: return_to must fall under the realm.
     if (!realm || !returnTo.startsWith(realm)) return badRequest('openid.return_to does not match openid.realm');
-    if (!signedIn) return new Response('<html><body><h1>Sign in</h1><p>Nobody is signed in to the Steam fake.</p></body></html>', { headers: { 'content-type': 'text/html; charset=UTF-8' } });
+    if (!signedIn)
+      return new Response('<html><body><h1>Sign in</h1><p>Nobody is signed in to the Steam fake.</p></body></html>', {
+        headers: { 'content-type': 'text/html; charset=UTF-8' },
+      });
     const location = new URL(returnTo);
     for (const [key, value] of Object.entries(assertion(returnTo, signedIn))) location.searchParams.append(key, value);
     return new Response(null, { status: 302, headers: { location: location.toString() } });

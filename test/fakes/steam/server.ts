@@ -71,37 +71,47 @@
  */
 import type { Server } from 'bun';
 import { issueAccessToken, newAccessTokenState, revokeAccessToken } from './access-tokens.ts';
-import { newTradeHistoryState, recordTrade, reverseTrade, routeTradeHistory, settleTrade, tradesOf, type RecordedTrade, type RecordTradeInput, type ReversedTrade, type TradeHistoryEntry } from './trade-history.ts';
 import { inventoryPage } from './community-inventory.ts';
-import { econInventory } from './econ-inventory.ts';
+import { defaultInventories, defaultProfiles, PUBLIC_STEAM_ID, profile } from './data.ts';
 import { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
-import { defaultInventories, defaultProfiles, profile, PUBLIC_STEAM_ID } from './data.ts';
+import { econInventory } from './econ-inventory.ts';
 import { addItems, assetIdsOf, endTradeHolds, FakeInventoryError, protectItems, removeItems, setInventoryVisibility, tradeItems } from './inventory-changes.ts';
 import type { ItemSpec } from './items.ts';
 import { createOpenIdProvider, type OpenIdHelpers } from './openid-provider.ts';
 import type { FailureKind, FailureSpec, FakeState } from './state.ts';
+import {
+  newTradeHistoryState,
+  type RecordedTrade,
+  type RecordTradeInput,
+  type ReversedTrade,
+  recordTrade,
+  reverseTrade,
+  routeTradeHistory,
+  settleTrade,
+  type TradeHistoryEntry,
+  tradesOf,
+} from './trade-history.ts';
 import type { InventoryFixture, PlayerSummary } from './types.ts';
 import { getPlayerSummaries } from './web-api.ts';
 
-export type { InventoryFixture, PlayerSummary } from './types.ts';
 export {
-  bigInventory,
   BIG_STEAM_ID,
+  bigInventory,
   EMPTY_STEAM_ID,
   FRIENDS_ONLY_STEAM_ID,
-  holds2026InventorySpecs,
   HOLDS_2026_STEAM_ID,
+  holds2026InventorySpecs,
   PARTNER_STEAM_ID,
   PRIVATE_STEAM_ID,
   PUBLIC_STEAM_ID,
-  steam2026InventorySpecs,
   STEAM_2026_GERMAN_STEAM_ID,
   STEAM_2026_STEAM_ID,
+  steam2026InventorySpecs,
   UNKNOWN_STEAM_ID,
 } from './data.ts';
-export { HOLD_TEXT_FORMS, holdLine, inventoryOf, INSPECT_LINK, legacyInspectLink, yearlessText, type HoldTextForm, type ItemSpec } from './items.ts';
-
 export { DEFAULT_STEAM_FAKE_API_KEY } from './defaults.ts';
+export { HOLD_TEXT_FORMS, type HoldTextForm, holdLine, INSPECT_LINK, type ItemSpec, inventoryOf, legacyInspectLink, yearlessText } from './items.ts';
+export type { InventoryFixture, PlayerSummary } from './types.ts';
 
 export type SteamFakeOptions = { port?: number; apiKey?: string; hostname?: string };
 
@@ -191,7 +201,13 @@ async function controlInventory(state: FakeState, steamId64: string, request: Re
     if (body.visibility === 'private') setInventoryVisibility(state, steamId64, 'private');
     if (body.fail) {
       const { status, retry_after: retryAfter, times, stall_ms: stallMs } = body.fail;
-      state.failures.inventory.push({ status, ...(retryAfter === undefined ? {} : { retryAfter }), ...(stallMs === undefined ? {} : { stallMs }), steamId: steamId64, remaining: times ?? 1 });
+      state.failures.inventory.push({
+        status,
+        ...(retryAfter === undefined ? {} : { retryAfter }),
+        ...(stallMs === undefined ? {} : { stallMs }),
+        steamId: steamId64,
+        remaining: times ?? 1,
+      });
     }
     const current = state.inventories.get(steamId64);
     return Response.json({ asset_ids: typeof current === 'object' ? current.assets.map((asset) => asset.assetid) : [], added, traded });
@@ -290,7 +306,10 @@ export async function startSteamFake(options: SteamFakeOptions = {}): Promise<St
       const current: Partial<PlayerSummary> = { ...state.profiles.get(steamId64) };
       // Steam shows private data only on public profiles: a profile made non-public loses it.
       if ((summary.communityvisibilitystate ?? current.communityvisibilitystate ?? 3) !== 3) for (const field of PRIVATE_FIELDS) delete current[field];
-      state.profiles.set(steamId64, profile(steamId64, { ...current, personaname: current.personaname ?? `fake ${steamId64}`, ...summary, steamid: steamId64 }));
+      state.profiles.set(
+        steamId64,
+        profile(steamId64, { ...current, personaname: current.personaname ?? `fake ${steamId64}`, ...summary, steamid: steamId64 }),
+      );
     },
     setInventory(steamId64, inventory) {
       state.inventories.set(steamId64, inventory);

@@ -38,7 +38,11 @@ export function takeFailure(state: FakeState, kind: FailureKind, steamId?: strin
   if (!next) return null;
   next.remaining -= 1;
   if (next.remaining <= 0) queue.splice(index, 1);
-  return { status: next.status, ...(next.retryAfter === undefined ? {} : { retryAfter: next.retryAfter }), ...(next.stallMs === undefined ? {} : { stallMs: next.stallMs }) };
+  return {
+    status: next.status,
+    ...(next.retryAfter === undefined ? {} : { retryAfter: next.retryAfter }),
+    ...(next.stallMs === undefined ? {} : { stallMs: next.stallMs }),
+  };
 }
 
 export function retryAfterHeaders(failure: { retryAfter?: number }): Record<string, string> {

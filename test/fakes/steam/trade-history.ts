@@ -29,11 +29,12 @@
  * `time_init` + 7 days. A reversal takes the received items away again and brings the given ones
  * back under new asset ids. The partner's inventory is left alone (its trade history shows the trade).
  */
-import { addItems, FakeInventoryError, protectItems, removeItems, tradeItems } from './inventory-changes.ts';
-import { resolveInventory } from './community-inventory.ts';
+
 import { checkAccessToken } from './access-tokens.ts';
+import { resolveInventory } from './community-inventory.ts';
+import { addItems, FakeInventoryError, protectItems, removeItems, tradeItems } from './inventory-changes.ts';
 import { buildItem, type ItemSpec } from './items.ts';
-import { retryAfterHeaders, takeFailure, type FakeState } from './state.ts';
+import { type FakeState, retryAfterHeaders, takeFailure } from './state.ts';
 import type { InventoryFixture, SteamAsset, SteamAssetProperties, SteamDescription } from './types.ts';
 
 export const TRADE_STATUS = {
@@ -145,7 +146,14 @@ function findTrade(state: FakeState, tradeId: string): StoredTrade {
 }
 
 const tradeAsset = (asset: { classid: string; instanceid: string }, assetId: string, newAssetId: string): TradeHistoryAsset => ({
-  appid: 730, contextid: '2', assetid: assetId, amount: '1', classid: asset.classid, instanceid: asset.instanceid, new_assetid: newAssetId, new_contextid: '2',
+  appid: 730,
+  contextid: '2',
+  assetid: assetId,
+  amount: '1',
+  classid: asset.classid,
+  instanceid: asset.instanceid,
+  new_assetid: newAssetId,
+  new_contextid: '2',
 });
 
 /**
@@ -246,7 +254,11 @@ export function reverseTrade(state: FakeState, tradeId: string, at = new Date())
   let returned: string[];
   if (inventory && trade.stashed.length > 0) {
     restore(state, trade.account, trade.stashed);
-    returned = tradeItems(state, trade.account, trade.stashed.map((item) => item.asset.assetid));
+    returned = tradeItems(
+      state,
+      trade.account,
+      trade.stashed.map((item) => item.asset.assetid),
+    );
   } else {
     returned = trade.accountGives.map(() => nextAssetId(state));
   }
@@ -279,7 +291,13 @@ export function tradesOf(state: FakeState, steamId64: string): TradeHistoryEntry
 function viewOf(trade: StoredTrade, viewer: string): TradeHistoryEntry {
   const mine = trade.account === viewer;
   // The partner's view: what it gave is what the account received, ids as its own inventory had them.
-  const flip = (asset: TradeHistoryAsset): TradeHistoryAsset => ({ ...asset, assetid: asset.new_assetid, new_assetid: asset.assetid, contextid: asset.new_contextid, new_contextid: asset.contextid });
+  const flip = (asset: TradeHistoryAsset): TradeHistoryAsset => ({
+    ...asset,
+    assetid: asset.new_assetid,
+    new_assetid: asset.assetid,
+    contextid: asset.new_contextid,
+    new_contextid: asset.contextid,
+  });
   const given = mine ? trade.accountGives : trade.accountReceives.map(flip);
   const received = mine ? trade.accountReceives : trade.accountGives.map(flip);
   return {
@@ -294,12 +312,17 @@ function viewOf(trade: StoredTrade, viewer: string): TradeHistoryEntry {
   };
 }
 
-const newestFirst = (a: TradeHistoryEntry, b: TradeHistoryEntry) => b.time_init - a.time_init || (BigInt(b.tradeid) > BigInt(a.tradeid) ? 1 : BigInt(b.tradeid) < BigInt(a.tradeid) ? -1 : 0);
+const newestFirst = (a: TradeHistoryEntry, b: TradeHistoryEntry) =>
+  b.time_init - a.time_init || (BigInt(b.tradeid) > BigInt(a.tradeid) ? 1 : BigInt(b.tradeid) < BigInt(a.tradeid) ? -1 : 0);
 /** Whether `entry` lists after (is older than) the position (time, tradeid). */
-const olderThan = (entry: TradeHistoryEntry, time: number, tradeId: bigint) => entry.time_init < time || (entry.time_init === time && BigInt(entry.tradeid) < tradeId);
+const olderThan = (entry: TradeHistoryEntry, time: number, tradeId: bigint) =>
+  entry.time_init < time || (entry.time_init === time && BigInt(entry.tradeid) < tradeId);
 
 const html = (status: number, title: string, body = '', headers: Record<string, string> = {}) =>
-  new Response(`<html><head><title>${title}</title></head><body><h1>${title}</h1>${body}</body></html>`, { status, headers: { 'content-type': 'text/html; charset=UTF-8', ...headers } });
+  new Response(`<html><head><title>${title}</title></head><body><h1>${title}</h1>${body}</body></html>`, {
+    status,
+    headers: { 'content-type': 'text/html; charset=UTF-8', ...headers },
+  });
 const FAILURE_TEXT: Record<number, string> = { 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable' };
 const badRequest = (message: string) => html(400, 'Bad Request', message);
 
@@ -381,7 +404,8 @@ async function controlTrades(state: FakeState, request: Request, match: RegExpEx
       });
       return Response.json({ queued: true });
     }
-    if (typeof body.steam_id !== 'string' || typeof body.partner !== 'string') return Response.json({ error: 'steam_id and partner are SteamID64s' }, { status: 400 });
+    if (typeof body.steam_id !== 'string' || typeof body.partner !== 'string')
+      return Response.json({ error: 'steam_id and partner are SteamID64s' }, { status: 400 });
     return Response.json(
       recordTrade(state, body.steam_id, {
         partner: body.partner,
