@@ -17,7 +17,7 @@ const root = join(import.meta.dir, '..', '..');
 
 /** The client, as a user of the API would write it from the generated `paths`. */
 const CLIENT = `import createClient from 'openapi-fetch';
-import type { paths } from '../api';
+import type { paths } from './api';
 
 export type Seeded = { catalogId: string; search: string };
 
