@@ -6,7 +6,9 @@
  *                                      worker pool in one process (`bun workers/main.ts <every pool>`), or with
  *                                      --procfile one process per Procfile entry, as deployed
  *   bun scripts/dev.ts test [args…]     services + fresh <db>_test_<pid> database (dropped afterwards) + migrations + `bun test args…`
- *                                      (with a JUnit report on the side), then `npm test: N tests in T s; slowest suites: …`
+ *                                      (with a JUnit report on the side), then `npm test: N tests in T s; slowest suites: …`;
+ *                                      the whole suite runs as 2 shards side by side, each with its own database and
+ *                                      queue prefix (TEST_SHARDS=1: one process; picking files always runs one)
  *   bun scripts/dev.ts exec <cmd…>      services + run one command with DATABASE_URL / REDIS_URL set
  * start and test also generate stand-in item files when ITEM_FILES_DIR (default .data/item-files)
  * has no models, and pass ITEM_FILES_DIR on as that absolute directory (tests read it).
@@ -352,6 +354,125 @@ async function start(services: Services, options: { procfile: boolean }): Promis
 }
 
 /** Seconds as `437 s`, or `2.5 s` under ten. */
+/**
+ * How many `bun test` processes a run uses: the whole suite is split into shards run side by side
+ * (one per core, at most 2: this machine's cores), each with its own database and queue prefix, so
+ * they share nothing but the servers. One process when TEST_SHARDS=1, or when the caller picks
+ * files, a shard, a reporter or bun's own --parallel.
+ */
+function testShards(rest: string[]): number {
+  const asked = Number(process.env.TEST_SHARDS);
+  if (Number.isInteger(asked) && asked >= 1) return asked;
+  const filtered = rest.some((arg) => !arg.startsWith('-') || /^--(shard|parallel|reporter|test-name-pattern)/.test(arg) || arg === '-t');
+  return filtered ? 1 : Math.min(2, os.availableParallelism());
+}
+
+/** Per-file durations (ms) that balance the shards (bun's --timings format); refreshed by a sharded run with UPDATE_TEST_TIMINGS=1. */
+const TEST_TIMINGS_FILE = path.join('test', 'timings.json');
+
+/** One `bun test` process over the whole selection, its JUnit report read for the summary. */
+async function runTests(services: Services, rest: string[]): Promise<number> {
+  // One database per run, so two test runs on one server never drop each other's data.
+  const testDb = `${databaseName(services.databaseUrl)}_test_${process.pid}`;
+  const testUrl = await recreateDatabase(services.databaseUrl, testDb, log);
+  try {
+    const env = childEnv(services, { DATABASE_URL: testUrl, NODE_ENV: 'test', QUEUE_PREFIX: `test${process.pid}` });
+    let code = await migrate(env);
+    if (code === 0) code = await ensureItemFiles(env);
+    if (code !== 0) return code;
+    const args = testArgs(rest);
+    // A JUnit report on the side (bun's console reporter still prints) gives the summary's
+    // per-file times; a caller's own --reporter… wins, and then only the total time is printed.
+    const junitFile = rest.some((arg) => arg.startsWith('--reporter')) ? undefined : path.join(os.tmpdir(), `npm-test-${process.pid}.junit.xml`);
+    const reportArgs = junitFile ? ['--reporter=junit', `--reporter-outfile=${junitFile}`] : [];
+    log(`running: bun test ${args.join(' ')}`.trimEnd());
+    const startedAt = performance.now();
+    try {
+      return await runForeground(['bun', 'test', ...reportArgs, ...args], env);
+    } finally {
+      console.log(testRunSummary((performance.now() - startedAt) / 1000, junitFile ? [junitFile] : []));
+      if (junitFile) fs.rmSync(junitFile, { force: true });
+    }
+  } finally {
+    await dropDatabase(services.databaseUrl, testDb, log).catch((err: unknown) => log(`could not drop ${testDb}: ${String(err)}`));
+  }
+}
+
+/** bun 1.4 does not read bunfig.toml's [test] timeout (tests died at its 5 s default): the per-test limit is passed unless the caller passes one. */
+function testArgs(rest: string[]): string[] {
+  return rest.some((arg) => arg.startsWith('--timeout')) ? rest : ['--timeout', String(TEST_TIMEOUT_MS), ...rest];
+}
+
+/**
+ * The suite as `shards` `bun test --shard=i/N` processes side by side, balanced by
+ * test/timings.json, each with its own database and queue prefix. Each shard's output is printed
+ * whole when it ends (under a header), then the counts and the summary over every shard, last, so
+ * the closing `N pass` / `N fail` lines are the run's.
+ */
+async function runShardedTests(services: Services, rest: string[], shards: number): Promise<number> {
+  const base = databaseName(services.databaseUrl);
+  const runs = Array.from({ length: shards }, (_, index) => ({
+    shard: index + 1,
+    db: `${base}_test_${process.pid}_${index + 1}`,
+    junit: path.join(os.tmpdir(), `npm-test-${process.pid}-${index + 1}.junit.xml`),
+    output: path.join(os.tmpdir(), `npm-test-${process.pid}-${index + 1}.log`),
+  }));
+  const args = testArgs(rest);
+  const timings = fs.existsSync(path.join(repoRoot, TEST_TIMINGS_FILE)) ? [`--timings=${TEST_TIMINGS_FILE}`] : [];
+  try {
+    const envs: Record<string, string>[] = [];
+    for (const run of runs) {
+      const url = await recreateDatabase(services.databaseUrl, run.db, log);
+      const env = childEnv(services, { DATABASE_URL: url, NODE_ENV: 'test', QUEUE_PREFIX: `test${process.pid}s${run.shard}` });
+      const migrated = await migrate(env);
+      if (migrated !== 0) return migrated;
+      envs.push(env);
+    }
+    const files = await ensureItemFiles(envs[0]!);
+    if (files !== 0) return files;
+    for (const env of envs) env.ITEM_FILES_DIR = envs[0]!.ITEM_FILES_DIR!;
+    log(`running ${shards} shards side by side (TEST_SHARDS=1 runs one process): bun test --shard=i/${shards} ${[...timings, ...args].join(' ')}`);
+    const startedAt = performance.now();
+    const codes = await Promise.all(
+      runs.map(async (run, index) => {
+        const out = fs.openSync(run.output, 'w');
+        try {
+          const proc = Bun.spawn(
+            resolveCommand(
+              ['bun', 'test', '--reporter=junit', `--reporter-outfile=${run.junit}`, `--shard=${run.shard}/${shards}`, ...timings, ...args],
+              envs[index]!,
+            ),
+            { cwd: repoRoot, env: envs[index]!, stdin: 'ignore', stdout: out, stderr: out },
+          );
+          await proc.exited;
+          const code = exitCodeOf(proc);
+          console.log(`\n──── shard ${run.shard}/${shards} (exit ${code}) ────`);
+          process.stdout.write(fs.readFileSync(run.output, 'utf8'));
+          return code;
+        } finally {
+          fs.closeSync(out);
+        }
+      }),
+    );
+    const wall = (performance.now() - startedAt) / 1000;
+    const reports = runs.map((run) => run.junit).filter((file) => fs.existsSync(file));
+    const { tests, failures } = junitCounts(reports);
+    console.log(`\n──── all ${shards} shards ────\n ${tests - failures} pass\n ${failures} fail`);
+    console.log(testRunSummary(wall, reports, `${shards} shards side by side`));
+    if (process.env.UPDATE_TEST_TIMINGS === '1') {
+      fs.writeFileSync(path.join(repoRoot, TEST_TIMINGS_FILE), `${JSON.stringify({ version: 1, files: fileTimesMs(reports) }, null, 2)}\n`);
+      log(`wrote ${TEST_TIMINGS_FILE}`);
+    }
+    return codes.find((code) => code !== 0) ?? 0;
+  } finally {
+    for (const run of runs) {
+      fs.rmSync(run.junit, { force: true });
+      fs.rmSync(run.output, { force: true });
+      await dropDatabase(services.databaseUrl, run.db, log).catch((err: unknown) => log(`could not drop ${run.db}: ${String(err)}`));
+    }
+  }
+}
+
 function seconds(s: number): string {
   return `${s >= 10 ? Math.round(s) : s.toFixed(1)} s`;
 }
@@ -370,30 +491,52 @@ function xmlAttrs(tag: string): Record<string, string> {
  * and, from its JUnit report, the test count and the ten slowest files. A file's <testsuite> time
  * covers its loading, hooks and tests; describe blocks are nested <testsuite>s (with a line=).
  */
-function testRunSummary(wallSeconds: number, junitFile: string | undefined): string {
-  const total = `in ${seconds(wallSeconds)}`;
-  let xml: string;
-  try {
-    if (!junitFile) throw new Error('no report');
-    xml = fs.readFileSync(junitFile, 'utf8');
-  } catch {
-    return `npm test: ${total}`;
-  }
-  const root = xmlAttrs(/<testsuites\b[^>]*>/.exec(xml)?.[0] ?? '');
-  const files = new Map<string, number>();
-  for (const m of xml.matchAll(/<testsuite\b[^>]*>/g)) {
-    const a = xmlAttrs(m[0]);
-    const file = a.file ?? a.name;
-    if (a.line !== undefined || file === undefined || files.has(file)) continue;
-    files.set(file, Number(a.time) || 0);
-  }
-  const failed = Number(root.failures) || 0;
-  const counts = `${root.tests ?? '?'} tests${failed > 0 ? ` (${failed} failed)` : ''}`;
-  const slowest = [...files]
+function testRunSummary(wallSeconds: number, junitFiles: string[], how?: string): string {
+  const total = `in ${seconds(wallSeconds)}${how ? ` (${how})` : ''}`;
+  if (junitFiles.length === 0) return `npm test: ${total}`;
+  const { tests, failures } = junitCounts(junitFiles);
+  const counts = `${tests} tests${failures > 0 ? ` (${failures} failed)` : ''}`;
+  const slowest = Object.entries(fileTimesMs(junitFiles))
     .sort((a, b) => b[1] - a[1])
     .slice(0, 10)
-    .map(([file, s]) => `${file.replace(/^test\//, '')} ${seconds(s)}`);
+    .map(([file, ms]) => `${file.replace(/^test\//, '')} ${seconds(ms / 1000)}`);
   return `npm test: ${counts} ${total}${slowest.length > 0 ? `; slowest suites: ${slowest.join(', ')}` : ''}`;
+}
+
+function readReports(junitFiles: string[]): string[] {
+  return junitFiles.flatMap((file) => {
+    try {
+      return [fs.readFileSync(file, 'utf8')];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** Tests and failures over JUnit reports (their <testsuites> totals). */
+function junitCounts(junitFiles: string[]): { tests: number; failures: number } {
+  let tests = 0;
+  let failures = 0;
+  for (const xml of readReports(junitFiles)) {
+    const root = xmlAttrs(/<testsuites\b[^>]*>/.exec(xml)?.[0] ?? '');
+    tests += Number(root.tests) || 0;
+    failures += Number(root.failures) || 0;
+  }
+  return { tests, failures };
+}
+
+/** Each test file's time (ms) over JUnit reports: a file's <testsuite> covers its loading, hooks and tests; describe blocks are nested <testsuite>s (with a line=). */
+function fileTimesMs(junitFiles: string[]): Record<string, number> {
+  const files: Record<string, number> = {};
+  for (const xml of readReports(junitFiles)) {
+    for (const m of xml.matchAll(/<testsuite\b[^>]*>/g)) {
+      const a = xmlAttrs(m[0]);
+      const file = a.file ?? a.name;
+      if (a.line !== undefined || file === undefined || file in files) continue;
+      files[file] = Math.round((Number(a.time) || 0) * 1000);
+    }
+  }
+  return files;
 }
 
 // ---------------------------------------------------------------------------
@@ -424,33 +567,8 @@ async function main(): Promise<void> {
       process.off('SIGTERM', markInterrupted);
       await start(services, { procfile: rest.includes('--procfile') }); // only returns by throwing; shutdown exits the process
     } else if (mode === 'test') {
-      // One database per run, so two test runs on one server never drop each other's data.
-      const testDb = `${databaseName(services.databaseUrl)}_test_${process.pid}`;
-      const testUrl = await recreateDatabase(services.databaseUrl, testDb, log);
-      try {
-        const env = childEnv(services, { DATABASE_URL: testUrl, NODE_ENV: 'test', QUEUE_PREFIX: `test${process.pid}` });
-        code = await migrate(env);
-        if (code === 0) code = await ensureItemFiles(env);
-        if (code === 0) {
-          // bun 1.4 does not read bunfig.toml's [test] timeout (tests died at its 5 s default): the
-          // per-test limit is passed here unless the caller passes one.
-          const args = rest.some((arg) => arg.startsWith('--timeout')) ? rest : ['--timeout', String(TEST_TIMEOUT_MS), ...rest];
-          // A JUnit report on the side (bun's console reporter still prints) gives the summary's
-          // per-file times; a caller's own --reporter… wins, and then only the total time is printed.
-          const junitFile = rest.some((arg) => arg.startsWith('--reporter')) ? undefined : path.join(os.tmpdir(), `npm-test-${process.pid}.junit.xml`);
-          const reportArgs = junitFile ? ['--reporter=junit', `--reporter-outfile=${junitFile}`] : [];
-          log(`running: bun test ${args.join(' ')}`.trimEnd());
-          const startedAt = performance.now();
-          try {
-            code = await runForeground(['bun', 'test', ...reportArgs, ...args], env);
-          } finally {
-            console.log(testRunSummary((performance.now() - startedAt) / 1000, junitFile));
-            if (junitFile) fs.rmSync(junitFile, { force: true });
-          }
-        }
-      } finally {
-        await dropDatabase(services.databaseUrl, testDb, log).catch((err: unknown) => log(`could not drop ${testDb}: ${String(err)}`));
-      }
+      const shards = testShards(rest);
+      code = shards > 1 ? await runShardedTests(services, rest, shards) : await runTests(services, rest);
     } else {
       const env = childEnv(services);
       useDevWebhookKey(env, { create: false });
