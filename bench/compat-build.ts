@@ -7,12 +7,11 @@
 import { CompatPriceGatherer, gatheredCompatDataset } from '../shared/compat/dataset.ts';
 import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
 import { ensureCompatDocuments } from '../shared/compat/store.ts';
-import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 import { createWorkerRedis } from '../shared/platform/redis.ts';
 import type { PriceListItemObserver } from '../shared/prices/public-document.ts';
 import { buildPriceSnapshot } from '../shared/prices/snapshot.ts';
 import { onCleanup, removeQueueKeysAtCleanup, runBench, say } from './lib.ts';
-import { catalogDatabase, ms, seedLatestPrices } from './price-fixtures.ts';
+import { catalogDatabase, ms, seedLatestPrices, seedSalesAndRates } from './price-fixtures.ts';
 
 async function main(): Promise<void> {
   let now = new Date();
@@ -24,35 +23,7 @@ async function main(): Promise<void> {
   onCleanup(() => redis.quit());
   const store = { sql, redis, prefix };
   await seedLatestPrices(sql, now);
-  await sql`
-    insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
-    select l.catalog_id, l.version, 'skinport', w.sales_window, round(l.price * 0.97, 2), round(l.price * 0.99, 2), round(l.price * 0.9, 2), round(l.price * 1.2, 2),
-           w.factor * (1 + abs(hashtext(l.catalog_id)) % 20), ${now}, ${now}, 'bench'
-    from latest_prices l cross join (values ('24h', 1), ('7d', 5), ('30d', 18), ('90d', 45)) w (sales_window, factor)
-    where l.source = 'skinport'`;
-  await sql`
-    insert into source_sales (catalog_id, version, source, sales_window, median, volume, source_time, ingested_at, run_id)
-    select l.catalog_id, l.version, 'steam', '24h', round(l.price * 1.02, 2), 1 + abs(hashtext(l.catalog_id || 's')) % 50, ${now}, ${now}, 'bench'
-    from latest_prices l where l.source = 'steam' and l.version = 'default'`;
-  await sql`
-    insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at)
-    select catalog_id, version, sales_window, min(median), min(mean), min(min), max(max), sum(volume)::int, array_agg(source order by source), ${now}
-    from source_sales group by catalog_id, version, sales_window`;
-  await saveRateDays(
-    sql,
-    [
-      {
-        date: now.toISOString().slice(0, 10),
-        rates: new Map([
-          ['USD', '1.0834'],
-          ['GBP', '0.84290'],
-          ['PLN', '4.2875'],
-        ]),
-      },
-    ],
-    now,
-  );
-  await recordFxSuccess(sql, now, 0);
+  await seedSalesAndRates(sql, now);
   await sql`vacuum analyze`;
 
   // As the index pool builds them: the prices gathered in the snapshot's own pass (timed apart, and

@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { generateCatalog } from '../shared/catalog/generate.ts';
 import { syncCatalog } from '../shared/catalog/repository.ts';
+import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 import { adminCreateKey, adminCreateWorkspace, adminUpdateWorkspace } from '../shared/identity/admin.ts';
 import { createSql, type Sql } from '../shared/platform/db.ts';
 import { migrate } from '../shared/platform/migrate.ts';
@@ -77,4 +78,41 @@ export async function keyAndPricedItems(sql: Sql, label: string, at: Date, count
     select catalog_id from catalog_items c where exists (select 1 from latest_prices l where l.catalog_id = c.catalog_id)
     order by md5(catalog_id || 'bench') limit ${count}`;
   return { key, itemIds: rows.map((row) => row.catalog_id) };
+}
+
+/**
+ * Sales windows as skinport's sales history and steam's priceoverview leave them (issue 32: skinport's
+ * four windows per priced version, steam's 24 h for default versions, each combined window), and ECB
+ * rates as the fx source stores them (Skinport's items answer in EUR by default).
+ */
+export async function seedSalesAndRates(sql: Sql, now: Date): Promise<void> {
+  await sql`
+      insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
+      select l.catalog_id, l.version, 'skinport', w.sales_window, round(l.price * 0.97, 2), round(l.price * 0.99, 2), round(l.price * 0.9, 2), round(l.price * 1.2, 2),
+             w.factor * (1 + abs(hashtext(l.catalog_id)) % 20), ${now}, ${now}, 'bench'
+      from latest_prices l cross join (values ('24h', 1), ('7d', 5), ('30d', 18), ('90d', 45)) w (sales_window, factor)
+      where l.source = 'skinport'`;
+  await sql`
+      insert into source_sales (catalog_id, version, source, sales_window, median, volume, source_time, ingested_at, run_id)
+      select l.catalog_id, l.version, 'steam', '24h', round(l.price * 1.02, 2), 1 + abs(hashtext(l.catalog_id || 's')) % 50, ${now}, ${now}, 'bench'
+      from latest_prices l where l.source = 'steam' and l.version = 'default'`;
+  await sql`
+      insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at)
+      select catalog_id, version, sales_window, min(median), min(mean), min(min), max(max), sum(volume)::int, array_agg(source order by source), ${now}
+      from source_sales group by catalog_id, version, sales_window`;
+  await saveRateDays(
+    sql,
+    [
+      {
+        date: now.toISOString().slice(0, 10),
+        rates: new Map([
+          ['USD', '1.0834'],
+          ['GBP', '0.84290'],
+          ['PLN', '4.2875'],
+        ]),
+      },
+    ],
+    now,
+  );
+  await recordFxSuccess(sql, now, 0);
 }

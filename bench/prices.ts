@@ -29,7 +29,6 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
 import { ensureCompatDocuments } from '../shared/compat/store.ts';
-import { recordFxSuccess, saveRateDays } from '../shared/fx/repository.ts';
 import { createWorkerRedis } from '../shared/platform/redis.ts';
 import { HISTORY_LIMIT_MAX, HISTORY_MAX_RANGE_DAYS, itemHistoryPage } from '../shared/prices/history.ts';
 import {
@@ -55,7 +54,7 @@ import {
   waitReady,
   warnAbnormal,
 } from './lib.ts';
-import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices, timed } from './price-fixtures.ts';
+import { buildSnapshot, catalogDatabase, keyAndPricedItems, kib, ms, seedLatestPrices, seedSalesAndRates, timed } from './price-fixtures.ts';
 
 // Issue 13: item p99 < 10 ms and history p99 < 200 ms, both at 50 connections; the earlier
 // one-client history target (p99 < 50 ms) is kept, on the uncached API.
@@ -152,36 +151,7 @@ async function main(): Promise<void> {
 
   // 4. Sales windows as skinport's sales history and steam's priceoverview leave them (issue 32), then
   // the keyless snapshot, and (issue 33) the drop-in formats' documents of that snapshot, timed against it.
-  await sql`
-    insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
-    select l.catalog_id, l.version, 'skinport', w.sales_window, round(l.price * 0.97, 2), round(l.price * 0.99, 2), round(l.price * 0.9, 2), round(l.price * 1.2, 2),
-           w.factor * (1 + abs(hashtext(l.catalog_id)) % 20), ${now}, ${now}, 'bench'
-    from latest_prices l cross join (values ('24h', 1), ('7d', 5), ('30d', 18), ('90d', 45)) w (sales_window, factor)
-    where l.source = 'skinport'`;
-  await sql`
-    insert into source_sales (catalog_id, version, source, sales_window, median, volume, source_time, ingested_at, run_id)
-    select l.catalog_id, l.version, 'steam', '24h', round(l.price * 1.02, 2), 1 + abs(hashtext(l.catalog_id || 's')) % 50, ${now}, ${now}, 'bench'
-    from latest_prices l where l.source = 'steam' and l.version = 'default'`;
-  await sql`
-    insert into item_sales (catalog_id, version, sales_window, median, mean, min, max, volume, sources, updated_at)
-    select catalog_id, version, sales_window, min(median), min(mean), min(min), max(max), sum(volume)::int, array_agg(source order by source), ${now}
-    from source_sales group by catalog_id, version, sales_window`;
-  // Exchange rates as the fx source stores them: Skinport's items answer in EUR by default.
-  await saveRateDays(
-    sql,
-    [
-      {
-        date: now.toISOString().slice(0, 10),
-        rates: new Map([
-          ['USD', '1.0834'],
-          ['GBP', '0.84290'],
-          ['PLN', '4.2875'],
-        ]),
-      },
-    ],
-    now,
-  );
-  await recordFxSuccess(sql, now, 0);
+  await seedSalesAndRates(sql, now);
   const snapshot = await buildSnapshot(sql, now);
   const [snapshotRow] = await sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${snapshot.id}`;
   // The API started below reads the documents under the same prefix.
