@@ -26,11 +26,16 @@ import { PriceDemand } from '../shared/sources/demand.ts';
 import { enabledSources } from '../shared/sources/settings.ts';
 import { UsageMeter } from '../shared/usage/metering.ts';
 
+/** A bulk value's GET or SET (10-20 MB) on a loaded machine can take seconds. */
+const BULK_REDIS_TIMEOUT_MS = 30_000;
+
 /** Process plumbing most routes use. */
 type CoreDeps = {
   config: Config;
   sql: Sql;
   redis: Redis;
+  /** For values of megabytes (the drop-in formats' documents): no 1 s command limit; connects at its first command. */
+  bulkRedis: Redis;
   log: Logger;
   now: () => Date;
   startedAt: Date;
@@ -112,6 +117,8 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
   const priceDemand = new PriceDemand(redis, config.QUEUE_PREFIX, log);
   const inventories = new InventoryReader({ config, sql, log, now, demand: priceDemand }, config.PRICE_CACHE_MS);
 
+  const bulkRedis = redis.duplicate({ commandTimeout: BULK_REDIS_TIMEOUT_MS, lazyConnect: true, enableOfflineQueue: true });
+  bulkRedis.on('error', (error) => log.warn({ err: error.message }, 'redis (bulk) connection error'));
   // One subscriber connection; each feature subscribes its own channel and owns what it invalidates.
   const subscriber = redis.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
   subscriber.on('error', (error) => log.warn({ err: error.message }, 'redis subscriber error'));
@@ -152,6 +159,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
     config,
     sql,
     redis,
+    bulkRedis,
     log,
     meter: new UsageMeter(counters),
     counters,
@@ -184,6 +192,7 @@ export function createDeps(config: Config, overrides: { now?: () => Date; log?: 
       await priceDemand.flush();
       await Promise.allSettled(Object.values(queues).map((queue) => queue.close()));
       subscriber.disconnect();
+      bulkRedis.disconnect();
       redis.disconnect();
       counters.close();
       await sql.end({ timeout: 5 });

@@ -1,6 +1,13 @@
 import { Elysia } from 'elysia';
 import { z } from 'zod';
-import { COMPAT_WANTED_SECONDS, CompatDocuments, compatContext, compatWantedKey, currencyStamp } from '../../shared/compat/documents.ts';
+import {
+  COMPAT_WANTED_SECONDS,
+  CompatDocuments,
+  compatContext,
+  compatWantedKey,
+  currencyStamp,
+  type LoadedCompatDocument,
+} from '../../shared/compat/documents.ts';
 import { COMPAT_BUILDERS, COMPAT_ROUTES, type CompatRoute } from '../../shared/compat/registry.ts';
 import { ApiError, errors } from '../../shared/http/errors.ts';
 import { text } from '../../shared/http/validation.ts';
@@ -32,9 +39,10 @@ const unavailable = () =>
  * `X-Source-Age` (seconds since the oldest source time the document used), limited per client address
  * like the keyless prices (`PUBLIC_PRICES_RATE_LIMIT` a minute, a budget of its own).
  */
-export function compatRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'priceSnapshots' | 'log'> & PublicRateLimitPluginDeps) {
+export function compatRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'bulkRedis' | 'priceSnapshots' | 'log'> & PublicRateLimitPluginDeps) {
   const maxAge = deps.config.INGEST_INTERVAL_SECONDS ?? 30;
-  const documents = new CompatDocuments({ sql: deps.sql, redis: deps.redis, prefix: deps.config.QUEUE_PREFIX }, COMPAT_BUILDERS, deps.log);
+  // Documents are megabytes: the bulk connection, without the 1 s limit of the request connection.
+  const documents = new CompatDocuments({ sql: deps.sql, redis: deps.bulkRedis, prefix: deps.config.QUEUE_PREFIX }, COMPAT_BUILDERS, deps.log);
   let wantedAt = Number.NEGATIVE_INFINITY;
   const noteWanted = () => {
     if (performance.now() - wantedAt < WANTED_RENEW_MS) return;
@@ -60,7 +68,15 @@ export function compatRoutes(deps: Pick<AppDeps, 'config' | 'sql' | 'redis' | 'p
     const requestKey = `${url.slice(url.indexOf('/', url.indexOf('//') + 2))}\u0000${stamp}`;
     const known = byRequest.get(requestKey);
     if (known && known.snapshotId === snapshot.id) return serve(request, known.body, snapshot.createdAt, known.oldestSourceMs);
-    const document = await documents.document({ id: snapshot.id, createdAt: snapshot.createdAt }, route.document);
+    let document: LoadedCompatDocument;
+    try {
+      document = await documents.document({ id: snapshot.id, createdAt: snapshot.createdAt }, route.document);
+    } catch (error) {
+      // Not the client's fault and not a bug of this request: the build or the store failed (the next
+      // request tries again). 503 with the shared body, as before the first snapshot.
+      deps.log.warn({ err: (error as Error).message, document: route.document, snapshot_id: snapshot.id }, 'compat document unavailable');
+      throw unavailable();
+    }
     const context = compatContext(table);
     const result = route.handler(document.parsed, { params, query: new URL(url).searchParams }, context);
     if ('ours' in result) {

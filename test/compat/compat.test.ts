@@ -290,6 +290,20 @@ describe('with a snapshot', () => {
     expect(steam.items[DOPPLER]![0]).toBe('1020.00');
   });
 
+  test('a document that cannot be built answers 503 with the shared error body, never 500; the next snapshot serves again', async () => {
+    await setPrice(NAME, 'steam', '16.10', { quantity: 40 });
+    const id = await buildAndServe();
+    // The snapshot the API serves is gone before anyone built its documents (only the newest few are kept).
+    await t.deps.sql`delete from price_snapshots where id = ${id}`;
+    const response = await t.request('/compat/steamapis/market/items/730');
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('5');
+    expect((await errorOf(response)).code).toBe('prices_unavailable');
+    await setPrice(NAME, 'steam', '16.20', { quantity: 40 });
+    await buildAndServe();
+    expect((await t.request('/compat/steamapis/market/items/730')).status).toBe(200);
+  });
+
   test('over the per-minute budget an address gets 429 with Retry-After; the budget is the formats’ own', async () => {
     let limited: Response | undefined;
     for (let attempt = 0; attempt < 200 && !limited; attempt += 1) {
