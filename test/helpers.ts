@@ -50,8 +50,17 @@ export function sharedImageFake(): ImageFake {
   return imageFake;
 }
 
+/**
+ * The Redis key prefix of each scratch database (scratchTestApp): Redis holds what belongs with the
+ * database (queues, snapshot documents keyed by snapshot id, rate counters), so a scratch database
+ * that shared the process's prefix would meet another database's keys under the same ids.
+ */
+const scratchPrefixes = new Map<string, string>();
+
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const images = sharedImageFake().url;
+  // An app on a scratch database uses that database's prefix unless it names its own.
+  const scratchPrefix = overrides.DATABASE_URL === undefined ? undefined : scratchPrefixes.get(overrides.DATABASE_URL);
   // Suites write prices straight into Postgres, so the per-process item price cache is off unless asked for.
   return parseConfig({
     ...process.env,
@@ -61,6 +70,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     PRICE_CACHE_MS: '0',
     STEAM_IMAGE_URL: images,
     ITEM_ASSETS_URL: images,
+    ...(scratchPrefix ? { QUEUE_PREFIX: scratchPrefix } : {}),
     ...overrides,
   });
 }
@@ -176,12 +186,22 @@ export async function scratchTestApp(options: Parameters<typeof createTestApp>[0
   };
   const admin = postgres(serverUrl('postgres'), { max: 1, onnotice: () => undefined });
   await admin.unsafe(`create database "${name}"`);
-  const scratch = createTestApp({ ...options, config: { ...options.config, DATABASE_URL: serverUrl(name) } });
+  // Its own Redis prefix too (unless the suite names one), shared by every app made on it later.
+  const databaseUrl = serverUrl(name);
+  const prefix = options.config?.QUEUE_PREFIX ?? `scratch-${crypto.randomUUID().slice(0, 13)}`;
+  scratchPrefixes.set(databaseUrl, prefix);
+  const scratch = createTestApp({ ...options, config: { ...options.config, DATABASE_URL: databaseUrl } });
   await migrate(scratch.deps.sql, join(import.meta.dir, '..', 'sql'));
   return {
     ...scratch,
     close: async () => {
+      if (options.config?.QUEUE_PREFIX === undefined) {
+        // The keys under its own prefix go with the database.
+        const keys = await scratch.deps.redis.keys(`${prefix}:*`).catch(() => []);
+        for (let from = 0; from < keys.length; from += 500) await scratch.deps.redis.unlink(...keys.slice(from, from + 500)).catch(() => 0);
+      }
       await scratch.close();
+      scratchPrefixes.delete(databaseUrl);
       await admin.unsafe(`drop database if exists "${name}" with (force)`);
       await admin.end({ timeout: 5 });
     },

@@ -18,7 +18,7 @@ import { COMPAT_DOCUMENTS, COMPAT_SALES_DOCUMENTS, type CompatBuilder, type Comp
  * bytes are, its oldest source time) points at the bytes: a price document under the snapshot's id,
  * a document built from the sales windows alone (COMPAT_SALES_DOCUMENTS) under the sales generation
  * (sql/0030), so a snapshot whose windows did not change points at the bytes already there. The
- * documents of the newest COMPAT_SNAPSHOTS_KEPT built snapshots are kept; every key also expires
+ * documents of the COMPAT_SNAPSHOTS_KEPT snapshots built last are kept; every key also expires
  * after COMPAT_DOCUMENT_TTL_SECONDS, and an API process keeps what it loaded.
  */
 export type CompatBuilders = Record<CompatDocumentName, CompatBuilder>;
@@ -107,7 +107,9 @@ export async function ensureCompatDocuments(
       .multi()
       .hset(metaKey(prefix, snapshot.id), entries)
       .expire(metaKey(prefix, snapshot.id), COMPAT_DOCUMENT_TTL_SECONDS)
-      .zadd(builtKey(prefix), snapshot.id, String(snapshot.id))
+      // Ordered by when it was built, not by id: a database whose ids started again (restored,
+      // recreated) must not have each new build trimmed at once as "older" than the ids still listed.
+      .zadd(builtKey(prefix), Date.now(), String(snapshot.id))
       .exec();
     await trimBuiltSnapshots(store);
     return true;
@@ -117,7 +119,7 @@ export async function ensureCompatDocuments(
   return report;
 }
 
-/** Deletes the documents of built snapshots beyond the newest COMPAT_SNAPSHOTS_KEPT (a sales document only when no kept snapshot points at it). */
+/** Deletes the documents of built snapshots beyond the COMPAT_SNAPSHOTS_KEPT built last (a sales document only when no kept snapshot points at it). */
 async function trimBuiltSnapshots(store: CompatStore): Promise<void> {
   const { redis, prefix } = store;
   const ids = (await redis.zrange(builtKey(prefix), '0', '-1')).map(Number);

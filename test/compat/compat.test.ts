@@ -252,6 +252,23 @@ describe('with a snapshot', () => {
     for (const id of built) expect((await findCompatDocument(store(), id, 'steamapis-items'))?.body.length).toBeGreaterThan(0);
   });
 
+  test('a snapshot whose id is below those built before (a database started again) keeps its documents; the earlier builds are trimmed', async () => {
+    // Builds listed by another database under the same prefix, with ids this one has not reached.
+    const earlier = Date.now() - 60_000;
+    const foreign = ['900001', '900002', '900003'];
+    await t.deps.redis.zadd(`${PREFIX}:compat:built`, earlier, foreign[0]!, earlier + 1, foreign[1]!, earlier + 2, foreign[2]!);
+    await setPrice(NAME, 'steam', '14.60', { quantity: 40 });
+    const made = await buildPriceSnapshot(t.deps.sql, new Date());
+    const [snapshot] = await t.deps.sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${made.id}`;
+    expect((await ensureCompatDocuments(store(), { id: made.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS)).built).toBe(true);
+    expect(made.id).toBeLessThan(900_001);
+    expect((await findCompatDocument(store(), made.id, 'csgotrader-prices'))?.body.length).toBeGreaterThan(0);
+    const built = await t.deps.redis.zrange(`${PREFIX}:compat:built`, '0', '-1');
+    expect(built).toContain(String(made.id));
+    expect(built).not.toContain(foreign[0]);
+    expect(built).toHaveLength(COMPAT_SNAPSHOTS_KEPT);
+  });
+
   test('the prices gathered in the snapshot’s own pass make the same dataset as reading them afresh', async () => {
     await setPrice(DOPPLER, 'skinport', '812.40', { version: 'ruby', quantity: 2 });
     await setPrice(DOPPLER, 'csfloat', '799.99', { version: 'ruby' });
