@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   // As the index pool builds them: the prices gathered in the snapshot's own pass (timed apart, and
   // counted as the formats' cost, not the list's), then the documents.
   const round = async (label: string) => {
-    const gatherer = new CompatPriceGatherer();
+    const gatherer = new CompatPriceGatherer(sql);
     let gatherMs = 0;
     const onItem: PriceListItemObserver = (entry, rows, freshness) => {
       const started = performance.now();
@@ -50,7 +50,9 @@ async function main(): Promise<void> {
     return { listMs, total };
   };
   await round('first build');
-  for (let i = 1; i <= 3; i += 1) {
+  // More runs (COMPAT_BUILD_RUNS) make a CPU profile (bun --cpu-prof) mostly the steady state's.
+  const runs = Number(process.env.COMPAT_BUILD_RUNS ?? 3);
+  for (let i = 1; i <= runs; i += 1) {
     now = new Date(now.getTime() + 60_000);
     await sql`update latest_prices set price = price + 0.01, source_time = ${now}, ingested_at = ${now} where source = 'skinport' and abs(hashtext(catalog_id || ${String(i)})) % 100 < 20`;
     await sql`update price_sources set last_success_at = ${now}`;

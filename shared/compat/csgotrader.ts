@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 import { PHASE_LABELS as CATALOG_PHASE_LABELS, PHASE_VERSIONS, type PhaseVersion } from '../catalog/identity.ts';
 import type { SalesWindowName } from '../sources/types.ts';
-import { ItemTexts, olderOf } from './item-texts.ts';
+import { ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
 import { jsonDecimalString, jsonNumber, jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatVersion } from './types.ts';
 
@@ -87,7 +87,15 @@ function dopplerEntry(item: CompatItem, priceOf: (version: CompatVersion) => str
   const base = item.versions.default;
   const price = base ? priceOf(base) : null;
   const phases: string[] = [];
-  for (const phase of PHASE_VERSIONS) {
+  // Most names have no phase version: their entry is the default's alone.
+  let phased = false;
+  for (const version in item.versions) {
+    if (version !== 'default') {
+      phased = true;
+      break;
+    }
+  }
+  for (const phase of phased ? PHASE_VERSIONS : []) {
     const version = item.versions[phase];
     const phasePrice = version ? priceOf(version) : null;
     if (phasePrice !== null) phases.push(`"${PHASE_LABELS[phase]}":${jsonNumber(phasePrice)}`);
@@ -148,55 +156,50 @@ export function exchangeRatesJson(rates: CompatDataset['rates']): string {
   return `{${parts.join(',')}}`;
 }
 
-export const buildCsgotraderPrices: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
-  const extraSources = new Set<string>();
-  for (const item of dataset.items) {
-    for (const version of Object.values(item.versions)) {
-      for (const source of Object.keys(version.sources)) {
-        if (!FIXED_SOURCES.has(source) && !FIXED_FILES.has(source) && PROVIDER_NAME.test(source)) extraSources.add(source);
-      }
-    }
-  }
-  const providers: Provider[] = [...FIXED_PROVIDERS, ...[...extraSources].sort().map((source): Provider => ({ file: source, kind: 'doppler', source }))];
-  const columns = providers.map((provider) => provider.file);
-  const stamp = columns.join(',');
-  const rows: string[] = [];
-  const listed = new Set<number>();
-  let oldest: number | null = null;
-  for (const item of dataset.items) {
-    // Each name's row as JSON text, kept between builds while the item and the providers stand (ItemTexts).
-    const written = rowTexts.of(item, stamp, () => {
-      const row = providers.map((provider) => entryOf(provider, item));
-      if (row.every((entry) => entry === null)) return { text: null, oldest: null, usedStamp: true };
-      const present: number[] = [];
-      row.forEach((entry, index) => {
-        if (entry !== null) present.push(index);
+export function csgotraderPricesBuilder(): CompatBuilder {
+  const rowTexts = new ItemTexts<{ row: Buffer; present: number[] }>();
+  return (dataset: CompatDataset): BuiltCompatDocument => {
+    const extraSources = dataset.sources.filter((source) => !FIXED_SOURCES.has(source) && !FIXED_FILES.has(source) && PROVIDER_NAME.test(source));
+    const providers: Provider[] = [...FIXED_PROVIDERS, ...extraSources.map((source): Provider => ({ file: source, kind: 'doppler', source }))];
+    const columns = providers.map((provider) => provider.file);
+    const stamp = columns.join(',');
+    const rows = new JoinedBytes();
+    const listed = new Set<number>();
+    let oldest: number | null = null;
+    for (const item of dataset.items) {
+      // Each name's row as JSON text, kept between builds while the item and the providers stand (ItemTexts).
+      const written = rowTexts.of(item, stamp, () => {
+        const row = providers.map((provider) => entryOf(provider, item));
+        if (row.every((entry) => entry === null)) return { text: null, oldest: null, usedStamp: true };
+        const present: number[] = [];
+        row.forEach((entry, index) => {
+          if (entry !== null) present.push(index);
+        });
+        return {
+          text: { row: Buffer.from(JSON.stringify([item.market_hash_name, ...row])), present },
+          oldest: oldestSourceOf(
+            item,
+            providers.filter((_, index) => row[index] !== null),
+          ),
+          usedStamp: true,
+        };
       });
-      return {
-        text: { row: JSON.stringify([item.market_hash_name, ...row]), present },
-        oldest: oldestSourceOf(
-          item,
-          providers.filter((_, index) => row[index] !== null),
-        ),
-        usedStamp: true,
-      };
-    });
-    if (written.text === null) continue;
-    rows.push(written.text.row);
-    for (const index of written.text.present) listed.add(index);
-    oldest = olderOf(oldest, written.oldest);
-  }
-  // Our providers are keys of every name whether or not their source has a price now (the upstream wrote
-  // every provider on every name, null where it lacked one), so a consumer's shape does not change with
-  // the sources enabled; a source beyond them appears once it has an entry.
-  const shown = columns.filter((file, index) => FIXED_FILES.has(file) || listed.has(index));
-  const text =
-    `{"providers":${JSON.stringify(shown)},"columns":${JSON.stringify(columns)},"rows":[${rows.join(',')}],` +
-    `"exchange_rates":${JSON.stringify(exchangeRatesJson(dataset.rates))}}`;
-  return { value: text, oldest_source_ms: oldest };
-};
-
-const rowTexts = new ItemTexts<{ row: string; present: number[] }>();
+      if (written.text === null) continue;
+      rows.push(written.text.row);
+      for (const index of written.text.present) listed.add(index);
+      oldest = olderOf(oldest, written.oldest);
+    }
+    // Our providers are keys of every name whether or not their source has a price now (the upstream wrote
+    // every provider on every name, null where it lacked one), so a consumer's shape does not change with
+    // the sources enabled; a source beyond them appears once it has an entry.
+    const shown = columns.filter((file, index) => FIXED_FILES.has(file) || listed.has(index));
+    const value = rows.finish(
+      `{"providers":${JSON.stringify(shown)},"columns":${JSON.stringify(columns)},"rows":[`,
+      `],"exchange_rates":${JSON.stringify(exchangeRatesJson(dataset.rates))}}`,
+    );
+    return { value, oldest_source_ms: oldest };
+  };
+}
 
 function isCsgotraderDocument(value: unknown): value is CsgotraderDocument {
   const candidate = value as CsgotraderDocument | null;

@@ -2,7 +2,8 @@ import { findLatestRates } from '../fx/repository.ts';
 import type { Queryable } from '../platform/db.ts';
 import { computeConsensus } from '../prices/consensus.ts';
 import { observedAtSql, priceIsFresh, type SourceClock } from '../prices/freshness.ts';
-import type { PriceListItemObserver } from '../prices/public-document.ts';
+import type { PriceListItemObserver, PublicPriceItem } from '../prices/public-document.ts';
+import type { SnapshotInputRow } from '../prices/repository.ts';
 import { findSourceClocks } from '../prices/repository.ts';
 import type { SalesWindowName } from '../sources/types.ts';
 import type { CompatDataset, CompatItem, CompatSalesWindow, CompatSourcePrice, CompatVersion } from './types.ts';
@@ -85,7 +86,7 @@ type ItemsByName = Map<string, CompatItem>;
 
 function versionOf(items: ItemsByName, name: string, catalogId: string, version: string): CompatVersion {
   let item = items.get(name);
-  if (!item) items.set(name, (item = { market_hash_name: name, catalog_id: catalogId, first_seen_ms: null, versions: {} }));
+  if (!item) items.set(name, (item = { market_hash_name: name, catalog_id: catalogId, first_seen_ms: null, price_rows: 0, versions: {} }));
   let entry = item.versions[version];
   if (!entry) item.versions[version] = entry = { sources: {}, consensus: null, sales: NO_SALES, combined: NO_COMBINED };
   return entry;
@@ -132,79 +133,233 @@ function sameItem(a: CompatItem, b: CompatItem): boolean {
 }
 
 /**
- * The last build's items by name, per database client: an item whose prices and windows did not
- * change keeps the object it had, so the format builders, which keep each item's text by object
- * (shared/compat/item-texts.ts), write only the items that changed (most snapshots follow a run
- * that changed a fraction of one source's prices).
+ * What one database client's last build left (per process): its items by name, and the sales
+ * generation their windows are of. A new build gives an item whose data did not change the object it
+ * had, and a changed item the source price objects that did not change (the format builders keep
+ * texts by these objects: shared/compat/item-texts.ts), so a build after a run that changed a fraction
+ * of one source's prices allocates and writes only that fraction. Items are never changed once built.
  */
-const lastItems = new WeakMap<object, Map<string, CompatItem>>();
+type LastBuild = { items: ReadonlyMap<string, CompatItem>; generation: string | null };
+const lastBuilds = new WeakMap<object, LastBuild>();
 
-function settleItems(db: Queryable, items: CompatItem[]): CompatItem[] {
-  const previous = lastItems.get(db);
-  const next = new Map<string, CompatItem>();
-  const settled = items.map((item) => {
-    const before = previous?.get(item.market_hash_name);
-    const kept = before !== undefined && sameItem(before, item) ? before : item;
-    next.set(item.market_hash_name, kept);
-    return kept;
-  });
-  lastItems.set(db, next);
-  return settled;
+/** Whether a snapshot row carries what `kept` says (`fresh` judged for this build). */
+function rowIsKept(kept: CompatSourcePrice, row: SnapshotInputRow, fresh: boolean): boolean {
+  return (
+    kept.price === row.price &&
+    kept.fresh === fresh &&
+    kept.quantity === (row.quantity ?? null) &&
+    kept.median_price === (row.median_price ?? null) &&
+    kept.bid === row.bid &&
+    kept.volume_7d === row.volume_7d &&
+    kept.source_time === row.source_time
+  );
+}
+
+/** The consensus the list gave `version` of `entry`. */
+function listedConsensus(entry: PublicPriceItem, version: string): string | null {
+  const listed = version === 'default' ? entry : entry.versions?.[version];
+  return listed?.consensus?.price ?? null;
 }
 
 /**
  * The dataset's prices gathered while the keyless snapshot is built (buildPriceSnapshot's `onItem`),
  * from the same rows, freshness and consensus as the list: the index pool's build ahead then reads
- * only what the list does not carry (the sales windows, when they changed, and the rates).
+ * only what the list does not carry (the sales windows, when they changed, and the rates). An item
+ * whose rows match the last build's (of the same database client) is that build's object.
  */
 export class CompatPriceGatherer {
+  /** Gathered items by name, in the snapshot's order (byte order of market_hash_name). */
   readonly items: ItemsByName = new Map();
+  /** Every source with a price in the snapshot. */
+  readonly sources = new Set<string>();
+  readonly last: LastBuild | undefined;
+
+  constructor(db: Queryable) {
+    this.last = lastBuilds.get(db);
+  }
 
   readonly onItem: PriceListItemObserver = (entry, rows, freshness) => {
     const nowMs = freshness.now.getTime();
+    const name = entry.market_hash_name;
+    const before = this.last?.items.get(name);
+    let kept = before !== undefined && before.price_rows === rows.length;
+    const fresh: boolean[] = [];
+    let version: string | null = null;
     for (const row of rows) {
-      versionOf(this.items, row.market_hash_name, row.catalog_id, row.version).sources[row.source] = {
+      this.sources.add(row.source);
+      const isFresh = priceIsFresh(row.observed_ms, freshness.sources.get(row.source) ?? NEVER, nowMs);
+      fresh.push(isFresh);
+      if (!kept) continue;
+      const keptVersion = before!.versions[row.version];
+      const keptPrice = keptVersion?.sources[row.source];
+      if (keptPrice === undefined || !rowIsKept(keptPrice, row, isFresh)) kept = false;
+      else if (row.version !== version) {
+        // Rows come grouped by version: each version's consensus is compared once.
+        version = row.version;
+        if (keptVersion!.consensus !== listedConsensus(entry, version)) kept = false;
+      }
+    }
+    if (kept) {
+      // Every row matched one of the as many kept prices: the same prices, versions and consensus.
+      this.items.set(name, before!);
+      return;
+    }
+    rows.forEach((row, index) => {
+      const target = versionOf(this.items, name, row.catalog_id, row.version);
+      const previous = before?.versions[row.version]?.sources[row.source];
+      if (previous !== undefined && rowIsKept(previous, row, fresh[index]!)) {
+        target.sources[row.source] = previous;
+        return;
+      }
+      const price: CompatSourcePrice = {
         price: row.price,
         median_price: row.median_price ?? null,
         bid: row.bid,
         volume_7d: row.volume_7d,
         quantity: row.quantity ?? null,
         source_time_ms: Date.parse(row.source_time),
-        fresh: priceIsFresh(row.observed_ms, freshness.sources.get(row.source) ?? NEVER, nowMs),
+        source_time: row.source_time,
+        fresh: fresh[index]!,
       };
-    }
-    const item = this.items.get(entry.market_hash_name);
-    if (!item) return;
-    for (const [version, prices] of Object.entries(item.versions)) {
-      const listed = version === 'default' ? entry : entry.versions?.[version];
-      prices.consensus = listed?.consensus?.price ?? null;
-    }
+      target.sources[row.source] = price;
+    });
+    const item = this.items.get(name)!;
+    item.price_rows = rows.length;
+    for (const versionName in item.versions) item.versions[versionName]!.consensus = listedConsensus(entry, versionName);
   };
 }
 
-/** A dataset from its gathered prices: the sales windows (readCompatSales) and the rates added, items in byte order. */
-async function completeCompatDataset(db: Queryable, items: ItemsByName, now: Date): Promise<CompatDataset> {
-  const [salesRead, rates] = await Promise.all([readCompatSales(db), findLatestRates(db)]);
-  for (const cached of salesRead.entries) {
-    const entry = versionOf(items, cached.market_hash_name, cached.catalog_id, cached.version);
-    entry.sales = cached.sales;
-    entry.combined = cached.combined;
+/** Each item's windows by name (per sales read, made once): what a new item is given. */
+const salesByNameOf = new WeakMap<SalesRead, Map<string, CachedSales[]>>();
+
+function salesByName(read: SalesRead): Map<string, CachedSales[]> {
+  let byName = salesByNameOf.get(read);
+  if (!byName) {
+    byName = new Map();
+    for (const entry of read.entries) {
+      const list = byName.get(entry.market_hash_name);
+      if (list) list.push(entry);
+      else byName.set(entry.market_hash_name, [entry]);
+    }
+    salesByNameOf.set(read, byName);
   }
-  const ordered = settleItems(
-    db,
-    [...items.values()].sort((a, b) => (a.market_hash_name < b.market_hash_name ? -1 : a.market_hash_name > b.market_hash_name ? 1 : 0)),
-  );
+  return byName;
+}
+
+/** Whether `item`'s versions carry exactly the windows `sales` has for it. */
+function hasSales(item: CompatItem, sales: readonly CachedSales[] | undefined): boolean {
+  let windowed = 0;
+  for (const entry of sales ?? []) {
+    const version = item.versions[entry.version];
+    if (!version || version.sales !== entry.sales || version.combined !== entry.combined) return false;
+    windowed += 1;
+  }
+  for (const name in item.versions) {
+    const version = item.versions[name]!;
+    if (version.sales !== NO_SALES || version.combined !== NO_COMBINED) windowed -= 1;
+    else if (Object.keys(version.sources).length === 0) return false;
+  }
+  return windowed === 0;
+}
+
+/** `item` with the windows of `sales` (a new object: a built item is never changed) and its price versions as they are. */
+function withSales(item: CompatItem, sales: readonly CachedSales[] | undefined): CompatItem {
+  const versions: Record<string, CompatVersion> = {};
+  for (const [name, version] of Object.entries(item.versions)) {
+    if (Object.keys(version.sources).length > 0) versions[name] = { ...version, sales: NO_SALES, combined: NO_COMBINED };
+  }
+  const copy: CompatItem = { ...item, versions };
+  for (const entry of sales ?? []) {
+    const version = (versions[entry.version] ??= { sources: {}, consensus: null, sales: NO_SALES, combined: NO_COMBINED });
+    version.sales = entry.sales;
+    version.combined = entry.combined;
+  }
+  return copy;
+}
+
+const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * A dataset from its gathered prices: the sales windows (readCompatSales) and the rates added, items
+ * in byte order. `kept` tells an item that is the last build's object (its windows are those of
+ * `lastGeneration`) from one built for this dataset (no windows yet).
+ */
+async function completeCompatDataset(
+  db: Queryable,
+  gathered: { items: ItemsByName; sources: ReadonlySet<string>; last: LastBuild | undefined; ordered: boolean; settle?: boolean },
+  now: Date,
+): Promise<CompatDataset> {
+  const [salesRead, rates] = await Promise.all([readCompatSales(db), findLatestRates(db)]);
+  const windows = salesByName(salesRead);
+  const last = gathered.last;
+  const sameWindows = last !== undefined && last.generation === salesRead.generation;
+  const items: CompatItem[] = [];
+  let ordered = gathered.ordered;
+  for (const [name, gatheredItem] of gathered.items) {
+    let item = gatheredItem;
+    const isKept = last?.items.get(name) === item;
+    if (!isKept) {
+      // Built for this dataset: given its windows in place (no other build holds it).
+      for (const entry of windows.get(name) ?? []) {
+        const version = versionOf(gathered.items, name, entry.catalog_id, entry.version);
+        version.sales = entry.sales;
+        version.combined = entry.combined;
+      }
+      const before = gathered.settle ? last?.items.get(name) : undefined;
+      if (before !== undefined && sameItem(before, item)) item = before;
+    } else if (!sameWindows && !hasSales(item, windows.get(name))) item = withSales(item, windows.get(name));
+    if (ordered && items.length > 0 && items[items.length - 1]!.market_hash_name >= name) ordered = false;
+    items.push(item);
+  }
+  // Items with windows and no price: the last build's object while the windows and its lack of prices stand.
+  const windowedOnly: CompatItem[] = [];
+  for (const [name, sales] of windows) {
+    if (gathered.items.has(name)) continue;
+    const before = last?.items.get(name);
+    if (before !== undefined && before.price_rows === 0 && (sameWindows || hasSales(before, sales))) windowedOnly.push(before);
+    else {
+      const item: CompatItem = { market_hash_name: name, catalog_id: sales[0]!.catalog_id, first_seen_ms: null, price_rows: 0, versions: {} };
+      for (const entry of sales) item.versions[entry.version] = { sources: {}, consensus: null, sales: entry.sales, combined: entry.combined };
+      windowedOnly.push(item);
+    }
+  }
+  let all = items;
+  if (!ordered) all.sort((a, b) => byteOrder(a.market_hash_name, b.market_hash_name));
+  if (windowedOnly.length > 0) {
+    windowedOnly.sort((a, b) => byteOrder(a.market_hash_name, b.market_hash_name));
+    all = mergeByName(all, windowedOnly);
+  }
+  lastBuilds.set(db, { items: new Map(all.map((item) => [item.market_hash_name, item])), generation: salesRead.generation });
   return {
     built_at_ms: now.getTime(),
     sales_generation: salesRead.generation,
-    items: ordered,
+    items: all,
+    sources: [...gathered.sources].sort(byteOrder),
     rates: rates ? { as_of: rates.as_of, per_eur: Object.fromEntries(rates.rates) } : null,
   };
 }
 
+/** Two lists of items in byte order of name, as one. */
+function mergeByName(a: readonly CompatItem[], b: readonly CompatItem[]): CompatItem[] {
+  const merged: CompatItem[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) merged.push(a[i]!.market_hash_name < b[j]!.market_hash_name ? a[i++]! : b[j++]!);
+  while (i < a.length) merged.push(a[i++]!);
+  while (j < b.length) merged.push(b[j++]!);
+  return merged;
+}
+
+/** Every source with a price in `items`, in byte order (CompatDataset.sources). */
+export function sourcesOfItems(items: Iterable<CompatItem>): string[] {
+  const sources = new Set<string>();
+  for (const item of items) for (const version of Object.values(item.versions)) for (const source in version.sources) sources.add(source);
+  return [...sources].sort(byteOrder);
+}
+
 /** The dataset of a snapshot whose prices were gathered in its build (CompatPriceGatherer). */
 export function gatheredCompatDataset(db: Queryable, gatherer: CompatPriceGatherer, now: Date): Promise<CompatDataset> {
-  return completeCompatDataset(db, gatherer.items, now);
+  return completeCompatDataset(db, { items: gatherer.items, sources: gatherer.sources, last: gatherer.last, ordered: true }, now);
 }
 
 /**
@@ -228,13 +383,15 @@ export async function readCompatDataset(db: Queryable, now: Date): Promise<Compa
         volume_7d: number | null;
         quantity: number | null;
         source_time_ms: number;
+        source_time: string;
         observed_ms: number;
       }[]
     >`
       select c.market_hash_name, c.catalog_id, p.version, p.source, p.price::text as price, p.median_price::text as median_price,
              p.bid::text as bid, p.volume_7d, p.quantity,
-             -- Whole milliseconds, as the snapshot's rows carry them (CompatPriceGatherer).
+             -- Whole milliseconds, as the snapshot's rows carry them (CompatPriceGatherer), and their text.
              floor(extract(epoch from p.source_time) * 1000)::float8 as source_time_ms,
+             to_char(p.source_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as source_time,
              (extract(epoch from ${observedAtSql(db)}) * 1000)::float8 as observed_ms
       from current_prices p
       join catalog_items c on c.catalog_id = p.catalog_id
@@ -252,17 +409,23 @@ export async function readCompatDataset(db: Queryable, now: Date): Promise<Compa
       volume_7d: row.volume_7d,
       quantity: row.quantity,
       source_time_ms: row.source_time_ms,
+      source_time: row.source_time,
       fresh,
     };
   }
   for (const item of items.values()) {
+    let rows = 0;
     for (const entry of Object.values(item.versions)) {
       const names = Object.keys(entry.sources);
+      rows += names.length;
       entry.consensus =
         computeConsensus(
           names.map((source) => ({ source, price: entry.sources[source]!.price, bid: entry.sources[source]!.bid, fresh: entry.sources[source]!.fresh })),
         ).consensus?.price ?? null;
     }
+    item.price_rows = rows;
   }
-  return completeCompatDataset(db, items, now);
+  // Every item is new here: one equal to the last build's is given that object after its windows.
+  const sources = new Set(sourcesOfItems(items.values()));
+  return completeCompatDataset(db, { items, sources, last: lastBuilds.get(db), ordered: false, settle: true }, now);
 }

@@ -1,18 +1,27 @@
-import { buildCsgotraderPrices, csgotraderFile } from './csgotrader.ts';
-import { buildSkinportItems, buildSkinportSales, skinportItems, skinportSales } from './skinport.ts';
-import { buildSteamOverview, steamOverview } from './steam.ts';
-import { buildSteamApisItems, steamapisItems } from './steamapis.ts';
+import { csgotraderFile, csgotraderPricesBuilder } from './csgotrader.ts';
+import { buildSkinportSales, skinportItems, skinportItemsBuilder, skinportSales } from './skinport.ts';
+import { steamOverview, steamOverviewBuilder } from './steam.ts';
+import { steamApisItemsBuilder, steamapisItems } from './steamapis.ts';
 import type { CompatBuilders } from './store.ts';
 import type { CompatDocumentName, CompatHandler } from './types.ts';
 
+/**
+ * A set of the stored documents' builders, each with its own texts kept between builds
+ * (shared/compat/item-texts.ts): a process builds with one set (COMPAT_BUILDERS); a new set builds as
+ * if no build came before.
+ */
+export function createCompatBuilders(): CompatBuilders {
+  return {
+    'csgotrader-prices': csgotraderPricesBuilder(),
+    'skinport-items': skinportItemsBuilder(),
+    'skinport-sales': buildSkinportSales,
+    'steam-overview': steamOverviewBuilder(),
+    'steamapis-items': steamApisItemsBuilder(),
+  };
+}
+
 /** Each stored document's builder (shared/compat/store.ts builds them once per snapshot). */
-export const COMPAT_BUILDERS: CompatBuilders = {
-  'csgotrader-prices': buildCsgotraderPrices,
-  'skinport-items': buildSkinportItems,
-  'skinport-sales': buildSkinportSales,
-  'steam-overview': buildSteamOverview,
-  'steamapis-items': buildSteamApisItems,
-};
+export const COMPAT_BUILDERS: CompatBuilders = createCompatBuilders();
 
 /** A drop-in route: its path (Elysia syntax), the document it answers from, its handler, and its OpenAPI text. */
 export type CompatRoute = { path: string; document: CompatDocumentName; handler: CompatHandler; summary: string; description: string };

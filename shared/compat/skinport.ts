@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 import { PHASE_LABELS } from '../catalog/identity.ts';
 import type { SalesWindowName } from '../sources/types.ts';
-import { ItemTexts, olderOf } from './item-texts.ts';
+import { ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
 import { jsonNumber } from './json-number.ts';
 import type {
   BuiltCompatDocument,
@@ -138,70 +138,71 @@ class OldestSourceTime {
  * docs/design.md §20: from the skinport source where it has the version (fresh), else from the consensus of
  * the fresh sources; what we do not have is `null`, as Skinport writes it.
  */
-export const buildSkinportItems: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
-  let oldest: number | null = null;
-  const parts: string[] = [];
-  const builtAt = seconds(dataset.built_at_ms);
-  for (const item of dataset.items) {
-    // Written as JSON text, item by item (ItemTexts keeps an unchanged item's text between builds).
-    const written = itemTexts.of(item, String(builtAt), () => {
-      const oldestOfItem = new OldestSourceTime();
-      const createdAt = item.first_seen_ms === null ? null : seconds(item.first_seen_ms);
-      const rows: string[] = [];
-      let usedBuildTime = false;
-      for (const [, label, data] of skinportVersions(item.versions)) {
-        const skinport = data.sources.skinport;
-        const row: SkinportItemRow = {
-          market_hash_name: item.market_hash_name,
-          version: label,
-          suggested_price: data.consensus,
-          item_page: null,
-          min_price: null,
-          median_price: null,
-          quantity: 0,
-          created_at: createdAt,
-          updated_at: builtAt,
-        };
-        let updated = false;
-        if (skinport?.fresh) {
-          row.item_page = skinportItemPage(item.market_hash_name, label);
-          row.min_price = skinport.price;
-          row.median_price = skinport.median_price;
-          row.quantity = skinport.quantity;
-          row.updated_at = seconds(skinport.source_time_ms);
-          updated = true;
-          oldestOfItem.add(skinport.source_time_ms);
-        } else if (data.consensus !== null) {
-          // Listings across the fresh markets behind the consensus (docs/design.md §19's liquidity.listings).
-          let listings: number | null = null;
-          let newest: number | null = null;
-          for (const source of Object.values(data.sources)) {
-            if (!source.fresh) continue;
-            oldestOfItem.add(source.source_time_ms);
-            if (newest === null || source.source_time_ms > newest) newest = source.source_time_ms;
-            if (source.quantity !== null) listings = (listings ?? 0) + source.quantity;
-          }
-          row.min_price = data.consensus;
-          row.quantity = listings === 0 ? null : listings;
-          if (newest !== null) {
-            row.updated_at = seconds(newest);
+export function skinportItemsBuilder(): CompatBuilder {
+  const itemTexts = new ItemTexts<Buffer>();
+  return (dataset: CompatDataset): BuiltCompatDocument => {
+    let oldest: number | null = null;
+    const parts = new JoinedBytes();
+    const builtAt = seconds(dataset.built_at_ms);
+    for (const item of dataset.items) {
+      // Written as JSON text, item by item (ItemTexts keeps an unchanged item's text between builds).
+      const written = itemTexts.of(item, String(builtAt), () => {
+        const oldestOfItem = new OldestSourceTime();
+        const createdAt = item.first_seen_ms === null ? null : seconds(item.first_seen_ms);
+        const rows: string[] = [];
+        let usedBuildTime = false;
+        for (const [, label, data] of skinportVersions(item.versions)) {
+          const skinport = data.sources.skinport;
+          const row: SkinportItemRow = {
+            market_hash_name: item.market_hash_name,
+            version: label,
+            suggested_price: data.consensus,
+            item_page: null,
+            min_price: null,
+            median_price: null,
+            quantity: 0,
+            created_at: createdAt,
+            updated_at: builtAt,
+          };
+          let updated = false;
+          if (skinport?.fresh) {
+            row.item_page = skinportItemPage(item.market_hash_name, label);
+            row.min_price = skinport.price;
+            row.median_price = skinport.median_price;
+            row.quantity = skinport.quantity;
+            row.updated_at = seconds(skinport.source_time_ms);
             updated = true;
+            oldestOfItem.add(skinport.source_time_ms);
+          } else if (data.consensus !== null) {
+            // Listings across the fresh markets behind the consensus (docs/design.md §19's liquidity.listings).
+            let listings: number | null = null;
+            let newest: number | null = null;
+            for (const source of Object.values(data.sources)) {
+              if (!source.fresh) continue;
+              oldestOfItem.add(source.source_time_ms);
+              if (newest === null || source.source_time_ms > newest) newest = source.source_time_ms;
+              if (source.quantity !== null) listings = (listings ?? 0) + source.quantity;
+            }
+            row.min_price = data.consensus;
+            row.quantity = listings === 0 ? null : listings;
+            if (newest !== null) {
+              row.updated_at = seconds(newest);
+              updated = true;
+            }
           }
+          if (!updated) usedBuildTime = true;
+          rows.push(JSON.stringify(row));
         }
-        if (!updated) usedBuildTime = true;
-        rows.push(JSON.stringify(row));
-      }
-      return { text: rows.length === 0 ? null : rows.join(','), oldest: oldestOfItem.value, usedStamp: usedBuildTime };
-    });
-    if (written.text === null) continue;
-    parts.push(written.text);
-    oldest = olderOf(oldest, written.oldest);
-  }
-  // The text of SkinportItemsDocument.
-  return { value: `{"rows":[${parts.join(',')}]}`, oldest_source_ms: oldest };
-};
-
-const itemTexts = new ItemTexts();
+        return { text: rows.length === 0 ? null : Buffer.from(rows.join(',')), oldest: oldestOfItem.value, usedStamp: usedBuildTime };
+      });
+      if (written.text === null) continue;
+      parts.push(written.text);
+      oldest = olderOf(oldest, written.oldest);
+    }
+    // The text of SkinportItemsDocument.
+    return { value: parts.finish('{"rows":[', ']}'), oldest_source_ms: oldest };
+  };
+}
 
 function salesWindowRow(window: CompatSalesWindow): SkinportSalesWindowRow {
   // Skinport writes null prices when nothing sold, whatever else it has.

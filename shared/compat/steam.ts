@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import { formatSteamMoney, hundredthsOf, steamWalletCurrencyById } from '../fx/steam-currencies.ts';
-import { ItemTexts, olderOf } from './item-texts.ts';
+import { ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, CompatDataset, CompatHandler } from './types.ts';
 
 /**
@@ -27,35 +27,41 @@ const CS2_APP_ID = '730';
 /** Steam's ECurrencyCode for USD: what priceoverview answers in without a usable `currency`. */
 const USD_STEAM_ID = 1;
 
-const texts = new ItemTexts();
-
 /**
  * Every catalog name (Steam lists no phases: the default version), with what our steam source has for
  * it. Written as JSON text, item by item (ItemTexts keeps an unchanged item's text between builds).
  */
-export const buildSteamOverview: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
-  let oldest: number | null = null;
-  const parts: string[] = [];
-  for (const item of dataset.items) {
-    const written = texts.of(item, '', () => {
-      const data = item.versions.default;
-      const steam = data?.sources.steam;
-      let itemOldest: number | null = null;
-      // A stale ask is not served as Steam's lowest price now.
-      const lowest = steam?.fresh ? steam.price : null;
-      if (steam?.fresh) itemOldest = steam.source_time_ms;
-      const day = data?.sales.steam?.['24h'];
-      if (day?.source_time_ms !== undefined) itemOldest = olderOf(itemOldest, day.source_time_ms);
-      const sold = day && day.volume > 0 ? day : null;
-      const entry: SteamOverviewEntry = [lowest, sold ? sold.volume : null, sold ? sold.median : null];
-      return { text: `${JSON.stringify(item.market_hash_name)}:${JSON.stringify(entry)}`, oldest: itemOldest, usedStamp: false };
-    });
-    parts.push(written.text!);
-    oldest = olderOf(oldest, written.oldest);
-  }
-  // The text of `{items: {name: entry, …}}` (SteamOverviewDocument), each name an own key when parsed.
-  return { value: `{"items":{${parts.join(',')}}}`, oldest_source_ms: oldest };
-};
+export function steamOverviewBuilder(): CompatBuilder {
+  /** What an entry reads: the default version's steam price and its windows (a run of another source changes neither). */
+  const texts = new ItemTexts<Buffer>((before, now) => {
+    const a = before.versions.default;
+    const b = now.versions.default;
+    return a?.sources.steam === b?.sources.steam && a?.sales === b?.sales;
+  });
+  return (dataset: CompatDataset): BuiltCompatDocument => {
+    let oldest: number | null = null;
+    const parts = new JoinedBytes();
+    for (const item of dataset.items) {
+      const written = texts.of(item, '', () => {
+        const data = item.versions.default;
+        const steam = data?.sources.steam;
+        let itemOldest: number | null = null;
+        // A stale ask is not served as Steam's lowest price now.
+        const lowest = steam?.fresh ? steam.price : null;
+        if (steam?.fresh) itemOldest = steam.source_time_ms;
+        const day = data?.sales.steam?.['24h'];
+        if (day?.source_time_ms !== undefined) itemOldest = olderOf(itemOldest, day.source_time_ms);
+        const sold = day && day.volume > 0 ? day : null;
+        const entry: SteamOverviewEntry = [lowest, sold ? sold.volume : null, sold ? sold.median : null];
+        return { text: Buffer.from(`${JSON.stringify(item.market_hash_name)}:${JSON.stringify(entry)}`), oldest: itemOldest, usedStamp: false };
+      });
+      parts.push(written.text!);
+      oldest = olderOf(oldest, written.oldest);
+    }
+    // The text of `{items: {name: entry, …}}` (SteamOverviewDocument), each name an own key when parsed.
+    return { value: parts.finish('{"items":{', '}}'), oldest_source_ms: oldest };
+  };
+}
 
 const FAILURE: CompatAnswer = { status: 200, body: { success: false } };
 

@@ -1,5 +1,5 @@
 import type { SalesWindowName } from '../sources/types.ts';
-import { ItemTexts, olderOf } from './item-texts.ts';
+import { ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
 import { jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatSalesWindow } from './types.ts';
 
@@ -118,33 +118,57 @@ function tokensOf(item: CompatItem): Record<TokenName, string> | null {
   return tokens;
 }
 
-const texts = new ItemTexts();
+/** Whether a steam window sold something (then the row's statistics are Steam's, not the consensus). */
+function steamSold(sales: Partial<Record<SalesWindowName, CompatSalesWindow>>): boolean {
+  return WINDOWS.some(([window]) => {
+    const entry = sales[window];
+    return entry !== undefined && entry.volume > 0 && entry.median !== null;
+  });
+}
 
 /** Written as JSON text, item by item (ItemTexts keeps an unchanged item's text between builds). */
-export const buildSteamApisItems: CompatBuilder = (dataset: CompatDataset): BuiltCompatDocument => {
-  const parts: string[] = [];
-  let oldest: number | null = null;
-  for (const item of dataset.items) {
-    const written = texts.of(item, String(dataset.built_at_ms), () => {
-      const tokens = tokensOf(item);
-      if (tokens === null) return { text: null, oldest: null, usedStamp: false };
-      const base = item.versions.default!;
-      const steam = base.sources.steam;
-      // Unix milliseconds, whole (Postgres' times carry microseconds).
-      const row: SteamApisRow = [item.market_hash_name, Math.trunc(steam?.source_time_ms ?? dataset.built_at_ms), ...TOKENS.map((name) => tokens[name])];
-      // The steam source's time, or (a consensus safe price) the fresh sources' behind it.
-      const used = steam ? [steam] : Object.values(base.sources).filter((price) => price.fresh);
-      let itemOldest: number | null = null;
-      for (const price of used) itemOldest = olderOf(itemOldest, price.source_time_ms);
-      return { text: JSON.stringify(row), oldest: itemOldest, usedStamp: !steam };
-    });
-    if (written.text === null) continue;
-    parts.push(written.text);
-    oldest = olderOf(oldest, written.oldest);
-  }
-  // The text of SteamApisDocument.
-  return { value: `{"app_id":730,"items":[${parts.join(',')}]}`, oldest_source_ms: oldest };
-};
+export function steamApisItemsBuilder(): CompatBuilder {
+  /**
+   * What a row reads while the steam source prices the item: its first_seen, the default version's steam
+   * price and windows, and its consensus only where no steam window sold (the row's `safe`). Without a
+   * steam price the row reads every fresh source (and the build time): kept only with the item's object.
+   */
+  const texts = new ItemTexts<Buffer>((before, now) => {
+    const a = before.versions.default;
+    const b = now.versions.default;
+    if (!a || !b || b.sources.steam === undefined) return false;
+    return (
+      before.first_seen_ms === now.first_seen_ms &&
+      a.sources.steam === b.sources.steam &&
+      a.sales === b.sales &&
+      (a.consensus === b.consensus || steamSold(b.sales.steam ?? {}))
+    );
+  });
+  return (dataset: CompatDataset): BuiltCompatDocument => {
+    const parts = new JoinedBytes();
+    let oldest: number | null = null;
+    for (const item of dataset.items) {
+      const written = texts.of(item, String(dataset.built_at_ms), () => {
+        const tokens = tokensOf(item);
+        if (tokens === null) return { text: null, oldest: null, usedStamp: false };
+        const base = item.versions.default!;
+        const steam = base.sources.steam;
+        // Unix milliseconds, whole (Postgres' times carry microseconds).
+        const row: SteamApisRow = [item.market_hash_name, Math.trunc(steam?.source_time_ms ?? dataset.built_at_ms), ...TOKENS.map((name) => tokens[name])];
+        // The steam source's time, or (a consensus safe price) the fresh sources' behind it.
+        const used = steam ? [steam] : Object.values(base.sources).filter((price) => price.fresh);
+        let itemOldest: number | null = null;
+        for (const price of used) itemOldest = olderOf(itemOldest, price.source_time_ms);
+        return { text: Buffer.from(JSON.stringify(row)), oldest: itemOldest, usedStamp: !steam };
+      });
+      if (written.text === null) continue;
+      parts.push(written.text);
+      oldest = olderOf(oldest, written.oldest);
+    }
+    // The text of SteamApisDocument.
+    return { value: parts.finish('{"app_id":730,"items":[', ']}'), oldest_source_ms: oldest };
+  };
+}
 
 function isSteamApisDocument(value: unknown): value is SteamApisDocument {
   const candidate = value as SteamApisDocument | null;

@@ -2,7 +2,7 @@ import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
 import { readCompatDataset } from './dataset.ts';
-import { COMPAT_DOCUMENTS, COMPAT_SALES_DOCUMENTS, type CompatBuilder, type CompatDataset, type CompatDocumentName, documentText } from './types.ts';
+import { COMPAT_DOCUMENTS, COMPAT_SALES_DOCUMENTS, type CompatBuilder, type CompatDataset, type CompatDocumentName, documentBytes } from './types.ts';
 
 /**
  * The drop-in formats' documents of one snapshot (docs/design.md §20): built once per snapshot from a
@@ -76,33 +76,48 @@ export async function ensureCompatDocuments(
     const data = await dataset();
     phases.dataset = Math.round(performance.now() - mark);
     const entries: Record<string, string> = {};
+    // Each document is sent to Redis as soon as it is built and not waited for before the next is
+    // built: Redis stores one while this process builds the next (the writes are ~30 MB a snapshot).
+    const writes: Promise<unknown>[] = [];
+    const write = (sent: Promise<unknown>) => {
+      // Awaited below; should a later builder throw first, its failure is the build's and this one is dropped.
+      sent.catch(() => undefined);
+      writes.push(sent);
+    };
     for (const name of COMPAT_DOCUMENTS) {
+      if (!COMPAT_SALES_DOCUMENTS.has(name)) continue;
+      // The windows have not changed since a kept snapshot's document was built from them: the same
+      // bytes (~19 MB at full catalog), pointed at rather than built and written again. Looked up
+      // before any write is queued on the connection, so the lookup waits for none.
+      mark = performance.now();
+      const key = salesDocumentKey(prefix, data.sales_generation, name);
+      const kept = await redis.hget(`${key}:entry`, 'entry');
+      if (kept !== null && (await redis.expire(key, COMPAT_DOCUMENT_TTL_SECONDS)) === 1) {
+        await redis.expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS);
+        entries[name] = kept;
+        phases[`${name} (kept)`] = Math.round(performance.now() - mark);
+        bytes[name] = (JSON.parse(kept) as DocumentEntry).bytes;
+      }
+    }
+    for (const name of COMPAT_DOCUMENTS) {
+      if (entries[name] !== undefined) continue;
       mark = performance.now();
       const sales = COMPAT_SALES_DOCUMENTS.has(name);
       const key = sales ? salesDocumentKey(prefix, data.sales_generation, name) : priceDocumentKey(prefix, snapshot.id, name);
-      if (sales) {
-        // The windows have not changed since a kept snapshot's document was built from them: the same
-        // bytes (~19 MB at full catalog), pointed at rather than built and written again.
-        const kept = await redis.hget(`${key}:entry`, 'entry');
-        if (kept !== null && (await redis.expire(key, COMPAT_DOCUMENT_TTL_SECONDS)) === 1) {
-          await redis.expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS);
-          entries[name] = kept;
-          phases[`${name} (kept)`] = Math.round(performance.now() - mark);
-          bytes[name] = (JSON.parse(kept) as DocumentEntry).bytes;
-          continue;
-        }
-      }
       const document = builders[name](data);
-      const body = Buffer.from(documentText(document));
+      const body = documentBytes(document);
       phases[name] = Math.round(performance.now() - mark);
       bytes[name] = body.length;
       const entry = JSON.stringify({ key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length } satisfies DocumentEntry);
-      mark = performance.now();
-      await redis.set(key, body, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
-      if (sales) await redis.multi().hset(`${key}:entry`, 'entry', entry).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS).exec();
-      phases.store = (phases.store ?? 0) + Math.round(performance.now() - mark);
+      // One connection keeps its commands' order: the entry is written after the bytes it points at.
+      write(redis.set(key, body, 'EX', COMPAT_DOCUMENT_TTL_SECONDS));
+      if (sales) write(redis.multi().hset(`${key}:entry`, 'entry', entry).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS).exec());
       entries[name] = entry;
     }
+    mark = performance.now();
+    await Promise.all(writes);
+    // What the writes still cost once the last document was built (the rest overlapped the builds).
+    phases.store = Math.round(performance.now() - mark);
     await redis
       .multi()
       .hset(metaKey(prefix, snapshot.id), entries)

@@ -23,6 +23,8 @@ export type CompatSourcePrice = {
   quantity: number | null;
   /** When the source observed it, ms since the epoch. */
   source_time_ms: number;
+  /** The same time as the keyless list writes it (ISO 8601, milliseconds, UTC): a new build compares it with its rows' unparsed (absent: never kept). */
+  source_time?: string;
   /** Whether the price was fresh when the snapshot was built (shared/prices/freshness.ts). */
   fresh: boolean;
 };
@@ -54,6 +56,8 @@ export type CompatItem = {
   catalog_id: string;
   /** When the item entered our catalog, ms since the epoch (steamapis `first_seen`). */
   first_seen_ms: number | null;
+  /** How many source prices its versions hold: a new build keeps the item only when its rows are as many (absent: never kept). */
+  price_rows?: number;
   /** `default` and every stored phase version (`phase-2`, `ruby`, …: shared/catalog/identity.ts). */
   versions: Record<string, CompatVersion>;
 };
@@ -65,6 +69,8 @@ export type CompatDataset = {
   /** The sales generation (sql/0030) the windows were read at: documents built from the windows alone are kept while it stands. */
   sales_generation: string;
   items: CompatItem[];
+  /** Every source with a price in the dataset, in byte order. */
+  sources: string[];
   /** The newest ECB rates (units per EUR, decimal text) at the build, for csgotrader's exchange_rates.json; null without any. */
   rates: { as_of: string; per_eur: Record<string, string> } | null;
 };
@@ -81,8 +87,15 @@ export const COMPAT_SALES_DOCUMENTS: ReadonlySet<CompatDocumentName> = new Set([
 /** A stored document: its JSON-able value, and the oldest source time it used (`X-Source-Age`). */
 export type BuiltCompatDocument = { value: unknown; oldest_source_ms: number | null };
 
-/** A built document's JSON text: a string `value` is its text already (the builders write their text item by item). */
+/** A built document's JSON bytes: a Buffer `value` is its UTF-8 text already, a string `value` its text (the builders write their text item by item). */
+export function documentBytes(document: BuiltCompatDocument): Buffer {
+  if (Buffer.isBuffer(document.value)) return document.value;
+  return Buffer.from(typeof document.value === 'string' ? document.value : JSON.stringify(document.value));
+}
+
+/** A built document's JSON text. */
 export function documentText(document: BuiltCompatDocument): string {
+  if (Buffer.isBuffer(document.value)) return document.value.toString('utf8');
   return typeof document.value === 'string' ? document.value : JSON.stringify(document.value);
 }
 

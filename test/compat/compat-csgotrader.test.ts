@@ -1,11 +1,15 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { z } from 'zod';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import { buildCsgotraderPrices, csgotraderFile } from '../../shared/compat/csgotrader.ts';
+import { csgotraderFile, csgotraderPricesBuilder } from '../../shared/compat/csgotrader.ts';
+import { sourcesOfItems } from '../../shared/compat/dataset.ts';
 import type { CompatContext, CompatDataset, CompatItem, CompatSourcePrice, CompatVersion } from '../../shared/compat/types.ts';
 import { documentText } from '../../shared/compat/types.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createTestApp } from '../helpers.ts';
+
+/** The format's builder, with texts of its own (kept between this suite's builds only). */
+const buildCsgotraderPrices = csgotraderPricesBuilder();
 
 // The shapes a real consumer expects, written from the upstream's real file: the type a public tool
 // generated from a downloaded prices_v6.json (every provider key present, null where the provider lacks
@@ -48,7 +52,7 @@ const CASE = 'Revolution Case';
 const STICKER = 'Sticker | Crown (Foil)';
 const SALES_ONLY = 'Sealed Graffiti | Sorry (Tiger Orange)';
 
-const dataset: CompatDataset = {
+const withoutSources: Omit<CompatDataset, 'sources'> = {
   built_at_ms: BUILT_AT,
   sales_generation: '0',
   items: [
@@ -92,6 +96,7 @@ const dataset: CompatDataset = {
   ].sort((a, b) => (a.market_hash_name < b.market_hash_name ? -1 : 1)),
   rates: { as_of: '2030-01-01', per_eur: { EUR: '1', USD: '1.0842', JPY: '163.45', GBP: '0.8512' } },
 };
+const dataset: CompatDataset = { ...withoutSources, sources: sourcesOfItems(withoutSources.items) };
 
 const built = buildCsgotraderPrices(dataset);
 // As the route has it: stored as JSON, parsed once per snapshot.
@@ -273,7 +278,9 @@ describe('csgotrader exchange_rates.json', () => {
 });
 
 test('an empty dataset gives empty files', () => {
-  const document = JSON.parse(documentText(buildCsgotraderPrices({ built_at_ms: BUILT_AT, sales_generation: '0', items: [], rates: null }))) as unknown;
+  const document = JSON.parse(
+    documentText(buildCsgotraderPrices({ built_at_ms: BUILT_AT, sales_generation: '0', items: [], sources: [], rates: null })),
+  ) as unknown;
   const answer = csgotraderFile(document, { params: { file: 'prices_v6.json' }, query: new URLSearchParams() }, context);
   expect(answer).toMatchObject({ status: 200, body: '{}' });
 });

@@ -1,12 +1,16 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { catalogIdFor, versionFromPhaseLabel } from '../../shared/catalog/identity.ts';
-import { buildSkinportItems, buildSkinportSales, skinportItemPage, skinportItems, skinportSales } from '../../shared/compat/skinport.ts';
+import { sourcesOfItems } from '../../shared/compat/dataset.ts';
+import { buildSkinportSales, skinportItemPage, skinportItems, skinportItemsBuilder, skinportSales } from '../../shared/compat/skinport.ts';
 import type { CompatAnswer, CompatContext, CompatDataset, CompatSourcePrice, CompatVersion } from '../../shared/compat/types.ts';
 import { documentText } from '../../shared/compat/types.ts';
 import { decimalJsConverter } from '../../shared/fx/convert-decimal.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createTestApp, seedFreshFxRates } from '../helpers.ts';
+
+/** The format's builder, with texts of its own (kept between this suite's builds only). */
+const buildSkinportItems = skinportItemsBuilder();
 
 // ---- the shapes Skinport's clients expect, written from Skinport's real bodies ----------------
 //
@@ -98,7 +102,7 @@ const window = (median: string | null, volume: number, extra: { mean?: string; m
   volume,
 });
 
-const DATASET: CompatDataset = {
+const WITHOUT_SOURCES: Omit<CompatDataset, 'sources'> = {
   built_at_ms: BUILT_AT,
   sales_generation: '0',
   rates: null,
@@ -177,6 +181,7 @@ const DATASET: CompatDataset = {
     },
   ],
 };
+const DATASET: CompatDataset = { ...WITHOUT_SOURCES, sources: sourcesOfItems(WITHOUT_SOURCES.items) };
 
 // ---- a context: USD as stored, EUR and GBP at fixed ECB-style rates (units per EUR), converted exactly ----
 

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import { buildSteamOverview, steamOverview, steamVolume } from '../../shared/compat/steam.ts';
+import { sourcesOfItems } from '../../shared/compat/dataset.ts';
+import { steamOverview, steamOverviewBuilder, steamVolume } from '../../shared/compat/steam.ts';
 import type { CompatAnswer, CompatContext, CompatDataset, CompatSourcePrice, CompatVersion } from '../../shared/compat/types.ts';
 import { documentText } from '../../shared/compat/types.ts';
 import { minorUnits } from '../../shared/fx/convert.ts';
@@ -9,6 +10,9 @@ import { decimalJsConverter } from '../../shared/fx/convert-decimal.ts';
 import { parseSteamMoney } from '../../shared/fx/steam-currencies.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createTestApp, seedFreshFxRates } from '../helpers.ts';
+
+/** The format's builder, with texts of its own (kept between this suite's builds only). */
+const buildSteamOverview = steamOverviewBuilder();
 
 // ---- the shape Steam's clients expect, written from Steam's real priceoverview bodies ---------
 //
@@ -38,7 +42,7 @@ function version(options: Partial<CompatVersion> = {}): CompatVersion {
 }
 const day = (median: string | null, volume: number) => ({ '24h': { median, mean: median, min: median, max: median, volume } });
 
-const DATASET: CompatDataset = {
+const WITHOUT_SOURCES: Omit<CompatDataset, 'sources'> = {
   built_at_ms: BUILT_AT,
   sales_generation: '0',
   rates: null,
@@ -87,6 +91,7 @@ const DATASET: CompatDataset = {
     },
   ],
 };
+const DATASET: CompatDataset = { ...WITHOUT_SOURCES, sources: sourcesOfItems(WITHOUT_SOURCES.items) };
 
 /** USD as stored; EUR, JPY, GBP and KWD at fixed ECB-style rates (units per EUR), exact, to each currency's minor units. */
 const PER_EUR: Record<string, string> = { EUR: '1', USD: '1.0850', JPY: '163.12', GBP: '0.85500', KWD: '0.3342' };

@@ -1,11 +1,15 @@
 import { afterAll, describe, expect, test } from 'bun:test';
 import { z } from 'zod';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import { buildSteamApisItems, steamapisItems } from '../../shared/compat/steamapis.ts';
+import { sourcesOfItems } from '../../shared/compat/dataset.ts';
+import { steamApisItemsBuilder, steamapisItems } from '../../shared/compat/steamapis.ts';
 import type { CompatContext, CompatDataset, CompatItem, CompatSourcePrice, CompatVersion } from '../../shared/compat/types.ts';
 import { documentText } from '../../shared/compat/types.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
 import { createTestApp, errorOf } from '../helpers.ts';
+
+/** The format's builder, with texts of its own (kept between this suite's builds only). */
+const buildSteamApisItems = steamApisItemsBuilder();
 
 // SteamApis' /market/items/730 body as its documentation's response example shows it (numbers for
 // prices, counts and unix-millisecond times; `unstable_reason` a reason string or false), with null
@@ -64,7 +68,7 @@ const STICKER = 'Sticker | Crown (Foil)';
 const KARAMBIT = '★ Karambit | Doppler (Factory New)';
 const NOTHING = 'Sealed Graffiti | Sorry (Tiger Orange)';
 
-const dataset: CompatDataset = {
+const withoutSources: Omit<CompatDataset, 'sources'> = {
   built_at_ms: BUILT_AT,
   sales_generation: '0',
   items: [
@@ -100,6 +104,7 @@ const dataset: CompatDataset = {
   ].sort((a, b) => (a.market_hash_name < b.market_hash_name ? -1 : 1)),
   rates: null,
 };
+const dataset: CompatDataset = { ...withoutSources, sources: sourcesOfItems(withoutSources.items) };
 
 const built = buildSteamApisItems(dataset);
 const stored = JSON.parse(documentText(built)) as unknown;

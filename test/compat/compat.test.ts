@@ -273,7 +273,7 @@ describe('with a snapshot', () => {
     await setPrice(DOPPLER, 'skinport', '812.40', { version: 'ruby', quantity: 2 });
     await setPrice(DOPPLER, 'csfloat', '799.99', { version: 'ruby' });
     await setPrice(DOPPLER, 'steam', '1020.00', { quantity: 3 });
-    const gatherer = new CompatPriceGatherer();
+    const gatherer = new CompatPriceGatherer(t.deps.sql);
     const now = new Date();
     const build = await buildPriceSnapshot(t.deps.sql, now, { onItem: gatherer.onItem });
     expect(build.unchanged).toBe(false);
@@ -286,7 +286,7 @@ describe('with a snapshot', () => {
 
   test('between builds an unchanged item keeps its object (its texts are kept), a changed one does not', async () => {
     const build = async () => {
-      const gatherer = new CompatPriceGatherer();
+      const gatherer = new CompatPriceGatherer(t.deps.sql);
       const now = new Date();
       const made = await buildPriceSnapshot(t.deps.sql, now, { onItem: gatherer.onItem });
       expect(made.unchanged).toBe(false);

@@ -18,7 +18,7 @@ export const indexPool: PoolDefinition = {
       // while someone reads them (a /compat request within the hour), from prices gathered in the
       // snapshot's own pass; otherwise at the first request.
       const wanted = (await redis.exists(compatWantedKey(config.QUEUE_PREFIX)).catch(() => 0)) === 1;
-      const gatherer = wanted ? new CompatPriceGatherer() : null;
+      const gatherer = wanted ? new CompatPriceGatherer(sql) : null;
       const build = await buildPriceSnapshot(sql, now(), { log, publish: (id) => redis.publish(PRICE_SNAPSHOT_CHANNEL, String(id)), onItem: gatherer?.onItem });
       let compat: CompatBuildReport | null = null;
       if (!build.unchanged && gatherer) {
