@@ -157,23 +157,26 @@ export function exchangeRatesJson(rates: CompatDataset['rates']): string {
 }
 
 export function csgotraderPricesBuilder(): CompatBuilder {
-  const rowTexts = new ItemTexts<{ row: Buffer; present: number[] }>();
+  // `present`: a bit per column with an entry (the columns are fewer than 32: the fixed providers and our sources).
+  const rowTexts = new ItemTexts<{ row: Buffer; present: number }>();
   return (dataset: CompatDataset): BuiltCompatDocument => {
     const extraSources = dataset.sources.filter((source) => !FIXED_SOURCES.has(source) && !FIXED_FILES.has(source) && PROVIDER_NAME.test(source));
     const providers: Provider[] = [...FIXED_PROVIDERS, ...extraSources.map((source): Provider => ({ file: source, kind: 'doppler', source }))];
     const columns = providers.map((provider) => provider.file);
+    // Sources are our marketplaces (ten): a row's columns fit the 32 bits of `present`.
+    if (columns.length > 31) throw new Error(`csgotrader-prices: ${columns.length} provider columns, at most 31 are supported`);
     const stamp = columns.join(',');
     const rows = new JoinedBytes();
-    const listed = new Set<number>();
+    let listed = 0;
     let oldest: number | null = null;
     for (const item of dataset.items) {
       // Each name's row as JSON text, kept between builds while the item and the providers stand (ItemTexts).
       const written = rowTexts.of(item, stamp, () => {
         const row = providers.map((provider) => entryOf(provider, item));
         if (row.every((entry) => entry === null)) return { text: null, oldest: null, usedStamp: true };
-        const present: number[] = [];
+        let present = 0;
         row.forEach((entry, index) => {
-          if (entry !== null) present.push(index);
+          if (entry !== null) present |= 1 << index;
         });
         return {
           text: { row: Buffer.from(JSON.stringify([item.market_hash_name, ...row])), present },
@@ -186,13 +189,13 @@ export function csgotraderPricesBuilder(): CompatBuilder {
       });
       if (written.text === null) continue;
       rows.push(written.text.row);
-      for (const index of written.text.present) listed.add(index);
+      listed |= written.text.present;
       oldest = olderOf(oldest, written.oldest);
     }
     // Our providers are keys of every name whether or not their source has a price now (the upstream wrote
     // every provider on every name, null where it lacked one), so a consumer's shape does not change with
     // the sources enabled; a source beyond them appears once it has an entry.
-    const shown = columns.filter((file, index) => FIXED_FILES.has(file) || listed.has(index));
+    const shown = columns.filter((file, index) => FIXED_FILES.has(file) || (listed & (1 << index)) !== 0);
     const value = rows.finish(
       `{"providers":${JSON.stringify(shown)},"columns":${JSON.stringify(columns)},"rows":[`,
       `],"exchange_rates":${JSON.stringify(exchangeRatesJson(dataset.rates))}}`,

@@ -172,7 +172,12 @@ export class CompatPriceGatherer {
   readonly items: ItemsByName = new Map();
   /** Every source with a price in the snapshot. */
   readonly sources = new Set<string>();
+  /** The items made for this build (the rest are the last build's objects). */
+  readonly built: CompatItem[] = [];
+  /** Whether the items came in byte order of name (the snapshot query's order; checked, not assumed). */
+  ordered = true;
   readonly last: LastBuild | undefined;
+  private lastName: string | null = null;
 
   constructor(db: Queryable) {
     this.last = lastBuilds.get(db);
@@ -181,6 +186,8 @@ export class CompatPriceGatherer {
   readonly onItem: PriceListItemObserver = (entry, rows, freshness) => {
     const nowMs = freshness.now.getTime();
     const name = entry.market_hash_name;
+    if (this.lastName !== null && this.lastName >= name) this.ordered = false;
+    this.lastName = name;
     const before = this.last?.items.get(name);
     let kept = before !== undefined && before.price_rows === rows.length;
     const fresh: boolean[] = [];
@@ -224,6 +231,7 @@ export class CompatPriceGatherer {
       target.sources[row.source] = price;
     });
     const item = this.items.get(name)!;
+    this.built.push(item);
     item.price_rows = rows.length;
     for (const versionName in item.versions) item.versions[versionName]!.consensus = listedConsensus(entry, versionName);
   };
@@ -286,35 +294,47 @@ const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  */
 async function completeCompatDataset(
   db: Queryable,
-  gathered: { items: ItemsByName; sources: ReadonlySet<string>; last: LastBuild | undefined; ordered: boolean; settle?: boolean },
+  gathered: {
+    /** By name, in byte order when `ordered`: the last build's objects, and `built`. */
+    items: ItemsByName;
+    /** The items made for this dataset (no windows yet; no other build holds them). */
+    built: readonly CompatItem[];
+    sources: ReadonlySet<string>;
+    last: LastBuild | undefined;
+    ordered: boolean;
+    /** Whether a built item equal to the last build's is given that object (the read path: every item is built). */
+    settle?: boolean;
+  },
   now: Date,
 ): Promise<CompatDataset> {
   const [salesRead, rates] = await Promise.all([readCompatSales(db), findLatestRates(db)]);
   const windows = salesByName(salesRead);
-  const last = gathered.last;
+  const { items: byName, last } = gathered;
   const sameWindows = last !== undefined && last.generation === salesRead.generation;
-  const items: CompatItem[] = [];
-  let ordered = gathered.ordered;
-  for (const [name, gatheredItem] of gathered.items) {
-    let item = gatheredItem;
-    const isKept = last?.items.get(name) === item;
-    if (!isKept) {
-      // Built for this dataset: given its windows in place (no other build holds it).
-      for (const entry of windows.get(name) ?? []) {
-        const version = versionOf(gathered.items, name, entry.catalog_id, entry.version);
-        version.sales = entry.sales;
-        version.combined = entry.combined;
-      }
-      const before = gathered.settle ? last?.items.get(name) : undefined;
-      if (before !== undefined && sameItem(before, item)) item = before;
-    } else if (!sameWindows && !hasSales(item, windows.get(name))) item = withSales(item, windows.get(name));
-    if (ordered && items.length > 0 && items[items.length - 1]!.market_hash_name >= name) ordered = false;
-    items.push(item);
+  for (const item of gathered.built) {
+    for (const entry of windows.get(item.market_hash_name) ?? []) {
+      const version = (item.versions[entry.version] ??= { sources: {}, consensus: null, sales: NO_SALES, combined: NO_COMBINED });
+      version.sales = entry.sales;
+      version.combined = entry.combined;
+    }
+    const before = gathered.settle ? last?.items.get(item.market_hash_name) : undefined;
+    if (before !== undefined && sameItem(before, item)) byName.set(item.market_hash_name, before);
   }
+  if (!sameWindows) {
+    // The windows changed: a kept item whose windows are not the new ones is copied with them.
+    const built = new Set(gathered.built);
+    for (const [name, item] of byName) {
+      if (built.has(item)) continue;
+      const sales = windows.get(name);
+      if (!hasSales(item, sales)) byName.set(name, withSales(item, sales));
+    }
+  }
+  let all = [...byName.values()];
+  if (!gathered.ordered) all.sort((a, b) => byteOrder(a.market_hash_name, b.market_hash_name));
   // Items with windows and no price: the last build's object while the windows and its lack of prices stand.
   const windowedOnly: CompatItem[] = [];
   for (const [name, sales] of windows) {
-    if (gathered.items.has(name)) continue;
+    if (byName.has(name)) continue;
     const before = last?.items.get(name);
     if (before !== undefined && before.price_rows === 0 && (sameWindows || hasSales(before, sales))) windowedOnly.push(before);
     else {
@@ -323,13 +343,13 @@ async function completeCompatDataset(
       windowedOnly.push(item);
     }
   }
-  let all = items;
-  if (!ordered) all.sort((a, b) => byteOrder(a.market_hash_name, b.market_hash_name));
   if (windowedOnly.length > 0) {
     windowedOnly.sort((a, b) => byteOrder(a.market_hash_name, b.market_hash_name));
     all = mergeByName(all, windowedOnly);
+    for (const item of windowedOnly) byName.set(item.market_hash_name, item);
   }
-  lastBuilds.set(db, { items: new Map(all.map((item) => [item.market_hash_name, item])), generation: salesRead.generation });
+  // The map is the next build's "last build" as it is (its order no longer matters).
+  lastBuilds.set(db, { items: byName, generation: salesRead.generation });
   return {
     built_at_ms: now.getTime(),
     sales_generation: salesRead.generation,
@@ -359,7 +379,11 @@ export function sourcesOfItems(items: Iterable<CompatItem>): string[] {
 
 /** The dataset of a snapshot whose prices were gathered in its build (CompatPriceGatherer). */
 export function gatheredCompatDataset(db: Queryable, gatherer: CompatPriceGatherer, now: Date): Promise<CompatDataset> {
-  return completeCompatDataset(db, { items: gatherer.items, sources: gatherer.sources, last: gatherer.last, ordered: true }, now);
+  return completeCompatDataset(
+    db,
+    { items: gatherer.items, built: gatherer.built, sources: gatherer.sources, last: gatherer.last, ordered: gatherer.ordered },
+    now,
+  );
 }
 
 /**
@@ -427,5 +451,5 @@ export async function readCompatDataset(db: Queryable, now: Date): Promise<Compa
   }
   // Every item is new here: one equal to the last build's is given that object after its windows.
   const sources = new Set(sourcesOfItems(items.values()));
-  return completeCompatDataset(db, { items, sources, last: lastBuilds.get(db), ordered: false, settle: true }, now);
+  return completeCompatDataset(db, { items, built: [...items.values()], sources, last: lastBuilds.get(db), ordered: false, settle: true }, now);
 }
