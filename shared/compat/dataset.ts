@@ -2,7 +2,7 @@ import { findLatestRates } from '../fx/repository.ts';
 import type { Queryable } from '../platform/db.ts';
 import { computeConsensus } from '../prices/consensus.ts';
 import { observedAtSql, priceIsFresh, type SourceClock } from '../prices/freshness.ts';
-import type { PriceListItemObserver, PublicPriceItem } from '../prices/public-document.ts';
+import type { Freshness, PriceListItemObserver, PublicPriceItem } from '../prices/public-document.ts';
 import type { SnapshotInputRow } from '../prices/repository.ts';
 import { findSourceClocks } from '../prices/repository.ts';
 import type { SalesWindowName } from '../sources/types.ts';
@@ -178,63 +178,96 @@ export class CompatPriceGatherer {
   ordered = true;
   readonly last: LastBuild | undefined;
   private lastName: string | null = null;
+  /** Each source's clock, once looked up. */
+  private readonly clocks: Record<string, SourceClock> = Object.create(null);
 
   constructor(db: Queryable) {
     this.last = lastBuilds.get(db);
   }
 
-  readonly onItem: PriceListItemObserver = (entry, rows, freshness) => {
-    const nowMs = freshness.now.getTime();
+  readonly onItem: PriceListItemObserver = (entry, rows, freshness) => this.gather(entry, rows, freshness);
+
+  private gather(entry: PublicPriceItem, rows: readonly SnapshotInputRow[], freshness: Freshness): void {
     const name = entry.market_hash_name;
     if (this.lastName !== null && this.lastName >= name) this.ordered = false;
     this.lastName = name;
+    const fresh = freshOf(rows, freshness, this.sources, this.clocks);
     const before = this.last?.items.get(name);
-    let kept = before !== undefined && before.price_rows === rows.length;
-    const fresh: boolean[] = [];
-    let version: string | null = null;
-    for (const row of rows) {
-      this.sources.add(row.source);
-      const isFresh = priceIsFresh(row.observed_ms, freshness.sources.get(row.source) ?? NEVER, nowMs);
-      fresh.push(isFresh);
-      if (!kept) continue;
-      const keptVersion = before!.versions[row.version];
-      const keptPrice = keptVersion?.sources[row.source];
-      if (keptPrice === undefined || !rowIsKept(keptPrice, row, isFresh)) kept = false;
-      else if (row.version !== version) {
-        // Rows come grouped by version: each version's consensus is compared once.
-        version = row.version;
-        if (keptVersion!.consensus !== listedConsensus(entry, version)) kept = false;
-      }
-    }
-    if (kept) {
+    if (before !== undefined && isKept(before, entry, rows, fresh)) {
       // Every row matched one of the as many kept prices: the same prices, versions and consensus.
-      this.items.set(name, before!);
+      this.items.set(name, before);
       return;
     }
-    rows.forEach((row, index) => {
-      const target = versionOf(this.items, name, row.catalog_id, row.version);
-      const previous = before?.versions[row.version]?.sources[row.source];
-      if (previous !== undefined && rowIsKept(previous, row, fresh[index]!)) {
-        target.sources[row.source] = previous;
-        return;
-      }
-      const price: CompatSourcePrice = {
-        price: row.price,
-        median_price: row.median_price ?? null,
-        bid: row.bid,
-        volume_7d: row.volume_7d,
-        quantity: row.quantity ?? null,
-        source_time_ms: Date.parse(row.source_time),
-        source_time: row.source_time,
-        fresh: fresh[index]!,
-      };
-      target.sources[row.source] = price;
-    });
-    const item = this.items.get(name)!;
+    const item = builtItem(entry, rows, fresh, before);
+    this.items.set(name, item);
     this.built.push(item);
-    item.price_rows = rows.length;
-    for (const versionName in item.versions) item.versions[versionName]!.consensus = listedConsensus(entry, versionName);
+  }
+}
+
+/** Whether each row's price is fresh at the build (the list's rule, priceIsFresh); each row's source noted in `sources`. */
+function freshOf(rows: readonly SnapshotInputRow[], freshness: Freshness, sources: Set<string>, clocks: Record<string, SourceClock>): boolean[] {
+  const nowMs = freshness.now.getTime();
+  const fresh: boolean[] = new Array(rows.length);
+  for (let index = 0; index < rows.length; index += 1) {
+    const row = rows[index]!;
+    // A property read per row, the source's clock looked up (and the source noted) once per build.
+    let clock = clocks[row.source];
+    if (clock === undefined) {
+      clock = clocks[row.source] = freshness.sources.get(row.source) ?? NEVER;
+      sources.add(row.source);
+    }
+    fresh[index] = priceIsFresh(row.observed_ms, clock, nowMs);
+  }
+  return fresh;
+}
+
+/** Whether the last build's `before` carries exactly these rows (as many prices, each the same) and the list's consensus. */
+function isKept(before: CompatItem, entry: PublicPriceItem, rows: readonly SnapshotInputRow[], fresh: readonly boolean[]): boolean {
+  if (before.price_rows !== rows.length) return false;
+  let version: string | null = null;
+  for (let index = 0; index < rows.length; index += 1) {
+    const row = rows[index]!;
+    const keptVersion = before.versions[row.version];
+    const keptPrice = keptVersion?.sources[row.source];
+    if (keptPrice === undefined || !rowIsKept(keptPrice, row, fresh[index]!)) return false;
+    // Rows come grouped by version: each version's consensus is compared once.
+    if (row.version !== version) {
+      version = row.version;
+      if (keptVersion!.consensus !== listedConsensus(entry, version)) return false;
+    }
+  }
+  return true;
+}
+
+/** A new item from its rows; a price that did not change is the last build's object (`before`'s). */
+function builtItem(entry: PublicPriceItem, rows: readonly SnapshotInputRow[], fresh: readonly boolean[], before: CompatItem | undefined): CompatItem {
+  const first = rows[0]!;
+  const item: CompatItem = {
+    market_hash_name: entry.market_hash_name,
+    catalog_id: first.catalog_id,
+    first_seen_ms: null,
+    price_rows: rows.length,
+    versions: {},
   };
+  for (let index = 0; index < rows.length; index += 1) {
+    const row = rows[index]!;
+    const target = (item.versions[row.version] ??= { sources: {}, consensus: listedConsensus(entry, row.version), sales: NO_SALES, combined: NO_COMBINED });
+    const previous = before?.versions[row.version]?.sources[row.source];
+    target.sources[row.source] =
+      previous !== undefined && rowIsKept(previous, row, fresh[index]!)
+        ? previous
+        : {
+            price: row.price,
+            median_price: row.median_price ?? null,
+            bid: row.bid,
+            volume_7d: row.volume_7d,
+            quantity: row.quantity ?? null,
+            source_time_ms: Date.parse(row.source_time),
+            source_time: row.source_time,
+            fresh: fresh[index]!,
+          };
+  }
+  return item;
 }
 
 /** Each item's windows by name (per sales read, made once): what a new item is given. */
