@@ -159,6 +159,7 @@ export function exchangeRatesJson(rates: CompatDataset['rates']): string {
 export function csgotraderPricesBuilder(): CompatBuilder {
   // `present`: a bit per column with an entry (the columns are fewer than 32: the fixed providers and our sources).
   const rowTexts = new ItemTexts<{ row: Buffer; present: number }>();
+  let last: ReturnType<JoinedBytes['made']> | null = null;
   return (dataset: CompatDataset): BuiltCompatDocument => {
     const extraSources = dataset.sources.filter((source) => !FIXED_SOURCES.has(source) && !FIXED_FILES.has(source) && PROVIDER_NAME.test(source));
     const providers: Provider[] = [...FIXED_PROVIDERS, ...extraSources.map((source): Provider => ({ file: source, kind: 'doppler', source }))];
@@ -196,11 +197,12 @@ export function csgotraderPricesBuilder(): CompatBuilder {
     // every provider on every name, null where it lacked one), so a consumer's shape does not change with
     // the sources enabled; a source beyond them appears once it has an entry.
     const shown = columns.filter((file, index) => FIXED_FILES.has(file) || (listed & (1 << index)) !== 0);
-    const value = rows.finish(
-      `{"providers":${JSON.stringify(shown)},"columns":${JSON.stringify(columns)},"rows":[`,
-      `],"exchange_rates":${JSON.stringify(exchangeRatesJson(dataset.rates))}}`,
-    );
-    return { value, oldest_source_ms: oldest };
+    const head = `{"providers":${JSON.stringify(shown)},"columns":${JSON.stringify(columns)},"rows":[`;
+    const tail = `],"exchange_rates":${JSON.stringify(exchangeRatesJson(dataset.rates))}}`;
+    // Every row kept, in the same order, the same head and tail: the bytes made last time.
+    const unchanged = rows.sameAs(last, head, tail);
+    last = rows.made(head, tail);
+    return { value: rows.finish(head, tail), oldest_source_ms: oldest, unchanged };
   };
 }
 

@@ -64,6 +64,22 @@ export class JoinedBytes {
   private readonly parts: Uint8Array[] = [];
   private length = 0;
 
+  /**
+   * Whether these are the bytes `last` made: the same head and tail around the same kept texts (the
+   * same objects, in the same order). A format whose every text was kept makes the document it made
+   * last, which the store need not write again.
+   */
+  sameAs(last: { head: string; tail: string; parts: readonly Uint8Array[] } | null, head: string, tail: string): boolean {
+    if (!last || last.head !== head || last.tail !== tail || last.parts.length !== this.parts.length) return false;
+    for (let index = 0; index < this.parts.length; index += 1) if (last.parts[index] !== this.parts[index]) return false;
+    return true;
+  }
+
+  /** What `sameAs` compares a later build with. */
+  made(head: string, tail: string): { head: string; tail: string; parts: readonly Uint8Array[] } {
+    return { head, tail, parts: this.parts };
+  }
+
   push(part: Uint8Array): void {
     this.parts.push(part);
     this.length += part.length;

@@ -140,6 +140,7 @@ class OldestSourceTime {
  */
 export function skinportItemsBuilder(): CompatBuilder {
   const itemTexts = new ItemTexts<Buffer>();
+  let last: ReturnType<JoinedBytes['made']> | null = null;
   return (dataset: CompatDataset): BuiltCompatDocument => {
     let oldest: number | null = null;
     const parts = new JoinedBytes();
@@ -200,7 +201,12 @@ export function skinportItemsBuilder(): CompatBuilder {
       oldest = olderOf(oldest, written.oldest);
     }
     // The text of SkinportItemsDocument.
-    return { value: parts.finish('{"rows":[', ']}'), oldest_source_ms: oldest };
+    const head = '{"rows":[';
+    const tail = ']}';
+    // Every text kept, in the same order, the same head and tail: the bytes made last time.
+    const unchanged = parts.sameAs(last, head, tail);
+    last = parts.made(head, tail);
+    return { value: parts.finish(head, tail), oldest_source_ms: oldest, unchanged };
   };
 }
 

@@ -38,6 +38,7 @@ export function steamOverviewBuilder(): CompatBuilder {
     const b = now.versions.default;
     return a?.sources.steam === b?.sources.steam && a?.sales === b?.sales;
   });
+  let last: ReturnType<JoinedBytes['made']> | null = null;
   return (dataset: CompatDataset): BuiltCompatDocument => {
     let oldest: number | null = null;
     const parts = new JoinedBytes();
@@ -59,7 +60,12 @@ export function steamOverviewBuilder(): CompatBuilder {
       oldest = olderOf(oldest, written.oldest);
     }
     // The text of `{items: {name: entry, …}}` (SteamOverviewDocument), each name an own key when parsed.
-    return { value: parts.finish('{"items":{', '}}'), oldest_source_ms: oldest };
+    const head = '{"items":{';
+    const tail = '}}';
+    // Every text kept, in the same order, the same head and tail: the bytes made last time.
+    const unchanged = parts.sameAs(last, head, tail);
+    last = parts.made(head, tail);
+    return { value: parts.finish(head, tail), oldest_source_ms: oldest, unchanged };
   };
 }
 

@@ -144,6 +144,7 @@ export function steamApisItemsBuilder(): CompatBuilder {
       (a.consensus === b.consensus || steamSold(b.sales.steam ?? {}))
     );
   });
+  let last: ReturnType<JoinedBytes['made']> | null = null;
   return (dataset: CompatDataset): BuiltCompatDocument => {
     const parts = new JoinedBytes();
     let oldest: number | null = null;
@@ -166,7 +167,12 @@ export function steamApisItemsBuilder(): CompatBuilder {
       oldest = olderOf(oldest, written.oldest);
     }
     // The text of SteamApisDocument.
-    return { value: parts.finish('{"app_id":730,"items":[', ']}'), oldest_source_ms: oldest };
+    const head = '{"app_id":730,"items":[';
+    const tail = ']}';
+    // Every text kept, in the same order, the same head and tail: the bytes made last time.
+    const unchanged = parts.sameAs(last, head, tail);
+    last = parts.made(head, tail);
+    return { value: parts.finish(head, tail), oldest_source_ms: oldest, unchanged };
   };
 }
 

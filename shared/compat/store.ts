@@ -37,6 +37,9 @@ export const COMPAT_DOCUMENT_TTL_SECONDS = 3_600;
 
 type DocumentEntry = { key: string; oldest_source_ms: number | null; built_at_ms: number; bytes: number };
 
+/** Where each builder's last document was written, by this process (shared/compat/types.ts BuiltCompatDocument.unchanged). */
+const lastWritten = new WeakMap<CompatBuilder, { redis: Redis; prefix: string; key: string; entry: DocumentEntry }>();
+
 const metaKey = (prefix: string, snapshotId: number) => `${prefix}:compat:meta:${snapshotId}`;
 const builtKey = (prefix: string) => `${prefix}:compat:built`;
 const priceDocumentKey = (prefix: string, snapshotId: number, name: CompatDocumentName) => `${prefix}:compat:doc:${snapshotId}:${name}`;
@@ -104,15 +107,29 @@ export async function ensureCompatDocuments(
       mark = performance.now();
       const sales = COMPAT_SALES_DOCUMENTS.has(name);
       const key = sales ? salesDocumentKey(prefix, data.sales_generation, name) : priceDocumentKey(prefix, snapshot.id, name);
-      const document = builders[name](data);
+      const builder = builders[name];
+      const document = builder(data);
       const body = documentBytes(document);
       phases[name] = Math.round(performance.now() - mark);
       bytes[name] = body.length;
-      const entry = JSON.stringify({ key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length } satisfies DocumentEntry);
+      // The builder made these bytes last time, and this process wrote them for the snapshot before: that
+      // snapshot's key is pointed at (and its expiry renewed) rather than ~10 MB written again. A run of
+      // one source leaves the formats that do not read it as they were.
+      const written = lastWritten.get(builder);
+      if (document.unchanged && written !== undefined && written.redis === redis && written.prefix === prefix && !sales) {
+        mark = performance.now();
+        if ((await redis.expire(written.key, COMPAT_DOCUMENT_TTL_SECONDS)) === 1) {
+          entries[name] = JSON.stringify({ ...written.entry, built_at_ms: Date.now() } satisfies DocumentEntry);
+          phases[`${name} (unchanged)`] = Math.round(performance.now() - mark);
+          continue;
+        }
+      }
+      const entry = { key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length } satisfies DocumentEntry;
       // One connection keeps its commands' order: the entry is written after the bytes it points at.
       write(redis.set(key, body, 'EX', COMPAT_DOCUMENT_TTL_SECONDS));
-      if (sales) write(redis.multi().hset(`${key}:entry`, 'entry', entry).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS).exec());
-      entries[name] = entry;
+      if (sales) write(redis.multi().hset(`${key}:entry`, 'entry', JSON.stringify(entry)).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS).exec());
+      lastWritten.set(builder, { redis, prefix, key, entry });
+      entries[name] = JSON.stringify(entry);
     }
     mark = performance.now();
     await Promise.all(writes);

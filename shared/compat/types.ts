@@ -84,8 +84,12 @@ export type CompatDocumentName = (typeof COMPAT_DOCUMENTS)[number];
  */
 export const COMPAT_SALES_DOCUMENTS: ReadonlySet<CompatDocumentName> = new Set(['skinport-sales']);
 
-/** A stored document: its JSON-able value, and the oldest source time it used (`X-Source-Age`). */
-export type BuiltCompatDocument = { value: unknown; oldest_source_ms: number | null };
+/**
+ * A stored document: its JSON-able value, and the oldest source time it used (`X-Source-Age`).
+ * `unchanged`: the value is byte for byte the one this builder made last (the store may point at
+ * where it wrote that one rather than write it again).
+ */
+export type BuiltCompatDocument = { value: unknown; oldest_source_ms: number | null; unchanged?: boolean };
 
 /** A built document's JSON bytes: a Buffer `value` is its UTF-8 text already, a string `value` its text (the builders write their text item by item). */
 export function documentBytes(document: BuiltCompatDocument): Buffer {

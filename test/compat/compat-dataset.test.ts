@@ -92,6 +92,8 @@ describe('the dataset built incrementally', () => {
     }
 
     const keptObjects: number[] = [];
+    const lastTexts = new Map<string, string>();
+    let unchangedSeen = 0;
     let previous: CompatDataset | null = null;
     for (let round = 0; round < 12; round += 1) {
       clock += 60_000;
@@ -129,11 +131,13 @@ describe('the dataset built incrementally', () => {
       // The process's builders keep texts from round to round; a new set writes every text.
       const scratch = createCompatBuilders();
       for (const name of COMPAT_DOCUMENTS) {
-        expect({ round, name, text: documentText(COMPAT_BUILDERS[name](gathered)) }).toEqual({
-          round,
-          name,
-          text: documentText(scratch[name](structuredClone(gathered))),
-        });
+        const built = COMPAT_BUILDERS[name](gathered);
+        const text = documentText(built);
+        expect({ round, name, text }).toEqual({ round, name, text: documentText(scratch[name](structuredClone(gathered))) });
+        // A document said to be unchanged is the bytes of the last round's.
+        if (built.unchanged) expect({ round, name, text }).toEqual({ round, name, text: lastTexts.get(name)! });
+        unchangedSeen += built.unchanged ? 1 : 0;
+        lastTexts.set(name, text);
       }
       if (previous) {
         const before = new Map(previous.items.map((item) => [item.market_hash_name, item]));
@@ -144,5 +148,6 @@ describe('the dataset built incrementally', () => {
     // The rounds kept most items' objects (the reuse the builds rely on), and rebuilt some.
     expect(keptObjects.some((count) => count > 0)).toBe(true);
     expect(keptObjects.some((count) => count < items.length)).toBe(true);
+    expect(unchangedSeen).toBeGreaterThan(0);
   }, 60_000);
 });

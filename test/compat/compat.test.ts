@@ -307,6 +307,38 @@ describe('with a snapshot', () => {
     expect(steam.items[DOPPLER]![0]).toBe('1020.00');
   });
 
+  test('a format a run did not touch is not written again: the new snapshot points at the bytes already stored, kept while any kept snapshot does', async () => {
+    const build = async (source: string, price: string) => {
+      await setPrice(NAME, source, price, { quantity: 40 });
+      const gatherer = new CompatPriceGatherer(t.deps.sql);
+      const now = new Date();
+      const made = await buildPriceSnapshot(t.deps.sql, now, { onItem: gatherer.onItem });
+      const [snapshot] = await t.deps.sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${made.id}`;
+      const report = await ensureCompatDocuments(store(), { id: made.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS, undefined, () =>
+        gatheredCompatDataset(t.deps.sql, gatherer, now),
+      );
+      const keyOf = async (name: string) => (JSON.parse((await t.deps.redis.hget(`${PREFIX}:compat:meta:${made.id}`, name))!) as { key: string }).key;
+      return { id: made.id, report, steamKey: await keyOf('steam-overview'), skinportKey: await keyOf('skinport-items') };
+    };
+    const first = await build('steam', '17.10');
+    // Skinport runs: priceoverview reads only the steam source, so its document stays the one stored.
+    const runs = [await build('skinport', '17.20'), await build('skinport', '17.30'), await build('skinport', '17.40'), await build('skinport', '17.50')];
+    for (const run of runs) {
+      expect(run.steamKey).toBe(first.steamKey);
+      expect(run.report.phases_ms['steam-overview (unchanged)']).toBeNumber();
+      expect(run.skinportKey).not.toBe(first.skinportKey);
+    }
+    // The first snapshot is trimmed by now; its steam document stays while the kept ones point at it.
+    expect(await t.deps.redis.exists(`${PREFIX}:compat:meta:${first.id}`)).toBe(0);
+    const last = runs[runs.length - 1]!;
+    const steam = JSON.parse((await findCompatDocument(store(), last.id, 'steam-overview'))!.body.toString()) as { items: Record<string, unknown[]> };
+    expect(steam.items[NAME]![0]).toBe('17.10');
+    // A steam run writes it again, under the new snapshot.
+    const moved = await build('steam', '17.60');
+    expect(moved.steamKey).not.toBe(first.steamKey);
+    expect(moved.report.phases_ms['steam-overview']).toBeNumber();
+  });
+
   test('a document that cannot be built answers 503 with the shared error body, never 500; the next snapshot serves again', async () => {
     await setPrice(NAME, 'steam', '16.10', { quantity: 40 });
     const id = await buildAndServe();
