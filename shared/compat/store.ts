@@ -82,6 +82,7 @@ export async function ensureCompatDocuments(
     // Each document is sent to Redis as soon as it is built and not waited for before the next is
     // built: Redis stores one while this process builds the next (the writes are ~30 MB a snapshot).
     const writes: Promise<unknown>[] = [];
+    const unchanged: { name: CompatDocumentName; renewed: Promise<number>; entry: DocumentEntry; body: Buffer; builder: CompatBuilder; key: string }[] = [];
     const write = (sent: Promise<unknown>) => {
       // Awaited below; should a later builder throw first, its failure is the build's and this one is dropped.
       sent.catch(() => undefined);
@@ -117,12 +118,13 @@ export async function ensureCompatDocuments(
       // one source leaves the formats that do not read it as they were.
       const written = lastWritten.get(builder);
       if (document.unchanged && written !== undefined && written.redis === redis && written.prefix === prefix && !sales) {
-        mark = performance.now();
-        if ((await redis.expire(written.key, COMPAT_DOCUMENT_TTL_SECONDS)) === 1) {
-          entries[name] = JSON.stringify({ ...written.entry, built_at_ms: Date.now() } satisfies DocumentEntry);
-          phases[`${name} (unchanged)`] = Math.round(performance.now() - mark);
-          continue;
-        }
+        // Not awaited here (it would wait behind the writes queued before it): checked with them below.
+        const renewed = redis.expire(written.key, COMPAT_DOCUMENT_TTL_SECONDS);
+        write(renewed);
+        unchanged.push({ name, renewed, entry: { ...written.entry, built_at_ms: Date.now() }, body, builder, key });
+        entries[name] = JSON.stringify(unchanged[unchanged.length - 1]!.entry);
+        phases[`${name} (unchanged)`] = 0;
+        continue;
       }
       const entry = { key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length } satisfies DocumentEntry;
       // One connection keeps its commands' order: the entry is written after the bytes it points at.
@@ -133,6 +135,14 @@ export async function ensureCompatDocuments(
     }
     mark = performance.now();
     await Promise.all(writes);
+    for (const document of unchanged) {
+      if ((await document.renewed) === 1) continue;
+      // The bytes pointed at were gone (expired, or trimmed meanwhile): written again, under this snapshot.
+      const entry = { ...document.entry, key: document.key };
+      await redis.set(document.key, document.body, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
+      lastWritten.set(document.builder, { redis, prefix, key: document.key, entry });
+      entries[document.name] = JSON.stringify(entry);
+    }
     // What the writes still cost once the last document was built (the rest overlapped the builds).
     phases.store = Math.round(performance.now() - mark);
     await redis

@@ -337,6 +337,12 @@ describe('with a snapshot', () => {
     const moved = await build('steam', '17.60');
     expect(moved.steamKey).not.toBe(first.steamKey);
     expect(moved.report.phases_ms['steam-overview']).toBeNumber();
+    // Bytes pointed at that are gone meanwhile (expired, trimmed) are written again, under the new snapshot.
+    await t.deps.redis.del(moved.steamKey);
+    const rewritten = await build('skinport', '17.70');
+    expect(rewritten.steamKey).toBe(`${PREFIX}:compat:doc:${rewritten.id}:steam-overview`);
+    const again = JSON.parse((await findCompatDocument(store(), rewritten.id, 'steam-overview'))!.body.toString()) as { items: Record<string, unknown[]> };
+    expect(again.items[NAME]![0]).toBe('17.60');
   });
 
   test('a document that cannot be built answers 503 with the shared error body, never 500; the next snapshot serves again', async () => {
