@@ -6,6 +6,7 @@ import type { Freshness, PriceListItemObserver, PublicPriceItem } from '../price
 import type { SnapshotInputRow } from '../prices/repository.ts';
 import { findSourceClocks } from '../prices/repository.ts';
 import type { SalesWindowName } from '../sources/types.ts';
+import { withTextSlots } from './item-texts.ts';
 import type { CompatDataset, CompatItem, CompatSalesWindow, CompatSourcePrice, CompatVersion } from './types.ts';
 
 type SalesRow = {
@@ -86,7 +87,7 @@ type ItemsByName = Map<string, CompatItem>;
 
 function versionOf(items: ItemsByName, name: string, catalogId: string, version: string): CompatVersion {
   let item = items.get(name);
-  if (!item) items.set(name, (item = { market_hash_name: name, catalog_id: catalogId, first_seen_ms: null, price_rows: 0, versions: {} }));
+  if (!item) items.set(name, (item = withTextSlots({ market_hash_name: name, catalog_id: catalogId, first_seen_ms: null, price_rows: 0, versions: {} })));
   let entry = item.versions[version];
   if (!entry) item.versions[version] = entry = { sources: {}, consensus: null, sales: NO_SALES, combined: NO_COMBINED };
   return entry;
@@ -242,13 +243,13 @@ function isKept(before: CompatItem, entry: PublicPriceItem, rows: readonly Snaps
 /** A new item from its rows; a price that did not change is the last build's object (`before`'s). */
 function builtItem(entry: PublicPriceItem, rows: readonly SnapshotInputRow[], fresh: readonly boolean[], before: CompatItem | undefined): CompatItem {
   const first = rows[0]!;
-  const item: CompatItem = {
+  const item: CompatItem = withTextSlots({
     market_hash_name: entry.market_hash_name,
     catalog_id: first.catalog_id,
     first_seen_ms: null,
     price_rows: rows.length,
     versions: {},
-  };
+  });
   for (let index = 0; index < rows.length; index += 1) {
     const row = rows[index]!;
     const target = (item.versions[row.version] ??= { sources: {}, consensus: listedConsensus(entry, row.version), sales: NO_SALES, combined: NO_COMBINED });
@@ -309,7 +310,7 @@ function withSales(item: CompatItem, sales: readonly CachedSales[] | undefined):
   for (const [name, version] of Object.entries(item.versions)) {
     if (Object.keys(version.sources).length > 0) versions[name] = { ...version, sales: NO_SALES, combined: NO_COMBINED };
   }
-  const copy: CompatItem = { ...item, versions };
+  const copy: CompatItem = withTextSlots({ ...item, versions });
   for (const entry of sales ?? []) {
     const version = (versions[entry.version] ??= { sources: {}, consensus: null, sales: NO_SALES, combined: NO_COMBINED });
     version.sales = entry.sales;
@@ -371,7 +372,7 @@ async function completeCompatDataset(
     const before = last?.items.get(name);
     if (before !== undefined && before.price_rows === 0 && (sameWindows || hasSales(before, sales))) windowedOnly.push(before);
     else {
-      const item: CompatItem = { market_hash_name: name, catalog_id: sales[0]!.catalog_id, first_seen_ms: null, price_rows: 0, versions: {} };
+      const item: CompatItem = withTextSlots({ market_hash_name: name, catalog_id: sales[0]!.catalog_id, first_seen_ms: null, price_rows: 0, versions: {} });
       for (const entry of sales) item.versions[entry.version] = { sources: {}, consensus: null, sales: entry.sales, combined: entry.combined };
       windowedOnly.push(item);
     }

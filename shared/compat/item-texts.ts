@@ -14,36 +14,44 @@ export type ItemText<T = string> = { text: T | null; oldest: number | null };
  * when the stamp changes; one that did not (`usedStamp` false) is kept whatever the stamp.
  */
 export class ItemTexts<T = string> {
-  /** The last text of each name, for an item whose object changed (`same`). */
+  /** The last text of each name, for an item whose object changed (`same`), or one made without slots. */
   private readonly kept = new Map<string, Kept<T>>();
-  /**
-   * Each item object's text also sits on the object, under a key of this instance's own (not
-   * enumerable: no copy, comparison or JSON of the item sees it): most items are the last build's
-   * objects, and a property read costs ~1/20 of a lookup by name at full catalog.
-   */
-  private readonly slot = Symbol('compat item text');
+  /** This instance's place in each item's text slots (withTextSlots). */
+  private readonly slot = nextSlot++;
 
   constructor(private readonly same?: (before: CompatItem, now: CompatItem) => boolean) {}
 
   of(item: CompatItem, stamp: string, write: () => ItemText<T> & { usedStamp: boolean }): ItemText<T> {
-    const own = (item as unknown as Record<symbol, Kept<T> | undefined>)[this.slot];
+    const slots = (item as ItemWithSlots)[TEXT_SLOTS];
+    const own = slots?.[this.slot] as Kept<T> | undefined;
     if (own && (own.stamp === null || own.stamp === stamp)) return own;
     const kept = this.kept.get(item.market_hash_name);
-    if (kept && kept.item !== item && (kept.stamp === null || kept.stamp === stamp) && this.same?.(kept.item, item)) {
+    if (kept && (kept.stamp === null || kept.stamp === stamp) && (kept.item === item || this.same?.(kept.item, item))) {
       kept.item = item;
-      this.attach(item, kept);
+      if (slots) slots[this.slot] = kept;
       return kept;
     }
     const written = write();
     const entry: Kept<T> = { item, text: written.text, oldest: written.oldest, stamp: written.usedStamp ? stamp : null };
     this.kept.set(item.market_hash_name, entry);
-    this.attach(item, entry);
+    if (slots) slots[this.slot] = entry;
     return entry;
   }
+}
 
-  private attach(item: CompatItem, entry: Kept<T>): void {
-    Object.defineProperty(item, this.slot, { value: entry, writable: true, configurable: true, enumerable: false });
-  }
+let nextSlot = 0;
+const TEXT_SLOTS = Symbol('compat item texts');
+type ItemWithSlots = CompatItem & { [TEXT_SLOTS]?: unknown[] };
+
+/**
+ * Gives a new item the slots each format's texts of it sit in (shared/compat/dataset.ts calls it as it
+ * makes items): most items of a build are the last build's objects, and reading a text from the item
+ * costs ~1/20 of a lookup by name at full catalog. Not enumerable: no copy, comparison or JSON of the
+ * item sees them; defined once, as the item is made, so every item keeps one shape.
+ */
+export function withTextSlots<I extends CompatItem>(item: I): I {
+  Object.defineProperty(item, TEXT_SLOTS, { value: [], enumerable: false, writable: false, configurable: false });
+  return item;
 }
 
 type Kept<T> = ItemText<T> & { item: CompatItem; stamp: string | null };
