@@ -1,8 +1,10 @@
 /**
  * bench:compat-build (issue 33): what building the drop-in formats' documents costs per keyless
  * snapshot, against the keyless list's own build, on the real catalog with the prices and sales
- * windows bench:prices seeds. Measures the first build, then a snapshot after an ingest run changed
- * a share of the prices (the steady state), then one after the hourly sales read changed the windows.
+ * windows bench:prices seeds. Measures the first build, then snapshots after an ingest run changed
+ * 20 % of skinport's prices (a whole-market run), then after steam runs that changed 100 prices (a
+ * page of the market search, the smallest kind of run), then one after the hourly sales read
+ * changed every window.
  */
 import { CompatPriceGatherer, gatheredCompatDataset } from '../shared/compat/dataset.ts';
 import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
@@ -57,6 +59,15 @@ async function main(): Promise<void> {
     await sql`update latest_prices set price = price + 0.01, source_time = ${now}, ingested_at = ${now} where source = 'skinport' and abs(hashtext(catalog_id || ${String(i)})) % 100 < 20`;
     await sql`update price_sources set last_success_at = ${now}`;
     await round(`after a run changing 20 % of skinport's prices (${i})`);
+  }
+  // A steam run: a page of the market search, ~100 names' prices (the smallest kind of run).
+  for (let i = 1; i <= 2; i += 1) {
+    now = new Date(now.getTime() + 60_000);
+    await sql`
+      update latest_prices set price = price + 0.01, source_time = ${now}, ingested_at = ${now}
+      where source = 'steam' and catalog_id in (select catalog_id from latest_prices where source = 'steam' order by md5(catalog_id || ${String(i)}) limit 100)`;
+    await sql`update price_sources set last_success_at = ${now}`;
+    await round(`after a steam run changing 100 prices (${i})`);
   }
   now = new Date(now.getTime() + 60_000);
   await sql`update source_sales set volume = volume + 1, source_time = ${now}, ingested_at = ${now} where source = 'skinport'`;
