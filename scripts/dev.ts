@@ -5,10 +5,11 @@
  *                                      services + migrations + the Procfile's processes (except release), with every
  *                                      worker pool in one process (`bun workers/main.ts <every pool>`), or with
  *                                      --procfile one process per Procfile entry, as deployed
- *   bun scripts/dev.ts test [args…]     services + fresh <db>_test_<pid> database (dropped afterwards) + migrations + `bun test args…`
- *                                      (with a JUnit report on the side), then `npm test: N tests in T s; slowest suites: …`;
- *                                      TEST_SHARDS=2 runs the whole suite as 2 shards side by side, each with its own
- *                                      database and queue prefix (picking files always runs one process)
+ *   bun scripts/dev.ts test [args…]     services + fresh <db>_test_<pid>_<shard> database (dropped afterwards) + migrations +
+ *                                      `bun test args…` (with a JUnit report on the side), then `npm test: N tests in T s;
+ *                                      slowest suites: …`; the whole suite runs as 2 shards side by side (TEST_SHARDS=N: N,
+ *                                      1: one process), each with its own database and queue prefix, balanced by
+ *                                      test/timings.json; picking files always runs one process
  *   bun scripts/dev.ts exec <cmd…>      services + run one command with DATABASE_URL / REDIS_URL set
  * start and test also generate stand-in item files when ITEM_FILES_DIR (default .data/item-files)
  * has no models, and pass ITEM_FILES_DIR on as that absolute directory (tests read it).
@@ -353,73 +354,101 @@ async function start(services: Services, options: { procfile: boolean }): Promis
   return new Promise<never>(() => {});
 }
 
-/** Seconds as `437 s`, or `2.5 s` under ten. */
+/** The shards of a whole-suite `npm test` unless TEST_SHARDS says otherwise. */
+const DEFAULT_TEST_SHARDS = 2;
+
 /**
- * How many `bun test` processes a run uses: one unless TEST_SHARDS asks for more. With TEST_SHARDS=2
- * the suite is split into shards run side by side, each with its own database and queue prefix
- * (they share nothing but the servers): ~460 s against ~690 s on this 2-core machine, but one
- * order-dependent failure (hostile input on the /compat routes, in the first shard) is not yet
- * understood, so the default stays one process. Picking files, a shard, a reporter or bun's own
- * --parallel always runs one.
+ * How many `bun test` processes a run uses. The whole suite runs as DEFAULT_TEST_SHARDS shards side by
+ * side (TEST_SHARDS=N: N of them, TEST_SHARDS=1: one process), each with its own database and queue
+ * prefix, so they share nothing but the servers (a suite's scratch database has its own Redis prefix
+ * too: test/helpers.ts scratchTestApp). Picking files, a shard, a reporter, a name pattern or bun's own
+ * --parallel always runs one process, as asked.
  */
 function testShards(rest: string[]): number {
-  const asked = Number(process.env.TEST_SHARDS);
   const filtered = rest.some((arg) => !arg.startsWith('-') || /^--(shard|parallel|reporter|test-name-pattern)/.test(arg) || arg === '-t');
-  return !filtered && Number.isInteger(asked) && asked > 1 ? asked : 1;
+  if (filtered) return 1;
+  const raw = process.env.TEST_SHARDS;
+  if (raw === undefined || raw === '') return DEFAULT_TEST_SHARDS;
+  const asked = Number(raw);
+  if (!Number.isInteger(asked) || asked < 1) throw new Error(`TEST_SHARDS=${raw}: expected a whole number of shards, 1 or more`);
+  return asked;
 }
 
-/** Per-file durations (ms) that balance the shards (bun's --timings format); refreshed by a sharded run with UPDATE_TEST_TIMINGS=1. */
+/** Per-file durations (ms) that balance the shards (bun's --timings format); refreshed by a whole-suite run with UPDATE_TEST_TIMINGS=1. */
 const TEST_TIMINGS_FILE = path.join('test', 'timings.json');
 
-/** One `bun test` process over the whole selection, its JUnit report read for the summary. */
-async function runTests(services: Services, rest: string[]): Promise<number> {
-  // One database per run, so two test runs on one server never drop each other's data.
-  const testDb = `${databaseName(services.databaseUrl)}_test_${process.pid}`;
-  const testUrl = await recreateDatabase(services.databaseUrl, testDb, log);
-  try {
-    const env = childEnv(services, { DATABASE_URL: testUrl, NODE_ENV: 'test', QUEUE_PREFIX: `test${process.pid}` });
-    let code = await migrate(env);
-    if (code === 0) code = await ensureItemFiles(env);
-    if (code !== 0) return code;
-    const args = testArgs(rest);
-    // A JUnit report on the side (bun's console reporter still prints) gives the summary's
-    // per-file times; a caller's own --reporter… wins, and then only the total time is printed.
-    const junitFile = rest.some((arg) => arg.startsWith('--reporter')) ? undefined : path.join(os.tmpdir(), `npm-test-${process.pid}.junit.xml`);
-    const reportArgs = junitFile ? ['--reporter=junit', `--reporter-outfile=${junitFile}`] : [];
-    log(`running: bun test ${args.join(' ')}`.trimEnd());
-    const startedAt = performance.now();
-    try {
-      return await runForeground(['bun', 'test', ...reportArgs, ...args], env);
-    } finally {
-      console.log(testRunSummary((performance.now() - startedAt) / 1000, junitFile ? [junitFile] : []));
-      if (junitFile) fs.rmSync(junitFile, { force: true });
+/** The suite's files, as `bun test` finds them with no filter: every *.test.*, *_test.*, *.spec.* and *_spec.* outside node_modules and dot directories. */
+function testFiles(): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(path.join(repoRoot, dir), { withFileTypes: true })) {
+      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
+      const file = dir ? `${dir}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) walk(file);
+      else if (/[._](test|spec)\.[cm]?[jt]sx?$/.test(entry.name)) found.push(file);
     }
-  } finally {
-    await dropDatabase(services.databaseUrl, testDb, log).catch((err: unknown) => log(`could not drop ${testDb}: ${String(err)}`));
+  };
+  walk('');
+  return found.sort();
+}
+
+function readTimings(): Record<string, number> {
+  try {
+    const parsed = JSON.parse(fs.readFileSync(path.join(repoRoot, TEST_TIMINGS_FILE), 'utf8')) as { files?: Record<string, number> };
+    return parsed.files ?? {};
+  } catch {
+    return {};
   }
 }
 
-/** bun 1.4 does not read bunfig.toml's [test] timeout (tests died at its 5 s default): the per-test limit is passed unless the caller passes one. */
-function testArgs(rest: string[]): string[] {
-  return rest.some((arg) => arg.startsWith('--timeout')) ? rest : ['--timeout', String(TEST_TIMEOUT_MS), ...rest];
+/**
+ * Splits `files` into `shards` lists of about equal time: longest first, each file to the shard with
+ * the least time so far (a file missing from `timesMs`, a new one, counts as the median file). The
+ * first shard runs its files longest first, the second shortest first (and so on alternately), so the
+ * heaviest suites (end-to-end runs over real processes) of two shards mostly do not run at once.
+ * (bun's own `--shard` with `--timings` cuts the files, in path order, where half the recorded time is
+ * reached: balanced as well, but it cannot keep the heavy suites apart.)
+ */
+function planShards(files: string[], timesMs: Record<string, number>, shards: number): { files: string[]; ms: number }[] {
+  const known = files
+    .map((file) => timesMs[file])
+    .filter((ms): ms is number => ms !== undefined)
+    .sort((a, b) => a - b);
+  const fallback = known[Math.floor(known.length / 2)] ?? 1_000;
+  const plan = Array.from({ length: shards }, () => ({ files: [] as string[], ms: 0 }));
+  const byTime = files.map((file) => ({ file, ms: timesMs[file] ?? fallback })).sort((a, b) => b.ms - a.ms || (a.file < b.file ? -1 : 1));
+  for (const { file, ms } of byTime) {
+    const lightest = plan.reduce((least, shard) => (shard.ms < least.ms ? shard : least));
+    lightest.files.push(file);
+    lightest.ms += ms;
+  }
+  for (const [index, shard] of plan.entries()) if (index % 2 === 1) shard.files.reverse();
+  return plan;
 }
 
 /**
- * The suite as `shards` `bun test --shard=i/N` processes side by side, balanced by
- * test/timings.json, each with its own database and queue prefix. Each shard's output is printed
- * whole when it ends (under a header), then the counts and the summary over every shard, last, so
- * the closing `N pass` / `N fail` lines are the run's.
+ * `bun test` over `rest` in `shards` processes side by side, each with its own fresh database
+ * (<db>_test_<pid>_<shard>, dropped afterwards), migrated, and queue prefix, with a JUnit report on
+ * the side for the closing summary (`npm test: N tests in T s; slowest suites: …`). One shard runs
+ * the caller's selection with its output live; several split the whole suite by test/timings.json
+ * (planShards), print each shard's output whole when it ends (under a header), then the counts and
+ * the summary over every shard, last, so the closing `N pass` / `N fail` lines are the run's.
  */
-async function runShardedTests(services: Services, rest: string[], shards: number): Promise<number> {
+async function runTests(services: Services, rest: string[], asked: number): Promise<number> {
+  // Never an empty shard: `bun test` without files would run the whole suite.
+  const plan = asked > 1 ? planShards(testFiles(), readTimings(), asked).filter((shard) => shard.files.length > 0) : [];
+  const shards = Math.max(plan.length, 1);
   const base = databaseName(services.databaseUrl);
+  const tmp = (shard: number, suffix: string) => path.join(os.tmpdir(), `npm-test-${process.pid}-${shard}.${suffix}`);
   const runs = Array.from({ length: shards }, (_, index) => ({
     shard: index + 1,
     db: `${base}_test_${process.pid}_${index + 1}`,
-    junit: path.join(os.tmpdir(), `npm-test-${process.pid}-${index + 1}.junit.xml`),
-    output: path.join(os.tmpdir(), `npm-test-${process.pid}-${index + 1}.log`),
+    junit: tmp(index + 1, 'junit.xml'),
+    output: tmp(index + 1, 'log'),
   }));
+  // A caller's own --reporter… wins (one shard), and then only the total time is printed.
+  const junit = !rest.some((arg) => arg.startsWith('--reporter'));
   const args = testArgs(rest);
-  const timings = fs.existsSync(path.join(repoRoot, TEST_TIMINGS_FILE)) ? [`--timings=${TEST_TIMINGS_FILE}`] : [];
   try {
     const envs: Record<string, string>[] = [];
     for (const run of runs) {
@@ -432,22 +461,25 @@ async function runShardedTests(services: Services, rest: string[], shards: numbe
     const files = await ensureItemFiles(envs[0]!);
     if (files !== 0) return files;
     for (const env of envs) env.ITEM_FILES_DIR = envs[0]!.ITEM_FILES_DIR!;
-    log(`running ${shards} shards side by side: bun test --shard=i/${shards} ${[...timings, ...args].join(' ')}`);
+    for (const [index, shard] of plan.entries()) {
+      log(`shard ${index + 1}/${shards}: ${shard.files.length} files, ~${seconds(shard.ms / 1000)} by ${TEST_TIMINGS_FILE}`);
+    }
+    log(shards > 1 ? `running ${shards} shards side by side: bun test ${args.join(' ')} <the shard's files>` : `running: bun test ${args.join(' ')}`);
     const startedAt = performance.now();
     const codes = await Promise.all(
       runs.map(async (run, index) => {
+        const env = envs[index]!;
+        const reportArgs = junit ? ['--reporter=junit', `--reporter-outfile=${run.junit}`] : [];
+        // `./` makes each a path, not a name filter that could match other files too.
+        const selection = plan[index]?.files.map((file) => `./${file}`) ?? [];
+        const argv = ['bun', 'test', ...reportArgs, ...args, ...selection];
+        if (shards === 1) return runForeground(argv, env);
         const out = fs.openSync(run.output, 'w');
         try {
-          const proc = Bun.spawn(
-            resolveCommand(
-              ['bun', 'test', '--reporter=junit', `--reporter-outfile=${run.junit}`, `--shard=${run.shard}/${shards}`, ...timings, ...args],
-              envs[index]!,
-            ),
-            { cwd: repoRoot, env: envs[index]!, stdin: 'ignore', stdout: out, stderr: out },
-          );
+          const proc = Bun.spawn(resolveCommand(argv, env), { cwd: repoRoot, env, stdin: 'ignore', stdout: out, stderr: out });
           await proc.exited;
           const code = exitCodeOf(proc);
-          console.log(`\n──── shard ${run.shard}/${shards} (exit ${code}) ────`);
+          console.log(`\n──── shard ${run.shard}/${shards} (exit ${code}, ${seconds((performance.now() - startedAt) / 1000)}) ────`);
           process.stdout.write(fs.readFileSync(run.output, 'utf8'));
           return code;
         } finally {
@@ -457,12 +489,18 @@ async function runShardedTests(services: Services, rest: string[], shards: numbe
     );
     const wall = (performance.now() - startedAt) / 1000;
     const reports = runs.map((run) => run.junit).filter((file) => fs.existsSync(file));
-    const { tests, failures } = junitCounts(reports);
-    console.log(`\n──── all ${shards} shards ────\n ${tests - failures} pass\n ${failures} fail`);
-    console.log(testRunSummary(wall, reports, `${shards} shards side by side`));
+    if (shards > 1) {
+      const { tests, failures } = junitCounts(reports);
+      console.log(`\n──── all ${shards} shards ────\n ${tests - failures} pass\n ${failures} fail`);
+    }
+    console.log(testRunSummary(wall, reports, shards > 1 ? `${shards} shards side by side` : undefined));
     if (process.env.UPDATE_TEST_TIMINGS === '1') {
-      fs.writeFileSync(path.join(repoRoot, TEST_TIMINGS_FILE), `${JSON.stringify({ version: 1, files: fileTimesMs(reports) }, null, 2)}\n`);
-      log(`wrote ${TEST_TIMINGS_FILE}`);
+      if (shards > 1 || rest.length === 0) {
+        fs.writeFileSync(path.join(repoRoot, TEST_TIMINGS_FILE), `${JSON.stringify({ version: 1, files: fileTimesMs(reports) }, null, 2)}\n`);
+        log(`wrote ${TEST_TIMINGS_FILE}`);
+      } else {
+        log(`UPDATE_TEST_TIMINGS=1: ${TEST_TIMINGS_FILE} left as it is (a selection, not the whole suite)`);
+      }
     }
     return codes.find((code) => code !== 0) ?? 0;
   } finally {
@@ -474,6 +512,19 @@ async function runShardedTests(services: Services, rest: string[], shards: numbe
   }
 }
 
+/** Loaded into every test process first: password hashes made once per password (see the file). */
+const TEST_PRELOAD = './test/preload.ts';
+
+/**
+ * `bun test`'s arguments: TEST_PRELOAD, and the per-test limit unless the caller passes one (bun 1.4
+ * does not read bunfig.toml's [test] timeout: tests died at its 5 s default), then the caller's.
+ */
+function testArgs(rest: string[]): string[] {
+  const timeout = rest.some((arg) => arg.startsWith('--timeout')) ? [] : ['--timeout', String(TEST_TIMEOUT_MS)];
+  return ['--preload', TEST_PRELOAD, ...timeout, ...rest];
+}
+
+/** Seconds as `437 s`, or `2.5 s` under ten. */
 function seconds(s: number): string {
   return `${s >= 10 ? Math.round(s) : s.toFixed(1)} s`;
 }
@@ -568,8 +619,7 @@ async function main(): Promise<void> {
       process.off('SIGTERM', markInterrupted);
       await start(services, { procfile: rest.includes('--procfile') }); // only returns by throwing; shutdown exits the process
     } else if (mode === 'test') {
-      const shards = testShards(rest);
-      code = shards > 1 ? await runShardedTests(services, rest, shards) : await runTests(services, rest);
+      code = await runTests(services, rest, testShards(rest));
     } else {
       const env = childEnv(services);
       useDevWebhookKey(env, { create: false });
