@@ -20,6 +20,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { itemFilesStatus } from '../shared/media/item-files.ts';
 import { FAKES_SCRIPT, localUpstreamsPlan } from './local-upstreams.ts';
 import { argumentsOf, mergeEntries, mergeWorkerEntries, type ProcfileEntry, readProcfile } from './procfile.ts';
@@ -443,6 +444,7 @@ async function runTests(services: Services, rest: string[], asked: number): Prom
   const runs = Array.from({ length: shards }, (_, index) => ({
     shard: index + 1,
     db: `${base}_test_${process.pid}_${index + 1}`,
+    queuePrefix: `test${process.pid}s${index + 1}`,
     junit: tmp(index + 1, 'junit.xml'),
     output: tmp(index + 1, 'log'),
   }));
@@ -453,7 +455,7 @@ async function runTests(services: Services, rest: string[], asked: number): Prom
     const envs: Record<string, string>[] = [];
     for (const run of runs) {
       const url = await recreateDatabase(services.databaseUrl, run.db, log);
-      const env = childEnv(services, { DATABASE_URL: url, NODE_ENV: 'test', QUEUE_PREFIX: `test${process.pid}s${run.shard}` });
+      const env = childEnv(services, { DATABASE_URL: url, NODE_ENV: 'test', QUEUE_PREFIX: run.queuePrefix });
       const migrated = await migrate(env);
       if (migrated !== 0) return migrated;
       envs.push(env);
@@ -508,7 +510,29 @@ async function runTests(services: Services, rest: string[], asked: number): Prom
       fs.rmSync(run.junit, { force: true });
       fs.rmSync(run.output, { force: true });
       await dropDatabase(services.databaseUrl, run.db, log).catch((err: unknown) => log(`could not drop ${run.db}: ${String(err)}`));
+      await removeRedisKeys(services.redisUrl, run.queuePrefix).catch((err: unknown) =>
+        log(`could not remove ${run.queuePrefix}:* from Redis: ${String(err)}`),
+      );
     }
+  }
+}
+
+/**
+ * Removes a test run's Redis keys, which go with its database: those under its queue prefix (queues,
+ * snapshot documents, counters) and under the prefixes suites make from it (`<prefix>-idle:…`,
+ * `<prefix>x3k9…:…`); not those of another run whose prefix merely starts with it (`…s1` / `…s12`).
+ */
+async function removeRedisKeys(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}[^0-9]*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
   }
 }
 
