@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 import { PHASE_LABELS as CATALOG_PHASE_LABELS, PHASE_VERSIONS, type PhaseVersion } from '../catalog/identity.ts';
 import type { SalesWindowName } from '../sources/types.ts';
-import { ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
+import { FormatDocuments, ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
 import { jsonDecimalString, jsonNumber, jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatVersion } from './types.ts';
 
@@ -159,7 +159,7 @@ export function exchangeRatesJson(rates: CompatDataset['rates']): string {
 export function csgotraderPricesBuilder(): CompatBuilder {
   // `present`: a bit per column with an entry (the columns are fewer than 32: the fixed providers and our sources).
   const rowTexts = new ItemTexts<{ row: Buffer; present: number }>();
-  let last: ReturnType<JoinedBytes['made']> | null = null;
+  const documents = new FormatDocuments();
   return (dataset: CompatDataset): BuiltCompatDocument => {
     const extraSources = dataset.sources.filter((source) => !FIXED_SOURCES.has(source) && !FIXED_FILES.has(source) && PROVIDER_NAME.test(source));
     const providers: Provider[] = [...FIXED_PROVIDERS, ...extraSources.map((source): Provider => ({ file: source, kind: 'doppler', source }))];
@@ -197,12 +197,12 @@ export function csgotraderPricesBuilder(): CompatBuilder {
     // every provider on every name, null where it lacked one), so a consumer's shape does not change with
     // the sources enabled; a source beyond them appears once it has an entry.
     const shown = columns.filter((file, index) => FIXED_FILES.has(file) || (listed & (1 << index)) !== 0);
-    const head = `{"providers":${JSON.stringify(shown)},"columns":${JSON.stringify(columns)},"rows":[`;
-    const tail = `],"exchange_rates":${JSON.stringify(exchangeRatesJson(dataset.rates))}}`;
-    // Every row kept, in the same order, the same head and tail: the bytes made last time.
-    const unchanged = rows.sameAs(last, head, tail);
-    last = rows.made(head, tail);
-    return { value: rows.finish(head, tail), oldest_source_ms: oldest, unchanged };
+    return documents.document(
+      rows,
+      `{"providers":${JSON.stringify(shown)},"columns":${JSON.stringify(columns)},"rows":[`,
+      `],"exchange_rates":${JSON.stringify(exchangeRatesJson(dataset.rates))}}`,
+      oldest,
+    );
   };
 }
 

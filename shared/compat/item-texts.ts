@@ -1,4 +1,4 @@
-import type { CompatItem } from './types.ts';
+import type { BuiltCompatDocument, CompatItem } from './types.ts';
 
 /** What one item contributes to one format's document: its JSON text (null: not listed) and the oldest source time it used. */
 export type ItemText<T = string> = { text: T | null; oldest: number | null };
@@ -107,5 +107,19 @@ export class JoinedBytes {
     }
     tailBytes.copy(out, at);
     return out;
+  }
+}
+
+/**
+ * One format's documents, build after build: each is its head, its kept texts and its tail, marked
+ * `unchanged` when it is byte for byte the one this format made last (JoinedBytes.sameAs).
+ */
+export class FormatDocuments {
+  private last: ReturnType<JoinedBytes['made']> | null = null;
+
+  document(parts: JoinedBytes, head: string, tail: string, oldest: number | null): BuiltCompatDocument {
+    const unchanged = parts.sameAs(this.last, head, tail);
+    this.last = parts.made(head, tail);
+    return { value: parts.finish(head, tail), oldest_source_ms: oldest, unchanged };
   }
 }

@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 import { PHASE_LABELS } from '../catalog/identity.ts';
 import type { SalesWindowName } from '../sources/types.ts';
-import { ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
+import { FormatDocuments, ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
 import { jsonNumber } from './json-number.ts';
 import type {
   BuiltCompatDocument,
@@ -140,7 +140,7 @@ class OldestSourceTime {
  */
 export function skinportItemsBuilder(): CompatBuilder {
   const itemTexts = new ItemTexts<Buffer>();
-  let last: ReturnType<JoinedBytes['made']> | null = null;
+  const documents = new FormatDocuments();
   return (dataset: CompatDataset): BuiltCompatDocument => {
     let oldest: number | null = null;
     const parts = new JoinedBytes();
@@ -201,12 +201,7 @@ export function skinportItemsBuilder(): CompatBuilder {
       oldest = olderOf(oldest, written.oldest);
     }
     // The text of SkinportItemsDocument.
-    const head = '{"rows":[';
-    const tail = ']}';
-    // Every text kept, in the same order, the same head and tail: the bytes made last time.
-    const unchanged = parts.sameAs(last, head, tail);
-    last = parts.made(head, tail);
-    return { value: parts.finish(head, tail), oldest_source_ms: oldest, unchanged };
+    return documents.document(parts, '{"rows":[', ']}', oldest);
   };
 }
 

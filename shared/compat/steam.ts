@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import { formatSteamMoney, hundredthsOf, steamWalletCurrencyById } from '../fx/steam-currencies.ts';
-import { ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
+import { FormatDocuments, ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
 import type { BuiltCompatDocument, CompatAnswer, CompatBuilder, CompatContext, CompatDataset, CompatHandler } from './types.ts';
 
 /**
@@ -38,7 +38,7 @@ export function steamOverviewBuilder(): CompatBuilder {
     const b = now.versions.default;
     return a?.sources.steam === b?.sources.steam && a?.sales === b?.sales;
   });
-  let last: ReturnType<JoinedBytes['made']> | null = null;
+  const documents = new FormatDocuments();
   return (dataset: CompatDataset): BuiltCompatDocument => {
     let oldest: number | null = null;
     const parts = new JoinedBytes();
@@ -60,12 +60,7 @@ export function steamOverviewBuilder(): CompatBuilder {
       oldest = olderOf(oldest, written.oldest);
     }
     // The text of `{items: {name: entry, …}}` (SteamOverviewDocument), each name an own key when parsed.
-    const head = '{"items":{';
-    const tail = '}}';
-    // Every text kept, in the same order, the same head and tail: the bytes made last time.
-    const unchanged = parts.sameAs(last, head, tail);
-    last = parts.made(head, tail);
-    return { value: parts.finish(head, tail), oldest_source_ms: oldest, unchanged };
+    return documents.document(parts, '{"items":{', '}}', oldest);
   };
 }
 

@@ -1,5 +1,5 @@
 import type { SalesWindowName } from '../sources/types.ts';
-import { ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
+import { FormatDocuments, ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
 import { jsonNumberOrNull } from './json-number.ts';
 import type { BuiltCompatDocument, CompatBuilder, CompatDataset, CompatHandler, CompatItem, CompatSalesWindow } from './types.ts';
 
@@ -144,7 +144,7 @@ export function steamApisItemsBuilder(): CompatBuilder {
       (a.consensus === b.consensus || steamSold(b.sales.steam ?? {}))
     );
   });
-  let last: ReturnType<JoinedBytes['made']> | null = null;
+  const documents = new FormatDocuments();
   return (dataset: CompatDataset): BuiltCompatDocument => {
     const parts = new JoinedBytes();
     let oldest: number | null = null;
@@ -167,12 +167,7 @@ export function steamApisItemsBuilder(): CompatBuilder {
       oldest = olderOf(oldest, written.oldest);
     }
     // The text of SteamApisDocument.
-    const head = '{"app_id":730,"items":[';
-    const tail = ']}';
-    // Every text kept, in the same order, the same head and tail: the bytes made last time.
-    const unchanged = parts.sameAs(last, head, tail);
-    last = parts.made(head, tail);
-    return { value: parts.finish(head, tail), oldest_source_ms: oldest, unchanged };
+    return documents.document(parts, '{"app_id":730,"items":[', ']}', oldest);
   };
 }
 
