@@ -536,7 +536,7 @@ async function removeRedisKeys(url: string, prefix: string): Promise<void> {
   }
 }
 
-/** Loaded into every test process first: password hashes made once per password (see the file). */
+/** Loaded into every test process first: password hashing done once per input (see the file). */
 const TEST_PRELOAD = './test/preload.ts';
 
 /**
