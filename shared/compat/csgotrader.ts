@@ -125,17 +125,49 @@ function entryOf(provider: Provider, item: CompatItem): string | null {
   }
 }
 
-/** The oldest source time an item's entries use: every source priced in it (the consensus uses only fresh ones, a subset). */
-function oldestSourceOf(item: CompatItem, providers: readonly Provider[]): number | null {
-  const used = new Set(providers.map((provider) => provider.source));
+/**
+ * The oldest source time an item's row uses: each source whose provider has an entry in it (`present`,
+ * a bit per column of `columnOf`), and each fresh source behind a consensus when the csgotrader
+ * column has an entry.
+ */
+function oldestOfRow(item: CompatItem, present: number, columnOf: ReadonlyMap<string, number>, consensusColumn: number): number | null {
+  const consensusShown = (present & (1 << consensusColumn)) !== 0;
   let oldest: number | null = null;
-  for (const version of Object.values(item.versions)) {
-    for (const [name, price] of Object.entries(version.sources)) {
-      const counted = used.has(name) || (used.has(null) && price.fresh && version.consensus !== null);
+  for (const name in item.versions) {
+    const version = item.versions[name]!;
+    for (const source in version.sources) {
+      const price = version.sources[source]!;
+      const column = columnOf.get(source);
+      const counted = (column !== undefined && (present & (1 << column)) !== 0) || (consensusShown && price.fresh && version.consensus !== null);
       if (counted && (oldest === null || price.source_time_ms < oldest)) oldest = price.source_time_ms;
     }
   }
   return oldest;
+}
+
+/**
+ * Whether two items' rows read the same: each version's consensus and steam windows, and every source's
+ * price (the only field a provider's entry reads). Times and freshness aside: a whole-market listing
+ * observes every price it lists again, and the row stays while the prices do (its oldest is taken anew).
+ */
+function sameRow(a: CompatItem, b: CompatItem): boolean {
+  let versions = 0;
+  for (const name in b.versions) {
+    const x = a.versions[name];
+    const y = b.versions[name]!;
+    if (x === undefined || x.consensus !== y.consensus || x.sales.steam !== y.sales.steam) return false;
+    let sources = 0;
+    for (const source in y.sources) {
+      const price = x.sources[source];
+      if (price === undefined || price.price !== y.sources[source]!.price) return false;
+      sources += 1;
+    }
+    for (const _ in x.sources) sources -= 1;
+    if (sources !== 0) return false;
+    versions += 1;
+  }
+  for (const _ in a.versions) versions -= 1;
+  return versions === 0;
 }
 
 const RateDecimal = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_EVEN });
@@ -157,8 +189,14 @@ export function exchangeRatesJson(rates: CompatDataset['rates']): string {
 }
 
 export function csgotraderPricesBuilder(): CompatBuilder {
+  // The build's columns, as the kept rows' `present` bits and the oldest rule read them (a stamp per column list).
+  let columnOf = new Map<string, number>();
+  let consensusColumn = 0;
   // `present`: a bit per column with an entry (the columns are fewer than 32: the fixed providers and our sources).
-  const rowTexts = new ItemTexts<{ row: Buffer; present: number }>();
+  const rowTexts = new ItemTexts<{ row: Buffer; present: number }>({
+    same: sameRow,
+    oldest: (text, item) => oldestOfRow(item, text.present, columnOf, consensusColumn),
+  });
   const documents = new FormatDocuments();
   return (dataset: CompatDataset): BuiltCompatDocument => {
     const extraSources = dataset.sources.filter((source) => !FIXED_SOURCES.has(source) && !FIXED_FILES.has(source) && PROVIDER_NAME.test(source));
@@ -166,25 +204,22 @@ export function csgotraderPricesBuilder(): CompatBuilder {
     const columns = providers.map((provider) => provider.file);
     // Sources are our marketplaces (ten): a row's columns fit the 32 bits of `present`.
     if (columns.length > 31) throw new Error(`csgotrader-prices: ${columns.length} provider columns, at most 31 are supported`);
+    columnOf = new Map(providers.flatMap((provider, index) => (provider.source === null ? [] : [[provider.source, index] as const])));
+    consensusColumn = providers.findIndex((provider) => provider.kind === 'consensus');
     const stamp = columns.join(',');
     const rows = new JoinedBytes();
     let listed = 0;
     let oldest: number | null = null;
     for (const item of dataset.items) {
-      // Each name's row as JSON text, kept between builds while the item and the providers stand (ItemTexts).
+      // Each name's row as JSON text, kept between builds while what it reads and the providers stand (ItemTexts).
       const written = rowTexts.of(item, stamp, () => {
         const row = providers.map((provider) => entryOf(provider, item));
-        if (row.every((entry) => entry === null)) return { text: null, oldest: null, usedStamp: true };
         let present = 0;
-        row.forEach((entry, index) => {
-          if (entry !== null) present |= 1 << index;
-        });
+        for (let index = 0; index < row.length; index += 1) if (row[index] !== null) present |= 1 << index;
+        if (present === 0) return { text: null, oldest: null, usedStamp: true };
         return {
           text: { row: Buffer.from(JSON.stringify([item.market_hash_name, ...row])), present },
-          oldest: oldestSourceOf(
-            item,
-            providers.filter((_, index) => row[index] !== null),
-          ),
+          oldest: oldestOfRow(item, present, columnOf, consensusColumn),
           usedStamp: true,
         };
       });

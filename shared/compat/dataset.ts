@@ -6,22 +6,13 @@ import type { Freshness, PriceListItemObserver, PublicPriceItem } from '../price
 import type { SnapshotInputRow } from '../prices/repository.ts';
 import { findSourceClocks } from '../prices/repository.ts';
 import type { SalesWindowName } from '../sources/types.ts';
-import { withTextSlots } from './item-texts.ts';
+import { forgetPrevious, withTextSlots } from './item-texts.ts';
 import type { CompatDataset, CompatItem, CompatSalesWindow, CompatSourcePrice, CompatVersion } from './types.ts';
 
-type SalesRow = {
-  market_hash_name: string;
-  catalog_id: string;
-  version: string;
-  source: string | null;
-  sales_window: SalesWindowName;
-  median: string | null;
-  mean: string | null;
-  min: string | null;
-  max: string | null;
-  volume: number;
-  source_time_ms: number;
-};
+/** One source's windows of one (item, version), or (source null) the windows combined over sources, as one text (readCompatSales). */
+type SalesTextRow = { market_hash_name: string; catalog_id: string; version: string; source: string | null; windows: string };
+
+type Windows = Partial<Record<SalesWindowName, CompatSalesWindow>>;
 
 /** Every sales window of one (item, version): each source's and the combination over sources. */
 type CachedSales = {
@@ -32,8 +23,11 @@ type CachedSales = {
   combined: CompatVersion['combined'];
 };
 
-/** The windows as of one sales generation (sql/0030), per database client. */
-type SalesRead = { generation: string; entries: CachedSales[] };
+/**
+ * The windows as of one sales generation (sql/0030), per database client, with each (item, version,
+ * source)'s windows by their text: a read keeps the objects of windows whose text did not change.
+ */
+type SalesRead = { generation: string; entries: CachedSales[]; texts: Map<string, { text: string; windows: Windows }> };
 const salesReads = new WeakMap<object, SalesRead>();
 
 /**
@@ -41,45 +35,95 @@ const salesReads = new WeakMap<object, SalesRead>();
  * has moved (sql/0030: triggers move it with any change to source_sales or item_sales): most snapshots follow
  * a price run that left ~340 000 windows as they were, whose read was most of a build. The generation
  * is read before the windows, so a change committed during the read makes the next build read again.
- * The entries are shared between builds: builders read them and never change them.
+ *
+ * Postgres writes each (item, version, source)'s windows as one text (decimals as text: no float on
+ * the way): ~115 000 rows of five columns rather than ~340 000 of ten (the read took ~2.5 s of parsing
+ * at full catalog, now ~1 s). Windows whose text is the
+ * one the last read had are that read's objects, and an (item, version) whose every window stands is
+ * that read's entry, so an hourly sales read of one marketplace leaves the others' windows (and every
+ * text a format made from them) as they were. The entries are shared between builds: builders read
+ * them and never change them.
  */
 export async function readCompatSales(db: Queryable): Promise<SalesRead> {
   const [row] = await db<{ n: string }[]>`select n::text as n from sales_generation`;
   const generation = row?.n ?? 'none';
   const cached = salesReads.get(db);
   if (cached && cached.generation === generation && row) return cached;
-  const [sales, combined] = await Promise.all([
-    db<SalesRow[]>`
-      select c.market_hash_name, c.catalog_id, s.version, s.source, s.sales_window, s.median::text as median, s.mean::text as mean,
-             s.min::text as min, s.max::text as max, s.volume, (extract(epoch from s.source_time) * 1000)::float8 as source_time_ms
-      from source_sales s join catalog_items c on c.catalog_id = s.catalog_id`,
-    // A combined window is as old as its last recombination (item_sales keeps no source time of its own).
-    db<(SalesRow & { source: null })[]>`
-      select c.market_hash_name, c.catalog_id, w.version, w.sales_window, w.median::text as median, w.mean::text as mean,
-             w.min::text as min, w.max::text as max, w.volume, (extract(epoch from w.updated_at) * 1000)::float8 as source_time_ms
-      from item_sales w join catalog_items c on c.catalog_id = w.catalog_id`,
-  ]);
-  const entries = new Map<string, CachedSales>();
-  const entryOf = (row: SalesRow): CachedSales => {
-    const key = `${row.catalog_id}\u0000${row.version}`;
-    let entry = entries.get(key);
-    if (!entry)
-      entries.set(key, (entry = { market_hash_name: row.market_hash_name, catalog_id: row.catalog_id, version: row.version, sales: {}, combined: {} }));
-    return entry;
+  // `<window>,<median>,<mean>,<min>,<max>,<volume>,<observed ms>` per window (an empty field: null), `;` between.
+  const windowsText = (time: 'source_time' | 'updated_at') => db`
+    string_agg(concat_ws(',', sales_window, coalesce(median::text, ''), coalesce(mean::text, ''), coalesce(min::text, ''), coalesce(max::text, ''),
+                         volume, (extract(epoch from ${db(time)}) * 1000)::float8),
+               ';' order by sales_window)`;
+  const rows = await db<SalesTextRow[]>`
+    select c.market_hash_name, k.catalog_id, k.version, k.source, k.windows
+    from (
+      select catalog_id, version, source, ${windowsText('source_time')} as windows from source_sales group by catalog_id, version, source
+      union all
+      -- A combined window is as old as its last recombination (item_sales keeps no source time of its own).
+      select catalog_id, version, null, ${windowsText('updated_at')} from item_sales group by catalog_id, version
+    ) k
+    join catalog_items c on c.catalog_id = k.catalog_id
+    order by k.catalog_id, k.version, k.source nulls first`;
+  const lastTexts = cached?.texts;
+  const lastEntries = new Map<string, CachedSales>();
+  for (const entry of cached?.entries ?? []) lastEntries.set(`${entry.catalog_id}\u0000${entry.version}`, entry);
+  const texts = new Map<string, { text: string; windows: Windows }>();
+  const entries: CachedSales[] = [];
+  let entry: CachedSales | null = null;
+  /** Whether every window of the entry being read is the last read's object (then the entry is the last read's). */
+  let kept = false;
+  const finish = () => {
+    if (entry === null) return;
+    const last = lastEntries.get(`${entry.catalog_id}\u0000${entry.version}`);
+    entries.push(kept && last !== undefined && sameWindows(last, entry) ? last : entry);
   };
-  const window = (row: SalesRow): CompatSalesWindow => ({
-    median: row.median,
-    mean: row.mean,
-    min: row.min,
-    max: row.max,
-    volume: row.volume,
-    source_time_ms: row.source_time_ms,
-  });
-  for (const row of sales) (entryOf(row).sales[row.source!] ??= {})[row.sales_window] = window(row);
-  for (const row of combined) entryOf(row).combined[row.sales_window] = window(row);
-  const read = { generation, entries: [...entries.values()] };
+  for (const row of rows) {
+    if (entry === null || entry.catalog_id !== row.catalog_id || entry.version !== row.version) {
+      finish();
+      entry = { market_hash_name: row.market_hash_name, catalog_id: row.catalog_id, version: row.version, sales: {}, combined: {} };
+      kept = true;
+    }
+    const key = `${row.catalog_id}\u0000${row.version}\u0000${row.source ?? ''}`;
+    const last = lastTexts?.get(key);
+    const windows = last !== undefined && last.text === row.windows ? last.windows : parsedWindows(row.windows);
+    if (windows !== last?.windows) kept = false;
+    texts.set(key, { text: row.windows, windows });
+    if (row.source === null) entry.combined = windows;
+    else entry.sales[row.source] = windows;
+  }
+  finish();
+  const read = { generation, entries, texts };
   if (row) salesReads.set(db, read);
   return read;
+}
+
+/** The windows of readCompatSales' text (decimals stay text; the volume and the observed time are numbers, as Postgres wrote them). */
+function parsedWindows(text: string): Windows {
+  const windows: Windows = {};
+  for (const part of text.split(';')) {
+    const [name, median, mean, min, max, volume, observed] = part.split(',');
+    windows[name as SalesWindowName] = {
+      median: median || null,
+      mean: mean || null,
+      min: min || null,
+      max: max || null,
+      volume: Number(volume),
+      source_time_ms: Number.parseFloat(observed!),
+    };
+  }
+  return windows;
+}
+
+/** Whether two entries hold the same window objects for the same sources. */
+function sameWindows(a: CachedSales, b: CachedSales): boolean {
+  if (a.combined !== b.combined) return false;
+  let sources = 0;
+  for (const source in b.sales) {
+    if (a.sales[source] !== b.sales[source]) return false;
+    sources += 1;
+  }
+  for (const _ in a.sales) sources -= 1;
+  return sources === 0;
 }
 
 /** The items of a dataset by market_hash_name, as they are gathered. */
@@ -140,7 +184,23 @@ function sameItem(a: CompatItem, b: CompatItem): boolean {
  * texts by these objects: shared/compat/item-texts.ts), so a build after a run that changed a fraction
  * of one source's prices allocates and writes only that fraction. Items are never changed once built.
  */
-type LastBuild = { items: ReadonlyMap<string, CompatItem>; generation: string | null };
+type LastBuild = {
+  /** Every item, in byte order of name. */
+  list: readonly CompatItem[];
+  generation: string | null;
+  /** How many of the items had a price (the rest are `windowedOnly`). */
+  priced: number;
+  /** Items with windows and no price, in byte order of name. */
+  windowedOnly: CompatItem[];
+  /** The items by name, made when a build needs them so (lastByName). */
+  byName?: Map<string, CompatItem>;
+};
+
+/** The last build's items by name (made once per last build, when a build cannot walk them in order). */
+function lastByName(last: LastBuild): Map<string, CompatItem> {
+  last.byName ??= new Map(last.list.map((item) => [item.market_hash_name, item]));
+  return last.byName;
+}
 const lastBuilds = new WeakMap<object, LastBuild>();
 
 /** Whether a snapshot row carries what `kept` says (`fresh` judged for this build). */
@@ -163,14 +223,25 @@ function listedConsensus(entry: PublicPriceItem, version: string): string | null
 }
 
 /**
+ * What an item made by a gatherer was made from: its prices in the order of the snapshot's rows, with
+ * each row's version and source (not enumerable, like the text slots: no copy, comparison or JSON of
+ * the item sees it). A new build compares its rows with these by position, with no lookup by key.
+ */
+const ROW_PRICES = Symbol('compat row prices');
+type RowPrices = { prices: CompatSourcePrice[]; versions: string[]; sources: string[] };
+type GatheredItem = CompatItem & { [ROW_PRICES]?: RowPrices };
+
+/**
  * The dataset's prices gathered while the keyless snapshot is built (buildPriceSnapshot's `onItem`),
  * from the same rows, freshness and consensus as the list: the index pool's build ahead then reads
  * only what the list does not carry (the sales windows, when they changed, and the rates). An item
  * whose rows match the last build's (of the same database client) is that build's object.
  */
 export class CompatPriceGatherer {
-  /** Gathered items by name, in the snapshot's order (byte order of market_hash_name). */
-  readonly items: ItemsByName = new Map();
+  /** The gathered items, in the snapshot's order (byte order of market_hash_name). */
+  readonly list: CompatItem[] = [];
+  /** How many of the items had a price in the last build too. */
+  matched = 0;
   /** Every source with a price in the snapshot. */
   readonly sources = new Set<string>();
   /** The items made for this build (the rest are the last build's objects). */
@@ -179,8 +250,12 @@ export class CompatPriceGatherer {
   ordered = true;
   readonly last: LastBuild | undefined;
   private lastName: string | null = null;
-  /** Each source's clock, once looked up. */
-  private readonly clocks: Record<string, SourceClock> = Object.create(null);
+  /** Where the walk through the last build's items (in the same order) stands. */
+  private cursor = 0;
+  /** Each source's clock, once looked up (and the source noted in `sources`). */
+  private readonly clocks = new Map<string, SourceClock>();
+  private freshness: Freshness | null = null;
+  private nowMs = 0;
 
   constructor(db: Queryable) {
     this.last = lastBuilds.get(db);
@@ -192,83 +267,121 @@ export class CompatPriceGatherer {
     const name = entry.market_hash_name;
     if (this.lastName !== null && this.lastName >= name) this.ordered = false;
     this.lastName = name;
-    const fresh = freshOf(rows, freshness, this.sources, this.clocks);
-    const before = this.last?.items.get(name);
-    if (before !== undefined && isKept(before, entry, rows, fresh)) {
-      // Every row matched one of the as many kept prices: the same prices, versions and consensus.
-      this.items.set(name, before);
+    if (freshness !== this.freshness) {
+      this.freshness = freshness;
+      this.nowMs = freshness.now.getTime();
+      this.clocks.clear();
+    }
+    const before = this.before(name);
+    if (before !== undefined) {
+      // The formats took over `before`'s texts when its build made them: what it followed can go.
+      forgetPrevious(before);
+      if (before.price_rows !== 0) this.matched += 1;
+    }
+    if (before !== undefined && this.isKept(before, entry, rows)) {
+      // Every row matched the kept price at its place: the same prices, versions and consensus.
+      this.list.push(before);
       return;
     }
-    const item = builtItem(entry, rows, fresh, before);
-    this.items.set(name, item);
+    const item = this.builtItem(entry, rows, before);
+    this.list.push(item);
     this.built.push(item);
   }
-}
 
-/** Whether each row's price is fresh at the build (the list's rule, priceIsFresh); each row's source noted in `sources`. */
-function freshOf(rows: readonly SnapshotInputRow[], freshness: Freshness, sources: Set<string>, clocks: Record<string, SourceClock>): boolean[] {
-  const nowMs = freshness.now.getTime();
-  const fresh: boolean[] = new Array(rows.length);
-  for (let index = 0; index < rows.length; index += 1) {
-    const row = rows[index]!;
-    // A property read per row, the source's clock looked up (and the source noted) once per build.
-    let clock = clocks[row.source];
+  /**
+   * The last build's item named `name`: found by walking the last build's items alongside (both in
+   * byte order: a comparison an item, no lookup by name), or by name once the order broke.
+   */
+  private before(name: string): GatheredItem | undefined {
+    const last = this.last;
+    if (last === undefined) return undefined;
+    if (!this.ordered) return lastByName(last).get(name);
+    const list = last.list;
+    for (let at = this.cursor; at < list.length; at += 1) {
+      const other = list[at]!;
+      if (other.market_hash_name === name) {
+        this.cursor = at + 1;
+        return other;
+      }
+      if (other.market_hash_name > name) {
+        this.cursor = at;
+        return undefined;
+      }
+    }
+    this.cursor = list.length;
+    return undefined;
+  }
+
+  /** Whether the row's price is fresh at the build (the list's rule, priceIsFresh). */
+  private fresh(row: SnapshotInputRow): boolean {
+    let clock = this.clocks.get(row.source);
     if (clock === undefined) {
-      clock = clocks[row.source] = freshness.sources.get(row.source) ?? NEVER;
-      sources.add(row.source);
+      this.clocks.set(row.source, (clock = this.freshness!.sources.get(row.source) ?? NEVER));
+      this.sources.add(row.source);
     }
-    fresh[index] = priceIsFresh(row.observed_ms, clock, nowMs);
+    return priceIsFresh(row.observed_ms, clock, this.nowMs);
   }
-  return fresh;
-}
 
-/** Whether the last build's `before` carries exactly these rows (as many prices, each the same) and the list's consensus. */
-function isKept(before: CompatItem, entry: PublicPriceItem, rows: readonly SnapshotInputRow[], fresh: readonly boolean[]): boolean {
-  if (before.price_rows !== rows.length) return false;
-  let version: string | null = null;
-  for (let index = 0; index < rows.length; index += 1) {
-    const row = rows[index]!;
-    const keptVersion = before.versions[row.version];
-    const keptPrice = keptVersion?.sources[row.source];
-    if (keptPrice === undefined || !rowIsKept(keptPrice, row, fresh[index]!)) return false;
-    // Rows come grouped by version: each version's consensus is compared once.
-    if (row.version !== version) {
-      version = row.version;
-      if (keptVersion!.consensus !== listedConsensus(entry, version)) return false;
+  /** Whether the last build's `before` was made from these rows (the same prices at the same places) and carries the list's consensus. */
+  private isKept(before: GatheredItem, entry: PublicPriceItem, rows: readonly SnapshotInputRow[]): boolean {
+    const kept = before[ROW_PRICES];
+    if (kept === undefined || kept.prices.length !== rows.length) return false;
+    let version: string | null = null;
+    for (let index = 0; index < rows.length; index += 1) {
+      const row = rows[index]!;
+      if (kept.versions[index] !== row.version || kept.sources[index] !== row.source || !rowIsKept(kept.prices[index]!, row, this.fresh(row))) return false;
+      // Rows come grouped by version: each version's consensus is compared once.
+      if (row.version !== version) {
+        version = row.version;
+        if (before.versions[version]!.consensus !== listedConsensus(entry, version)) return false;
+      }
     }
+    return true;
   }
-  return true;
-}
 
-/** A new item from its rows; a price that did not change is the last build's object (`before`'s). */
-function builtItem(entry: PublicPriceItem, rows: readonly SnapshotInputRow[], fresh: readonly boolean[], before: CompatItem | undefined): CompatItem {
-  const first = rows[0]!;
-  const item: CompatItem = withTextSlots({
-    market_hash_name: entry.market_hash_name,
-    catalog_id: first.catalog_id,
-    first_seen_ms: null,
-    price_rows: rows.length,
-    versions: {},
-  });
-  for (let index = 0; index < rows.length; index += 1) {
-    const row = rows[index]!;
-    const target = (item.versions[row.version] ??= { sources: {}, consensus: listedConsensus(entry, row.version), sales: NO_SALES, combined: NO_COMBINED });
-    const previous = before?.versions[row.version]?.sources[row.source];
-    target.sources[row.source] =
-      previous !== undefined && rowIsKept(previous, row, fresh[index]!)
-        ? previous
-        : {
-            price: row.price,
-            median_price: row.median_price ?? null,
-            bid: row.bid,
-            volume_7d: row.volume_7d,
-            quantity: row.quantity ?? null,
-            source_time_ms: Date.parse(row.source_time),
-            source_time: row.source_time,
-            fresh: fresh[index]!,
-          };
+  /** A new item from its rows; a price that did not change is the last build's object (`before`'s). */
+  private builtItem(entry: PublicPriceItem, rows: readonly SnapshotInputRow[], before: GatheredItem | undefined): CompatItem {
+    const first = rows[0]!;
+    const item: GatheredItem = withTextSlots(
+      {
+        market_hash_name: entry.market_hash_name,
+        catalog_id: first.catalog_id,
+        first_seen_ms: null,
+        price_rows: rows.length,
+        versions: {},
+      },
+      before,
+    );
+    const made: RowPrices = { prices: new Array(rows.length), versions: new Array(rows.length), sources: new Array(rows.length) };
+    let target: CompatVersion | undefined;
+    for (let index = 0; index < rows.length; index += 1) {
+      const row = rows[index]!;
+      const fresh = this.fresh(row);
+      if (target === undefined || row.version !== made.versions[index - 1]) {
+        target = item.versions[row.version] ??= { sources: {}, consensus: listedConsensus(entry, row.version), sales: NO_SALES, combined: NO_COMBINED };
+      }
+      const previous = before?.versions[row.version]?.sources[row.source];
+      const price: CompatSourcePrice =
+        previous !== undefined && rowIsKept(previous, row, fresh)
+          ? previous
+          : {
+              price: row.price,
+              median_price: row.median_price ?? null,
+              bid: row.bid,
+              volume_7d: row.volume_7d,
+              quantity: row.quantity ?? null,
+              source_time_ms: Date.parse(row.source_time),
+              source_time: row.source_time,
+              fresh,
+            };
+      target.sources[row.source] = price;
+      made.prices[index] = price;
+      made.versions[index] = row.version;
+      made.sources[index] = row.source;
+    }
+    Object.defineProperty(item, ROW_PRICES, { value: made, enumerable: false, writable: false, configurable: false });
+    return item;
   }
-  return item;
 }
 
 /** Each item's windows by name (per sales read, made once): what a new item is given. */
@@ -310,7 +423,7 @@ function withSales(item: CompatItem, sales: readonly CachedSales[] | undefined):
   for (const [name, version] of Object.entries(item.versions)) {
     if (Object.keys(version.sources).length > 0) versions[name] = { ...version, sales: NO_SALES, combined: NO_COMBINED };
   }
-  const copy: CompatItem = withTextSlots({ ...item, versions });
+  const copy: CompatItem = withTextSlots({ ...item, versions }, item);
   for (const entry of sales ?? []) {
     const version = (versions[entry.version] ??= { sources: {}, consensus: null, sales: NO_SALES, combined: NO_COMBINED });
     version.sales = entry.sales;
@@ -329,13 +442,15 @@ const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 async function completeCompatDataset(
   db: Queryable,
   gathered: {
-    /** By name, in byte order when `ordered`: the last build's objects, and `built`. */
-    items: ItemsByName;
+    /** In byte order of name when `ordered`: the last build's objects, and `built`. */
+    list: CompatItem[];
     /** The items made for this dataset (no windows yet; no other build holds them). */
     built: readonly CompatItem[];
     sources: ReadonlySet<string>;
     last: LastBuild | undefined;
     ordered: boolean;
+    /** How many of the items had a price in the last build too (unknown: the names are compared one by one). */
+    matched?: number;
     /** Whether a built item equal to the last build's is given that object (the read path: every item is built). */
     settle?: boolean;
   },
@@ -343,7 +458,8 @@ async function completeCompatDataset(
 ): Promise<CompatDataset> {
   const [salesRead, rates] = await Promise.all([readCompatSales(db), findLatestRates(db)]);
   const windows = salesByName(salesRead);
-  const { items: byName, last } = gathered;
+  const { last } = gathered;
+  let all = gathered.list;
   const sameWindows = last !== undefined && last.generation === salesRead.generation;
   for (const item of gathered.built) {
     for (const entry of windows.get(item.market_hash_name) ?? []) {
@@ -351,39 +467,48 @@ async function completeCompatDataset(
       version.sales = entry.sales;
       version.combined = entry.combined;
     }
-    const before = gathered.settle ? last?.items.get(item.market_hash_name) : undefined;
-    if (before !== undefined && sameItem(before, item)) byName.set(item.market_hash_name, before);
+  }
+  if (gathered.settle && last !== undefined) {
+    const lastItems = lastByName(last);
+    for (let index = 0; index < all.length; index += 1) {
+      const before = lastItems.get(all[index]!.market_hash_name);
+      if (before !== undefined && sameItem(before, all[index]!)) all[index] = before;
+    }
   }
   if (!sameWindows) {
     // The windows changed: a kept item whose windows are not the new ones is copied with them.
     const built = new Set(gathered.built);
-    for (const [name, item] of byName) {
+    for (let index = 0; index < all.length; index += 1) {
+      const item = all[index]!;
       if (built.has(item)) continue;
-      const sales = windows.get(name);
-      if (!hasSales(item, sales)) byName.set(name, withSales(item, sales));
+      const sales = windows.get(item.market_hash_name);
+      if (!hasSales(item, sales)) all[index] = withSales(item, sales);
     }
   }
-  let all = [...byName.values()];
   if (!gathered.ordered) all.sort((a, b) => byteOrder(a.market_hash_name, b.market_hash_name));
-  // Items with windows and no price: the last build's object while the windows and its lack of prices stand.
-  const windowedOnly: CompatItem[] = [];
-  for (const [name, sales] of windows) {
-    if (byName.has(name)) continue;
-    const before = last?.items.get(name);
-    if (before !== undefined && before.price_rows === 0 && (sameWindows || hasSales(before, sales))) windowedOnly.push(before);
-    else {
-      const item: CompatItem = withTextSlots({ market_hash_name: name, catalog_id: sales[0]!.catalog_id, first_seen_ms: null, price_rows: 0, versions: {} });
-      for (const entry of sales) item.versions[entry.version] = { sources: {}, consensus: null, sales: entry.sales, combined: entry.combined };
-      windowedOnly.push(item);
+  const priced = all.length;
+  // Items with windows and no price: the last build's objects while the windows and the names with
+  // a price stand (every name priced now was priced then, and as many), else looked for name by name.
+  let windowedOnly: CompatItem[] = [];
+  if (sameWindows && gathered.matched === priced && last.priced === priced) windowedOnly = last.windowedOnly;
+  else {
+    const pricedNames = new Set(all.map((item) => item.market_hash_name));
+    const lastItems = last === undefined ? undefined : lastByName(last);
+    for (const [name, sales] of windows) {
+      if (pricedNames.has(name)) continue;
+      const before = lastItems?.get(name);
+      if (before !== undefined && before.price_rows === 0 && (sameWindows || hasSales(before, sales))) windowedOnly.push(before);
+      else {
+        const item: CompatItem = withTextSlots({ market_hash_name: name, catalog_id: sales[0]!.catalog_id, first_seen_ms: null, price_rows: 0, versions: {} });
+        for (const entry of sales) item.versions[entry.version] = { sources: {}, consensus: null, sales: entry.sales, combined: entry.combined };
+        windowedOnly.push(item);
+      }
     }
-  }
-  if (windowedOnly.length > 0) {
     windowedOnly.sort((a, b) => byteOrder(a.market_hash_name, b.market_hash_name));
-    all = mergeByName(all, windowedOnly);
-    for (const item of windowedOnly) byName.set(item.market_hash_name, item);
   }
-  // The map is the next build's "last build" as it is (its order no longer matters).
-  lastBuilds.set(db, { items: byName, generation: salesRead.generation });
+  if (windowedOnly.length > 0) all = mergeByName(all, windowedOnly);
+  // The next build walks these items alongside its own (both in byte order of name).
+  lastBuilds.set(db, { list: all, generation: salesRead.generation, priced, windowedOnly });
   return {
     built_at_ms: now.getTime(),
     sales_generation: salesRead.generation,
@@ -415,7 +540,14 @@ export function sourcesOfItems(items: Iterable<CompatItem>): string[] {
 export function gatheredCompatDataset(db: Queryable, gatherer: CompatPriceGatherer, now: Date): Promise<CompatDataset> {
   return completeCompatDataset(
     db,
-    { items: gatherer.items, built: gatherer.built, sources: gatherer.sources, last: gatherer.last, ordered: gatherer.ordered },
+    {
+      list: gatherer.list,
+      matched: gatherer.matched,
+      built: gatherer.built,
+      sources: gatherer.sources,
+      last: gatherer.last,
+      ordered: gatherer.ordered,
+    },
     now,
   );
 }
@@ -485,5 +617,6 @@ export async function readCompatDataset(db: Queryable, now: Date): Promise<Compa
   }
   // Every item is new here: one equal to the last build's is given that object after its windows.
   const sources = new Set(sourcesOfItems(items.values()));
-  return completeCompatDataset(db, { items, built: [...items.values()], sources, last: lastBuilds.get(db), ordered: false, settle: true }, now);
+  const list = [...items.values()];
+  return completeCompatDataset(db, { list, built: list, sources, last: lastBuilds.get(db), ordered: false, settle: true }, now);
 }

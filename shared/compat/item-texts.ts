@@ -4,54 +4,85 @@ import type { BuiltCompatDocument, CompatItem } from './types.ts';
 export type ItemText<T = string> = { text: T | null; oldest: number | null };
 
 /**
- * One format's text per item, kept between builds: shared/compat/dataset.ts gives an item whose data
- * did not change the object it had in the last build (and a changed item the source price objects
- * that did not change), so a build writes only the items that changed and joins the rest (at full
- * catalog most snapshots follow a run that changed a fraction of one source's prices). An item whose
- * object changed keeps its text too when `same` says that what this format reads of it did not change
- * (a format that reads only the steam source ignores a skinport run). `stamp` names what a text may
- * use beyond its item (the build time, the providers listed): a text that used it is written again
- * when the stamp changes; one that did not (`usedStamp` false) is kept whatever the stamp.
+ * What a format's kept text depends on. `same` says that `now` carries the values `before` had that the
+ * text reads (times aside): the text is kept, and `oldest` gives the oldest source time it uses as of
+ * `now` (without `oldest`, `same` must also compare the times the text and its oldest read).
+ */
+export type TextRules<T> = {
+  same?: (before: CompatItem, now: CompatItem) => boolean;
+  oldest?: (text: T, item: CompatItem) => number | null;
+};
+
+/**
+ * One format's text per item, kept between builds. shared/compat/dataset.ts gives an item whose rows did
+ * not change the object it had in the last build, and a changed item the source price objects that did
+ * not change; a format keeps an item's text by its object, and by name when `rules.same` says that what
+ * the text reads did not change. Most items of a snapshot change only in time: a whole-market listing
+ * observes every price it lists again (current_prices, sql/0013), so a text holds values, and the times
+ * a format writes (Skinport's updated_at) or reports (`oldest`: a document's X-Source-Age) are applied
+ * apart from it. `stamp` names what a text may use beyond its item (the providers listed, the build
+ * time): a text that used it is written again when the stamp changes; one that did not (`usedStamp`
+ * false) is kept whatever the stamp.
  */
 export class ItemTexts<T = string> {
-  /** The last text of each name, for an item whose object changed (`same`), or one made without slots. */
+  /** The last text of each name, for items made without slots (withTextSlots): by name, not by predecessor. */
   private readonly kept = new Map<string, Kept<T>>();
   /** This instance's place in each item's text slots (withTextSlots). */
   private readonly slot = nextSlot++;
 
-  constructor(private readonly same?: (before: CompatItem, now: CompatItem) => boolean) {}
+  constructor(private readonly rules: TextRules<T> = {}) {}
 
   of(item: CompatItem, stamp: string, write: () => ItemText<T> & { usedStamp: boolean }): ItemText<T> {
-    const slots = (item as ItemWithSlots)[TEXT_SLOTS];
-    const own = slots?.[this.slot] as Kept<T> | undefined;
+    const texts = (item as ItemWithTexts)[TEXTS];
+    const own = texts?.slots[this.slot] as Kept<T> | undefined;
     if (own && (own.stamp === null || own.stamp === stamp)) return own;
-    const kept = this.kept.get(item.market_hash_name);
-    if (kept && (kept.stamp === null || kept.stamp === stamp) && (kept.item === item || this.same?.(kept.item, item))) {
-      kept.item = item;
-      if (slots) slots[this.slot] = kept;
-      return kept;
+    // A changed item's last text is its predecessor's (no lookup by name): found in the slots the
+    // predecessor's build filled.
+    const kept = texts
+      ? ((texts.previous as ItemWithTexts | undefined)?.[TEXTS]?.slots[this.slot] as Kept<T> | undefined)
+      : this.kept.get(item.market_hash_name);
+    let entry: Kept<T>;
+    if (kept && (kept.stamp === null || kept.stamp === stamp) && kept.item === item) entry = kept;
+    else if (kept && (kept.stamp === null || kept.stamp === stamp) && this.rules.same?.(kept.item, item)) {
+      const oldest = kept.text !== null && this.rules.oldest ? this.rules.oldest(kept.text, item) : kept.oldest;
+      entry = { item, text: kept.text, oldest, stamp: kept.stamp };
+    } else {
+      const written = write();
+      entry = { item, text: written.text, oldest: written.oldest, stamp: written.usedStamp ? stamp : null };
     }
-    const written = write();
-    const entry: Kept<T> = { item, text: written.text, oldest: written.oldest, stamp: written.usedStamp ? stamp : null };
-    this.kept.set(item.market_hash_name, entry);
-    if (slots) slots[this.slot] = entry;
+    if (texts) texts.slots[this.slot] = entry;
+    else this.kept.set(item.market_hash_name, entry);
     return entry;
   }
 }
 
 let nextSlot = 0;
-const TEXT_SLOTS = Symbol('compat item texts');
-type ItemWithSlots = CompatItem & { [TEXT_SLOTS]?: unknown[] };
+const TEXTS = Symbol('compat item texts');
+/** An item's texts, one slot per ItemTexts instance, and the item it follows (whose texts it may keep). */
+type TextsRecord = { slots: unknown[]; previous: CompatItem | undefined };
+type ItemWithTexts = CompatItem & { [TEXTS]?: TextsRecord };
 
 /**
  * Gives a new item the slots each format's texts of it sit in (shared/compat/dataset.ts calls it as it
- * makes items): most items of a build are the last build's objects, and reading a text from the item
- * costs ~1/20 of a lookup by name at full catalog. Not enumerable: no copy, comparison or JSON of the
- * item sees them; defined once, as the item is made, so every item keeps one shape.
+ * makes items), and the item of the same name it follows (the last build's), whose texts a format
+ * keeps where what it reads did not change. Most items of a build are the last build's objects, and
+ * reading a text from the item costs a fraction of a lookup by name at full catalog. Not enumerable:
+ * no copy, comparison or JSON of the item sees them; defined once, as the item is made, so every item
+ * keeps one shape.
  */
-export function withTextSlots<I extends CompatItem>(item: I): I {
-  Object.defineProperty(item, TEXT_SLOTS, { value: [], enumerable: false, writable: false, configurable: false });
+export function withTextSlots<I extends CompatItem>(item: I, previous?: CompatItem): I {
+  const texts: TextsRecord = { slots: [], previous };
+  Object.defineProperty(item, TEXTS, { value: texts, enumerable: false, writable: false, configurable: false });
   return item;
+}
+
+/**
+ * Lets go of the item `item` followed: once a build has made (or kept) `item`, its formats have taken
+ * over what they keep, and an older item held on to would keep every item it followed alive.
+ */
+export function forgetPrevious(item: CompatItem): void {
+  const texts = (item as ItemWithTexts)[TEXTS];
+  if (texts) texts.previous = undefined;
 }
 
 type Kept<T> = ItemText<T> & { item: CompatItem; stamp: string | null };
@@ -66,60 +97,100 @@ export function olderOf(a: number | null, b: number | null): number | null {
 /**
  * A document's bytes: a head, the items' texts (UTF-8 bytes, kept by ItemTexts) joined by commas, and
  * a tail, each item's bytes copied once into the document (at full catalog, joining ~37 000 strings and
- * encoding the ~10 MB result cost ~50-75 ms per document; copying the kept bytes ~3-20 ms).
+ * encoding the ~10 MB result cost ~50-75 ms per document; copying the kept bytes ~3-20 ms). A text may
+ * be pushed in pieces: `append` continues the text `push` began (a kept text and the time written after it).
  */
 export class JoinedBytes {
   private readonly parts: Uint8Array[] = [];
+  /** Per part: whether it begins a text (a comma goes before it, but before the first). */
+  private readonly begins: boolean[] = [];
   private length = 0;
+  private texts = 0;
 
   /**
-   * Whether these are the bytes `last` made: the same head and tail around the same kept texts (the
-   * same objects, in the same order). A format whose every text was kept makes the document it made
-   * last, which the store need not write again.
+   * Whether these are the bytes `last` made: the same head and tail around the same kept pieces (the
+   * same objects, in the same order and grouping). A format whose every text was kept makes the
+   * document it made last, which the store need not write again.
    */
-  sameAs(last: { head: string; tail: string; parts: readonly Uint8Array[] } | null, head: string, tail: string): boolean {
+  sameAs(last: ReturnType<JoinedBytes['made']> | null, head: string, tail: string): boolean {
     if (!last || last.head !== head || last.tail !== tail || last.parts.length !== this.parts.length) return false;
-    for (let index = 0; index < this.parts.length; index += 1) if (last.parts[index] !== this.parts[index]) return false;
+    for (let index = 0; index < this.parts.length; index += 1) {
+      if (last.parts[index] !== this.parts[index] || last.begins[index] !== this.begins[index]) return false;
+    }
     return true;
   }
 
   /** What `sameAs` compares a later build with. */
-  made(head: string, tail: string): { head: string; tail: string; parts: readonly Uint8Array[] } {
-    return { head, tail, parts: this.parts };
+  made(head: string, tail: string): { head: string; tail: string; parts: readonly Uint8Array[]; begins: readonly boolean[] } {
+    return { head, tail, parts: this.parts, begins: this.begins };
   }
 
+  /** A text (comma-separated from the one before). */
   push(part: Uint8Array): void {
     this.parts.push(part);
+    this.begins.push(true);
+    this.length += part.length;
+    this.texts += 1;
+  }
+
+  /** More of the text pushed last. */
+  append(part: Uint8Array): void {
+    this.parts.push(part);
+    this.begins.push(false);
     this.length += part.length;
   }
 
-  finish(head: string, tail: string): Buffer {
-    const headBytes = Buffer.from(head);
-    const tailBytes = Buffer.from(tail);
-    const separators = Math.max(0, this.parts.length - 1);
-    const out = Buffer.allocUnsafe(headBytes.length + this.length + separators + tailBytes.length);
-    let at = headBytes.copy(out, 0);
+  /** The document's size in bytes. */
+  byteLength(head: Buffer, tail: Buffer): number {
+    return head.length + this.length + Math.max(0, this.texts - 1) + tail.length;
+  }
+
+  /** The document written into the start of `out` (at least byteLength long). */
+  finishInto(out: Buffer, head: Buffer, tail: Buffer): Buffer {
+    let at = head.copy(out, 0);
     for (let index = 0; index < this.parts.length; index += 1) {
-      if (index > 0) out[at++] = 0x2c; // ','
+      if (index > 0 && this.begins[index]) out[at++] = 0x2c; // ','
       const part = this.parts[index]!;
       out.set(part, at);
       at += part.length;
     }
-    tailBytes.copy(out, at);
-    return out;
+    at += tail.copy(out, at);
+    return out.subarray(0, at);
   }
 }
 
 /**
  * One format's documents, build after build: each is its head, its kept texts and its tail, marked
- * `unchanged` when it is byte for byte the one this format made last (JoinedBytes.sameAs).
+ * `unchanged` when it is byte for byte the one this format made last (JoinedBytes.sameAs). A document
+ * is written into memory its format wrote an earlier one into, once the store has released that one
+ * (BuiltCompatDocument.release): a fresh ~10 MB buffer a build cost ~20-30 ms more at full catalog
+ * (its pages touched anew, and the collector run over the heap it grew), against ~5 ms of copying.
  */
 export class FormatDocuments {
   private last: ReturnType<JoinedBytes['made']> | null = null;
+  /** Released buffers (at most two: a build's and the one before, should a write still hold it). */
+  private readonly spare: Buffer[] = [];
 
   document(parts: JoinedBytes, head: string, tail: string, oldest: number | null): BuiltCompatDocument {
     const unchanged = parts.sameAs(this.last, head, tail);
     this.last = parts.made(head, tail);
-    return { value: parts.finish(head, tail), oldest_source_ms: oldest, unchanged };
+    const headBytes = Buffer.from(head);
+    const tailBytes = Buffer.from(tail);
+    const size = parts.byteLength(headBytes, tailBytes);
+    let memory = this.spare.pop();
+    // Room to grow by a few per cent before the next one is needed.
+    if (memory === undefined || memory.length < size) memory = Buffer.allocUnsafeSlow(Math.ceil(size * 1.05) + 1024);
+    const owned = memory;
+    let released = false;
+    return {
+      value: parts.finishInto(owned, headBytes, tailBytes),
+      oldest_source_ms: oldest,
+      unchanged,
+      release: () => {
+        if (released) return;
+        released = true;
+        if (this.spare.length < 2) this.spare.push(owned);
+      },
+    };
   }
 }

@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 import { PHASE_LABELS } from '../catalog/identity.ts';
 import type { SalesWindowName } from '../sources/types.ts';
-import { FormatDocuments, ItemTexts, JoinedBytes, olderOf } from './item-texts.ts';
+import { FormatDocuments, ItemTexts, JoinedBytes } from './item-texts.ts';
 import { jsonNumber } from './json-number.ts';
 import type {
   BuiltCompatDocument,
@@ -10,6 +10,7 @@ import type {
   CompatContext,
   CompatDataset,
   CompatHandler,
+  CompatItem,
   CompatSalesWindow,
   CompatVersion,
 } from './types.ts';
@@ -134,27 +135,101 @@ class OldestSourceTime {
   }
 }
 
+/** Listings across the fresh markets behind a consensus (docs/design.md §19's liquidity.listings); null when none says. */
+function freshListings(data: CompatVersion): number | null {
+  let listings: number | null = null;
+  for (const name in data.sources) {
+    const source = data.sources[name]!;
+    if (source.fresh && source.quantity !== null) listings = (listings ?? 0) + source.quantity;
+  }
+  return listings === 0 ? null : listings;
+}
+
+/**
+ * A row's `updated_at` (unix seconds) and the source times it stands on (added to `oldest`): the skinport
+ * price's time where it is fresh, else the newest of the fresh sources behind the consensus, else the
+ * build time (nothing observed it).
+ */
+function rowUpdatedAt(data: CompatVersion, builtAt: number, oldest: OldestSourceTime): number {
+  const skinport = data.sources.skinport;
+  if (skinport?.fresh) {
+    oldest.add(skinport.source_time_ms);
+    return seconds(skinport.source_time_ms);
+  }
+  if (data.consensus === null) return builtAt;
+  let newest: number | null = null;
+  for (const name in data.sources) {
+    const source = data.sources[name]!;
+    if (!source.fresh) continue;
+    oldest.add(source.source_time_ms);
+    if (newest === null || source.source_time_ms > newest) newest = source.source_time_ms;
+  }
+  return newest === null ? builtAt : seconds(newest);
+}
+
+/** Whether two versions' rows carry the same values (their `updated_at` aside). */
+function sameItemsRow(a: CompatVersion, b: CompatVersion): boolean {
+  if (a.consensus !== b.consensus) return false;
+  const x = a.sources.skinport;
+  const y = b.sources.skinport;
+  const xFresh = x?.fresh === true;
+  if (xFresh !== (y?.fresh === true)) return false;
+  if (xFresh) return x!.price === y!.price && x!.median_price === y!.median_price && x!.quantity === y!.quantity;
+  return a.consensus === null || freshListings(a) === freshListings(b);
+}
+
+/**
+ * Whether two items' rows carry the same values: the same versions listed, each row the same. Their
+ * times aside: a whole-market listing observes every price again, and the rows' `updated_at` are
+ * written anew each build (skinportItemsBuilder).
+ */
+function sameItemsRows(before: CompatItem, now: CompatItem): boolean {
+  if (before.first_seen_ms !== now.first_seen_ms) return false;
+  let versions = 0;
+  for (const name in now.versions) {
+    if (skinportVersionLabel(name) === undefined) continue;
+    const other = before.versions[name];
+    if (other === undefined || !sameItemsRow(other, now.versions[name]!)) return false;
+    versions += 1;
+  }
+  for (const name in before.versions) if (skinportVersionLabel(name) !== undefined) versions -= 1;
+  return versions === 0;
+}
+
+/** An item's rows as kept: each listed version and its row's JSON text up to its `updated_at` value. */
+type SkinportItemsText = { versions: string[]; heads: Buffer[] };
+
 /**
  * docs/design.md §20: from the skinport source where it has the version (fresh), else from the consensus of
- * the fresh sources; what we do not have is `null`, as Skinport writes it.
+ * the fresh sources; what we do not have is `null`, as Skinport writes it. Each item's rows are kept
+ * as JSON text while their values stand (ItemTexts); the `updated_at` that ends each row is written
+ * per build from the item's times.
  */
 export function skinportItemsBuilder(): CompatBuilder {
-  const itemTexts = new ItemTexts<Buffer>();
+  const itemTexts = new ItemTexts<SkinportItemsText>({ same: sameItemsRows });
   const documents = new FormatDocuments();
+  // `<seconds>}` per time, kept across builds (most rows of a snapshot share a few times): a row whose
+  // values and time stand is the same pieces, so an unchanged document is seen as one (JoinedBytes.sameAs).
+  let timeTexts = new Map<number, Buffer>();
+  const timeText = (time: number): Buffer => {
+    let text = timeTexts.get(time);
+    if (text === undefined) {
+      if (timeTexts.size >= 100_000) timeTexts = new Map();
+      timeTexts.set(time, (text = Buffer.from(`${time}}`)));
+    }
+    return text;
+  };
   return (dataset: CompatDataset): BuiltCompatDocument => {
-    let oldest: number | null = null;
+    const oldest = new OldestSourceTime();
     const parts = new JoinedBytes();
     const builtAt = seconds(dataset.built_at_ms);
     for (const item of dataset.items) {
-      // Written as JSON text, item by item (ItemTexts keeps an unchanged item's text between builds).
-      const written = itemTexts.of(item, String(builtAt), () => {
-        const oldestOfItem = new OldestSourceTime();
+      const written = itemTexts.of(item, '', () => {
         const createdAt = item.first_seen_ms === null ? null : seconds(item.first_seen_ms);
-        const rows: string[] = [];
-        let usedBuildTime = false;
-        for (const [, label, data] of skinportVersions(item.versions)) {
+        const text: SkinportItemsText = { versions: [], heads: [] };
+        for (const [version, label, data] of skinportVersions(item.versions)) {
           const skinport = data.sources.skinport;
-          const row: SkinportItemRow = {
+          const row: Omit<SkinportItemRow, 'updated_at'> = {
             market_hash_name: item.market_hash_name,
             version: label,
             suggested_price: data.consensus,
@@ -163,45 +238,31 @@ export function skinportItemsBuilder(): CompatBuilder {
             median_price: null,
             quantity: 0,
             created_at: createdAt,
-            updated_at: builtAt,
           };
-          let updated = false;
           if (skinport?.fresh) {
             row.item_page = skinportItemPage(item.market_hash_name, label);
             row.min_price = skinport.price;
             row.median_price = skinport.median_price;
             row.quantity = skinport.quantity;
-            row.updated_at = seconds(skinport.source_time_ms);
-            updated = true;
-            oldestOfItem.add(skinport.source_time_ms);
           } else if (data.consensus !== null) {
-            // Listings across the fresh markets behind the consensus (docs/design.md §19's liquidity.listings).
-            let listings: number | null = null;
-            let newest: number | null = null;
-            for (const source of Object.values(data.sources)) {
-              if (!source.fresh) continue;
-              oldestOfItem.add(source.source_time_ms);
-              if (newest === null || source.source_time_ms > newest) newest = source.source_time_ms;
-              if (source.quantity !== null) listings = (listings ?? 0) + source.quantity;
-            }
             row.min_price = data.consensus;
-            row.quantity = listings === 0 ? null : listings;
-            if (newest !== null) {
-              row.updated_at = seconds(newest);
-              updated = true;
-            }
+            row.quantity = freshListings(data);
           }
-          if (!updated) usedBuildTime = true;
-          rows.push(JSON.stringify(row));
+          const json = JSON.stringify(row);
+          text.versions.push(version);
+          text.heads.push(Buffer.from(`${json.slice(0, -1)},"updated_at":`));
         }
-        return { text: rows.length === 0 ? null : Buffer.from(rows.join(',')), oldest: oldestOfItem.value, usedStamp: usedBuildTime };
+        return { text: text.versions.length === 0 ? null : text, oldest: null, usedStamp: false };
       });
-      if (written.text === null) continue;
-      parts.push(written.text);
-      oldest = olderOf(oldest, written.oldest);
+      const text = written.text;
+      if (text === null) continue;
+      for (let index = 0; index < text.versions.length; index += 1) {
+        parts.push(text.heads[index]!);
+        parts.append(timeText(rowUpdatedAt(item.versions[text.versions[index]!]!, builtAt, oldest)));
+      }
     }
     // The text of SkinportItemsDocument.
-    return documents.document(parts, '{"rows":[', ']}', oldest);
+    return documents.document(parts, '{"rows":[', ']}', oldest.value);
   };
 }
 

@@ -32,11 +32,13 @@ const USD_STEAM_ID = 1;
  * it. Written as JSON text, item by item (ItemTexts keeps an unchanged item's text between builds).
  */
 export function steamOverviewBuilder(): CompatBuilder {
-  /** What an entry reads: the default version's steam price and its windows (a run of another source changes neither). */
-  const texts = new ItemTexts<Buffer>((before, now) => {
-    const a = before.versions.default;
-    const b = now.versions.default;
-    return a?.sources.steam === b?.sources.steam && a?.sales === b?.sales;
+  /** What an entry reads: the default version's steam price and steam windows (a run or sales read of another source changes neither). */
+  const texts = new ItemTexts<Buffer>({
+    same: (before, now) => {
+      const a = before.versions.default;
+      const b = now.versions.default;
+      return a?.sources.steam === b?.sources.steam && a?.sales.steam === b?.sales.steam;
+    },
   });
   const documents = new FormatDocuments();
   return (dataset: CompatDataset): BuiltCompatDocument => {

@@ -133,16 +133,18 @@ export function steamApisItemsBuilder(): CompatBuilder {
    * price and windows, and its consensus only where no steam window sold (the row's `safe`). Without a
    * steam price the row reads every fresh source (and the build time): kept only with the item's object.
    */
-  const texts = new ItemTexts<Buffer>((before, now) => {
-    const a = before.versions.default;
-    const b = now.versions.default;
-    if (!a || !b || b.sources.steam === undefined) return false;
-    return (
-      before.first_seen_ms === now.first_seen_ms &&
-      a.sources.steam === b.sources.steam &&
-      a.sales === b.sales &&
-      (a.consensus === b.consensus || steamSold(b.sales.steam ?? {}))
-    );
+  const texts = new ItemTexts<Buffer>({
+    same: (before, now) => {
+      const a = before.versions.default;
+      const b = now.versions.default;
+      if (!a || !b || b.sources.steam === undefined) return false;
+      return (
+        before.first_seen_ms === now.first_seen_ms &&
+        a.sources.steam === b.sources.steam &&
+        a.sales.steam === b.sales.steam &&
+        (a.consensus === b.consensus || steamSold(b.sales.steam ?? {}))
+      );
+    },
   });
   const documents = new FormatDocuments();
   return (dataset: CompatDataset): BuiltCompatDocument => {

@@ -1,8 +1,18 @@
+import { promisify } from 'node:util';
+import { constants as zlibConstants, zstdCompress, zstdDecompress } from 'node:zlib';
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
 import { readCompatDataset } from './dataset.ts';
-import { COMPAT_DOCUMENTS, COMPAT_SALES_DOCUMENTS, type CompatBuilder, type CompatDataset, type CompatDocumentName, documentBytes } from './types.ts';
+import {
+  type BuiltCompatDocument,
+  COMPAT_DOCUMENTS,
+  COMPAT_SALES_DOCUMENTS,
+  type CompatBuilder,
+  type CompatDataset,
+  type CompatDocumentName,
+  documentBytes,
+} from './types.ts';
 
 /**
  * The drop-in formats' documents of one snapshot (docs/design.md §20): built once per snapshot from a
@@ -35,7 +45,22 @@ export const COMPAT_SNAPSHOTS_KEPT = 3;
 /** A backstop: every document key expires after this, whatever the trimming did. */
 export const COMPAT_DOCUMENT_TTL_SECONDS = 3_600;
 
-type DocumentEntry = { key: string; oldest_source_ms: number | null; built_at_ms: number; bytes: number };
+/** Where a document's bytes are; `stored`: they are kept zstd-compressed, this many (absent: kept as they are). */
+type DocumentEntry = { key: string; oldest_source_ms: number | null; built_at_ms: number; bytes: number; stored?: number };
+
+/**
+ * Documents are kept zstd-compressed (level 1): ~30 MB of JSON a snapshot became ~10x fewer bytes, and
+ * sending them to Redis, not building them, had become most of a build (at full catalog ~5-14 ms/MB
+ * here against ~1-2 ms/MB to compress on the thread pool, overlapping the next document's build); the
+ * API processes that load them read as many fewer bytes, and inflate them at ~0.5 GB/s.
+ */
+const zstdAsync = promisify(zstdCompress);
+const unzstdAsync = promisify(zstdDecompress);
+const ZSTD_OPTIONS = { params: { [zlibConstants.ZSTD_c_compressionLevel]: 1 } };
+
+function compressed(body: Buffer): Promise<Buffer> {
+  return zstdAsync(body, ZSTD_OPTIONS);
+}
 
 /** Where each builder's last document was written, by this process (shared/compat/types.ts BuiltCompatDocument.unchanged). */
 const lastWritten = new WeakMap<CompatBuilder, { redis: Redis; prefix: string; key: string; entry: DocumentEntry }>();
@@ -82,6 +107,7 @@ export async function ensureCompatDocuments(
     // Each document is sent to Redis as soon as it is built and not waited for before the next is
     // built: Redis stores one while this process builds the next (the writes are ~30 MB a snapshot).
     const writes: Promise<unknown>[] = [];
+    const made: BuiltCompatDocument[] = [];
     const unchanged: { name: CompatDocumentName; renewed: Promise<number>; entry: DocumentEntry; body: Buffer; builder: CompatBuilder; key: string }[] = [];
     const write = (sent: Promise<unknown>) => {
       // Awaited below; should a later builder throw first, its failure is the build's and this one is dropped.
@@ -110,6 +136,7 @@ export async function ensureCompatDocuments(
       const key = sales ? salesDocumentKey(prefix, data.sales_generation, name) : priceDocumentKey(prefix, snapshot.id, name);
       const builder = builders[name];
       const document = builder(data);
+      made.push(document);
       const body = documentBytes(document);
       phases[name] = Math.round(performance.now() - mark);
       bytes[name] = body.length;
@@ -121,28 +148,45 @@ export async function ensureCompatDocuments(
         // Not awaited here (it would wait behind the writes queued before it): checked with them below.
         const renewed = redis.expire(written.key, COMPAT_DOCUMENT_TTL_SECONDS);
         write(renewed);
-        unchanged.push({ name, renewed, entry: { ...written.entry, built_at_ms: Date.now() }, body, builder, key });
+        // The same bytes may stand on newer observations (a listing observed the same prices again): its oldest is this build's.
+        unchanged.push({
+          name,
+          renewed,
+          entry: { ...written.entry, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now() },
+          body,
+          builder,
+          key,
+        });
         entries[name] = JSON.stringify(unchanged[unchanged.length - 1]!.entry);
         phases[`${name} (unchanged)`] = 0;
         continue;
       }
-      const entry = { key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length } satisfies DocumentEntry;
-      // One connection keeps its commands' order: the entry is written after the bytes it points at.
-      write(redis.set(key, body, 'EX', COMPAT_DOCUMENT_TTL_SECONDS));
-      if (sales) write(redis.multi().hset(`${key}:entry`, 'entry', JSON.stringify(entry)).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS).exec());
+      // Compressed on the thread pool while the next document is built; its size is known once it is.
+      const entry: DocumentEntry = { key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length };
+      const stored = compressed(body).then((packed) => {
+        entry.stored = packed.length;
+        entries[name] = JSON.stringify(entry);
+        return redis.set(key, packed, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
+      });
+      write(stored);
+      // The entry is written once the bytes it points at are (and the snapshot's index after all of them).
+      if (sales)
+        write(stored.then(() => redis.multi().hset(`${key}:entry`, 'entry', JSON.stringify(entry)).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS).exec()));
       lastWritten.set(builder, { redis, prefix, key, entry });
-      entries[name] = JSON.stringify(entry);
     }
     mark = performance.now();
     await Promise.all(writes);
     for (const document of unchanged) {
       if ((await document.renewed) === 1) continue;
       // The bytes pointed at were gone (expired, or trimmed meanwhile): written again, under this snapshot.
-      const entry = { ...document.entry, key: document.key };
-      await redis.set(document.key, document.body, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
+      const packed = await compressed(document.body);
+      const entry = { ...document.entry, key: document.key, stored: packed.length };
+      await redis.set(document.key, packed, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
       lastWritten.set(document.builder, { redis, prefix, key: document.key, entry });
       entries[document.name] = JSON.stringify(entry);
     }
+    // Redis has every document's bytes: their builders may write later documents into the same memory.
+    for (const document of made) document.release?.();
     // What the writes still cost once the last document was built (the rest overlapped the builds).
     phases.store = Math.round(performance.now() - mark);
     await redis
@@ -188,6 +232,8 @@ export async function findCompatDocument(store: CompatStore, snapshotId: number,
   const value = await store.redis.hget(metaKey(store.prefix, snapshotId), name);
   if (value === null) return null;
   const entry = JSON.parse(value) as DocumentEntry;
-  const body = await store.redis.getBuffer(entry.key);
-  return body ? { name, body, oldest_source_ms: entry.oldest_source_ms, built_at_ms: entry.built_at_ms } : null;
+  const kept = await store.redis.getBuffer(entry.key);
+  if (!kept) return null;
+  const body = entry.stored === undefined ? kept : await unzstdAsync(kept);
+  return { name, body, oldest_source_ms: entry.oldest_source_ms, built_at_ms: entry.built_at_ms };
 }

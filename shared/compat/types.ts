@@ -87,9 +87,10 @@ export const COMPAT_SALES_DOCUMENTS: ReadonlySet<CompatDocumentName> = new Set([
 /**
  * A stored document: its JSON-able value, and the oldest source time it used (`X-Source-Age`).
  * `unchanged`: the value is byte for byte the one this builder made last (the store may point at
- * where it wrote that one rather than write it again).
+ * where it wrote that one rather than write it again). `release`: the caller is done with the value's
+ * bytes (Redis has them), and the builder may write a later document into the same memory.
  */
-export type BuiltCompatDocument = { value: unknown; oldest_source_ms: number | null; unchanged?: boolean };
+export type BuiltCompatDocument = { value: unknown; oldest_source_ms: number | null; unchanged?: boolean; release?: () => void };
 
 /** A built document's JSON bytes: a Buffer `value` is its UTF-8 text already, a string `value` its text (the builders write their text item by item). */
 export function documentBytes(document: BuiltCompatDocument): Buffer {

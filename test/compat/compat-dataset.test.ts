@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
-import { CompatPriceGatherer, gatheredCompatDataset, readCompatDataset } from '../../shared/compat/dataset.ts';
+import { CompatPriceGatherer, gatheredCompatDataset, readCompatDataset, readCompatSales } from '../../shared/compat/dataset.ts';
 import { COMPAT_BUILDERS, createCompatBuilders } from '../../shared/compat/registry.ts';
 import { COMPAT_DOCUMENTS, type CompatDataset, documentText } from '../../shared/compat/types.ts';
 import { createSql } from '../../shared/platform/db.ts';
@@ -11,8 +11,9 @@ import { scratchTestApp, type TestApp } from '../helpers.ts';
  * The drop-in formats' dataset built incrementally (shared/compat/dataset.ts): each snapshot's build
  * keeps the last build's object for an item whose rows did not change, and a changed item's unchanged
  * source prices; the format builders keep texts by those objects. Over rounds of random changes of
- * every kind a run or a sales read makes (prices, quantities, source times, rows gone, a source gone
- * stale, windows changed, items with windows and no price), the gathered dataset must equal one read
+ * every kind a run or a sales read makes (prices, quantities, source times, a listing moving every
+ * listed row's time, rows gone, a source gone stale, windows changed, items with windows and no
+ * price), the gathered dataset must equal one read
  * afresh, and every document built from it must equal the document built from a copy no build has seen.
  * A database of its own: the suite owns every price in it.
  */
@@ -99,22 +100,28 @@ describe('the dataset built incrementally', () => {
       clock += 60_000;
       const at = new Date(clock);
       // One run's worth of changes: a source's prices (some rows), a quantity or time alone, a row gone.
-      const source = pick(SOURCES);
+      // A whole-market listing confirms every listed row of its source at once: their times all move
+      // (current_prices reads price_sources.listed_at), with or without a price changed. Round 9 is
+      // such a listing alone: no value changes, every time of its source does.
+      const source = round === 9 ? 'skinport' : pick(SOURCES);
+      const listingOnly = round === 9;
       for (const item of items) {
-        if (next() < 0.25) await setPrice(item.name, source, pick(versionsOf(item)), at);
+        if (!listingOnly && next() < 0.25) await setPrice(item.name, source, pick(versionsOf(item)), at);
       }
+      if (listingOnly || round % 3 === 0) await sql`update price_sources set listed_at = ${at} where name = ${source}`;
       const [row] = await sql<
         { catalog_id: string; version: string; source: string }[]
       >`select catalog_id, version, source from latest_prices order by random() limit 1`;
-      if (round % 3 === 1 && row)
+      if (round % 3 === 1 && row && !listingOnly)
         await sql`delete from latest_prices where catalog_id = ${row.catalog_id} and version = ${row.version} and source = ${row.source}`;
-      if (round % 4 === 2)
+      if (round % 4 === 2 && !listingOnly)
         await sql`update latest_prices set quantity = coalesce(quantity, 0) + 1 where source = ${source} and catalog_id = ${catalogIdFor(pick(items).name)}`;
-      if (round % 4 === 3) await sql`update latest_prices set source_time = ${at} where source = ${source} and catalog_id = ${catalogIdFor(pick(items).name)}`;
+      if (round % 4 === 3 && !listingOnly)
+        await sql`update latest_prices set source_time = ${at} where source = ${source} and catalog_id = ${catalogIdFor(pick(items).name)}`;
       // A sales read every few rounds; a source that stops succeeding turns its prices stale.
       // An item whose prices are all gone is left with its windows (and one with only windows changes them next).
       if (round === 7) await sql`delete from latest_prices where catalog_id = ${catalogIdFor(items[13]!.name)}`;
-      if (round % 5 === 4) for (const item of [items[20]!, items[13]!, pick(items), pick(items)]) await setWindow(item.name, 'default', at);
+      if (round % 5 === 4 && !listingOnly) for (const item of [items[20]!, items[13]!, pick(items), pick(items)]) await setWindow(item.name, 'default', at);
       if (round === 6) await sql`update price_sources set last_success_at = ${new Date(clock - 86_400_000)} where name = 'csfloat'`;
       for (const name of SOURCES) if (name !== 'csfloat' || round < 6) await sql`update price_sources set last_success_at = ${at} where name = ${name}`;
 
@@ -133,7 +140,12 @@ describe('the dataset built incrementally', () => {
       for (const name of COMPAT_DOCUMENTS) {
         const built = COMPAT_BUILDERS[name](gathered);
         const text = documentText(built);
-        expect({ round, name, text }).toEqual({ round, name, text: documentText(scratch[name](structuredClone(gathered))) });
+        const fromScratch = scratch[name](structuredClone(gathered));
+        expect({ round, name, text }).toEqual({ round, name, text: documentText(fromScratch) });
+        // Its age too: a kept text's oldest source time is taken anew from the item's times.
+        expect({ round, name, oldest: built.oldest_source_ms }).toEqual({ round, name, oldest: fromScratch.oldest_source_ms });
+        // A listing that changed no value leaves the price files' bytes as they were (their times are not in them).
+        if (listingOnly && name === 'csgotrader-prices') expect(built.unchanged).toBe(true);
         // A document said to be unchanged is the bytes of the last round's.
         if (built.unchanged) expect({ round, name, text }).toEqual({ round, name, text: lastTexts.get(name)! });
         unchangedSeen += built.unchanged ? 1 : 0;
@@ -150,4 +162,45 @@ describe('the dataset built incrementally', () => {
     expect(keptObjects.some((count) => count < items.length)).toBe(true);
     expect(unchangedSeen).toBeGreaterThan(0);
   }, 60_000);
+
+  test('a sales read keeps the window objects whose text did not change, and an entry whose every window stands', async () => {
+    const sql = t.deps.sql;
+    const at = new Date('2026-11-30T00:00:00Z');
+    const [still, moved] = [items[22]!, items[23]!];
+    for (const item of [still, moved]) {
+      await sql`
+        insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
+        values (${catalogIdFor(item.name)}, 'default', 'skinport', '7d', 2.50, 2.60, 2.00, 3.00, 5, ${at}, ${at}, 'reuse-test'),
+               (${catalogIdFor(item.name)}, 'default', 'steam', '24h', 2.40, null, null, null, 9, ${at}, ${at}, 'reuse-test')
+        on conflict (catalog_id, version, sales_window, source) do update set volume = excluded.volume, source_time = excluded.source_time`;
+    }
+    const entry = (read: Awaited<ReturnType<typeof readCompatSales>>, name: string) =>
+      read.entries.find((candidate) => candidate.market_hash_name === name && candidate.version === 'default')!;
+    const first = await readCompatSales(sql);
+    await sql`update source_sales set volume = volume + 1 where catalog_id = ${catalogIdFor(moved.name)} and source = 'skinport'`;
+    const second = await readCompatSales(sql);
+    expect(second.generation).not.toBe(first.generation);
+    // Nothing of `still` changed: the same entry (and so the same item and texts downstream).
+    expect(entry(second, still.name)).toBe(entry(first, still.name));
+    // `moved`'s skinport windows changed, its steam windows did not (a format reading only steam keeps its text).
+    expect(entry(second, moved.name)).not.toBe(entry(first, moved.name));
+    expect(entry(second, moved.name).sales.steam).toBe(entry(first, moved.name).sales.steam!);
+    expect(entry(second, moved.name).sales.skinport).not.toBe(entry(first, moved.name).sales.skinport!);
+    expect(entry(second, moved.name).sales.skinport!['7d']).toEqual({
+      median: '2.50',
+      mean: '2.60',
+      min: '2.00',
+      max: '3.00',
+      volume: 6,
+      source_time_ms: at.getTime(),
+    });
+    expect(entry(second, moved.name).sales.steam!['24h']).toEqual({
+      median: '2.40',
+      mean: null,
+      min: null,
+      max: null,
+      volume: 9,
+      source_time_ms: at.getTime(),
+    });
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { ItemTexts } from '../../shared/compat/item-texts.ts';
+import { forgetPrevious, ItemTexts, JoinedBytes, withTextSlots } from '../../shared/compat/item-texts.ts';
 import type { CompatItem } from '../../shared/compat/types.ts';
 
 /**
@@ -32,5 +32,56 @@ describe('ItemTexts', () => {
     // Another object with the same name is another item.
     expect(texts.of(item('a'), 't2', write('A2', false)).text).toBe('A2');
     expect(writes).toBe(4);
+  });
+
+  test('an item that follows another keeps its text where `same` says the values stand, its oldest taken anew', () => {
+    let writes = 0;
+    const texts = new ItemTexts<string>({ same: (before, now) => before.catalog_id === now.catalog_id, oldest: (_, now) => now.first_seen_ms });
+    const write = (text: string) => () => {
+      writes += 1;
+      return { text, oldest: 1, usedStamp: false };
+    };
+    const first = withTextSlots({ ...item('a'), first_seen_ms: 1 });
+    expect(texts.of(first, '', write('A'))).toMatchObject({ text: 'A', oldest: 1 });
+    // Same values, a newer time: the text stays, the oldest is the new item's.
+    const timed = withTextSlots({ ...item('a'), first_seen_ms: 7 }, first);
+    expect(texts.of(timed, '', write('never'))).toMatchObject({ text: 'A', oldest: 7 });
+    // Other values: written again.
+    const changed = withTextSlots({ ...item('a'), catalog_id: 'other', first_seen_ms: 8 }, timed);
+    expect(texts.of(changed, '', write('A2'))).toMatchObject({ text: 'A2', oldest: 1 });
+    expect(writes).toBe(2);
+    // An item whose predecessor was let go has nothing to keep.
+    forgetPrevious(changed);
+    const orphan = withTextSlots({ ...item('a'), catalog_id: 'other' });
+    expect(texts.of(orphan, '', write('A3')).text).toBe('A3');
+    expect(writes).toBe(3);
+  });
+});
+
+describe('JoinedBytes', () => {
+  test('texts joined by commas, pieces appended to a text without one; the same pieces make the same document', () => {
+    const head = Buffer.from('[');
+    const tail = Buffer.from(']');
+    const one = Buffer.from('{"a":');
+    const time = Buffer.from('1}');
+    const two = Buffer.from('2');
+    const build = () => {
+      const parts = new JoinedBytes();
+      parts.push(one);
+      parts.append(time);
+      parts.push(two);
+      return parts;
+    };
+    const parts = build();
+    const out = parts.finishInto(Buffer.alloc(parts.byteLength(head, tail)), head, tail);
+    expect(out.toString()).toBe('[{"a":1},2]');
+    expect(JSON.parse(out.toString())).toEqual([{ a: 1 }, 2]);
+    expect(build().sameAs(parts.made('[', ']'), '[', ']')).toBe(true);
+    // The same bytes grouped otherwise (a piece as a text of its own) are another document.
+    const regrouped = new JoinedBytes();
+    regrouped.push(one);
+    regrouped.push(time);
+    regrouped.push(two);
+    expect(regrouped.sameAs(parts.made('[', ']'), '[', ']')).toBe(false);
   });
 });

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { brotliDecompressSync } from 'node:zlib';
+import { brotliDecompressSync, zstdDecompressSync } from 'node:zlib';
 import { catalogIdFor } from '../../shared/catalog/identity.ts';
 import { CompatPriceGatherer, gatheredCompatDataset, readCompatDataset } from '../../shared/compat/dataset.ts';
 import { compatWantedKey } from '../../shared/compat/documents.ts';
-import { COMPAT_BUILDERS } from '../../shared/compat/registry.ts';
+import { COMPAT_BUILDERS, createCompatBuilders } from '../../shared/compat/registry.ts';
 import { COMPAT_SNAPSHOTS_KEPT, type CompatStore, ensureCompatDocuments, findCompatDocument } from '../../shared/compat/store.ts';
 import { COMPAT_DOCUMENTS } from '../../shared/compat/types.ts';
 import { buildPriceSnapshot } from '../../shared/prices/snapshot.ts';
@@ -40,6 +40,28 @@ afterAll(async () => {
   if (keys.length > 0) await t.deps.redis.del(...keys);
   await t.close();
 });
+
+/**
+ * A snapshot built as the index pool builds it (prices gathered in its pass, documents built ahead),
+ * and where each document's bytes are stored (its entry in the snapshot's index).
+ */
+async function buildAhead() {
+  const gatherer = new CompatPriceGatherer(t.deps.sql);
+  const now = new Date();
+  const made = await buildPriceSnapshot(t.deps.sql, now, { onItem: gatherer.onItem });
+  const [snapshot] = await t.deps.sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${made.id}`;
+  const report = await ensureCompatDocuments(store(), { id: made.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS, undefined, () =>
+    gatheredCompatDataset(t.deps.sql, gatherer, now),
+  );
+  const entry = async (name: string) =>
+    JSON.parse((await t.deps.redis.hget(`${PREFIX}:compat:meta:${made.id}`, name))!) as {
+      key: string;
+      bytes: number;
+      stored?: number;
+      oldest_source_ms: number | null;
+    };
+  return { id: made.id, report, entry };
+}
 
 async function setPrice(name: string, source: string, price: string, options: { version?: string; quantity?: number; sourceTime?: Date } = {}) {
   await t.deps.sql`
@@ -310,15 +332,8 @@ describe('with a snapshot', () => {
   test('a format a run did not touch is not written again: the new snapshot points at the bytes already stored, kept while any kept snapshot does', async () => {
     const build = async (source: string, price: string) => {
       await setPrice(NAME, source, price, { quantity: 40 });
-      const gatherer = new CompatPriceGatherer(t.deps.sql);
-      const now = new Date();
-      const made = await buildPriceSnapshot(t.deps.sql, now, { onItem: gatherer.onItem });
-      const [snapshot] = await t.deps.sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${made.id}`;
-      const report = await ensureCompatDocuments(store(), { id: made.id, created_at: snapshot!.created_at }, COMPAT_BUILDERS, undefined, () =>
-        gatheredCompatDataset(t.deps.sql, gatherer, now),
-      );
-      const keyOf = async (name: string) => (JSON.parse((await t.deps.redis.hget(`${PREFIX}:compat:meta:${made.id}`, name))!) as { key: string }).key;
-      return { id: made.id, report, steamKey: await keyOf('steam-overview'), skinportKey: await keyOf('skinport-items') };
+      const made = await buildAhead();
+      return { ...made, steamKey: (await made.entry('steam-overview')).key, skinportKey: (await made.entry('skinport-items')).key };
     };
     const first = await build('steam', '17.10');
     // Skinport runs: priceoverview reads only the steam source, so its document stays the one stored.
@@ -343,6 +358,27 @@ describe('with a snapshot', () => {
     expect(rewritten.steamKey).toBe(`${PREFIX}:compat:doc:${rewritten.id}:steam-overview`);
     const again = JSON.parse((await findCompatDocument(store(), rewritten.id, 'steam-overview'))!.body.toString()) as { items: Record<string, unknown[]> };
     expect(again.items[NAME]![0]).toBe('17.60');
+  });
+
+  test('documents are stored zstd-compressed; one whose bytes stand on newer observations is pointed at, with the newer age', async () => {
+    await setPrice(NAME, 'skinport', '18.10', { quantity: 40, sourceTime: new Date(Date.now() - 600_000) });
+    const first = await buildAhead();
+    const entry = await first.entry('csgotrader-prices');
+    const raw = (await t.deps.redis.getBuffer(entry.key))!;
+    expect(entry.stored).toBe(raw.length);
+    expect(raw.length).toBeLessThan(entry.bytes);
+    expect(zstdDecompressSync(raw).toString()).toBe((await findCompatDocument(store(), first.id, 'csgotrader-prices'))!.body.toString());
+    // A whole-market listing confirms skinport's prices: every listed row's time moves, no price does.
+    await t.deps.sql`update price_sources set listed_at = now(), last_success_at = now() where name = 'skinport'`;
+    const second = await buildAhead();
+    expect(second.report.phases_ms['csgotrader-prices (unchanged)']).toBeNumber();
+    const moved = await second.entry('csgotrader-prices');
+    expect(moved.key).toBe(entry.key);
+    // The age is the new build's: the bytes are the same, the observations behind them newer.
+    const [snapshot] = await t.deps.sql<{ created_at: Date }[]>`select created_at from price_snapshots where id = ${second.id}`;
+    const fresh = createCompatBuilders()['csgotrader-prices'](await readCompatDataset(t.deps.sql, snapshot!.created_at));
+    expect(moved.oldest_source_ms).toBe(fresh.oldest_source_ms);
+    expect(moved.oldest_source_ms).toBeGreaterThan(entry.oldest_source_ms!);
   });
 
   test('a document that cannot be built answers 503 with the shared error body, never 500; the next snapshot serves again', async () => {
