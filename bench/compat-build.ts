@@ -51,6 +51,9 @@ async function steamRun(sql: Sql, now: Date, salt: string): Promise<void> {
     where source = 'steam' and catalog_id in (select catalog_id from latest_prices where source = 'steam' order by md5(catalog_id || ${salt}) limit 100)`;
 }
 
+/** The sum of a report's byte counts, in MB. */
+const mb = (sizes: Record<string, number>) => (Object.values(sizes).reduce((sum, size) => sum + size, 0) / 1e6).toFixed(1);
+
 async function main(): Promise<void> {
   let now = new Date();
   const { sql } = await catalogDatabase('bench-compat-build');
@@ -93,7 +96,8 @@ async function main(): Promise<void> {
     const total = gatherMs + compat.ms;
     say(
       `${label}: list ${ms(listMs)} ${JSON.stringify(build.phases_ms)}; formats ${ms(total)} = ${((total / listMs) * 100).toFixed(0)} % of the list ` +
-        `(gathering ${ms(gatherMs)}, items made ${gatherer.built.length}, ${JSON.stringify(compat.phases_ms)}); heap ${Math.round(process.memoryUsage().heapUsed / 1e6)} MB`,
+        `(gathering ${ms(gatherMs)}, items made ${gatherer.built.length}, ${JSON.stringify(compat.phases_ms)}); ` +
+        `MB written ${mb(compat.stored)} of ${mb(compat.bytes)}; heap ${Math.round(process.memoryUsage().heapUsed / 1e6)} MB`,
     );
     const entry = (shares[kind] ??= { list: [], formats: [] });
     entry.list.push(listMs);

@@ -352,12 +352,17 @@ export class CompatPriceGatherer {
       },
       before,
     );
-    const made: RowPrices = { prices: new Array(rows.length), versions: new Array(rows.length), sources: new Array(rows.length) };
+    const prices: CompatSourcePrice[] = new Array(rows.length);
+    // The rows' versions and sources, as the last build's where they are the same (most changes are of
+    // prices and times, not of which rows there are): two arrays fewer an item.
+    const prior = before?.[ROW_PRICES];
+    let sameLayout = prior !== undefined && prior.prices.length === rows.length;
     let target: CompatVersion | undefined;
     for (let index = 0; index < rows.length; index += 1) {
       const row = rows[index]!;
       const fresh = this.fresh(row);
-      if (target === undefined || row.version !== made.versions[index - 1]) {
+      if (sameLayout && (prior!.versions[index] !== row.version || prior!.sources[index] !== row.source)) sameLayout = false;
+      if (target === undefined || row.version !== rows[index - 1]!.version) {
         target = item.versions[row.version] ??= { sources: {}, consensus: listedConsensus(entry, row.version), sales: NO_SALES, combined: NO_COMBINED };
       }
       const previous = before?.versions[row.version]?.sources[row.source];
@@ -375,10 +380,11 @@ export class CompatPriceGatherer {
               fresh,
             };
       target.sources[row.source] = price;
-      made.prices[index] = price;
-      made.versions[index] = row.version;
-      made.sources[index] = row.source;
+      prices[index] = price;
     }
+    const made: RowPrices = sameLayout
+      ? { prices, versions: prior!.versions, sources: prior!.sources }
+      : { prices, versions: rows.map((row) => row.version), sources: rows.map((row) => row.source) };
     Object.defineProperty(item, ROW_PRICES, { value: made, enumerable: false, writable: false, configurable: false });
     return item;
   }

@@ -197,7 +197,12 @@ function sameItemsRows(before: CompatItem, now: CompatItem): boolean {
 }
 
 /** An item's rows as kept: each listed version and its row's JSON text up to its `updated_at` value. */
-type SkinportItemsText = { versions: string[]; heads: Buffer[] };
+type SkinportItemsText = {
+  versions: string[];
+  heads: Buffer[];
+  /** The times last written after the heads, for one item object (an item never changes: its times stand), unless they used the build time. */
+  timed: { item: CompatItem; times: Buffer[]; oldest: number | null } | null;
+};
 
 /**
  * docs/design.md §20: from the skinport source where it has the version (fresh), else from the consensus of
@@ -226,7 +231,7 @@ export function skinportItemsBuilder(): CompatBuilder {
     for (const item of dataset.items) {
       const written = itemTexts.of(item, '', () => {
         const createdAt = item.first_seen_ms === null ? null : seconds(item.first_seen_ms);
-        const text: SkinportItemsText = { versions: [], heads: [] };
+        const text: SkinportItemsText = { versions: [], heads: [], timed: null };
         for (const [version, label, data] of skinportVersions(item.versions)) {
           const skinport = data.sources.skinport;
           const row: Omit<SkinportItemRow, 'updated_at'> = {
@@ -256,10 +261,25 @@ export function skinportItemsBuilder(): CompatBuilder {
       });
       const text = written.text;
       if (text === null) continue;
-      for (let index = 0; index < text.versions.length; index += 1) {
-        parts.push(text.heads[index]!);
-        parts.append(timeText(rowUpdatedAt(item.versions[text.versions[index]!]!, builtAt, oldest)));
+      let timed = text.timed;
+      if (timed === null || timed.item !== item) {
+        // This item's times (its object's: kept while no row used the build time, which moves each build).
+        const itemOldest = new OldestSourceTime();
+        const times: Buffer[] = [];
+        let usedBuildTime = false;
+        for (const version of text.versions) {
+          const time = rowUpdatedAt(item.versions[version]!, builtAt, itemOldest);
+          usedBuildTime ||= time === builtAt;
+          times.push(timeText(time));
+        }
+        timed = { item, times, oldest: itemOldest.value };
+        text.timed = usedBuildTime ? null : timed;
       }
+      for (let index = 0; index < text.heads.length; index += 1) {
+        parts.push(text.heads[index]!);
+        parts.append(timed.times[index]!);
+      }
+      if (timed.oldest !== null) oldest.add(timed.oldest);
     }
     // The text of SkinportItemsDocument.
     return documents.document(parts, '{"rows":[', ']}', oldest.value);

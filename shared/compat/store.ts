@@ -38,7 +38,14 @@ export type CompatStore = { sql: Sql; redis: Redis; prefix: string };
 
 export type StoredCompatDocument = { name: CompatDocumentName; body: Buffer; oldest_source_ms: number | null; built_at_ms: number };
 
-export type CompatBuildReport = { built: boolean; ms: number; phases_ms: Record<string, number>; bytes: Record<string, number> };
+/** `bytes`: each document's JSON; `stored`: what was written to Redis for it (compressed; absent where nothing was written). */
+export type CompatBuildReport = {
+  built: boolean;
+  ms: number;
+  phases_ms: Record<string, number>;
+  bytes: Record<string, number>;
+  stored: Record<string, number>;
+};
 
 /** Built snapshots whose documents are kept (the API serves the newest; the others cover a process still on an older one). */
 export const COMPAT_SNAPSHOTS_KEPT = 3;
@@ -88,6 +95,7 @@ export async function ensureCompatDocuments(
   const started = performance.now();
   const phases: Record<string, number> = {};
   const bytes: Record<string, number> = {};
+  const storedBytes: Record<string, number> = {};
   const built = await sql.begin(async (tx) => {
     // One build per snapshot: the second asker waits here, then finds the documents stored.
     await tx`select pg_advisory_xact_lock(${0x636f6d70}, ${snapshot.id % 2_147_483_647})`;
@@ -165,6 +173,7 @@ export async function ensureCompatDocuments(
       const entry: DocumentEntry = { key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length };
       const stored = compressed(body).then((packed) => {
         entry.stored = packed.length;
+        storedBytes[name] = packed.length;
         entries[name] = JSON.stringify(entry);
         return redis.set(key, packed, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
       });
@@ -180,6 +189,7 @@ export async function ensureCompatDocuments(
       if ((await document.renewed) === 1) continue;
       // The bytes pointed at were gone (expired, or trimmed meanwhile): written again, under this snapshot.
       const packed = await compressed(document.body);
+      storedBytes[document.name] = packed.length;
       const entry = { ...document.entry, key: document.key, stored: packed.length };
       await redis.set(document.key, packed, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
       lastWritten.set(document.builder, { redis, prefix, key: document.key, entry });
@@ -200,7 +210,7 @@ export async function ensureCompatDocuments(
     await trimBuiltSnapshots(store);
     return true;
   });
-  const report = { built, ms: Math.round(performance.now() - started), phases_ms: phases, bytes };
+  const report = { built, ms: Math.round(performance.now() - started), phases_ms: phases, bytes, stored: storedBytes };
   if (built) log?.info({ snapshot_id: snapshot.id, ...report }, 'compat documents built');
   return report;
 }

@@ -169,15 +169,18 @@ describe('simulator → ingest → Postgres → API', () => {
     const since = new Date();
     await control('steam', 'fail');
     try {
-      // A failed steam run of this test, and /health at 503. (Under load a steam run can come later than
-      // its 8 s threshold and turn it stale before any run failed: the 503 alone proves nothing.)
+      // A failed steam run of this test, and /health at 503 with steam stale and the others fresh. (Under
+      // load a run can come later than its 8 s threshold: steam can turn stale before any run failed, and
+      // another source can be stale for a moment while steam is still fresh. The 503 alone proves nothing.)
       const { report, failed } = await eventually(
         async () => {
           const [found] = await sql<{ error: string }[]>`
             select error from ingest_runs where source = 'steam' and status = 'failed' and started_at >= ${since} order by started_at desc limit 1`;
           if (!found) return undefined;
           const answer = await health();
-          return answer.status === 503 ? { report: answer, failed: found } : undefined;
+          const { steam, skinport, csfloat } = answer.body.sources;
+          const settled = steam?.status === 'stale' && skinport?.status === 'fresh' && csfloat?.status === 'fresh';
+          return answer.status === 503 && settled ? { report: answer, failed: found } : undefined;
         },
         60_000,
         500,
