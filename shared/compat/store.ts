@@ -1,5 +1,5 @@
 import { promisify } from 'node:util';
-import { constants as zlibConstants, zstdCompress, zstdDecompress } from 'node:zlib';
+import { constants as zlibConstants, zstdCompressSync, zstdDecompress } from 'node:zlib';
 import type { Sql } from '../platform/db.ts';
 import type { Logger } from '../platform/logger.ts';
 import type { Redis } from '../platform/redis.ts';
@@ -56,17 +56,17 @@ export const COMPAT_DOCUMENT_TTL_SECONDS = 3_600;
 type DocumentEntry = { key: string; oldest_source_ms: number | null; built_at_ms: number; bytes: number; stored?: number };
 
 /**
- * Documents are kept zstd-compressed (level 1): ~30 MB of JSON a snapshot became ~10x fewer bytes, and
- * sending them to Redis, not building them, had become most of a build (at full catalog ~5-14 ms/MB
- * here against ~1-2 ms/MB to compress on the thread pool, overlapping the next document's build); the
- * API processes that load them read as many fewer bytes, and inflate them at ~0.5 GB/s.
+ * Documents are kept zstd-compressed (level 1): ~50 MB of JSON a snapshot at full catalog became ~5 MB,
+ * and sending them to Redis, not building them, had become most of a build (~5-14 ms/MB here, against
+ * ~2 ms/MB to compress); the API processes that load them read as many fewer bytes. Compressed at once,
+ * on this thread: Bun's asynchronous zstd did not overlap with the builds here (a 6 MB document took
+ * ~22 ms that way, added to the JS work, against ~13 ms synchronously).
  */
-const zstdAsync = promisify(zstdCompress);
 const unzstdAsync = promisify(zstdDecompress);
 const ZSTD_OPTIONS = { params: { [zlibConstants.ZSTD_c_compressionLevel]: 1 } };
 
-function compressed(body: Buffer): Promise<Buffer> {
-  return zstdAsync(body, ZSTD_OPTIONS);
+function compressed(body: Buffer): Buffer {
+  return zstdCompressSync(body, ZSTD_OPTIONS);
 }
 
 /** Where each builder's last document was written, by this process (shared/compat/types.ts BuiltCompatDocument.unchanged). */
@@ -116,6 +116,7 @@ export async function ensureCompatDocuments(
     // built: Redis stores one while this process builds the next (the writes are ~30 MB a snapshot).
     const writes: Promise<unknown>[] = [];
     const made: BuiltCompatDocument[] = [];
+    let compressMs = 0;
     const unchanged: { name: CompatDocumentName; renewed: Promise<number>; entry: DocumentEntry; body: Buffer; builder: CompatBuilder; key: string }[] = [];
     const write = (sent: Promise<unknown>) => {
       // Awaited below; should a later builder throw first, its failure is the build's and this one is dropped.
@@ -169,26 +170,26 @@ export async function ensureCompatDocuments(
         phases[`${name} (unchanged)`] = 0;
         continue;
       }
-      // Compressed on the thread pool while the next document is built; its size is known once it is.
-      const entry: DocumentEntry = { key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length };
-      const stored = compressed(body).then((packed) => {
-        entry.stored = packed.length;
-        storedBytes[name] = packed.length;
-        entries[name] = JSON.stringify(entry);
-        return redis.set(key, packed, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
-      });
+      mark = performance.now();
+      const packed = compressed(body);
+      compressMs += performance.now() - mark;
+      const entry: DocumentEntry = { key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length, stored: packed.length };
+      storedBytes[name] = packed.length;
+      entries[name] = JSON.stringify(entry);
+      const stored = redis.set(key, packed, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
       write(stored);
       // The entry is written once the bytes it points at are (and the snapshot's index after all of them).
       if (sales)
         write(stored.then(() => redis.multi().hset(`${key}:entry`, 'entry', JSON.stringify(entry)).expire(`${key}:entry`, COMPAT_DOCUMENT_TTL_SECONDS).exec()));
       lastWritten.set(builder, { redis, prefix, key, entry });
     }
+    phases.compress = Math.round(compressMs);
     mark = performance.now();
     await Promise.all(writes);
     for (const document of unchanged) {
       if ((await document.renewed) === 1) continue;
       // The bytes pointed at were gone (expired, or trimmed meanwhile): written again, under this snapshot.
-      const packed = await compressed(document.body);
+      const packed = compressed(document.body);
       storedBytes[document.name] = packed.length;
       const entry = { ...document.entry, key: document.key, stored: packed.length };
       await redis.set(document.key, packed, 'EX', COMPAT_DOCUMENT_TTL_SECONDS);
