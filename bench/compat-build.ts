@@ -17,6 +17,7 @@
 import { CompatPriceGatherer, gatheredCompatDataset } from '../shared/compat/dataset.ts';
 import { COMPAT_BUILDERS } from '../shared/compat/registry.ts';
 import { ensureCompatDocuments } from '../shared/compat/store.ts';
+import { COMPAT_DOCUMENTS } from '../shared/compat/types.ts';
 import type { Sql } from '../shared/platform/db.ts';
 import { createWorkerRedis } from '../shared/platform/redis.ts';
 import type { PriceListItemObserver } from '../shared/prices/public-document.ts';
@@ -68,7 +69,7 @@ async function main(): Promise<void> {
   await seedSalesAndRates(sql, now);
   await sql`vacuum analyze`;
 
-  const shares: Record<string, { list: number[]; formats: number[] }> = {};
+  const shares: Record<string, { list: number[]; formats: number[]; file: number[] }> = {};
   // As the index pool builds them: the prices gathered in the snapshot's own pass (timed apart, and
   // counted as the formats' cost, not the list's), then the documents.
   const round = async (kind: string, label: string) => {
@@ -99,9 +100,16 @@ async function main(): Promise<void> {
         `(gathering ${ms(gatherMs)}, items made ${gatherer.built.length}, ${JSON.stringify(compat.phases_ms)}); ` +
         `MB written ${mb(compat.stored)} of ${mb(compat.bytes)}; heap ${Math.round(process.memoryUsage().heapUsed / 1e6)} MB`,
     );
-    const entry = (shares[kind] ??= { list: [], formats: [] });
+    // Each file alone: the costs every file shares (gathering, reading the windows and rates, the store's
+    // lookups and the wait for Redis) charged in full to it, plus its own build and compression.
+    const phases = compat.phases_ms;
+    const own = (name: string) => (phases[name] ?? 0) + (phases[`${name} (compress)`] ?? 0) + (phases[`${name} (kept)`] ?? 0);
+    const shared = gatherMs + (phases.dataset ?? 0) + (phases.store ?? 0);
+    const file = Math.max(...COMPAT_DOCUMENTS.map((name) => shared + own(name)));
+    const entry = (shares[kind] ??= { list: [], formats: [], file: [] });
     entry.list.push(listMs);
     entry.formats.push(total);
+    entry.file.push(file);
   };
   await round('first', 'first build');
   // More minutes (COMPAT_BUILD_RUNS) make a CPU profile (bun --cpu-prof) mostly the steady state's.
@@ -126,8 +134,11 @@ async function main(): Promise<void> {
   await round('sales', 'the hourly sales read and a typical minute');
 
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
-  for (const [kind, { list, formats }] of Object.entries(shares)) {
-    say(`median ${kind}: list ${ms(median(list))}, formats ${ms(median(formats))} = ${((median(formats) / median(list)) * 100).toFixed(0)} %`);
+  for (const [kind, { list, formats, file }] of Object.entries(shares)) {
+    say(
+      `median ${kind}: list ${ms(median(list))}, formats ${ms(median(formats))} = ${((median(formats) / median(list)) * 100).toFixed(0)} %; ` +
+        `the costliest file alone (shared costs in full) ${ms(median(file))} = ${((median(file) / median(list)) * 100).toFixed(0)} %`,
+    );
   }
   const typical = shares.typical!;
   const sales = shares.sales!;

@@ -255,6 +255,8 @@ export class CompatPriceGatherer {
   /** Each source's clock, once looked up (and the source noted in `sources`). */
   private readonly clocks = new Map<string, SourceClock>();
   private freshness: Freshness | null = null;
+  private lastTimeText = '';
+  private lastTimeMs = Number.NaN;
   private nowMs = 0;
 
   constructor(db: Queryable) {
@@ -310,6 +312,15 @@ export class CompatPriceGatherer {
     }
     this.cursor = list.length;
     return undefined;
+  }
+
+  /** A source time's milliseconds: a listing gives every row it confirms one time, parsed once. */
+  private timeMs(text: string): number {
+    if (text !== this.lastTimeText) {
+      this.lastTimeText = text;
+      this.lastTimeMs = Date.parse(text);
+    }
+    return this.lastTimeMs;
   }
 
   /** Whether the row's price is fresh at the build (the list's rule, priceIsFresh). */
@@ -375,7 +386,7 @@ export class CompatPriceGatherer {
               bid: row.bid,
               volume_7d: row.volume_7d,
               quantity: row.quantity ?? null,
-              source_time_ms: Date.parse(row.source_time),
+              source_time_ms: this.timeMs(row.source_time),
               source_time: row.source_time,
               fresh,
             };

@@ -172,6 +172,7 @@ export async function ensureCompatDocuments(
       }
       mark = performance.now();
       const packed = compressed(body);
+      phases[`${name} (compress)`] = Math.round(performance.now() - mark);
       compressMs += performance.now() - mark;
       const entry: DocumentEntry = { key, oldest_source_ms: document.oldest_source_ms, built_at_ms: Date.now(), bytes: body.length, stored: packed.length };
       storedBytes[name] = packed.length;
