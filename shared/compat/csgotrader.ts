@@ -195,6 +195,7 @@ export function csgotraderPricesBuilder(): CompatBuilder {
   // `present`: a bit per column with an entry (the columns are fewer than 32: the fixed providers and our sources).
   const rowTexts = new ItemTexts<{ row: Buffer; present: number }>({
     same: sameRow,
+    valuesOnly: true,
     oldest: (text, item) => oldestOfRow(item, text.present, columnOf, consensusColumn),
   });
   const documents = new FormatDocuments();

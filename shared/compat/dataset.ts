@@ -6,7 +6,7 @@ import type { Freshness, PriceListItemObserver, PublicPriceItem } from '../price
 import type { SnapshotInputRow } from '../prices/repository.ts';
 import { findSourceClocks } from '../prices/repository.ts';
 import type { SalesWindowName } from '../sources/types.ts';
-import { forgetPrevious, withTextSlots } from './item-texts.ts';
+import { forgetPrevious, markSameValues, withTextSlots } from './item-texts.ts';
 import type { CompatDataset, CompatItem, CompatSalesWindow, CompatSourcePrice, CompatVersion } from './types.ts';
 
 /** One source's windows of one (item, version), or (source null) the windows combined over sources, as one text (readCompatSales). */
@@ -205,14 +205,18 @@ const lastBuilds = new WeakMap<object, LastBuild>();
 
 /** Whether a snapshot row carries what `kept` says (`fresh` judged for this build). */
 function rowIsKept(kept: CompatSourcePrice, row: SnapshotInputRow, fresh: boolean): boolean {
+  return valuesAreKept(kept, row, fresh) && kept.source_time === row.source_time;
+}
+
+/** Whether a snapshot row carries the values `kept` says, its time aside. */
+function valuesAreKept(kept: CompatSourcePrice, row: SnapshotInputRow, fresh: boolean): boolean {
   return (
     kept.price === row.price &&
     kept.fresh === fresh &&
     kept.quantity === (row.quantity ?? null) &&
     kept.median_price === (row.median_price ?? null) &&
     kept.bid === row.bid &&
-    kept.volume_7d === row.volume_7d &&
-    kept.source_time === row.source_time
+    kept.volume_7d === row.volume_7d
   );
 }
 
@@ -246,6 +250,8 @@ export class CompatPriceGatherer {
   readonly sources = new Set<string>();
   /** The items made for this build (the rest are the last build's objects). */
   readonly built: CompatItem[] = [];
+  /** Each built item's predecessor (the last build's item of its name), where it had one. */
+  readonly builtBefore: (CompatItem | undefined)[] = [];
   /** Whether the items came in byte order of name (the snapshot query's order; checked, not assumed). */
   ordered = true;
   readonly last: LastBuild | undefined;
@@ -288,6 +294,7 @@ export class CompatPriceGatherer {
     const item = this.builtItem(entry, rows, before);
     this.list.push(item);
     this.built.push(item);
+    this.builtBefore.push(before);
   }
 
   /**
@@ -368,17 +375,23 @@ export class CompatPriceGatherer {
     // prices and times, not of which rows there are): two arrays fewer an item.
     const prior = before?.[ROW_PRICES];
     let sameLayout = prior !== undefined && prior.prices.length === rows.length;
+    // Whether every value is the last build's (the rows' times aside): the item's windows are given later.
+    let sameValues = sameLayout;
     let target: CompatVersion | undefined;
     for (let index = 0; index < rows.length; index += 1) {
       const row = rows[index]!;
       const fresh = this.fresh(row);
-      if (sameLayout && (prior!.versions[index] !== row.version || prior!.sources[index] !== row.source)) sameLayout = false;
+      if (sameLayout && (prior!.versions[index] !== row.version || prior!.sources[index] !== row.source)) sameLayout = sameValues = false;
       if (target === undefined || row.version !== rows[index - 1]!.version) {
         target = item.versions[row.version] ??= { sources: {}, consensus: listedConsensus(entry, row.version), sales: NO_SALES, combined: NO_COMBINED };
+        if (sameValues && before!.versions[row.version]!.consensus !== target.consensus) sameValues = false;
       }
-      const previous = before?.versions[row.version]?.sources[row.source];
+      // The last build's price at this place (the same layout so far), else looked up by version and source.
+      const previous = sameLayout ? prior!.prices[index] : before?.versions[row.version]?.sources[row.source];
+      const valuesKept = previous !== undefined && valuesAreKept(previous, row, fresh);
+      if (!valuesKept) sameValues = false;
       const price: CompatSourcePrice =
-        previous !== undefined && rowIsKept(previous, row, fresh)
+        valuesKept && previous.source_time === row.source_time
           ? previous
           : {
               price: row.price,
@@ -397,6 +410,7 @@ export class CompatPriceGatherer {
       ? { prices, versions: prior!.versions, sources: prior!.sources }
       : { prices, versions: rows.map((row) => row.version), sources: rows.map((row) => row.source) };
     Object.defineProperty(item, ROW_PRICES, { value: made, enumerable: false, writable: false, configurable: false });
+    markSameValues(item, sameValues);
     return item;
   }
 }
@@ -463,6 +477,8 @@ async function completeCompatDataset(
     list: CompatItem[];
     /** The items made for this dataset (no windows yet; no other build holds them). */
     built: readonly CompatItem[];
+    /** Each built item's predecessor, where the gatherer knew it. */
+    builtBefore?: readonly (CompatItem | undefined)[];
     sources: ReadonlySet<string>;
     last: LastBuild | undefined;
     ordered: boolean;
@@ -478,7 +494,22 @@ async function completeCompatDataset(
   const { last } = gathered;
   let all = gathered.list;
   const sameWindows = last !== undefined && last.generation === salesRead.generation;
-  for (const item of gathered.built) {
+  for (let index = 0; index < gathered.built.length; index += 1) {
+    const item = gathered.built[index]!;
+    // New windows: an item's values may differ from its predecessor's in them.
+    if (!sameWindows) markSameValues(item, false);
+    const before = sameWindows ? gathered.builtBefore?.[index] : undefined;
+    if (before !== undefined) {
+      // The windows stand: its predecessor's are this read's (no lookup by name).
+      for (const name in before.versions) {
+        const windowed = before.versions[name]!;
+        if (windowed.sales === NO_SALES && windowed.combined === NO_COMBINED) continue;
+        const version = (item.versions[name] ??= { sources: {}, consensus: null, sales: NO_SALES, combined: NO_COMBINED });
+        version.sales = windowed.sales;
+        version.combined = windowed.combined;
+      }
+      continue;
+    }
     for (const entry of windows.get(item.market_hash_name) ?? []) {
       const version = (item.versions[entry.version] ??= { sources: {}, consensus: null, sales: NO_SALES, combined: NO_COMBINED });
       version.sales = entry.sales;
@@ -561,6 +592,7 @@ export function gatheredCompatDataset(db: Queryable, gatherer: CompatPriceGather
       list: gatherer.list,
       matched: gatherer.matched,
       built: gatherer.built,
+      builtBefore: gatherer.builtBefore,
       sources: gatherer.sources,
       last: gatherer.last,
       ordered: gatherer.ordered,

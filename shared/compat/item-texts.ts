@@ -11,6 +11,11 @@ export type ItemText<T = string> = { text: T | null; oldest: number | null };
 export type TextRules<T> = {
   same?: (before: CompatItem, now: CompatItem) => boolean;
   oldest?: (text: T, item: CompatItem) => number | null;
+  /**
+   * `same` compares values alone (every time the text uses is applied apart): an item its maker marked
+   * as carrying its predecessor's values (markSameValues) needs no comparison.
+   */
+  valuesOnly?: boolean;
 };
 
 /**
@@ -43,7 +48,11 @@ export class ItemTexts<T = string> {
       : this.kept.get(item.market_hash_name);
     let entry: Kept<T>;
     if (kept && (kept.stamp === null || kept.stamp === stamp) && kept.item === item) entry = kept;
-    else if (kept && (kept.stamp === null || kept.stamp === stamp) && this.rules.same?.(kept.item, item)) {
+    else if (
+      kept &&
+      (kept.stamp === null || kept.stamp === stamp) &&
+      ((this.rules.valuesOnly === true && texts?.sameValues === true) || this.rules.same?.(kept.item, item))
+    ) {
       const oldest = kept.text !== null && this.rules.oldest ? this.rules.oldest(kept.text, item) : kept.oldest;
       entry = { item, text: kept.text, oldest, stamp: kept.stamp };
     } else {
@@ -58,8 +67,11 @@ export class ItemTexts<T = string> {
 
 let nextSlot = 0;
 const TEXTS = Symbol('compat item texts');
-/** An item's texts, one slot per ItemTexts instance, and the item it follows (whose texts it may keep). */
-type TextsRecord = { slots: unknown[]; previous: CompatItem | undefined };
+/**
+ * An item's texts, one slot per ItemTexts instance, the item it follows (whose texts it may keep), and
+ * whether it carries that item's values (markSameValues).
+ */
+type TextsRecord = { slots: unknown[]; previous: CompatItem | undefined; sameValues: boolean };
 type ItemWithTexts = CompatItem & { [TEXTS]?: TextsRecord };
 
 /**
@@ -71,9 +83,18 @@ type ItemWithTexts = CompatItem & { [TEXTS]?: TextsRecord };
  * keeps one shape.
  */
 export function withTextSlots<I extends CompatItem>(item: I, previous?: CompatItem): I {
-  const texts: TextsRecord = { slots: [], previous };
+  const texts: TextsRecord = { slots: [], previous, sameValues: false };
   Object.defineProperty(item, TEXTS, { value: texts, enumerable: false, writable: false, configurable: false });
   return item;
+}
+
+/**
+ * Says whether `item` carries every value of the item it follows (prices, freshness, consensus,
+ * windows; times aside): a format whose texts hold values alone then keeps its text without comparing.
+ */
+export function markSameValues(item: CompatItem, same: boolean): void {
+  const texts = (item as ItemWithTexts)[TEXTS];
+  if (texts) texts.sameValues = same && texts.previous !== undefined;
 }
 
 /**
@@ -82,7 +103,10 @@ export function withTextSlots<I extends CompatItem>(item: I, previous?: CompatIt
  */
 export function forgetPrevious(item: CompatItem): void {
   const texts = (item as ItemWithTexts)[TEXTS];
-  if (texts) texts.previous = undefined;
+  if (texts) {
+    texts.previous = undefined;
+    texts.sameValues = false;
+  }
 }
 
 type Kept<T> = ItemText<T> & { item: CompatItem; stamp: string | null };

@@ -211,7 +211,7 @@ type SkinportItemsText = {
  * per build from the item's times.
  */
 export function skinportItemsBuilder(): CompatBuilder {
-  const itemTexts = new ItemTexts<SkinportItemsText>({ same: sameItemsRows });
+  const itemTexts = new ItemTexts<SkinportItemsText>({ same: sameItemsRows, valuesOnly: true });
   const documents = new FormatDocuments();
   // `<seconds>}` per time, kept across builds (most rows of a snapshot share a few times): a row whose
   // values and time stand is the same pieces, so an unchanged document is seen as one (JoinedBytes.sameAs).

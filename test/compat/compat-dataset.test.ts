@@ -66,13 +66,13 @@ describe('the dataset built incrementally', () => {
           set price = excluded.price, median_price = excluded.median_price, bid = excluded.bid, volume_7d = excluded.volume_7d,
               quantity = excluded.quantity, source_time = excluded.source_time, ingested_at = excluded.ingested_at`;
     };
-    const setWindow = async (name: string, version: string, at: Date) => {
+    const setWindow = async (name: string, version: string, at: Date, source?: string) => {
       const window = pick(WINDOWS);
       const sold = next() < 0.8;
       const [median, low, high] = [money(), '0.50', '999.00'];
       await sql`
         insert into source_sales (catalog_id, version, source, sales_window, median, mean, min, max, volume, source_time, ingested_at, run_id)
-        values (${catalogIdFor(name)}, ${version}, ${pick(['skinport', 'steam'])}, ${window}, ${sold ? median : null}::numeric, ${sold ? median : null}::numeric,
+        values (${catalogIdFor(name)}, ${version}, ${source ?? pick(['skinport', 'steam'])}, ${window}, ${sold ? median : null}::numeric, ${sold ? median : null}::numeric,
                 ${sold ? low : null}::numeric, ${sold ? high : null}::numeric, ${sold ? 1 + Math.floor(next() * 90) : 0}, ${at}, ${at}, 'dataset-test')
         on conflict (catalog_id, version, sales_window, source) do update set median = excluded.median, volume = excluded.volume, source_time = excluded.source_time`;
       await sql`
@@ -121,6 +121,14 @@ describe('the dataset built incrementally', () => {
       // A sales read every few rounds; a source that stops succeeding turns its prices stale.
       // An item whose prices are all gone is left with its windows (and one with only windows changes them next).
       if (round === 7) await sql`delete from latest_prices where catalog_id = ${catalogIdFor(items[13]!.name)}`;
+      // An item whose price and windows change in one round: built anew, with the new windows.
+      // And a listing in the same round: items whose windows changed while their rows moved only in time.
+      if (round % 5 === 4 && !listingOnly) {
+        await setWindow(items[14]!.name, 'default', at);
+        await setPrice(items[14]!.name, 'steam', 'default', at);
+        await sql`update price_sources set listed_at = ${at} where name = 'steam'`;
+        await setWindow(items[15]!.name, 'default', at, 'steam');
+      }
       if (round % 5 === 4 && !listingOnly) for (const item of [items[20]!, items[13]!, pick(items), pick(items)]) await setWindow(item.name, 'default', at);
       if (round === 6) await sql`update price_sources set last_success_at = ${new Date(clock - 86_400_000)} where name = 'csfloat'`;
       for (const name of SOURCES) if (name !== 'csfloat' || round < 6) await sql`update price_sources set last_success_at = ${at} where name = ${name}`;
