@@ -108,7 +108,7 @@ function parsedWindows(text: string): Windows {
       min: min || null,
       max: max || null,
       volume: Number(volume),
-      source_time_ms: Number.parseFloat(observed!),
+      source_time_ms: Number(observed),
     };
   }
   return windows;
