@@ -22,9 +22,9 @@ import {
  * one build. A builder's `value` that is a string is taken as its JSON text (formats that write exact
  * JSON numbers from decimal text); anything else is JSON.stringify'd.
  *
- * Stored in Redis, as a cache (docs/decisions.md "Drop-in formats"): every document can be built again
- * from Postgres, and writing ~30 MB a snapshot to Redis costs ~2 ms/MB against ~13-19 ms/MB into a
- * Postgres row. A snapshot's index (`…:compat:meta:<snapshot>`, a hash of document name → where its
+ * Stored in Redis, as a cache (docs/decisions.md "Drop-in formats"), zstd-compressed (below): every
+ * document can be built again from Postgres, and Redis took ~5-14 ms/MB of JSON here against ~13-19
+ * ms/MB into a Postgres row. A snapshot's index (`…:compat:meta:<snapshot>`, a hash of document name → where its
  * bytes are, its oldest source time) points at the bytes: a price document under the snapshot's id,
  * a document built from the sales windows alone (COMPAT_SALES_DOCUMENTS) under the sales generation
  * (sql/0030), so a snapshot whose windows did not change points at the bytes already there. The

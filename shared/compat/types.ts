@@ -56,7 +56,7 @@ export type CompatItem = {
   catalog_id: string;
   /** When the item entered our catalog, ms since the epoch (steamapis `first_seen`). */
   first_seen_ms: number | null;
-  /** How many source prices its versions hold: a new build keeps the item only when its rows are as many (absent: never kept). */
+  /** How many source prices its versions hold (0: an item with windows and no price). A gathered build keeps an item by the rows it was made from, in their order (shared/compat/dataset.ts). */
   price_rows?: number;
   /** `default` and every stored phase version (`phase-2`, `ruby`, …: shared/catalog/identity.ts). */
   versions: Record<string, CompatVersion>;
